@@ -1,0 +1,1 @@
+//! Embedded Kubernetes API server (work in progress).

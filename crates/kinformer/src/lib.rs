@@ -1,0 +1,24 @@
+//! # kinformer
+//!
+//! Kubernetes client-go's informer machinery (`tools/cache`) rebuilt in Rust: keys and
+//! tombstones, a Store/Indexer with multi-valued indexes, FIFO and DeltaFIFO with client-go's
+//! exact semantics, a Reflector, shared informers with many handlers, and an informer factory.
+//!
+//! ```text
+//!  API server ──list/watch──▶ ListerWatcher ──▶ Reflector ──Replace/Add/Update/Delete/Resync──▶ DeltaFifo
+//!                                                                                                  │ pop (one key's Deltas)
+//!                                                                                                  ▼
+//!  handlers ◀── Listener (one task + buffer per handler) ◀── Processor.distribute ◀── process loop ──▶ Indexer (the cache)
+//! ```
+//!
+//! Every arrow goes one way. The store is updated before any handler hears of the change.
+
+pub mod object;
+pub mod store;
+
+pub use object::{
+    DeletedFinalStateUnknown, ExplicitKey, KeyError, KeyFunc, Object, ObjectOrTombstone,
+    deletion_handling_meta_namespace_key, meta_namespace_key, meta_namespace_key_func,
+    namespace_name_key, resource_version, split_meta_namespace_key,
+};
+pub use store::{KeyListerGetter, ReflectorStore};
