@@ -22,3 +22,5 @@ pub use object::{
     namespace_name_key, resource_version, split_meta_namespace_key,
 };
 pub use store::{KeyListerGetter, ReflectorStore};
+pub mod informer;
+pub mod wait;

@@ -1,0 +1,16 @@
+//! Shared informers: one list/watch and one cache per resource, many handlers.
+//!
+//! The pieces follow client-go's `shared_informer.go`: a processor fans each notification out
+//! to one listener per registered handler; each listener buffers without bound and calls its
+//! handler on its own task, in order, so a slow handler delays only itself.
+
+mod handler;
+mod listener;
+mod processor;
+
+mod stream;
+mod sync_tracker;
+
+pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
+pub use listener::ResourceEventHandlerRegistration;
+pub use stream::{Event, EventStream};

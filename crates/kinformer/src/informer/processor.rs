@@ -1,0 +1,163 @@
+//! Fans notifications out to listeners (client-go's `sharedProcessor`).
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use parking_lot::RwLock;
+use tokio::time::Instant;
+use tokio_util::task::TaskTracker;
+
+use super::listener::{Listener, Notification};
+
+/// The listeners of one informer. Distribution never blocks: each listener buffers.
+pub(crate) struct Processor<K> {
+    inner: RwLock<Inner<K>>,
+    tasks: TaskTracker,
+}
+
+struct Inner<K> {
+    listeners: Vec<Listener<K>>,
+    started: bool,
+}
+
+impl<K: Send + Sync + 'static> Processor<K> {
+    pub(crate) fn new() -> Self {
+        Self {
+            inner: RwLock::new(Inner {
+                listeners: Vec::new(),
+                started: false,
+            }),
+            tasks: TaskTracker::new(),
+        }
+    }
+
+    /// Adds a listener; starts its consumer at once if the processor runs. `prime` runs under
+    /// the same lock, before any other notification can reach the listener.
+    pub(crate) fn add_listener(&self, listener: Listener<K>, prime: impl FnOnce(&Listener<K>)) {
+        let mut inner = self.inner.write();
+        prime(&listener);
+        if inner.started {
+            listener.start(&self.tasks);
+        }
+        inner.listeners.push(listener);
+    }
+
+    /// Removes a listener: nothing more is delivered to it. Idempotent; false if unknown.
+    pub(crate) fn remove_listener(&self, id: u64) -> bool {
+        let removed = {
+            let mut inner = self.inner.write();
+            let Some(pos) = inner.listeners.iter().position(|l| l.id == id) else {
+                return false;
+            };
+            inner.listeners.remove(pos)
+        };
+        stop_listener(&removed);
+        true
+    }
+
+    /// Sends `n` to every listener, or, for a resync (`is_sync`), only to those whose resync is
+    /// due in this round.
+    pub(crate) fn distribute(&self, n: &Notification<K>, is_sync: bool) {
+        let inner = self.inner.read();
+        for l in &inner.listeners {
+            if !is_sync || l.syncing.load(Ordering::Acquire) {
+                l.add(n.clone());
+            }
+        }
+    }
+
+    /// client-go's `shouldResync`: marks which listeners take part in this resync round and
+    /// reports whether any does.
+    pub(crate) fn should_resync(&self) -> bool {
+        let now = Instant::now();
+        let inner = self.inner.read();
+        let mut any = false;
+        for l in &inner.listeners {
+            let due = l.should_resync(now);
+            l.syncing.store(due, Ordering::Release);
+            if due {
+                any = true;
+                l.determine_next_resync(now);
+            }
+        }
+        any
+    }
+
+    /// The resync check period was lowered (before start): recompute every listener's period.
+    pub(crate) fn resync_check_period_changed(&self, check: Duration) {
+        let inner = self.inner.read();
+        for l in &inner.listeners {
+            l.set_resync_period(determine_resync_period(l.requested_resync_period, check));
+        }
+    }
+
+    /// Starts every listener's consumer.
+    pub(crate) fn start(&self) {
+        let mut inner = self.inner.write();
+        if inner.started {
+            return;
+        }
+        inner.started = true;
+        for l in &inner.listeners {
+            l.start(&self.tasks);
+        }
+    }
+
+    /// Stops every listener and waits until no callback runs any more.
+    pub(crate) async fn shutdown(&self) {
+        let listeners = std::mem::take(&mut self.inner.write().listeners);
+        for l in &listeners {
+            stop_listener(l);
+        }
+        drop(listeners);
+        self.tasks.close();
+        self.tasks.wait().await;
+    }
+
+    /// Number of listeners.
+    pub(crate) fn len(&self) -> usize {
+        self.inner.read().listeners.len()
+    }
+
+    /// The effective resync period of a listener, for tests and diagnostics.
+    #[cfg(test)]
+    pub(crate) fn resync_period_of(&self, id: u64) -> Option<Duration> {
+        let inner = self.inner.read();
+        inner
+            .listeners
+            .iter()
+            .find(|l| l.id == id)
+            .map(Listener::resync_period)
+    }
+}
+
+fn stop_listener<K: Send + Sync + 'static>(l: &Listener<K>) {
+    l.shared.stop.cancel();
+    if l.never_started() {
+        // No consumer task will ever run to say it finished.
+        l.shared.finished.cancel();
+    }
+}
+
+/// client-go's `determineResyncPeriod`.
+pub(crate) fn determine_resync_period(desired: Duration, check: Duration) -> Duration {
+    if desired.is_zero() {
+        return desired;
+    }
+    if check.is_zero() {
+        tracing::warn!(
+            ?desired,
+            "the specified resync period is invalid because this shared informer doesn't support resyncing"
+        );
+        return Duration::ZERO;
+    }
+    if desired < check {
+        tracing::warn!(
+            ?desired,
+            resync_check_period = ?check,
+            "the specified resync period is being increased to the minimum resync check period"
+        );
+        return check;
+    }
+    desired
+}

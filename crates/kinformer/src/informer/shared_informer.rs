@@ -1,0 +1,667 @@
+//! `SharedIndexInformer`: one list/watch, one indexed cache, many handlers.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::handler::ResourceEventHandler;
+use super::listener::{Listener, Notification, ResourceEventHandlerRegistration};
+use super::processor::{Processor, determine_resync_period};
+use super::stream::EventStream;
+use crate::queue::{DeltaFifo, DeltaFifoOptions, DeltaType, Deltas, QueueError, TransformFunc};
+use crate::reflector::{ListerWatcher, Reflector, ReflectorError};
+use crate::store::{Indexer, Indexers, Lister, StoreError};
+use crate::wait::{SyncFlag, SyncSignal};
+use crate::{Object, ObjectOrTombstone, resource_version};
+
+/// client-go's `minimumResyncPeriod`: a handler may not ask to be resynced more often.
+pub const MINIMUM_RESYNC_PERIOD: Duration = Duration::from_secs(1);
+
+/// Errors from informer operations.
+#[derive(Debug, thiserror::Error)]
+pub enum InformerError {
+    /// The informer has stopped; it takes no new handlers or indexers.
+    #[error("informer {0:?} has stopped; handler or indexer not added")]
+    Stopped(String),
+    /// The operation is only allowed before the informer starts.
+    #[error("informer {0:?} has already started")]
+    AlreadyStarted(String),
+    /// The registration belongs to another informer.
+    #[error("registration {0:?} does not belong to informer {1:?}")]
+    ForeignRegistration(String, String),
+    /// An indexer could not be added.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// Options for one handler (client-go's `HandlerOptions`).
+#[derive(Debug, Clone, Default)]
+pub struct HandlerOptions {
+    /// The handler's resync period; `None` takes the informer's default. Zero: never resync.
+    pub resync_period: Option<Duration>,
+    /// A name for logs and diagnostics; defaults to `handler-N`.
+    pub name: Option<String>,
+    /// Run the handler on a dedicated thread instead of a tokio task: for handlers that block
+    /// (synchronous I/O, heavy CPU), so they cannot stall the async runtime.
+    pub blocking: bool,
+}
+
+impl HandlerOptions {
+    /// Sets the resync period.
+    #[must_use]
+    pub fn resync_period(mut self, period: Duration) -> Self {
+        self.resync_period = Some(period);
+        self
+    }
+    /// Sets the name.
+    #[must_use]
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+    /// Runs the handler on a dedicated thread.
+    #[must_use]
+    pub fn blocking(mut self, blocking: bool) -> Self {
+        self.blocking = blocking;
+        self
+    }
+}
+
+type WatchErrorHandler = Arc<dyn Fn(&ReflectorError) + Send + Sync>;
+
+static NEXT_INFORMER_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A shared, indexed informer (client-go's `SharedIndexInformer`).
+///
+/// # Contract
+///
+/// These are client-go's guarantees, written down on its `SharedInformer` type, and they hold
+/// here:
+///
+/// - The cache (the [`Indexer`] returned by [`get_indexer`](Self::get_indexer)) is updated
+///   *before* any handler hears of a change. A handler may therefore read a state of the cache
+///   that is newer than the notification it is handling.
+/// - Eventually the cache holds the authoritative state of every object the list/watch covers,
+///   and each handler is eventually notified of the final state of each object; intermediate
+///   states may be skipped.
+/// - Each handler gets its notifications one at a time, in order, on its own listener, which
+///   buffers without bound: a slow handler delays only itself.
+/// - A handler added after the informer started first receives an add, marked
+///   `is_in_initial_list`, for every object in the cache, then live notifications.
+/// - A handler's registration [`has_synced`](ResourceEventHandlerRegistration::has_synced) once
+///   the informer has synced and that handler has handled every initial-list notification.
+/// - Resync (periodic re-delivery of every cached object as an update with an unchanged
+///   resource version) reaches only the handlers whose own resync period is due. An update whose
+///   resource version did not change (for instance after a relist) is treated the same way.
+/// - After [`remove_event_handler`](Self::remove_event_handler) returns, that handler receives
+///   nothing more, except a callback that was already running.
+///
+/// Deliberate differences from client-go: a handler that panics is caught, logged and counted
+/// (client-go crashes the process); a cache write that fails (a failing index function) is
+/// logged and skipped instead of aborting the rest of the deltas.
+pub struct SharedIndexInformer<K: Object> {
+    inner: Arc<Inner<K>>,
+}
+
+impl<K: Object> Clone for SharedIndexInformer<K> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<K: Object> std::fmt::Debug for SharedIndexInformer<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedIndexInformer")
+            .field("name", &self.inner.name)
+            .field("has_synced", &self.has_synced())
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner<K: Object> {
+    id: u64,
+    name: String,
+    indexer: Indexer<K>,
+    lister_watcher: Arc<dyn ListerWatcher<K>>,
+    processor: Arc<Processor<K>>,
+    state: Mutex<State<K>>,
+    /// Held while deltas are applied and while a late handler is primed (client-go's
+    /// `blockDeltas`), so a new handler sees every object exactly once.
+    block_deltas: Mutex<()>,
+    synced_flag: SyncFlag,
+    synced_signal: SyncSignal,
+    next_listener_id: AtomicU64,
+    default_handler_resync_period: Duration,
+}
+
+struct State<K: Object> {
+    started: bool,
+    stopped: bool,
+    resync_check_period: Duration,
+    transform: Option<TransformFunc<K>>,
+    watch_error_handler: Option<WatchErrorHandler>,
+    reflector: Option<Arc<Reflector<K, Arc<DeltaFifo<K>>>>>,
+}
+
+/// Builds a [`SharedIndexInformer`].
+#[must_use]
+pub struct SharedIndexInformerBuilder<K: Object> {
+    lister_watcher: Arc<dyn ListerWatcher<K>>,
+    resync_period: Duration,
+    indexers: Indexers<K>,
+    name: Option<String>,
+}
+
+impl<K: Object> SharedIndexInformerBuilder<K> {
+    /// The default resync period of handlers (and the initial resync check period). Zero (the
+    /// default): never resync.
+    pub fn resync_period(mut self, period: Duration) -> Self {
+        self.resync_period = period;
+        self
+    }
+    /// Indexes of the cache.
+    pub fn indexers(mut self, indexers: Indexers<K>) -> Self {
+        self.indexers = indexers;
+        self
+    }
+    /// A name for logs (defaults to the kind).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+    /// Builds the informer; nothing runs until [`SharedIndexInformer::run`].
+    pub fn build(self) -> SharedIndexInformer<K>
+    where
+        K::DynamicType: Default,
+    {
+        let name = self
+            .name
+            .unwrap_or_else(|| K::kind(&K::DynamicType::default()).into_owned());
+        SharedIndexInformer::from_parts(name, self.lister_watcher, self.resync_period, self.indexers)
+    }
+    /// Builds the informer with an explicit name (for types without a static kind, such as
+    /// `DynamicObject`).
+    pub fn build_named(self, name: impl Into<String>) -> SharedIndexInformer<K> {
+        SharedIndexInformer::from_parts(
+            name.into(),
+            self.lister_watcher,
+            self.resync_period,
+            self.indexers,
+        )
+    }
+}
+
+impl<K: Object> SharedIndexInformer<K> {
+    /// client-go's `NewSharedIndexInformer`.
+    pub fn new(
+        lister_watcher: impl ListerWatcher<K>,
+        default_resync_period: Duration,
+        indexers: Indexers<K>,
+    ) -> Self
+    where
+        K::DynamicType: Default,
+    {
+        Self::builder(lister_watcher)
+            .resync_period(default_resync_period)
+            .indexers(indexers)
+            .build()
+    }
+
+    /// A builder.
+    pub fn builder(lister_watcher: impl ListerWatcher<K>) -> SharedIndexInformerBuilder<K> {
+        Self::builder_shared(Arc::new(lister_watcher))
+    }
+
+    /// A builder over a shared ListerWatcher.
+    pub fn builder_shared(lister_watcher: Arc<dyn ListerWatcher<K>>) -> SharedIndexInformerBuilder<K> {
+        SharedIndexInformerBuilder {
+            lister_watcher,
+            resync_period: Duration::ZERO,
+            indexers: Indexers::default(),
+            name: None,
+        }
+    }
+
+    fn from_parts(
+        name: String,
+        lister_watcher: Arc<dyn ListerWatcher<K>>,
+        resync_period: Duration,
+        indexers: Indexers<K>,
+    ) -> Self {
+        let (synced_flag, synced_signal) = SyncSignal::new(format!("informer {name}"));
+        Self {
+            inner: Arc::new(Inner {
+                id: NEXT_INFORMER_ID.fetch_add(1, Ordering::Relaxed),
+                indexer: Indexer::new(crate::meta_namespace_key_func(), indexers),
+                lister_watcher,
+                processor: Arc::new(Processor::new()),
+                state: Mutex::new(State {
+                    started: false,
+                    stopped: false,
+                    resync_check_period: resync_period,
+                    transform: None,
+                    watch_error_handler: None,
+                    reflector: None,
+                }),
+                block_deltas: Mutex::new(()),
+                synced_flag,
+                synced_signal,
+                next_listener_id: AtomicU64::new(1),
+                default_handler_resync_period: resync_period,
+                name,
+            }),
+        }
+    }
+
+    /// The informer's name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// Adds a handler with the informer's default resync period.
+    ///
+    /// # Errors
+    /// [`InformerError::Stopped`] when the informer has stopped.
+    pub fn add_event_handler(
+        &self,
+        handler: impl ResourceEventHandler<K>,
+    ) -> Result<ResourceEventHandlerRegistration, InformerError> {
+        self.add_event_handler_with_options(handler, HandlerOptions::default())
+    }
+
+    /// Adds a handler with its own resync period.
+    ///
+    /// # Errors
+    /// [`InformerError::Stopped`] when the informer has stopped.
+    pub fn add_event_handler_with_resync_period(
+        &self,
+        handler: impl ResourceEventHandler<K>,
+        resync_period: Duration,
+    ) -> Result<ResourceEventHandlerRegistration, InformerError> {
+        self.add_event_handler_with_options(handler, HandlerOptions::default().resync_period(resync_period))
+    }
+
+    /// Adds a handler with options (client-go's `AddEventHandlerWithOptions`).
+    ///
+    /// Resync periods follow client-go: below [`MINIMUM_RESYNC_PERIOD`] is raised to it; a
+    /// period below the informer's resync check period lowers the check period if the informer
+    /// has not started, and is raised to the check period if it has; an informer whose check
+    /// period is zero never resyncs.
+    ///
+    /// # Errors
+    /// [`InformerError::Stopped`] when the informer has stopped.
+    pub fn add_event_handler_with_options(
+        &self,
+        handler: impl ResourceEventHandler<K>,
+        options: HandlerOptions,
+    ) -> Result<ResourceEventHandlerRegistration, InformerError> {
+        let blocking = options.blocking;
+        let (reg, _) = self.add_listener(Some((Arc::new(handler), blocking)), options)?;
+        Ok(reg)
+    }
+
+    /// Registers an [`EventStream`]: the informer's notifications as an async stream.
+    ///
+    /// # Errors
+    /// [`InformerError::Stopped`] when the informer has stopped.
+    pub fn stream(&self) -> Result<EventStream<K>, InformerError> {
+        self.stream_with_options(HandlerOptions::default())
+    }
+
+    /// [`stream`](Self::stream) with options (resync period, name).
+    ///
+    /// # Errors
+    /// [`InformerError::Stopped`] when the informer has stopped.
+    pub fn stream_with_options(&self, options: HandlerOptions) -> Result<EventStream<K>, InformerError> {
+        let (reg, rx) = self.add_listener(None, options)?;
+        let rx = rx.expect("a stream listener hands out its receiver");
+        Ok(EventStream::new(rx, reg, Arc::downgrade(&self.inner.processor)))
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn add_listener(
+        &self,
+        handler: Option<(Arc<dyn ResourceEventHandler<K>>, bool)>,
+        options: HandlerOptions,
+    ) -> Result<
+        (
+            ResourceEventHandlerRegistration,
+            Option<tokio::sync::mpsc::UnboundedReceiver<Notification<K>>>,
+        ),
+        InformerError,
+    > {
+        let inner = &self.inner;
+        let mut state = inner.state.lock();
+        if state.stopped {
+            return Err(InformerError::Stopped(inner.name.clone()));
+        }
+        let mut resync = options
+            .resync_period
+            .unwrap_or(inner.default_handler_resync_period);
+        if !resync.is_zero() {
+            if resync < MINIMUM_RESYNC_PERIOD {
+                tracing::warn!(informer = %inner.name, ?resync, "resync period is too small; using the minimum of 1s");
+                resync = MINIMUM_RESYNC_PERIOD;
+            }
+            if resync < state.resync_check_period {
+                if state.started {
+                    tracing::warn!(informer = %inner.name, ?resync, check = ?state.resync_check_period,
+                        "resync period is smaller than the resync check period and the informer has started; using the check period");
+                    resync = state.resync_check_period;
+                } else {
+                    state.resync_check_period = resync;
+                    inner.processor.resync_check_period_changed(resync);
+                }
+            }
+        }
+        let effective = determine_resync_period(resync, state.resync_check_period);
+        let id = inner.next_listener_id.fetch_add(1, Ordering::Relaxed);
+        let name = options.name.unwrap_or_else(|| format!("{}/handler-{id}", inner.name));
+        let (listener, rx) = Listener::new(id, name, handler, resync, effective, Instant::now());
+        let registration = ResourceEventHandlerRegistration {
+            id,
+            informer_id: inner.id,
+            shared: listener.shared.clone(),
+            resync_period: effective,
+        };
+        if !state.started {
+            inner.processor.add_listener(listener, |_| {});
+            return Ok((registration, rx));
+        }
+        // Late handler: replay the cache as initial-list adds, under the delta lock so it sees
+        // each object exactly once, then tell it whether the informer has synced.
+        let _deltas = inner.block_deltas.lock();
+        inner.processor.add_listener(listener, |l| {
+            for obj in inner.indexer.list() {
+                l.add(Notification::Add {
+                    obj,
+                    is_in_initial_list: true,
+                });
+            }
+            if inner.synced_flag.is_synced() {
+                l.add(Notification::UpstreamSynced);
+            }
+        });
+        Ok((registration, rx))
+    }
+
+    /// Removes a handler (client-go's `RemoveEventHandler`). Idempotent. After it returns the
+    /// handler gets nothing more, except a callback already running; await
+    /// [`ResourceEventHandlerRegistration::stopped`] to wait for that one.
+    ///
+    /// # Errors
+    /// [`InformerError::ForeignRegistration`] for a registration from another informer.
+    pub fn remove_event_handler(
+        &self,
+        registration: &ResourceEventHandlerRegistration,
+    ) -> Result<(), InformerError> {
+        if registration.informer_id != self.inner.id {
+            return Err(InformerError::ForeignRegistration(
+                registration.name().to_owned(),
+                self.inner.name.clone(),
+            ));
+        }
+        let _state = self.inner.state.lock();
+        let _deltas = self.inner.block_deltas.lock();
+        self.inner.processor.remove_listener(registration.id);
+        Ok(())
+    }
+
+    /// Sets a transform applied to every object before it is cached (client-go's
+    /// `SetTransform`), for example to drop `managedFields`. It runs once per object received
+    /// from the server, never on resyncs or tombstones.
+    ///
+    /// # Errors
+    /// [`InformerError::AlreadyStarted`] after start.
+    pub fn set_transform(&self, transform: impl Fn(K) -> K + Send + Sync + 'static) -> Result<(), InformerError>
+    where
+        K: Clone,
+    {
+        let f: TransformFunc<K> =
+            Arc::new(move |obj: Arc<K>| Arc::new(transform(Arc::unwrap_or_clone(obj))));
+        let mut state = self.inner.state.lock();
+        if state.started {
+            return Err(InformerError::AlreadyStarted(self.inner.name.clone()));
+        }
+        state.transform = Some(f);
+        Ok(())
+    }
+
+    /// Sets the handler called with every list/watch error (client-go's
+    /// `SetWatchErrorHandler`); the default logs.
+    ///
+    /// # Errors
+    /// [`InformerError::AlreadyStarted`] after start.
+    pub fn set_watch_error_handler(
+        &self,
+        handler: impl Fn(&ReflectorError) + Send + Sync + 'static,
+    ) -> Result<(), InformerError> {
+        let mut state = self.inner.state.lock();
+        if state.started {
+            return Err(InformerError::AlreadyStarted(self.inner.name.clone()));
+        }
+        state.watch_error_handler = Some(Arc::new(handler));
+        Ok(())
+    }
+
+    /// Adds indexes, before or after start; existing objects are indexed at once.
+    ///
+    /// # Errors
+    /// [`InformerError::Stopped`] after the informer stopped; a conflict if a name exists.
+    pub fn add_indexers(&self, indexers: Indexers<K>) -> Result<(), InformerError> {
+        let state = self.inner.state.lock();
+        if state.stopped {
+            return Err(InformerError::Stopped(self.inner.name.clone()));
+        }
+        self.inner.indexer.add_indexers(indexers)?;
+        Ok(())
+    }
+
+    /// The cache (client-go's `GetStore`).
+    pub fn get_store(&self) -> Indexer<K> {
+        self.inner.indexer.clone()
+    }
+
+    /// The cache with its indexes (client-go's `GetIndexer`).
+    pub fn get_indexer(&self) -> Indexer<K> {
+        self.inner.indexer.clone()
+    }
+
+    /// A lister over the cache.
+    pub fn lister(&self) -> Lister<K> {
+        Lister::new(self.inner.indexer.clone())
+    }
+
+    /// Whether the cache holds the initial list (client-go's `HasSynced`).
+    pub fn has_synced(&self) -> bool {
+        self.inner.synced_flag.is_synced()
+    }
+
+    /// An awaitable signal for [`crate::wait::wait_for_cache_sync`].
+    pub fn synced_signal(&self) -> SyncSignal {
+        self.inner.synced_signal.clone()
+    }
+
+    /// The resource version of the last list or watch event applied ("" before start).
+    pub fn last_sync_resource_version(&self) -> String {
+        self.inner
+            .state
+            .lock()
+            .reflector
+            .as_ref()
+            .map(|r| r.last_sync_resource_version())
+            .unwrap_or_default()
+    }
+
+    /// Whether `run` was called.
+    pub fn has_started(&self) -> bool {
+        self.inner.state.lock().started
+    }
+
+    /// Whether the informer has stopped.
+    pub fn is_stopped(&self) -> bool {
+        self.inner.state.lock().stopped
+    }
+
+    /// The current resync check period.
+    pub fn resync_check_period(&self) -> Duration {
+        self.inner.state.lock().resync_check_period
+    }
+
+    /// Number of registered handlers and streams.
+    pub fn handler_count(&self) -> usize {
+        self.inner.processor.len()
+    }
+
+    /// Runs the informer until `cancel` is cancelled: the reflector keeps a DeltaFifo filled,
+    /// the process loop applies it to the cache and notifies the handlers. When it returns,
+    /// every task it started (reflector, listeners) has finished. Calling it a second time
+    /// logs a warning and returns at once.
+    pub async fn run(&self, cancel: CancellationToken) {
+        let inner = &self.inner;
+        let (fifo, reflector) = {
+            let mut state = inner.state.lock();
+            if state.started {
+                tracing::warn!(informer = %inner.name, "the informer has already started; run more than once is not allowed");
+                return;
+            }
+            let fifo = Arc::new(DeltaFifo::new(DeltaFifoOptions {
+                known_objects: Some(Arc::new(inner.indexer.clone())),
+                emit_delta_type_replaced: true,
+                transformer: state.transform.clone(),
+                ..Default::default()
+            }));
+            let processor = inner.processor.clone();
+            let mut builder = Reflector::builder(inner.lister_watcher.clone(), fifo.clone())
+                .name(inner.name.clone())
+                .resync_period(state.resync_check_period)
+                .should_resync(Arc::new(move || processor.should_resync()));
+            if let Some(h) = state.watch_error_handler.clone() {
+                builder = builder.watch_error_handler(h);
+            }
+            let reflector = Arc::new(builder.build());
+            state.reflector = Some(reflector.clone());
+            state.started = true;
+            (fifo, reflector)
+        };
+        inner.processor.start();
+
+        let tasks = tokio_util::task::TaskTracker::new();
+        let stop = cancel.child_token();
+        tasks.spawn({
+            let reflector = reflector.clone();
+            let stop = stop.clone();
+            async move { reflector.run(stop).await }
+        });
+        // An empty initial list syncs the queue without anything to pop.
+        tasks.spawn({
+            let this = self.clone();
+            let fifo = fifo.clone();
+            let stop = stop.clone();
+            async move {
+                let mut synced = fifo.synced_watch();
+                tokio::select! {
+                    _ = stop.cancelled() => {}
+                    Ok(_) = synced.wait_for(|s| *s) => {
+                        let _deltas = this.inner.block_deltas.lock();
+                        this.mark_synced_locked();
+                    }
+                }
+            }
+        });
+        tasks.close();
+
+        loop {
+            let popped = tokio::select! {
+                biased;
+                _ = stop.cancelled() => break,
+                r = fifo.pop(|deltas, is_in_initial_list| self.handle_deltas(deltas, is_in_initial_list)) => r,
+            };
+            match popped {
+                Ok(()) => {}
+                Err(QueueError::Closed) => break,
+                Err(e) => tracing::error!(informer = %inner.name, error = %e, "pop failed"),
+            }
+            if fifo.has_synced() && !inner.synced_flag.is_synced() {
+                let _deltas = inner.block_deltas.lock();
+                self.mark_synced_locked();
+            }
+        }
+
+        inner.state.lock().stopped = true;
+        stop.cancel();
+        fifo.close();
+        tasks.wait().await;
+        inner.processor.shutdown().await;
+        tracing::debug!(informer = %inner.name, "informer stopped");
+    }
+
+    /// Marks the informer synced and tells every listener, in its queue order. Caller holds
+    /// `block_deltas`.
+    fn mark_synced_locked(&self) {
+        if !self.inner.synced_flag.is_synced() {
+            self.inner.synced_flag.mark_synced();
+            self.inner
+                .processor
+                .distribute(&Notification::UpstreamSynced, false);
+        }
+    }
+
+    /// client-go's `processDeltas`: apply one key's deltas to the cache, then notify.
+    fn handle_deltas(&self, deltas: Deltas<K>, is_in_initial_list: bool) {
+        let inner = &self.inner;
+        let _deltas = inner.block_deltas.lock();
+        if !is_in_initial_list {
+            // The queue had synced before this item was popped.
+            self.mark_synced_locked();
+        }
+        for delta in deltas {
+            match delta.delta_type {
+                DeltaType::Sync | DeltaType::Replaced | DeltaType::Added | DeltaType::Updated => {
+                    let ObjectOrTombstone::Object(obj) = delta.object else {
+                        tracing::error!(informer = %inner.name, "a non-delete delta carried a tombstone; skipped");
+                        continue;
+                    };
+                    match inner.indexer.upsert(obj.clone()) {
+                        Ok(Some(old)) => {
+                            let is_sync = resource_version(old.as_ref()) == resource_version(obj.as_ref());
+                            inner
+                                .processor
+                                .distribute(&Notification::Update { old, new: obj }, is_sync);
+                        }
+                        Ok(None) => inner.processor.distribute(
+                            &Notification::Add {
+                                obj,
+                                is_in_initial_list,
+                            },
+                            false,
+                        ),
+                        Err(e) => {
+                            tracing::error!(informer = %inner.name, error = %e, "cache update failed; object skipped")
+                        }
+                    }
+                }
+                DeltaType::Deleted => {
+                    let removed = match delta.object.key() {
+                        Ok(key) => inner.indexer.delete_by_key(&key),
+                        Err(e) => Err(e.into()),
+                    };
+                    match removed {
+                        Ok(_) => inner
+                            .processor
+                            .distribute(&Notification::Delete(delta.object), false),
+                        Err(e) => {
+                            tracing::error!(informer = %inner.name, error = %e, "cache delete failed; skipped")
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
