@@ -59,6 +59,8 @@ pub(crate) struct ListenerShared {
     pub(crate) pending: AtomicUsize,
     pub(crate) handled: AtomicU64,
     pub(crate) panics: AtomicU64,
+    /// The effective resync period in nanoseconds (zero: never).
+    pub(crate) resync_nanos: AtomicU64,
     pub(crate) tracker: SyncTracker,
     /// Cancelled on removal or shutdown: no notification is delivered after it.
     pub(crate) stop: CancellationToken,
@@ -113,6 +115,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
             pending: AtomicUsize::new(0),
             handled: AtomicU64::new(0),
             panics: AtomicU64::new(0),
+            resync_nanos: AtomicU64::new(resync_period.as_nanos() as u64),
             stop: CancellationToken::new(),
             finished: CancellationToken::new(),
         });
@@ -171,11 +174,9 @@ impl<K: Send + Sync + 'static> Listener<K> {
 
     pub(crate) fn set_resync_period(&self, period: Duration) {
         self.resync.lock().period = period;
-    }
-
-    /// The effective resync period.
-    pub(crate) fn resync_period(&self) -> Duration {
-        self.resync.lock().period
+        self.shared
+            .resync_nanos
+            .store(period.as_nanos() as u64, Ordering::Release);
     }
 
     /// Whether the consumer is a handler whose task was never started.
@@ -312,7 +313,6 @@ pub struct ResourceEventHandlerRegistration {
     pub(crate) id: u64,
     pub(crate) informer_id: u64,
     pub(crate) shared: Arc<ListenerShared>,
-    pub(crate) resync_period: Duration,
 }
 
 impl ResourceEventHandlerRegistration {
@@ -338,7 +338,7 @@ impl ResourceEventHandlerRegistration {
     }
     /// The resync period in effect for this handler (zero: never).
     pub fn resync_period(&self) -> Duration {
-        self.resync_period
+        Duration::from_nanos(self.shared.resync_nanos.load(Ordering::Acquire))
     }
     /// The handler's name, as used in logs.
     pub fn name(&self) -> &str {

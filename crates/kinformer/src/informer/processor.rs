@@ -119,16 +119,6 @@ impl<K: Send + Sync + 'static> Processor<K> {
         self.inner.read().listeners.len()
     }
 
-    /// The effective resync period of a listener, for tests and diagnostics.
-    #[cfg(test)]
-    pub(crate) fn resync_period_of(&self, id: u64) -> Option<Duration> {
-        let inner = self.inner.read();
-        inner
-            .listeners
-            .iter()
-            .find(|l| l.id == id)
-            .map(Listener::resync_period)
-    }
 }
 
 fn stop_listener<K: Send + Sync + 'static>(l: &Listener<K>) {

@@ -368,7 +368,6 @@ impl<K: Object> SharedIndexInformer<K> {
             id,
             informer_id: inner.id,
             shared: listener.shared.clone(),
-            resync_period: effective,
         };
         if !state.started {
             inner.processor.add_listener(listener, |_| {});

@@ -1,0 +1,405 @@
+//! `SharedInformerFactory`: one shared informer per type and scope.
+//!
+//! client-go's `informers.SharedInformerFactory`: every part of a program that asks for the
+//! pods informer gets the *same* informer (one list/watch, one cache), `start` starts whatever
+//! has not started yet, and `wait_for_cache_sync` reports per informer. Unlike client-go, the
+//! factory is generic: [`informer::<K>()`](SharedInformerFactory::informer) works for any
+//! kube-rs resource type, and [`dynamic_informer`](SharedInformerFactory::dynamic_informer)
+//! for `DynamicObject`s. The user never downcasts.
+
+use std::any::{Any, TypeId};
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use kube::Resource;
+use kube::api::{ApiResource, DynamicObject, ObjectMeta};
+use parking_lot::Mutex;
+use serde::de::DeserializeOwned;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::informer::SharedIndexInformer;
+use crate::reflector::{ListOptions, ListPage, ListWatchError, ListerWatcher, WatchStream};
+use crate::source::KubeListerWatcher;
+use crate::store::{Indexers, NAMESPACE_INDEX, namespace_index_func};
+use crate::wait::{SyncSignal, wait_for_cache_sync};
+
+type TweakFn = Arc<dyn Fn(&mut ListOptions) + Send + Sync>;
+type MetaTransform = Arc<dyn Fn(&mut ObjectMeta) + Send + Sync>;
+
+/// Which objects an informer covers: a namespace (or all) and selectors.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct InformerScope {
+    /// Only this namespace (ignored for cluster-scoped types); `None`: all namespaces.
+    pub namespace: Option<String>,
+    /// Label selector applied to list and watch.
+    pub label_selector: Option<String>,
+    /// Field selector applied to list and watch.
+    pub field_selector: Option<String>,
+}
+
+impl InformerScope {
+    fn describe(&self) -> String {
+        let mut s = String::new();
+        if let Some(ns) = &self.namespace {
+            s.push_str(&format!(" ns={ns}"));
+        }
+        if let Some(l) = &self.label_selector {
+            s.push_str(&format!(" labels={l}"));
+        }
+        if let Some(f) = &self.field_selector {
+            s.push_str(&format!(" fields={f}"));
+        }
+        s
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum TypeKey {
+    Typed(TypeId),
+    Dynamic(String),
+}
+
+trait ErasedInformer: Send + Sync {
+    fn name(&self) -> String;
+    fn synced_signal(&self) -> SyncSignal;
+    fn has_started(&self) -> bool;
+    fn spawn(&self, tasks: &TaskTracker, cancel: CancellationToken);
+    fn as_any(&self) -> &dyn Any;
+}
+
+impl<K: crate::Object> ErasedInformer for SharedIndexInformer<K> {
+    fn name(&self) -> String {
+        SharedIndexInformer::name(self).to_owned()
+    }
+    fn synced_signal(&self) -> SyncSignal {
+        SharedIndexInformer::synced_signal(self)
+    }
+    fn has_started(&self) -> bool {
+        SharedIndexInformer::has_started(self)
+    }
+    fn spawn(&self, tasks: &TaskTracker, cancel: CancellationToken) {
+        let informer = self.clone();
+        tasks.spawn(async move { informer.run(cancel).await });
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// Builds a [`SharedInformerFactory`].
+#[must_use]
+pub struct SharedInformerFactoryBuilder {
+    client: kube::Client,
+    scope: InformerScope,
+    tweak: Option<TweakFn>,
+    default_resync: Duration,
+    custom_resync: HashMap<TypeId, Duration>,
+    transform: Option<MetaTransform>,
+}
+
+impl SharedInformerFactoryBuilder {
+    /// Only this namespace (client-go's `WithNamespace`).
+    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
+        self.scope.namespace = Some(namespace.into());
+        self
+    }
+    /// A label selector for every informer.
+    pub fn label_selector(mut self, selector: impl Into<String>) -> Self {
+        self.scope.label_selector = Some(selector.into());
+        self
+    }
+    /// A field selector for every informer.
+    pub fn field_selector(mut self, selector: impl Into<String>) -> Self {
+        self.scope.field_selector = Some(selector.into());
+        self
+    }
+    /// Adjusts every list and watch request (client-go's `WithTweakListOptions`).
+    pub fn tweak_list_options(mut self, f: impl Fn(&mut ListOptions) + Send + Sync + 'static) -> Self {
+        self.tweak = Some(Arc::new(f));
+        self
+    }
+    /// The default resync period of every informer (zero: never).
+    pub fn default_resync(mut self, period: Duration) -> Self {
+        self.default_resync = period;
+        self
+    }
+    /// The resync period of one type (client-go's `WithCustomResyncConfig`).
+    pub fn resync_for<K: 'static>(mut self, period: Duration) -> Self {
+        self.custom_resync.insert(TypeId::of::<K>(), period);
+        self
+    }
+    /// A transform of every object's metadata before it is cached (client-go's
+    /// `WithTransform`), e.g. `|m| m.managed_fields = None` to save memory.
+    pub fn transform(mut self, f: impl Fn(&mut ObjectMeta) + Send + Sync + 'static) -> Self {
+        self.transform = Some(Arc::new(f));
+        self
+    }
+    /// Builds the factory.
+    pub fn build(self) -> SharedInformerFactory {
+        SharedInformerFactory {
+            inner: Arc::new(FactoryInner {
+                client: self.client,
+                scope: self.scope,
+                tweak: self.tweak,
+                default_resync: self.default_resync,
+                custom_resync: self.custom_resync,
+                transform: self.transform,
+                informers: Mutex::new(Vec::new()),
+                tasks: TaskTracker::new(),
+                cancel: CancellationToken::new(),
+            }),
+        }
+    }
+}
+
+/// One shared informer per type and scope, started and waited for together.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+/// use kinformer::SharedInformerFactory;
+/// use tokio_util::sync::CancellationToken;
+/// let factory = SharedInformerFactory::builder(kube::Client::try_default().await?).build();
+/// let pods = factory.informer::<Pod>();
+/// let _configmaps = factory.informer::<ConfigMap>();
+/// factory.start();
+/// let synced = factory.wait_for_cache_sync(&CancellationToken::new()).await;
+/// assert!(synced.values().all(|s| *s));
+/// println!("{} pods", pods.get_store().len());
+/// factory.shutdown().await;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct SharedInformerFactory {
+    inner: Arc<FactoryInner>,
+}
+
+struct FactoryInner {
+    client: kube::Client,
+    scope: InformerScope,
+    tweak: Option<TweakFn>,
+    default_resync: Duration,
+    custom_resync: HashMap<TypeId, Duration>,
+    transform: Option<MetaTransform>,
+    informers: Mutex<Vec<((TypeKey, InformerScope), Arc<dyn ErasedInformer>)>>,
+    tasks: TaskTracker,
+    cancel: CancellationToken,
+}
+
+impl Debug for SharedInformerFactory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedInformerFactory")
+            .field("scope", &self.inner.scope)
+            .field("informers", &self.inner.informers.lock().len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl SharedInformerFactory {
+    /// A factory over `client` with default options (all namespaces, no resync).
+    pub fn new(client: kube::Client) -> Self {
+        Self::builder(client).build()
+    }
+
+    /// A builder.
+    pub fn builder(client: kube::Client) -> SharedInformerFactoryBuilder {
+        SharedInformerFactoryBuilder {
+            client,
+            scope: InformerScope::default(),
+            tweak: None,
+            default_resync: Duration::ZERO,
+            custom_resync: HashMap::new(),
+            transform: None,
+        }
+    }
+
+    /// The shared informer for `K` in the factory's scope (created on first use, with a
+    /// namespace index).
+    pub fn informer<K>(&self) -> SharedIndexInformer<K>
+    where
+        K: Resource<DynamicType = ()> + DeserializeOwned + Clone + Debug + Send + Sync + 'static,
+        K::Scope: 'static,
+    {
+        self.informer_with_scope::<K>(self.inner.scope.clone())
+    }
+
+    /// The shared informer for `K` in another scope (namespace, selectors).
+    pub fn informer_with_scope<K>(&self, scope: InformerScope) -> SharedIndexInformer<K>
+    where
+        K: Resource<DynamicType = ()> + DeserializeOwned + Clone + Debug + Send + Sync + 'static,
+        K::Scope: 'static,
+    {
+        let cluster_scoped = TypeId::of::<K::Scope>() == TypeId::of::<k8s_openapi::ClusterResourceScope>();
+        let mut scope = scope;
+        if cluster_scoped {
+            scope.namespace = None;
+        }
+        let key = (TypeKey::Typed(TypeId::of::<K>()), scope.clone());
+        let resync = self.resync_of(TypeId::of::<K>());
+        self.get_or_create(key, || {
+            let lw = KubeListerWatcher::<K>::for_scope(self.inner.client.clone(), scope.namespace.as_deref(), &());
+            let name = format!("{}{}", K::kind(&()), scope.describe());
+            self.new_informer(Arc::new(lw), scope, resync, name)
+        })
+    }
+
+    /// The shared informer for a dynamic resource (a custom resource without a Rust type).
+    /// `namespaced` says whether the resource is namespaced (see kube's discovery).
+    pub fn dynamic_informer(&self, resource: &ApiResource, namespaced: bool) -> SharedIndexInformer<DynamicObject> {
+        let mut scope = self.inner.scope.clone();
+        if !namespaced {
+            scope.namespace = None;
+        }
+        let id = format!("{}/{}/{}", resource.group, resource.version, resource.plural);
+        let key = (TypeKey::Dynamic(id), scope.clone());
+        let resync = self.inner.default_resync;
+        self.get_or_create(key, || {
+            let lw = KubeListerWatcher::<DynamicObject>::for_scope(
+                self.inner.client.clone(),
+                scope.namespace.as_deref(),
+                resource,
+            );
+            let name = format!("{}{}", resource.kind, scope.describe());
+            self.new_informer(Arc::new(lw), scope, resync, name)
+        })
+    }
+
+    fn resync_of(&self, t: TypeId) -> Duration {
+        self.inner
+            .custom_resync
+            .get(&t)
+            .copied()
+            .unwrap_or(self.inner.default_resync)
+    }
+
+    fn new_informer<K: crate::Object + Clone>(
+        &self,
+        lw: Arc<dyn ListerWatcher<K>>,
+        scope: InformerScope,
+        resync: Duration,
+        name: String,
+    ) -> SharedIndexInformer<K> {
+        let lw: Arc<dyn ListerWatcher<K>> = Arc::new(Scoped {
+            inner: lw,
+            scope,
+            tweak: self.inner.tweak.clone(),
+        });
+        let mut indexers = Indexers::default();
+        indexers.insert(NAMESPACE_INDEX.to_owned(), namespace_index_func());
+        let informer = SharedIndexInformer::builder_shared(lw)
+            .resync_period(resync)
+            .indexers(indexers)
+            .build_named(name);
+        if let Some(t) = self.inner.transform.clone() {
+            let _ = informer.set_transform(move |mut obj: K| {
+                t(obj.meta_mut());
+                obj
+            });
+        }
+        informer
+    }
+
+    fn get_or_create<K: crate::Object>(
+        &self,
+        key: (TypeKey, InformerScope),
+        create: impl FnOnce() -> SharedIndexInformer<K>,
+    ) -> SharedIndexInformer<K> {
+        let mut informers = self.inner.informers.lock();
+        if let Some((_, existing)) = informers.iter().find(|(k, _)| *k == key)
+            && let Some(i) = existing.as_any().downcast_ref::<SharedIndexInformer<K>>()
+        {
+            return i.clone();
+        }
+        let informer = create();
+        informers.push((key, Arc::new(informer.clone())));
+        informer
+    }
+
+    /// Starts every informer that has not started yet (client-go's `Start`); safe to call
+    /// again after adding informers. Does nothing after [`shutdown`](Self::shutdown).
+    pub fn start(&self) {
+        if self.inner.cancel.is_cancelled() {
+            tracing::warn!("the informer factory is shut down; start ignored");
+            return;
+        }
+        for (_, informer) in self.inner.informers.lock().iter() {
+            if !informer.has_started() {
+                informer.spawn(&self.inner.tasks, self.inner.cancel.child_token());
+            }
+        }
+    }
+
+    /// Waits until every *started* informer has synced or `cancel` fires; the result says, per
+    /// informer name, whether it synced (client-go's `WaitForCacheSync`).
+    pub async fn wait_for_cache_sync(&self, cancel: &CancellationToken) -> BTreeMap<String, bool> {
+        let started: Vec<(String, SyncSignal)> = self
+            .inner
+            .informers
+            .lock()
+            .iter()
+            .filter(|(_, i)| i.has_started())
+            .map(|(_, i)| (i.name(), i.synced_signal()))
+            .collect();
+        wait_for_cache_sync(cancel, started.iter().map(|(_, s)| s.clone())).await;
+        started
+            .into_iter()
+            .map(|(name, s)| (name, s.has_synced()))
+            .collect()
+    }
+
+    /// Number of informers created.
+    pub fn len(&self) -> usize {
+        self.inner.informers.lock().len()
+    }
+
+    /// Whether no informer was created yet.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Stops every informer and waits until all their tasks have finished (client-go's
+    /// `Shutdown`). Afterwards `start` does nothing.
+    pub async fn shutdown(&self) {
+        self.inner.cancel.cancel();
+        self.inner.tasks.close();
+        self.inner.tasks.wait().await;
+    }
+}
+
+/// Applies a scope and a tweak to every request of an inner ListerWatcher.
+struct Scoped<K> {
+    inner: Arc<dyn ListerWatcher<K>>,
+    scope: InformerScope,
+    tweak: Option<TweakFn>,
+}
+
+impl<K> Scoped<K> {
+    fn options(&self, options: &ListOptions) -> ListOptions {
+        let mut o = options.clone();
+        if o.label_selector.is_none() {
+            o.label_selector = self.scope.label_selector.clone();
+        }
+        if o.field_selector.is_none() {
+            o.field_selector = self.scope.field_selector.clone();
+        }
+        if let Some(t) = &self.tweak {
+            t(&mut o);
+        }
+        o
+    }
+}
+
+impl<K: Send + Sync + 'static> ListerWatcher<K> for Scoped<K> {
+    fn list(&self, options: &ListOptions) -> BoxFuture<'_, Result<ListPage<K>, ListWatchError>> {
+        let o = self.options(options);
+        Box::pin(async move { self.inner.list(&o).await })
+    }
+    fn watch(&self, options: &ListOptions) -> BoxFuture<'_, Result<WatchStream<K>, ListWatchError>> {
+        let o = self.options(options);
+        Box::pin(async move { self.inner.watch(&o).await })
+    }
+}
