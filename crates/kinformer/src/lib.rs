@@ -21,6 +21,10 @@ pub use object::{
     deletion_handling_meta_namespace_key, meta_namespace_key, meta_namespace_key_func,
     namespace_name_key, resource_version, split_meta_namespace_key,
 };
-pub use store::{KeyListerGetter, ReflectorStore};
+pub use store::{
+    IndexFunc, IndexFuncError, Indexer, Indexers, KeyListerGetter, LabelSelector,
+    LabelSelectorError, Lister, NAMESPACE_INDEX, NamespaceLister, Operator, ReflectorStore,
+    Requirement, StoreError, namespace_index_func, namespace_indexers,
+};
 pub mod informer;
 pub mod wait;

@@ -1,8 +1,26 @@
-//! Stores: the reflector's sink contract, the known-objects view, and the thread-safe
-//! Store/Indexer.
+//! Stores: the reflector's sink contract, the known-objects view, the thread-safe indexed cache
+//! ([`Indexer`]) with its index functions, label selectors and listers.
+//!
+//! This is client-go's `store.go`, `index.go`, `thread_safe_store.go` and `listers.go`. The
+//! [`Indexer`] is the informer's cache: the process loop writes it before any handler hears of a
+//! change, and everything else (listers, `by_index`, your code) only reads it.
 
+mod cache_state;
+mod error;
+mod index_func;
+mod indexer;
 mod key_lister_getter;
+pub mod label_selector;
+mod lister;
 mod reflector_store;
 
+pub use error::StoreError;
+pub use index_func::{
+    IndexFunc, IndexFuncError, Indexers, NAMESPACE_INDEX, namespace_index_func,
+    namespace_indexers,
+};
+pub use indexer::Indexer;
 pub use key_lister_getter::KeyListerGetter;
+pub use label_selector::{LabelSelector, LabelSelectorError, Operator, Requirement};
+pub use lister::{Lister, NamespaceLister};
 pub use reflector_store::ReflectorStore;

@@ -1,0 +1,300 @@
+//! The unlocked state behind an [`Indexer`](super::Indexer): items by key and one inverted index
+//! per registered index function (client-go's `threadSafeMap` + `storeIndex`, minus the lock).
+//!
+//! Invariants, which every method keeps and the property tests check:
+//! - `entries[k].values[i]` is the sorted, de-duplicated output of `slots[i].func` for the
+//!   entry's object, computed when the object was written;
+//! - `slots[i].index[v]` holds exactly the keys whose `values[i]` contain `v`, and is never empty
+//!   (empty sets are removed, as client-go does since kubernetes#84959).
+//!
+//! Keeping each entry's indexed values means an update or delete never re-runs an index function
+//! on the old object (client-go does): it costs one call per index per write instead of two, and
+//! the old values are removed exactly even if an index function is not deterministic.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use super::error::StoreError;
+use super::index_func::{IndexFunc, Indexers};
+
+/// An inverted index: indexed value → keys of the objects filed under it.
+pub(super) type Index = HashMap<String, HashSet<Arc<str>>>;
+
+/// One stored object with the values it is filed under.
+pub(super) struct Entry<K> {
+    pub(super) key: Arc<str>,
+    pub(super) obj: Arc<K>,
+    /// Per slot, in slot order: sorted, de-duplicated indexed values.
+    pub(super) values: Vec<Vec<String>>,
+}
+
+/// One registered index.
+pub(super) struct IndexSlot<K> {
+    pub(super) name: String,
+    pub(super) func: IndexFunc<K>,
+    pub(super) index: Index,
+}
+
+/// The items and indexes, without a lock.
+pub(super) struct CacheState<K> {
+    pub(super) entries: HashMap<Arc<str>, Entry<K>>,
+    pub(super) slots: Vec<IndexSlot<K>>,
+    pub(super) resource_version: Option<String>,
+}
+
+/// Runs one index function and normalizes its output (sorted, no duplicates).
+pub(super) fn index_values<K>(
+    name: &str,
+    func: &IndexFunc<K>,
+    obj: &K,
+    key: Option<&str>,
+) -> Result<Vec<String>, StoreError> {
+    let mut values = func(obj).map_err(|source| StoreError::IndexFunc {
+        index: name.to_owned(),
+        key: key.map(str::to_owned),
+        source,
+    })?;
+    if values.len() > 1 {
+        values.sort_unstable();
+        values.dedup();
+    }
+    Ok(values)
+}
+
+/// Runs every given index function on `obj`, in order; the first failure wins.
+pub(super) fn all_index_values<'a, K: 'a>(
+    funcs: impl IntoIterator<Item = (&'a str, &'a IndexFunc<K>)>,
+    obj: &K,
+    key: &str,
+) -> Result<Vec<Vec<String>>, StoreError> {
+    funcs
+        .into_iter()
+        .map(|(name, func)| index_values(name, func, obj, Some(key)))
+        .collect()
+}
+
+/// Files `key` under every value.
+pub(super) fn file(index: &mut Index, key: &Arc<str>, values: &[String]) {
+    for value in values {
+        match index.get_mut(value.as_str()) {
+            Some(keys) => {
+                keys.insert(key.clone());
+            }
+            None => {
+                index.insert(value.clone(), HashSet::from([key.clone()]));
+            }
+        }
+    }
+}
+
+/// Removes `key` from every value, dropping sets that become empty.
+pub(super) fn unfile(index: &mut Index, key: &str, values: &[String]) {
+    for value in values {
+        if let Some(keys) = index.get_mut(value.as_str()) {
+            keys.remove(key);
+            if keys.is_empty() {
+                index.remove(value.as_str());
+            }
+        }
+    }
+}
+
+/// Moves `key` from the `old` values to the `new` ones (both sorted and de-duplicated), touching
+/// only the values that differ: an update that keeps an object's values leaves the index alone.
+pub(super) fn refile(index: &mut Index, key: &Arc<str>, old: &[String], new: &[String]) {
+    if old == new {
+        return;
+    }
+    let (mut i, mut j) = (0, 0);
+    while i < old.len() || j < new.len() {
+        match (old.get(i), new.get(j)) {
+            (Some(o), Some(n)) if o == n => {
+                i += 1;
+                j += 1;
+            }
+            (Some(o), Some(n)) if o < n => {
+                unfile(index, key, std::slice::from_ref(o));
+                i += 1;
+            }
+            (Some(o), None) => {
+                unfile(index, key, std::slice::from_ref(o));
+                i += 1;
+            }
+            (_, Some(n)) => {
+                file(index, key, std::slice::from_ref(n));
+                j += 1;
+            }
+            (None, None) => break,
+        }
+    }
+}
+
+impl<K> CacheState<K> {
+    /// An empty state with `indexers` registered, slots ordered by name.
+    pub(super) fn new(indexers: Indexers<K>) -> Self {
+        let mut slots: Vec<IndexSlot<K>> = indexers
+            .into_iter()
+            .map(|(name, func)| IndexSlot {
+                name,
+                func,
+                index: Index::new(),
+            })
+            .collect();
+        slots.sort_by(|a, b| a.name.cmp(&b.name));
+        Self {
+            entries: HashMap::new(),
+            slots,
+            resource_version: None,
+        }
+    }
+
+    /// The slot named `name`.
+    pub(super) fn slot(&self, name: &str) -> Result<&IndexSlot<K>, StoreError> {
+        self.slots
+            .iter()
+            .find(|s| s.name == name)
+            .ok_or_else(|| StoreError::UnknownIndex(name.to_owned()))
+    }
+
+    /// The index functions, in slot order.
+    pub(super) fn funcs(&self) -> impl Iterator<Item = (&str, &IndexFunc<K>)> {
+        self.slots.iter().map(|s| (s.name.as_str(), &s.func))
+    }
+
+    /// Stores `obj` under `key`, returning the previous object. Computes every indexed value
+    /// before changing anything, so a failing index function leaves the state untouched.
+    pub(super) fn upsert(&mut self, key: String, obj: Arc<K>) -> Result<Option<Arc<K>>, StoreError> {
+        let values = all_index_values(self.funcs(), &obj, &key)?;
+        if let Some(entry) = self.entries.get_mut(key.as_str()) {
+            for ((slot, old), new) in self.slots.iter_mut().zip(&entry.values).zip(&values) {
+                refile(&mut slot.index, &entry.key, old, new);
+            }
+            entry.values = values;
+            return Ok(Some(std::mem::replace(&mut entry.obj, obj)));
+        }
+        let key: Arc<str> = key.into();
+        for (slot, new) in self.slots.iter_mut().zip(&values) {
+            file(&mut slot.index, &key, new);
+        }
+        self.entries.insert(key.clone(), Entry { key, obj, values });
+        Ok(None)
+    }
+
+    /// Removes the object under `key`, returning it.
+    pub(super) fn remove(&mut self, key: &str) -> Option<Arc<K>> {
+        let entry = self.entries.remove(key)?;
+        for (slot, old) in self.slots.iter_mut().zip(&entry.values) {
+            unfile(&mut slot.index, key, old);
+        }
+        Some(entry.obj)
+    }
+
+    /// Registers more index functions and indexes every stored object with them. Checks for
+    /// name conflicts and computes every new value first, so a failure changes nothing.
+    pub(super) fn add_indexers(&mut self, indexers: Indexers<K>) -> Result<(), StoreError> {
+        let mut conflicts: Vec<String> = indexers
+            .keys()
+            .filter(|name| self.slots.iter().any(|s| &s.name == *name))
+            .cloned()
+            .collect();
+        if !conflicts.is_empty() {
+            conflicts.sort_unstable();
+            return Err(StoreError::IndexerConflict(conflicts));
+        }
+        let mut added: Vec<(String, IndexFunc<K>)> = indexers.into_iter().collect();
+        added.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut per_entry: Vec<(Arc<str>, Vec<Vec<String>>)> = Vec::with_capacity(self.entries.len());
+        for entry in self.entries.values() {
+            let values = all_index_values(
+                added.iter().map(|(n, f)| (n.as_str(), f)),
+                &entry.obj,
+                &entry.key,
+            )?;
+            per_entry.push((entry.key.clone(), values));
+        }
+        let first_new = self.slots.len();
+        self.slots.extend(added.into_iter().map(|(name, func)| IndexSlot {
+            name,
+            func,
+            index: Index::new(),
+        }));
+        for (key, values) in per_entry {
+            for (slot, new) in self.slots[first_new..].iter_mut().zip(&values) {
+                file(&mut slot.index, &key, new);
+            }
+            if let Some(entry) = self.entries.get_mut(&key) {
+                entry.values.extend(values);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A complete replacement, built outside the lock by [`build_replacement`].
+pub(super) struct Replacement<K> {
+    pub(super) entries: HashMap<Arc<str>, Entry<K>>,
+    /// One index per slot the replacement was built for (a prefix of the current slots).
+    pub(super) indexes: Vec<Index>,
+}
+
+/// Keys and indexes `list` with the given functions. A later object with the same key as an
+/// earlier one wins, as in client-go (it builds a map).
+pub(super) fn build_replacement<K>(
+    key_func: &crate::object::KeyFunc<K>,
+    funcs: &[(String, IndexFunc<K>)],
+    list: Vec<Arc<K>>,
+) -> Result<Replacement<K>, StoreError> {
+    let mut entries: HashMap<Arc<str>, Entry<K>> = HashMap::with_capacity(list.len());
+    for obj in list {
+        let key = key_func(&obj)?;
+        let values = all_index_values(funcs.iter().map(|(n, f)| (n.as_str(), f)), &obj, &key)?;
+        let key: Arc<str> = key.into();
+        entries.insert(key.clone(), Entry { key, obj, values });
+    }
+    let mut indexes: Vec<Index> = (0..funcs.len()).map(|_| Index::new()).collect();
+    for entry in entries.values() {
+        for (index, values) in indexes.iter_mut().zip(&entry.values) {
+            file(index, &entry.key, values);
+        }
+    }
+    Ok(Replacement { entries, indexes })
+}
+
+impl<K> CacheState<K> {
+    /// Installs a replacement built for the first `replacement.indexes.len()` slots, indexing
+    /// its objects with any slot registered since. Returns the previous entries so the caller
+    /// can drop them after releasing the lock.
+    pub(super) fn install(
+        &mut self,
+        mut replacement: Replacement<K>,
+    ) -> Result<HashMap<Arc<str>, Entry<K>>, StoreError> {
+        let built = replacement.indexes.len();
+        if built < self.slots.len() {
+            // Indexers were added while the replacement was built: index it with those too.
+            let late: Vec<(&str, &IndexFunc<K>)> = self.slots[built..]
+                .iter()
+                .map(|s| (s.name.as_str(), &s.func))
+                .collect();
+            let mut extra = Vec::with_capacity(replacement.entries.len());
+            for entry in replacement.entries.values() {
+                let values = all_index_values(late.iter().copied(), &entry.obj, &entry.key)?;
+                extra.push((entry.key.clone(), values));
+            }
+            replacement
+                .indexes
+                .extend((built..self.slots.len()).map(|_| Index::new()));
+            for (key, values) in extra {
+                for (index, new) in replacement.indexes[built..].iter_mut().zip(&values) {
+                    file(index, &key, new);
+                }
+                if let Some(entry) = replacement.entries.get_mut(&key) {
+                    entry.values.extend(values);
+                }
+            }
+        }
+        for (slot, index) in self.slots.iter_mut().zip(replacement.indexes) {
+            slot.index = index;
+        }
+        Ok(std::mem::replace(&mut self.entries, replacement.entries))
+    }
+}

@@ -1,0 +1,432 @@
+//! The thread-safe, indexed object cache: client-go's `Indexer` (`NewIndexer` over a
+//! `threadSafeMap`).
+
+use std::fmt;
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+
+use super::cache_state::{CacheState, build_replacement, index_values};
+use super::error::StoreError;
+use super::index_func::{IndexFunc, Indexers, namespace_indexers};
+use super::key_lister_getter::KeyListerGetter;
+use super::reflector_store::ReflectorStore;
+use crate::object::{KeyError, KeyFunc, Object, meta_namespace_key_func, resource_version};
+
+/// A thread-safe cache of objects by key, with any number of named indexes: client-go's
+/// `Indexer` (a `Store` plus `Index`, `IndexKeys`, `ListIndexFuncValues`, `ByIndex`,
+/// `GetIndexers`, `AddIndexers`).
+///
+/// There are three kinds of strings here, as in client-go: a *key* (computed by the key
+/// function, e.g. `"ns/name"`), an *index name* (e.g. [`NAMESPACE_INDEX`](super::NAMESPACE_INDEX)),
+/// and an *indexed value* (computed by an [`IndexFunc`], e.g. `"ns"`).
+///
+/// # Contract
+///
+/// - Objects are stored as `Arc<K>`: reads clone pointers, never objects. Treat what you get as
+///   read-only (it is shared with the informer and every other reader).
+/// - Cloning an `Indexer` is cheap; clones share one cache.
+/// - Every operation takes the lock once, so each one is atomic: a reader sees either all or none
+///   of a write, including its index changes. `replace` keys and indexes the new list before it
+///   takes the write lock, so readers are blocked only for the swap.
+/// - A failed write (no key, an index function error) returns a [`StoreError`] and changes
+///   nothing: not the objects, not any index, not the resource version. *client-go panics when an
+///   index function fails; a controller should not die because one object is odd.*
+/// - Index functions run under the write lock and must not call back into the Indexer.
+/// - `list`, `list_keys`, `by_index` and `index` return in no particular order; `index_keys` and
+///   `list_index_func_values` are sorted.
+/// - An update that leaves an object's indexed values unchanged does not touch the indexes, and
+///   a value no object is filed under any more is removed from its index.
+///
+/// *Deliberate difference:* the indexed values of each object are remembered when it is written,
+/// so an update or delete removes the old values without calling the index function on the old
+/// object again (client-go recomputes them). For a deterministic index function the result is
+/// the same, at half the calls.
+///
+/// ```
+/// use std::sync::Arc;
+/// use k8s_openapi::api::core::v1::Pod;
+/// use kube::api::ObjectMeta;
+/// use kinformer::{Indexer, NAMESPACE_INDEX};
+///
+/// let pod = |ns: &str, name: &str| Arc::new(Pod {
+///     metadata: ObjectMeta { namespace: Some(ns.into()), name: Some(name.into()), ..Default::default() },
+///     ..Default::default()
+/// });
+/// let cache = Indexer::<Pod>::default_namespaced();
+/// cache.add(pod("prod", "web-0")).unwrap();
+/// cache.add(pod("prod", "web-1")).unwrap();
+/// cache.add(pod("dev", "web-0")).unwrap();
+///
+/// assert_eq!(cache.len(), 3);
+/// assert!(cache.get_by_key("dev/web-0").is_some());
+/// assert_eq!(cache.index_keys(NAMESPACE_INDEX, "prod").unwrap(), ["prod/web-0", "prod/web-1"]);
+/// assert_eq!(cache.list_index_func_values(NAMESPACE_INDEX), ["dev", "prod"]);
+/// ```
+pub struct Indexer<K> {
+    inner: Arc<Inner<K>>,
+}
+
+struct Inner<K> {
+    key_func: KeyFunc<K>,
+    state: RwLock<CacheState<K>>,
+}
+
+impl<K> Clone for Indexer<K> {
+    fn clone(&self) -> Self {
+        Self {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+impl<K> fmt::Debug for Indexer<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.inner.state.read();
+        f.debug_struct("Indexer")
+            .field("len", &state.entries.len())
+            .field(
+                "indexes",
+                &state.slots.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+            )
+            .field("resource_version", &state.resource_version)
+            .finish()
+    }
+}
+
+impl<K: Object> Indexer<K> {
+    /// An empty cache that keys objects with `key_func` and maintains one index per entry of
+    /// `indexers` (client-go's `NewIndexer`). Pass `Indexers::new()` for a plain store
+    /// (client-go's `NewStore`).
+    pub fn new(key_func: KeyFunc<K>, indexers: Indexers<K>) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                key_func,
+                state: RwLock::new(CacheState::new(indexers)),
+            }),
+        }
+    }
+
+    /// What informers use: keys from [`meta_namespace_key`](crate::meta_namespace_key) and the
+    /// namespace index ([`NAMESPACE_INDEX`](super::NAMESPACE_INDEX)).
+    pub fn default_namespaced() -> Self {
+        Self::new(meta_namespace_key_func(), namespace_indexers())
+    }
+
+    /// The key this cache files `obj` under.
+    ///
+    /// # Errors
+    /// The key function's [`KeyError`].
+    pub fn key_of(&self, obj: &K) -> Result<String, KeyError> {
+        (self.inner.key_func)(obj)
+    }
+
+    /// Records the resource version a write carried, if it carried one.
+    fn note_resource_version(state: &mut CacheState<K>, obj: &K) {
+        let rv = resource_version(obj);
+        if !rv.is_empty() {
+            state.resource_version = Some(rv.to_owned());
+        }
+    }
+
+    /// Stores `obj`, replacing any object with the same key (client-go's `Add`; the same as
+    /// [`update`](Self::update)).
+    ///
+    /// # Errors
+    /// [`StoreError::Key`] or [`StoreError::IndexFunc`]; the cache is then unchanged.
+    pub fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        self.upsert(obj).map(drop)
+    }
+
+    /// Stores `obj`, replacing any object with the same key (client-go's `Update`).
+    ///
+    /// # Errors
+    /// [`StoreError::Key`] or [`StoreError::IndexFunc`]; the cache is then unchanged.
+    pub fn update(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        self.upsert(obj).map(drop)
+    }
+
+    /// Stores `obj` and returns the object it replaced, under one acquisition of the lock (the
+    /// informer's process loop needs the old object to tell an add from an update).
+    ///
+    /// # Errors
+    /// [`StoreError::Key`] or [`StoreError::IndexFunc`]; the cache is then unchanged.
+    pub fn upsert(&self, obj: Arc<K>) -> Result<Option<Arc<K>>, StoreError> {
+        let key = self.key_of(&obj)?;
+        let mut state = self.inner.state.write();
+        let rv_source = obj.clone();
+        let old = state.upsert(key, obj)?;
+        Self::note_resource_version(&mut state, &rv_source);
+        Ok(old)
+    }
+
+    /// Removes the object with `obj`'s key and returns it, if it was there (client-go's
+    /// `Delete`). The resource version of `obj` is recorded even if nothing was removed, as in
+    /// client-go: it is the deletion's resource version.
+    ///
+    /// # Errors
+    /// [`StoreError::Key`]; the cache is then unchanged.
+    pub fn delete(&self, obj: &K) -> Result<Option<Arc<K>>, StoreError> {
+        let key = self.key_of(obj)?;
+        let mut state = self.inner.state.write();
+        let old = state.remove(&key);
+        Self::note_resource_version(&mut state, obj);
+        Ok(old)
+    }
+
+    /// Removes the object stored under `key` and returns it, if it was there. This is how a
+    /// tombstone ([`DeletedFinalStateUnknown`](crate::DeletedFinalStateUnknown)) is deleted.
+    /// It records no resource version (there is no object to take it from). Any string is
+    /// accepted: a key that is not stored, malformed or not, removes nothing.
+    ///
+    /// # Errors
+    /// None today; the `Result` leaves room for stores that can fail.
+    pub fn delete_by_key(&self, key: &str) -> Result<Option<Arc<K>>, StoreError> {
+        Ok(self.inner.state.write().remove(key))
+    }
+
+    /// Every stored object, in no particular order.
+    pub fn list(&self) -> Vec<Arc<K>> {
+        let state = self.inner.state.read();
+        state.entries.values().map(|e| e.obj.clone()).collect()
+    }
+
+    /// Every stored key, in no particular order.
+    pub fn list_keys(&self) -> Vec<String> {
+        let state = self.inner.state.read();
+        state.entries.keys().map(|k| k.to_string()).collect()
+    }
+
+    /// The stored object with `obj`'s key.
+    ///
+    /// # Errors
+    /// [`StoreError::Key`] when `obj` has no key.
+    pub fn get(&self, obj: &K) -> Result<Option<Arc<K>>, StoreError> {
+        let key = self.key_of(obj)?;
+        Ok(self.get_by_key(&key))
+    }
+
+    /// The object stored under `key`.
+    pub fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
+        let state = self.inner.state.read();
+        state.entries.get(key).map(|e| e.obj.clone())
+    }
+
+    /// Replaces everything with `list`, taken at `resource_version` (client-go's `Replace`).
+    /// Objects with equal keys: the later one wins. Every index is rebuilt.
+    ///
+    /// The new contents are keyed and indexed before the write lock is taken; readers see the
+    /// old contents until the swap, then the new ones. An empty `resource_version` records
+    /// none ([`last_resource_version`](Self::last_resource_version) becomes `None`).
+    ///
+    /// # Errors
+    /// [`StoreError::Key`] or [`StoreError::IndexFunc`] for any object of the list; the cache
+    /// is then unchanged.
+    pub fn replace(&self, list: Vec<Arc<K>>, resource_version: &str) -> Result<(), StoreError> {
+        let funcs: Vec<(String, IndexFunc<K>)> = {
+            let state = self.inner.state.read();
+            state
+                .funcs()
+                .map(|(n, f)| (n.to_owned(), f.clone()))
+                .collect()
+        };
+        let replacement = build_replacement(&self.inner.key_func, &funcs, list)?;
+        let old = {
+            let mut state = self.inner.state.write();
+            let old = state.install(replacement)?;
+            state.resource_version =
+                (!resource_version.is_empty()).then(|| resource_version.to_owned());
+            old
+        };
+        drop(old);
+        Ok(())
+    }
+
+    /// Does nothing: a plain store has nothing to resync (client-go's `Resync`, deprecated
+    /// there for stores). Kept so an Indexer can stand where a [`ReflectorStore`] is expected.
+    ///
+    /// # Errors
+    /// Never.
+    pub fn resync(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// The number of stored objects.
+    pub fn len(&self) -> usize {
+        self.inner.state.read().entries.len()
+    }
+
+    /// Whether nothing is stored.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The resource version of the last write: the list's for [`replace`](Self::replace), the
+    /// object's for add/update/delete, a bookmark's for [`bookmark`](Self::bookmark). `None`
+    /// before any write that carried one (client-go's `LastStoreSyncResourceVersion`, `""`).
+    ///
+    /// Writes of objects without a resource version leave it unchanged.
+    pub fn last_resource_version(&self) -> Option<String> {
+        self.inner.state.read().resource_version.clone()
+    }
+
+    /// Records that the store is current at `resource_version` without any object changing
+    /// (client-go's `Bookmark`). An empty version records none.
+    pub fn bookmark(&self, resource_version: &str) {
+        self.inner.state.write().resource_version =
+            (!resource_version.is_empty()).then(|| resource_version.to_owned());
+    }
+
+    /// The stored objects that share at least one indexed value with `obj` in the index
+    /// `index_name` (client-go's `Index`), each once, in no particular order. `obj` need not be
+    /// stored; it is only a query.
+    ///
+    /// # Errors
+    /// [`StoreError::UnknownIndex`], or [`StoreError::IndexFunc`] (with `key: None`) when the
+    /// index function fails on `obj`.
+    pub fn index(&self, index_name: &str, obj: &K) -> Result<Vec<Arc<K>>, StoreError> {
+        let state = self.inner.state.read();
+        let slot = state.slot(index_name)?;
+        let values = index_values(&slot.name, &slot.func, obj, None)?;
+        let objects = match values.as_slice() {
+            // The common case: one value, whose key set needs no de-duplication.
+            [value] => slot
+                .index
+                .get(value.as_str())
+                .map(|keys| {
+                    keys.iter()
+                        .filter_map(|k| state.entries.get(k).map(|e| e.obj.clone()))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            values => {
+                let mut keys: std::collections::HashSet<&Arc<str>> =
+                    std::collections::HashSet::new();
+                for value in values {
+                    if let Some(set) = slot.index.get(value.as_str()) {
+                        keys.extend(set);
+                    }
+                }
+                keys.into_iter()
+                    .filter_map(|k| state.entries.get(k).map(|e| e.obj.clone()))
+                    .collect()
+            }
+        };
+        Ok(objects)
+    }
+
+    /// The keys of the stored objects filed under `indexed_value` in `index_name`, sorted
+    /// (client-go's `IndexKeys`).
+    ///
+    /// # Errors
+    /// [`StoreError::UnknownIndex`].
+    pub fn index_keys(
+        &self,
+        index_name: &str,
+        indexed_value: &str,
+    ) -> Result<Vec<String>, StoreError> {
+        let state = self.inner.state.read();
+        let slot = state.slot(index_name)?;
+        let mut keys: Vec<String> = slot
+            .index
+            .get(indexed_value)
+            .map(|keys| keys.iter().map(|k| k.to_string()).collect())
+            .unwrap_or_default();
+        drop(state);
+        keys.sort_unstable();
+        Ok(keys)
+    }
+
+    /// Every value at least one stored object is filed under in `index_name`, sorted
+    /// (client-go's `ListIndexFuncValues`). Empty for an unknown index, as in client-go.
+    pub fn list_index_func_values(&self, index_name: &str) -> Vec<String> {
+        let state = self.inner.state.read();
+        let mut values: Vec<String> = match state.slot(index_name) {
+            Ok(slot) => slot.index.keys().cloned().collect(),
+            Err(_) => Vec::new(),
+        };
+        drop(state);
+        values.sort_unstable();
+        values
+    }
+
+    /// The stored objects filed under `indexed_value` in `index_name`, in no particular order
+    /// (client-go's `ByIndex`).
+    ///
+    /// # Errors
+    /// [`StoreError::UnknownIndex`].
+    pub fn by_index(
+        &self,
+        index_name: &str,
+        indexed_value: &str,
+    ) -> Result<Vec<Arc<K>>, StoreError> {
+        let state = self.inner.state.read();
+        let slot = state.slot(index_name)?;
+        Ok(slot
+            .index
+            .get(indexed_value)
+            .map(|keys| {
+                keys.iter()
+                    .filter_map(|k| state.entries.get(k).map(|e| e.obj.clone()))
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    /// The registered index functions by name (client-go's `GetIndexers`).
+    pub fn indexers(&self) -> Indexers<K> {
+        let state = self.inner.state.read();
+        state
+            .funcs()
+            .map(|(n, f)| (n.to_owned(), f.clone()))
+            .collect()
+    }
+
+    /// Whether an index named `index_name` is registered.
+    pub fn has_index(&self, index_name: &str) -> bool {
+        self.inner.state.read().slot(index_name).is_ok()
+    }
+
+    /// Registers more indexes; every stored object is indexed with them at once, so this works
+    /// on a cache that already holds objects (client-go's `AddIndexers`, which allows this since
+    /// informers accept indexers after start).
+    ///
+    /// # Errors
+    /// [`StoreError::IndexerConflict`] when a name is already registered, or
+    /// [`StoreError::IndexFunc`] when a new function fails on a stored object. Either way no
+    /// index is added.
+    pub fn add_indexers(&self, indexers: Indexers<K>) -> Result<(), StoreError> {
+        self.inner.state.write().add_indexers(indexers)
+    }
+}
+
+impl<K: Object> KeyListerGetter<K> for Indexer<K> {
+    fn list_keys(&self) -> Vec<String> {
+        Indexer::list_keys(self)
+    }
+    fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
+        Indexer::get_by_key(self, key)
+    }
+}
+
+impl<K: Object> ReflectorStore<K> for Indexer<K> {
+    type Error = StoreError;
+    fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        Indexer::add(self, obj)
+    }
+    fn update(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        Indexer::update(self, obj)
+    }
+    fn delete(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        Indexer::delete(self, &obj).map(drop)
+    }
+    fn replace(&self, list: Vec<Arc<K>>, resource_version: String) -> Result<(), StoreError> {
+        Indexer::replace(self, list, &resource_version)
+    }
+    fn resync(&self) -> Result<(), StoreError> {
+        Indexer::resync(self)
+    }
+    fn update_resource_version(&self, resource_version: &str) {
+        self.bookmark(resource_version);
+    }
+}
