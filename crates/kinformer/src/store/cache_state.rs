@@ -163,7 +163,11 @@ impl<K> CacheState<K> {
 
     /// Stores `obj` under `key`, returning the previous object. Computes every indexed value
     /// before changing anything, so a failing index function leaves the state untouched.
-    pub(super) fn upsert(&mut self, key: String, obj: Arc<K>) -> Result<Option<Arc<K>>, StoreError> {
+    pub(super) fn upsert(
+        &mut self,
+        key: String,
+        obj: Arc<K>,
+    ) -> Result<Option<Arc<K>>, StoreError> {
         let values = all_index_values(self.funcs(), &obj, &key)?;
         if let Some(entry) = self.entries.get_mut(key.as_str()) {
             for ((slot, old), new) in self.slots.iter_mut().zip(&entry.values).zip(&values) {
@@ -203,7 +207,8 @@ impl<K> CacheState<K> {
         }
         let mut added: Vec<(String, IndexFunc<K>)> = indexers.into_iter().collect();
         added.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut per_entry: Vec<(Arc<str>, Vec<Vec<String>>)> = Vec::with_capacity(self.entries.len());
+        let mut per_entry: Vec<(Arc<str>, Vec<Vec<String>>)> =
+            Vec::with_capacity(self.entries.len());
         for entry in self.entries.values() {
             let values = all_index_values(
                 added.iter().map(|(n, f)| (n.as_str(), f)),
@@ -213,11 +218,12 @@ impl<K> CacheState<K> {
             per_entry.push((entry.key.clone(), values));
         }
         let first_new = self.slots.len();
-        self.slots.extend(added.into_iter().map(|(name, func)| IndexSlot {
-            name,
-            func,
-            index: Index::new(),
-        }));
+        self.slots
+            .extend(added.into_iter().map(|(name, func)| IndexSlot {
+                name,
+                func,
+                index: Index::new(),
+            }));
         for (key, values) in per_entry {
             for (slot, new) in self.slots[first_new..].iter_mut().zip(&values) {
                 file(&mut slot.index, &key, new);
