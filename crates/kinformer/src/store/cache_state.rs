@@ -304,3 +304,60 @@ impl<K> CacheState<K> {
         Ok(std::mem::replace(&mut self.entries, replacement.entries))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(values: &[&str]) -> Vec<String> {
+        values.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// An update that keeps the values does not touch the index at all. Proven by tampering:
+    /// the value's set was removed behind the index's back, and stays removed.
+    #[test]
+    fn refile_with_unchanged_values_does_not_touch_the_index() {
+        let key: Arc<str> = "k".into();
+        let mut index = Index::new();
+        refile(&mut index, &key, &strings(&["a"]), &strings(&["a"]));
+        assert!(index.is_empty());
+        refile(
+            &mut index,
+            &key,
+            &strings(&["a", "b"]),
+            &strings(&["a", "b"]),
+        );
+        assert!(index.is_empty());
+    }
+
+    /// With several values only the differing ones move: `b` (kept) is left alone.
+    #[test]
+    fn refile_moves_only_the_values_that_changed() {
+        let key: Arc<str> = "k".into();
+        let other: Arc<str> = "other".into();
+        let mut index = Index::new();
+        file(&mut index, &key, &strings(&["a"]));
+        file(&mut index, &other, &strings(&["a"]));
+        refile(
+            &mut index,
+            &key,
+            &strings(&["a", "b"]),
+            &strings(&["b", "c"]),
+        );
+        assert_eq!(index.get("a"), Some(&HashSet::from([other.clone()])));
+        assert!(!index.contains_key("b"), "the kept value was touched");
+        assert_eq!(index.get("c"), Some(&HashSet::from([key.clone()])));
+        refile(&mut index, &key, &strings(&["b", "c"]), &strings(&[]));
+        assert!(!index.contains_key("c"), "empty sets are removed");
+        assert_eq!(index.len(), 1);
+    }
+
+    #[test]
+    fn index_values_are_sorted_and_deduplicated() {
+        let func: IndexFunc<()> = Arc::new(|_: &()| Ok(strings(&["b", "a", "b", ""])));
+        assert_eq!(
+            index_values("i", &func, &(), Some("k")).unwrap(),
+            strings(&["", "a", "b"])
+        );
+    }
+}
