@@ -163,7 +163,11 @@ impl<K> CacheState<K> {
 
     /// Stores `obj` under `key`, returning the previous object. Computes every indexed value
     /// before changing anything, so a failing index function leaves the state untouched.
-    pub(super) fn upsert(&mut self, key: String, obj: Arc<K>) -> Result<Option<Arc<K>>, StoreError> {
+    pub(super) fn upsert(
+        &mut self,
+        key: String,
+        obj: Arc<K>,
+    ) -> Result<Option<Arc<K>>, StoreError> {
         let values = all_index_values(self.funcs(), &obj, &key)?;
         if let Some(entry) = self.entries.get_mut(key.as_str()) {
             for ((slot, old), new) in self.slots.iter_mut().zip(&entry.values).zip(&values) {
@@ -203,7 +207,8 @@ impl<K> CacheState<K> {
         }
         let mut added: Vec<(String, IndexFunc<K>)> = indexers.into_iter().collect();
         added.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut per_entry: Vec<(Arc<str>, Vec<Vec<String>>)> = Vec::with_capacity(self.entries.len());
+        let mut per_entry: Vec<(Arc<str>, Vec<Vec<String>>)> =
+            Vec::with_capacity(self.entries.len());
         for entry in self.entries.values() {
             let values = all_index_values(
                 added.iter().map(|(n, f)| (n.as_str(), f)),
@@ -213,11 +218,12 @@ impl<K> CacheState<K> {
             per_entry.push((entry.key.clone(), values));
         }
         let first_new = self.slots.len();
-        self.slots.extend(added.into_iter().map(|(name, func)| IndexSlot {
-            name,
-            func,
-            index: Index::new(),
-        }));
+        self.slots
+            .extend(added.into_iter().map(|(name, func)| IndexSlot {
+                name,
+                func,
+                index: Index::new(),
+            }));
         for (key, values) in per_entry {
             for (slot, new) in self.slots[first_new..].iter_mut().zip(&values) {
                 file(&mut slot.index, &key, new);
@@ -296,5 +302,62 @@ impl<K> CacheState<K> {
             slot.index = index;
         }
         Ok(std::mem::replace(&mut self.entries, replacement.entries))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(values: &[&str]) -> Vec<String> {
+        values.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// An update that keeps the values does not touch the index at all. Proven by tampering:
+    /// the value's set was removed behind the index's back, and stays removed.
+    #[test]
+    fn refile_with_unchanged_values_does_not_touch_the_index() {
+        let key: Arc<str> = "k".into();
+        let mut index = Index::new();
+        refile(&mut index, &key, &strings(&["a"]), &strings(&["a"]));
+        assert!(index.is_empty());
+        refile(
+            &mut index,
+            &key,
+            &strings(&["a", "b"]),
+            &strings(&["a", "b"]),
+        );
+        assert!(index.is_empty());
+    }
+
+    /// With several values only the differing ones move: `b` (kept) is left alone.
+    #[test]
+    fn refile_moves_only_the_values_that_changed() {
+        let key: Arc<str> = "k".into();
+        let other: Arc<str> = "other".into();
+        let mut index = Index::new();
+        file(&mut index, &key, &strings(&["a"]));
+        file(&mut index, &other, &strings(&["a"]));
+        refile(
+            &mut index,
+            &key,
+            &strings(&["a", "b"]),
+            &strings(&["b", "c"]),
+        );
+        assert_eq!(index.get("a"), Some(&HashSet::from([other.clone()])));
+        assert!(!index.contains_key("b"), "the kept value was touched");
+        assert_eq!(index.get("c"), Some(&HashSet::from([key.clone()])));
+        refile(&mut index, &key, &strings(&["b", "c"]), &strings(&[]));
+        assert!(!index.contains_key("c"), "empty sets are removed");
+        assert_eq!(index.len(), 1);
+    }
+
+    #[test]
+    fn index_values_are_sorted_and_deduplicated() {
+        let func: IndexFunc<()> = Arc::new(|_: &()| Ok(strings(&["b", "a", "b", ""])));
+        assert_eq!(
+            index_values("i", &func, &(), Some("k")).unwrap(),
+            strings(&["", "a", "b"])
+        );
     }
 }

@@ -87,7 +87,11 @@ impl<K> fmt::Debug for Indexer<K> {
             .field("len", &state.entries.len())
             .field(
                 "indexes",
-                &state.slots.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(),
+                &state
+                    .slots
+                    .iter()
+                    .map(|s| s.name.as_str())
+                    .collect::<Vec<_>>(),
             )
             .field("resource_version", &state.resource_version)
             .finish()

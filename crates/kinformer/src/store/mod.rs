@@ -16,8 +16,7 @@ mod reflector_store;
 
 pub use error::StoreError;
 pub use index_func::{
-    IndexFunc, IndexFuncError, Indexers, NAMESPACE_INDEX, namespace_index_func,
-    namespace_indexers,
+    IndexFunc, IndexFuncError, Indexers, NAMESPACE_INDEX, namespace_index_func, namespace_indexers,
 };
 pub use indexer::Indexer;
 pub use key_lister_getter::KeyListerGetter;

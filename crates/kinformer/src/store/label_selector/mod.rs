@@ -170,12 +170,16 @@ impl Requirement {
         };
         match operator {
             Operator::In | Operator::NotIn if values.is_empty() => {
-                return Err(invalid("for 'in', 'notin' operators, values set can't be empty"));
+                return Err(invalid(
+                    "for 'in', 'notin' operators, values set can't be empty",
+                ));
             }
             Operator::Equals | Operator::DoubleEquals | Operator::NotEquals
                 if values.len() != 1 =>
             {
-                return Err(invalid("exact-match compatibility requires one single value"));
+                return Err(invalid(
+                    "exact-match compatibility requires one single value",
+                ));
             }
             Operator::Exists | Operator::DoesNotExist if !values.is_empty() => {
                 return Err(invalid(
@@ -239,7 +243,8 @@ impl Requirement {
             Operator::Exists => value.is_some(),
             Operator::DoesNotExist => value.is_none(),
             Operator::GreaterThan | Operator::LessThan => {
-                let (Some(Ok(actual)), [bound]) = (value.map(|v| v.parse::<i64>()), &self.values[..])
+                let (Some(Ok(actual)), [bound]) =
+                    (value.map(|v| v.parse::<i64>()), &self.values[..])
                 else {
                     return false;
                 };

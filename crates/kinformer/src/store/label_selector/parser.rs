@@ -284,3 +284,84 @@ pub(super) fn parse(input: &str) -> Result<Vec<Requirement>, LabelSelectorError>
     }
     .parse()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// apimachinery's `TestLexer`: the longest valid token; non-special characters form
+    /// identifiers.
+    #[test]
+    fn test_lexer() {
+        let cases = [
+            ("", Token::EndOfString),
+            (",", Token::Comma),
+            ("notin", Token::NotIn),
+            ("in", Token::In),
+            ("=", Token::Equals),
+            ("==", Token::DoubleEquals),
+            (">", Token::GreaterThan),
+            ("<", Token::LessThan),
+            ("!", Token::DoesNotExist),
+            ("!=", Token::NotEquals),
+            ("(", Token::OpenPar),
+            (")", Token::ClosedPar),
+            ("~", Token::Identifier),
+            ("||", Token::Identifier),
+        ];
+        for (input, want) in cases {
+            let (token, literal) = lex(input)[0];
+            assert_eq!(token, want, "{input:?}");
+            assert_eq!(literal, input);
+        }
+    }
+
+    /// apimachinery's `TestLexerSequence` and `TestParserLookahead`.
+    #[test]
+    fn test_lexer_sequence() {
+        use Token::*;
+        let cases: [(&str, &[Token]); 10] = [
+            (
+                "key in ( value )",
+                &[Identifier, In, OpenPar, Identifier, ClosedPar],
+            ),
+            (
+                "key notin ( value )",
+                &[Identifier, NotIn, OpenPar, Identifier, ClosedPar],
+            ),
+            (
+                "key in ( value1, value2 )",
+                &[
+                    Identifier, In, OpenPar, Identifier, Comma, Identifier, ClosedPar,
+                ],
+            ),
+            ("key", &[Identifier]),
+            ("!key", &[DoesNotExist, Identifier]),
+            ("()", &[OpenPar, ClosedPar]),
+            (
+                "x in (),y",
+                &[Identifier, In, OpenPar, ClosedPar, Comma, Identifier],
+            ),
+            (
+                "== != (), = notin",
+                &[
+                    DoubleEquals,
+                    NotEquals,
+                    OpenPar,
+                    ClosedPar,
+                    Comma,
+                    Equals,
+                    NotIn,
+                ],
+            ),
+            ("key>2", &[Identifier, GreaterThan, Identifier]),
+            ("key<1", &[Identifier, LessThan, Identifier]),
+        ];
+        for (input, want) in cases {
+            let tokens: Vec<Token> = lex(input).into_iter().map(|(t, _)| t).collect();
+            let (last, rest) = tokens.split_last().unwrap();
+            assert_eq!(*last, EndOfString, "{input:?}");
+            assert_eq!(rest, want, "{input:?}");
+        }
+    }
+}
