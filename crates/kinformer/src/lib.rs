@@ -14,11 +14,15 @@
 //! Every arrow goes one way. The store is updated before any handler hears of the change.
 
 pub mod object;
+pub mod queue;
 pub mod store;
 
 pub use object::{
     DeletedFinalStateUnknown, ExplicitKey, KeyError, KeyFunc, Object, ObjectOrTombstone,
     deletion_handling_meta_namespace_key, meta_namespace_key, meta_namespace_key_func,
     namespace_name_key, resource_version, split_meta_namespace_key,
+};
+pub use queue::{
+    Delta, DeltaFifo, DeltaFifoOptions, DeltaType, Deltas, Fifo, QueueError, TransformFunc,
 };
 pub use store::{KeyListerGetter, ReflectorStore};
