@@ -666,3 +666,50 @@ async fn reflector_store_impl_forwards_to_the_queue() {
         exp(&[(Added, "b=1"), (Updated, "b=2"), (Deleted, "b=3")])
     );
 }
+
+/// Known objects whose `list_keys` and `get_by_key` disagree, as a cache changing underneath
+/// could: "ghost" is listed but gone, "broken" yields an object without a name.
+struct Inconsistent;
+
+impl KeyListerGetter<ConfigMap> for Inconsistent {
+    fn list_keys(&self) -> Vec<String> {
+        vec!["ghost".into(), "broken".into(), "ok".into()]
+    }
+    fn get_by_key(&self, key: &str) -> Option<Arc<ConfigMap>> {
+        match key {
+            "broken" => Some(nameless()),
+            "ok" => Some(obj("ok", 1)),
+            _ => None,
+        }
+    }
+}
+
+#[tokio::test]
+async fn replace_makes_object_less_tombstone_for_a_vanished_known_key() {
+    let f = DeltaFifo::new(DeltaFifoOptions {
+        known_objects: Some(Arc::new(Inconsistent)),
+        ..Default::default()
+    });
+    f.replace(vec![obj("ok", 2), obj("broken", 1)], "1".into())
+        .unwrap();
+    assert_eq!(f.list_keys(), ["ok", "broken", "ghost"]);
+    assert_eq!(
+        describe_deltas(&f.get_by_key("ghost").unwrap()),
+        exp(&[(Deleted, "tombstone(ghost, none)")])
+    );
+}
+
+#[test]
+fn resync_skips_vanished_and_unkeyable_known_objects_but_syncs_the_rest() {
+    let f = DeltaFifo::new(DeltaFifoOptions {
+        known_objects: Some(Arc::new(Inconsistent)),
+        ..Default::default()
+    });
+    let r = f.resync();
+    assert!(matches!(r, Err(QueueError::Key(_))), "{r:?}");
+    assert_eq!(f.list_keys(), ["ok"]);
+    assert_eq!(
+        describe_deltas(&f.get_by_key("ok").unwrap()),
+        exp(&[(Sync, "ok=1")])
+    );
+}
