@@ -14,6 +14,7 @@
 //! Every arrow goes one way. The store is updated before any handler hears of the change.
 
 pub mod object;
+pub mod queue;
 pub mod store;
 
 pub use object::{
@@ -28,3 +29,6 @@ pub use store::{
 };
 pub mod informer;
 pub mod wait;
+pub use queue::{
+    Delta, DeltaFifo, DeltaFifoOptions, DeltaType, Deltas, Fifo, QueueError, TransformFunc,
+};
