@@ -14,6 +14,8 @@
 //! Every arrow goes one way. The store is updated before any handler hears of the change.
 
 pub mod object;
+pub mod reflector;
+pub mod source;
 pub mod store;
 
 pub use object::{
@@ -21,4 +23,9 @@ pub use object::{
     deletion_handling_meta_namespace_key, meta_namespace_key, meta_namespace_key_func,
     namespace_name_key, resource_version, split_meta_namespace_key,
 };
+pub use reflector::{
+    ListOptions, ListPage, ListWatch, ListWatchError, ListerWatcher, Reflector, ReflectorBuilder,
+    ReflectorError, WatchEvent,
+};
+pub use source::KubeListerWatcher;
 pub use store::{KeyListerGetter, ReflectorStore};
