@@ -15,6 +15,8 @@
 
 pub mod object;
 pub mod queue;
+pub mod reflector;
+pub mod source;
 pub mod store;
 
 pub use object::{
@@ -32,3 +34,10 @@ pub mod wait;
 pub use queue::{
     Delta, DeltaFifo, DeltaFifoOptions, DeltaType, Deltas, Fifo, QueueError, TransformFunc,
 };
+pub use reflector::{
+    ListOptions, ListPage, ListWatch, ListWatchError, ListerWatcher, Reflector, ReflectorBuilder,
+    ReflectorError, WatchEvent,
+};
+pub use source::KubeListerWatcher;
+pub mod factory;
+pub use factory::{InformerScope, SharedInformerFactory, SharedInformerFactoryBuilder};

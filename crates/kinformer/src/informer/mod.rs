@@ -7,10 +7,13 @@
 mod handler;
 mod listener;
 mod processor;
-
+mod shared_informer;
 mod stream;
 mod sync_tracker;
 
 pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
 pub use listener::ResourceEventHandlerRegistration;
+pub use shared_informer::{
+    HandlerOptions, InformerError, MINIMUM_RESYNC_PERIOD, SharedIndexInformer, SharedIndexInformerBuilder,
+};
 pub use stream::{Event, EventStream};

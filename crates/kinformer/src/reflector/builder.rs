@@ -1,0 +1,205 @@
+//! Building a [`Reflector`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use super::backoff::{Backoff, BackoffConfig};
+use super::lister_watcher::ListerWatcher;
+use super::reflector_error::ReflectorError;
+use super::run::{Reflector, SyncState};
+use crate::object::Object;
+use crate::store::ReflectorStore;
+
+/// Decides, each time the resync timer fires, whether to call `store.resync()`.
+pub type ShouldResyncFn = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// Receives every error that ends a `list_and_watch` cycle (client-go's `WatchErrorHandler`).
+pub type WatchErrorHandler = Arc<dyn Fn(&ReflectorError) + Send + Sync>;
+
+/// client-go's `defaultMinWatchTimeout`: watches ask the server to close them after a random
+/// time in `[5 min, 10 min]`.
+pub const DEFAULT_MIN_WATCH_TIMEOUT: Duration = Duration::from_secs(5 * 60);
+
+/// How long a streaming list waits for the bookmark that ends its initial events before falling
+/// back to list+watch, unless configured otherwise.
+pub const DEFAULT_END_BOOKMARK_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How long internal errors (500) on a watch are retried without a relist, unless configured.
+pub const DEFAULT_MAX_INTERNAL_ERROR_RETRY_DURATION: Duration = Duration::from_secs(30);
+
+/// Builds a [`Reflector`]; start with [`Reflector::builder`].
+#[must_use]
+pub struct ReflectorBuilder<K, S> {
+    name: Option<String>,
+    lister_watcher: Arc<dyn ListerWatcher<K>>,
+    store: S,
+    resync_period: Option<Duration>,
+    should_resync: Option<ShouldResyncFn>,
+    page_size: Option<u32>,
+    watch_error_handler: Option<WatchErrorHandler>,
+    use_watch_list: bool,
+    end_bookmark_timeout: Option<Duration>,
+    min_watch_timeout: Duration,
+    backoff: BackoffConfig,
+    max_internal_error_retry_duration: Duration,
+}
+
+impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
+    /// Starts building a Reflector that fills `store` from `lister_watcher`.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Duration;
+    /// use futures::FutureExt;
+    /// use k8s_openapi::api::core::v1::Pod;
+    /// use kinformer::reflector::{ListPage, ListWatch, Reflector};
+    /// # struct Null;
+    /// # impl kinformer::ReflectorStore<Pod> for Null {
+    /// #     type Error = std::convert::Infallible;
+    /// #     fn add(&self, _: Arc<Pod>) -> Result<(), Self::Error> { Ok(()) }
+    /// #     fn update(&self, _: Arc<Pod>) -> Result<(), Self::Error> { Ok(()) }
+    /// #     fn delete(&self, _: Arc<Pod>) -> Result<(), Self::Error> { Ok(()) }
+    /// #     fn replace(&self, _: Vec<Arc<Pod>>, _: String) -> Result<(), Self::Error> { Ok(()) }
+    /// #     fn resync(&self) -> Result<(), Self::Error> { Ok(()) }
+    /// # }
+    /// let lw = ListWatch::<Pod>::new(
+    ///     |_| async { Ok(ListPage::new(vec![], "1")) }.boxed(),
+    ///     |_| async { Ok(futures::stream::pending().boxed()) }.boxed(),
+    /// );
+    /// let reflector = Reflector::builder(Arc::new(lw), Null)
+    ///     .name("pods")
+    ///     .resync_period(Duration::from_secs(30))
+    ///     .build();
+    /// assert_eq!(reflector.last_sync_resource_version(), "");
+    /// ```
+    pub fn builder(lister_watcher: Arc<dyn ListerWatcher<K>>, store: S) -> ReflectorBuilder<K, S> {
+        ReflectorBuilder {
+            name: None,
+            lister_watcher,
+            store,
+            resync_period: None,
+            should_resync: None,
+            page_size: None,
+            watch_error_handler: None,
+            use_watch_list: false,
+            end_bookmark_timeout: Some(DEFAULT_END_BOOKMARK_TIMEOUT),
+            min_watch_timeout: DEFAULT_MIN_WATCH_TIMEOUT,
+            backoff: BackoffConfig::default(),
+            max_internal_error_retry_duration: DEFAULT_MAX_INTERNAL_ERROR_RETRY_DURATION,
+        }
+    }
+}
+
+impl<K: Object, S: ReflectorStore<K>> ReflectorBuilder<K, S> {
+    /// The name used in logs (default: the object type's name).
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Calls `store.resync()` every `period` (zero disables; default: disabled).
+    pub fn resync_period(mut self, period: Duration) -> Self {
+        self.resync_period = (!period.is_zero()).then_some(period);
+        self
+    }
+
+    /// Consulted each time the resync timer fires; `store.resync()` is called only when it
+    /// returns true (client-go's `ShouldResync`). Default: always.
+    pub fn should_resync(mut self, f: impl Fn() -> bool + Send + Sync + 'static) -> Self {
+        self.should_resync = Some(Arc::new(f));
+        self
+    }
+
+    /// Lists in pages of this size (client-go's `WatchListPageSize`; 0 = the default rule:
+    /// pages of 500 for lists at `""`/`"0"` or when the server paginated the first list,
+    /// unpaginated otherwise).
+    pub fn page_size(mut self, size: u32) -> Self {
+        self.page_size = (size > 0).then_some(size);
+        self
+    }
+
+    /// Receives every error that ends a cycle (default: logs it with `tracing`).
+    pub fn watch_error_handler(
+        mut self,
+        f: impl Fn(&ReflectorError) + Send + Sync + 'static,
+    ) -> Self {
+        self.watch_error_handler = Some(Arc::new(f));
+        self
+    }
+
+    /// Uses a streaming list (watch-list, `sendInitialEvents=true`) instead of list+watch.
+    /// Default: off (see the module docs for why).
+    pub fn use_watch_list(mut self, on: bool) -> Self {
+        self.use_watch_list = on;
+        self
+    }
+
+    /// How long a streaming list may take to deliver the bookmark that ends its initial events
+    /// before the Reflector falls back to list+watch (`None` waits forever, as client-go does).
+    /// Default: [`DEFAULT_END_BOOKMARK_TIMEOUT`].
+    pub fn end_bookmark_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.end_bookmark_timeout = timeout;
+        self
+    }
+
+    /// Watches are closed by the server after a random time in `[min, 2 × min]`; values below
+    /// the 5-minute default are ignored (client-go's `MinWatchTimeout`).
+    pub fn min_watch_timeout(mut self, min: Duration) -> Self {
+        self.min_watch_timeout = min.max(DEFAULT_MIN_WATCH_TIMEOUT);
+        self
+    }
+
+    /// The backoff between cycles and before retrying a watch (default:
+    /// [`BackoffConfig::default`]).
+    pub fn backoff(mut self, config: BackoffConfig) -> Self {
+        self.backoff = config;
+        self
+    }
+
+    /// How long internal errors (500) ending a watch are retried without relisting (zero: never;
+    /// client-go's `MaxInternalErrorRetryDuration`, which defaults to zero there; we default to
+    /// [`DEFAULT_MAX_INTERNAL_ERROR_RETRY_DURATION`]).
+    pub fn max_internal_error_retry_duration(mut self, d: Duration) -> Self {
+        self.max_internal_error_retry_duration = d;
+        self
+    }
+
+    /// The Reflector.
+    pub fn build(self) -> Reflector<K, S> {
+        let name = self
+            .name
+            .unwrap_or_else(|| std::any::type_name::<K>().to_owned());
+        let handler_name = name.clone();
+        let watch_error_handler = self.watch_error_handler.unwrap_or_else(|| {
+            Arc::new(move |e: &ReflectorError| default_watch_error_handler(&handler_name, e))
+        });
+        Reflector {
+            name,
+            lister_watcher: self.lister_watcher,
+            store: self.store,
+            resync_period: self.resync_period,
+            should_resync: self.should_resync,
+            page_size: self.page_size,
+            watch_error_handler,
+            use_watch_list: self.use_watch_list,
+            end_bookmark_timeout: self.end_bookmark_timeout,
+            min_watch_timeout: self.min_watch_timeout,
+            max_watch_timeout: self.min_watch_timeout * 2,
+            max_internal_error_retry_duration: self.max_internal_error_retry_duration,
+            backoff: Mutex::new(Backoff::new(self.backoff)),
+            state: Mutex::new(SyncState::default()),
+        }
+    }
+}
+
+/// client-go's `DefaultWatchErrorHandler`: expired watches are routine (debug), anything else is
+/// a warning.
+pub fn default_watch_error_handler(name: &str, err: &ReflectorError) {
+    if err.is_expired() {
+        tracing::debug!(reflector = name, error = %err, "watch closed");
+    } else {
+        tracing::warn!(reflector = name, error = %err, "failed to watch");
+    }
+}

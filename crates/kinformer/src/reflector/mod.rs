@@ -1,0 +1,63 @@
+//! The Reflector and what it talks to: client-go's `reflector.go`, `listwatch.go` and
+//! `tools/pager`.
+//!
+//! A [`Reflector`] keeps a [`ReflectorStore`](crate::ReflectorStore) (the informer's
+//! `DeltaFifo`, or a plain store) in step with the API server. It lists everything once, hands
+//! the whole list to the store in one `replace`, then watches from the list's resourceVersion and
+//! applies each event as `add`/`update`/`delete`. When the watch ends it is reopened from the
+//! last resourceVersion seen; when that version is gone (410) the Reflector lists again. Every
+//! rule about *which* request comes next (resource versions, pagination, retries, backoff) came
+//! from production incidents in client-go and is kept exactly; see [`Reflector`].
+//!
+//! The API server is reached through a [`ListerWatcher`]: [`ListWatch`] wraps two closures (for
+//! tests and custom sources), and [`KubeListerWatcher`](crate::source::KubeListerWatcher) talks
+//! to real clusters through `kube::Client`.
+//!
+//! # List+watch or streaming list?
+//!
+//! The default is list+watch. A streaming list (`sendInitialEvents=true`) saves the server from
+//! building one large list response, but it needs an API server that supports it (beta since
+//! Kubernetes 1.32, and not every aggregated API server or test server does), and a server that
+//! silently ignores the option turns it into a plain watch that never sends the end bookmark.
+//! List+watch works against every server; turn streaming on with
+//! [`ReflectorBuilder::use_watch_list`] where you know the server supports it. If it fails, or
+//! its end bookmark does not arrive within [`ReflectorBuilder::end_bookmark_timeout`], the
+//! Reflector falls back to list+watch and says why in the logs.
+//!
+//! # Differences from client-go
+//!
+//! * An object without a name, or an event that does not decode, is logged and skipped (never a
+//!   panic, never a bogus key).
+//! * Errors that end an open watch (410, very short watch...) are also passed to the watch
+//!   error handler; client-go only logs them. The next step is the same: back off, relist.
+//! * The streaming list's end bookmark has a timeout (client-go waits forever).
+//! * The backoff resets after 2 minutes *without errors* (client-go: every 2 minutes).
+//! * Internal errors (500) ending a watch are retried without a relist for 30 s by default
+//!   (client-go: off unless `MaxInternalErrorRetryDuration` is set).
+
+mod backoff;
+mod builder;
+mod error;
+mod lister_watcher;
+mod options;
+mod pager;
+mod reflector_error;
+mod run;
+mod temp_store;
+mod watch;
+mod watch_list;
+
+pub use backoff::{Backoff, BackoffConfig};
+pub use builder::{
+    DEFAULT_END_BOOKMARK_TIMEOUT, DEFAULT_MAX_INTERNAL_ERROR_RETRY_DURATION,
+    DEFAULT_MIN_WATCH_TIMEOUT, ReflectorBuilder, ShouldResyncFn, WatchErrorHandler,
+    default_watch_error_handler,
+};
+pub use error::{ListWatchError, Status, StatusCause, TransportErrorKind};
+pub use lister_watcher::{
+    INITIAL_EVENTS_END_ANNOTATION, ListPage, ListWatch, ListerWatcher, WatchEvent, WatchStream,
+};
+pub use options::{ListOptions, ResourceVersionMatch};
+pub use pager::{DEFAULT_PAGE_SIZE, FullList, list_all};
+pub use reflector_error::ReflectorError;
+pub use run::Reflector;

@@ -1,0 +1,261 @@
+//! The Reflector: its state, `run`, one `list_and_watch` cycle and the list half.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::backoff::Backoff;
+use super::builder::{ShouldResyncFn, WatchErrorHandler};
+use super::lister_watcher::ListerWatcher;
+use super::options::ListOptions;
+use super::pager::{DEFAULT_PAGE_SIZE, list_all};
+use super::reflector_error::ReflectorError;
+use crate::object::{Object, meta_namespace_key};
+use crate::store::ReflectorStore;
+
+#[derive(Debug, Default)]
+pub(crate) struct SyncState {
+    pub(crate) last_sync_resource_version: String,
+    /// The last synced resource version was refused (410 / too large): list at `""` next.
+    pub(crate) resource_version_unavailable: bool,
+    /// The first list (at `"0"`) came back paginated: the watch cache is off, keep paginating.
+    pub(crate) paginated_result: bool,
+}
+
+/// Keeps a store in sync with the API server: lists, then watches, forever (client-go's
+/// `Reflector`).
+///
+/// # Protocol (client-go's `ListAndWatch`)
+///
+/// * **List.** The first list asks for resourceVersion `"0"` with `limit=500` (real servers
+///   serve `"0"` from the watch cache and ignore the limit); a relist asks for the last synced
+///   resourceVersion, unpaginated unless a page size was set or the first list came back
+///   paginated. All pages are collected, then the store gets one
+///   [`replace`](ReflectorStore::replace) with the list's resourceVersion. A `410 Expired` or
+///   "too large resource version" answer marks that version unavailable and lists again at `""`
+///   at once; an expired continue token causes one full list at the original version.
+/// * **Watch.** From the list's resourceVersion, always with bookmarks, with a random
+///   `timeoutSeconds` in `[5 min, 10 min]`. Bookmarks advance the resourceVersion (and call
+///   [`update_resource_version`](ReflectorStore::update_resource_version)). A watch that ends
+///   normally is reopened from the last resourceVersion without a relist; 429 and refused
+///   connections when opening a watch are retried after a backoff without a relist; a watch that
+///   ends with an internal error (500) is reopened at once for up to
+///   `max_internal_error_retry_duration`; anything else (410 included) ends the cycle, and the
+///   next cycle relists at the last resourceVersion. A watch that closes within a second
+///   without events is an error ([`ReflectorError::VeryShortWatch`]).
+/// * **Garbage.** An event that does not decode, or an object without a name, is logged and
+///   skipped; it never ends the watch and never touches the store.
+/// * **Resync.** Every resync period, if `should_resync` says so, [`resync`](ReflectorStore::resync).
+/// * **Between cycles.** The error goes to the watch error handler, then the Reflector waits
+///   an exponential backoff (800 ms doubling to 30 s, jittered, reset after 2 quiet minutes).
+/// * **Streaming list** (opt-in, see [`use_watch_list`](super::ReflectorBuilder::use_watch_list)):
+///   one watch with `sendInitialEvents=true`, `resourceVersionMatch=NotOlderThan`, bookmarks;
+///   events collect in a temporary store until the bookmark annotated
+///   `k8s.io/initial-events-end: "true"`, then the store is replaced with them at that
+///   bookmark's resourceVersion and the same stream carries on as the watch. A stream that ends
+///   before that bookmark is reopened; an error (the server does not support it, or the
+///   bookmark does not come within `end_bookmark_timeout`) falls back to list+watch.
+///
+/// # Sharing
+///
+/// `Reflector` is `Send + Sync`: run it with `run(&self, token)` on one task while other tasks
+/// read [`last_sync_resource_version`](Self::last_sync_resource_version).
+///
+/// # Cancellation
+///
+/// After the token is cancelled no new list or watch starts, the open watch is dropped (which
+/// closes it) and `run` returns promptly.
+pub struct Reflector<K, S> {
+    pub(crate) name: String,
+    pub(crate) lister_watcher: Arc<dyn ListerWatcher<K>>,
+    pub(crate) store: S,
+    pub(crate) resync_period: Option<Duration>,
+    pub(crate) should_resync: Option<ShouldResyncFn>,
+    pub(crate) page_size: Option<u32>,
+    pub(crate) watch_error_handler: WatchErrorHandler,
+    pub(crate) use_watch_list: bool,
+    pub(crate) end_bookmark_timeout: Option<Duration>,
+    pub(crate) min_watch_timeout: Duration,
+    pub(crate) max_watch_timeout: Duration,
+    pub(crate) max_internal_error_retry_duration: Duration,
+    pub(crate) backoff: Mutex<Backoff>,
+    pub(crate) state: Mutex<SyncState>,
+}
+
+impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
+    /// The name used in logs.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The store this Reflector fills.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// The resourceVersion of the last list, bookmark or event applied to the store
+    /// (`""` before the first list).
+    pub fn last_sync_resource_version(&self) -> String {
+        self.state.lock().last_sync_resource_version.clone()
+    }
+
+    pub(crate) fn set_last_sync_resource_version(&self, rv: &str) {
+        self.state.lock().last_sync_resource_version = rv.to_owned();
+    }
+
+    pub(crate) fn set_resource_version_unavailable(&self, unavailable: bool) {
+        self.state.lock().resource_version_unavailable = unavailable;
+    }
+
+    /// The resourceVersion a list asks for: `""` after a 410, `"0"` before the first list, the
+    /// last synced one otherwise (client-go's `relistResourceVersion`).
+    pub(crate) fn relist_resource_version(&self) -> String {
+        let s = self.state.lock();
+        if s.resource_version_unavailable {
+            String::new()
+        } else if s.last_sync_resource_version.is_empty() {
+            "0".to_owned()
+        } else {
+            s.last_sync_resource_version.clone()
+        }
+    }
+
+    /// The resourceVersion a streaming list asks for (client-go's `rewatchResourceVersion`).
+    pub(crate) fn rewatch_resource_version(&self) -> String {
+        let s = self.state.lock();
+        if s.resource_version_unavailable {
+            String::new()
+        } else {
+            s.last_sync_resource_version.clone()
+        }
+    }
+
+    /// A random watch timeout in `[min, max]` seconds.
+    pub(crate) fn watch_timeout_seconds(&self) -> u32 {
+        let min = self.min_watch_timeout.as_secs();
+        let max = self.max_watch_timeout.as_secs().max(min);
+        let secs = min + (rand::random::<f64>() * (max - min) as f64) as u64;
+        u32::try_from(secs).unwrap_or(u32::MAX)
+    }
+
+    /// Waits one backoff delay; false when cancelled first.
+    pub(crate) async fn backoff_wait(&self, cancel: &CancellationToken) -> bool {
+        let delay = self.backoff.lock().next_delay(Instant::now());
+        tokio::select! {
+            _ = cancel.cancelled() => false,
+            _ = tokio::time::sleep(delay) => true,
+        }
+    }
+
+    /// Runs list-and-watch cycles until `cancel` fires (client-go's `Run`): each error goes to
+    /// the watch error handler, and every cycle is followed by a backoff delay.
+    pub async fn run(&self, cancel: CancellationToken) {
+        tracing::debug!(reflector = %self.name, "starting reflector");
+        while !cancel.is_cancelled() {
+            if let Err(e) = self.list_and_watch(&cancel).await
+                && !cancel.is_cancelled()
+            {
+                (self.watch_error_handler)(&e);
+            }
+            if !self.backoff_wait(&cancel).await {
+                break;
+            }
+        }
+        tracing::debug!(reflector = %self.name, "stopping reflector");
+    }
+
+    /// One cycle: list (or stream a list), then watch until the watch ends with an error that
+    /// needs a relist, or `cancel` fires (client-go's `ListAndWatch`).
+    ///
+    /// Returns `Ok(())` when cancelled.
+    ///
+    /// # Errors
+    /// Why the cycle ended; see [`ReflectorError`].
+    pub async fn list_and_watch(&self, cancel: &CancellationToken) -> Result<(), ReflectorError> {
+        tracing::debug!(reflector = %self.name, "listing and watching");
+        let mut stream = None;
+        let mut fall_back_to_list = !self.use_watch_list;
+        if self.use_watch_list {
+            match self.watch_list(cancel).await {
+                Ok(Some(s)) => stream = Some(s),
+                Ok(None) => return Ok(()),
+                Err(e) => {
+                    tracing::info!(reflector = %self.name, error = %e,
+                        "streaming list failed; falling back to list+watch (expected when the server does not support it)");
+                    fall_back_to_list = true;
+                }
+            }
+        }
+        if fall_back_to_list {
+            self.list(cancel).await?;
+            if cancel.is_cancelled() {
+                return Ok(());
+            }
+        }
+        tracing::debug!(reflector = %self.name, "caches populated");
+        self.watch_with_resync(stream, cancel).await
+    }
+
+    /// The list half: collect every page, then one `replace` (client-go's `Reflector.list`).
+    async fn list(&self, cancel: &CancellationToken) -> Result<(), ReflectorError> {
+        let options = ListOptions {
+            resource_version: self.relist_resource_version(),
+            ..Default::default()
+        };
+        let page_size = match (self.page_size, self.state.lock().paginated_result) {
+            (Some(size), _) => Some(size),
+            (None, true) => Some(DEFAULT_PAGE_SIZE),
+            (None, false)
+                if !options.resource_version.is_empty() && options.resource_version != "0" =>
+            {
+                None
+            }
+            (None, false) => Some(DEFAULT_PAGE_SIZE),
+        };
+        let requested_rv = options.resource_version.clone();
+        let lw = self.lister_watcher.as_ref();
+        let result = tokio::select! {
+            _ = cancel.cancelled() => return Ok(()),
+            r = async {
+                match list_all(lw, options, page_size).await {
+                    Err(e) if e.is_expired() || e.is_too_large_resource_version() => {
+                        tracing::debug!(reflector = %self.name, error = %e,
+                            "resource version unavailable; listing at the most recent version");
+                        self.set_resource_version_unavailable(true);
+                        let fresh = ListOptions { resource_version: self.relist_resource_version(), ..Default::default() };
+                        list_all(lw, fresh, page_size).await
+                    }
+                    other => other,
+                }
+            } => r,
+        };
+        let list = result.map_err(ReflectorError::List)?;
+        {
+            let mut s = self.state.lock();
+            if requested_rv == "0" && list.paginated {
+                s.paginated_result = true;
+            }
+            s.resource_version_unavailable = false;
+        }
+        let mut items = Vec::with_capacity(list.items.len());
+        for obj in list.items {
+            match meta_namespace_key(&obj) {
+                Ok(_) => items.push(Arc::new(obj)),
+                Err(e) => {
+                    tracing::error!(reflector = %self.name, error = %e, "skipping a listed object without a name")
+                }
+            }
+        }
+        self.store
+            .replace(items, list.resource_version.clone())
+            .map_err(|e| ReflectorError::Store {
+                operation: "replace",
+                source: Box::new(e),
+            })?;
+        self.set_last_sync_resource_version(&list.resource_version);
+        Ok(())
+    }
+}

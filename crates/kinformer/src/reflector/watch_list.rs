@@ -1,0 +1,120 @@
+//! The streaming list (watch-list): the initial state arrives as watch events.
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::lister_watcher::WatchStream;
+use super::options::{ListOptions, ResourceVersionMatch};
+use super::reflector_error::ReflectorError;
+use super::run::Reflector;
+use super::temp_store::TempStore;
+use super::watch::{WatchContext, WatchEnd};
+use crate::object::Object;
+use crate::store::ReflectorStore;
+
+impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
+    /// Streams the initial state into a temporary store until the initial-events-end bookmark,
+    /// replaces the store with it, and returns the still-open stream (client-go's `watchList`).
+    ///
+    /// `Ok(None)` when cancelled. An `Err` makes the caller fall back to list+watch.
+    pub(crate) async fn watch_list(
+        &self,
+        cancel: &CancellationToken,
+    ) -> Result<Option<WatchStream<K>>, ReflectorError> {
+        loop {
+            if cancel.is_cancelled() {
+                return Ok(None);
+            }
+            let temp = TempStore::<K>::new();
+            let options = ListOptions {
+                resource_version: self.rewatch_resource_version(),
+                resource_version_match: Some(ResourceVersionMatch::NotOlderThan),
+                allow_watch_bookmarks: true,
+                send_initial_events: Some(true),
+                timeout_seconds: Some(self.watch_timeout_seconds()),
+                ..Default::default()
+            };
+            let start = Instant::now();
+            let opened = tokio::select! {
+                _ = cancel.cancelled() => return Ok(None),
+                r = self.lister_watcher.watch(&options) => r,
+            };
+            let mut stream = match opened {
+                Ok(s) => s,
+                Err(e) => {
+                    let err = ReflectorError::Watch(e);
+                    if self.retriable_with_side_effects(&err, cancel).await {
+                        continue;
+                    }
+                    return Err(err);
+                }
+            };
+            let mut bookmark_rv = String::new();
+            let ctx = WatchContext {
+                start,
+                exit_on_initial_events_end: true,
+                deadline: self.end_bookmark_timeout.map(|t| (start + t, t)),
+                cancel,
+            };
+            let end = self
+                .handle_watch(&mut stream, &temp, ctx, &mut |rv, besides_added| {
+                    if besides_added {
+                        bookmark_rv = rv.to_owned();
+                    }
+                })
+                .await;
+            match end {
+                WatchEnd::InitialEventsEnd => {
+                    self.set_resource_version_unavailable(false);
+                    self.store
+                        .replace(temp.into_items(), bookmark_rv.clone())
+                        .map_err(|e| ReflectorError::Store {
+                            operation: "replace",
+                            source: Box::new(e),
+                        })?;
+                    self.set_last_sync_resource_version(&bookmark_rv);
+                    return Ok(Some(stream));
+                }
+                WatchEnd::Closed => {
+                    tracing::debug!(reflector = %self.name,
+                        "streaming list closed before its initial-events-end bookmark; opening a new one");
+                    continue;
+                }
+                WatchEnd::Stopped => return Ok(None),
+                WatchEnd::Failed(err) => {
+                    drop(stream);
+                    if matches!(err, ReflectorError::EndBookmarkTimeout { .. }) {
+                        tracing::warn!(reflector = %self.name, error = %err,
+                            "no initial-events-end bookmark in time; the server may not support streaming lists");
+                        return Err(err);
+                    }
+                    if self.retriable_with_side_effects(&err, cancel).await {
+                        continue;
+                    }
+                    return Err(err);
+                }
+            }
+        }
+    }
+
+    /// 429 / refused connection: back off, retry. 410 / too large: retry at `""`.
+    async fn retriable_with_side_effects(
+        &self,
+        err: &ReflectorError,
+        cancel: &CancellationToken,
+    ) -> bool {
+        let Some(e) = err.list_watch_error() else {
+            return false;
+        };
+        if e.is_watch_retriable() {
+            tracing::debug!(reflector = %self.name, error = %e, "streaming list failed; backing off");
+            self.backoff_wait(cancel).await;
+            return true;
+        }
+        if e.is_expired() || e.is_too_large_resource_version() {
+            self.set_resource_version_unavailable(true);
+            return true;
+        }
+        false
+    }
+}

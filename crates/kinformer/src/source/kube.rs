@@ -1,0 +1,455 @@
+//! A [`ListerWatcher`] over `kube::Api<K>`: how a Reflector reaches a real cluster
+//! (kubeconfig, in-cluster config and authentication are kube-rs's job).
+//!
+//! Requests are built here rather than with kube's `ListParams`/`WatchParams`, because those
+//! cannot express everything a Reflector sends (kube drops `resourceVersion=0` when a `limit` is
+//! set, and has no `resourceVersionMatch` for watches without `sendInitialEvents`). Responses are
+//! decoded defensively: a watch line that is not JSON, has no or an unknown `type`, or carries an
+//! object of another kind becomes a [`ListWatchError::Decode`] item, which the Reflector logs and
+//! skips; nothing here panics.
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::marker::PhantomData;
+
+use bytes::{Buf, BytesMut};
+use futures::future::BoxFuture;
+use futures::{FutureExt, StreamExt};
+use http_body_util::BodyExt;
+use kube::Resource;
+use kube::client::Body;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::reflector::{
+    ListOptions, ListPage, ListWatchError, ListerWatcher, Status, StatusCause, TransportErrorKind,
+    WatchEvent, WatchStream,
+};
+
+/// A [`ListerWatcher`] that lists and watches through a `kube::Api<K>`.
+///
+/// Works for typed resources (k8s-openapi types, `#[derive(CustomResource)]` types) and for
+/// `DynamicObject` with its `ApiResource`, namespaced (`Api::namespaced`) or across all
+/// namespaces (`Api::all`).
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), kube::Error> {
+/// use k8s_openapi::api::core::v1::Pod;
+/// use kinformer::KubeListerWatcher;
+/// let client = kube::Client::try_default().await?;
+/// let lw = KubeListerWatcher::new(kube::Api::<Pod>::all(client));
+/// # let _ = lw; Ok(()) }
+/// ```
+pub struct KubeListerWatcher<K> {
+    client: kube::Client,
+    url_path: String,
+    kind: String,
+    _k: PhantomData<fn() -> K>,
+}
+
+impl<K> Clone for KubeListerWatcher<K> {
+    fn clone(&self) -> Self {
+        Self {
+            client: self.client.clone(),
+            url_path: self.url_path.clone(),
+            kind: self.kind.clone(),
+            _k: PhantomData,
+        }
+    }
+}
+
+impl<K> KubeListerWatcher<K>
+where
+    K: Resource + DeserializeOwned + Clone + Debug + Send + Sync + 'static,
+{
+    /// Lists and watches what `api` addresses (a typed resource).
+    pub fn new(api: kube::Api<K>) -> Self
+    where
+        K::DynamicType: Default,
+    {
+        Self::new_with(api, &K::DynamicType::default())
+    }
+
+    /// Lists and watches what `api` addresses, for resources with a runtime type
+    /// (`DynamicObject` and its `ApiResource`).
+    pub fn new_with(api: kube::Api<K>, dyntype: &K::DynamicType) -> Self {
+        let url_path = api.resource_url().to_owned();
+        Self {
+            client: api.into_client(),
+            url_path,
+            kind: K::kind(dyntype).into_owned(),
+            _k: PhantomData,
+        }
+    }
+
+    async fn get(
+        &self,
+        options: &ListOptions,
+        watch: bool,
+    ) -> Result<http::Response<Body>, ListWatchError> {
+        let uri = format!("{}?{}", self.url_path, options.to_query(watch));
+        let request = http::Request::get(uri)
+            .body(Body::from(Vec::new()))
+            .map_err(|e| ListWatchError::Decode(format!("cannot build request: {e}")))?;
+        let response = self.client.send(request).await.map_err(from_kube_error)?;
+        if response.status().is_success() {
+            return Ok(response);
+        }
+        let code = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get(http::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u32>().ok());
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .unwrap_or_default();
+        let mut status = serde_json::from_slice::<Value>(&body)
+            .ok()
+            .filter(|v| v.get("kind").and_then(Value::as_str) == Some("Status"))
+            .map(|v| status_from_value(&v))
+            .unwrap_or_else(|| {
+                Status::new(code, "", String::from_utf8_lossy(&body).trim().to_owned())
+            });
+        if status.code == 0 {
+            status.code = code;
+        }
+        if status.retry_after_seconds.is_none() {
+            status.retry_after_seconds = retry_after;
+        }
+        Err(ListWatchError::Api(status))
+    }
+}
+
+impl<K> ListerWatcher<K> for KubeListerWatcher<K>
+where
+    K: Resource + DeserializeOwned + Clone + Debug + Send + Sync + 'static,
+{
+    fn list(&self, options: &ListOptions) -> BoxFuture<'_, Result<ListPage<K>, ListWatchError>> {
+        let options = options.clone();
+        async move {
+            let response = self.get(&options, false).await?;
+            let body = response
+                .into_body()
+                .collect()
+                .await
+                .map_err(from_kube_error)?
+                .to_bytes();
+            decode_list(&body, &self.kind)
+        }
+        .boxed()
+    }
+
+    fn watch(
+        &self,
+        options: &ListOptions,
+    ) -> BoxFuture<'_, Result<WatchStream<K>, ListWatchError>> {
+        let options = options.clone();
+        async move {
+            let response = self.get(&options, true).await?;
+            let kind = self.kind.clone();
+            let body = response.into_body().into_data_stream();
+            Ok(watch_lines(body, kind))
+        }
+        .boxed()
+    }
+}
+
+/// Splits a watch body into lines and decodes each.
+fn watch_lines<K, B>(body: B, kind: String) -> WatchStream<K>
+where
+    K: Resource + DeserializeOwned + Send + 'static,
+    B: futures::Stream<Item = Result<bytes::Bytes, kube::Error>> + Send + 'static,
+{
+    struct State<B> {
+        body: std::pin::Pin<Box<B>>,
+        buf: BytesMut,
+        done: bool,
+    }
+    let state = State {
+        body: Box::pin(body),
+        buf: BytesMut::new(),
+        done: false,
+    };
+    futures::stream::unfold(state, move |mut st| {
+        let kind = kind.clone();
+        async move {
+            loop {
+                if let Some(pos) = st.buf.iter().position(|b| *b == b'\n') {
+                    let line = st.buf.split_to(pos + 1);
+                    let line = &line[..pos];
+                    if line.iter().all(u8::is_ascii_whitespace) {
+                        continue;
+                    }
+                    return Some((decode_watch_line::<K>(line, &kind), st));
+                }
+                if st.done {
+                    if st.buf.iter().all(u8::is_ascii_whitespace) {
+                        return None;
+                    }
+                    let rest = st.buf.split();
+                    return Some((decode_watch_line::<K>(&rest, &kind), st));
+                }
+                match st.body.next().await {
+                    Some(Ok(mut chunk)) => {
+                        while chunk.has_remaining() {
+                            let c = chunk.chunk();
+                            st.buf.extend_from_slice(c);
+                            let n = c.len();
+                            chunk.advance(n);
+                        }
+                    }
+                    Some(Err(e)) => {
+                        st.done = true;
+                        st.buf.clear();
+                        return Some((
+                            Err(ListWatchError::Transport {
+                                kind: TransportErrorKind::Other,
+                                message: format!("reading watch stream: {e}"),
+                            }),
+                            st,
+                        ));
+                    }
+                    None => st.done = true,
+                }
+            }
+        }
+    })
+    .boxed()
+}
+
+/// Decodes one line of a watch response (`{"type": ..., "object": ...}`).
+///
+/// Returns a [`ListWatchError::Decode`] for anything that is not a well-formed event of the
+/// expected `kind`: not JSON, no or unknown `type`, no `object`, an object of another kind, or an
+/// object that does not deserialize into `K`. An `ERROR` event becomes [`WatchEvent::Error`].
+///
+/// ```
+/// use k8s_openapi::api::core::v1::Pod;
+/// use kinformer::source::decode_watch_line;
+/// let ok = decode_watch_line::<Pod>(br#"{"type":"ADDED","object":{"metadata":{"name":"a"}}}"#, "Pod");
+/// assert!(ok.is_ok());
+/// assert!(decode_watch_line::<Pod>(b"garbage", "Pod").unwrap_err().is_decode());
+/// assert!(decode_watch_line::<Pod>(br#"{"object":{}}"#, "Pod").unwrap_err().is_decode());
+/// ```
+///
+/// # Errors
+/// [`ListWatchError::Decode`] as described.
+pub fn decode_watch_line<K: DeserializeOwned>(
+    line: &[u8],
+    kind: &str,
+) -> Result<WatchEvent<K>, ListWatchError> {
+    let value: Value = serde_json::from_slice(line)
+        .map_err(|e| ListWatchError::Decode(format!("watch event is not JSON: {e}")))?;
+    let event_type = value
+        .get("type")
+        .and_then(Value::as_str)
+        .ok_or_else(|| ListWatchError::Decode("watch event has no type".into()))?
+        .to_owned();
+    let object = value
+        .get("object")
+        .filter(|o| o.is_object())
+        .ok_or_else(|| ListWatchError::Decode(format!("{event_type} event has no object")))?;
+    match event_type.as_str() {
+        "ADDED" => decode_object(object, kind).map(WatchEvent::Added),
+        "MODIFIED" => decode_object(object, kind).map(WatchEvent::Modified),
+        "DELETED" => decode_object(object, kind).map(WatchEvent::Deleted),
+        "BOOKMARK" => {
+            let meta = object.get("metadata");
+            let resource_version = meta
+                .and_then(|m| m.get("resourceVersion"))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            let annotations = meta
+                .and_then(|m| m.get("annotations"))
+                .and_then(Value::as_object)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
+                        .collect::<BTreeMap<_, _>>()
+                })
+                .unwrap_or_default();
+            Ok(WatchEvent::Bookmark {
+                resource_version,
+                annotations,
+            })
+        }
+        "ERROR" => Ok(WatchEvent::Error(status_from_value(object))),
+        other => Err(ListWatchError::Decode(format!(
+            "unknown watch event type {other:?}"
+        ))),
+    }
+}
+
+/// Decodes a list response body into one page.
+///
+/// Items without `kind` get the expected one (servers omit it in lists); an item of another
+/// kind, or one that does not deserialize, fails the whole page (skipping it would make the
+/// store forget an object that exists).
+///
+/// # Errors
+/// [`ListWatchError::Decode`] when the body is not a list of `kind`.
+pub fn decode_list<K: DeserializeOwned>(
+    body: &[u8],
+    kind: &str,
+) -> Result<ListPage<K>, ListWatchError> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| ListWatchError::Decode(format!("list response is not JSON: {e}")))?;
+    let meta = value.get("metadata");
+    let string_at = |key: &str| {
+        meta.and_then(|m| m.get(key))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    let items = match value.get("items") {
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|item| decode_object::<K>(item, kind))
+            .collect::<Result<Vec<_>, _>>()?,
+        Some(Value::Null) | None => Vec::new(),
+        Some(_) => return Err(ListWatchError::Decode("list items is not an array".into())),
+    };
+    Ok(ListPage {
+        items,
+        resource_version: string_at("resourceVersion").unwrap_or_default(),
+        continue_token: string_at("continue").filter(|c| !c.is_empty()),
+        remaining_item_count: meta
+            .and_then(|m| m.get("remainingItemCount"))
+            .and_then(Value::as_i64),
+    })
+}
+
+fn decode_object<K: DeserializeOwned>(object: &Value, kind: &str) -> Result<K, ListWatchError> {
+    if !object.is_object() {
+        return Err(ListWatchError::Decode("object is not a JSON object".into()));
+    }
+    if let Some(actual) = object.get("kind").and_then(Value::as_str)
+        && actual != kind
+    {
+        return Err(ListWatchError::Decode(format!(
+            "unexpected object kind {actual:?}, expected {kind:?}"
+        )));
+    }
+    K::deserialize(object).map_err(|e| ListWatchError::Decode(format!("cannot decode {kind}: {e}")))
+}
+
+fn status_from_value(v: &Value) -> Status {
+    let s = |key: &str| {
+        v.get(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let details = v.get("details");
+    let causes = details
+        .and_then(|d| d.get("causes"))
+        .and_then(Value::as_array)
+        .map(|causes| {
+            causes
+                .iter()
+                .map(|c| StatusCause {
+                    cause_type: c
+                        .get("reason")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                    message: c
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                    field: c
+                        .get("field")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Status {
+        code: v
+            .get("code")
+            .and_then(Value::as_u64)
+            .and_then(|c| u16::try_from(c).ok())
+            .unwrap_or(0),
+        reason: s("reason"),
+        message: s("message"),
+        causes,
+        retry_after_seconds: details
+            .and_then(|d| d.get("retryAfterSeconds"))
+            .and_then(Value::as_u64)
+            .and_then(|c| u32::try_from(c).ok()),
+    }
+}
+
+fn from_kube_error(e: impl Into<kube::Error>) -> ListWatchError {
+    let e: kube::Error = e.into();
+    match e {
+        kube::Error::Api(status) => ListWatchError::Api(Status {
+            code: status.code,
+            reason: status.reason.clone(),
+            message: status.message.clone(),
+            causes: status
+                .details
+                .as_ref()
+                .map(|d| {
+                    d.causes
+                        .iter()
+                        .map(|c| StatusCause {
+                            cause_type: c.reason.clone(),
+                            message: c.message.clone(),
+                            field: c.field.clone(),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
+            retry_after_seconds: status
+                .details
+                .as_ref()
+                .map(|d| d.retry_after_seconds)
+                .filter(|s| *s > 0),
+        }),
+        kube::Error::SerdeError(e) => ListWatchError::Decode(e.to_string()),
+        kube::Error::FromUtf8(e) => ListWatchError::Decode(e.to_string()),
+        other => {
+            let kind = if is_connection_refused(&other) {
+                TransportErrorKind::ConnectionRefused
+            } else {
+                TransportErrorKind::Other
+            };
+            ListWatchError::Transport {
+                kind,
+                message: error_chain(&other),
+            }
+        }
+    }
+}
+
+fn is_connection_refused(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = cur {
+        if let Some(io) = err.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::ConnectionRefused
+        {
+            return true;
+        }
+        cur = err.source();
+    }
+    false
+}
+
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut cur = e.source();
+    while let Some(err) = cur {
+        out.push_str(": ");
+        out.push_str(&err.to_string());
+        cur = err.source();
+    }
+    out
+}
