@@ -200,7 +200,7 @@ impl<K: Object> SharedIndexInformerBuilder<K> {
 impl<K: Object> SharedIndexInformer<K> {
     /// client-go's `NewSharedIndexInformer`.
     pub fn new(
-        lister_watcher: impl ListerWatcher<K>,
+        lister_watcher: impl ListerWatcher<K> + 'static,
         default_resync_period: Duration,
         indexers: Indexers<K>,
     ) -> Self
@@ -214,7 +214,7 @@ impl<K: Object> SharedIndexInformer<K> {
     }
 
     /// A builder.
-    pub fn builder(lister_watcher: impl ListerWatcher<K>) -> SharedIndexInformerBuilder<K> {
+    pub fn builder(lister_watcher: impl ListerWatcher<K> + 'static) -> SharedIndexInformerBuilder<K> {
         Self::builder_shared(Arc::new(lister_watcher))
     }
 
@@ -540,9 +540,9 @@ impl<K: Object> SharedIndexInformer<K> {
             let mut builder = Reflector::builder(inner.lister_watcher.clone(), fifo.clone())
                 .name(inner.name.clone())
                 .resync_period(state.resync_check_period)
-                .should_resync(Arc::new(move || processor.should_resync()));
+                .should_resync(move || processor.should_resync());
             if let Some(h) = state.watch_error_handler.clone() {
-                builder = builder.watch_error_handler(h);
+                builder = builder.watch_error_handler(move |e| h(e));
             }
             let reflector = Arc::new(builder.build());
             state.reflector = Some(reflector.clone());

@@ -82,6 +82,19 @@ where
         }
     }
 
+    /// Lists and watches `K` in `namespace` (`None`: all namespaces), built from a client
+    /// directly. For cluster-scoped types pass `None`. This is what the informer factory uses,
+    /// since `kube::Api::namespaced` cannot be called for a type whose scope is only known at
+    /// run time.
+    pub fn for_scope(client: kube::Client, namespace: Option<&str>, dyntype: &K::DynamicType) -> Self {
+        Self {
+            client,
+            url_path: K::url_path(dyntype, namespace),
+            kind: K::kind(dyntype).into_owned(),
+            _k: PhantomData,
+        }
+    }
+
     async fn get(
         &self,
         options: &ListOptions,
