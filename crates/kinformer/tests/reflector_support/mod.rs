@@ -63,13 +63,16 @@ fn name_rv(p: &Pod) -> (String, String) {
 #[error("store error: {0}")]
 pub struct StoreError(pub String);
 
+/// Called on every resync with the 1-based call number.
+pub type ResyncHook = Box<dyn FnMut(usize) -> Result<(), StoreError> + Send>;
+
 /// A store that records every call and keeps name → resourceVersion.
 #[derive(Default)]
 pub struct RecordingStore {
     pub ops: Mutex<Vec<Op>>,
     pub content: Mutex<BTreeMap<String, String>>,
     /// Called on every resync with the 1-based call number; `Err` makes the resync fail.
-    pub resync_hook: Mutex<Option<Box<dyn FnMut(usize) -> Result<(), StoreError> + Send>>>,
+    pub resync_hook: Mutex<Option<ResyncHook>>,
     resyncs: AtomicUsize,
 }
 
