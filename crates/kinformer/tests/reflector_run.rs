@@ -331,3 +331,25 @@ fn reflector_is_send_and_sync() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Reflector<Pod, Arc<RecordingStore>>>();
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_server_closing_every_watch_at_once_does_not_starve_other_tasks() {
+    let lw = ScriptedLw::new(
+        |_, _| Ok(list_of("10", vec![])),
+        |_, _| Ok(events_then_close(vec![WatchEvent::bookmark("11")])),
+    );
+    let token = CancellationToken::new();
+    let r = Arc::new(Reflector::builder(lw.clone(), RecordingStore::new()).build());
+    let task = spawn_run(r, &token);
+    // this task gets to run while the reflector reopens watches in a loop
+    while lw.count(Verb::Watch) < 500 {
+        tokio::task::yield_now().await;
+    }
+    token.cancel();
+    task.await.unwrap();
+    assert_eq!(
+        lw.count(Verb::List),
+        1,
+        "watches that end normally never relist"
+    );
+}

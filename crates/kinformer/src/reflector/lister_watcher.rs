@@ -142,7 +142,7 @@ type TweakFn = Arc<dyn Fn(&mut ListOptions) + Send + Sync>;
 /// use kinformer::reflector::{ListPage, ListWatch};
 /// let lw: ListWatch<Pod> = ListWatch::new(
 ///     |_opts| async { Ok(ListPage::new(vec![], "1")) }.boxed(),
-///     |_opts| async { Ok(futures::stream::empty().boxed()) }.boxed(),
+///     |_opts| async { Ok(futures::StreamExt::boxed(futures::stream::empty())) }.boxed(),
 /// )
 /// .with_tweak_options(|o| o.label_selector = Some("app=web".into()));
 /// # let _ = lw;

@@ -183,8 +183,9 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
                 Ok(Some(s)) => stream = Some(s),
                 Ok(None) => return Ok(()),
                 Err(e) => {
-                    tracing::info!(reflector = %self.name, error = %e,
-                        "streaming list failed; falling back to list+watch (expected when the server does not support it)");
+                    let unsupported = e.list_watch_error().is_some_and(|e| e.is_not_supported());
+                    tracing::info!(reflector = %self.name, error = %e, server_does_not_support_it = unsupported,
+                        "streaming list failed; falling back to list+watch");
                     fall_back_to_list = true;
                 }
             }

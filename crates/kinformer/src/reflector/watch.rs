@@ -79,6 +79,8 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
             Duration::from_secs(60),
         );
         loop {
+            // a server that closes every watch at once must not starve the runtime
+            tokio::task::consume_budget().await;
             if cancel.is_cancelled() {
                 return Ok(());
             }

@@ -22,6 +22,7 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
         cancel: &CancellationToken,
     ) -> Result<Option<WatchStream<K>>, ReflectorError> {
         loop {
+            tokio::task::consume_budget().await;
             if cancel.is_cancelled() {
                 return Ok(None);
             }
