@@ -438,3 +438,83 @@ async fn reflector_resource_version_update() {
     assert_eq!(store.rv_updates(), vec!["10", "20", "30", "40"]);
     assert_eq!(r.last_sync_resource_version(), "40");
 }
+
+// client-go NewFilteredListWatchFromClient's optionsModifier: the tweak applies to every list
+// and watch request.
+#[tokio::test(start_paused = true)]
+async fn list_watch_tweak_options_apply_to_list_and_watch() {
+    use futures::FutureExt;
+    use kinformer::reflector::{ListOptions, ListWatch, ListerWatcher};
+    let seen: Arc<Mutex<Vec<ListOptions>>> = Arc::default();
+    let (s1, s2) = (seen.clone(), seen.clone());
+    let lw: ListWatch<Pod> = ListWatch::new(
+        move |o| {
+            s1.lock().push(o);
+            async { Ok(list_of("1", vec![])) }.boxed()
+        },
+        move |o| {
+            s2.lock().push(o);
+            async { Ok(events_then_close(vec![])) }.boxed()
+        },
+    )
+    .with_tweak_options(|o| o.label_selector = Some("app=web".into()));
+    lw.list(&ListOptions::default()).await.unwrap();
+    let _ = lw.watch(&ListOptions::default()).await.unwrap();
+    let seen = seen.lock();
+    assert_eq!(seen.len(), 2);
+    assert!(
+        seen.iter()
+            .all(|o| o.label_selector.as_deref() == Some("app=web"))
+    );
+}
+
+/// A store whose `replace` always fails.
+struct RefusingStore;
+
+impl kinformer::ReflectorStore<Pod> for RefusingStore {
+    type Error = StoreError;
+    fn add(&self, _: Arc<Pod>) -> Result<(), StoreError> {
+        Ok(())
+    }
+    fn update(&self, _: Arc<Pod>) -> Result<(), StoreError> {
+        Ok(())
+    }
+    fn delete(&self, _: Arc<Pod>) -> Result<(), StoreError> {
+        Ok(())
+    }
+    fn replace(&self, _: Vec<Arc<Pod>>, _: String) -> Result<(), StoreError> {
+        Err(StoreError("full".into()))
+    }
+    fn resync(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+}
+
+// client-go returns "unable to sync list result" when Replace fails; no watch starts.
+#[tokio::test(start_paused = true)]
+async fn a_failed_replace_ends_the_cycle_before_watching() {
+    let lw = ScriptedLw::new(
+        |_, _| Ok(list_of("1", vec![pod("a", "1")])),
+        |_, _| panic!("no watch after a failed replace"),
+    );
+    let r = Reflector::builder(lw.clone(), RefusingStore).build();
+    let err = r
+        .list_and_watch(&CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            ReflectorError::Store {
+                operation: "replace",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(
+        r.last_sync_resource_version(),
+        "",
+        "the version advances only after a replace"
+    );
+}
