@@ -353,3 +353,29 @@ async fn a_server_closing_every_watch_at_once_does_not_starve_other_tasks() {
         "watches that end normally never relist"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_broken_watch_stream_is_reopened_from_the_last_version_without_relist() {
+    let token = CancellationToken::new();
+    let t = token.clone();
+    let lw = ScriptedLw::new(
+        |_, _| Ok(list_of("1", vec![])),
+        move |_, n| match n {
+            1 => Ok(items_then_close(vec![
+                Ok(WatchEvent::Added(pod("a", "2"))),
+                Err(ListWatchError::Transport {
+                    kind: kinformer::reflector::TransportErrorKind::Other,
+                    message: "connection reset by peer".into(),
+                }),
+                Ok(WatchEvent::Added(pod("never", "3"))),
+            ])),
+            _ => Ok(events_then_cancel(vec![], t.clone())),
+        },
+    );
+    let store = RecordingStore::new();
+    let r = Reflector::builder(lw.clone(), store.clone()).build();
+    r.list_and_watch(&token).await.unwrap();
+    assert_eq!(lw.count(Verb::List), 1);
+    assert_eq!(lw.watch_rvs(), vec!["1", "2"]);
+    assert_eq!(store.content(), name_rv_pairs(&[("a", "2")]));
+}

@@ -47,7 +47,8 @@ pub(crate) struct SyncState {
 ///   next cycle relists at the last resourceVersion. A watch that closes within a second
 ///   without events is an error ([`ReflectorError::VeryShortWatch`]).
 /// * **Garbage.** An event that does not decode, or an object without a name, is logged and
-///   skipped; it never ends the watch and never touches the store.
+///   skipped; it never ends the watch and never touches the store. A stream that breaks
+///   (connection reset) counts as a closed watch: reopened from the last version, no relist.
 /// * **Resync.** Every resync period, if `should_resync` says so, [`resync`](ReflectorStore::resync).
 /// * **Between cycles.** The error goes to the watch error handler, then the Reflector waits
 ///   an exponential backoff (800 ms doubling to 30 s, jittered, reset after 2 quiet minutes).

@@ -8,6 +8,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::backoff::RetryWithDeadline;
+use super::error::ListWatchError;
 use super::lister_watcher::{INITIAL_EVENTS_END_ANNOTATION, WatchEvent, WatchStream};
 use super::options::ListOptions;
 use super::reflector_error::ReflectorError;
@@ -195,6 +196,12 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
                 Err(e) if e.is_decode() => {
                     tracing::error!(reflector = %self.name, error = %e, "skipping a watch event that could not be decoded");
                     continue;
+                }
+                Err(e @ ListWatchError::Transport { .. }) => {
+                    // client-go's StreamWatcher stops on a broken stream and the Reflector sees
+                    // a closed watch: reopen from the last version, no relist.
+                    tracing::warn!(reflector = %self.name, error = %e, "watch stream broke; treating it as closed");
+                    break;
                 }
                 Err(e) => return WatchEnd::Failed(ReflectorError::WatchEnded(e)),
             };
