@@ -379,3 +379,29 @@ async fn a_broken_watch_stream_is_reopened_from_the_last_version_without_relist(
     assert_eq!(lw.watch_rvs(), vec!["1", "2"]);
     assert_eq!(store.content(), name_rv_pairs(&[("a", "2")]));
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_watch_the_server_never_closes_is_dropped_30s_after_its_timeout() {
+    let token = CancellationToken::new();
+    let t = token.clone();
+    let lw = ScriptedLw::new(
+        |_, _| Ok(list_of("1", vec![])),
+        move |_, n| {
+            if n == 2 {
+                t.cancel();
+            }
+            Ok(events_then_pending(vec![WatchEvent::Added(pod("a", "2"))]))
+        },
+    );
+    let r = Reflector::builder(lw.clone(), RecordingStore::new()).build();
+    r.list_and_watch(&token).await.unwrap();
+    let reqs = lw.requests();
+    let timeout = u64::from(reqs[1].options.timeout_seconds.unwrap());
+    assert_eq!(reqs[2].at - reqs[1].at, Duration::from_secs(timeout + 30));
+    assert_eq!(
+        lw.watch_rvs(),
+        vec!["1", "2"],
+        "reopened from the last version"
+    );
+    assert_eq!(lw.count(Verb::List), 1);
+}

@@ -38,7 +38,8 @@ pub(crate) struct SyncState {
 ///   "too large resource version" answer marks that version unavailable and lists again at `""`
 ///   at once; an expired continue token causes one full list at the original version.
 /// * **Watch.** From the list's resourceVersion, always with bookmarks, with a random
-///   `timeoutSeconds` in `[5 min, 10 min]`. Bookmarks advance the resourceVersion (and call
+///   `timeoutSeconds` in `[5 min, 10 min]`; a watch still open 30 s past its timeout (a
+///   silently dead connection) is dropped and reopened (our addition). Bookmarks advance the resourceVersion (and call
 ///   [`update_resource_version`](ReflectorStore::update_resource_version)). A watch that ends
 ///   normally is reopened from the last resourceVersion without a relist; 429 and refused
 ///   connections when opening a watch are retried after a backoff without a relist; a watch that
