@@ -66,7 +66,7 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
     /// # }
     /// let lw = ListWatch::<Pod>::new(
     ///     |_| async { Ok(ListPage::new(vec![], "1")) }.boxed(),
-    ///     |_| async { Ok(futures::stream::pending().boxed()) }.boxed(),
+    ///     |_| async { Ok(futures::StreamExt::boxed(futures::stream::pending())) }.boxed(),
     /// );
     /// let reflector = Reflector::builder(Arc::new(lw), Null)
     ///     .name("pods")

@@ -198,6 +198,18 @@ impl ListWatchError {
         self.reason_is("Invalid") || self.reason_is("BadRequest")
     }
 
+    /// The server refuses the request's options as unsupported: `Invalid`, `BadRequest`,
+    /// `MethodNotAllowed`, `NotAcceptable`, or a message saying "not supported". This is how a
+    /// server without streaming lists answers `sendInitialEvents=true`.
+    pub fn is_not_supported(&self) -> bool {
+        self.is_invalid()
+            || self.reason_is("MethodNotAllowed")
+            || self.reason_is("NotAcceptable")
+            || self.status().is_some_and(|s| {
+                s.code == 405 || s.message.to_lowercase().contains("not supported")
+            })
+    }
+
     /// A refused connection.
     pub fn is_connection_refused(&self) -> bool {
         matches!(
@@ -248,6 +260,19 @@ mod tests {
             !ListWatchError::from(Status::timeout("too large resource version"))
                 .is_too_large_resource_version()
         );
+    }
+
+    #[test]
+    fn not_supported_forms() {
+        assert!(
+            ListWatchError::from(Status::invalid("streaming is not allowed")).is_not_supported()
+        );
+        assert!(ListWatchError::from(Status::new(405, "MethodNotAllowed", "")).is_not_supported());
+        assert!(
+            ListWatchError::from(Status::new(400, "", "sendInitialEvents is not supported"))
+                .is_not_supported()
+        );
+        assert!(!ListWatchError::from(Status::internal_error("x")).is_not_supported());
     }
 
     #[test]

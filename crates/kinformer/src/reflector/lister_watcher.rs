@@ -91,7 +91,10 @@ impl<K> WatchEvent<K> {
 /// An open watch: events until the server closes it. Dropping the stream closes the watch.
 ///
 /// An `Err` item whose [`ListWatchError::is_decode`] is true stands for one event that could not
-/// be understood; the Reflector logs and skips it. Any other `Err` item ends the watch.
+/// be understood; the Reflector logs and skips it. A [`ListWatchError::Transport`] item means the
+/// stream broke: the Reflector treats it like a close and reopens the watch from the last
+/// resourceVersion (as client-go does). An [`ListWatchError::Api`] item ends the watch like an
+/// `ERROR` event.
 pub type WatchStream<K> = BoxStream<'static, Result<WatchEvent<K>, ListWatchError>>;
 
 /// How a Reflector lists and watches one kind of object (client-go's `ListerWatcher`).
@@ -142,7 +145,7 @@ type TweakFn = Arc<dyn Fn(&mut ListOptions) + Send + Sync>;
 /// use kinformer::reflector::{ListPage, ListWatch};
 /// let lw: ListWatch<Pod> = ListWatch::new(
 ///     |_opts| async { Ok(ListPage::new(vec![], "1")) }.boxed(),
-///     |_opts| async { Ok(futures::stream::empty().boxed()) }.boxed(),
+///     |_opts| async { Ok(futures::StreamExt::boxed(futures::stream::empty())) }.boxed(),
 /// )
 /// .with_tweak_options(|o| o.label_selector = Some("app=web".into()));
 /// # let _ = lw;

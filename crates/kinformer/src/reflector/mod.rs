@@ -34,6 +34,8 @@
 //! * The backoff resets after 2 minutes *without errors* (client-go: every 2 minutes).
 //! * Internal errors (500) ending a watch are retried without a relist for 30 s by default
 //!   (client-go: off unless `MaxInternalErrorRetryDuration` is set).
+//! * A watch still open 30 s after its `timeoutSeconds` (a silently dead connection) is dropped
+//!   and reopened from the last resourceVersion.
 
 mod backoff;
 mod builder;

@@ -38,7 +38,8 @@ pub(crate) struct SyncState {
 ///   "too large resource version" answer marks that version unavailable and lists again at `""`
 ///   at once; an expired continue token causes one full list at the original version.
 /// * **Watch.** From the list's resourceVersion, always with bookmarks, with a random
-///   `timeoutSeconds` in `[5 min, 10 min]`. Bookmarks advance the resourceVersion (and call
+///   `timeoutSeconds` in `[5 min, 10 min]`; a watch still open 30 s past its timeout (a
+///   silently dead connection) is dropped and reopened (our addition). Bookmarks advance the resourceVersion (and call
 ///   [`update_resource_version`](ReflectorStore::update_resource_version)). A watch that ends
 ///   normally is reopened from the last resourceVersion without a relist; 429 and refused
 ///   connections when opening a watch are retried after a backoff without a relist; a watch that
@@ -47,7 +48,8 @@ pub(crate) struct SyncState {
 ///   next cycle relists at the last resourceVersion. A watch that closes within a second
 ///   without events is an error ([`ReflectorError::VeryShortWatch`]).
 /// * **Garbage.** An event that does not decode, or an object without a name, is logged and
-///   skipped; it never ends the watch and never touches the store.
+///   skipped; it never ends the watch and never touches the store. A stream that breaks
+///   (connection reset) counts as a closed watch: reopened from the last version, no relist.
 /// * **Resync.** Every resync period, if `should_resync` says so, [`resync`](ReflectorStore::resync).
 /// * **Between cycles.** The error goes to the watch error handler, then the Reflector waits
 ///   an exponential backoff (800 ms doubling to 30 s, jittered, reset after 2 quiet minutes).
@@ -183,8 +185,9 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
                 Ok(Some(s)) => stream = Some(s),
                 Ok(None) => return Ok(()),
                 Err(e) => {
-                    tracing::info!(reflector = %self.name, error = %e,
-                        "streaming list failed; falling back to list+watch (expected when the server does not support it)");
+                    let unsupported = e.list_watch_error().is_some_and(|e| e.is_not_supported());
+                    tracing::info!(reflector = %self.name, error = %e, server_does_not_support_it = unsupported,
+                        "streaming list failed; falling back to list+watch");
                     fall_back_to_list = true;
                 }
             }

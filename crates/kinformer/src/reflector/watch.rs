@@ -8,12 +8,16 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::backoff::RetryWithDeadline;
+use super::error::ListWatchError;
 use super::lister_watcher::{INITIAL_EVENTS_END_ANNOTATION, WatchEvent, WatchStream};
 use super::options::ListOptions;
 use super::reflector_error::ReflectorError;
 use super::run::Reflector;
 use crate::object::{Object, meta_namespace_key, resource_version};
 use crate::store::ReflectorStore;
+
+/// How long past its `timeoutSeconds` a watch may stay open before the Reflector drops it.
+pub(crate) const WATCH_CLOSE_SLACK: Duration = Duration::from_secs(30);
 
 /// How applying one watch stream ended.
 pub(crate) enum WatchEnd {
@@ -32,6 +36,10 @@ pub(crate) struct WatchContext<'a> {
     pub(crate) start: Instant,
     pub(crate) exit_on_initial_events_end: bool,
     pub(crate) deadline: Option<(Instant, Duration)>,
+    /// When the server should have closed the watch (its `timeoutSeconds` plus slack); past
+    /// this the stream is dropped and treated as closed, so a silently dead connection does not
+    /// hang the Reflector.
+    pub(crate) close_by: Option<Instant>,
     pub(crate) cancel: &'a CancellationToken,
 }
 
@@ -79,11 +87,14 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
             Duration::from_secs(60),
         );
         loop {
+            // a server that closes every watch at once must not starve the runtime
+            tokio::task::consume_budget().await;
             if cancel.is_cancelled() {
                 return Ok(());
             }
             let start = Instant::now();
             let mut propagate_rv_from_start = true;
+            let mut timeout_seconds = None;
             let mut w = match stream.take() {
                 Some(w) => w,
                 None => {
@@ -96,6 +107,7 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
                     if options.resource_version.is_empty() || options.resource_version == "0" {
                         propagate_rv_from_start = false;
                     }
+                    timeout_seconds = options.timeout_seconds;
                     let opened = tokio::select! {
                         _ = cancel.cancelled() => return Ok(()),
                         r = self.lister_watcher.watch(&options) => r,
@@ -117,6 +129,8 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
                 start,
                 exit_on_initial_events_end: false,
                 deadline: None,
+                close_by: timeout_seconds
+                    .map(|t| start + Duration::from_secs(u64::from(t)) + WATCH_CLOSE_SLACK),
                 cancel,
             };
             let store = &self.store;
@@ -177,6 +191,13 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
             }
         };
         tokio::pin!(deadline);
+        let close_by = async {
+            match ctx.close_by {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::pin!(close_by);
         loop {
             let item = tokio::select! {
                 biased;
@@ -186,6 +207,11 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
                     let timeout = ctx.deadline.map(|(_, t)| t).unwrap_or_default();
                     return WatchEnd::Failed(ReflectorError::EndBookmarkTimeout { timeout });
                 }
+                _ = &mut close_by => {
+                    tracing::debug!(reflector = %self.name,
+                        "the server did not close the watch at its timeout; dropping it");
+                    break;
+                }
             };
             let Some(item) = item else { break };
             let event = match item {
@@ -193,6 +219,12 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
                 Err(e) if e.is_decode() => {
                     tracing::error!(reflector = %self.name, error = %e, "skipping a watch event that could not be decoded");
                     continue;
+                }
+                Err(e @ ListWatchError::Transport { .. }) => {
+                    // client-go's StreamWatcher stops on a broken stream and the Reflector sees
+                    // a closed watch: reopen from the last version, no relist.
+                    tracing::warn!(reflector = %self.name, error = %e, "watch stream broke; treating it as closed");
+                    break;
                 }
                 Err(e) => return WatchEnd::Failed(ReflectorError::WatchEnded(e)),
             };

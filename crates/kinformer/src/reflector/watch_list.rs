@@ -22,6 +22,7 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
         cancel: &CancellationToken,
     ) -> Result<Option<WatchStream<K>>, ReflectorError> {
         loop {
+            tokio::task::consume_budget().await;
             if cancel.is_cancelled() {
                 return Ok(None);
             }
@@ -54,6 +55,7 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
                 start,
                 exit_on_initial_events_end: true,
                 deadline: self.end_bookmark_timeout.map(|t| (start + t, t)),
+                close_by: None,
                 cancel,
             };
             let end = self

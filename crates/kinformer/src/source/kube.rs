@@ -32,11 +32,21 @@ use crate::reflector::{
 /// `DynamicObject` with its `ApiResource`, namespaced (`Api::namespaced`) or across all
 /// namespaces (`Api::all`).
 ///
+/// # Build the client without kube's retry layer
+///
+/// kube 5's default client retries 429, 503 and 504 responses itself (up to 15 times, with
+/// delays growing to minutes). The Reflector has its own backoff and must *see* those statuses:
+/// a 504 carrying "too large resource version" means "list again at the latest version", not
+/// "try the same request again". Set `Config::default_retry = false` for the client you hand
+/// in, as below.
+///
 /// ```no_run
-/// # async fn demo() -> Result<(), kube::Error> {
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// use k8s_openapi::api::core::v1::Pod;
 /// use kinformer::KubeListerWatcher;
-/// let client = kube::Client::try_default().await?;
+/// let mut config = kube::Config::infer().await?;
+/// config.default_retry = false;
+/// let client = kube::Client::try_from(config)?;
 /// let lw = KubeListerWatcher::new(kube::Api::<Pod>::all(client));
 /// # let _ = lw; Ok(()) }
 /// ```
