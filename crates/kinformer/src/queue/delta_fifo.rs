@@ -217,6 +217,8 @@ impl<K: Object> DeltaFifo<K> {
         };
 
         let mut inner = self.inner.lock();
+        inner.items.reserve(keyed.len());
+        inner.queue.reserve(keyed.len());
         let mut listed = HashSet::with_capacity(keyed.len());
         for (key, obj) in keyed {
             listed.insert(key.clone());
