@@ -180,3 +180,23 @@ fn resync_skips_vanished_and_unkeyable_known_objects_but_syncs_the_rest() {
         exp(&[(Sync, "ok=1")])
     );
 }
+
+#[test]
+fn panicking_process_loses_only_its_item_and_still_publishes_sync() {
+    use futures::FutureExt;
+    use std::panic::{AssertUnwindSafe, catch_unwind};
+
+    let f = fifo();
+    f.replace(vec![obj("a", 1)], "1".into()).unwrap();
+    let rx = f.synced_watch();
+    let r = catch_unwind(AssertUnwindSafe(|| {
+        f.pop(|_, _| -> () { panic!("handler bug") }).now_or_never()
+    }));
+    assert!(r.is_err(), "the panic propagates to the caller");
+    assert!(f.is_empty(), "the popped item is gone, as in client-go");
+    assert!(f.has_synced(), "the initial population was consumed");
+    assert!(*rx.borrow());
+    f.add(obj("b", 2)).unwrap();
+    let got = f.pop(|d, _| d).now_or_never().unwrap().unwrap();
+    assert_eq!(describe_deltas(&got), exp(&[(Added, "b=2")]));
+}
