@@ -14,6 +14,7 @@
 //! Every arrow goes one way. The store is updated before any handler hears of the change.
 
 pub mod object;
+pub mod queue;
 pub mod store;
 
 pub use object::{
@@ -25,4 +26,7 @@ pub use store::{
     IndexFunc, IndexFuncError, Indexer, Indexers, KeyListerGetter, LabelSelector,
     LabelSelectorError, Lister, NAMESPACE_INDEX, NamespaceLister, Operator, ReflectorStore,
     Requirement, StoreError, namespace_index_func, namespace_indexers,
+};
+pub use queue::{
+    Delta, DeltaFifo, DeltaFifoOptions, DeltaType, Deltas, Fifo, QueueError, TransformFunc,
 };
