@@ -12,6 +12,10 @@ import (
 	"time"
 )
 
+// userAgent names the runner; kube-apiserver records it as the field manager
+// in managedFields ("kinformer-e2e-diff").
+const userAgent = "kinformer-e2e-diff/v0.1"
+
 // response is one plain (non-watch) HTTP exchange as a client sees it.
 type response struct {
 	status      int
@@ -35,6 +39,7 @@ func (t *target) do(ctx context.Context, method, path string, body any) (*respon
 		return nil, err
 	}
 	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", userAgent)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -100,6 +105,7 @@ func (t *target) openWatch(ctx context.Context, path string) (*watchHandle, erro
 		return nil, err
 	}
 	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", userAgent)
 	t.auth(req)
 	resp, err := t.http.Do(req)
 	if err != nil {

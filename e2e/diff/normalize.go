@@ -28,13 +28,18 @@ import (
 //   - server-generated names (generateName + 5 characters): prefix + "<gen>",
 //     wherever the name appears.
 //   - continue tokens: "<continue>" (opaque; only presence is compared).
-//   - digits in Status messages: "N" (they quote resourceVersions and
-//     revisions, e.g. "too old resource version: 1234 (1240)").
+//   - numbers quoted as resourceVersions or revisions in Status messages
+//     ("version: 12", "(12)", "current: 12", "revision 12"): "N", e.g.
+//     "too old resource version: N (N)". Other digits (RFC 1123, regexes
+//     quoted in validation messages) stay.
 //
 // Everything else is compared verbatim, including message texts, field order
 // independence aside (JSON objects compare as maps).
 
-var digits = regexp.MustCompile(`[0-9]+`)
+var rvInMessage = regexp.MustCompile(`(\(|[Vv]ersion:? |current:? |revision:? )[0-9]+`)
+
+func messageNumbers(s string) string { return rvInMessage.ReplaceAllString(s, "${1}N") }
+
 var rvParam = regexp.MustCompile(`resourceVersion=([0-9]+)`)
 var continueParam = regexp.MustCompile(`continue=[^&]*`)
 
@@ -215,7 +220,7 @@ func (n *normalizer) value(v any, kind string) any {
 				out[key] = o
 			case isStatus && key == "message":
 				s, _ := val.(string)
-				out[key] = digits.ReplaceAllString(n.str(s), "N")
+				out[key] = messageNumbers(n.str(s))
 			case isStatus && key == "details":
 				out[key] = n.statusDetails(val)
 			default:
@@ -251,7 +256,7 @@ func (n *normalizer) statusDetails(v any) any {
 				cc := make(map[string]any, len(cm))
 				for _, ck := range sortedKeys(cm) {
 					if s, ok := cm[ck].(string); ok && ck == "message" {
-						cc[ck] = digits.ReplaceAllString(n.str(s), "N")
+						cc[ck] = messageNumbers(n.str(s))
 					} else {
 						cc[ck] = n.value(cm[ck], "")
 					}
