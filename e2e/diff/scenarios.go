@@ -2,6 +2,7 @@ package main
 
 import (
 	"reflect"
+	"strconv"
 	"time"
 )
 
@@ -28,6 +29,10 @@ var catalogue = []scenarioDef{
 	{"bookmarks", "allowWatchBookmarks: bookmark shape and position", scBookmarks},
 	{"initial-events-end", "sendInitialEvents=true: ADDED for each object, then the initial-events-end bookmark", scInitialEventsEnd},
 	{"selector-watch", "label-selector watch: updates moving objects out of and into the selector", scSelectorWatch},
+	{"field-selector-watch", "metadata.name field-selector watch (how single-object informers watch)", scFieldSelectorWatch},
+	{"noop-update", "an update that changes nothing: same resourceVersion, no watch event", scNoopUpdate},
+	{"finalizers", "delete with a finalizer: MODIFIED with deletionTimestamp, DELETED when the finalizer goes", scFinalizers},
+	{"too-large-rv", "resourceVersion from the future: 504 Timeout with cause ResourceVersionTooLarge", scTooLargeRV},
 }
 
 func scNotFound(s *sc) {
@@ -281,4 +286,63 @@ func scSelectorWatch(s *sc) {
 	h2 := s.watch(initial)
 	h2.collect(watchWait, untilN(1))
 	s.recordWatch("watch-from-0-with-selector", initial, h2)
+}
+
+func scFieldSelectorWatch(s *sc) {
+	s.setup("POST", s.cms(""), configMap("a", nil, map[string]string{"k": "1"}))
+	s.setup("POST", s.cms(""), configMap("b", nil, map[string]string{"k": "1"}))
+	l := s.call("list-by-name", "GET", s.cms(q("fieldSelector", "metadata.name=b")), nil)
+	path := s.cms(q("watch", "1", "resourceVersion", rvOf(l), "fieldSelector", "metadata.name=b"))
+	h := s.watch(path)
+	s.setup("PUT", s.cm("a"), configMap("a", nil, map[string]string{"k": "2"}))
+	s.setup("PUT", s.cm("b"), configMap("b", nil, map[string]string{"k": "2"}))
+	s.setup("DELETE", s.cm("a"), nil)
+	s.setup("DELETE", s.cm("b"), nil)
+	h.collect(watchWait, untilN(2))
+	res := s.recordWatch("watch", path, h)
+	s.fact("types", eventTypes(res.events))
+}
+
+func scNoopUpdate(s *sc) {
+	a := s.call("create", "POST", s.cms(""), configMap("a", map[string]string{"x": "y"}, map[string]string{"k": "1"}))
+	path := s.cms(q("watch", "1", "resourceVersion", rvOf(a)))
+	h := s.watch(path)
+	same := configMap("a", map[string]string{"x": "y"}, map[string]string{"k": "1"})
+	same["metadata"].(map[string]any)["resourceVersion"] = rvOf(a)
+	noop := s.call("update-unchanged", "PUT", s.cm("a"), same)
+	s.fact("resourceVersionUnchanged", rvOf(noop) == rvOf(a))
+	s.call("update-changed", "PUT", s.cm("a"), configMap("a", map[string]string{"x": "y"}, map[string]string{"k": "2"}))
+	h.collect(watchWait, untilN(1))
+	res := s.recordWatch("watch", path, h)
+	s.fact("types", eventTypes(res.events))
+}
+
+func scFinalizers(s *sc) {
+	cm := configMap("a", nil, map[string]string{"k": "1"})
+	cm["metadata"].(map[string]any)["finalizers"] = []string{"kinformer.dev/hold"}
+	a := s.call("create", "POST", s.cms(""), cm)
+	path := s.cms(q("watch", "1", "resourceVersion", rvOf(a)))
+	h := s.watch(path)
+	d := s.call("delete", "DELETE", s.cm("a"), nil)
+	s.call("get-terminating", "GET", s.cm("a"), nil)
+	s.call("delete-again", "DELETE", s.cm("a"), nil)
+	// Remove the finalizer: the object goes.
+	rel := configMap("a", nil, map[string]string{"k": "1"})
+	md := rel["metadata"].(map[string]any)
+	md["finalizers"] = []string{}
+	md["resourceVersion"] = rvOf(d)
+	s.call("remove-finalizer", "PUT", s.cm("a"), rel)
+	s.call("get-gone", "GET", s.cm("a"), nil)
+	h.collect(watchWait, untilN(2))
+	res := s.recordWatch("watch", path, h)
+	s.fact("types", eventTypes(res.events))
+}
+
+func scTooLargeRV(s *sc) {
+	a := s.call("create", "POST", s.cms(""), configMap("a", nil, map[string]string{"k": "1"}))
+	future := strconv.FormatInt(rvNum(rvOf(a))+1000000, 10)
+	s.call("list-not-older-than-future", "GET", s.cms(q("resourceVersion", future, "resourceVersionMatch", "NotOlderThan")), nil)
+	s.call("list-future-no-match", "GET", s.cms(q("resourceVersion", future)), nil)
+	s.call("list-exact-future", "GET", s.cms(q("resourceVersion", future, "resourceVersionMatch", "Exact")), nil)
+	s.call("get-future", "GET", s.cm("a")+"?"+q("resourceVersion", future), nil)
 }
