@@ -106,12 +106,23 @@ func (s *sc) setup(method, path string, body any) *response {
 	if r.status >= 300 {
 		s.fail("setup %s %s: %s", method, path, r)
 	}
-	if str(r.body, "kind") != "Status" {
+	// Only written objects count: a list's resourceVersion is not an object's.
+	if method != "GET" && str(r.body, "kind") != "Status" && field(r.body, "items") == nil {
 		if rv := rvOf(r); rv != "" {
 			s.setupRVs = append(s.setupRVs, rv)
 		}
 	}
 	return r
+}
+
+// syncCache makes a server with a watch cache catch up before a request
+// with resourceVersion=0 ("any version"): a plain list is a consistent read,
+// which kube-apiserver serves from its cache only once the cache has reached
+// etcd's current revision. Without it, a resourceVersion=0 read right after
+// writes may or may not see them, and the recording would flake. Not
+// recorded.
+func (s *sc) syncCache() {
+	s.setup("GET", s.cms(""), nil)
 }
 
 // fact attaches a derived observation to the last step.

@@ -126,6 +126,7 @@ func scPagination(s *sc) {
 	snap := s.call("page-2-after-writes", "GET", s.cms(q("limit", "2", "continue", tok1)), nil)
 	s.fact("sameItemsAsPage2", reflect.DeepEqual(names(snap.body), names(p2.body)))
 	s.fact("sameRVAsPage1", rvOf(snap) == rvOf(p1))
+	s.syncCache()
 	s.call("limit-with-rv-0", "GET", s.cms(q("limit", "2", "resourceVersion", "0")), nil)
 	s.call("limit-larger-than-count", "GET", s.cms(q("limit", "100")), nil)
 }
@@ -178,6 +179,7 @@ func scWatchEvents(s *sc) {
 func scWatchSynthetic(s *sc, rv string) {
 	s.setup("POST", s.cms(""), configMap("b", nil, map[string]string{"k": "1"}))
 	s.setup("POST", s.cms(""), configMap("a", nil, map[string]string{"k": "1"}))
+	s.syncCache()
 	path := s.cms(q("watch", "1"))
 	if rv != "" {
 		path = s.cms(q("watch", "1", "resourceVersion", rv))
@@ -282,6 +284,7 @@ func scSelectorWatch(s *sc) {
 	res := s.recordWatch("watch", path, h)
 	s.fact("types", eventTypes(res.events))
 
+	s.syncCache()
 	initial := s.cms(q("watch", "1", "resourceVersion", "0", "labelSelector", "app=b"))
 	h2 := s.watch(initial)
 	h2.collect(watchWait, untilN(1))
