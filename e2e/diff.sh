@@ -8,7 +8,8 @@
 #       observations under e2e/diff/observations/ and compares.
 #   e2e/diff.sh embedded KUBECONFIG [COMPACT_URL]
 #       Records the scenarios against another server (the embedded kinformer
-#       API server) and compares with the saved real observations, using
+#       API server) and compares with the saved real observations
+#       (E2E_DIFF_REF=nowatchcache, the default, or watchcache), using
 #       e2e/diff/allow-embedded.json. COMPACT_URL defaults to
 #       /__kinformer/faults/compact on that server.
 #   e2e/diff.sh live KUBECONFIG [COMPACT_URL]
@@ -55,7 +56,7 @@ embedded)
     kc="${2:?usage: e2e/diff.sh embedded KUBECONFIG [COMPACT_URL]}"
     url="${3:-/__kinformer/faults/compact}"
     "$diff_bin" record -kubeconfig "$kc" -compact-url "$url" -label "embedded" -out "$E2E_BIN/embedded.json"
-    exec "$diff_bin" compare -a "$obs/real-nowatchcache.json" -b "$E2E_BIN/embedded.json" \
+    exec "$diff_bin" compare -a "$obs/real-${E2E_DIFF_REF:-nowatchcache}.json" -b "$E2E_BIN/embedded.json" \
         -allow "$E2E_ROOT/diff/allow-embedded.json" -json "$E2E_BIN/embedded-diffs.json"
     ;;
 live)

@@ -16,6 +16,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -98,7 +99,7 @@ func compactHook(t *target, raw string) (func(context.Context) error, error) {
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(resp.Body)
 		if resp.StatusCode >= 300 {
-			return fmt.Errorf("compact: %d %s", resp.StatusCode, body)
+			return fmt.Errorf("POST %s: %d %s", u.Redacted(), resp.StatusCode, bytes.TrimSpace(body))
 		}
 		return nil
 	}, nil
