@@ -13,24 +13,25 @@
 //!
 //! Every arrow goes one way. The store is updated before any handler hears of the change.
 
+pub mod factory;
+pub mod informer;
 pub mod object;
 pub mod queue;
 pub mod reflector;
 pub mod source;
 pub mod store;
+pub mod wait;
 
+pub use factory::{InformerScope, SharedInformerFactory, SharedInformerFactoryBuilder};
+pub use informer::{
+    Event, EventStream, HandlerOptions, InformerError, ResourceEventHandler,
+    ResourceEventHandlerFuncs, ResourceEventHandlerRegistration, SharedIndexInformer,
+};
 pub use object::{
     DeletedFinalStateUnknown, ExplicitKey, KeyError, KeyFunc, Object, ObjectOrTombstone,
     deletion_handling_meta_namespace_key, meta_namespace_key, meta_namespace_key_func,
     namespace_name_key, resource_version, split_meta_namespace_key,
 };
-pub use store::{
-    IndexFunc, IndexFuncError, Indexer, Indexers, KeyListerGetter, LabelSelector,
-    LabelSelectorError, Lister, NAMESPACE_INDEX, NamespaceLister, Operator, ReflectorStore,
-    Requirement, StoreError, namespace_index_func, namespace_indexers,
-};
-pub mod informer;
-pub mod wait;
 pub use queue::{
     Delta, DeltaFifo, DeltaFifoOptions, DeltaType, Deltas, Fifo, QueueError, TransformFunc,
 };
@@ -39,5 +40,9 @@ pub use reflector::{
     ReflectorError, WatchEvent,
 };
 pub use source::KubeListerWatcher;
-pub mod factory;
-pub use factory::{InformerScope, SharedInformerFactory, SharedInformerFactoryBuilder};
+pub use store::{
+    IndexFunc, IndexFuncError, Indexer, Indexers, KeyListerGetter, LabelSelector,
+    LabelSelectorError, Lister, NAMESPACE_INDEX, NamespaceLister, Operator, ReflectorStore,
+    Requirement, StoreError, namespace_index_func, namespace_indexers,
+};
+pub use wait::{SyncSignal, wait_for_cache_sync, wait_for_named_cache_sync};

@@ -35,11 +35,11 @@ fn test_users_index_func() -> IndexFunc<Pod> {
     })
 }
 
-fn pod_with_label(name: &str, foo: &str) -> Arc<Pod> {
+fn pod_with_label(name: &str, foo_value: &str) -> Arc<Pod> {
     Arc::new(Pod {
         metadata: ObjectMeta {
             name: Some(name.into()),
-            labels: Some(BTreeMap::from([("foo".to_owned(), foo.to_owned())])),
+            labels: Some(BTreeMap::from([("foo".to_owned(), foo_value.to_owned())])),
             ..Default::default()
         },
         ..Default::default()

@@ -191,14 +191,14 @@ impl Model {
                     conflicts.sort();
                     return Err(StoreError::IndexerConflict(conflicts));
                 }
-                if names.contains(&"poison") {
-                    if let Some((key, _)) = self.objects.iter().find(|(_, o)| poisoned(o)) {
-                        return Err(StoreError::IndexFunc {
-                            index: "poison".into(),
-                            key: Some(key.clone()),
-                            source: IndexFuncError::new("poisoned"),
-                        });
-                    }
+                if names.contains(&"poison")
+                    && let Some((key, _)) = self.objects.iter().find(|(_, o)| poisoned(o))
+                {
+                    return Err(StoreError::IndexFunc {
+                        index: "poison".into(),
+                        key: Some(key.clone()),
+                        source: IndexFuncError::new("poisoned"),
+                    });
                 }
                 self.indexes.extend(names.iter().copied());
             }

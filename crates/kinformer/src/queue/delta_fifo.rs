@@ -217,6 +217,8 @@ impl<K: Object> DeltaFifo<K> {
         };
 
         let mut inner = self.inner.lock();
+        inner.items.reserve(keyed.len());
+        inner.queue.reserve(keyed.len());
         let mut listed = HashSet::with_capacity(keyed.len());
         for (key, obj) in keyed {
             listed.insert(key.clone());
@@ -313,7 +315,11 @@ impl<K: Object> DeltaFifo<K> {
     /// since producers wait for it. If this pop completes the initial population,
     /// [`DeltaFifo::has_synced`] turns true only after `process` has returned.
     ///
-    /// Cancel-safe: dropping the future before it completes removes nothing.
+    /// Cancel-safe: dropping the future before it completes removes nothing. Several tasks may
+    /// pop at once: each key's deltas go to exactly one of them and `process` calls never
+    /// overlap, but whatever they do after `pop` returns may (client-go has the same caveat:
+    /// one consumer is the intended use). If `process` panics, the popped deltas are lost, as
+    /// in client-go; the queue itself stays consistent and usable.
     ///
     /// # Errors
     /// [`QueueError::Closed`] when the queue is closed and empty.

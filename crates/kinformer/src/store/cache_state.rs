@@ -251,17 +251,24 @@ pub(super) fn build_replacement<K>(
     list: Vec<Arc<K>>,
 ) -> Result<Replacement<K>, StoreError> {
     let mut entries: HashMap<Arc<str>, Entry<K>> = HashMap::with_capacity(list.len());
+    let mut indexes: Vec<Index> = (0..funcs.len()).map(|_| Index::new()).collect();
     for obj in list {
         let key = key_func(&obj)?;
         let values = all_index_values(funcs.iter().map(|(n, f)| (n.as_str(), f)), &obj, &key)?;
-        let key: Arc<str> = key.into();
-        entries.insert(key.clone(), Entry { key, obj, values });
-    }
-    let mut indexes: Vec<Index> = (0..funcs.len()).map(|_| Index::new()).collect();
-    for entry in entries.values() {
-        for (index, values) in indexes.iter_mut().zip(&entry.values) {
-            file(index, &entry.key, values);
+        if let Some(earlier) = entries.get_mut(key.as_str()) {
+            // A duplicate key: the later object replaces the earlier one and its index entries.
+            for ((index, old), new) in indexes.iter_mut().zip(&earlier.values).zip(&values) {
+                refile(index, &earlier.key, old, new);
+            }
+            earlier.obj = obj;
+            earlier.values = values;
+            continue;
         }
+        let key: Arc<str> = key.into();
+        for (index, new) in indexes.iter_mut().zip(&values) {
+            file(index, &key, new);
+        }
+        entries.insert(key.clone(), Entry { key, obj, values });
     }
     Ok(Replacement { entries, indexes })
 }
@@ -308,6 +315,7 @@ impl<K> CacheState<K> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::object::{KeyError, KeyFunc};
 
     fn strings(values: &[&str]) -> Vec<String> {
         values.iter().map(|s| s.to_string()).collect()
@@ -359,5 +367,99 @@ mod tests {
             index_values("i", &func, &(), Some("k")).unwrap(),
             strings(&["", "a", "b"])
         );
+    }
+
+    /// A test object: (key, indexed value).
+    type Obj = (&'static str, &'static str);
+
+    fn key_func() -> KeyFunc<Obj> {
+        Arc::new(|o: &Obj| {
+            if o.0.is_empty() {
+                Err(KeyError::MissingName { namespace: None })
+            } else {
+                Ok(o.0.to_owned())
+            }
+        })
+    }
+
+    fn by_value() -> IndexFunc<Obj> {
+        Arc::new(|o: &Obj| Ok(vec![o.1.to_owned()]))
+    }
+
+    fn keys_of(index: &Index, value: &str) -> Vec<String> {
+        let mut keys: Vec<String> = index
+            .get(value)
+            .map(|s| s.iter().map(|k| k.to_string()).collect())
+            .unwrap_or_default();
+        keys.sort();
+        keys
+    }
+
+    /// Duplicate keys in a replacement: the later object wins, in the items and the index.
+    #[test]
+    fn build_replacement_lets_the_later_duplicate_win() {
+        let funcs = vec![("v".to_owned(), by_value())];
+        let list = vec![
+            Arc::new(("a", "x")),
+            Arc::new(("b", "x")),
+            Arc::new(("a", "y")),
+        ];
+        let r = build_replacement(&key_func(), &funcs, list).unwrap();
+        assert_eq!(r.entries.len(), 2);
+        assert_eq!(*r.entries["a"].obj, ("a", "y"));
+        assert_eq!(keys_of(&r.indexes[0], "x"), ["b"]);
+        assert_eq!(keys_of(&r.indexes[0], "y"), ["a"]);
+    }
+
+    /// `replace` builds outside the lock; an indexer added meanwhile is filled in on install.
+    #[test]
+    fn install_indexes_a_replacement_with_indexers_added_meanwhile() {
+        let mut state = CacheState::new(Indexers::from([("v".to_owned(), by_value())]));
+        let funcs: Vec<(String, IndexFunc<Obj>)> = state
+            .funcs()
+            .map(|(n, f)| (n.to_owned(), f.clone()))
+            .collect();
+        let r = build_replacement(&key_func(), &funcs, vec![Arc::new(("a", "x"))]).unwrap();
+        let by_key: IndexFunc<Obj> = Arc::new(|o: &Obj| Ok(vec![o.0.to_owned()]));
+        state
+            .add_indexers(Indexers::from([("k".to_owned(), by_key)]))
+            .unwrap();
+        state.install(r).unwrap();
+        assert_eq!(keys_of(&state.slot("v").unwrap().index, "x"), ["a"]);
+        assert_eq!(keys_of(&state.slot("k").unwrap().index, "a"), ["a"]);
+        assert_eq!(
+            state.entries["a"].values,
+            [strings(&["x"]), strings(&["a"])]
+        );
+    }
+
+    /// If an indexer added meanwhile fails on the replacement, nothing is installed.
+    #[test]
+    fn install_fails_cleanly_when_a_late_indexer_fails() {
+        let mut state = CacheState::new(Indexers::from([("v".to_owned(), by_value())]));
+        state.upsert("old".into(), Arc::new(("old", "o"))).unwrap();
+        let funcs: Vec<(String, IndexFunc<Obj>)> = state
+            .funcs()
+            .map(|(n, f)| (n.to_owned(), f.clone()))
+            .collect();
+        let r = build_replacement(&key_func(), &funcs, vec![Arc::new(("bad", "x"))]).unwrap();
+        let picky: IndexFunc<Obj> = Arc::new(|o: &Obj| {
+            if o.0 == "bad" {
+                Err("bad".into())
+            } else {
+                Ok(vec![])
+            }
+        });
+        state
+            .add_indexers(Indexers::from([("p".to_owned(), picky)]))
+            .unwrap();
+        assert!(matches!(
+            state.install(r),
+            Err(StoreError::IndexFunc { index, .. }) if index == "p"
+        ));
+        assert_eq!(state.entries.len(), 1);
+        assert!(state.entries.contains_key("old"));
+        assert_eq!(keys_of(&state.slot("v").unwrap().index, "o"), ["old"]);
+        assert!(!state.slot("v").unwrap().index.contains_key("x"));
     }
 }

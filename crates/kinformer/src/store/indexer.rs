@@ -269,7 +269,9 @@ impl<K: Object> Indexer<K> {
     /// object's for add/update/delete, a bookmark's for [`bookmark`](Self::bookmark). `None`
     /// before any write that carried one (client-go's `LastStoreSyncResourceVersion`, `""`).
     ///
-    /// Writes of objects without a resource version leave it unchanged.
+    /// Writes of objects without a resource version leave it unchanged. *client-go records the
+    /// empty string for them; an object that carries no version says nothing about how current
+    /// the store is, so kinformer keeps the last one it knows.*
     pub fn last_resource_version(&self) -> Option<String> {
         self.inner.state.read().resource_version.clone()
     }

@@ -1,0 +1,351 @@
+package main
+
+import (
+	"reflect"
+	"strconv"
+	"time"
+)
+
+// watchWait bounds how long the runner waits for events it expects. It only
+// matters when a server does not send them; it never decides a pass.
+const watchWait = 8 * time.Second
+
+// catalogue is the list of scenarios, in run order. Each uses its own
+// namespace and ConfigMaps (a plain namespaced type with validation).
+var catalogue = []scenarioDef{
+	{"not-found", "GET and DELETE of a missing object: 404 NotFound Status", scNotFound},
+	{"already-exists", "create of an existing name: 409 AlreadyExists", scAlreadyExists},
+	{"conflict", "update with a stale resourceVersion: 409 Conflict", scConflict},
+	{"invalid", "invalid objects: 422 Invalid with causes", scInvalid},
+	{"bad-request", "bad label/field selectors and bodies: 400 BadRequest", scBadRequest},
+	{"generate-name", "generateName: server-generated names", scGenerateName},
+	{"list-rv", "list resourceVersion semantics: unset, 0, NotOlderThan, Exact", scListRV},
+	{"pagination", "limit=2 pagination, remainingItemCount, continue reuse and snapshot", scPagination},
+	{"expired-continue", "continue token from before a compaction: 410 Expired", scExpiredContinue},
+	{"compacted-rv", "Exact list and watch from a compacted resourceVersion: 410", scCompactedRV},
+	{"watch-events", "watch from a resourceVersion: ADDED, MODIFIED, DELETED in order", scWatchEvents},
+	{"watch-from-0", "watch from \"0\": synthetic ADDED for existing objects", func(s *sc) { scWatchSynthetic(s, "0") }},
+	{"watch-from-empty", "watch from \"\": synthetic ADDED for existing objects", func(s *sc) { scWatchSynthetic(s, "") }},
+	{"bookmarks", "allowWatchBookmarks: bookmark shape and position", scBookmarks},
+	{"initial-events-end", "sendInitialEvents=true: ADDED for each object, then the initial-events-end bookmark", scInitialEventsEnd},
+	{"selector-watch", "label-selector watch: updates moving objects out of and into the selector", scSelectorWatch},
+	{"field-selector-watch", "metadata.name field-selector watch (how single-object informers watch)", scFieldSelectorWatch},
+	{"noop-update", "an update that changes nothing: same resourceVersion, no watch event", scNoopUpdate},
+	{"finalizers", "delete with a finalizer: MODIFIED with deletionTimestamp, DELETED when the finalizer goes", scFinalizers},
+	{"too-large-rv", "resourceVersion from the future: 504 Timeout with cause ResourceVersionTooLarge", scTooLargeRV},
+}
+
+func scNotFound(s *sc) {
+	s.call("get-missing", "GET", s.cm("missing"), nil)
+	s.call("delete-missing", "DELETE", s.cm("missing"), nil)
+	s.call("update-missing", "PUT", s.cm("missing"), configMap("missing", nil, map[string]string{"k": "v"}))
+	s.call("get-in-missing-namespace", "GET", "/api/v1/namespaces/kd-"+s.run+"-nowhere/configmaps/missing", nil)
+}
+
+func scAlreadyExists(s *sc) {
+	s.call("create", "POST", s.cms(""), configMap("a", nil, map[string]string{"k": "v"}))
+	s.call("create-again", "POST", s.cms(""), configMap("a", nil, map[string]string{"k": "other"}))
+	s.call("get", "GET", s.cm("a"), nil)
+}
+
+func scConflict(s *sc) {
+	created := s.call("create", "POST", s.cms(""), configMap("a", nil, map[string]string{"k": "v1"}))
+	first := created.body
+	upd := configMap("a", nil, map[string]string{"k": "v2"})
+	upd["metadata"].(map[string]any)["resourceVersion"] = rvOf(created)
+	s.call("update", "PUT", s.cm("a"), upd)
+	stale := configMap("a", nil, map[string]string{"k": "v3"})
+	stale["metadata"].(map[string]any)["resourceVersion"] = str(first, "metadata", "resourceVersion")
+	s.call("update-stale", "PUT", s.cm("a"), stale)
+	s.call("update-unconditional", "PUT", s.cm("a"), configMap("a", nil, map[string]string{"k": "v4"}))
+	del := map[string]any{"kind": "DeleteOptions", "apiVersion": "v1",
+		"preconditions": map[string]any{"resourceVersion": str(first, "metadata", "resourceVersion")}}
+	s.call("delete-stale-precondition", "DELETE", s.cm("a"), del)
+	s.call("update-name-mismatch", "PUT", s.cm("a"), configMap("b", nil, map[string]string{"k": "v5"}))
+}
+
+func scInvalid(s *sc) {
+	s.call("bad-name", "POST", s.cms(""), configMap("Bad_Name", nil, nil))
+	s.call("bad-data-key", "POST", s.cms(""), configMap("a", nil, map[string]string{"bad key!": "v"}))
+	s.call("no-name", "POST", s.cms(""), map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{}})
+	s.call("bad-label", "POST", s.cms(""), configMap("b", map[string]string{"bad label!": "x"}, nil))
+}
+
+func scBadRequest(s *sc) {
+	s.call("list-bad-label-selector", "GET", s.cms(q("labelSelector", "a in (")), nil)
+	s.call("list-bad-field-selector", "GET", s.cms(q("fieldSelector", "spec.nothing=x")), nil)
+	s.call("watch-bad-label-selector", "GET", s.cms(q("watch", "1", "labelSelector", "a in (")), nil)
+	s.call("list-bad-resource-version", "GET", s.cms(q("resourceVersion", "abc")), nil)
+	s.call("list-bad-limit", "GET", s.cms(q("limit", "abc")), nil)
+	s.call("list-match-without-rv", "GET", s.cms(q("resourceVersionMatch", "Exact")), nil)
+	s.call("list-bad-continue", "GET", s.cms(q("limit", "1", "continue", "not-a-token")), nil)
+	s.call("create-not-json", "POST", s.cms(""), "this is not an object")
+}
+
+func scGenerateName(s *sc) {
+	cm := configMap("", nil, map[string]string{"k": "v"})
+	md := cm["metadata"].(map[string]any)
+	delete(md, "name")
+	md["generateName"] = "gen-"
+	r := s.call("create", "POST", s.cms(""), cm)
+	name := str(r.body, "metadata", "name")
+	s.fact("nameHasPrefixAndFiveMore", len(name) == len("gen-")+5 && name[:4] == "gen-")
+	s.call("get", "GET", s.cm(name), nil)
+}
+
+func scListRV(s *sc) {
+	a := s.call("create-a", "POST", s.cms(""), configMap("a", nil, map[string]string{"k": "1"}))
+	b := s.call("create-b", "POST", s.cms(""), configMap("b", nil, map[string]string{"k": "1"}))
+	l := s.call("list", "GET", s.cms(""), nil)
+	s.fact("listRVAtLeastLastWrite", rvNum(rvOf(l)) >= rvNum(rvOf(b)))
+	s.call("list-rv-0", "GET", s.cms(q("resourceVersion", "0")), nil)
+	s.call("list-not-older-than-old", "GET", s.cms(q("resourceVersion", rvOf(a), "resourceVersionMatch", "NotOlderThan")), nil)
+	ex := s.call("list-exact-old", "GET", s.cms(q("resourceVersion", rvOf(a), "resourceVersionMatch", "Exact")), nil)
+	s.fact("exactListRVEqualsRequested", rvOf(ex) == rvOf(a))
+	s.call("get-rv-0", "GET", s.cm("a")+"?"+q("resourceVersion", "0"), nil)
+	s.call("get-rv-old", "GET", s.cm("a")+"?"+q("resourceVersion", rvOf(a)), nil)
+}
+
+func scPagination(s *sc) {
+	var lastWrite string
+	for _, n := range []string{"a", "b", "c", "d", "e"} {
+		lastWrite = rvOf(s.setup("POST", s.cms(""), configMap(n, nil, map[string]string{"k": n})))
+	}
+	p1 := s.call("page-1", "GET", s.cms(q("limit", "2")), nil)
+	s.fact("listRVAtLeastLastWrite", rvNum(rvOf(p1)) >= rvNum(lastWrite))
+	tok1 := str(p1.body, "metadata", "continue")
+	p2 := s.call("page-2", "GET", s.cms(q("limit", "2", "continue", tok1)), nil)
+	s.fact("sameRVAsPage1", rvOf(p2) == rvOf(p1))
+	p3 := s.call("page-3", "GET", s.cms(q("limit", "2", "continue", str(p2.body, "metadata", "continue"))), nil)
+	s.fact("sameRVAsPage1", rvOf(p3) == rvOf(p1))
+	again := s.call("page-2-token-reused", "GET", s.cms(q("limit", "2", "continue", tok1)), nil)
+	s.fact("sameItemsAsPage2", reflect.DeepEqual(names(again.body), names(p2.body)))
+	// A write after the first page: continuing still reads the first page's snapshot.
+	s.setup("POST", s.cms(""), configMap("bb", nil, map[string]string{"k": "bb"}))
+	s.setup("DELETE", s.cm("c"), nil)
+	snap := s.call("page-2-after-writes", "GET", s.cms(q("limit", "2", "continue", tok1)), nil)
+	s.fact("sameItemsAsPage2", reflect.DeepEqual(names(snap.body), names(p2.body)))
+	s.fact("sameRVAsPage1", rvOf(snap) == rvOf(p1))
+	s.syncCache()
+	s.call("limit-with-rv-0", "GET", s.cms(q("limit", "2", "resourceVersion", "0")), nil)
+	s.call("limit-larger-than-count", "GET", s.cms(q("limit", "100")), nil)
+}
+
+func scExpiredContinue(s *sc) {
+	for _, n := range []string{"a", "b", "c"} {
+		s.setup("POST", s.cms(""), configMap(n, nil, map[string]string{"k": n}))
+	}
+	p1 := s.call("page-1", "GET", s.cms(q("limit", "1")), nil)
+	s.setup("PUT", s.cm("b"), configMap("b", nil, map[string]string{"k": "changed"}))
+	s.doCompact()
+	exp := s.call("continue-after-compaction", "GET", s.cms(q("limit", "1", "continue", str(p1.body, "metadata", "continue"))), nil)
+	if tok := str(exp.body, "metadata", "continue"); tok != "" {
+		s.call("inconsistent-continue", "GET", s.cms(q("limit", "5", "continue", tok)), nil)
+	}
+}
+
+func scCompactedRV(s *sc) {
+	a := s.call("create", "POST", s.cms(""), configMap("a", nil, map[string]string{"k": "1"}))
+	s.setup("PUT", s.cm("a"), configMap("a", nil, map[string]string{"k": "2"}))
+	// One more write, so the compaction revision lies strictly past a's
+	// update. (Watching from exactly one below the compaction revision is an
+	// edge where kube-apiserver without watch cache answers an ERROR event
+	// with a 500 "PrevKv=nil" instead of a 410, and whether it is hit on a
+	// real server depends on unrelated writes: not a stable observation.)
+	s.setup("POST", s.cms(""), configMap("z", nil, map[string]string{"k": "1"}))
+	s.doCompact()
+	s.call("list-exact-compacted", "GET", s.cms(q("resourceVersion", rvOf(a), "resourceVersionMatch", "Exact")), nil)
+	s.call("list-not-older-than-compacted", "GET", s.cms(q("resourceVersion", rvOf(a), "resourceVersionMatch", "NotOlderThan")), nil)
+	path := s.cms(q("watch", "1", "resourceVersion", rvOf(a)))
+	h := s.watch(path)
+	h.collect(watchWait, untilN(1))
+	s.recordWatch("watch-from-compacted", path, h)
+}
+
+func scWatchEvents(s *sc) {
+	x := s.call("create-x", "POST", s.cms(""), configMap("x", nil, map[string]string{"k": "1"}))
+	path := s.cms(q("watch", "1", "resourceVersion", rvOf(x)))
+	h := s.watch(path)
+	s.setup("POST", s.cms(""), configMap("y", map[string]string{"app": "y"}, map[string]string{"k": "1"}))
+	s.setup("PUT", s.cm("y"), configMap("y", map[string]string{"app": "y"}, map[string]string{"k": "2"}))
+	s.setup("DELETE", s.cm("y"), nil)
+	s.setup("PUT", s.cm("x"), configMap("x", nil, map[string]string{"k": "2"}))
+	h.collect(watchWait, untilN(4))
+	res := s.recordWatch("watch", path, h)
+	s.fact("types", eventTypes(res.events))
+	s.call("delete-x-response", "DELETE", s.cm("x"), nil)
+}
+
+func scWatchSynthetic(s *sc, rv string) {
+	s.setup("POST", s.cms(""), configMap("b", nil, map[string]string{"k": "1"}))
+	s.setup("POST", s.cms(""), configMap("a", nil, map[string]string{"k": "1"}))
+	s.syncCache()
+	path := s.cms(q("watch", "1"))
+	if rv != "" {
+		path = s.cms(q("watch", "1", "resourceVersion", rv))
+	}
+	h := s.watch(path)
+	h.collect(watchWait, untilN(2))
+	s.setup("PUT", s.cm("a"), configMap("a", nil, map[string]string{"k": "2"}))
+	h.collect(watchWait, untilN(3))
+	res := s.recordWatch("watch", path, h)
+	s.fact("types", eventTypes(res.events))
+}
+
+func scBookmarks(s *sc) {
+	a := s.call("create", "POST", s.cms(""), configMap("a", nil, map[string]string{"k": "1"}))
+	// The watch cache sends a bookmark 2s before the watch's deadline; a
+	// 4s watch therefore ends with one. Read until the server closes.
+	path := s.cms(q("watch", "1", "resourceVersion", rvOf(a), "allowWatchBookmarks", "true", "timeoutSeconds", "4"))
+	h := s.watch(path)
+	upd := s.setup("PUT", s.cm("a"), configMap("a", nil, map[string]string{"k": "2"}))
+	h.collect(watchWait, nil)
+	res := h.close()
+	var plain []any
+	var bookmarks []map[string]any
+	for _, e := range res.events {
+		if str(e, "type") == "BOOKMARK" {
+			bookmarks = append(bookmarks, e)
+		} else {
+			plain = append(plain, e)
+		}
+	}
+	st := &step{Step: "watch", Request: "WATCH " + path, Status: res.status, ContentType: res.contentType,
+		Body: res.body, Events: plain, Ended: res.ended}
+	s.res.Steps = append(s.res.Steps, st)
+	s.fact("bookmarkSeen", len(bookmarks) > 0)
+	if len(bookmarks) > 0 {
+		b := bookmarks[len(bookmarks)-1]
+		s.fact("lastBookmark", b)
+		s.fact("lastBookmarkRVAtLeastLastEvent", rvNum(str(b, "object", "metadata", "resourceVersion")) >= rvNum(rvOf(upd)))
+	}
+	// Without allowWatchBookmarks, no bookmark ever.
+	path2 := s.cms(q("watch", "1", "resourceVersion", rvOf(upd), "timeoutSeconds", "3"))
+	h2 := s.watch(path2)
+	h2.collect(watchWait, nil)
+	res2 := s.recordWatch("watch-without-bookmarks", path2, h2)
+	s.fact("bookmarkSeen", countType(res2.events, "BOOKMARK") > 0)
+}
+
+func scInitialEventsEnd(s *sc) {
+	for _, n := range []string{"c", "a", "b"} {
+		s.setup("POST", s.cms(""), configMap(n, map[string]string{"app": n}, map[string]string{"k": "1"}))
+	}
+	path := s.cms(q("watch", "1", "sendInitialEvents", "true", "resourceVersionMatch", "NotOlderThan", "allowWatchBookmarks", "true"))
+	h := s.watch(path)
+	h.collect(watchWait, func(evs []map[string]any) bool { return len(evs) > 0 && isInitialEventsEnd(evs[len(evs)-1]) })
+	endRV := ""
+	if n := len(h.res.events); n > 0 && isInitialEventsEnd(h.res.events[n-1]) {
+		endRV = str(h.res.events[n-1], "object", "metadata", "resourceVersion")
+	}
+	upd := s.setup("PUT", s.cm("b"), configMap("b", map[string]string{"app": "b"}, map[string]string{"k": "2"}))
+	h.collect(watchWait, func(evs []map[string]any) bool { return countType(evs, "MODIFIED") >= 1 })
+	res := s.recordWatch("watch-send-initial-events", path, h)
+	var plain []map[string]any
+	for _, e := range res.events {
+		if str(e, "type") != "BOOKMARK" || isInitialEventsEnd(e) {
+			plain = append(plain, e)
+		}
+	}
+	// Periodic bookmarks may interleave; the sequence without them is what
+	// clients depend on.
+	s.fact("typesWithoutPeriodicBookmarks", eventTypes(plain))
+	s.fact("endBookmarkRVBeforeUpdate", endRV != "" && rvNum(endRV) < rvNum(rvOf(upd)))
+
+	sel := s.cms(q("watch", "1", "sendInitialEvents", "true", "resourceVersionMatch", "NotOlderThan", "allowWatchBookmarks", "true", "labelSelector", "app=a"))
+	h2 := s.watch(sel)
+	h2.collect(watchWait, func(evs []map[string]any) bool { return len(evs) > 0 && isInitialEventsEnd(evs[len(evs)-1]) })
+	s.recordWatch("watch-send-initial-events-selector", sel, h2)
+
+	for _, v := range []struct{ name, query string }{
+		{"no-rv-match", q("watch", "1", "sendInitialEvents", "true", "allowWatchBookmarks", "true")},
+		{"no-bookmarks", q("watch", "1", "sendInitialEvents", "true", "resourceVersionMatch", "NotOlderThan")},
+		{"exact-match", q("watch", "1", "sendInitialEvents", "true", "resourceVersionMatch", "Exact", "allowWatchBookmarks", "true", "resourceVersion", "1")},
+		{"on-list", q("sendInitialEvents", "true", "resourceVersionMatch", "NotOlderThan")},
+	} {
+		p := s.cms(v.query)
+		hv := s.watch(p)
+		hv.collect(2*time.Second, func(evs []map[string]any) bool { return len(evs) > 0 })
+		s.recordWatch("invalid-"+v.name, p, hv)
+	}
+}
+
+func scSelectorWatch(s *sc) {
+	s.setup("POST", s.cms(""), configMap("a", map[string]string{"app": "a"}, map[string]string{"k": "1"}))
+	b := s.setup("POST", s.cms(""), configMap("b", map[string]string{"app": "b"}, map[string]string{"k": "1"}))
+	path := s.cms(q("watch", "1", "resourceVersion", rvOf(b), "labelSelector", "app=a"))
+	h := s.watch(path)
+	s.setup("PUT", s.cm("a"), configMap("a", map[string]string{"app": "b"}, map[string]string{"k": "2"})) // leaves: DELETED
+	s.setup("PUT", s.cm("b"), configMap("b", map[string]string{"app": "a"}, map[string]string{"k": "2"})) // enters: ADDED
+	s.setup("PUT", s.cm("b"), configMap("b", map[string]string{"app": "a"}, map[string]string{"k": "3"})) // MODIFIED
+	s.setup("PUT", s.cm("a"), configMap("a", map[string]string{"app": "b"}, map[string]string{"k": "3"})) // outside: nothing
+	s.setup("DELETE", s.cm("b"), nil)                                                                     // DELETED
+	h.collect(watchWait, untilN(4))
+	res := s.recordWatch("watch", path, h)
+	s.fact("types", eventTypes(res.events))
+
+	s.syncCache()
+	initial := s.cms(q("watch", "1", "resourceVersion", "0", "labelSelector", "app=b"))
+	h2 := s.watch(initial)
+	h2.collect(watchWait, untilN(1))
+	s.recordWatch("watch-from-0-with-selector", initial, h2)
+}
+
+func scFieldSelectorWatch(s *sc) {
+	s.setup("POST", s.cms(""), configMap("a", nil, map[string]string{"k": "1"}))
+	s.setup("POST", s.cms(""), configMap("b", nil, map[string]string{"k": "1"}))
+	l := s.call("list-by-name", "GET", s.cms(q("fieldSelector", "metadata.name=b")), nil)
+	path := s.cms(q("watch", "1", "resourceVersion", rvOf(l), "fieldSelector", "metadata.name=b"))
+	h := s.watch(path)
+	s.setup("PUT", s.cm("a"), configMap("a", nil, map[string]string{"k": "2"}))
+	s.setup("PUT", s.cm("b"), configMap("b", nil, map[string]string{"k": "2"}))
+	s.setup("DELETE", s.cm("a"), nil)
+	s.setup("DELETE", s.cm("b"), nil)
+	h.collect(watchWait, untilN(2))
+	res := s.recordWatch("watch", path, h)
+	s.fact("types", eventTypes(res.events))
+}
+
+func scNoopUpdate(s *sc) {
+	a := s.call("create", "POST", s.cms(""), configMap("a", map[string]string{"x": "y"}, map[string]string{"k": "1"}))
+	path := s.cms(q("watch", "1", "resourceVersion", rvOf(a)))
+	h := s.watch(path)
+	same := configMap("a", map[string]string{"x": "y"}, map[string]string{"k": "1"})
+	same["metadata"].(map[string]any)["resourceVersion"] = rvOf(a)
+	noop := s.call("update-unchanged", "PUT", s.cm("a"), same)
+	s.fact("resourceVersionUnchanged", rvOf(noop) == rvOf(a))
+	s.call("update-changed", "PUT", s.cm("a"), configMap("a", map[string]string{"x": "y"}, map[string]string{"k": "2"}))
+	h.collect(watchWait, untilN(1))
+	res := s.recordWatch("watch", path, h)
+	s.fact("types", eventTypes(res.events))
+}
+
+func scFinalizers(s *sc) {
+	cm := configMap("a", nil, map[string]string{"k": "1"})
+	cm["metadata"].(map[string]any)["finalizers"] = []string{"kinformer.dev/hold"}
+	a := s.call("create", "POST", s.cms(""), cm)
+	path := s.cms(q("watch", "1", "resourceVersion", rvOf(a)))
+	h := s.watch(path)
+	d := s.call("delete", "DELETE", s.cm("a"), nil)
+	s.call("get-terminating", "GET", s.cm("a"), nil)
+	s.call("delete-again", "DELETE", s.cm("a"), nil)
+	// Remove the finalizer: the object goes.
+	rel := configMap("a", nil, map[string]string{"k": "1"})
+	md := rel["metadata"].(map[string]any)
+	md["finalizers"] = []string{}
+	md["resourceVersion"] = rvOf(d)
+	s.call("remove-finalizer", "PUT", s.cm("a"), rel)
+	s.call("get-gone", "GET", s.cm("a"), nil)
+	h.collect(watchWait, untilN(2))
+	res := s.recordWatch("watch", path, h)
+	s.fact("types", eventTypes(res.events))
+}
+
+func scTooLargeRV(s *sc) {
+	a := s.call("create", "POST", s.cms(""), configMap("a", nil, map[string]string{"k": "1"}))
+	future := strconv.FormatInt(rvNum(rvOf(a))+1000000, 10)
+	s.call("list-not-older-than-future", "GET", s.cms(q("resourceVersion", future, "resourceVersionMatch", "NotOlderThan")), nil)
+	s.call("list-future-no-match", "GET", s.cms(q("resourceVersion", future)), nil)
+	s.call("list-exact-future", "GET", s.cms(q("resourceVersion", future, "resourceVersionMatch", "Exact")), nil)
+	s.call("get-future", "GET", s.cm("a")+"?"+q("resourceVersion", future), nil)
+}
