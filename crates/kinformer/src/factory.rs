@@ -29,6 +29,7 @@ use crate::wait::{SyncSignal, wait_for_cache_sync};
 
 type TweakFn = Arc<dyn Fn(&mut ListOptions) + Send + Sync>;
 type MetaTransform = Arc<dyn Fn(&mut ObjectMeta) + Send + Sync>;
+type Registered = ((TypeKey, InformerScope), Arc<dyn ErasedInformer>);
 
 /// Which objects an informer covers: a namespace (or all) and selectors.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -118,7 +119,10 @@ impl SharedInformerFactoryBuilder {
         self
     }
     /// Adjusts every list and watch request (client-go's `WithTweakListOptions`).
-    pub fn tweak_list_options(mut self, f: impl Fn(&mut ListOptions) + Send + Sync + 'static) -> Self {
+    pub fn tweak_list_options(
+        mut self,
+        f: impl Fn(&mut ListOptions) + Send + Sync + 'static,
+    ) -> Self {
         self.tweak = Some(Arc::new(f));
         self
     }
@@ -185,7 +189,7 @@ struct FactoryInner {
     default_resync: Duration,
     custom_resync: HashMap<TypeId, Duration>,
     transform: Option<MetaTransform>,
-    informers: Mutex<Vec<((TypeKey, InformerScope), Arc<dyn ErasedInformer>)>>,
+    informers: Mutex<Vec<Registered>>,
     tasks: TaskTracker,
     cancel: CancellationToken,
 }
@@ -233,7 +237,8 @@ impl SharedInformerFactory {
         K: Resource<DynamicType = ()> + DeserializeOwned + Clone + Debug + Send + Sync + 'static,
         K::Scope: 'static,
     {
-        let cluster_scoped = TypeId::of::<K::Scope>() == TypeId::of::<k8s_openapi::ClusterResourceScope>();
+        let cluster_scoped =
+            TypeId::of::<K::Scope>() == TypeId::of::<k8s_openapi::ClusterResourceScope>();
         let mut scope = scope;
         if cluster_scoped {
             scope.namespace = None;
@@ -241,7 +246,11 @@ impl SharedInformerFactory {
         let key = (TypeKey::Typed(TypeId::of::<K>()), scope.clone());
         let resync = self.resync_of(TypeId::of::<K>());
         self.get_or_create(key, || {
-            let lw = KubeListerWatcher::<K>::for_scope(self.inner.client.clone(), scope.namespace.as_deref(), &());
+            let lw = KubeListerWatcher::<K>::for_scope(
+                self.inner.client.clone(),
+                scope.namespace.as_deref(),
+                &(),
+            );
             let name = format!("{}{}", K::kind(&()), scope.describe());
             self.new_informer(Arc::new(lw), scope, resync, name)
         })
@@ -249,12 +258,19 @@ impl SharedInformerFactory {
 
     /// The shared informer for a dynamic resource (a custom resource without a Rust type).
     /// `namespaced` says whether the resource is namespaced (see kube's discovery).
-    pub fn dynamic_informer(&self, resource: &ApiResource, namespaced: bool) -> SharedIndexInformer<DynamicObject> {
+    pub fn dynamic_informer(
+        &self,
+        resource: &ApiResource,
+        namespaced: bool,
+    ) -> SharedIndexInformer<DynamicObject> {
         let mut scope = self.inner.scope.clone();
         if !namespaced {
             scope.namespace = None;
         }
-        let id = format!("{}/{}/{}", resource.group, resource.version, resource.plural);
+        let id = format!(
+            "{}/{}/{}",
+            resource.group, resource.version, resource.plural
+        );
         let key = (TypeKey::Dynamic(id), scope.clone());
         let resync = self.inner.default_resync;
         self.get_or_create(key, || {
@@ -398,7 +414,10 @@ impl<K: Send + Sync + 'static> ListerWatcher<K> for Scoped<K> {
         let o = self.options(options);
         Box::pin(async move { self.inner.list(&o).await })
     }
-    fn watch(&self, options: &ListOptions) -> BoxFuture<'_, Result<WatchStream<K>, ListWatchError>> {
+    fn watch(
+        &self,
+        options: &ListOptions,
+    ) -> BoxFuture<'_, Result<WatchStream<K>, ListWatchError>> {
         let o = self.options(options);
         Box::pin(async move { self.inner.watch(&o).await })
     }

@@ -9,12 +9,13 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
+use kinformer::ObjectOrTombstone;
 use kinformer::informer::{
-    Event, HandlerOptions, InformerError, ResourceEventHandler, ResourceEventHandlerFuncs, SharedIndexInformer,
+    Event, HandlerOptions, InformerError, ResourceEventHandler, ResourceEventHandlerFuncs,
+    SharedIndexInformer,
 };
 use kinformer::store::Indexers;
 use kinformer::wait::wait_for_cache_sync;
-use kinformer::ObjectOrTombstone;
 use parking_lot::Mutex;
 use support::{FakeControllerSource, pod, settle};
 use tokio_util::sync::CancellationToken;
@@ -91,9 +92,15 @@ async fn listener_resync_periods() {
     let l1 = TestListener::new();
     let l2 = TestListener::new();
     let l3 = TestListener::new();
-    informer.add_event_handler_with_resync_period(l1.clone(), Duration::ZERO).unwrap();
-    informer.add_event_handler_with_resync_period(l2.clone(), Duration::from_secs(2)).unwrap();
-    informer.add_event_handler_with_resync_period(l3.clone(), Duration::from_secs(3)).unwrap();
+    informer
+        .add_event_handler_with_resync_period(l1.clone(), Duration::ZERO)
+        .unwrap();
+    informer
+        .add_event_handler_with_resync_period(l2.clone(), Duration::from_secs(2))
+        .unwrap();
+    informer
+        .add_event_handler_with_resync_period(l3.clone(), Duration::from_secs(3))
+        .unwrap();
     let running = run(&informer);
     settle().await;
     for l in [&l1, &l2, &l3] {
@@ -122,22 +129,33 @@ async fn listener_resync_periods() {
 async fn resync_check_period() {
     let source = FakeControllerSource::new();
     let informer = informer(&source, Duration::from_secs(12 * 3600));
-    let h1 = informer.add_event_handler_with_resync_period(TestListener::new(), Duration::ZERO).unwrap();
-    assert_eq!(informer.resync_check_period(), Duration::from_secs(12 * 3600));
+    let h1 = informer
+        .add_event_handler_with_resync_period(TestListener::new(), Duration::ZERO)
+        .unwrap();
+    assert_eq!(
+        informer.resync_check_period(),
+        Duration::from_secs(12 * 3600)
+    );
     assert_eq!(h1.resync_period(), Duration::ZERO);
 
-    let h2 = informer.add_event_handler_with_resync_period(TestListener::new(), Duration::from_secs(60)).unwrap();
+    let h2 = informer
+        .add_event_handler_with_resync_period(TestListener::new(), Duration::from_secs(60))
+        .unwrap();
     assert_eq!(informer.resync_check_period(), Duration::from_secs(60));
     assert_eq!(h1.resync_period(), Duration::ZERO);
     assert_eq!(h2.resync_period(), Duration::from_secs(60));
 
-    let h3 = informer.add_event_handler_with_resync_period(TestListener::new(), Duration::from_secs(55)).unwrap();
+    let h3 = informer
+        .add_event_handler_with_resync_period(TestListener::new(), Duration::from_secs(55))
+        .unwrap();
     assert_eq!(informer.resync_check_period(), Duration::from_secs(55));
     assert_eq!(h1.resync_period(), Duration::ZERO);
     assert_eq!(h2.resync_period(), Duration::from_secs(60));
     assert_eq!(h3.resync_period(), Duration::from_secs(55));
 
-    let h4 = informer.add_event_handler_with_resync_period(TestListener::new(), Duration::from_secs(5)).unwrap();
+    let h4 = informer
+        .add_event_handler_with_resync_period(TestListener::new(), Duration::from_secs(5))
+        .unwrap();
     assert_eq!(informer.resync_check_period(), Duration::from_secs(5));
     assert_eq!(h1.resync_period(), Duration::ZERO);
     assert_eq!(h2.resync_period(), Duration::from_secs(60));
@@ -198,8 +216,12 @@ async fn shared_informer_watch_disruption() {
     let informer = informer(&source, Duration::from_secs(1));
     let no_resync = TestListener::new();
     let resync = TestListener::new();
-    informer.add_event_handler_with_resync_period(no_resync.clone(), Duration::ZERO).unwrap();
-    informer.add_event_handler_with_resync_period(resync.clone(), Duration::from_secs(1)).unwrap();
+    informer
+        .add_event_handler_with_resync_period(no_resync.clone(), Duration::ZERO)
+        .unwrap();
+    informer
+        .add_event_handler_with_resync_period(resync.clone(), Duration::from_secs(1))
+        .unwrap();
     let running = run(&informer);
     settle().await;
     assert_eq!(no_resync.names(), set(&["pod1", "pod2"]));
@@ -232,7 +254,9 @@ async fn shared_informer_watch_disruption() {
 async fn shared_informer_error_handling() {
     let source = FakeControllerSource::new();
     source.add(pod("pod1"));
-    source.set_list_error(Some(kinformer::reflector::Status::internal_error("Access Denied")));
+    source.set_list_error(Some(kinformer::reflector::Status::internal_error(
+        "Access Denied",
+    )));
     let informer = informer(&source, Duration::from_secs(1));
     let errors = Arc::new(AtomicUsize::new(0));
     let e = errors.clone();
@@ -368,7 +392,9 @@ async fn remove_while_active() {
     source.add(pod("pod2"));
     settle().await;
     assert_eq!(l.names(), set(&["pod1"]), "nothing after removal");
-    tokio::time::timeout(Duration::from_secs(5), h.stopped()).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(5), h.stopped())
+        .await
+        .unwrap();
     running.stop().await;
 }
 
@@ -387,12 +413,15 @@ async fn add_while_active() {
     // a late handler first gets the cache as initial-list adds, then live events
     let initial = Arc::new(Mutex::new(Vec::new()));
     let i = initial.clone();
-    let h2 = informer
-        .add_event_handler(ResourceEventHandlerFuncs::new().on_add(move |p: &Arc<Pod>, init| {
-            i.lock().push((p.metadata.name.clone().unwrap(), init))
-        }))
+    let h2 =
+        informer
+            .add_event_handler(ResourceEventHandlerFuncs::new().on_add(
+                move |p: &Arc<Pod>, init| i.lock().push((p.metadata.name.clone().unwrap(), init)),
+            ))
+            .unwrap();
+    tokio::time::timeout(Duration::from_secs(5), h2.synced_signal().wait())
+        .await
         .unwrap();
-    tokio::time::timeout(Duration::from_secs(5), h2.synced_signal().wait()).await.unwrap();
     source.add(pod("pod3"));
     settle().await;
     let mut got = initial.lock().clone();
@@ -442,11 +471,16 @@ async fn shutdown_leaves_no_task_and_stops_handlers() {
     assert!(h.has_synced());
     running.stop().await;
     assert!(h.is_stopped());
-    tokio::time::timeout(Duration::from_secs(1), h.stopped()).await.unwrap();
-    // running again after stop does nothing and returns at once
-    tokio::time::timeout(Duration::from_secs(1), informer.run(CancellationToken::new()))
+    tokio::time::timeout(Duration::from_secs(1), h.stopped())
         .await
         .unwrap();
+    // running again after stop does nothing and returns at once
+    tokio::time::timeout(
+        Duration::from_secs(1),
+        informer.run(CancellationToken::new()),
+    )
+    .await
+    .unwrap();
 }
 
 #[tokio::test(start_paused = true)]
@@ -464,9 +498,7 @@ async fn handler_sync_waits_for_its_own_backlog() {
         .unwrap();
     let cancel = CancellationToken::new();
     let running = run(&informer);
-    assert!(
-        wait_for_cache_sync(&cancel, [informer.synced_signal(), slow.synced_signal()]).await
-    );
+    assert!(wait_for_cache_sync(&cancel, [informer.synced_signal(), slow.synced_signal()]).await);
     assert_eq!(slow.handled(), 10);
     assert_eq!(slow.backlog(), 0);
     assert_eq!(slow.name(), "slow");
@@ -484,9 +516,17 @@ async fn event_stream_yields_initial_list_then_synced_then_live() {
     let mut initial = BTreeSet::new();
     for _ in 0..2 {
         match stream.next().await.unwrap() {
-            Event::Add { obj, is_in_initial_list: true } => {
+            Event::Add {
+                obj,
+                is_in_initial_list: true,
+            } => {
                 // the cache already holds what the stream yields
-                assert!(informer.get_store().get_by_key(obj.metadata.name.as_deref().unwrap()).is_some());
+                assert!(
+                    informer
+                        .get_store()
+                        .get_by_key(obj.metadata.name.as_deref().unwrap())
+                        .is_some()
+                );
                 initial.insert(obj.metadata.name.clone().unwrap());
             }
             other => panic!("expected an initial add, got {other:?}"),
@@ -507,12 +547,18 @@ async fn event_stream_yields_initial_list_then_synced_then_live() {
         other => panic!("expected update, got {other:?}"),
     }
     match stream.next().await.unwrap() {
-        Event::Delete(ObjectOrTombstone::Object(p)) => assert_eq!(p.metadata.name.as_deref(), Some("pod2")),
+        Event::Delete(ObjectOrTombstone::Object(p)) => {
+            assert_eq!(p.metadata.name.as_deref(), Some("pod2"))
+        }
         other => panic!("expected delete, got {other:?}"),
     }
     assert_eq!(informer.handler_count(), 1);
     drop(stream);
-    assert_eq!(informer.handler_count(), 0, "dropping the stream removes its listener");
+    assert_eq!(
+        informer.handler_count(),
+        0,
+        "dropping the stream removes its listener"
+    );
     running.stop().await;
 }
 
@@ -536,9 +582,9 @@ async fn relist_delete_reaches_handlers_as_tombstone() {
     let deleted = Arc::new(Mutex::new(Vec::new()));
     let d = deleted.clone();
     informer
-        .add_event_handler(ResourceEventHandlerFuncs::new().on_delete(move |o: &ObjectOrTombstone<Pod>| {
-            d.lock().push((o.key().unwrap(), o.is_tombstone()))
-        }))
+        .add_event_handler(ResourceEventHandlerFuncs::new().on_delete(
+            move |o: &ObjectOrTombstone<Pod>| d.lock().push((o.key().unwrap(), o.is_tombstone())),
+        ))
         .unwrap();
     let running = run(&informer);
     settle().await;

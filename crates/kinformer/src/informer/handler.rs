@@ -266,9 +266,9 @@ mod tests {
     #[test]
     fn funcs_without_closures_do_nothing() {
         let h = ResourceEventHandlerFuncs::<ConfigMap>::new();
-        h.on_add(&cm("a", true), false);
-        h.on_update(&cm("a", true), &cm("a", true));
-        h.on_delete(&ObjectOrTombstone::Object(cm("a", true)));
-        assert_eq!(format!("{h:?}").contains("on_add: false"), true);
+        ResourceEventHandler::on_add(&h, &cm("a", true), false);
+        ResourceEventHandler::on_update(&h, &cm("a", true), &cm("a", true));
+        ResourceEventHandler::on_delete(&h, &ObjectOrTombstone::Object(cm("a", true)));
+        assert!(format!("{h:?}").contains("on_add: false"));
     }
 }

@@ -14,6 +14,7 @@ mod sync_tracker;
 pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
 pub use listener::ResourceEventHandlerRegistration;
 pub use shared_informer::{
-    HandlerOptions, InformerError, MINIMUM_RESYNC_PERIOD, SharedIndexInformer, SharedIndexInformerBuilder,
+    HandlerOptions, InformerError, MINIMUM_RESYNC_PERIOD, SharedIndexInformer,
+    SharedIndexInformerBuilder,
 };
 pub use stream::{Event, EventStream};

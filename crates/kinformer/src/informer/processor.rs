@@ -118,7 +118,6 @@ impl<K: Send + Sync + 'static> Processor<K> {
     pub(crate) fn len(&self) -> usize {
         self.inner.read().listeners.len()
     }
-
 }
 
 fn stop_listener<K: Send + Sync + 'static>(l: &Listener<K>) {

@@ -183,7 +183,12 @@ impl<K: Object> SharedIndexInformerBuilder<K> {
         let name = self
             .name
             .unwrap_or_else(|| K::kind(&K::DynamicType::default()).into_owned());
-        SharedIndexInformer::from_parts(name, self.lister_watcher, self.resync_period, self.indexers)
+        SharedIndexInformer::from_parts(
+            name,
+            self.lister_watcher,
+            self.resync_period,
+            self.indexers,
+        )
     }
     /// Builds the informer with an explicit name (for types without a static kind, such as
     /// `DynamicObject`).
@@ -214,12 +219,16 @@ impl<K: Object> SharedIndexInformer<K> {
     }
 
     /// A builder.
-    pub fn builder(lister_watcher: impl ListerWatcher<K> + 'static) -> SharedIndexInformerBuilder<K> {
+    pub fn builder(
+        lister_watcher: impl ListerWatcher<K> + 'static,
+    ) -> SharedIndexInformerBuilder<K> {
         Self::builder_shared(Arc::new(lister_watcher))
     }
 
     /// A builder over a shared ListerWatcher.
-    pub fn builder_shared(lister_watcher: Arc<dyn ListerWatcher<K>>) -> SharedIndexInformerBuilder<K> {
+    pub fn builder_shared(
+        lister_watcher: Arc<dyn ListerWatcher<K>>,
+    ) -> SharedIndexInformerBuilder<K> {
         SharedIndexInformerBuilder {
             lister_watcher,
             resync_period: Duration::ZERO,
@@ -284,7 +293,10 @@ impl<K: Object> SharedIndexInformer<K> {
         handler: impl ResourceEventHandler<K>,
         resync_period: Duration,
     ) -> Result<ResourceEventHandlerRegistration, InformerError> {
-        self.add_event_handler_with_options(handler, HandlerOptions::default().resync_period(resync_period))
+        self.add_event_handler_with_options(
+            handler,
+            HandlerOptions::default().resync_period(resync_period),
+        )
     }
 
     /// Adds a handler with options (client-go's `AddEventHandlerWithOptions`).
@@ -318,10 +330,17 @@ impl<K: Object> SharedIndexInformer<K> {
     ///
     /// # Errors
     /// [`InformerError::Stopped`] when the informer has stopped.
-    pub fn stream_with_options(&self, options: HandlerOptions) -> Result<EventStream<K>, InformerError> {
+    pub fn stream_with_options(
+        &self,
+        options: HandlerOptions,
+    ) -> Result<EventStream<K>, InformerError> {
         let (reg, rx) = self.add_listener(None, options)?;
         let rx = rx.expect("a stream listener hands out its receiver");
-        Ok(EventStream::new(rx, reg, Arc::downgrade(&self.inner.processor)))
+        Ok(EventStream::new(
+            rx,
+            reg,
+            Arc::downgrade(&self.inner.processor),
+        ))
     }
 
     #[allow(clippy::type_complexity)]
@@ -362,7 +381,9 @@ impl<K: Object> SharedIndexInformer<K> {
         }
         let effective = determine_resync_period(resync, state.resync_check_period);
         let id = inner.next_listener_id.fetch_add(1, Ordering::Relaxed);
-        let name = options.name.unwrap_or_else(|| format!("{}/handler-{id}", inner.name));
+        let name = options
+            .name
+            .unwrap_or_else(|| format!("{}/handler-{id}", inner.name));
         let (listener, rx) = Listener::new(id, name, handler, resync, effective, Instant::now());
         let registration = ResourceEventHandlerRegistration {
             id,
@@ -418,7 +439,10 @@ impl<K: Object> SharedIndexInformer<K> {
     ///
     /// # Errors
     /// [`InformerError::AlreadyStarted`] after start.
-    pub fn set_transform(&self, transform: impl Fn(K) -> K + Send + Sync + 'static) -> Result<(), InformerError>
+    pub fn set_transform(
+        &self,
+        transform: impl Fn(K) -> K + Send + Sync + 'static,
+    ) -> Result<(), InformerError>
     where
         K: Clone,
     {
@@ -629,7 +653,8 @@ impl<K: Object> SharedIndexInformer<K> {
                     };
                     match inner.indexer.upsert(obj.clone()) {
                         Ok(Some(old)) => {
-                            let is_sync = resource_version(old.as_ref()) == resource_version(obj.as_ref());
+                            let is_sync =
+                                resource_version(old.as_ref()) == resource_version(obj.as_ref());
                             inner
                                 .processor
                                 .distribute(&Notification::Update { old, new: obj }, is_sync);

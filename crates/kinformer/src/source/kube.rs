@@ -96,7 +96,11 @@ where
     /// directly. For cluster-scoped types pass `None`. This is what the informer factory uses,
     /// since `kube::Api::namespaced` cannot be called for a type whose scope is only known at
     /// run time.
-    pub fn for_scope(client: kube::Client, namespace: Option<&str>, dyntype: &K::DynamicType) -> Self {
+    pub fn for_scope(
+        client: kube::Client,
+        namespace: Option<&str>,
+        dyntype: &K::DynamicType,
+    ) -> Self {
         Self {
             client,
             url_path: K::url_path(dyntype, namespace),

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::Pod;
-use kinformer::reflector::{ListOptions, ListPage, ListWatchError, ListerWatcher, Status, WatchEvent, WatchStream};
+use kinformer::reflector::{
+    ListOptions, ListPage, ListWatchError, ListerWatcher, Status, WatchEvent, WatchStream,
+};
 use kube::api::ObjectMeta;
 use parking_lot::Mutex;
 use tokio::sync::mpsc;
@@ -27,7 +29,12 @@ pub fn pod(name: &str) -> Pod {
 /// A pod with labels.
 pub fn labeled_pod(name: &str, labels: &[(&str, &str)]) -> Pod {
     let mut p = pod(name);
-    p.metadata.labels = Some(labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect());
+    p.metadata.labels = Some(
+        labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    );
     p
 }
 
@@ -136,12 +143,18 @@ impl ListerWatcher<Pod> for FakeControllerSource {
         s.lists += 1;
         let result = match &s.list_error {
             Some(st) => Err(ListWatchError::Api(st.clone())),
-            None => Ok(ListPage::new(s.items.values().cloned().collect(), s.last_rv.to_string())),
+            None => Ok(ListPage::new(
+                s.items.values().cloned().collect(),
+                s.last_rv.to_string(),
+            )),
         };
         Box::pin(async move { result })
     }
 
-    fn watch(&self, options: &ListOptions) -> BoxFuture<'_, Result<WatchStream<Pod>, ListWatchError>> {
+    fn watch(
+        &self,
+        options: &ListOptions,
+    ) -> BoxFuture<'_, Result<WatchStream<Pod>, ListWatchError>> {
         let mut s = self.state.lock();
         s.watches += 1;
         let rv: u64 = options.resource_version.parse().unwrap_or(0);
@@ -174,7 +187,9 @@ impl ListerWatcher<Pod> for FakeControllerSource {
     }
 }
 
-fn tokio_stream_from<T: Send + 'static>(mut rx: mpsc::UnboundedReceiver<T>) -> futures::stream::BoxStream<'static, T> {
+fn tokio_stream_from<T: Send + 'static>(
+    mut rx: mpsc::UnboundedReceiver<T>,
+) -> futures::stream::BoxStream<'static, T> {
     futures::stream::poll_fn(move |cx| rx.poll_recv(cx)).boxed()
 }
 
