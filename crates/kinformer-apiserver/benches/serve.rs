@@ -1,0 +1,2 @@
+//! Benchmarks (placeholder until the serve benchmarks land).
+fn main() {}
