@@ -205,7 +205,8 @@ pub async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Sender<By
     }
     let bookmark_every = settings.bookmark_interval;
     let mut next_bookmark = Instant::now() + bookmark_every;
-    rev_rx.mark_changed();
+    // Whether writes may have happened since the last drain.
+    let mut dirty = true;
     loop {
         if ctx.shutdown.is_cancelled()
             || drop_rx.has_changed().unwrap_or(true)
@@ -224,7 +225,8 @@ pub async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Sender<By
             }
         }
         let bookmark_due = opts.allow_watch_bookmarks && Instant::now() >= next_bookmark;
-        if rev_rx.has_changed().unwrap_or(false) || bookmark_due {
+        if dirty || bookmark_due {
+            dirty = false;
             rev_rx.borrow_and_update();
             loop {
                 let (events, next) = match store.events_after(cursor, settings.watch_batch.max(1)) {
@@ -260,7 +262,12 @@ pub async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Sender<By
             _ = sleep_until_opt(deadline) => return,
             _ = tx.closed() => return,
             _ = tokio::time::sleep_until(next_bookmark), if opts.allow_watch_bookmarks => {},
-            r = rev_rx.changed() => if r.is_err() { return },
+            r = rev_rx.changed() => {
+                if r.is_err() {
+                    return;
+                }
+                dirty = true;
+            }
             r = paused_rx.changed() => if r.is_err() { return },
         }
     }

@@ -16,6 +16,7 @@
 
 mod admin;
 mod discovery;
+mod openapi;
 mod path;
 mod resources;
 mod response;

@@ -31,6 +31,8 @@ pub enum Target {
         /// Subresource (`status`).
         subresource: Option<String>,
     },
+    /// `/openapi/v3` (`None`) or `/openapi/v3/{gv}` (`Some(gv)`).
+    OpenApiV3(Option<String>),
     /// Nothing known.
     NotFound,
 }
@@ -46,6 +48,8 @@ pub fn parse_path(registry: &Registry, path: &str) -> Target {
         ["version"] => return Target::Version,
         ["healthz" | "livez" | "readyz", ..] => return Target::Health,
         ["api"] => return Target::CoreVersions,
+        ["openapi", "v3"] => return Target::OpenApiV3(None),
+        ["openapi", "v3", gv @ ..] => return Target::OpenApiV3(Some(gv.join("/"))),
         ["apis"] => return Target::Groups,
         ["apis", g] => {
             return if registry.all().iter().any(|r| r.group == *g) {

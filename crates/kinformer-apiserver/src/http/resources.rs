@@ -8,7 +8,7 @@ use http::{Method, header};
 use serde_json::Value;
 
 use super::path::{Target, parse_path};
-use super::{discovery, response};
+use super::{discovery, openapi, response};
 use crate::context::{Context, RequestRecord};
 use crate::faults::Verb;
 use crate::objects::{Preconditions, UpdateMode, decode_body};
@@ -141,6 +141,14 @@ async fn serve(
         Target::Group(g) => Some(discovery::group(&ctx.api.registry, g)),
         Target::GroupVersion(g, v) => Some(discovery::resource_list(&ctx.api.registry, g, v)),
         Target::Version => Some(discovery::version()),
+        Target::OpenApiV3(None) => Some(openapi::index(&ctx.api.registry)),
+        Target::OpenApiV3(Some(gv)) => match openapi::group_version(&ctx.api.registry, gv) {
+            Some(doc) => Some(doc),
+            None => {
+                let e = ApiError::not_found_path();
+                return (e.code, None, response::error(&e));
+            }
+        },
         Target::Health => {
             return (200, None, response::json_bytes(200, "ok"));
         }
