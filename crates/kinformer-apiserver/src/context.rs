@@ -68,4 +68,7 @@ pub struct Context {
     pub requests: Mutex<Vec<RequestRecord>>,
     /// The address clients reach the server at (`127.0.0.1:port`).
     pub address: Mutex<String>,
+    /// The highest resourceVersion carried by a BOOKMARK sent so far (for tests that need to
+    /// know a client has been told a revision).
+    pub bookmark_rv: tokio::sync::watch::Sender<u64>,
 }

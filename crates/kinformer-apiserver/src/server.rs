@@ -183,6 +183,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         shutdown: CancellationToken::new(),
         requests: Mutex::new(Vec::new()),
         address: Mutex::new(String::new()),
+        bookmark_rv: tokio::sync::watch::channel(0).0,
     });
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", config.port))
         .await
@@ -484,6 +485,16 @@ impl RunningServer {
                 })
                 .collect(),
         })
+    }
+
+    /// Waits until some watch has been sent a BOOKMARK carrying a resourceVersion of at least
+    /// `revision` (at most `timeout`); returns whether one was.
+    pub async fn wait_for_bookmark(&self, revision: u64, timeout: Duration) -> bool {
+        let mut rx = self.ctx.bookmark_rv.subscribe();
+        matches!(
+            tokio::time::timeout(timeout, rx.wait_for(|r| *r >= revision)).await,
+            Ok(Ok(_))
+        )
     }
 
     /// Changes the history limits.

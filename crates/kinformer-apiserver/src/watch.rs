@@ -252,6 +252,7 @@ pub async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Sender<By
                 if tx.send(buf.freeze()).await.is_err() {
                     return;
                 }
+                ctx.bookmark_rv.send_modify(|r| *r = (*r).max(cursor));
                 next_bookmark = Instant::now() + bookmark_every;
             }
             continue;
