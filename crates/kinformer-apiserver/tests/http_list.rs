@@ -352,15 +352,21 @@ async fn a_future_resource_version_is_served_once_reached() {
         .unwrap();
     let a = s.addr();
     let target = s.revision() + 1;
-    let req = tokio::spawn(async move {
+    let mut req = tokio::spawn(async move {
         get(
             a,
             &format!("/api/v1/pods?resourceVersion={target}&resourceVersionMatch=NotOlderThan"),
         )
         .await
     });
-    // The list waits for the revision; a write reaches it.
-    tokio::task::yield_now().await;
+    // The list waits for the revision...
+    assert!(
+        tokio::time::timeout(Duration::from_millis(200), &mut req)
+            .await
+            .is_err(),
+        "still waiting"
+    );
+    // ...and a write reaches it.
     post(
         a,
         "/api/v1/namespaces/default/pods",
