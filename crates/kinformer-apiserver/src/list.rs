@@ -139,7 +139,16 @@ pub async fn list(
         };
         (at, prefix.clone())
     };
-    let (read_rv, objects) = match store.list(&resource, at, &prefix, &start) {
+    // A continuation at the latest revision ("rv": -1) reports the revision it read.
+    let limit = if any && opts.continue_token.is_none() {
+        0
+    } else {
+        opts.limit
+    };
+    let page = store.list_page(&resource, at, &prefix, &start, limit as usize, |o| {
+        matches(opts, o)
+    });
+    let (read_rv, items, rest) = match page {
         Ok(r) => r,
         Err(ReadError::Compacted { .. }) if opts.continue_token.is_some() => {
             let mut e = ApiError::resource_expired(INCONSISTENT_CONTINUE);
@@ -148,30 +157,16 @@ pub async fn list(
         }
         Err(e) => return Err(read_error(e)),
     };
-    // A continuation at the latest revision ("rv": -1) reports the revision it read.
-    let limit = if any && opts.continue_token.is_none() {
-        0
-    } else {
-        opts.limit
-    };
     let selecting = !opts.label_selector.is_empty() || !opts.field_selector.is_empty();
-    let mut items = Vec::new();
-    let mut iter = objects.into_iter().filter(|o| matches(opts, o));
     let mut continue_token = None;
     let mut remaining_item_count = None;
-    if limit == 0 {
-        items.extend(iter);
-    } else {
-        items.extend(iter.by_ref().take(limit as usize));
-        let rest = iter.count() as u64;
-        if rest > 0 {
-            if let Some(last) = items.last() {
-                let next = format!("{}\u{0}", &last.key[prefix.len()..]);
-                continue_token = Some(encode_continue(read_rv as i64, &next));
-            }
-            if !selecting {
-                remaining_item_count = Some(rest);
-            }
+    if rest > 0 {
+        if let Some(last) = items.last() {
+            let next = format!("{}\u{0}", &last.key[prefix.len()..]);
+            continue_token = Some(encode_continue(read_rv as i64, &next));
+        }
+        if !selecting {
+            remaining_item_count = Some(rest as u64);
         }
     }
     Ok(ListPage {

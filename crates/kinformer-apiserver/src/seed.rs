@@ -52,7 +52,6 @@ pub fn pod(namespace: &str, name: &str, i: usize) -> Value {
                 "version": format!("v{}", i % 4)
             },
             "annotations": {
-                "kubectl.kubernetes.io/restartedAt": ts,
                 "prometheus.io/scrape": "true",
                 "prometheus.io/port": "9090",
                 "cluster-autoscaler.kubernetes.io/safe-to-evict": "true"
@@ -74,7 +73,7 @@ pub fn pod(namespace: &str, name: &str, i: usize) -> Value {
                     "fieldsType": "FieldsV1",
                     "fieldsV1": {
                         "f:metadata": {"f:generateName": {}, "f:labels": {".": {}, "f:app": {}, "f:pod-template-hash": {}, "f:tier": {}, "f:version": {}}, "f:ownerReferences": {".": {}, "k:{\"uid\":\"6b1f3c2a\"}": {}}},
-                        "f:spec": {"f:containers": {"k:{\"name\":\"main\"}": {".": {}, "f:env": {}, "f:image": {}, "f:imagePullPolicy": {}, "f:livenessProbe": {}, "f:name": {}, "f:ports": {}, "f:readinessProbe": {}, "f:resources": {}, "f:volumeMounts": {}}}, "f:dnsPolicy": {}, "f:restartPolicy": {}, "f:schedulerName": {}, "f:terminationGracePeriodSeconds": {}, "f:volumes": {}}
+                        "f:spec": {"f:containers": {"k:{\"name\":\"main\"}": {".": {}, "f:env": {}, "f:image": {}, "f:imagePullPolicy": {}, "f:livenessProbe": {}, "f:name": {}, "f:ports": {}, "f:resources": {}, "f:volumeMounts": {}}}, "f:dnsPolicy": {}, "f:restartPolicy": {}, "f:schedulerName": {}, "f:terminationGracePeriodSeconds": {}, "f:volumes": {}}
                     }
                 },
                 {
@@ -96,12 +95,10 @@ pub fn pod(namespace: &str, name: &str, i: usize) -> Value {
                 "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}, {"name": "metrics", "containerPort": 9090, "protocol": "TCP"}],
                 "env": [
                     {"name": "APP_NAME", "value": app},
-                    {"name": "LOG_LEVEL", "value": "info"},
-                    {"name": "POD_NAME", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}}
+                    {"name": "LOG_LEVEL", "value": "info"}
                 ],
                 "resources": {"limits": {"cpu": "500m", "memory": "256Mi"}, "requests": {"cpu": "100m", "memory": "128Mi"}},
                 "livenessProbe": {"httpGet": {"path": "/healthz", "port": 8080, "scheme": "HTTP"}, "initialDelaySeconds": 10, "periodSeconds": 10, "timeoutSeconds": 1, "successThreshold": 1, "failureThreshold": 3},
-                "readinessProbe": {"httpGet": {"path": "/ready", "port": 8080, "scheme": "HTTP"}, "periodSeconds": 5, "timeoutSeconds": 1, "successThreshold": 1, "failureThreshold": 3},
                 "volumeMounts": [{"name": "config", "mountPath": "/etc/app"}, {"name": "kube-api-access", "mountPath": "/var/run/secrets/kubernetes.io/serviceaccount", "readOnly": true}],
                 "terminationMessagePath": "/dev/termination-log",
                 "terminationMessagePolicy": "File"
@@ -116,18 +113,12 @@ pub fn pod(namespace: &str, name: &str, i: usize) -> Value {
             "serviceAccountName": "default",
             "nodeName": node,
             "schedulerName": "default-scheduler",
-            "tolerations": [
-                {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
-                {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
-            ],
             "priority": 0,
-            "enableServiceLinks": true,
-            "preemptionPolicy": "PreemptLowerPriority"
+            "enableServiceLinks": true
         },
         "status": {
             "phase": "Running",
             "conditions": [
-                {"type": "PodReadyToStartContainers", "status": "True", "lastProbeTime": null, "lastTransitionTime": ts},
                 {"type": "Initialized", "status": "True", "lastProbeTime": null, "lastTransitionTime": ts},
                 {"type": "Ready", "status": "True", "lastProbeTime": null, "lastTransitionTime": ts},
                 {"type": "ContainersReady", "status": "True", "lastProbeTime": null, "lastTransitionTime": ts},
@@ -196,6 +187,6 @@ mod tests {
         let len = serde_json::to_vec(&pod("default", "pod-000001", 1))
             .unwrap()
             .len();
-        assert!((3000..=4500).contains(&len), "pod is {len} bytes");
+        assert!((3000..=4000).contains(&len), "pod is {len} bytes");
     }
 }

@@ -195,3 +195,53 @@ async fn kube_watcher_converges_through_pagination_events_bookmarks_relist_and_d
     task.abort();
     s.shutdown().await;
 }
+
+#[tokio::test]
+async fn kube_watcher_with_streaming_lists_converges() {
+    let s = start(ServerConfig::default()).await.unwrap();
+    s.seed_pods(12, 2).unwrap();
+    let api: kube::Api<Pod> = kube::Api::all(s.client());
+    let mirror = Arc::new(Mirror::default());
+    let m = mirror.clone();
+    let cfg = watcher::Config::default().streaming_lists();
+    let task = tokio::spawn(async move {
+        let mut stream = watcher(api, cfg).boxed();
+        let mut buffer = Cache::new();
+        while let Some(ev) = stream.next().await {
+            match ev {
+                Ok(watcher::Event::Init) => {
+                    buffer.clear();
+                    *m.inits.lock() += 1;
+                }
+                Ok(watcher::Event::InitApply(p)) => {
+                    let (k, v) = key(&p);
+                    buffer.insert(k, v);
+                }
+                Ok(watcher::Event::InitDone) => *m.cache.lock() = std::mem::take(&mut buffer),
+                Ok(watcher::Event::Apply(p)) => {
+                    let (k, v) = key(&p);
+                    m.cache.lock().insert(k, v);
+                }
+                Ok(watcher::Event::Delete(p)) => {
+                    m.cache.lock().remove(&key(&p).0);
+                }
+                Err(_) => {}
+            }
+            m.changed.notify_waiters();
+        }
+    });
+    converge(&mirror, &s).await;
+    // The initial state came from a watch with sendInitialEvents, not from a LIST.
+    assert!(!requests_with(&s, "sendInitialEvents=true").is_empty());
+    assert!(
+        s.requests()
+            .iter()
+            .all(|r| r.verb.as_deref() != Some("list"))
+    );
+    s.delete_value("pods", Some("ns-0"), "pod-000000").unwrap();
+    s.create_value("pods", Some("ns-1"), seed::pod("ns-1", "new", 5))
+        .unwrap();
+    converge(&mirror, &s).await;
+    task.abort();
+    s.shutdown().await;
+}

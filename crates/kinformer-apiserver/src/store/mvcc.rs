@@ -311,6 +311,22 @@ impl Store {
         prefix: &str,
         start: &str,
     ) -> Result<(u64, Vec<Arc<StoredObject>>), ReadError> {
+        self.list_page(resource, at, prefix, start, 0, |_| true)
+            .map(|(rv, items, _)| (rv, items))
+    }
+
+    /// Like [`Store::list`], keeping only objects that pass `keep`, at most `limit` of them
+    /// (0 = no limit); also returns how many more objects pass `keep` after the page. Only the
+    /// page's objects are cloned, so paging through a large collection costs O(page) clones.
+    pub fn list_page(
+        &self,
+        resource: &str,
+        at: Option<u64>,
+        prefix: &str,
+        start: &str,
+        limit: usize,
+        keep: impl Fn(&StoredObject) -> bool,
+    ) -> Result<(u64, Vec<Arc<StoredObject>>, usize), ReadError> {
         let inner = self.inner.lock();
         let lower = if start > prefix { start } else { prefix };
         let in_range = |k: &str| k.starts_with(prefix) && k >= lower;
@@ -320,31 +336,42 @@ impl Store {
             live.range::<str, _>((std::ops::Bound::Included(lower), std::ops::Bound::Unbounded))
                 .take_while(|(k, _)| k.starts_with(prefix))
         };
-        let Some(at) = at else {
-            return Ok((
-                inner.revision,
-                live_range().map(|(_, v)| v.clone()).collect(),
-            ));
+        let page = |iter: &mut dyn Iterator<Item = &Arc<StoredObject>>| {
+            let mut items = Vec::new();
+            let mut rest = 0;
+            for o in iter.filter(|o| keep(o)) {
+                if limit == 0 || items.len() < limit {
+                    items.push(o.clone());
+                } else {
+                    rest += 1;
+                }
+            }
+            (items, rest)
         };
-        if at < inner.compacted {
-            return Err(ReadError::Compacted {
-                requested: at,
-                compacted: inner.compacted,
-            });
+        let rv = match at {
+            None => inner.revision,
+            Some(at) if at < inner.compacted => {
+                return Err(ReadError::Compacted {
+                    requested: at,
+                    compacted: inner.compacted,
+                });
+            }
+            Some(at) if at > inner.revision => {
+                return Err(ReadError::Future {
+                    requested: at,
+                    current: inner.revision,
+                });
+            }
+            Some(at) => at,
+        };
+        if rv == inner.revision {
+            let (items, rest) = page(&mut live_range().map(|(_, v)| v));
+            return Ok((rv, items, rest));
         }
-        if at > inner.revision {
-            return Err(ReadError::Future {
-                requested: at,
-                current: inner.revision,
-            });
-        }
-        if at == inner.revision {
-            return Ok((at, live_range().map(|(_, v)| v.clone()).collect()));
-        }
-        let mut state: BTreeMap<String, Arc<StoredObject>> =
-            live_range().map(|(k, v)| (k.clone(), v.clone())).collect();
+        let mut state: BTreeMap<&str, &Arc<StoredObject>> =
+            live_range().map(|(k, v)| (k.as_str(), v)).collect();
         for ev in inner.history.iter().rev() {
-            if ev.revision <= at {
+            if ev.revision <= rv {
                 break;
             }
             if &*ev.resource != resource || !in_range(&ev.object.key) {
@@ -352,14 +379,15 @@ impl Store {
             }
             match &ev.prev {
                 Some(prev) => {
-                    state.insert(prev.key.clone(), prev.clone());
+                    state.insert(prev.key.as_str(), prev);
                 }
                 None => {
-                    state.remove(&ev.object.key);
+                    state.remove(ev.object.key.as_str());
                 }
             }
         }
-        Ok((at, state.into_values().collect()))
+        let (items, rest) = page(&mut state.into_values());
+        Ok((rv, items, rest))
     }
 
     /// Events after revision `cursor` (at most `max`), and the cursor to continue from: the
