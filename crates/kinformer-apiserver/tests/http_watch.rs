@@ -385,10 +385,15 @@ async fn timeout_seconds_ends_the_stream() {
 async fn shutdown_ends_open_watches() {
     let s = start(ServerConfig::default()).await.unwrap();
     let mut w = watch(s.addr(), "/api/v1/pods?watch=true").await;
+    let addr = s.addr();
     tokio::time::timeout(SECS, s.shutdown())
         .await
         .expect("shutdown completes with a watch open");
     assert!(w.next_within(SECS).await.is_none());
+    assert!(
+        tokio::net::TcpStream::connect(addr).await.is_err(),
+        "nothing listens after shutdown"
+    );
 }
 
 #[tokio::test]
@@ -415,6 +420,24 @@ async fn many_events_arrive_complete_and_in_order() {
             .unwrap();
         assert!(r > last);
         last = r;
+    }
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn malformed_watch_parameters_are_400_responses() {
+    let s = start(ServerConfig::default()).await.unwrap();
+    let a = s.addr();
+    for q in [
+        "watch=true&timeoutSeconds=abc",
+        "watch=true&resourceVersion=xyz",
+        "watch=true&labelSelector=a%20in%20(",
+        "watch=true&fieldSelector=spec.nope%3D1",
+        "watch=true&allowWatchBookmarks=perhaps",
+    ] {
+        let r = get(a, &format!("/api/v1/pods?{q}")).await;
+        assert_eq!(r.code, 400, "{q}");
+        assert_eq!(r.json()["reason"], "BadRequest", "{q}");
     }
     s.shutdown().await;
 }

@@ -20,6 +20,9 @@ use crate::status::{ApiError, success_status};
 use crate::store::{COMMON_FIELDS, extra_fields};
 use crate::watch::{WatchRequest, run_watch};
 
+/// The request log keeps at most this many entries.
+const MAX_RECORDED_REQUESTS: usize = 100_000;
+
 struct Classified {
     verb: Verb,
     resource: Arc<ResourceInfo>,
@@ -116,7 +119,12 @@ pub async fn handle(ctx: Arc<Context>, req: Request) -> Response {
     let raw_query = req.uri().query().unwrap_or("").to_string();
     let (code, verb, resp) = serve(&ctx, req, &method, &path, &raw_query).await;
     if ctx.settings.record_requests {
-        ctx.requests.lock().push(RequestRecord {
+        let mut log = ctx.requests.lock();
+        if log.len() >= MAX_RECORDED_REQUESTS {
+            // Bounded memory for long-running servers: forget the older half.
+            log.drain(..MAX_RECORDED_REQUESTS / 2);
+        }
+        log.push(RequestRecord {
             method: method.to_string(),
             path,
             query: raw_query,
