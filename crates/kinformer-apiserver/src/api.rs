@@ -93,6 +93,9 @@ pub struct Api {
     pub registry: Registry,
     /// Objects and history.
     pub store: Store,
+    /// Refuse to create namespaced objects in a namespace that does not exist (404
+    /// `namespaces "x" not found`, as the real server's NamespaceLifecycle admission does).
+    pub enforce_namespaces: bool,
 }
 
 fn ns_of<'a>(res: &ResourceInfo, ns: Option<&'a str>) -> &'a str {
@@ -134,6 +137,13 @@ impl Api {
             .and_then(|n| n.as_str())
             .unwrap_or("")
             .to_string();
+        if self.enforce_namespaces
+            && res.namespaced()
+            && self.store.get("namespaces", ns).is_none()
+            && let Some(ns_res) = self.registry.find("", "v1", "namespaces")
+        {
+            return Err(ApiError::not_found(&ns_res, ns));
+        }
         let key = storage_key(res, ns, &name);
         self.store
             .mutate(&res.group_resource(), &key, |current, rev| {

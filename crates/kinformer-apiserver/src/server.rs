@@ -43,6 +43,9 @@ pub struct ServerConfig {
     pub resources: Vec<ResourceInfo>,
     /// Create `default`, `kube-system`, `kube-public` and `kube-node-lease` namespaces.
     pub default_namespaces: bool,
+    /// Refuse creates in namespaces that do not exist (404), like the real server. Off by
+    /// default so tests can use any namespace without creating it first.
+    pub enforce_namespaces: bool,
 }
 
 impl Default for ServerConfig {
@@ -53,6 +56,7 @@ impl Default for ServerConfig {
             settings: Settings::default(),
             resources: Vec::new(),
             default_namespaces: true,
+            enforce_namespaces: false,
         }
     }
 }
@@ -86,6 +90,12 @@ impl ServerConfig {
     #[must_use]
     pub fn resource(mut self, info: ResourceInfo) -> Self {
         self.resources.push(info);
+        self
+    }
+    /// Refuses creates in namespaces that do not exist (404 `namespaces "x" not found`).
+    #[must_use]
+    pub fn enforce_namespaces(mut self, on: bool) -> Self {
+        self.enforce_namespaces = on;
         self
     }
     /// Turns the request log on or off (on by default).
@@ -173,6 +183,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         registry.register(r.clone());
     }
     let api = Arc::new(Api {
+        enforce_namespaces: config.enforce_namespaces,
         registry,
         store: Store::new(config.history),
     });

@@ -596,3 +596,55 @@ async fn discovery_documents() {
     assert_eq!(get(a, "/openapi/v2").await.code, 404);
     s.shutdown().await;
 }
+
+#[tokio::test]
+async fn namespaces_can_be_enforced() {
+    let s = start(ServerConfig::default().enforce_namespaces(true))
+        .await
+        .unwrap();
+    let a = s.addr();
+    let r = post(
+        a,
+        "/api/v1/namespaces/missing/pods",
+        &pod_json("p", json!({})),
+    )
+    .await;
+    assert_eq!(r.code, 404);
+    assert_eq!(r.json()["message"], "namespaces \"missing\" not found");
+    assert_eq!(
+        r.json()["details"],
+        json!({"name": "missing", "kind": "namespaces"})
+    );
+    assert_eq!(
+        post(
+            a,
+            "/api/v1/namespaces/default/pods",
+            &pod_json("p", json!({}))
+        )
+        .await
+        .code,
+        201
+    );
+    // Cluster-scoped objects are unaffected.
+    assert_eq!(
+        post(
+            a,
+            "/api/v1/namespaces",
+            &json!({"metadata": {"name": "missing"}})
+        )
+        .await
+        .code,
+        201
+    );
+    assert_eq!(
+        post(
+            a,
+            "/api/v1/namespaces/missing/pods",
+            &pod_json("p", json!({}))
+        )
+        .await
+        .code,
+        201
+    );
+    s.shutdown().await;
+}
