@@ -6,7 +6,7 @@
 //!   pre-serialized JSON so LIST and WATCH serve bytes without re-encoding ([`store`]).
 //! - **Resources**: core/v1 pods, configmaps, secrets, services, nodes, namespaces, events,
 //!   apps/v1 deployments, plus custom resources registered at run time ([`resource`]).
-//! - **Verbs**: create, get, update, patch (merge, JSON, strategic-as-merge, apply-as-merge),
+//! - **Verbs**: create, get, update, patch (merge, JSON, strategic with inferred merge keys, apply as merge),
 //!   delete, deletecollection, list, watch, with the real `Status` errors ([`status`]).
 //! - **List/watch semantics**: selectors, pagination, resourceVersion matching, bookmarks,
 //!   `sendInitialEvents`, 410 Gone and 504 "Too large resource version" ([`list`], [`watch`]).

@@ -240,3 +240,44 @@ async fn kubectl_get_watch_sees_create_and_delete() {
     let _ = child.kill().await;
     s.stop().await;
 }
+
+#[tokio::test]
+async fn kubectl_apply_creates_updates_and_is_idempotent() {
+    if !kubectl_available() {
+        eprintln!("kubectl not installed: skipping");
+        return;
+    }
+    let s = Standalone::start(0).await;
+    let manifest = s.dir.join("deploy.yaml");
+    let deploy = |image: &str, replicas: u32| {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: {replicas}\n  selector:\n    matchLabels: {{app: web}}\n  template:\n    metadata:\n      labels: {{app: web}}\n    spec:\n      containers:\n      - name: c\n        image: {image}\n        env:\n        - {{name: A, value: \"1\"}}\n"
+        )
+    };
+    write(&manifest, &deploy("nginx:1", 1));
+    let m = manifest.to_str().unwrap();
+    assert_eq!(
+        s.run(&["apply", "-f", m]).await.trim(),
+        "deployment.apps/web created"
+    );
+    write(&manifest, &deploy("nginx:2", 3));
+    assert_eq!(
+        s.run(&["apply", "-f", m]).await.trim(),
+        "deployment.apps/web configured"
+    );
+    let d = get(s.addr, "/apis/apps/v1/namespaces/default/deployments/web")
+        .await
+        .json();
+    assert_eq!(d["spec"]["replicas"], 3);
+    assert_eq!(d["metadata"]["generation"], 2);
+    // The strategic merge patch merged the container by name: env kept, no directives leaked.
+    assert_eq!(
+        d["spec"]["template"]["spec"],
+        json!({"containers": [{"name": "c", "image": "nginx:2", "env": [{"name": "A", "value": "1"}]}]})
+    );
+    assert_eq!(
+        s.run(&["apply", "-f", m]).await.trim(),
+        "deployment.apps/web unchanged"
+    );
+    s.stop().await;
+}

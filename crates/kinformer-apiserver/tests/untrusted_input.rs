@@ -74,7 +74,7 @@ proptest! {
     #[test]
     fn patches_apply_or_fail_with_4xx(doc in arb_json(), patch in proptest::collection::vec(any::<u8>(), 0..100)) {
         let res = builtin_resources().remove(0);
-        for pt in [PatchType::Merge, PatchType::Json] {
+        for pt in [PatchType::Merge, PatchType::Json, PatchType::StrategicMerge] {
             let mut d = doc.clone();
             if let Err(e) = apply_patch(&res, &mut d, pt, &patch) {
                 prop_assert!(e.code == 400 || e.code == 422);

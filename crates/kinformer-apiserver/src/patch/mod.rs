@@ -1,9 +1,11 @@
 //! PATCH bodies: JSON merge patch (RFC 7386), JSON patch (RFC 6902), strategic merge patch
 //! (treated as a merge patch) and apply patch (treated as a merge patch that may create).
 //!
-//! Deliberate difference from the real server: strategic merge patch has no per-field merge
-//! keys here (lists are replaced, as with a merge patch), and server-side apply tracks no field
-//! managers. Clients that only add or replace fields see the same results.
+//! Deliberate differences from the real server: strategic merge patch infers list merge keys
+//! instead of reading them from type schemas (see [`strategic`]), and server-side apply is a
+//! merge patch that creates when absent, tracking no field managers.
+
+pub mod strategic;
 
 use serde_json::Value;
 
@@ -17,7 +19,7 @@ pub enum PatchType {
     Merge,
     /// `application/json-patch+json`.
     Json,
-    /// `application/strategic-merge-patch+json` (applied as a merge patch).
+    /// `application/strategic-merge-patch+json` (see [`strategic`]).
     StrategicMerge,
     /// `application/apply-patch+yaml` with a JSON body (applied as a merge patch).
     Apply,
@@ -48,7 +50,18 @@ pub fn apply_patch(
     patch: &[u8],
 ) -> Result<(), ApiError> {
     match patch_type {
-        PatchType::Merge | PatchType::StrategicMerge | PatchType::Apply => {
+        PatchType::StrategicMerge => {
+            let p: Value = serde_json::from_slice(patch)
+                .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+            if !p.is_object() {
+                return Err(ApiError::bad_request(
+                    "error decoding patch: a strategic merge patch must be a JSON object",
+                ));
+            }
+            strategic::merge(doc, &p);
+            Ok(())
+        }
+        PatchType::Merge | PatchType::Apply => {
             let p: Value = serde_json::from_slice(patch)
                 .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
             if !p.is_object() {
