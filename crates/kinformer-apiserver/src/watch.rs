@@ -28,6 +28,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::context::Context;
+use crate::http::table::{IncludeObject, table};
 use crate::list::matches;
 use crate::objects::with_resource_version;
 use crate::options::ListOptions;
@@ -44,6 +45,8 @@ pub struct WatchRequest {
     pub namespace: Option<String>,
     /// Options (selectors, resourceVersion, bookmarks, timeout).
     pub opts: ListOptions,
+    /// Send objects as `Table`s (kubectl), with this `includeObject`.
+    pub table: Option<IncludeObject>,
 }
 
 fn push_event(buf: &mut BytesMut, ty: &str, object: &[u8]) {
@@ -79,9 +82,23 @@ struct Filter {
     resource: String,
     namespace: Option<String>,
     opts: ListOptions,
+    table: Option<(Arc<ResourceInfo>, IncludeObject)>,
 }
 
 impl Filter {
+    /// Writes one event, as a Table when the client asked for tables.
+    fn emit(&self, buf: &mut BytesMut, ty: &str, object: &[u8]) {
+        match &self.table {
+            None => push_event(buf, ty, object),
+            Some((res, include)) => {
+                let v: serde_json::Value = serde_json::from_slice(object).unwrap_or_default();
+                let meta = serde_json::json!({"resourceVersion": v["metadata"]["resourceVersion"]});
+                let t = table(res, std::slice::from_ref(&v), meta, *include);
+                push_event(buf, ty, &serde_json::to_vec(&t).unwrap_or_default());
+            }
+        }
+    }
+
     fn selects(&self, o: &StoredObject) -> bool {
         self.namespace.as_ref().is_none_or(|ns| &o.namespace == ns) && matches(&self.opts, o)
     }
@@ -94,23 +111,23 @@ impl Filter {
         match ev.event_type {
             EventType::Added => {
                 if self.selects(&ev.object) {
-                    push_event(buf, "ADDED", &ev.object.bytes);
+                    self.emit(buf, "ADDED", &ev.object.bytes);
                 }
             }
             EventType::Deleted => {
                 if self.selects(&ev.object) {
-                    push_event(buf, "DELETED", &ev.object.bytes);
+                    self.emit(buf, "DELETED", &ev.object.bytes);
                 }
             }
             EventType::Modified => {
                 let cur = self.selects(&ev.object);
                 let prev = ev.prev.as_ref().is_some_and(|p| self.selects(p));
                 match (prev, cur) {
-                    (true, true) => push_event(buf, "MODIFIED", &ev.object.bytes),
-                    (false, true) => push_event(buf, "ADDED", &ev.object.bytes),
+                    (true, true) => self.emit(buf, "MODIFIED", &ev.object.bytes),
+                    (false, true) => self.emit(buf, "ADDED", &ev.object.bytes),
                     (true, false) => {
                         if let Some(p) = &ev.prev {
-                            push_event(buf, "DELETED", &with_resource_version(p, ev.revision));
+                            self.emit(buf, "DELETED", &with_resource_version(p, ev.revision));
                         }
                     }
                     (false, false) => {}
@@ -131,6 +148,7 @@ pub async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Sender<By
         resource: res.group_resource(),
         namespace: req.namespace.clone().filter(|_| res.namespaced()),
         opts: req.opts.clone(),
+        table: req.table.map(|inc| (res.clone(), inc)),
     };
     let opts = &req.opts;
     let deadline = opts
@@ -176,7 +194,7 @@ pub async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Sender<By
         let mut buf = BytesMut::new();
         for chunk in objs.chunks(settings.watch_batch.max(1)) {
             for o in chunk.iter().filter(|o| filter.selects(o)) {
-                push_event(&mut buf, "ADDED", &o.bytes);
+                filter.emit(&mut buf, "ADDED", &o.bytes);
             }
             if !buf.is_empty() && tx.send(buf.split().freeze()).await.is_err() {
                 return;

@@ -648,3 +648,47 @@ async fn namespaces_can_be_enforced() {
     );
     s.shutdown().await;
 }
+
+#[tokio::test]
+async fn tables_for_kubectl() {
+    let s = start(ServerConfig::default()).await.unwrap();
+    let a = s.addr();
+    s.seed_pods(2, 1).unwrap();
+    let accept = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json";
+    let raw = |path: &str| {
+        let path = path.to_string();
+        async move {
+            let mut st = tokio::net::TcpStream::connect(a).await.unwrap();
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            let req = format!(
+                "GET {path} HTTP/1.1\r\nHost: x\r\nAccept: {accept}\r\nConnection: close\r\n\r\n"
+            );
+            st.write_all(req.as_bytes()).await.unwrap();
+            let mut out = Vec::new();
+            st.read_to_end(&mut out).await.unwrap();
+            let text = String::from_utf8_lossy(&out).into_owned();
+            let body = text.split("\r\n\r\n").nth(1).unwrap_or("").to_string();
+            serde_json::from_str::<serde_json::Value>(&body).unwrap()
+        }
+    };
+    let t = raw("/api/v1/namespaces/default/pods?limit=1").await;
+    assert_eq!(t["kind"], "Table");
+    assert_eq!(t["apiVersion"], "meta.k8s.io/v1");
+    assert_eq!(t["columnDefinitions"][1]["name"], "Ready");
+    assert_eq!(t["rows"].as_array().unwrap().len(), 1);
+    assert_eq!(t["rows"][0]["cells"][0], "pod-000000");
+    assert_eq!(t["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+    assert!(t["metadata"]["continue"].is_string());
+    let t = raw("/api/v1/namespaces/default/pods/pod-000001?includeObject=Object").await;
+    assert_eq!(t["rows"][0]["object"]["kind"], "Pod");
+    let t = raw("/api/v1/configmaps?includeObject=None").await;
+    assert_eq!(t["columnDefinitions"][1]["name"], "Data");
+    // Without the Accept header: plain objects.
+    assert_eq!(
+        get(a, "/api/v1/namespaces/default/pods/pod-000001")
+            .await
+            .json()["kind"],
+        "Pod"
+    );
+    s.shutdown().await;
+}

@@ -122,6 +122,24 @@ async fn kubectl_get_create_delete_and_paginate() {
         assert!(out.contains(&format!("pod-{i:06}")), "{out}");
     }
 
+    // The server's Table columns, as on a real cluster.
+    let out = s.run(&["get", "pods"]).await;
+    let header: Vec<&str> = out
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        header,
+        ["NAME", "READY", "STATUS", "RESTARTS", "AGE"],
+        "{out}"
+    );
+    assert!(
+        out.lines().nth(1).unwrap_or("").contains("1/1     Running"),
+        "{out}"
+    );
+
     let manifest = s.dir.join("pod.yaml");
     write(
         &manifest,

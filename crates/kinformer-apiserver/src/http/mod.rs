@@ -20,6 +20,7 @@ mod openapi;
 mod path;
 mod resources;
 mod response;
+pub mod table;
 
 use std::sync::Arc;
 

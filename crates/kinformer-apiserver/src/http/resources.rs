@@ -5,9 +5,10 @@ use std::sync::Arc;
 use axum::extract::Request;
 use axum::response::Response;
 use http::{Method, header};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::path::{Target, parse_path};
+use super::table::{IncludeObject, table, wants_table};
 use super::{discovery, openapi, response};
 use crate::context::{Context, RequestRecord};
 use crate::faults::Verb;
@@ -201,6 +202,13 @@ async fn serve_verb(
     let res = &c.resource;
     let ns = c.namespace.as_deref();
     let name = c.name.as_deref().unwrap_or("");
+    let accept = req
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let as_table = wants_table(accept)
+        .then(|| IncludeObject::parse(query.get("includeObject").map(|s| s.as_str())));
     let mode = if c.subresource.is_some() {
         UpdateMode::Status
     } else {
@@ -209,6 +217,11 @@ async fn serve_verb(
     match c.verb {
         Verb::Get => {
             let o = api.get(res, ns, name)?;
+            if let Some(inc) = as_table {
+                let meta = json!({"resourceVersion": o.resource_version.to_string()});
+                let t = table(res, &[o.to_value()], meta, inc);
+                return Ok((200, response::json_value(200, &t)));
+            }
             Ok((200, response::object(200, &o)))
         }
         Verb::List => {
@@ -217,6 +230,22 @@ async fn serve_verb(
             let page = api
                 .list(res, ns, &opts, ctx.settings.too_large_wait)
                 .await?;
+            if let Some(inc) = as_table {
+                let mut meta = serde_json::Map::new();
+                meta.insert(
+                    "resourceVersion".into(),
+                    page.resource_version.to_string().into(),
+                );
+                if let Some(c) = &page.continue_token {
+                    meta.insert("continue".into(), c.clone().into());
+                }
+                if let Some(n) = page.remaining_item_count {
+                    meta.insert("remainingItemCount".into(), n.into());
+                }
+                let objs: Vec<Value> = page.items.iter().map(|o| o.to_value()).collect();
+                let t = table(res, &objs, Value::Object(meta), inc);
+                return Ok((200, response::json_value(200, &t)));
+            }
             Ok((200, response::list(res, page)))
         }
         Verb::Watch => {
@@ -228,6 +257,7 @@ async fn serve_verb(
                 resource: res.clone(),
                 namespace: c.namespace.clone(),
                 opts,
+                table: as_table,
             };
             tokio::spawn(run_watch(ctx.clone(), wreq, tx));
             Ok((200, response::watch(rx)))
