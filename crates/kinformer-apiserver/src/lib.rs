@@ -1,1 +1,52 @@
-//! Embedded Kubernetes API server (work in progress).
+//! An embedded, in-memory Kubernetes API server, faithful enough that real clients (kubectl,
+//! client-go, kube-rs, the Python client) behave against it as against a real kube-apiserver.
+//!
+//! - **Storage**: an MVCC store with one global revision (the resourceVersion), per-object
+//!   uid/creationTimestamp/generation, an event history with compaction; objects are kept as
+//!   pre-serialized JSON so LIST and WATCH serve bytes without re-encoding ([`store`]).
+//! - **Resources**: core/v1 pods, configmaps, secrets, services, nodes, namespaces, events,
+//!   apps/v1 deployments, plus custom resources registered at run time ([`resource`]).
+//! - **Verbs**: create, get, update, patch (merge, JSON, strategic with inferred merge keys, apply as merge),
+//!   delete, deletecollection, list, watch, with the real `Status` errors ([`status`]).
+//! - **List/watch semantics**: selectors, pagination, resourceVersion matching, bookmarks,
+//!   `sendInitialEvents`, 410 Gone and 504 "Too large resource version" ([`list`], [`watch`]).
+//! - **Fault injection** ([`Faults`]) from Rust and over HTTP ([`http`]).
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use k8s_openapi::api::core::v1::ConfigMap;
+//! let server = kinformer_apiserver::start(Default::default()).await?;
+//! let cm: ConfigMap = serde_json::from_value(kinformer_apiserver::seed::configmap("default", "c", 2))?;
+//! server.create(&cm)?; // direct, no HTTP
+//! let api: kube::Api<ConfigMap> = kube::Api::namespaced(server.client(), "default");
+//! assert_eq!(api.list(&Default::default()).await?.items.len(), 1);
+//! server.faults().drop_watches();
+//! server.shutdown().await;
+//! # Ok(()) }
+//! ```
+
+pub mod api;
+pub mod context;
+pub mod faults;
+pub mod http;
+pub mod kubeconfig;
+pub mod list;
+pub mod objects;
+pub mod options;
+pub mod patch;
+pub mod resource;
+pub mod seed;
+pub mod selector;
+pub mod server;
+pub mod standalone;
+pub mod status;
+pub mod store;
+pub mod watch;
+
+pub use context::{RequestRecord, Settings};
+pub use faults::{FailureRule, Faults, Verb};
+pub use resource::{ResourceInfo, Scope};
+pub use server::{ObjectState, RunningServer, ServerConfig, ServerState, StartError, start};
+pub use standalone::{StandaloneOptions, serve_standalone};
+pub use status::ApiError;
+pub use store::HistoryConfig;

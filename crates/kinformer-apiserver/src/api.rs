@@ -1,0 +1,345 @@
+//! The server's core: the resource registry, the store, and the verbs (create, get, update,
+//! patch, delete, deletecollection) shared by the HTTP layer and the direct Rust API.
+
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use serde_json::{Map, Value};
+
+use crate::list::{self, ListPage};
+use crate::objects::{
+    DeleteOutcome, Preconditions, UpdateMode, UpdateOutcome, prepare_create, prepare_delete,
+    prepare_update, storage_key,
+};
+use crate::options::ListOptions;
+use crate::patch::{PatchType, apply_patch};
+use crate::resource::{ResourceInfo, builtin_resources};
+use crate::status::ApiError;
+use crate::store::{Mutation, Store, StoredObject};
+
+/// The resource types the server serves.
+#[derive(Debug)]
+pub struct Registry {
+    resources: RwLock<Vec<Arc<ResourceInfo>>>,
+}
+
+impl Registry {
+    /// The built-in resources.
+    pub fn new() -> Self {
+        Registry {
+            resources: RwLock::new(builtin_resources().into_iter().map(Arc::new).collect()),
+        }
+    }
+
+    /// Adds (or replaces, by group and plural) a resource type.
+    pub fn register(&self, info: ResourceInfo) {
+        let mut r = self.resources.write();
+        r.retain(|x| !(x.group == info.group && x.plural == info.plural));
+        r.push(Arc::new(info));
+    }
+
+    /// Every resource type.
+    pub fn all(&self) -> Vec<Arc<ResourceInfo>> {
+        self.resources.read().clone()
+    }
+
+    /// Looks up by group, version and plural.
+    pub fn find(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceInfo>> {
+        self.resources
+            .read()
+            .iter()
+            .find(|r| r.group == group && r.version == version && r.plural == plural)
+            .cloned()
+    }
+
+    /// Looks up by `plural` or `plural.group` (kubectl style, e.g. `deployments.apps`).
+    pub fn find_by_name(&self, name: &str) -> Option<Arc<ResourceInfo>> {
+        let (plural, group) = name.split_once('.').unwrap_or((name, ""));
+        self.resources
+            .read()
+            .iter()
+            .find(|r| r.group == group && r.plural == plural)
+            .cloned()
+    }
+
+    /// Whether any resource exists in this group/version.
+    pub fn has_group_version(&self, group: &str, version: &str) -> bool {
+        self.resources
+            .read()
+            .iter()
+            .any(|r| r.group == group && r.version == version)
+    }
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// What a DELETE did.
+#[derive(Debug, Clone)]
+pub struct Deleted {
+    /// The object's final state (removed) or its new version (marked for deletion).
+    pub object: Arc<StoredObject>,
+    /// Whether the object is gone (false: it has finalizers and was only marked).
+    pub removed: bool,
+}
+
+/// The verbs over a registry and a store.
+#[derive(Debug)]
+pub struct Api {
+    /// Resource types.
+    pub registry: Registry,
+    /// Objects and history.
+    pub store: Store,
+    /// Refuse to create namespaced objects in a namespace that does not exist (404
+    /// `namespaces "x" not found`, as the real server's NamespaceLifecycle admission does).
+    pub enforce_namespaces: bool,
+}
+
+fn ns_of<'a>(res: &ResourceInfo, ns: Option<&'a str>) -> &'a str {
+    if res.namespaced() {
+        ns.unwrap_or("")
+    } else {
+        ""
+    }
+}
+
+impl Api {
+    /// Creates an object; 409 AlreadyExists if the name is taken.
+    pub fn create(
+        &self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        mut body: Map<String, Value>,
+    ) -> Result<Arc<StoredObject>, ApiError> {
+        let ns = ns_of(res, namespace);
+        // Resolve generateName first so the key is known before the write.
+        if let Some(Value::Object(meta)) = body.get_mut("metadata") {
+            let has_name = meta
+                .get("name")
+                .and_then(|n| n.as_str())
+                .is_some_and(|n| !n.is_empty());
+            if !has_name
+                && let Some(generate) = meta
+                    .get("generateName")
+                    .and_then(|g| g.as_str())
+                    .filter(|g| !g.is_empty())
+            {
+                let name = format!("{generate}{}", objects_suffix());
+                meta.insert("name".into(), Value::String(name));
+            }
+        }
+        let name = body
+            .get("metadata")
+            .and_then(|m| m.get("name"))
+            .and_then(|n| n.as_str())
+            .unwrap_or("")
+            .to_string();
+        if self.enforce_namespaces
+            && res.namespaced()
+            && self.store.get("namespaces", ns).is_none()
+            && let Some(ns_res) = self.registry.find("", "v1", "namespaces")
+        {
+            return Err(ApiError::not_found(&ns_res, ns));
+        }
+        let key = storage_key(res, ns, &name);
+        self.store
+            .mutate(&res.group_resource(), &key, |current, rev| {
+                let (_, obj) = prepare_create(res, ns, body, rev)?;
+                if current.is_some() {
+                    return Err(ApiError::already_exists(res, &name));
+                }
+                let obj = Arc::new(obj);
+                Ok(Mutation::Put(obj.clone(), obj))
+            })
+    }
+
+    /// Reads one object; 404 NotFound if absent.
+    pub fn get(
+        &self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<Arc<StoredObject>, ApiError> {
+        let key = storage_key(res, ns_of(res, namespace), name);
+        self.store
+            .get(&res.group_resource(), &key)
+            .ok_or_else(|| ApiError::not_found(res, name))
+    }
+
+    /// Replaces an object (PUT); 404 if absent, 409 Conflict on a stale resourceVersion.
+    pub fn update(
+        &self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        name: &str,
+        body: Map<String, Value>,
+        mode: UpdateMode,
+    ) -> Result<Arc<StoredObject>, ApiError> {
+        let key = storage_key(res, ns_of(res, namespace), name);
+        self.store
+            .mutate(&res.group_resource(), &key, |current, rev| {
+                let Some(current) = current else {
+                    return Err(ApiError::not_found(res, name));
+                };
+                Self::outcome(prepare_update(res, current, body, rev, mode)?, current)
+            })
+    }
+
+    fn outcome(
+        o: UpdateOutcome,
+        current: &Arc<StoredObject>,
+    ) -> Result<Mutation<Arc<StoredObject>>, ApiError> {
+        Ok(match o {
+            UpdateOutcome::Unchanged => Mutation::Nothing(current.clone()),
+            UpdateOutcome::Write(obj) => {
+                let obj = Arc::new(obj);
+                Mutation::Put(obj.clone(), obj)
+            }
+            UpdateOutcome::Delete(obj) => {
+                let obj = Arc::new(obj);
+                Mutation::Delete(obj.clone(), obj)
+            }
+        })
+    }
+
+    /// Patches an object. Merge, JSON and strategic-merge patches need the object to exist
+    /// (404); an apply patch creates it when absent.
+    pub fn patch(
+        &self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        name: &str,
+        patch_type: PatchType,
+        patch: &[u8],
+        mode: UpdateMode,
+    ) -> Result<Arc<StoredObject>, ApiError> {
+        let ns = ns_of(res, namespace);
+        let key = storage_key(res, ns, name);
+        self.store
+            .mutate(&res.group_resource(), &key, |current, rev| {
+                let Some(current) = current else {
+                    if patch_type == PatchType::Apply && mode != UpdateMode::Status {
+                        let mut base = Value::Object(Map::new());
+                        apply_patch(res, &mut base, patch_type, patch)?;
+                        let Value::Object(mut body) = base else {
+                            return Err(ApiError::bad_request("apply patch must be a JSON object"));
+                        };
+                        let meta = body
+                            .entry("metadata")
+                            .or_insert_with(|| Value::Object(Map::new()));
+                        if let Value::Object(m) = meta {
+                            m.insert("name".into(), Value::String(name.to_string()));
+                        }
+                        let (_, obj) = prepare_create(res, ns, body, rev)?;
+                        let obj = Arc::new(obj);
+                        return Ok(Mutation::Put(obj.clone(), obj));
+                    }
+                    return Err(ApiError::not_found(res, name));
+                };
+                let mut value = current.to_value();
+                apply_patch(res, &mut value, patch_type, patch)?;
+                let Value::Object(body) = value else {
+                    return Err(ApiError::bad_request(
+                        "the patched object is not a JSON object",
+                    ));
+                };
+                Self::outcome(prepare_update(res, current, body, rev, mode)?, current)
+            })
+    }
+
+    /// Deletes an object (or marks it for deletion if it has finalizers); 404 if absent.
+    pub fn delete(
+        &self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        name: &str,
+        pre: &Preconditions,
+    ) -> Result<Deleted, ApiError> {
+        let key = storage_key(res, ns_of(res, namespace), name);
+        self.store
+            .mutate(&res.group_resource(), &key, |current, rev| {
+                let Some(current) = current else {
+                    return Err(ApiError::not_found(res, name));
+                };
+                Ok(match prepare_delete(res, current, pre, rev)? {
+                    DeleteOutcome::Remove(obj) => {
+                        let obj = Arc::new(obj);
+                        Mutation::Delete(
+                            obj.clone(),
+                            Deleted {
+                                object: obj,
+                                removed: true,
+                            },
+                        )
+                    }
+                    DeleteOutcome::MarkDeleting(obj) => {
+                        let obj = Arc::new(obj);
+                        Mutation::Put(
+                            obj.clone(),
+                            Deleted {
+                                object: obj,
+                                removed: false,
+                            },
+                        )
+                    }
+                    DeleteOutcome::AlreadyDeleting => Mutation::Nothing(Deleted {
+                        object: current.clone(),
+                        removed: false,
+                    }),
+                })
+            })
+    }
+
+    /// Deletes every object matching the options' selectors; returns what was deleted.
+    pub fn delete_collection(
+        &self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        opts: &ListOptions,
+    ) -> Result<Vec<Arc<StoredObject>>, ApiError> {
+        let prefix = match namespace {
+            Some(ns) if res.namespaced() => format!("{ns}/"),
+            _ => String::new(),
+        };
+        let (_, objs) = self
+            .store
+            .list(&res.group_resource(), None, &prefix, "")
+            .map_err(|e| ApiError::internal(&e.to_string()))?;
+        let mut out = Vec::new();
+        for o in objs.iter().filter(|o| list::matches(opts, o)) {
+            let ns = if o.namespace.is_empty() {
+                None
+            } else {
+                Some(o.namespace.as_str())
+            };
+            match self.delete(res, ns, &o.name, &Preconditions::default()) {
+                Ok(d) => out.push(d.object),
+                Err(e) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Serves a LIST (see [`crate::list`] for the semantics).
+    pub async fn list(
+        &self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        opts: &ListOptions,
+        too_large_wait: std::time::Duration,
+    ) -> Result<ListPage, ApiError> {
+        list::list(&self.store, res, namespace, opts, too_large_wait).await
+    }
+}
+
+fn objects_suffix() -> String {
+    // Same alphabet as the real name generator (no vowels, no confusable characters).
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    (0..5)
+        .map(|_| ALPHABET[rand::random_range(0..ALPHABET.len())] as char)
+        .collect()
+}

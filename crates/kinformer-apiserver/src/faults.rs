@@ -1,0 +1,227 @@
+//! Fault injection: make the server misbehave the way real API servers do, on purpose.
+//!
+//! Available from Rust ([`Faults`], from `RunningServer::faults()`) and over HTTP under
+//! `/__kinformer/faults/...` (a path no Kubernetes client uses; see [`crate::http`]).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use serde::{Deserialize, Serialize};
+
+use crate::status::ApiError;
+
+/// A Kubernetes API verb, as the server classifies requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verb {
+    /// GET one object.
+    Get,
+    /// GET a collection.
+    List,
+    /// GET a collection with `watch=true`.
+    Watch,
+    /// POST.
+    Create,
+    /// PUT.
+    Update,
+    /// PATCH.
+    Patch,
+    /// DELETE one object.
+    Delete,
+    /// DELETE a collection.
+    #[serde(rename = "deletecollection")]
+    DeleteCollection,
+}
+
+impl Verb {
+    /// The lowercase name (`list`, `deletecollection`, ...).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verb::Get => "get",
+            Verb::List => "list",
+            Verb::Watch => "watch",
+            Verb::Create => "create",
+            Verb::Update => "update",
+            Verb::Patch => "patch",
+            Verb::Delete => "delete",
+            Verb::DeleteCollection => "deletecollection",
+        }
+    }
+}
+
+/// "Fail the next `count` requests matching `verb` and `resource` with `code`."
+///
+/// ```
+/// use kinformer_apiserver::{FailureRule, Verb};
+/// let rule = FailureRule::new(503, 2).verb(Verb::List).resource("pods");
+/// assert_eq!(rule.count, 2);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FailureRule {
+    /// Only this verb (any verb when `None`).
+    #[serde(default)]
+    pub verb: Option<Verb>,
+    /// Only this resource, as `plural` or `plural.group` (any when `None`).
+    #[serde(default)]
+    pub resource: Option<String>,
+    /// HTTP code to answer with (500, 503, 429, 410, ...), with the matching real `Status`.
+    pub code: u16,
+    /// How many matching requests fail.
+    pub count: u32,
+    /// `Retry-After` for 429 and 503.
+    #[serde(default)]
+    pub retry_after_seconds: Option<u32>,
+}
+
+impl FailureRule {
+    /// Fails the next `count` requests (any verb, any resource) with `code`.
+    pub fn new(code: u16, count: u32) -> Self {
+        FailureRule {
+            verb: None,
+            resource: None,
+            code,
+            count,
+            retry_after_seconds: None,
+        }
+    }
+
+    /// Restricts the rule to one verb.
+    #[must_use]
+    pub fn verb(mut self, verb: Verb) -> Self {
+        self.verb = Some(verb);
+        self
+    }
+
+    /// Restricts the rule to one resource (`pods`, `deployments.apps`).
+    #[must_use]
+    pub fn resource(mut self, resource: &str) -> Self {
+        self.resource = Some(resource.to_string());
+        self
+    }
+
+    /// Sets `Retry-After`.
+    #[must_use]
+    pub fn retry_after(mut self, seconds: u32) -> Self {
+        self.retry_after_seconds = Some(seconds);
+        self
+    }
+}
+
+/// The mutable fault state consulted by the HTTP layer and the watch streams.
+#[derive(Debug)]
+pub struct FaultState {
+    rules: Mutex<Vec<FailureRule>>,
+    latency: Mutex<Duration>,
+    drop_tx: tokio::sync::watch::Sender<u64>,
+    paused_tx: tokio::sync::watch::Sender<bool>,
+}
+
+impl Default for FaultState {
+    fn default() -> Self {
+        FaultState {
+            rules: Mutex::new(Vec::new()),
+            latency: Mutex::new(Duration::ZERO),
+            drop_tx: tokio::sync::watch::channel(0).0,
+            paused_tx: tokio::sync::watch::channel(false).0,
+        }
+    }
+}
+
+impl FaultState {
+    /// If a rule matches this request, consumes one of its failures and returns the error.
+    pub fn take_failure(&self, verb: Verb, resource: &str) -> Option<ApiError> {
+        let mut rules = self.rules.lock();
+        let idx = rules.iter().position(|r| {
+            r.count > 0
+                && r.verb.is_none_or(|v| v == verb)
+                && r.resource.as_deref().is_none_or(|x| x == resource)
+        })?;
+        let rule = &mut rules[idx];
+        rule.count -= 1;
+        let err = ApiError::injected(rule.code, rule.retry_after_seconds);
+        if rule.count == 0 {
+            rules.remove(idx);
+        }
+        Some(err)
+    }
+
+    /// The latency added to every request.
+    pub fn latency(&self) -> Duration {
+        *self.latency.lock()
+    }
+
+    /// A receiver that changes whenever all watches must be dropped.
+    pub fn drop_signal(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.drop_tx.subscribe()
+    }
+
+    /// A receiver of the "watch delivery paused" flag.
+    pub fn paused(&self) -> tokio::sync::watch::Receiver<bool> {
+        self.paused_tx.subscribe()
+    }
+}
+
+/// The fault-injection API of a running server. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Faults {
+    state: Arc<FaultState>,
+    store: Arc<crate::api::Api>,
+}
+
+impl Faults {
+    pub(crate) fn new(state: Arc<FaultState>, store: Arc<crate::api::Api>) -> Self {
+        Faults { state, store }
+    }
+
+    /// Closes every open watch stream (clients see the connection end and re-watch).
+    pub fn drop_watches(&self) {
+        self.state.drop_tx.send_modify(|e| *e += 1);
+    }
+
+    /// Adds a failure rule.
+    pub fn fail_next(&self, rule: FailureRule) {
+        self.state.rules.lock().push(rule);
+    }
+
+    /// Delays every request (before it is served) by `latency`; zero turns it off.
+    pub fn set_latency(&self, latency: Duration) {
+        *self.state.latency.lock() = latency;
+    }
+
+    /// Compacts the history now: every resourceVersion older than the current one becomes
+    /// 410 Gone. Returns the compaction revision.
+    pub fn compact_now(&self) -> u64 {
+        self.store.store.compact_now()
+    }
+
+    /// Like a restarted API server: the history is gone (old resourceVersions are 410 Gone) and
+    /// every watch is dropped. Objects are kept.
+    pub fn forget_history(&self) {
+        self.store.store.compact_now();
+        self.drop_watches();
+    }
+
+    /// Holds back watch events (watches stay open; events queue up in the history).
+    pub fn pause_watches(&self) {
+        self.state.paused_tx.send_replace(true);
+    }
+
+    /// Resumes watch delivery; held-back events are sent in order.
+    pub fn resume_watches(&self) {
+        self.state.paused_tx.send_replace(false);
+    }
+
+    /// Removes every failure rule and latency, and resumes watches.
+    pub fn clear(&self) {
+        self.state.rules.lock().clear();
+        self.set_latency(Duration::ZERO);
+        self.resume_watches();
+    }
+
+    /// The failure rules still pending.
+    pub fn pending_rules(&self) -> Vec<FailureRule> {
+        self.state.rules.lock().clone()
+    }
+}

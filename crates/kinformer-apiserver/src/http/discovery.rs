@@ -1,0 +1,127 @@
+//! Discovery documents: `/api`, `/apis`, `/apis/{group}`, `/api/v1`, `/apis/{g}/{v}`,
+//! `/version`. Unaggregated (v1) discovery: kubectl falls back to it when the server does not
+//! answer the aggregated form.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Value, json};
+
+use crate::api::Registry;
+
+const VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
+
+/// `/api`.
+pub fn core_versions(address: &str) -> Value {
+    json!({
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": address}]
+    })
+}
+
+fn group_entry(group: &str, versions: &[String]) -> Value {
+    let vs: Vec<Value> = versions
+        .iter()
+        .map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v}))
+        .collect();
+    json!({
+        "name": group,
+        "versions": vs,
+        "preferredVersion": vs.first().cloned().unwrap_or(Value::Null),
+    })
+}
+
+fn groups(registry: &Registry) -> BTreeMap<String, Vec<String>> {
+    let mut m: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for r in registry.all() {
+        if r.group.is_empty() {
+            continue;
+        }
+        let e = m.entry(r.group.clone()).or_default();
+        if !e.contains(&r.version) {
+            e.push(r.version.clone());
+        }
+    }
+    m
+}
+
+/// `/apis`.
+pub fn group_list(registry: &Registry) -> Value {
+    let gs: Vec<Value> = groups(registry)
+        .iter()
+        .map(|(g, vs)| group_entry(g, vs))
+        .collect();
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": gs})
+}
+
+/// `/apis/{group}`.
+pub fn group(registry: &Registry, group: &str) -> Value {
+    let vs = groups(registry).remove(group).unwrap_or_default();
+    let mut g = group_entry(group, &vs);
+    g["kind"] = json!("APIGroup");
+    g["apiVersion"] = json!("v1");
+    g
+}
+
+/// `/api/v1` or `/apis/{group}/{version}`.
+pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Value {
+    let mut resources = Vec::new();
+    for r in registry
+        .all()
+        .iter()
+        .filter(|r| r.group == group && r.version == version)
+    {
+        let mut entry = json!({
+            "name": r.plural,
+            "singularName": r.singular,
+            "namespaced": r.namespaced(),
+            "kind": r.kind,
+            "verbs": VERBS,
+        });
+        if !r.short_names.is_empty() {
+            entry["shortNames"] = json!(r.short_names);
+        }
+        resources.push(entry);
+        if r.status_subresource {
+            resources.push(json!({
+                "name": format!("{}/status", r.plural),
+                "singularName": "",
+                "namespaced": r.namespaced(),
+                "kind": r.kind,
+                "verbs": ["get", "patch", "update"],
+            }));
+        }
+    }
+    let gv = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources})
+}
+
+/// `/version`.
+pub fn version() -> Value {
+    json!({
+        "major": "1",
+        "minor": "35",
+        "emulationMajor": "1",
+        "emulationMinor": "35",
+        "gitVersion": "v1.35.0-kinformer",
+        "gitCommit": "0000000000000000000000000000000000000000",
+        "gitTreeState": "clean",
+        "buildDate": "2026-01-01T00:00:00Z",
+        "goVersion": "go1.25.0",
+        "compiler": "gc",
+        "platform": "linux/amd64"
+    })
+}

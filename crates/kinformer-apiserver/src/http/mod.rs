@@ -1,0 +1,50 @@
+//! The HTTP face of the server: Kubernetes REST paths, discovery, and the admin endpoints.
+//!
+//! Requests are routed by hand (one fallback handler) because Kubernetes paths are ambiguous
+//! for a static router: `/api/v1/namespaces/x/status` is the status of namespace `x`, while
+//! `/api/v1/namespaces/x/pods` is the pods in it.
+//!
+//! Admin endpoints (fault injection and introspection), under `/__kinformer/`:
+//! - `POST /__kinformer/faults/drop-watches`
+//! - `POST /__kinformer/faults/fail` with a JSON [`crate::FailureRule`], e.g.
+//!   `{"verb":"list","resource":"pods","code":503,"count":2,"retryAfterSeconds":1}`
+//! - `POST /__kinformer/faults/latency` with `{"millis": 200}`
+//! - `POST /__kinformer/faults/compact`, `.../forget-history`, `.../pause-watches`,
+//!   `.../resume-watches`, `.../clear`
+//! - `GET /__kinformer/requests` (the request log as JSON), `DELETE` to clear it
+//! - `GET /__kinformer/state/{resource}[?namespace=ns]`: exact objects with resourceVersions
+
+mod admin;
+mod discovery;
+mod openapi;
+mod path;
+mod resources;
+mod response;
+pub mod table;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Request, State};
+use axum::response::Response;
+
+use crate::context::Context;
+
+pub use path::{Target, parse_path};
+
+/// The server's router.
+pub fn router(ctx: Arc<Context>) -> Router {
+    Router::new().fallback(handle).with_state(ctx)
+}
+
+async fn handle(State(ctx): State<Arc<Context>>, req: Request) -> Response {
+    let path = req.uri().path().to_string();
+    if path.starts_with("/__kinformer/") {
+        return admin::handle(ctx, req).await;
+    }
+    let latency = ctx.faults.latency();
+    if !latency.is_zero() {
+        tokio::time::sleep(latency).await;
+    }
+    resources::handle(ctx, req).await
+}

@@ -1,0 +1,311 @@
+//! Resource requests: classify (verb), apply faults, serve, record.
+
+use std::sync::Arc;
+
+use axum::extract::Request;
+use axum::response::Response;
+use http::{Method, header};
+use serde_json::{Value, json};
+
+use super::path::{Target, parse_path};
+use super::table::{IncludeObject, table, wants_table};
+use super::{discovery, openapi, response};
+use crate::context::{Context, RequestRecord};
+use crate::faults::Verb;
+use crate::objects::{Preconditions, UpdateMode, decode_body};
+use crate::options::{ListOptions, parse_query};
+use crate::patch::PatchType;
+use crate::resource::ResourceInfo;
+use crate::selector::SelectorError;
+use crate::status::{ApiError, success_status};
+use crate::store::{COMMON_FIELDS, extra_fields};
+use crate::watch::{WatchRequest, run_watch};
+
+/// The request log keeps at most this many entries.
+const MAX_RECORDED_REQUESTS: usize = 100_000;
+
+struct Classified {
+    verb: Verb,
+    resource: Arc<ResourceInfo>,
+    namespace: Option<String>,
+    name: Option<String>,
+    subresource: Option<String>,
+}
+
+fn classify(method: &Method, target: Target, watch: bool) -> Result<Classified, ApiError> {
+    let Target::Resource {
+        resource,
+        namespace,
+        name,
+        subresource,
+    } = target
+    else {
+        return Err(ApiError::not_found_path());
+    };
+    if let Some(sub) = &subresource
+        && !(sub == "status" && resource.status_subresource)
+    {
+        return Err(ApiError::not_found_path());
+    }
+    let collection = name.is_none();
+    let verb = match (method.as_str(), collection) {
+        ("GET", true) if watch => Verb::Watch,
+        ("GET", true) => Verb::List,
+        ("GET", false) => Verb::Get,
+        ("POST", true) => Verb::Create,
+        ("PUT", false) => Verb::Update,
+        ("PATCH", false) => Verb::Patch,
+        ("DELETE", false) => Verb::Delete,
+        ("DELETE", true) => Verb::DeleteCollection,
+        _ => return Err(ApiError::method_not_allowed()),
+    };
+    if subresource.is_some() && !matches!(verb, Verb::Get | Verb::Update | Verb::Patch) {
+        return Err(ApiError::method_not_allowed());
+    }
+    // Creating needs the namespace in the path for namespaced resources.
+    if verb == Verb::Create && resource.namespaced() && namespace.is_none() {
+        return Err(ApiError::method_not_allowed());
+    }
+    Ok(Classified {
+        verb,
+        resource,
+        namespace,
+        name,
+        subresource,
+    })
+}
+
+fn check_fields(res: &ResourceInfo, opts: &ListOptions) -> Result<(), ApiError> {
+    let mut supported: Vec<&str> = COMMON_FIELDS.to_vec();
+    supported.extend_from_slice(extra_fields(&res.group, &res.plural));
+    opts.field_selector
+        .check_supported(&supported)
+        .map_err(|e| match e {
+            SelectorError::UnsupportedField(f) => {
+                ApiError::bad_request(format!("field label not supported: {f}"))
+            }
+            other => ApiError::bad_request(other.to_string()),
+        })
+}
+
+async fn read_body(ctx: &Context, req: Request) -> Result<bytes::Bytes, ApiError> {
+    let limit = ctx.settings.max_body_bytes;
+    axum::body::to_bytes(req.into_body(), limit)
+        .await
+        .map_err(|_| ApiError::too_large_body(limit))
+}
+
+fn parse_delete_options(body: &[u8]) -> Result<Preconditions, ApiError> {
+    if body.iter().all(|b| b.is_ascii_whitespace()) {
+        return Ok(Preconditions::default());
+    }
+    let v: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
+    let pre = v.get("preconditions");
+    let get = |f: &str| {
+        pre.and_then(|p| p.get(f))
+            .and_then(|x| x.as_str())
+            .map(|s| s.to_string())
+    };
+    Ok(Preconditions {
+        uid: get("uid"),
+        resource_version: get("resourceVersion"),
+    })
+}
+
+/// Serves a (non-admin) request.
+pub async fn handle(ctx: Arc<Context>, req: Request) -> Response {
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let raw_query = req.uri().query().unwrap_or("").to_string();
+    let (code, verb, resp) = serve(&ctx, req, &method, &path, &raw_query).await;
+    if ctx.settings.record_requests {
+        let mut log = ctx.requests.lock();
+        if log.len() >= MAX_RECORDED_REQUESTS {
+            // Bounded memory for long-running servers: forget the older half.
+            log.drain(..MAX_RECORDED_REQUESTS / 2);
+        }
+        log.push(RequestRecord {
+            method: method.to_string(),
+            path,
+            query: raw_query,
+            verb: verb.map(|v| v.as_str().to_string()),
+            code,
+        });
+    }
+    resp
+}
+
+async fn serve(
+    ctx: &Arc<Context>,
+    req: Request,
+    method: &Method,
+    path: &str,
+    raw_query: &str,
+) -> (u16, Option<Verb>, Response) {
+    let target = parse_path(&ctx.api.registry, path);
+    let discovery = match &target {
+        Target::CoreVersions => Some(discovery::core_versions(&ctx.address.lock())),
+        Target::Groups => Some(discovery::group_list(&ctx.api.registry)),
+        Target::Group(g) => Some(discovery::group(&ctx.api.registry, g)),
+        Target::GroupVersion(g, v) => Some(discovery::resource_list(&ctx.api.registry, g, v)),
+        Target::Version => Some(discovery::version()),
+        Target::OpenApiV3(None) => Some(openapi::index(&ctx.api.registry)),
+        Target::OpenApiV3(Some(gv)) => match openapi::group_version(&ctx.api.registry, gv) {
+            Some(doc) => Some(doc),
+            None => {
+                let e = ApiError::not_found_path();
+                return (e.code, None, response::error(&e));
+            }
+        },
+        Target::Health => {
+            return (200, None, response::json_bytes(200, "ok"));
+        }
+        _ => None,
+    };
+    if let Some(doc) = discovery {
+        if method != Method::GET {
+            let e = ApiError::method_not_allowed();
+            return (e.code, None, response::error(&e));
+        }
+        return (200, None, response::json_value(200, &doc));
+    }
+    let query = parse_query(Some(raw_query));
+    let watch_flag = matches!(
+        query.get("watch").map(|s| s.as_str()),
+        Some("true" | "1" | "True")
+    );
+    let c = match classify(method, target, watch_flag) {
+        Ok(c) => c,
+        Err(e) => return (e.code, None, response::error(&e)),
+    };
+    if let Some(e) = ctx
+        .faults
+        .take_failure(c.verb, &c.resource.group_resource())
+    {
+        return (e.code, Some(c.verb), response::error(&e));
+    }
+    let verb = c.verb;
+    match serve_verb(ctx, req, c, &query).await {
+        Ok((code, r)) => (code, Some(verb), r),
+        Err(e) => (e.code, Some(verb), response::error(&e)),
+    }
+}
+
+async fn serve_verb(
+    ctx: &Arc<Context>,
+    req: Request,
+    c: Classified,
+    query: &std::collections::HashMap<String, String>,
+) -> Result<(u16, Response), ApiError> {
+    let api = &ctx.api;
+    let res = &c.resource;
+    let ns = c.namespace.as_deref();
+    let name = c.name.as_deref().unwrap_or("");
+    let accept = req
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let as_table = wants_table(accept)
+        .then(|| IncludeObject::parse(query.get("includeObject").map(|s| s.as_str())));
+    let mode = if c.subresource.is_some() {
+        UpdateMode::Status
+    } else {
+        UpdateMode::Main
+    };
+    match c.verb {
+        Verb::Get => {
+            let o = api.get(res, ns, name)?;
+            if let Some(inc) = as_table {
+                let meta = json!({"resourceVersion": o.resource_version.to_string()});
+                let t = table(res, &[o.to_value()], meta, inc);
+                return Ok((200, response::json_value(200, &t)));
+            }
+            Ok((200, response::object(200, &o)))
+        }
+        Verb::List => {
+            let opts = ListOptions::from_query(query)?;
+            check_fields(res, &opts)?;
+            let page = api
+                .list(res, ns, &opts, ctx.settings.too_large_wait)
+                .await?;
+            if let Some(inc) = as_table {
+                let mut meta = serde_json::Map::new();
+                meta.insert(
+                    "resourceVersion".into(),
+                    page.resource_version.to_string().into(),
+                );
+                if let Some(c) = &page.continue_token {
+                    meta.insert("continue".into(), c.clone().into());
+                }
+                if let Some(n) = page.remaining_item_count {
+                    meta.insert("remainingItemCount".into(), n.into());
+                }
+                let objs: Vec<Value> = page.items.iter().map(|o| o.to_value()).collect();
+                let t = table(res, &objs, Value::Object(meta), inc);
+                return Ok((200, response::json_value(200, &t)));
+            }
+            Ok((200, response::list(res, page)))
+        }
+        Verb::Watch => {
+            let opts = ListOptions::from_query(query)?;
+            check_fields(res, &opts)?;
+            opts.numeric_rv()?;
+            let (tx, rx) = tokio::sync::mpsc::channel(16);
+            let wreq = WatchRequest {
+                resource: res.clone(),
+                namespace: c.namespace.clone(),
+                opts,
+                table: as_table,
+            };
+            tokio::spawn(run_watch(ctx.clone(), wreq, tx));
+            Ok((200, response::watch(rx)))
+        }
+        Verb::Create => {
+            let body = read_body(ctx, req).await?;
+            let obj = decode_body(res, &body)?;
+            let o = api.create(res, ns, obj)?;
+            Ok((201, response::object(201, &o)))
+        }
+        Verb::Update => {
+            let body = read_body(ctx, req).await?;
+            let obj = decode_body(res, &body)?;
+            let o = api.update(res, ns, name, obj, mode)?;
+            Ok((200, response::object(200, &o)))
+        }
+        Verb::Patch => {
+            let ct = req
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_string();
+            let pt = PatchType::from_content_type(&ct)
+                .ok_or_else(|| ApiError::unsupported_media_type(&ct))?;
+            let body = read_body(ctx, req).await?;
+            let existed = api.get(res, ns, name).is_ok();
+            let o = api.patch(res, ns, name, pt, &body, mode)?;
+            let code = if existed { 200 } else { 201 };
+            Ok((code, response::object(code, &o)))
+        }
+        Verb::Delete => {
+            let body = read_body(ctx, req).await?;
+            let pre = parse_delete_options(&body)?;
+            let d = api.delete(res, ns, name, &pre)?;
+            if d.removed && !res.return_deleted_object {
+                let s = success_status(res, name, &d.object.uid);
+                Ok((200, response::json_value(200, &s)))
+            } else {
+                Ok((200, response::object(200, &d.object)))
+            }
+        }
+        Verb::DeleteCollection => {
+            let opts = ListOptions::from_query(query)?;
+            check_fields(res, &opts)?;
+            let deleted = api.delete_collection(res, ns, &opts)?;
+            let rv = api.store.revision();
+            Ok((200, response::plain_list(res, rv, deleted)))
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! Building responses: objects, lists (streamed from stored bytes), statuses, watch streams.
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::response::Response;
+use bytes::{BufMut, Bytes, BytesMut};
+use http::{HeaderValue, StatusCode, header};
+
+use crate::list::ListPage;
+use crate::resource::ResourceInfo;
+use crate::status::ApiError;
+use crate::store::StoredObject;
+
+const LIST_CHUNK: usize = 256 * 1024;
+
+/// A JSON response with the given code.
+pub fn json_bytes(code: u16, body: impl Into<Body>) -> Response {
+    let mut r = Response::new(body.into());
+    *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+/// A JSON value response.
+pub fn json_value(code: u16, v: &serde_json::Value) -> Response {
+    json_bytes(code, serde_json::to_vec(v).unwrap_or_default())
+}
+
+/// An error as a `Status` response (with `Retry-After` when set).
+pub fn error(e: &ApiError) -> Response {
+    let mut r = json_bytes(e.code, e.to_bytes());
+    if let Some(s) = e.retry_after
+        && let Ok(v) = HeaderValue::from_str(&s.to_string())
+    {
+        r.headers_mut().insert(header::RETRY_AFTER, v);
+    }
+    r
+}
+
+/// One stored object.
+pub fn object(code: u16, o: &StoredObject) -> Response {
+    json_bytes(code, o.bytes.clone())
+}
+
+fn list_header(
+    res: &ResourceInfo,
+    page_rv: Option<u64>,
+    cont: Option<&str>,
+    remaining: Option<u64>,
+) -> Vec<u8> {
+    let mut meta = serde_json::Map::new();
+    if let Some(rv) = page_rv {
+        meta.insert("resourceVersion".into(), rv.to_string().into());
+    }
+    if let Some(c) = cont {
+        meta.insert("continue".into(), c.into());
+    }
+    if let Some(n) = remaining {
+        meta.insert("remainingItemCount".into(), n.into());
+    }
+    let head = serde_json::json!({"kind": res.list_kind(), "apiVersion": res.api_version(), "metadata": meta});
+    let mut s = serde_json::to_vec(&head).unwrap_or_default();
+    // Reopen the object to append the items.
+    s.pop();
+    s.extend_from_slice(b",\"items\":[");
+    s
+}
+
+/// A list response, streamed in chunks built straight from the stored bytes.
+pub fn list(res: &ResourceInfo, page: ListPage) -> Response {
+    let head = list_header(
+        res,
+        Some(page.resource_version),
+        page.continue_token.as_deref(),
+        page.remaining_item_count,
+    );
+    items_body(head, page.items)
+}
+
+/// A list of objects with only a resourceVersion (deletecollection).
+pub fn plain_list(res: &ResourceInfo, rv: u64, items: Vec<Arc<StoredObject>>) -> Response {
+    items_body(list_header(res, Some(rv), None, None), items)
+}
+
+fn items_body(head: Vec<u8>, items: Vec<Arc<StoredObject>>) -> Response {
+    let total: usize = items.iter().map(|o| o.bytes.len() + 1).sum::<usize>() + head.len() + 2;
+    let mut first = BytesMut::with_capacity(LIST_CHUNK.min(total));
+    first.put_slice(&head);
+    let stream = futures::stream::unfold(
+        (Some(first), items.into_iter().enumerate(), false),
+        |(buf, mut iter, done)| async move {
+            if done {
+                return None;
+            }
+            let mut buf = buf.unwrap_or_else(|| BytesMut::with_capacity(LIST_CHUNK));
+            loop {
+                match iter.next() {
+                    Some((i, o)) => {
+                        if i > 0 {
+                            buf.put_u8(b',');
+                        }
+                        buf.put_slice(&o.bytes);
+                        if buf.len() >= LIST_CHUNK {
+                            let chunk: Bytes = buf.freeze();
+                            return Some((
+                                Ok::<_, std::convert::Infallible>(chunk),
+                                (None, iter, false),
+                            ));
+                        }
+                    }
+                    None => {
+                        buf.put_slice(b"]}");
+                        return Some((Ok(buf.freeze()), (None, iter, true)));
+                    }
+                }
+            }
+        },
+    );
+    let mut r = Response::new(Body::from_stream(stream));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+/// A streaming watch response fed by `rx`.
+pub fn watch(rx: tokio::sync::mpsc::Receiver<Bytes>) -> Response {
+    let stream = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv()
+            .await
+            .map(|b| (Ok::<_, std::convert::Infallible>(b), rx))
+    });
+    let mut r = Response::new(Body::from_stream(stream));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache, private"),
+    );
+    r
+}

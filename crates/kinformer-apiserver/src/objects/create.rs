@@ -1,0 +1,146 @@
+//! CREATE: resolving the name, validating, setting server metadata.
+
+use serde_json::{Map, Value};
+
+use crate::resource::ResourceInfo;
+use crate::status::ApiError;
+use crate::store::StoredObject;
+
+use super::*;
+
+/// A new object ready to be created: name resolved (or generated from `generateName`),
+/// validated, with server-set metadata. Returns the storage key and the object.
+pub fn prepare_create(
+    res: &ResourceInfo,
+    path_ns: &str,
+    mut obj: Map<String, Value>,
+    rev: u64,
+) -> Result<(String, StoredObject), ApiError> {
+    check_type_meta(res, &obj)?;
+    let meta = metadata_mut(res, &mut obj)?;
+    let mut name = str_field(meta, "name").to_string();
+    if name.is_empty() {
+        let generate = str_field(meta, "generateName").to_string();
+        if generate.is_empty() {
+            return Err(invalid(
+                res,
+                "",
+                "metadata.name",
+                "FieldValueRequired",
+                "Required value: name or generateName is required".into(),
+            ));
+        }
+        name = format!("{generate}{}", random_suffix());
+        meta.insert("name".into(), Value::String(name.clone()));
+    }
+    validate_name(res, &name)?;
+    let ns = check_namespace(res, meta, path_ns)?;
+    let uid = new_uid();
+    meta.insert("uid".into(), Value::String(uid.clone()));
+    meta.insert("resourceVersion".into(), Value::String(rev.to_string()));
+    meta.insert("creationTimestamp".into(), Value::String(now_rfc3339()));
+    meta.remove("deletionTimestamp");
+    meta.remove("deletionGracePeriodSeconds");
+    if res.tracks_generation {
+        meta.insert("generation".into(), Value::from(1));
+    } else {
+        meta.remove("generation");
+    }
+    set_type_meta(res, &mut obj);
+    let key = storage_key(res, &ns, &name);
+    Ok((key, finish(res, obj, &ns, &name, &uid, rev)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::objects::test_util::{body, pods};
+    use serde_json::json;
+
+    #[test]
+    fn create_sets_server_metadata() {
+        let (key, o) = prepare_create(
+            &pods(),
+            "ns",
+            body(json!({"metadata": {"name": "p"}, "spec": {}})),
+            7,
+        )
+        .unwrap();
+        assert_eq!(key, "ns/p");
+        let v = o.to_value();
+        assert_eq!(v["metadata"]["resourceVersion"], "7");
+        assert_eq!(v["metadata"]["namespace"], "ns");
+        assert_eq!(v["metadata"]["generation"], 1);
+        assert_eq!(v["kind"], "Pod");
+        assert_eq!(v["apiVersion"], "v1");
+        assert_eq!(v["metadata"]["uid"].as_str().unwrap().len(), 36);
+        assert!(
+            v["metadata"]["creationTimestamp"]
+                .as_str()
+                .unwrap()
+                .ends_with('Z')
+        );
+    }
+
+    #[test]
+    fn generate_name_appends_five_characters() {
+        let (_, o) = prepare_create(
+            &pods(),
+            "ns",
+            body(json!({"metadata": {"generateName": "web-"}})),
+            2,
+        )
+        .unwrap();
+        assert!(o.name.starts_with("web-"));
+        assert_eq!(o.name.len(), 9);
+    }
+
+    #[test]
+    fn create_errors_have_real_shapes() {
+        let e = prepare_create(&pods(), "ns", body(json!({"metadata": {}})), 2).unwrap_err();
+        assert_eq!(e.code, 422);
+        assert_eq!(
+            e.message,
+            "Pod \"\" is invalid: metadata.name: Required value: name or generateName is required"
+        );
+        let e = prepare_create(
+            &pods(),
+            "ns",
+            body(json!({"metadata": {"name": "Bad_Name"}})),
+            2,
+        )
+        .unwrap_err();
+        assert_eq!(e.reason, "Invalid");
+        assert!(e.message.starts_with("Pod \"Bad_Name\" is invalid: metadata.name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain"));
+        let e = prepare_create(
+            &pods(),
+            "ns",
+            body(json!({"metadata": {"name": "p", "namespace": "other"}})),
+            2,
+        )
+        .unwrap_err();
+        assert_eq!((e.code, e.reason.as_str()), (400, "BadRequest"));
+        let e = prepare_create(
+            &pods(),
+            "ns",
+            body(json!({"kind": "ConfigMap", "metadata": {"name": "p"}})),
+            2,
+        )
+        .unwrap_err();
+        assert_eq!(e.code, 400);
+        let e = prepare_create(
+            &pods(),
+            "ns",
+            body(json!({"metadata": {"name": "p", "labels": {"a": 1}}})),
+            2,
+        )
+        .unwrap_err();
+        assert_eq!(e.code, 400);
+        assert!(
+            e.message
+                .starts_with("Pod in version \"v1\" cannot be handled as a Pod:")
+        );
+        let e = decode_body(&pods(), b"{not json").unwrap_err();
+        assert_eq!(e.code, 400);
+    }
+}

@@ -1,0 +1,295 @@
+//! Turning request bodies into stored objects: server-set metadata (uid, resourceVersion,
+//! creationTimestamp, generation), validation with the real error shapes, the update rules
+//! (status subresource, preconditions, no-op updates) and deletion with finalizers.
+
+use serde_json::{Map, Value};
+
+use crate::resource::ResourceInfo;
+use crate::status::ApiError;
+use crate::store::{StoredObject, extra_fields};
+
+mod create;
+mod delete;
+mod update;
+
+pub use create::prepare_create;
+pub use delete::{DeleteOutcome, Preconditions, prepare_delete};
+pub use update::{UpdateMode, UpdateOutcome, prepare_update};
+
+const SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+const LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+
+/// Whether `s` is a DNS-1123 label (`[a-z0-9]([-a-z0-9]*[a-z0-9])?`, at most 63 characters).
+pub fn is_dns1123_label(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && b.len() <= 63
+        && b[0].is_ascii_alphanumeric()
+        && b[b.len() - 1].is_ascii_alphanumeric()
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+}
+
+/// Whether `s` is a DNS-1123 subdomain (dot-separated labels, at most 253 characters).
+pub fn is_dns1123_subdomain(s: &str) -> bool {
+    s.len() <= 253 && s.split('.').all(is_dns1123_label)
+}
+
+fn invalid(res: &ResourceInfo, name: &str, field: &str, reason: &str, msg: String) -> ApiError {
+    ApiError::invalid(
+        &res.kind,
+        &res.group,
+        name,
+        &[(field.to_string(), reason.to_string(), msg)],
+    )
+}
+
+fn cannot_handle(res: &ResourceInfo, why: impl std::fmt::Display) -> ApiError {
+    ApiError::bad_request(format!(
+        "{} in version \"{}\" cannot be handled as a {}: {}",
+        res.kind, res.version, res.kind, why
+    ))
+}
+
+/// Parses a request body into a JSON object (400 BadRequest otherwise).
+pub fn decode_body(res: &ResourceInfo, body: &[u8]) -> Result<Map<String, Value>, ApiError> {
+    let v: Value = serde_json::from_slice(body).map_err(|e| cannot_handle(res, e))?;
+    match v {
+        Value::Object(m) => Ok(m),
+        other => Err(cannot_handle(
+            res,
+            format!("expected a JSON object, got {}", type_name(&other)),
+        )),
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn check_type_meta(res: &ResourceInfo, obj: &Map<String, Value>) -> Result<(), ApiError> {
+    if let Some(v) = obj.get("apiVersion") {
+        let want = res.api_version();
+        if v.as_str() != Some(want.as_str()) {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({}) does not match the expected API version ({})",
+                v.as_str().unwrap_or("?"),
+                want
+            )));
+        }
+    }
+    if let Some(k) = obj.get("kind")
+        && k.as_str() != Some(res.kind.as_str())
+    {
+        return Err(ApiError::bad_request(format!(
+            "the kind in the data ({}) does not match the expected kind ({})",
+            k.as_str().unwrap_or("?"),
+            res.kind
+        )));
+    }
+    Ok(())
+}
+
+fn metadata_mut<'a>(
+    res: &ResourceInfo,
+    obj: &'a mut Map<String, Value>,
+) -> Result<&'a mut Map<String, Value>, ApiError> {
+    let meta = obj
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if meta.is_null() {
+        *meta = Value::Object(Map::new());
+    }
+    let Value::Object(meta) = meta else {
+        return Err(cannot_handle(
+            res,
+            "json: cannot unmarshal into Go struct field .metadata of type v1.ObjectMeta",
+        ));
+    };
+    for map_field in ["labels", "annotations"] {
+        match meta.get(map_field) {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(m)) => {
+                if m.values().any(|v| !v.is_string()) {
+                    return Err(cannot_handle(
+                        res,
+                        format!(
+                            "json: cannot unmarshal number into Go struct field ObjectMeta.metadata.{map_field} of type string"
+                        ),
+                    ));
+                }
+            }
+            Some(_) => {
+                return Err(cannot_handle(
+                    res,
+                    format!(
+                        "json: cannot unmarshal into Go struct field ObjectMeta.metadata.{map_field} of type map[string]string"
+                    ),
+                ));
+            }
+        }
+    }
+    for str_field in [
+        "name",
+        "namespace",
+        "generateName",
+        "resourceVersion",
+        "uid",
+    ] {
+        if let Some(v) = meta.get(str_field)
+            && !v.is_string()
+            && !v.is_null()
+        {
+            return Err(cannot_handle(
+                res,
+                format!(
+                    "json: cannot unmarshal {} into Go struct field ObjectMeta.metadata.{str_field} of type string",
+                    type_name(v)
+                ),
+            ));
+        }
+    }
+    Ok(meta)
+}
+
+fn str_field<'a>(meta: &'a Map<String, Value>, f: &str) -> &'a str {
+    meta.get(f).and_then(|v| v.as_str()).unwrap_or("")
+}
+
+/// The current time as the API server formats timestamps (RFC 3339, seconds).
+pub fn now_rfc3339() -> String {
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+/// A random v4 UUID string.
+pub fn new_uid() -> String {
+    let b: [u8; 16] = rand::random();
+    let mut b = b;
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
+fn random_suffix() -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    (0..5)
+        .map(|_| ALPHABET[rand::random_range(0..ALPHABET.len())] as char)
+        .collect()
+}
+
+fn validate_name(res: &ResourceInfo, name: &str) -> Result<(), ApiError> {
+    let (ok, msg) = if res.plural == "namespaces" && res.group.is_empty() {
+        (is_dns1123_label(name), LABEL_MSG)
+    } else {
+        (is_dns1123_subdomain(name), SUBDOMAIN_MSG)
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(invalid(
+            res,
+            name,
+            "metadata.name",
+            "FieldValueInvalid",
+            format!("Invalid value: \"{name}\": {msg}"),
+        ))
+    }
+}
+
+fn check_namespace(
+    res: &ResourceInfo,
+    meta: &mut Map<String, Value>,
+    path_ns: &str,
+) -> Result<String, ApiError> {
+    if res.namespaced() {
+        let body_ns = str_field(meta, "namespace").to_string();
+        if !body_ns.is_empty() && body_ns != path_ns {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+        meta.insert("namespace".into(), Value::String(path_ns.to_string()));
+        Ok(path_ns.to_string())
+    } else {
+        meta.remove("namespace");
+        Ok(String::new())
+    }
+}
+
+fn finish(
+    res: &ResourceInfo,
+    obj: Map<String, Value>,
+    ns: &str,
+    name: &str,
+    uid: &str,
+    rev: u64,
+) -> StoredObject {
+    let value = Value::Object(obj);
+    StoredObject::from_value(
+        &value,
+        ns,
+        name,
+        uid,
+        rev,
+        extra_fields(&res.group, &res.plural),
+    )
+}
+
+fn set_type_meta(res: &ResourceInfo, obj: &mut Map<String, Value>) {
+    obj.insert("apiVersion".into(), Value::String(res.api_version()));
+    obj.insert("kind".into(), Value::String(res.kind.clone()));
+}
+
+/// The storage key of an object.
+pub fn storage_key(res: &ResourceInfo, namespace: &str, name: &str) -> String {
+    if res.namespaced() {
+        format!("{namespace}/{name}")
+    } else {
+        name.to_string()
+    }
+}
+
+/// Rewrites `metadata.resourceVersion` in an object's JSON (used for watch events that
+/// present the previous state at a newer revision).
+pub fn with_resource_version(obj: &StoredObject, rev: u64) -> bytes::Bytes {
+    let mut v = obj.to_value();
+    if let Some(m) = v.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+        m.insert("resourceVersion".into(), Value::String(rev.to_string()));
+    }
+    bytes::Bytes::from(serde_json::to_vec(&v).unwrap_or_default())
+}
+
+#[cfg(test)]
+pub(crate) mod test_util {
+    use serde_json::{Map, Value};
+
+    use crate::resource::{ResourceInfo, builtin_resources};
+
+    pub fn pods() -> ResourceInfo {
+        builtin_resources()
+            .into_iter()
+            .find(|r| r.plural == "pods")
+            .unwrap()
+    }
+
+    pub fn body(v: Value) -> Map<String, Value> {
+        v.as_object().unwrap().clone()
+    }
+}

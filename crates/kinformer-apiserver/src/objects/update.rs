@@ -1,0 +1,243 @@
+//! UPDATE: preconditions, immutable metadata, status subresource, generation, no-op detection.
+
+use serde_json::{Map, Value};
+
+use crate::resource::ResourceInfo;
+use crate::status::ApiError;
+use crate::store::StoredObject;
+
+use super::*;
+
+/// Which part of an object an update writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum UpdateMode {
+    /// The main resource: `status` is kept from the stored object when the resource has a
+    /// status subresource.
+    Main,
+    /// The `/status` subresource: only `status` changes.
+    Status,
+    /// Storage-level write (direct Rust API): the object is stored as given.
+    Raw,
+}
+
+/// What an update resolves to.
+#[derive(Debug)]
+pub enum UpdateOutcome {
+    /// Store this new version.
+    Write(StoredObject),
+    /// Nothing changed: the stored object stays (no revision is used).
+    Unchanged,
+    /// The last finalizer was removed from an object being deleted: delete it, with this final
+    /// state.
+    Delete(StoredObject),
+}
+
+fn without(v: &Map<String, Value>, keys: &[&str]) -> Map<String, Value> {
+    v.iter()
+        .filter(|(k, _)| !keys.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// Applies an update of `old` to `new` (a full object body). Checks the name, namespace and
+/// `metadata.resourceVersion` precondition (409 Conflict when stale), keeps immutable metadata,
+/// bumps `generation` when anything but metadata and status changed, and detects no-op updates.
+pub fn prepare_update(
+    res: &ResourceInfo,
+    old: &StoredObject,
+    mut new: Map<String, Value>,
+    rev: u64,
+    mode: UpdateMode,
+) -> Result<UpdateOutcome, ApiError> {
+    check_type_meta(res, &new)?;
+    let Value::Object(old_obj) = old.to_value() else {
+        return Err(ApiError::internal("stored object is not a JSON object"));
+    };
+    {
+        let meta = metadata_mut(res, &mut new)?;
+        let body_name = str_field(meta, "name");
+        if !body_name.is_empty() && body_name != old.name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({}) does not match the name on the URL ({})",
+                body_name, old.name
+            )));
+        }
+        meta.insert("name".into(), Value::String(old.name.clone()));
+        check_namespace(res, meta, &old.namespace)?;
+        let body_rv = str_field(meta, "resourceVersion");
+        if !body_rv.is_empty() {
+            let Ok(rv) = body_rv.parse::<u64>() else {
+                return Err(invalid(
+                    res,
+                    &old.name,
+                    "metadata.resourceVersion",
+                    "FieldValueInvalid",
+                    format!("Invalid value: \"{body_rv}\": must be a valid resourceVersion"),
+                ));
+            };
+            if rv != old.resource_version {
+                return Err(ApiError::conflict_modified(res, &old.name));
+            }
+        }
+    }
+    let mut result = match mode {
+        UpdateMode::Status => {
+            let mut r = old_obj.clone();
+            match new.get("status") {
+                Some(s) => r.insert("status".into(), s.clone()),
+                None => r.remove("status"),
+            };
+            r
+        }
+        UpdateMode::Main if res.status_subresource => {
+            let mut r = new;
+            match old_obj.get("status") {
+                Some(s) => r.insert("status".into(), s.clone()),
+                None => r.remove("status"),
+            };
+            r
+        }
+        _ => new,
+    };
+    set_type_meta(res, &mut result);
+    let old_meta = old_obj
+        .get("metadata")
+        .and_then(|m| m.as_object())
+        .cloned()
+        .unwrap_or_default();
+    let spec_changed =
+        without(&result, &["metadata", "status"]) != without(&old_obj, &["metadata", "status"]);
+    {
+        let meta = metadata_mut(res, &mut result)?;
+        for keep in [
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+        ] {
+            match old_meta.get(keep) {
+                Some(v) => meta.insert(keep.into(), v.clone()),
+                None => meta.remove(keep),
+            };
+        }
+        meta.insert(
+            "resourceVersion".into(),
+            Value::String(old.resource_version.to_string()),
+        );
+        if mode == UpdateMode::Status {
+            // Status writes keep the stored metadata entirely (labels, annotations, ...).
+            *meta = old_meta.clone();
+        }
+    }
+    if result == old_obj {
+        return Ok(UpdateOutcome::Unchanged);
+    }
+    let deleting = old_meta.contains_key("deletionTimestamp");
+    let meta = metadata_mut(res, &mut result)?;
+    meta.insert("resourceVersion".into(), Value::String(rev.to_string()));
+    if res.tracks_generation && spec_changed {
+        let g = meta.get("generation").and_then(|g| g.as_i64()).unwrap_or(0);
+        meta.insert("generation".into(), Value::from(g + 1));
+    }
+    let no_finalizers = meta
+        .get("finalizers")
+        .and_then(|f| f.as_array())
+        .is_none_or(|f| f.is_empty());
+    let obj = finish(res, result, &old.namespace, &old.name, &old.uid, rev);
+    if deleting && no_finalizers {
+        Ok(UpdateOutcome::Delete(obj))
+    } else {
+        Ok(UpdateOutcome::Write(obj))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::objects::prepare_create;
+    use crate::objects::test_util::{body, pods};
+    use serde_json::json;
+
+    #[test]
+    fn update_checks_precondition_and_bumps_generation() {
+        let res = pods();
+        let (_, old) = prepare_create(
+            &res,
+            "ns",
+            body(json!({"metadata": {"name": "p"}, "spec": {"a": 1}})),
+            2,
+        )
+        .unwrap();
+        let e = prepare_update(
+            &res,
+            &old,
+            body(json!({"metadata": {"name": "p", "resourceVersion": "1"}})),
+            3,
+            UpdateMode::Main,
+        )
+        .unwrap_err();
+        assert_eq!(e.code, 409);
+        assert_eq!(
+            e.message,
+            "Operation cannot be fulfilled on pods \"p\": the object has been modified; please apply your changes to the latest version and try again"
+        );
+        let UpdateOutcome::Write(new) = prepare_update(
+            &res,
+            &old,
+            body(json!({"metadata": {"name": "p", "resourceVersion": "2"}, "spec": {"a": 2}})),
+            3,
+            UpdateMode::Main,
+        )
+        .unwrap() else {
+            panic!("expected a write")
+        };
+        let v = new.to_value();
+        assert_eq!(v["metadata"]["generation"], 2);
+        assert_eq!(v["metadata"]["resourceVersion"], "3");
+        assert_eq!(v["metadata"]["uid"].as_str(), Some(old.uid.as_str()));
+        // Labels only: no generation bump.
+        let UpdateOutcome::Write(new2) = prepare_update(
+            &res,
+            &new,
+            body(json!({"metadata": {"name": "p", "labels": {"x": "y"}}, "spec": {"a": 2}})),
+            4,
+            UpdateMode::Main,
+        )
+        .unwrap() else {
+            panic!("expected a write")
+        };
+        assert_eq!(new2.to_value()["metadata"]["generation"], 2);
+        // Same content: no-op.
+        assert!(matches!(
+            prepare_update(
+                &res,
+                &new2,
+                new2.to_value().as_object().unwrap().clone(),
+                5,
+                UpdateMode::Main
+            )
+            .unwrap(),
+            UpdateOutcome::Unchanged
+        ));
+    }
+
+    #[test]
+    fn status_subresource_separates_status() {
+        let res = pods();
+        let (_, old) = prepare_create(&res, "ns", body(json!({"metadata": {"name": "p"}, "spec": {"a": 1}, "status": {"phase": "Pending"}})), 2).unwrap();
+        // Main update cannot change status.
+        let UpdateOutcome::Write(n) = prepare_update(&res, &old, body(json!({"metadata": {"name": "p"}, "spec": {"a": 2}, "status": {"phase": "Running"}})), 3, UpdateMode::Main).unwrap() else {
+            panic!("expected a write")
+        };
+        assert_eq!(n.to_value()["status"]["phase"], "Pending");
+        // Status update changes only status.
+        let UpdateOutcome::Write(s) = prepare_update(&res, &n, body(json!({"metadata": {"name": "p"}, "spec": {"a": 9}, "status": {"phase": "Running"}})), 4, UpdateMode::Status).unwrap() else {
+            panic!("expected a write")
+        };
+        let v = s.to_value();
+        assert_eq!(v["status"]["phase"], "Running");
+        assert_eq!(v["spec"]["a"], 2);
+        assert_eq!(s.field("status.phase"), Some("Running"));
+    }
+}

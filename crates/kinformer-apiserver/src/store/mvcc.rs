@@ -1,0 +1,599 @@
+//! The revisioned store.
+//!
+//! Contract:
+//! - Every successful write (create, update, delete) takes the next revision; the revision is
+//!   global across resources, like etcd's. A write that changes nothing takes none.
+//! - The history holds every event with a revision greater than [`Store::compacted`], in
+//!   revision order. Compaction (by count, by age, or on demand) drops the oldest events and
+//!   raises `compacted`; requests for revisions below it get 410 Gone.
+//! - The state at any revision `r >= compacted` can be read ([`Store::list`]): it is rebuilt
+//!   from the live state by undoing the newer events.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use tokio::time::Instant;
+
+use super::object::StoredObject;
+use crate::status::ApiError;
+
+/// What happened to an object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventType {
+    /// Created.
+    Added,
+    /// Updated.
+    Modified,
+    /// Deleted (the event's object is the last state, carrying the deletion revision).
+    Deleted,
+}
+
+impl EventType {
+    /// The watch wire name: `ADDED`, `MODIFIED`, `DELETED`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::Added => "ADDED",
+            EventType::Modified => "MODIFIED",
+            EventType::Deleted => "DELETED",
+        }
+    }
+}
+
+/// One change, as kept in the history.
+#[derive(Debug, Clone)]
+pub struct StoredEvent {
+    /// Revision of the write.
+    pub revision: u64,
+    /// Resource (`plural` or `plural.group`).
+    pub resource: Arc<str>,
+    /// What happened.
+    pub event_type: EventType,
+    /// The object after the change (for deletes: the last state with the deletion revision).
+    pub object: Arc<StoredObject>,
+    /// The object before the change (`None` for creates).
+    pub prev: Option<Arc<StoredObject>>,
+    /// When it happened (tokio time, so age-based compaction follows paused test time).
+    pub at: Instant,
+}
+
+/// Limits of the event history (automatic compaction).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HistoryConfig {
+    /// Keep at most this many events (oldest dropped first).
+    pub max_events: usize,
+    /// Drop events older than this (checked on each write).
+    pub max_age: Option<Duration>,
+}
+
+impl Default for HistoryConfig {
+    /// 100,000 events, 5 minutes (etcd's default compaction interval in kube-apiserver).
+    fn default() -> Self {
+        HistoryConfig {
+            max_events: 100_000,
+            max_age: Some(Duration::from_secs(300)),
+        }
+    }
+}
+
+/// The result of the closure given to [`Store::mutate`].
+#[derive(Debug)]
+pub enum Mutation<T> {
+    /// Store this object (create if absent, update otherwise).
+    Put(Arc<StoredObject>, T),
+    /// Delete the object; the given object is its final state carrying the new revision.
+    Delete(Arc<StoredObject>, T),
+    /// Change nothing (no revision is used).
+    Nothing(T),
+}
+
+/// A read at a revision that cannot be served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ReadError {
+    /// The revision is older than the oldest kept one.
+    #[error("too old resource version: {requested} ({compacted})")]
+    Compacted {
+        /// Requested revision.
+        requested: u64,
+        /// Current compaction revision.
+        compacted: u64,
+    },
+    /// The revision is newer than the store's.
+    #[error("too large resource version: {requested}, current: {current}")]
+    Future {
+        /// Requested revision.
+        requested: u64,
+        /// Current revision.
+        current: u64,
+    },
+}
+
+struct Inner {
+    revision: u64,
+    compacted: u64,
+    objects: HashMap<Arc<str>, BTreeMap<String, Arc<StoredObject>>>,
+    history: VecDeque<Arc<StoredEvent>>,
+}
+
+/// The revisioned object store. Cheap to share behind an `Arc`; all methods take `&self`.
+pub struct Store {
+    inner: Mutex<Inner>,
+    history_config: Mutex<HistoryConfig>,
+    revision_tx: tokio::sync::watch::Sender<u64>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let inner = self.inner.lock();
+        f.debug_struct("Store")
+            .field("revision", &inner.revision)
+            .field("compacted", &inner.compacted)
+            .field("history", &inner.history.len())
+            .finish()
+    }
+}
+
+impl Store {
+    /// An empty store at revision 1.
+    pub fn new(history: HistoryConfig) -> Self {
+        let (revision_tx, _) = tokio::sync::watch::channel(1);
+        Store {
+            inner: Mutex::new(Inner {
+                revision: 1,
+                compacted: 1,
+                objects: HashMap::new(),
+                history: VecDeque::new(),
+            }),
+            history_config: Mutex::new(history),
+            revision_tx,
+        }
+    }
+
+    /// The current revision (the resourceVersion of the latest write).
+    pub fn revision(&self) -> u64 {
+        self.inner.lock().revision
+    }
+
+    /// The compaction revision: events after it are kept, reads below it are 410 Gone.
+    pub fn compacted(&self) -> u64 {
+        self.inner.lock().compacted
+    }
+
+    /// Number of events in the history.
+    pub fn history_len(&self) -> usize {
+        self.inner.lock().history.len()
+    }
+
+    /// Changes the history limits (applied at the next write).
+    pub fn set_history_config(&self, config: HistoryConfig) {
+        *self.history_config.lock() = config;
+    }
+
+    /// A receiver that observes the current revision after every write.
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.revision_tx.subscribe()
+    }
+
+    /// Waits until the revision reaches `rv`, at most `timeout`; returns whether it did.
+    pub async fn wait_for_revision(&self, rv: u64, timeout: Duration) -> bool {
+        let mut rx = self.subscribe();
+        let fut = rx.wait_for(|r| *r >= rv);
+        matches!(tokio::time::timeout(timeout, fut).await, Ok(Ok(_)))
+    }
+
+    /// The live object at `key`, if any.
+    pub fn get(&self, resource: &str, key: &str) -> Option<Arc<StoredObject>> {
+        self.inner.lock().objects.get(resource)?.get(key).cloned()
+    }
+
+    /// Atomic read-modify-write of one key. `f` sees the live object and the revision a write
+    /// would take, and decides what to do; it runs under the store lock, so writes are
+    /// serialized like etcd transactions.
+    pub fn mutate<T>(
+        &self,
+        resource: &str,
+        key: &str,
+        f: impl FnOnce(Option<&Arc<StoredObject>>, u64) -> Result<Mutation<T>, ApiError>,
+    ) -> Result<T, ApiError> {
+        let mut inner = self.inner.lock();
+        let next = inner.revision + 1;
+        let current = inner
+            .objects
+            .get(resource)
+            .and_then(|m| m.get(key))
+            .cloned();
+        let mutation = f(current.as_ref(), next)?;
+        let (event_type, object, out) = match mutation {
+            Mutation::Nothing(out) => return Ok(out),
+            Mutation::Put(obj, out) => {
+                let ty = if current.is_some() {
+                    EventType::Modified
+                } else {
+                    EventType::Added
+                };
+                let res = Self::resource_arc(&mut inner, resource);
+                inner
+                    .objects
+                    .entry(res)
+                    .or_default()
+                    .insert(key.to_string(), obj.clone());
+                (ty, obj, out)
+            }
+            Mutation::Delete(obj, out) => {
+                if current.is_none() {
+                    return Ok(out);
+                }
+                if let Some(m) = inner.objects.get_mut(resource) {
+                    m.remove(key);
+                }
+                (EventType::Deleted, obj, out)
+            }
+        };
+        inner.revision = next;
+        let res = Self::resource_arc(&mut inner, resource);
+        inner.history.push_back(Arc::new(StoredEvent {
+            revision: next,
+            resource: res,
+            event_type,
+            object,
+            prev: current,
+            at: Instant::now(),
+        }));
+        let config = *self.history_config.lock();
+        Self::auto_compact(&mut inner, config);
+        self.revision_tx.send_replace(next);
+        Ok(out)
+    }
+
+    fn resource_arc(inner: &mut Inner, resource: &str) -> Arc<str> {
+        match inner.objects.get_key_value(resource) {
+            Some((k, _)) => k.clone(),
+            None => {
+                let k: Arc<str> = Arc::from(resource);
+                inner.objects.insert(k.clone(), BTreeMap::new());
+                k
+            }
+        }
+    }
+
+    fn auto_compact(inner: &mut Inner, config: HistoryConfig) {
+        while inner.history.len() > config.max_events {
+            if let Some(ev) = inner.history.pop_front() {
+                inner.compacted = ev.revision;
+            }
+        }
+        if let Some(age) = config.max_age {
+            let now = Instant::now();
+            while let Some(front) = inner.history.front() {
+                if now.duration_since(front.at) > age {
+                    inner.compacted = front.revision;
+                    inner.history.pop_front();
+                } else {
+                    break;
+                }
+            }
+        }
+    }
+
+    /// Compacts the history up to `revision` (clamped to the current revision); returns the
+    /// new compaction revision.
+    pub fn compact(&self, revision: u64) -> u64 {
+        let mut inner = self.inner.lock();
+        let target = revision.min(inner.revision);
+        while inner.history.front().is_some_and(|e| e.revision <= target) {
+            inner.history.pop_front();
+        }
+        inner.compacted = inner.compacted.max(target);
+        inner.compacted
+    }
+
+    /// Compacts everything: the history becomes empty and only the current revision is readable.
+    pub fn compact_now(&self) -> u64 {
+        let rev = self.revision();
+        self.compact(rev)
+    }
+
+    /// Removes every object and event (a fresh store that keeps its revision counter).
+    pub fn clear(&self) {
+        let mut inner = self.inner.lock();
+        inner.objects.clear();
+        inner.history.clear();
+        inner.compacted = inner.revision;
+    }
+
+    /// Objects of `resource` at revision `at` (`None` = now) whose key starts with `prefix`
+    /// and is `>= start`, in key order, with the revision actually read.
+    pub fn list(
+        &self,
+        resource: &str,
+        at: Option<u64>,
+        prefix: &str,
+        start: &str,
+    ) -> Result<(u64, Vec<Arc<StoredObject>>), ReadError> {
+        self.list_page(resource, at, prefix, start, 0, |_| true)
+            .map(|(rv, items, _)| (rv, items))
+    }
+
+    /// Like [`Store::list`], keeping only objects that pass `keep`, at most `limit` of them
+    /// (0 = no limit); also returns how many more objects pass `keep` after the page. Only the
+    /// page's objects are cloned, so paging through a large collection costs O(page) clones.
+    pub fn list_page(
+        &self,
+        resource: &str,
+        at: Option<u64>,
+        prefix: &str,
+        start: &str,
+        limit: usize,
+        keep: impl Fn(&StoredObject) -> bool,
+    ) -> Result<(u64, Vec<Arc<StoredObject>>, usize), ReadError> {
+        let inner = self.inner.lock();
+        let lower = if start > prefix { start } else { prefix };
+        let in_range = |k: &str| k.starts_with(prefix) && k >= lower;
+        let empty = BTreeMap::new();
+        let live = inner.objects.get(resource).unwrap_or(&empty);
+        let live_range = || {
+            live.range::<str, _>((std::ops::Bound::Included(lower), std::ops::Bound::Unbounded))
+                .take_while(|(k, _)| k.starts_with(prefix))
+        };
+        let page = |iter: &mut dyn Iterator<Item = &Arc<StoredObject>>| {
+            let mut items = Vec::new();
+            let mut rest = 0;
+            for o in iter.filter(|o| keep(o)) {
+                if limit == 0 || items.len() < limit {
+                    items.push(o.clone());
+                } else {
+                    rest += 1;
+                }
+            }
+            (items, rest)
+        };
+        let rv = match at {
+            None => inner.revision,
+            Some(at) if at < inner.compacted => {
+                return Err(ReadError::Compacted {
+                    requested: at,
+                    compacted: inner.compacted,
+                });
+            }
+            Some(at) if at > inner.revision => {
+                return Err(ReadError::Future {
+                    requested: at,
+                    current: inner.revision,
+                });
+            }
+            Some(at) => at,
+        };
+        if rv == inner.revision {
+            let (items, rest) = page(&mut live_range().map(|(_, v)| v));
+            return Ok((rv, items, rest));
+        }
+        let mut state: BTreeMap<&str, &Arc<StoredObject>> =
+            live_range().map(|(k, v)| (k.as_str(), v)).collect();
+        for ev in inner.history.iter().rev() {
+            if ev.revision <= rv {
+                break;
+            }
+            if &*ev.resource != resource || !in_range(&ev.object.key) {
+                continue;
+            }
+            match &ev.prev {
+                Some(prev) => {
+                    state.insert(prev.key.as_str(), prev);
+                }
+                None => {
+                    state.remove(ev.object.key.as_str());
+                }
+            }
+        }
+        let (items, rest) = page(&mut state.into_values());
+        Ok((rv, items, rest))
+    }
+
+    /// Events after revision `cursor` (at most `max`), and the cursor to continue from: the
+    /// last returned event's revision when truncated, else the current revision (every event up
+    /// to it has been seen).
+    pub fn events_after(
+        &self,
+        cursor: u64,
+        max: usize,
+    ) -> Result<(Vec<Arc<StoredEvent>>, u64), ReadError> {
+        let inner = self.inner.lock();
+        if cursor < inner.compacted {
+            return Err(ReadError::Compacted {
+                requested: cursor,
+                compacted: inner.compacted,
+            });
+        }
+        let start = inner.history.partition_point(|e| e.revision <= cursor);
+        let events: Vec<_> = inner.history.range(start..).take(max).cloned().collect();
+        let next = if events.len() == max {
+            events.last().map(|e| e.revision).unwrap_or(cursor)
+        } else {
+            inner.revision
+        };
+        Ok((events, next))
+    }
+
+    /// Checks that a watch may start at `rv` (not compacted, not in the future).
+    pub fn check_watchable(&self, rv: u64) -> Result<(), ReadError> {
+        let inner = self.inner.lock();
+        if rv < inner.compacted {
+            return Err(ReadError::Compacted {
+                requested: rv,
+                compacted: inner.compacted,
+            });
+        }
+        if rv > inner.revision {
+            return Err(ReadError::Future {
+                requested: rv,
+                current: inner.revision,
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn obj(name: &str, rv: u64, v: i64) -> StoredObject {
+        StoredObject::from_value(
+            &json!({"metadata": {"name": name, "namespace": "ns"}, "v": v}),
+            "ns",
+            name,
+            "uid",
+            rv,
+            &[],
+        )
+    }
+
+    fn put(store: &Store, name: &str, v: i64) -> u64 {
+        store
+            .mutate("pods", &format!("ns/{name}"), |_, rev| {
+                Ok(Mutation::Put(Arc::new(obj(name, rev, v)), rev))
+            })
+            .unwrap()
+    }
+
+    fn del(store: &Store, name: &str) -> u64 {
+        store
+            .mutate("pods", &format!("ns/{name}"), |_, rev| {
+                Ok(Mutation::Delete(Arc::new(obj(name, rev, 0)), rev))
+            })
+            .unwrap()
+    }
+
+    #[test]
+    fn revisions_increase_by_one_per_write() {
+        let s = Store::new(HistoryConfig::default());
+        assert_eq!(s.revision(), 1);
+        assert_eq!(put(&s, "a", 1), 2);
+        assert_eq!(put(&s, "b", 1), 3);
+        assert_eq!(del(&s, "a"), 4);
+        assert_eq!(s.revision(), 4);
+        let nothing = s
+            .mutate("pods", "ns/b", |_, _| Ok(Mutation::Nothing(0u64)))
+            .unwrap();
+        assert_eq!(nothing, 0);
+        assert_eq!(s.revision(), 4, "a no-op write takes no revision");
+    }
+
+    #[test]
+    fn past_states_are_reconstructed() {
+        let s = Store::new(HistoryConfig::default());
+        put(&s, "a", 1); // 2
+        put(&s, "b", 1); // 3
+        put(&s, "a", 2); // 4
+        del(&s, "b"); // 5
+        let names = |at| {
+            let (rv, objs) = s.list("pods", Some(at), "", "").unwrap();
+            (
+                rv,
+                objs.iter()
+                    .map(|o| (o.name.clone(), o.resource_version))
+                    .collect::<Vec<_>>(),
+            )
+        };
+        assert_eq!(names(2), (2, vec![("a".into(), 2)]));
+        assert_eq!(names(3), (3, vec![("a".into(), 2), ("b".into(), 3)]));
+        assert_eq!(names(4), (4, vec![("a".into(), 4), ("b".into(), 3)]));
+        assert_eq!(names(5), (5, vec![("a".into(), 4)]));
+        assert_eq!(
+            s.list("pods", Some(6), "", "").unwrap_err(),
+            ReadError::Future {
+                requested: 6,
+                current: 5
+            }
+        );
+    }
+
+    #[test]
+    fn compaction_makes_old_revisions_gone() {
+        let s = Store::new(HistoryConfig::default());
+        put(&s, "a", 1);
+        put(&s, "a", 2);
+        put(&s, "a", 3); // 4
+        assert_eq!(s.compact(3), 3);
+        assert_eq!(
+            s.list("pods", Some(2), "", "").unwrap_err(),
+            ReadError::Compacted {
+                requested: 2,
+                compacted: 3
+            }
+        );
+        assert!(s.list("pods", Some(3), "", "").is_ok());
+        assert_eq!(
+            s.events_after(2, 10).unwrap_err(),
+            ReadError::Compacted {
+                requested: 2,
+                compacted: 3
+            }
+        );
+        let (evs, next) = s.events_after(3, 10).unwrap();
+        assert_eq!(evs.len(), 1);
+        assert_eq!(next, 4);
+    }
+
+    #[test]
+    fn history_is_bounded_by_count() {
+        let s = Store::new(HistoryConfig {
+            max_events: 3,
+            max_age: None,
+        });
+        for i in 0..10 {
+            put(&s, "a", i);
+        }
+        assert_eq!(s.history_len(), 3);
+        assert_eq!(s.compacted(), 8);
+        assert_eq!(s.revision(), 11);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn history_is_bounded_by_age() {
+        let s = Store::new(HistoryConfig {
+            max_events: 100,
+            max_age: Some(Duration::from_secs(60)),
+        });
+        put(&s, "a", 1); // 2
+        put(&s, "a", 2); // 3
+        tokio::time::advance(Duration::from_secs(61)).await;
+        put(&s, "a", 3); // 4
+        assert_eq!(s.history_len(), 1);
+        assert_eq!(s.compacted(), 3);
+    }
+
+    #[test]
+    fn prefix_and_start_bound_the_list() {
+        let s = Store::new(HistoryConfig::default());
+        for n in ["a", "b", "c"] {
+            put(&s, n, 1);
+        }
+        let (_, objs) = s.list("pods", None, "ns/", "ns/b").unwrap();
+        assert_eq!(
+            objs.iter().map(|o| o.name.as_str()).collect::<Vec<_>>(),
+            ["b", "c"]
+        );
+        let (_, objs) = s.list("pods", None, "other/", "").unwrap();
+        assert!(objs.is_empty());
+    }
+
+    #[test]
+    fn events_after_truncates_and_resumes() {
+        let s = Store::new(HistoryConfig::default());
+        for i in 0..5 {
+            put(&s, "a", i); // revs 2..=6
+        }
+        let (evs, next) = s.events_after(1, 2).unwrap();
+        assert_eq!(evs.iter().map(|e| e.revision).collect::<Vec<_>>(), [2, 3]);
+        assert_eq!(next, 3);
+        let (evs, next) = s.events_after(next, 10).unwrap();
+        assert_eq!(
+            evs.iter().map(|e| e.revision).collect::<Vec<_>>(),
+            [4, 5, 6]
+        );
+        assert_eq!(next, 6);
+    }
+}

@@ -1,0 +1,300 @@
+//! WATCH: a newline-delimited stream of `{"type":...,"object":...}` events.
+//!
+//! Contract (as the real server's watch cache):
+//! - from `resourceVersion=N`: every event after N for the resource, in revision order; if N
+//!   is compacted, one ERROR event carrying a 410 Expired `Status`
+//!   (`too old resource version: N (C)`); if N is in the future, after a short wait, one ERROR
+//!   event carrying the 504 "Too large resource version" `Status`;
+//! - from `""` or `"0"`: synthetic ADDED events for the current state, then live events;
+//! - `sendInitialEvents=true` (with `resourceVersionMatch=NotOlderThan`,
+//!   `allowWatchBookmarks=true`): the initial ADDED events, then a BOOKMARK annotated
+//!   `k8s.io/initial-events-end: "true"`, then live events;
+//! - `allowWatchBookmarks=true`: a BOOKMARK carrying the current revision every bookmark
+//!   interval (only the revision is meaningful in it);
+//! - selectors: an update that makes an object leave the selection is a DELETED event (of the
+//!   previous state, at the new revision), one that makes it enter is an ADDED event;
+//! - the stream ends at `timeoutSeconds`, on server shutdown, when faults drop watches, or when
+//!   the watcher falls so far behind that its events were compacted (like the real cacher
+//!   closing a slow watcher).
+//!
+//! Events are written as they are read from the history: all events ready at once go into one
+//! HTTP chunk (up to the batch size), so a burst costs one write, and a single event is flushed
+//! at once.
+
+use std::sync::Arc;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::context::Context;
+use crate::http::table::{IncludeObject, table};
+use crate::list::matches;
+use crate::objects::with_resource_version;
+use crate::options::ListOptions;
+use crate::resource::ResourceInfo;
+use crate::status::ApiError;
+use crate::store::{EventType, ReadError, StoredEvent, StoredObject};
+
+/// A watch request, validated.
+#[derive(Debug, Clone)]
+pub struct WatchRequest {
+    /// The resource.
+    pub resource: Arc<ResourceInfo>,
+    /// Namespace scope (`None` = all namespaces or cluster-scoped).
+    pub namespace: Option<String>,
+    /// Options (selectors, resourceVersion, bookmarks, timeout).
+    pub opts: ListOptions,
+    /// Send objects as `Table`s (kubectl), with this `includeObject`.
+    pub table: Option<IncludeObject>,
+}
+
+fn push_event(buf: &mut BytesMut, ty: &str, object: &[u8]) {
+    buf.reserve(object.len() + 32);
+    buf.put_slice(b"{\"type\":\"");
+    buf.put_slice(ty.as_bytes());
+    buf.put_slice(b"\",\"object\":");
+    buf.put_slice(object);
+    buf.put_slice(b"}\n");
+}
+
+/// The JSON of a BOOKMARK object at `rev`.
+pub fn bookmark_object(res: &ResourceInfo, rev: u64, initial_end: bool) -> Vec<u8> {
+    let mut meta =
+        serde_json::json!({"resourceVersion": rev.to_string(), "creationTimestamp": null});
+    if initial_end {
+        meta["annotations"] = serde_json::json!({"k8s.io/initial-events-end": "true"});
+    }
+    serde_json::to_vec(
+        &serde_json::json!({"kind": res.kind, "apiVersion": res.api_version(), "metadata": meta}),
+    )
+    .unwrap_or_default()
+}
+
+/// One watch event on the wire (used for ERROR events too).
+pub fn error_event(err: &ApiError) -> Bytes {
+    let mut buf = BytesMut::new();
+    push_event(&mut buf, "ERROR", &err.to_bytes());
+    buf.freeze()
+}
+
+struct Filter {
+    resource: String,
+    namespace: Option<String>,
+    opts: ListOptions,
+    table: Option<(Arc<ResourceInfo>, IncludeObject)>,
+}
+
+impl Filter {
+    /// Writes one event, as a Table when the client asked for tables.
+    fn emit(&self, buf: &mut BytesMut, ty: &str, object: &[u8]) {
+        match &self.table {
+            None => push_event(buf, ty, object),
+            Some((res, include)) => {
+                let v: serde_json::Value = serde_json::from_slice(object).unwrap_or_default();
+                let meta = serde_json::json!({"resourceVersion": v["metadata"]["resourceVersion"]});
+                let t = table(res, std::slice::from_ref(&v), meta, *include);
+                push_event(buf, ty, &serde_json::to_vec(&t).unwrap_or_default());
+            }
+        }
+    }
+
+    fn selects(&self, o: &StoredObject) -> bool {
+        self.namespace.as_ref().is_none_or(|ns| &o.namespace == ns) && matches(&self.opts, o)
+    }
+
+    /// Converts a stored event into what this watcher sees, if anything.
+    fn convert(&self, ev: &StoredEvent, buf: &mut BytesMut) {
+        if *ev.resource != *self.resource {
+            return;
+        }
+        match ev.event_type {
+            EventType::Added => {
+                if self.selects(&ev.object) {
+                    self.emit(buf, "ADDED", &ev.object.bytes);
+                }
+            }
+            EventType::Deleted => {
+                if self.selects(&ev.object) {
+                    self.emit(buf, "DELETED", &ev.object.bytes);
+                }
+            }
+            EventType::Modified => {
+                let cur = self.selects(&ev.object);
+                let prev = ev.prev.as_ref().is_some_and(|p| self.selects(p));
+                match (prev, cur) {
+                    (true, true) => self.emit(buf, "MODIFIED", &ev.object.bytes),
+                    (false, true) => self.emit(buf, "ADDED", &ev.object.bytes),
+                    (true, false) => {
+                        if let Some(p) = &ev.prev {
+                            self.emit(buf, "DELETED", &with_resource_version(p, ev.revision));
+                        }
+                    }
+                    (false, false) => {}
+                }
+            }
+        }
+    }
+}
+
+/// Runs one watch, writing chunks to `tx` until the watch ends or the client goes away.
+pub async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Sender<Bytes>) {
+    let store = &ctx.api.store;
+    let res = req.resource.clone();
+    let mut drop_rx = ctx.faults.drop_signal();
+    let mut paused_rx = ctx.faults.paused();
+    let mut rev_rx = store.subscribe();
+    let filter = Filter {
+        resource: res.group_resource(),
+        namespace: req.namespace.clone().filter(|_| res.namespaced()),
+        opts: req.opts.clone(),
+        table: req.table.map(|inc| (res.clone(), inc)),
+    };
+    let opts = &req.opts;
+    let deadline = opts
+        .timeout_seconds
+        .map(|s| Instant::now() + std::time::Duration::from_secs(s));
+    let rv = match opts.numeric_rv() {
+        Ok(rv) => rv,
+        Err(e) => {
+            let _ = tx.send(error_event(&e)).await;
+            return;
+        }
+    };
+    let send_initial = match opts.send_initial_events {
+        Some(b) => b,
+        None => rv.is_none(),
+    };
+    let settings = &ctx.settings;
+    // Wait for a future resourceVersion, like the cacher, then give up with 504.
+    if let Some(n) = rv
+        && n > store.revision()
+        && !store.wait_for_revision(n, settings.too_large_wait).await
+    {
+        let e = ApiError::too_large_resource_version(n, store.revision());
+        let _ = tx.send(error_event(&e)).await;
+        return;
+    }
+    let mut cursor;
+    if send_initial {
+        let prefix = match &filter.namespace {
+            Some(ns) => format!("{ns}/"),
+            None => String::new(),
+        };
+        let (read_rv, objs) = match store.list(&filter.resource, None, &prefix, "") {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = tx
+                    .send(error_event(&ApiError::internal(&e.to_string())))
+                    .await;
+                return;
+            }
+        };
+        cursor = read_rv;
+        let mut buf = BytesMut::new();
+        for chunk in objs.chunks(settings.watch_batch.max(1)) {
+            for o in chunk.iter().filter(|o| filter.selects(o)) {
+                filter.emit(&mut buf, "ADDED", &o.bytes);
+            }
+            if !buf.is_empty() && tx.send(buf.split().freeze()).await.is_err() {
+                return;
+            }
+        }
+        if opts.send_initial_events == Some(true) {
+            push_event(&mut buf, "BOOKMARK", &bookmark_object(&res, cursor, true));
+            if tx.send(buf.split().freeze()).await.is_err() {
+                return;
+            }
+        }
+    } else {
+        let start = rv.unwrap_or_else(|| store.revision());
+        if let Err(ReadError::Compacted {
+            requested,
+            compacted,
+        }) = store.check_watchable(start)
+        {
+            let e = ApiError::resource_expired(format!(
+                "too old resource version: {requested} ({compacted})"
+            ));
+            let _ = tx.send(error_event(&e)).await;
+            return;
+        }
+        cursor = start;
+    }
+    let bookmark_every = settings.bookmark_interval;
+    let mut next_bookmark = Instant::now() + bookmark_every;
+    // Whether writes may have happened since the last drain.
+    let mut dirty = true;
+    loop {
+        if ctx.shutdown.is_cancelled()
+            || drop_rx.has_changed().unwrap_or(true)
+            || deadline.is_some_and(|d| Instant::now() >= d)
+        {
+            return;
+        }
+        // Paused: hold events back until resumed.
+        while *paused_rx.borrow_and_update() {
+            tokio::select! {
+                _ = ctx.shutdown.cancelled() => return,
+                _ = drop_rx.changed() => return,
+                _ = sleep_until_opt(deadline) => return,
+                _ = tx.closed() => return,
+                r = paused_rx.changed() => if r.is_err() { return },
+            }
+        }
+        let bookmark_due = opts.allow_watch_bookmarks && Instant::now() >= next_bookmark;
+        if dirty || bookmark_due {
+            dirty = false;
+            rev_rx.borrow_and_update();
+            loop {
+                let (events, next) = match store.events_after(cursor, settings.watch_batch.max(1)) {
+                    Ok(r) => r,
+                    // Fell behind compaction: close, as the cacher closes a slow watcher.
+                    Err(_) => return,
+                };
+                let mut buf = BytesMut::new();
+                for ev in &events {
+                    filter.convert(ev, &mut buf);
+                }
+                cursor = next;
+                if !buf.is_empty() && tx.send(buf.freeze()).await.is_err() {
+                    return;
+                }
+                if events.len() < settings.watch_batch.max(1) {
+                    break;
+                }
+            }
+            if bookmark_due {
+                let mut buf = BytesMut::new();
+                push_event(&mut buf, "BOOKMARK", &bookmark_object(&res, cursor, false));
+                if tx.send(buf.freeze()).await.is_err() {
+                    return;
+                }
+                ctx.bookmark_rv.send_modify(|r| *r = (*r).max(cursor));
+                next_bookmark = Instant::now() + bookmark_every;
+            }
+            continue;
+        }
+        tokio::select! {
+            _ = ctx.shutdown.cancelled() => return,
+            _ = drop_rx.changed() => return,
+            _ = sleep_until_opt(deadline) => return,
+            _ = tx.closed() => return,
+            _ = tokio::time::sleep_until(next_bookmark), if opts.allow_watch_bookmarks => {},
+            r = rev_rx.changed() => {
+                if r.is_err() {
+                    return;
+                }
+                dirty = true;
+            }
+            r = paused_rx.changed() => if r.is_err() { return },
+        }
+    }
+}
+
+async fn sleep_until_opt(deadline: Option<Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
