@@ -108,13 +108,12 @@ async fn get_json(addr: SocketAddr, path: &str) -> Page {
     s.write_all(req.as_bytes()).await.expect("write");
     let mut raw = Vec::new();
     s.read_to_end(&mut raw).await.expect("read");
-    let find = |needle: &[u8]| raw.windows(needle.len()).position(|w| w == needle);
-    let continue_token = find(b"\"continue\":\"").map(|i| {
-        let rest = &raw[i + 12..];
-        let end = rest.iter().position(|b| *b == b'"').unwrap_or(0);
-        String::from_utf8_lossy(&rest[..end]).into_owned()
+    let text = String::from_utf8_lossy(&raw);
+    let continue_token = text.find("\"continue\":\"").map(|i| {
+        let rest = &text[i + 12..];
+        rest[..rest.find('"').unwrap_or(0)].to_string()
     });
-    let items = raw.windows(12).filter(|w| w == b"\"kind\":\"Pod\"").count();
+    let items = text.matches("\"kind\":\"Pod\"").count();
     Page {
         items,
         continue_token,

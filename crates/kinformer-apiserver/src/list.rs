@@ -145,9 +145,10 @@ pub async fn list(
     } else {
         opts.limit
     };
-    let page = store.list_page(&resource, at, &prefix, &start, limit as usize, |o| {
-        matches(opts, o)
-    });
+    let selecting = !opts.label_selector.is_empty() || !opts.field_selector.is_empty();
+    let keep = |o: &StoredObject| matches(opts, o);
+    let keep: Option<&dyn Fn(&StoredObject) -> bool> = if selecting { Some(&keep) } else { None };
+    let page = store.list_page(&resource, at, &prefix, &start, limit as usize, keep);
     let (read_rv, items, rest) = match page {
         Ok(r) => r,
         Err(ReadError::Compacted { .. }) if opts.continue_token.is_some() => {
@@ -157,7 +158,6 @@ pub async fn list(
         }
         Err(e) => return Err(read_error(e)),
     };
-    let selecting = !opts.label_selector.is_empty() || !opts.field_selector.is_empty();
     let mut continue_token = None;
     let mut remaining_item_count = None;
     if rest > 0 {

@@ -311,12 +311,12 @@ impl Store {
         prefix: &str,
         start: &str,
     ) -> Result<(u64, Vec<Arc<StoredObject>>), ReadError> {
-        self.list_page(resource, at, prefix, start, 0, |_| true)
+        self.list_page(resource, at, prefix, start, 0, None)
             .map(|(rv, items, _)| (rv, items))
     }
 
-    /// Like [`Store::list`], keeping only objects that pass `keep`, at most `limit` of them
-    /// (0 = no limit); also returns how many more objects pass `keep` after the page. Only the
+    /// Like [`Store::list`], keeping only objects that pass `keep` (all when `None`), at most
+    /// `limit` of them (0 = no limit); also returns how many more objects pass after the page. Only the
     /// page's objects are cloned, so paging through a large collection costs O(page) clones.
     pub fn list_page(
         &self,
@@ -325,25 +325,45 @@ impl Store {
         prefix: &str,
         start: &str,
         limit: usize,
-        keep: impl Fn(&StoredObject) -> bool,
+        keep: Option<&dyn Fn(&StoredObject) -> bool>,
     ) -> Result<(u64, Vec<Arc<StoredObject>>, usize), ReadError> {
         let inner = self.inner.lock();
         let lower = if start > prefix { start } else { prefix };
         let in_range = |k: &str| k.starts_with(prefix) && k >= lower;
+        // Keys with the prefix `ns/` are exactly those in [`ns/`, `ns0`): a range bound, so
+        // iterating never has to read key bytes (which would cost a cache miss per object).
+        let upper: Option<String> = prefix.strip_suffix('/').map(|p| format!("{p}0"));
         let empty = BTreeMap::new();
         let live = inner.objects.get(resource).unwrap_or(&empty);
         let live_range = || {
-            live.range::<str, _>((std::ops::Bound::Included(lower), std::ops::Bound::Unbounded))
-                .take_while(|(k, _)| k.starts_with(prefix))
+            let hi = match &upper {
+                Some(u) => std::ops::Bound::Excluded(u.as_str()),
+                None => std::ops::Bound::Unbounded,
+            };
+            let exact = upper.is_some() || prefix.is_empty();
+            live.range::<str, _>((std::ops::Bound::Included(lower), hi))
+                .take_while(move |(k, _)| exact || k.starts_with(prefix))
         };
         let page = |iter: &mut dyn Iterator<Item = &Arc<StoredObject>>| {
             let mut items = Vec::new();
             let mut rest = 0;
-            for o in iter.filter(|o| keep(o)) {
-                if limit == 0 || items.len() < limit {
-                    items.push(o.clone());
-                } else {
-                    rest += 1;
+            match keep {
+                Some(keep) => {
+                    for o in iter.filter(|o| keep(o)) {
+                        if limit == 0 || items.len() < limit {
+                            items.push(o.clone());
+                        } else {
+                            rest += 1;
+                        }
+                    }
+                }
+                None => {
+                    if limit == 0 {
+                        items.extend(iter.cloned());
+                    } else {
+                        items.extend((&mut *iter).take(limit).cloned());
+                        rest = iter.count();
+                    }
                 }
             }
             (items, rest)
@@ -578,6 +598,26 @@ mod tests {
         );
         let (_, objs) = s.list("pods", None, "other/", "").unwrap();
         assert!(objs.is_empty());
+    }
+
+    #[test]
+    fn namespace_prefixes_do_not_leak_into_similar_names() {
+        let s = Store::new(HistoryConfig::default());
+        for ns in ["a", "a-b", "a0", "a.c", "ab"] {
+            let key = format!("{ns}/p");
+            s.mutate("pods", &key, |_, rev| {
+                let o = StoredObject::from_value(&json!({}), ns, "p", "u", rev, &[]);
+                Ok(Mutation::Put(Arc::new(o), ()))
+            })
+            .unwrap();
+        }
+        let (_, objs) = s.list("pods", None, "a/", "").unwrap();
+        assert_eq!(
+            objs.iter().map(|o| o.key.as_str()).collect::<Vec<_>>(),
+            ["a/p"]
+        );
+        let (_, objs, rest) = s.list_page("pods", None, "", "", 2, None).unwrap();
+        assert_eq!((objs.len(), rest), (2, 3));
     }
 
     #[test]
