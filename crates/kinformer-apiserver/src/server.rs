@@ -221,10 +221,13 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         }
     }
     let base = format!("http://{addr}");
-    let kube_config = kube::Config::new(
+    let mut kube_config = kube::Config::new(
         base.parse()
             .map_err(|e| StartError::Client(format!("{e}")))?,
     );
+    // kube's default retry policy silently retries 429, 503 and 504; informers and reflectors
+    // must see those statuses to apply client-go's backoff and relist rules.
+    kube_config.default_retry = false;
     let client =
         kube::Client::try_from(kube_config).map_err(|e| StartError::Client(e.to_string()))?;
     let router = crate::http::router(ctx.clone());
