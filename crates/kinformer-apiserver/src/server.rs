@@ -284,7 +284,8 @@ impl RunningServer {
         self.addr
     }
 
-    /// A kube client for this server (no authentication).
+    /// A kube client for this server (no authentication). Its default retry policy is off, so
+    /// callers see 429, 503 and 504 as the server sends them (reflectors must).
     pub fn client(&self) -> kube::Client {
         self.client.clone()
     }
