@@ -98,17 +98,17 @@ pub(crate) enum Consumer<K> {
 }
 
 impl<K: Send + Sync + 'static> Listener<K> {
-    /// A listener for `handler`, plus the receiver a stream would consume when `handler` is
-    /// `None`.
+    /// A listener that sends into `tx` and is consumed by `consumer` (which owns the matching
+    /// receiver when it is a handler; a stream keeps its receiver itself).
     pub(crate) fn new(
         id: u64,
         name: String,
-        handler: Option<(Arc<dyn ResourceEventHandler<K>>, bool)>,
+        tx: mpsc::UnboundedSender<Notification<K>>,
+        consumer: Consumer<K>,
         requested_resync_period: Duration,
         resync_period: Duration,
         now: Instant,
-    ) -> (Self, Option<mpsc::UnboundedReceiver<Notification<K>>>) {
-        let (tx, rx) = mpsc::unbounded_channel();
+    ) -> Self {
         let shared = Arc::new(ListenerShared {
             tracker: SyncTracker::new(name.clone()),
             name,
@@ -119,18 +119,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
             stop: CancellationToken::new(),
             finished: CancellationToken::new(),
         });
-        let (consumer, stream_rx) = match handler {
-            Some((handler, blocking)) => (
-                Consumer::Handler {
-                    handler,
-                    rx,
-                    blocking,
-                },
-                None,
-            ),
-            None => (Consumer::Stream, Some(rx)),
-        };
-        let listener = Self {
+        Self {
             id,
             tx,
             shared,
@@ -141,8 +130,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
                 next: now + resync_period,
             }),
             consumer: Mutex::new(Some(consumer)),
-        };
-        (listener, stream_rx)
+        }
     }
 
     /// Queues a notification; never blocks.

@@ -9,7 +9,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::handler::ResourceEventHandler;
-use super::listener::{Listener, Notification, ResourceEventHandlerRegistration};
+use tokio::sync::mpsc;
+
+use super::listener::{Consumer, Listener, Notification, ResourceEventHandlerRegistration};
 use super::processor::{Processor, determine_resync_period};
 use super::stream::EventStream;
 use crate::queue::{DeltaFifo, DeltaFifoOptions, DeltaType, Deltas, QueueError, TransformFunc};
@@ -313,9 +315,13 @@ impl<K: Object> SharedIndexInformer<K> {
         handler: impl ResourceEventHandler<K>,
         options: HandlerOptions,
     ) -> Result<ResourceEventHandlerRegistration, InformerError> {
-        let blocking = options.blocking;
-        let (reg, _) = self.add_listener(Some((Arc::new(handler), blocking)), options)?;
-        Ok(reg)
+        let (tx, rx) = mpsc::unbounded_channel();
+        let consumer = Consumer::Handler {
+            handler: Arc::new(handler),
+            rx,
+            blocking: options.blocking,
+        };
+        self.add_listener(tx, consumer, options)
     }
 
     /// Registers an [`EventStream`]: the informer's notifications as an async stream.
@@ -334,8 +340,8 @@ impl<K: Object> SharedIndexInformer<K> {
         &self,
         options: HandlerOptions,
     ) -> Result<EventStream<K>, InformerError> {
-        let (reg, rx) = self.add_listener(None, options)?;
-        let rx = rx.expect("a stream listener hands out its receiver");
+        let (tx, rx) = mpsc::unbounded_channel();
+        let reg = self.add_listener(tx, Consumer::Stream, options)?;
         Ok(EventStream::new(
             rx,
             reg,
@@ -343,18 +349,12 @@ impl<K: Object> SharedIndexInformer<K> {
         ))
     }
 
-    #[allow(clippy::type_complexity)]
     fn add_listener(
         &self,
-        handler: Option<(Arc<dyn ResourceEventHandler<K>>, bool)>,
+        tx: mpsc::UnboundedSender<Notification<K>>,
+        consumer: Consumer<K>,
         options: HandlerOptions,
-    ) -> Result<
-        (
-            ResourceEventHandlerRegistration,
-            Option<tokio::sync::mpsc::UnboundedReceiver<Notification<K>>>,
-        ),
-        InformerError,
-    > {
+    ) -> Result<ResourceEventHandlerRegistration, InformerError> {
         let inner = &self.inner;
         let mut state = inner.state.lock();
         if state.stopped {
@@ -384,7 +384,7 @@ impl<K: Object> SharedIndexInformer<K> {
         let name = options
             .name
             .unwrap_or_else(|| format!("{}/handler-{id}", inner.name));
-        let (listener, rx) = Listener::new(id, name, handler, resync, effective, Instant::now());
+        let listener = Listener::new(id, name, tx, consumer, resync, effective, Instant::now());
         let registration = ResourceEventHandlerRegistration {
             id,
             informer_id: inner.id,
@@ -392,7 +392,7 @@ impl<K: Object> SharedIndexInformer<K> {
         };
         if !state.started {
             inner.processor.add_listener(listener, |_| {});
-            return Ok((registration, rx));
+            return Ok(registration);
         }
         // Late handler: replay the cache as initial-list adds, under the delta lock so it sees
         // each object exactly once, then tell it whether the informer has synced.
@@ -408,7 +408,7 @@ impl<K: Object> SharedIndexInformer<K> {
                 l.add(Notification::UpstreamSynced);
             }
         });
-        Ok((registration, rx))
+        Ok(registration)
     }
 
     /// Removes a handler (client-go's `RemoveEventHandler`). Idempotent. After it returns the
