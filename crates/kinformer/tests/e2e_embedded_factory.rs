@@ -273,8 +273,9 @@ async fn assert_handler_converges(
 
 /// Regression: `start` used to leave "started" to the informer's task, so a
 /// `wait_for_cache_sync` right after `start` could find no started informer and return an
-/// empty map at once, before anything had synced.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+/// empty map at once, before anything had synced. On a current-thread runtime the informer
+/// tasks cannot run before `wait_for_cache_sync` looks, so this fails without the fix.
+#[tokio::test]
 async fn wait_for_cache_sync_right_after_start_waits_for_every_informer() {
     let server = kinformer_apiserver::start(ServerConfig::default())
         .await
