@@ -29,7 +29,10 @@ use crate::wait::{SyncSignal, wait_for_cache_sync};
 
 type TweakFn = Arc<dyn Fn(&mut ListOptions) + Send + Sync>;
 type MetaTransform = Arc<dyn Fn(&mut ObjectMeta) + Send + Sync>;
-type Registered = ((TypeKey, InformerScope), Arc<dyn ErasedInformer>);
+/// An informer, its key, and whether this factory has started it (set synchronously in
+/// `start`, like client-go's `startedInformers`, so `wait_for_cache_sync` right after `start`
+/// waits for it even before its task has begun running).
+type Registered = ((TypeKey, InformerScope), Arc<dyn ErasedInformer>, bool);
 
 /// Which objects an informer covers: a namespace (or all) and selectors.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -325,13 +328,13 @@ impl SharedInformerFactory {
         create: impl FnOnce() -> SharedIndexInformer<K>,
     ) -> SharedIndexInformer<K> {
         let mut informers = self.inner.informers.lock();
-        if let Some((_, existing)) = informers.iter().find(|(k, _)| *k == key)
+        if let Some((_, existing, _)) = informers.iter().find(|(k, _, _)| *k == key)
             && let Some(i) = existing.as_any().downcast_ref::<SharedIndexInformer<K>>()
         {
             return i.clone();
         }
         let informer = create();
-        informers.push((key, Arc::new(informer.clone())));
+        informers.push((key, Arc::new(informer.clone()), false));
         informer
     }
 
@@ -342,23 +345,25 @@ impl SharedInformerFactory {
             tracing::warn!("the informer factory is shut down; start ignored");
             return;
         }
-        for (_, informer) in self.inner.informers.lock().iter() {
-            if !informer.has_started() {
+        for (_, informer, started) in self.inner.informers.lock().iter_mut() {
+            if !*started && !informer.has_started() {
                 informer.spawn(&self.inner.tasks, self.inner.cancel.child_token());
             }
+            *started = true;
         }
     }
 
     /// Waits until every *started* informer has synced or `cancel` fires; the result says, per
-    /// informer name, whether it synced (client-go's `WaitForCacheSync`).
+    /// informer name, whether it synced (client-go's `WaitForCacheSync`). An informer counts as
+    /// started as soon as [`start`](Self::start) returns, even if its task has not run yet.
     pub async fn wait_for_cache_sync(&self, cancel: &CancellationToken) -> BTreeMap<String, bool> {
         let started: Vec<(String, SyncSignal)> = self
             .inner
             .informers
             .lock()
             .iter()
-            .filter(|(_, i)| i.has_started())
-            .map(|(_, i)| (i.name(), i.synced_signal()))
+            .filter(|(_, i, started)| *started || i.has_started())
+            .map(|(_, i, _)| (i.name(), i.synced_signal()))
             .collect();
         wait_for_cache_sync(cancel, started.iter().map(|(_, s)| s.clone())).await;
         started
