@@ -61,15 +61,19 @@ if ! E2E_DIR="$e2e_off" E2E_WATCH_CACHE=false "$e2e_root/start.sh" > /dev/null 2
 fi
 echo "    harness ready in $((SECONDS - t_e2e))s"
 
-echo "==> e2e: cargo test -p kinformer-e2e (against the real server)"
+# The kinformer-e2e tests, selected by target with --workspace (not -p kinformer-e2e) so cargo
+# resolves the same features as the unit tier and rebuilds nothing.
+echo "==> e2e: kinformer-e2e tests against the real server"
 KINFORMER_E2E_KUBECONFIG="$e2e_on/kubeconfig" \
     KINFORMER_E2E_NOCACHE_KUBECONFIG="$e2e_off/kubeconfig" \
-    cargo test -p kinformer-e2e
+    cargo test --workspace --test informers --test reflector
 
 echo "==> e2e: differential check, embedded server vs recorded real kube-apiserver (e2e/diff.sh embedded)"
-cargo build -q -p kinformer-apiserver --bin kinformer-apiserver
+# the standalone embedded server (what `cargo run -p kinformer-apiserver` runs), built with the
+# workspace's features like the unit tier
+cargo build -q --workspace --bins
 embedded_dir="$(mktemp -d "${TMPDIR:-/tmp}/kinformer-embedded-XXXXXX")"
-cargo run -q -p kinformer-apiserver --bin kinformer-apiserver -- \
+"${CARGO_TARGET_DIR:-target}/debug/kinformer-apiserver" \
     --port 0 --kubeconfig "$embedded_dir/kubeconfig" > "$embedded_dir/server.log" 2>&1 &
 embedded_pid=$!
 for _ in $(seq 1 300); do
