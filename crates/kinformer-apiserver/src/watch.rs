@@ -60,8 +60,9 @@ fn push_event(buf: &mut BytesMut, ty: &str, object: &[u8]) {
 
 /// The JSON of a BOOKMARK object at `rev`.
 pub fn bookmark_object(res: &ResourceInfo, rev: u64, initial_end: bool) -> Vec<u8> {
-    let mut meta =
-        serde_json::json!({"resourceVersion": rev.to_string(), "creationTimestamp": null});
+    // only the resourceVersion (and the end annotation): kube-apiserver v1.35 sends no
+    // `creationTimestamp: null` on bookmarks (e2e/diff "initial-events-end")
+    let mut meta = serde_json::json!({"resourceVersion": rev.to_string()});
     if initial_end {
         meta["annotations"] = serde_json::json!({"k8s.io/initial-events-end": "true"});
     }
@@ -200,7 +201,9 @@ pub async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Sender<By
                 return;
             }
         }
-        if opts.send_initial_events == Some(true) {
+        // the end bookmark only for a watch that allows bookmarks (kube-apiserver v1.35 sends
+        // the initial events without it otherwise)
+        if opts.send_initial_events == Some(true) && opts.allow_watch_bookmarks {
             push_event(&mut buf, "BOOKMARK", &bookmark_object(&res, cursor, true));
             if tx.send(buf.split().freeze()).await.is_err() {
                 return;

@@ -378,3 +378,42 @@ async fn a_future_resource_version_is_served_once_reached() {
     assert_eq!(names(&r.json()), ["late"]);
     s.shutdown().await;
 }
+
+/// kube-apiserver v1.35 (e2e/diff "too-large-rv / get-future"): a GET at a resourceVersion the
+/// server has not reached is 504 Timeout with the `ResourceVersionTooLarge` cause; at a reached
+/// one it reads the object.
+#[tokio::test]
+async fn get_at_a_future_resource_version_is_504_too_large() {
+    let s = seeded().await;
+    let current = s.revision();
+    let r = get(
+        s.addr(),
+        &format!(
+            "/api/v1/namespaces/default/pods/a?resourceVersion={}",
+            current + 100
+        ),
+    )
+    .await;
+    assert_eq!(r.code, 504);
+    let body = r.json();
+    assert_eq!(body["reason"], "Timeout");
+    assert_eq!(
+        body["details"]["causes"][0]["reason"],
+        "ResourceVersionTooLarge"
+    );
+    assert_eq!(
+        body["message"],
+        format!(
+            "Timeout: Too large resource version: {}, current: {current}",
+            current + 100
+        )
+    );
+    let r = get(
+        s.addr(),
+        &format!("/api/v1/namespaces/default/pods/a?resourceVersion={current}"),
+    )
+    .await;
+    assert_eq!(r.code, 200);
+    assert_eq!(r.json()["metadata"]["name"], "a");
+    s.shutdown().await;
+}

@@ -257,6 +257,62 @@ async fn send_initial_events_ends_with_an_annotated_bookmark() {
     s.shutdown().await;
 }
 
+/// kube-apiserver v1.35 (e2e/diff "initial-events-end / invalid-no-bookmarks"): a streaming
+/// list without `allowWatchBookmarks` is accepted; the initial ADDED events come, the end
+/// bookmark does not, live events follow. The end bookmark carries only kind, apiVersion,
+/// resourceVersion and the annotation (no `creationTimestamp: null`).
+#[tokio::test]
+async fn send_initial_events_without_bookmarks_sends_no_end_bookmark() {
+    let s = start(ServerConfig::default()).await.unwrap();
+    let a = s.addr();
+    post(
+        a,
+        "/api/v1/namespaces/default/pods",
+        &pod_json("a", json!({})),
+    )
+    .await;
+    let mut w = watch(
+        a,
+        "/api/v1/namespaces/default/pods?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan",
+    )
+    .await;
+    assert_eq!(
+        ev(&w.next_within(SECS).await.unwrap()),
+        ("ADDED".into(), "a".into())
+    );
+    post(
+        a,
+        "/api/v1/namespaces/default/pods",
+        &pod_json("b", json!({})),
+    )
+    .await;
+    // the next event is the live ADDED, not a BOOKMARK
+    assert_eq!(
+        ev(&w.next_within(SECS).await.unwrap()),
+        ("ADDED".into(), "b".into())
+    );
+
+    let mut w = watch(
+        a,
+        "/api/v1/namespaces/default/pods?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true",
+    )
+    .await;
+    let mut bookmark = None;
+    for _ in 0..3 {
+        let e = w.next_within(SECS).await.unwrap();
+        if e["type"] == "BOOKMARK" {
+            bookmark = Some(e);
+            break;
+        }
+    }
+    let b = bookmark.expect("an end bookmark after the initial events");
+    let meta = b["object"]["metadata"].as_object().unwrap();
+    let mut keys: Vec<_> = meta.keys().cloned().collect();
+    keys.sort();
+    assert_eq!(keys, ["annotations", "resourceVersion"]);
+    s.shutdown().await;
+}
+
 #[tokio::test]
 async fn selectors_turn_moves_into_added_and_deleted() {
     let s = start(ServerConfig::default()).await.unwrap();

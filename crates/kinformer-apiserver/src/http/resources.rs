@@ -216,6 +216,23 @@ async fn serve_verb(
     };
     match c.verb {
         Verb::Get => {
+            // A GET at a resourceVersion the server has not reached waits briefly, then answers
+            // 504 "Too large resource version" like a list does (kube-apiserver v1.35; e2e/diff
+            // "too-large-rv / get-future"). Older or unparsable versions read the current state.
+            if let Some(n) = query
+                .get("resourceVersion")
+                .and_then(|s| s.parse::<u64>().ok())
+                && n > api.store.revision()
+                && !api
+                    .store
+                    .wait_for_revision(n, ctx.settings.too_large_wait)
+                    .await
+            {
+                return Err(ApiError::too_large_resource_version(
+                    n,
+                    api.store.revision(),
+                ));
+            }
             let o = api.get(res, ns, name)?;
             if let Some(inc) = as_table {
                 let meta = json!({"resourceVersion": o.resource_version.to_string()});
