@@ -1,0 +1,280 @@
+// Command client-go-peer is the client-go peer of kinformer-bench: a SharedIndexInformer for
+// pods with two indexes and two handlers, running one workload (w1, w1t, w2, w3) against the
+// bench server and printing one JSON report on stdout, with the same fields as the Rust peers
+// (see crates/kinformer-bench/src/result.rs).
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+)
+
+const tsAnnotation = "kinformer.bench/ts"
+
+type report struct {
+	Peer             string   `json:"peer"`
+	Workload         string   `json:"workload"`
+	N                uint64   `json:"n"`
+	Objects          uint64   `json:"objects"`
+	BaselineRSSKiB   uint64   `json:"baseline_rss_kib"`
+	SyncMs           *float64 `json:"sync_ms"`
+	PeakRSSKiB       *uint64  `json:"peak_rss_kib"`
+	SteadyRSSKiB     *uint64  `json:"steady_rss_kib"`
+	BytesPerObject   *float64 `json:"bytes_per_object"`
+	EventsPerSec     *float64 `json:"events_per_sec"`
+	Events           *uint64  `json:"events"`
+	LatencyP50Us     *float64 `json:"latency_p50_us"`
+	LatencyP99Us     *float64 `json:"latency_p99_us"`
+	RelistMs         *float64 `json:"relist_ms"`
+	RelistPeakRSSKiB *uint64  `json:"relist_peak_rss_kib"`
+}
+
+func statusField(field string) uint64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(l, field+":") {
+			f := strings.Fields(strings.TrimPrefix(l, field+":"))
+			if len(f) > 0 {
+				v, _ := strconv.ParseUint(f[0], 10, 64)
+				return v
+			}
+		}
+	}
+	return 0
+}
+
+func rss() uint64  { return statusField("VmRSS") }
+func peak() uint64 { return statusField("VmHWM") }
+func resetPeak()   { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0o600) }
+
+// steadyRSS collects garbage and returns memory to the OS first, so the figure is live data
+// plus runtime overhead rather than uncollected garbage.
+func steadyRSS() uint64 {
+	runtime.GC()
+	debug.FreeOSMemory()
+	return rss()
+}
+
+func control(addr, cmd string) error {
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if _, err := fmt.Fprintf(c, "%s\n", cmd); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(line) != "ok" {
+		return fmt.Errorf("control %q: %s", cmd, strings.TrimSpace(line))
+	}
+	return nil
+}
+
+type counters struct {
+	adds      atomic.Uint64
+	updates   [2]atomic.Uint64
+	recording atomic.Bool
+	mu        sync.Mutex
+	lat       []float64
+	first     time.Time
+	last      time.Time
+}
+
+func (c *counters) onUpdate(h int, obj interface{}) {
+	c.updates[h].Add(1)
+	if h != 0 || !c.recording.Load() {
+		return
+	}
+	pod, ok := obj.(*v1.Pod)
+	if !ok {
+		return
+	}
+	ts, err := strconv.ParseInt(pod.Annotations[tsAnnotation], 10, 64)
+	if err != nil {
+		return
+	}
+	now := time.Now()
+	us := float64(now.UnixNano()-ts) / 1000.0
+	c.mu.Lock()
+	c.lat = append(c.lat, us)
+	if c.first.IsZero() {
+		c.first = now
+	}
+	c.last = now
+	c.mu.Unlock()
+}
+
+func (c *counters) updatesMin() uint64 {
+	a, b := c.updates[0].Load(), c.updates[1].Load()
+	if a < b {
+		return a
+	}
+	return b
+}
+
+func waitUntil(timeout time.Duration, what string, cond func() bool) {
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			fmt.Fprintf(os.Stderr, "client-go-peer: timed out after %v waiting for %s\n", timeout, what)
+			os.Exit(1)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func percentile(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := int(p / 100 * float64(len(sorted)))
+	if float64(rank) < p/100*float64(len(sorted)) {
+		rank++
+	}
+	if rank < 1 {
+		rank = 1
+	}
+	if rank > len(sorted) {
+		rank = len(sorted)
+	}
+	return sorted[rank-1]
+}
+
+func f64(v float64) *float64 { return &v }
+func u64(v uint64) *uint64   { return &v }
+
+func main() {
+	workload := flag.String("workload", "w1", "w1, w1t, w2 or w3")
+	url := flag.String("url", "", "API server base URL")
+	ctl := flag.String("control", "", "control port address")
+	n := flag.Uint64("n", 0, "pods on the server")
+	updates := flag.Uint64("updates", 10000, "W2 updates")
+	timeoutSecs := flag.Int("timeout-secs", 300, "timeout of each wait")
+	flag.Parse()
+	timeout := time.Duration(*timeoutSecs) * time.Second
+
+	cfg := &rest.Config{Host: *url, QPS: -1, ContentConfig: rest.ContentConfig{ContentType: "application/json", AcceptContentTypes: "application/json"}}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "client-go-peer: client: %v\n", err)
+		os.Exit(1)
+	}
+	rep := report{Peer: "client-go", Workload: *workload, N: *n}
+	rep.BaselineRSSKiB = rss()
+
+	lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "pods", "", fields.Everything())
+	informer := cache.NewSharedIndexInformer(lw, &v1.Pod{}, 0, cache.Indexers{
+		cache.NamespaceIndex: cache.MetaNamespaceIndexFunc,
+		"node": func(obj interface{}) ([]string, error) {
+			if p, ok := obj.(*v1.Pod); ok && p.Spec.NodeName != "" {
+				return []string{p.Spec.NodeName}, nil
+			}
+			return nil, nil
+		},
+	})
+	if *workload == "w1t" {
+		_ = informer.SetTransform(func(obj interface{}) (interface{}, error) {
+			if p, ok := obj.(*v1.Pod); ok {
+				p.ManagedFields = nil
+			}
+			return obj, nil
+		})
+	}
+	c := &counters{}
+	for h := 0; h < 2; h++ {
+		h := h
+		_, _ = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: func(obj interface{}) {
+				if h == 0 {
+					c.adds.Add(1)
+				}
+			},
+			UpdateFunc: func(_, obj interface{}) { c.onUpdate(h, obj) },
+		})
+	}
+	stop := make(chan struct{})
+	t0 := time.Now()
+	go informer.Run(stop)
+	waitUntil(timeout, "initial sync", func() bool { return informer.HasSynced() && c.adds.Load() >= *n })
+	sync := time.Since(t0)
+	pk := peak()
+	time.Sleep(500 * time.Millisecond)
+	steady := steadyRSS()
+	rep.SteadyRSSKiB = u64(steady)
+	objects := uint64(len(informer.GetStore().ListKeys()))
+	switch *workload {
+	case "w1", "w1t":
+		rep.SyncMs = f64(float64(sync.Nanoseconds()) / 1e6)
+		rep.PeakRSSKiB = u64(pk)
+		per := 0.0
+		if objects > 0 && steady > rep.BaselineRSSKiB {
+			per = float64(steady-rep.BaselineRSSKiB) * 1024 / float64(objects)
+		}
+		rep.BytesPerObject = f64(per)
+	case "w3":
+		resetPeak()
+		before := c.updatesMin()
+		if err := control(*ctl, "relist"); err != nil {
+			fmt.Fprintf(os.Stderr, "client-go-peer: %v\n", err)
+			os.Exit(1)
+		}
+		t := time.Now()
+		waitUntil(timeout, "relist", func() bool { return c.updatesMin() >= before+*n })
+		rep.RelistMs = f64(float64(time.Since(t).Nanoseconds()) / 1e6)
+		rep.RelistPeakRSSKiB = u64(peak())
+	case "w2":
+		before := c.updatesMin()
+		c.recording.Store(true)
+		if err := control(*ctl, fmt.Sprintf("update %d", *updates)); err != nil {
+			fmt.Fprintf(os.Stderr, "client-go-peer: %v\n", err)
+			os.Exit(1)
+		}
+		waitUntil(timeout, "updates", func() bool { return c.updatesMin() >= before+*updates })
+		c.recording.Store(false)
+		c.mu.Lock()
+		lat := append([]float64(nil), c.lat...)
+		span := c.last.Sub(c.first).Seconds()
+		c.mu.Unlock()
+		sort.Float64s(lat)
+		eps := 0.0
+		if span > 0 {
+			eps = (float64(len(lat)) - 1) / span
+		}
+		rep.Events = u64(uint64(len(lat)))
+		rep.EventsPerSec = f64(eps)
+		rep.LatencyP50Us = f64(percentile(lat, 50))
+		rep.LatencyP99Us = f64(percentile(lat, 99))
+	default:
+		fmt.Fprintf(os.Stderr, "client-go-peer: unknown workload %q\n", *workload)
+		os.Exit(2)
+	}
+	rep.Objects = uint64(len(informer.GetStore().ListKeys()))
+	close(stop)
+	out, _ := json.Marshal(rep)
+	fmt.Println(string(out))
+}

@@ -1,0 +1,258 @@
+//! The Rust peers (kinformer, kube-rs, the decode-only floor) and the workload driver they
+//! share. The Go peer (bench/peers/client-go) implements the same workloads and JSON.
+//!
+//! Every informer peer runs with the same setup: two handlers (both count adds and updates;
+//! the first also records W2 latencies) and, where the library has indexes, two indexes
+//! (namespace and `spec.nodeName`). kube-rs's store has no indexes.
+
+pub mod floor;
+pub mod kinformer_peer;
+pub mod kube_rs;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Pod;
+use parking_lot::Mutex;
+
+use crate::control::{TS_ANNOTATION, now_nanos};
+use crate::result::{PeerReport, Workload, percentile};
+use crate::rss;
+
+/// Why a peer run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PeerError {
+    /// The kube client could not be built.
+    #[error("client: {0}")]
+    Client(String),
+    /// The peer did not reach the expected state in time.
+    #[error("timed out after {0:?} waiting for {1}")]
+    Timeout(Duration, &'static str),
+    /// The control port failed.
+    #[error("control: {0}")]
+    Control(String),
+    /// A list failed (floor).
+    #[error("list: {0}")]
+    List(String),
+    /// The peer name is unknown.
+    #[error("unknown peer {0:?} (kinformer, kube-rs, floor)")]
+    UnknownPeer(String),
+}
+
+/// What a peer run is told.
+#[derive(Debug, Clone)]
+pub struct PeerArgs {
+    /// The API server's base URL.
+    pub url: String,
+    /// The control port address (`127.0.0.1:PORT`); needed by W2 and W3.
+    pub control: Option<String>,
+    /// Pods on the server.
+    pub n: u64,
+    /// The workload.
+    pub workload: Workload,
+    /// W2: updates to request.
+    pub updates: u64,
+    /// Give up after this long in any one wait.
+    pub timeout: Duration,
+}
+
+/// Counters shared by a peer's handlers and the driver.
+#[derive(Debug, Default)]
+pub struct Counters {
+    /// Adds seen by the first handler.
+    pub adds: AtomicU64,
+    /// Updates seen by each of the two handlers.
+    pub updates: [AtomicU64; 2],
+    /// Set by the peer once its library reports synced.
+    pub synced: AtomicBool,
+    /// kube-rs: `InitDone` events seen (a relist ends with one).
+    pub init_done: AtomicU64,
+    /// Objects in the peer's cache (set by the peer when asked).
+    pub cached: AtomicU64,
+    /// W2: latencies in microseconds (first handler), with the arrival time of the first and
+    /// last measured update.
+    pub w2: Mutex<W2Samples>,
+    /// W2: record latencies only while set.
+    pub recording: AtomicBool,
+}
+
+/// Latency samples of W2.
+#[derive(Debug, Default)]
+pub struct W2Samples {
+    /// Write-to-handler latencies, microseconds.
+    pub latencies_us: Vec<f64>,
+    /// Arrival of the first recorded update.
+    pub first: Option<Instant>,
+    /// Arrival of the last recorded update.
+    pub last: Option<Instant>,
+}
+
+impl Counters {
+    /// An add seen by handler `h`.
+    pub fn on_add(&self, h: usize) {
+        if h == 0 {
+            self.adds.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// An update seen by handler `h`; the first handler records W2 latency.
+    pub fn on_update(&self, h: usize, pod: &Pod) {
+        self.updates[h.min(1)].fetch_add(1, Ordering::Relaxed);
+        if h != 0 || !self.recording.load(Ordering::Relaxed) {
+            return;
+        }
+        let written = pod
+            .metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(TS_ANNOTATION))
+            .and_then(|v| v.parse::<u128>().ok());
+        if let Some(written) = written {
+            let now = now_nanos();
+            let us = now.saturating_sub(written) as f64 / 1000.0;
+            let at = Instant::now();
+            let mut s = self.w2.lock();
+            s.latencies_us.push(us);
+            s.first.get_or_insert(at);
+            s.last = Some(at);
+        }
+    }
+
+    fn updates_min(&self) -> u64 {
+        self.updates[0]
+            .load(Ordering::Relaxed)
+            .min(self.updates[1].load(Ordering::Relaxed))
+    }
+}
+
+/// A running peer: the driver asks it for its cache size and stops it at the end.
+pub trait RunningPeer {
+    /// Objects in the cache now.
+    fn cached(&self) -> u64;
+}
+
+/// Polls `cond` every millisecond until true or `timeout`.
+async fn wait_until(
+    timeout: Duration,
+    what: &'static str,
+    mut cond: impl FnMut() -> bool,
+) -> Result<(), PeerError> {
+    let deadline = Instant::now() + timeout;
+    while !cond() {
+        if Instant::now() > deadline {
+            return Err(PeerError::Timeout(timeout, what));
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    Ok(())
+}
+
+/// Builds a kube client for `url` with kube's implicit 429/503/504 retries off.
+///
+/// # Errors
+/// [`PeerError::Client`] for a bad URL.
+pub fn client(url: &str) -> Result<kube::Client, PeerError> {
+    let uri: http::Uri = url.parse().map_err(|e| PeerError::Client(format!("{e}")))?;
+    let mut config = kube::Config::new(uri);
+    config.default_retry = false;
+    kube::Client::try_from(config).map_err(|e| PeerError::Client(e.to_string()))
+}
+
+fn control(args: &PeerArgs, command: &str) -> Result<(), PeerError> {
+    let addr = args
+        .control
+        .as_deref()
+        .ok_or_else(|| PeerError::Control("no --control address".into()))?;
+    let reply =
+        crate::control::send(addr, command).map_err(|e| PeerError::Control(e.to_string()))?;
+    if reply == "ok" {
+        Ok(())
+    } else {
+        Err(PeerError::Control(reply))
+    }
+}
+
+/// Settling time before reading a steady-state RSS.
+const SETTLE: Duration = Duration::from_millis(500);
+
+/// Runs `peer` (`kinformer`, `kube-rs` or `floor`) on the workload and returns its report.
+///
+/// # Errors
+/// See [`PeerError`].
+pub async fn run(peer: &str, args: &PeerArgs) -> Result<PeerReport, PeerError> {
+    let client = client(&args.url)?;
+    let mut report = PeerReport::new(peer, args.workload, args.n);
+    report.baseline_rss_kib = rss::current_kib();
+    if peer == "floor" {
+        return floor::run(client, args, report).await;
+    }
+    let counters = Arc::new(Counters::default());
+    let transform = args.workload == Workload::W1t;
+    let t0 = Instant::now();
+    let running: Box<dyn RunningPeer> = match peer {
+        "kinformer" => Box::new(kinformer_peer::start(client, counters.clone(), transform)?),
+        "kube-rs" => Box::new(kube_rs::start(client, counters.clone(), transform)?),
+        other => return Err(PeerError::UnknownPeer(other.to_string())),
+    };
+    let n = args.n;
+    wait_until(args.timeout, "initial sync", || {
+        counters.synced.load(Ordering::Relaxed) && counters.adds.load(Ordering::Relaxed) >= n
+    })
+    .await?;
+    let sync = t0.elapsed();
+    let peak = rss::peak_kib();
+    tokio::time::sleep(SETTLE).await;
+    let steady = rss::current_kib();
+    report.objects = running.cached();
+    report.steady_rss_kib = Some(steady);
+    match args.workload {
+        Workload::W1 | Workload::W1t => {
+            report.sync_ms = Some(sync.as_secs_f64() * 1000.0);
+            report.peak_rss_kib = Some(peak);
+            report.bytes_per_object = Some(
+                steady.saturating_sub(report.baseline_rss_kib) as f64 * 1024.0
+                    / report.objects.max(1) as f64,
+            );
+        }
+        Workload::W3 => {
+            rss::reset_peak();
+            let before = counters.updates_min();
+            let inits = counters.init_done.load(Ordering::Relaxed);
+            control(args, "relist")?;
+            let t = Instant::now();
+            wait_until(args.timeout, "relist", || {
+                counters.init_done.load(Ordering::Relaxed) > inits
+                    || counters.updates_min() >= before + n
+            })
+            .await?;
+            report.relist_ms = Some(t.elapsed().as_secs_f64() * 1000.0);
+            report.relist_peak_rss_kib = Some(rss::peak_kib());
+        }
+        Workload::W2 => {
+            let before = counters.updates_min();
+            counters.recording.store(true, Ordering::Relaxed);
+            control(args, &format!("update {}", args.updates))?;
+            let want = before + args.updates;
+            wait_until(args.timeout, "updates", || counters.updates_min() >= want).await?;
+            counters.recording.store(false, Ordering::Relaxed);
+            let s = counters.w2.lock();
+            let mut lat = s.latencies_us.clone();
+            lat.sort_by(|a, b| a.total_cmp(b));
+            let span = match (s.first, s.last) {
+                (Some(a), Some(b)) => (b - a).as_secs_f64(),
+                _ => 0.0,
+            };
+            report.events = Some(lat.len() as u64);
+            report.events_per_sec = Some(if span > 0.0 {
+                (lat.len() as f64 - 1.0) / span
+            } else {
+                0.0
+            });
+            report.latency_p50_us = percentile(&lat, 50.0);
+            report.latency_p99_us = percentile(&lat, 99.0);
+        }
+    }
+    report.objects = running.cached();
+    Ok(report)
+}
