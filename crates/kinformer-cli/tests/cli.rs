@@ -1,0 +1,196 @@
+//! End-to-end tests of the `kinformer` binary.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_kinformer");
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("kinformer-cli-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+fn text(out: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A command isolated from the machine's kubeconfig and in-cluster settings.
+fn isolated(home: &PathBuf) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.env("HOME", home)
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .env_remove("KUBERNETES_SERVICE_PORT");
+    cmd
+}
+
+#[test]
+fn small_demo_converges_and_prints_a_summary() {
+    let out = Command::new(BIN)
+        .args(["demo", "--pods", "300", "--nodes", "5", "--duration", "3"])
+        .output()
+        .expect("run demo");
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "demo failed\n{stdout}\n{stderr}");
+    assert!(stdout.contains("summary"), "{stdout}");
+    assert!(stdout.contains("index by-node=node-000"), "{stdout}");
+    assert!(
+        stdout.contains("OK: every cache and every handler's view equals the server's state"),
+        "{stdout}"
+    );
+    // Not a terminal: plain sync lines instead of progress bars.
+    assert!(stdout.contains("synced pods"), "{stdout}");
+}
+
+#[test]
+fn unknown_resource_suggests_the_closest_names() {
+    let home = scratch("unknown");
+    let out = isolated(&home)
+        .args(["watch", "podz"])
+        .output()
+        .expect("run");
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    assert!(stderr.contains("unknown resource \"podz\""), "{stderr}");
+    assert!(stderr.contains("did you mean pods"), "{stderr}");
+}
+
+#[test]
+fn missing_kubeconfig_suggests_embedded() {
+    let home = scratch("nokubeconfig");
+    let out = isolated(&home)
+        .env("KUBECONFIG", home.join("does-not-exist"))
+        .args(["watch", "pods"])
+        .output()
+        .expect("run");
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    assert!(stderr.contains("no kubeconfig found"), "{stderr}");
+    assert!(stderr.contains("--embedded"), "{stderr}");
+}
+
+#[test]
+fn unreachable_server_names_the_address() {
+    let home = scratch("unreachable");
+    // A port nobody listens on: bind, note it, release it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("free port")
+        .port();
+    let kubeconfig = home.join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:{port}\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\nusers:\n- name: u\n  user: {{}}\n"
+        ),
+    )
+    .expect("write kubeconfig");
+    let out = isolated(&home)
+        .env("KUBECONFIG", &kubeconfig)
+        .args(["watch", "pods"])
+        .output()
+        .expect("run");
+    let (_, stderr) = text(&out);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains(&format!(
+            "cannot reach the API server at http://127.0.0.1:{port}"
+        )),
+        "{stderr}"
+    );
+}
+
+/// Kills the child when the test ends, however it ends.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn wait_for_line(rx: &mpsc::Receiver<String>, seen: &mut Vec<String>, pred: impl Fn(&str) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        match rx.recv_timeout(Duration::from_millis(200)) {
+            Ok(line) => {
+                let hit = pred(&line);
+                seen.push(line);
+                if hit {
+                    return;
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    panic!(
+        "expected line not seen; output so far:\n{}",
+        seen.join("\n")
+    );
+}
+
+#[test]
+fn watch_embedded_shows_a_pod_created_with_kubectl() {
+    if Command::new("kubectl")
+        .args(["version", "--client"])
+        .output()
+        .is_err()
+    {
+        eprintln!("SKIPPED: kubectl is not installed on this machine");
+        return;
+    }
+    let home = scratch("watch");
+    let kubeconfig = home.join("kubeconfig");
+    let child = isolated(&home)
+        .args(["watch", "pods", "--embedded", "--write-kubeconfig"])
+        .arg(&kubeconfig)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn watch");
+    let mut child = KillOnDrop(child);
+    let stdout = child.0.stdout.take().expect("stdout");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    wait_for_line(&rx, &mut seen, |l| l.starts_with("EVENT"));
+    assert!(
+        seen.iter()
+            .any(|l| l.contains(&format!("kubeconfig: {}", kubeconfig.display()))),
+        "{seen:?}"
+    );
+    let manifest = home.join("pod.json");
+    std::fs::write(
+        &manifest,
+        r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"from-kubectl","namespace":"default"},"spec":{"containers":[{"name":"c","image":"nginx"}]}}"#,
+    )
+    .expect("write manifest");
+    let out = Command::new("kubectl")
+        .env("KUBECONFIG", &kubeconfig)
+        .args(["create", "-f"])
+        .arg(&manifest)
+        .output()
+        .expect("run kubectl");
+    assert!(
+        out.status.success(),
+        "kubectl create failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    wait_for_line(&rx, &mut seen, |l| {
+        l.starts_with("ADDED") && l.contains("default") && l.contains("from-kubectl")
+    });
+}

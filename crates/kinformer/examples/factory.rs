@@ -1,0 +1,41 @@
+//! A `SharedInformerFactory` over several types, waiting for all caches with
+//! `wait_for_cache_sync`, against the embedded API server.
+//!
+//! `cargo run -p kinformer --example factory`
+
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
+use kinformer::SharedInformerFactory;
+use tokio_util::sync::CancellationToken;
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let server = kinformer_apiserver::start(Default::default()).await?;
+    server.seed_pods(200, 3)?;
+    server.seed(
+        "configmaps",
+        (0..5).map(|i| kinformer_apiserver::seed::configmap("ns-0", &format!("cm-{i}"), 3)),
+    )?;
+
+    let factory = SharedInformerFactory::new(server.client());
+    // Asking twice for the same type returns the same shared informer.
+    let pods = factory.informer::<Pod>();
+    let configmaps = factory.informer::<ConfigMap>();
+    let namespaces = factory.informer::<Namespace>();
+    factory.start();
+
+    let synced = factory.wait_for_cache_sync(&CancellationToken::new()).await;
+    println!("wait_for_cache_sync: {synced:?}");
+    // Each informer's own signal says the same for it alone.
+    pods.synced_signal().wait().await;
+    configmaps.synced_signal().wait().await;
+    namespaces.synced_signal().wait().await;
+    println!(
+        "{} pods, {} config maps, {} namespaces",
+        pods.get_indexer().len(),
+        configmaps.get_indexer().len(),
+        namespaces.get_indexer().len()
+    );
+    factory.shutdown().await;
+    server.shutdown().await;
+    Ok(())
+}
