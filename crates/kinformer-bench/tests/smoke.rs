@@ -38,7 +38,40 @@ fn args(server: &kinformer_apiserver::RunningServer, control: &str, w: Workload)
 fn check(report: PeerReport, peer: &str, w: Workload) {
     let json = serde_json::to_string(&report).expect("serializes");
     let back: PeerReport = serde_json::from_str(&json).expect("parses");
-    assert_eq!(back, report);
+    // serde_json's default float parsing may land one ulp away from the printed value, so the
+    // floats are compared with a tolerance and everything else exactly.
+    let close = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) => (a - b).abs() <= 1e-9 * a.abs().max(1.0),
+        (None, None) => true,
+        _ => false,
+    };
+    for (name, a, b) in [
+        ("sync_ms", back.sync_ms, report.sync_ms),
+        (
+            "bytes_per_object",
+            back.bytes_per_object,
+            report.bytes_per_object,
+        ),
+        ("events_per_sec", back.events_per_sec, report.events_per_sec),
+        ("latency_p50_us", back.latency_p50_us, report.latency_p50_us),
+        ("latency_p99_us", back.latency_p99_us, report.latency_p99_us),
+        ("relist_ms", back.relist_ms, report.relist_ms),
+    ] {
+        assert!(
+            close(a, b),
+            "{peer} {w:?} {name}: {a:?} != {b:?} after JSON"
+        );
+    }
+    let exact = |r: &PeerReport| {
+        (
+            r.baseline_rss_kib,
+            r.peak_rss_kib,
+            r.steady_rss_kib,
+            r.events,
+            r.relist_peak_rss_kib,
+        )
+    };
+    assert_eq!(exact(&back), exact(&report));
     assert_eq!(back.peer, peer);
     assert_eq!(back.workload, w.as_str());
     assert_eq!(back.n, PODS);
