@@ -358,3 +358,44 @@ async fn kube_streaming_list_through_the_reflector() {
         "{q}"
     );
 }
+
+#[test]
+fn kube_list_kind_is_checked_and_items_decode_in_one_pass() {
+    use kinformer::source::decode_list;
+    let page = decode_list::<DynamicObject>(
+        br#"{"kind":"PodList","metadata":{"resourceVersion":"7","continue":"c","remainingItemCount":3},"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]}"#,
+        "Pod",
+    )
+    .unwrap();
+    let names: Vec<_> = page
+        .items
+        .iter()
+        .map(|o| o.metadata.name.clone().unwrap())
+        .collect();
+    assert_eq!(names, ["a", "b"]);
+    assert_eq!(page.resource_version, "7");
+    assert_eq!(page.continue_token.as_deref(), Some("c"));
+    assert_eq!(page.remaining_item_count, Some(3));
+
+    // a generic "List" and a list without kind are accepted; "items": null is an empty page
+    assert!(decode_list::<Pod>(br#"{"kind":"List","items":[]}"#, "Pod").is_ok());
+    let empty = decode_list::<Pod>(br#"{"metadata":{"continue":""},"items":null}"#, "Pod").unwrap();
+    assert!(empty.items.is_empty() && empty.continue_token.is_none());
+
+    // a list of another kind fails the page, even for DynamicObject
+    let err = decode_list::<DynamicObject>(
+        br#"{"kind":"ConfigMapList","items":[{"metadata":{"name":"a"}}]}"#,
+        "Pod",
+    )
+    .unwrap_err();
+    assert!(err.is_decode() && err.to_string().contains("ConfigMapList"), "{err}");
+    // items that are not objects, or a body that is not a list, fail with a decode error
+    for body in [
+        &br#"{"kind":"PodList","items":[1]}"#[..],
+        br#"{"kind":"PodList","items":{}}"#,
+        br#"[]"#,
+        b"",
+    ] {
+        assert!(decode_list::<Pod>(body, "Pod").unwrap_err().is_decode());
+    }
+}

@@ -113,11 +113,46 @@ pub trait ListerWatcher<K>: Send + Sync {
     /// Opens a watch.
     fn watch(&self, options: &ListOptions)
     -> BoxFuture<'_, Result<WatchStream<K>, ListWatchError>>;
+
+    /// Lists one page with each object already behind its `Arc` (what the Reflector hands to
+    /// its store); same contract as [`list`](Self::list).
+    ///
+    /// The default wraps the items of `list`. A source that decodes objects one by one
+    /// overrides it to put each object behind its `Arc` as soon as it is decoded, so a large
+    /// page never exists twice in memory (once inline in a `Vec<K>`, once behind `Arc`s);
+    /// [`KubeListerWatcher`](crate::source::KubeListerWatcher) does.
+    fn list_shared(
+        &self,
+        options: &ListOptions,
+    ) -> BoxFuture<'_, Result<ListPage<Arc<K>>, ListWatchError>>
+    where
+        K: Send + 'static,
+    {
+        let page = self.list(options);
+        Box::pin(async move {
+            let page = page.await?;
+            Ok(ListPage {
+                items: page.items.into_iter().map(Arc::new).collect(),
+                resource_version: page.resource_version,
+                continue_token: page.continue_token,
+                remaining_item_count: page.remaining_item_count,
+            })
+        })
+    }
 }
 
 impl<K, T: ListerWatcher<K> + ?Sized> ListerWatcher<K> for Arc<T> {
     fn list(&self, options: &ListOptions) -> BoxFuture<'_, Result<ListPage<K>, ListWatchError>> {
         (**self).list(options)
+    }
+    fn list_shared(
+        &self,
+        options: &ListOptions,
+    ) -> BoxFuture<'_, Result<ListPage<Arc<K>>, ListWatchError>>
+    where
+        K: Send + 'static,
+    {
+        (**self).list_shared(options)
     }
     fn watch(
         &self,

@@ -8,9 +8,11 @@
 //! object of another kind becomes a [`ListWatchError::Decode`] item, which the Reflector logs and
 //! skips; nothing here panics.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use bytes::{Buf, BytesMut};
 use futures::future::BoxFuture;
@@ -18,9 +20,12 @@ use futures::{FutureExt, StreamExt};
 use http_body_util::BodyExt;
 use kube::Resource;
 use kube::client::Body;
+use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
+use super::list_stream::ListStreamDecoder;
 use crate::reflector::{
     ListOptions, ListPage, ListWatchError, ListerWatcher, Status, StatusCause, TransportErrorKind,
     WatchEvent, WatchStream,
@@ -151,6 +156,34 @@ where
     }
 }
 
+impl<K> KubeListerWatcher<K>
+where
+    K: Resource + DeserializeOwned + Clone + Debug + Send + Sync + 'static,
+{
+    /// Lists one page, decoding each item as soon as its bytes have arrived
+    /// ([`ListStreamDecoder`]): the body is never held whole.
+    async fn list_streamed(
+        &self,
+        options: &ListOptions,
+    ) -> Result<ListPage<Arc<K>>, ListWatchError> {
+        let response = self.get(options, false).await?;
+        let mut body = response.into_body();
+        let mut decoder = ListStreamDecoder::<K>::new(&self.kind);
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(from_kube_error)?;
+            if let Ok(mut data) = frame.into_data() {
+                while data.has_remaining() {
+                    let chunk = data.chunk();
+                    decoder.push(chunk);
+                    let n = chunk.len();
+                    data.advance(n);
+                }
+            }
+        }
+        decoder.finish()
+    }
+}
+
 impl<K> ListerWatcher<K> for KubeListerWatcher<K>
 where
     K: Resource + DeserializeOwned + Clone + Debug + Send + Sync + 'static,
@@ -158,16 +191,27 @@ where
     fn list(&self, options: &ListOptions) -> BoxFuture<'_, Result<ListPage<K>, ListWatchError>> {
         let options = options.clone();
         async move {
-            let response = self.get(&options, false).await?;
-            let body = response
-                .into_body()
-                .collect()
-                .await
-                .map_err(from_kube_error)?
-                .to_bytes();
-            decode_list(&body, &self.kind)
+            let page = self.list_streamed(&options).await?;
+            Ok(ListPage {
+                items: page
+                    .items
+                    .into_iter()
+                    .map(|obj| Arc::try_unwrap(obj).unwrap_or_else(|shared| (*shared).clone()))
+                    .collect(),
+                resource_version: page.resource_version,
+                continue_token: page.continue_token,
+                remaining_item_count: page.remaining_item_count,
+            })
         }
         .boxed()
+    }
+
+    fn list_shared(
+        &self,
+        options: &ListOptions,
+    ) -> BoxFuture<'_, Result<ListPage<Arc<K>>, ListWatchError>> {
+        let options = options.clone();
+        async move { self.list_streamed(&options).await }.boxed()
     }
 
     fn watch(
@@ -250,6 +294,7 @@ where
 
 /// Decodes one line of a watch response (`{"type": ..., "object": ...}`).
 ///
+/// The object is decoded straight from the line's bytes into `K` (no intermediate JSON tree).
 /// Returns a [`ListWatchError::Decode`] for anything that is not a well-formed event of the
 /// expected `kind`: not JSON, no or unknown `type`, no `object`, an object of another kind, or an
 /// object that does not deserialize into `K`. An `ERROR` event becomes [`WatchEvent::Error`].
@@ -269,23 +314,23 @@ pub fn decode_watch_line<K: DeserializeOwned>(
     line: &[u8],
     kind: &str,
 ) -> Result<WatchEvent<K>, ListWatchError> {
-    let value: Value = serde_json::from_slice(line)
+    let envelope: WireWatchEvent<'_> = serde_json::from_slice(line)
         .map_err(|e| ListWatchError::Decode(format!("watch event is not JSON: {e}")))?;
-    let event_type = value
-        .get("type")
-        .and_then(Value::as_str)
-        .ok_or_else(|| ListWatchError::Decode("watch event has no type".into()))?
-        .to_owned();
-    let object = value
-        .get("object")
-        .filter(|o| o.is_object())
+    let event_type = envelope
+        .event_type
+        .ok_or_else(|| ListWatchError::Decode("watch event has no type".into()))?;
+    let object = envelope
+        .object
+        .filter(|o| o.get().starts_with('{'))
         .ok_or_else(|| ListWatchError::Decode(format!("{event_type} event has no object")))?;
-    match event_type.as_str() {
+    match &*event_type {
         "ADDED" => decode_object(object, kind).map(WatchEvent::Added),
         "MODIFIED" => decode_object(object, kind).map(WatchEvent::Modified),
         "DELETED" => decode_object(object, kind).map(WatchEvent::Deleted),
         "BOOKMARK" => {
-            let meta = object.get("metadata");
+            let value: Value = serde_json::from_str(object.get())
+                .map_err(|e| ListWatchError::Decode(format!("bookmark object: {e}")))?;
+            let meta = value.get("metadata");
             let resource_version = meta
                 .and_then(|m| m.get("resourceVersion"))
                 .and_then(Value::as_str)
@@ -305,18 +350,65 @@ pub fn decode_watch_line<K: DeserializeOwned>(
                 annotations,
             })
         }
-        "ERROR" => Ok(WatchEvent::Error(status_from_value(object))),
+        "ERROR" => {
+            let value: Value = serde_json::from_str(object.get())
+                .map_err(|e| ListWatchError::Decode(format!("error object: {e}")))?;
+            Ok(WatchEvent::Error(status_from_value(&value)))
+        }
         other => Err(ListWatchError::Decode(format!(
             "unknown watch event type {other:?}"
         ))),
     }
 }
 
+/// A watch line as sent; the object stays raw until its type is known.
+#[derive(Deserialize)]
+struct WireWatchEvent<'a> {
+    #[serde(rename = "type", borrow, default)]
+    event_type: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    object: Option<&'a RawValue>,
+}
+
+/// Only the `kind` of an object; every other field is skipped without being built.
+#[derive(Deserialize)]
+struct KindProbe<'a> {
+    #[serde(borrow, default)]
+    kind: Option<Cow<'a, str>>,
+}
+
+/// A list body as sent, decoded in one pass: the items go straight into `K`.
+#[derive(Deserialize)]
+#[serde(bound(deserialize = "K: DeserializeOwned"))]
+struct WireList<K> {
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    metadata: Option<WireListMeta>,
+    #[serde(default)]
+    items: Option<Vec<K>>,
+}
+
+/// The fields of a list's `metadata` a Reflector uses.
+#[derive(Deserialize)]
+struct WireListMeta {
+    #[serde(rename = "resourceVersion", default)]
+    resource_version: Option<String>,
+    #[serde(rename = "continue", default)]
+    continue_token: Option<String>,
+    #[serde(rename = "remainingItemCount", default)]
+    remaining_item_count: Option<i64>,
+}
+
 /// Decodes a list response body into one page.
 ///
-/// Items without `kind` get the expected one (servers omit it in lists); an item of another
-/// kind, or one that does not deserialize, fails the whole page (skipping it would make the
-/// store forget an object that exists).
+/// The body is decoded in a single pass straight into `K` (no intermediate JSON tree), which
+/// is what keeps a large initial list cheap in time and memory. The list's own `kind`, when
+/// present, must be `<kind>List` (or the generic `List`): that is how client-go decides what a
+/// list holds. Items are not checked one by one (servers omit their `kind`); typed objects
+/// such as k8s-openapi's reject a `kind`/`apiVersion` of another type themselves. An item that
+/// does not deserialize fails the whole page (skipping it would make the store forget an
+/// object that exists).
 ///
 /// # Errors
 /// [`ListWatchError::Decode`] when the body is not a list of `kind`.
@@ -324,44 +416,47 @@ pub fn decode_list<K: DeserializeOwned>(
     body: &[u8],
     kind: &str,
 ) -> Result<ListPage<K>, ListWatchError> {
-    let value: Value = serde_json::from_slice(body)
-        .map_err(|e| ListWatchError::Decode(format!("list response is not JSON: {e}")))?;
-    let meta = value.get("metadata");
-    let string_at = |key: &str| {
-        meta.and_then(|m| m.get(key))
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    };
-    let items = match value.get("items") {
-        Some(Value::Array(items)) => items
-            .iter()
-            .map(|item| decode_object::<K>(item, kind))
-            .collect::<Result<Vec<_>, _>>()?,
-        Some(Value::Null) | None => Vec::new(),
-        Some(_) => return Err(ListWatchError::Decode("list items is not an array".into())),
+    if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        return Err(ListWatchError::Decode(format!(
+            "cannot decode {kind}List: the body is not a JSON object"
+        )));
+    }
+    let list: WireList<K> = serde_json::from_slice(body)
+        .map_err(|e| ListWatchError::Decode(format!("cannot decode {kind}List: {e}")))?;
+    if let Some(list_kind) = list.kind.as_deref()
+        && list_kind != "List"
+        && list_kind.strip_suffix("List") != Some(kind)
+    {
+        return Err(ListWatchError::Decode(format!(
+            "unexpected list kind {list_kind:?}, expected \"{kind}List\""
+        )));
+    }
+    let meta = list.metadata;
+    let (resource_version, continue_token, remaining_item_count) = match meta {
+        Some(m) => (m.resource_version, m.continue_token, m.remaining_item_count),
+        None => (None, None, None),
     };
     Ok(ListPage {
-        items,
-        resource_version: string_at("resourceVersion").unwrap_or_default(),
-        continue_token: string_at("continue").filter(|c| !c.is_empty()),
-        remaining_item_count: meta
-            .and_then(|m| m.get("remainingItemCount"))
-            .and_then(Value::as_i64),
+        items: list.items.unwrap_or_default(),
+        resource_version: resource_version.unwrap_or_default(),
+        continue_token: continue_token.filter(|c| !c.is_empty()),
+        remaining_item_count,
     })
 }
 
-fn decode_object<K: DeserializeOwned>(object: &Value, kind: &str) -> Result<K, ListWatchError> {
-    if !object.is_object() {
-        return Err(ListWatchError::Decode("object is not a JSON object".into()));
-    }
-    if let Some(actual) = object.get("kind").and_then(Value::as_str)
+/// Decodes one watch object into `K` after checking its `kind` (when it has one).
+fn decode_object<K: DeserializeOwned>(object: &RawValue, kind: &str) -> Result<K, ListWatchError> {
+    let probe: KindProbe<'_> = serde_json::from_str(object.get())
+        .map_err(|e| ListWatchError::Decode(format!("object is not a JSON object: {e}")))?;
+    if let Some(actual) = probe.kind.as_deref()
         && actual != kind
     {
         return Err(ListWatchError::Decode(format!(
             "unexpected object kind {actual:?}, expected {kind:?}"
         )));
     }
-    K::deserialize(object).map_err(|e| ListWatchError::Decode(format!("cannot decode {kind}: {e}")))
+    serde_json::from_str(object.get())
+        .map_err(|e| ListWatchError::Decode(format!("cannot decode {kind}: {e}")))
 }
 
 fn status_from_value(v: &Value) -> Status {

@@ -1,0 +1,489 @@
+//! Decoding a list response while it arrives: each item of `items` is decoded into `K` as
+//! soon as its last byte is in, and its bytes are dropped.
+//!
+//! A list body is one JSON object whose `items` array holds nearly every byte. Buffering the
+//! whole body before decoding it holds the body and the decoded objects at once (for 100,000
+//! pods, about 400 MB of JSON on top of the objects), and leaves the CPU idle while the body is
+//! on the wire. [`ListStreamDecoder`] scans the bytes as they come with a small state machine
+//! (string and escape state and nesting depth only; it never recurses, so deep nesting cannot
+//! exhaust the stack), hands each complete item to serde_json, and keeps only the envelope (the
+//! list's `kind` and `metadata`, a few hundred bytes) and the item in progress.
+//!
+//! The envelope is parsed by the same code as a whole body ([`decode_list`]) with an empty
+//! `items`, so a streamed body and a buffered one are held to the same rules: invalid JSON
+//! anywhere, a list of another kind, or an item that does not decode fails the whole list.
+//!
+//! [`decode_list`]: super::decode_list
+
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+
+use super::kube::decode_list;
+use crate::reflector::{ListPage, ListWatchError};
+
+/// Where the scanner is in the body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Before the `items` array: bytes go to the envelope.
+    Head,
+    /// Inside the `items` array, between items.
+    Between,
+    /// Inside an item.
+    Item,
+    /// After the `items` array: bytes go to the envelope.
+    Tail,
+}
+
+/// An incremental decoder of one list response body (see the module docs).
+///
+/// Feed the body's chunks in order with [`push`](Self::push), then call
+/// [`finish`](Self::finish). Any chunking gives the same result as decoding the whole body
+/// with [`decode_list`](super::decode_list).
+pub(crate) struct ListStreamDecoder<K> {
+    kind: String,
+    phase: Phase,
+    /// Envelope bytes (everything outside the `items` array, which is replaced by `[]`).
+    envelope: Vec<u8>,
+    /// The item in progress (from its first byte).
+    item: Vec<u8>,
+    items: Vec<Arc<K>>,
+    /// Nesting depth of the scanner, counting the body's outer object as 1.
+    depth: u32,
+    in_string: bool,
+    escaped: bool,
+    /// Head phase, depth 1: the bytes of the last complete string, and whether it is still
+    /// the candidate key `items` (it must be followed by `:` then `[`).
+    key_start: Option<usize>,
+    last_string_is_items: bool,
+    saw_colon_after_items: bool,
+    /// Between items: an item was just closed (a `,` or `]` must follow).
+    after_item: bool,
+    /// Between items: a `,` was just read (an item must follow).
+    after_comma: bool,
+    /// The first error; later bytes are ignored.
+    error: Option<ListWatchError>,
+}
+
+impl<K: DeserializeOwned> ListStreamDecoder<K> {
+    /// A decoder for a list of `kind` (e.g. `Pod`; the list is `PodList`).
+    pub(crate) fn new(kind: &str) -> Self {
+        Self {
+            kind: kind.to_owned(),
+            phase: Phase::Head,
+            envelope: Vec::new(),
+            item: Vec::new(),
+            items: Vec::new(),
+            depth: 0,
+            in_string: false,
+            escaped: false,
+            key_start: None,
+            last_string_is_items: false,
+            saw_colon_after_items: false,
+            after_item: false,
+            after_comma: false,
+            error: None,
+        }
+    }
+
+    /// Items decoded so far.
+    #[cfg(test)]
+    pub(crate) fn decoded(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Feeds the next chunk of the body.
+    pub(crate) fn push(&mut self, mut chunk: &[u8]) {
+        while !chunk.is_empty() && self.error.is_none() {
+            let used = match self.phase {
+                Phase::Head => self.scan_head(chunk),
+                Phase::Between => self.scan_between(chunk),
+                Phase::Item => self.scan_item(chunk),
+                Phase::Tail => {
+                    self.envelope.extend_from_slice(chunk);
+                    chunk.len()
+                }
+            };
+            chunk = &chunk[used..];
+        }
+    }
+
+    /// Ends the body: parses the envelope and returns the page.
+    ///
+    /// # Errors
+    /// [`ListWatchError::Decode`] when the body was not a well-formed list of this kind.
+    pub(crate) fn finish(mut self) -> Result<ListPage<Arc<K>>, ListWatchError> {
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        match self.phase {
+            Phase::Head | Phase::Tail => {}
+            Phase::Between | Phase::Item => {
+                return Err(ListWatchError::Decode(format!(
+                    "cannot decode {}List: the body ends inside items",
+                    self.kind
+                )));
+            }
+        }
+        let page = decode_list::<K>(&self.envelope, &self.kind)?;
+        // `items` the scanner did not recognise (a key written with escapes) were decoded
+        // with the envelope; a second `items` field fails the envelope as a duplicate.
+        let items = if page.items.is_empty() {
+            self.items
+        } else {
+            page.items.into_iter().map(Arc::new).collect()
+        };
+        Ok(ListPage {
+            items,
+            resource_version: page.resource_version,
+            continue_token: page.continue_token,
+            remaining_item_count: page.remaining_item_count,
+        })
+    }
+
+    /// Before `items`: copies bytes to the envelope while tracking depth-1 keys. Returns how
+    /// many bytes it used; stops right after the `[` that opens `items`.
+    fn scan_head(&mut self, chunk: &[u8]) -> usize {
+        for (i, &b) in chunk.iter().enumerate() {
+            if self.in_string {
+                self.envelope.push(b);
+                if self.escaped {
+                    self.escaped = false;
+                } else if b == b'\\' {
+                    self.escaped = true;
+                } else if b == b'"' {
+                    self.in_string = false;
+                    if let Some(start) = self.key_start.take() {
+                        // the string's bytes without its quotes
+                        let end = self.envelope.len() - 1;
+                        self.last_string_is_items = &self.envelope[start..end] == b"items";
+                    }
+                }
+                continue;
+            }
+            match b {
+                b'"' => {
+                    self.in_string = true;
+                    self.saw_colon_after_items = false;
+                    self.key_start = (self.depth == 1).then_some(self.envelope.len() + 1);
+                    self.last_string_is_items = false;
+                }
+                b':' if self.depth == 1 && self.last_string_is_items => {
+                    self.saw_colon_after_items = true;
+                }
+                b'[' if self.depth == 1 && self.saw_colon_after_items => {
+                    // `"items": [` — the array's bytes stay out of the envelope
+                    self.envelope.extend_from_slice(b"[]");
+                    self.depth = 2;
+                    self.phase = Phase::Between;
+                    self.last_string_is_items = false;
+                    self.saw_colon_after_items = false;
+                    return i + 1;
+                }
+                b'{' | b'[' => {
+                    self.depth += 1;
+                    self.last_string_is_items = false;
+                    self.saw_colon_after_items = false;
+                }
+                b'}' | b']' => {
+                    self.depth = self.depth.saturating_sub(1);
+                    self.last_string_is_items = false;
+                    self.saw_colon_after_items = false;
+                }
+                b' ' | b'\t' | b'\n' | b'\r' => {}
+                _ => {
+                    if b != b':' {
+                        self.last_string_is_items = false;
+                        self.saw_colon_after_items = false;
+                    }
+                }
+            }
+            self.envelope.push(b);
+        }
+        chunk.len()
+    }
+
+    /// Between items: skips whitespace and one comma, starts the next item, or ends the
+    /// array. Anything else (a scalar item, a missing or doubled comma) is an error.
+    fn scan_between(&mut self, chunk: &[u8]) -> usize {
+        for (i, &b) in chunk.iter().enumerate() {
+            match b {
+                b' ' | b'\t' | b'\n' | b'\r' => {}
+                b',' if self.after_item => {
+                    self.after_item = false;
+                    self.after_comma = true;
+                }
+                b'{' if !self.after_item => {
+                    self.item.clear();
+                    self.item.push(b);
+                    self.depth = 3;
+                    self.after_comma = false;
+                    self.phase = Phase::Item;
+                    return i + 1;
+                }
+                b']' if !self.after_comma => {
+                    self.depth = 1;
+                    self.phase = Phase::Tail;
+                    return i + 1;
+                }
+                other => {
+                    self.error = Some(ListWatchError::Decode(format!(
+                        "cannot decode {}List: unexpected {:?} in items (every item must be a \
+                         JSON object, separated by commas)",
+                        self.kind,
+                        char::from(other)
+                    )));
+                    return chunk.len();
+                }
+            }
+        }
+        chunk.len()
+    }
+
+    /// Inside an item: copies bytes until the item's closing brace, then decodes it.
+    fn scan_item(&mut self, chunk: &[u8]) -> usize {
+        let mut i = 0;
+        while i < chunk.len() {
+            if self.in_string && self.escaped {
+                // the byte after a backslash that ended the previous chunk
+                self.escaped = false;
+                self.item.push(chunk[i]);
+                i += 1;
+                continue;
+            }
+            if self.in_string {
+                // jump to the next quote or backslash
+                match memchr::memchr2(b'"', b'\\', &chunk[i..]) {
+                    None => {
+                        self.item.extend_from_slice(&chunk[i..]);
+                        return chunk.len();
+                    }
+                    Some(off) => {
+                        let at = i + off;
+                        self.item.extend_from_slice(&chunk[i..=at]);
+                        if chunk[at] == b'\\' {
+                            if at + 1 < chunk.len() {
+                                self.item.push(chunk[at + 1]);
+                                i = at + 2;
+                            } else {
+                                self.escaped = true;
+                                i = at + 1;
+                            }
+                        } else {
+                            self.in_string = false;
+                            i = at + 1;
+                        }
+                        continue;
+                    }
+                }
+            }
+            let b = chunk[i];
+            self.item.push(b);
+            i += 1;
+            match b {
+                b'"' => self.in_string = true,
+                b'{' | b'[' => self.depth += 1,
+                b'}' | b']' => {
+                    self.depth -= 1;
+                    if self.depth == 2 {
+                        self.decode_item();
+                        self.after_item = true;
+                        self.phase = Phase::Between;
+                        return i;
+                    }
+                }
+                _ => {}
+            }
+        }
+        chunk.len()
+    }
+
+    fn decode_item(&mut self) {
+        match serde_json::from_slice::<K>(&self.item) {
+            Ok(obj) => self.items.push(Arc::new(obj)),
+            Err(e) => {
+                self.error = Some(ListWatchError::Decode(format!(
+                    "cannot decode {}List: item {}: {e}",
+                    self.kind,
+                    self.items.len()
+                )));
+            }
+        }
+        // keep the buffer's capacity for the next item, but not a huge one
+        self.item.clear();
+        if self.item.capacity() > 1 << 20 {
+            self.item.shrink_to(64 << 10);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn streamed(body: &[u8], chunk: usize) -> Result<ListPage<Arc<ConfigMap>>, ListWatchError> {
+        let mut d = ListStreamDecoder::<ConfigMap>::new("ConfigMap");
+        for c in body.chunks(chunk.max(1)) {
+            d.push(c);
+        }
+        d.finish()
+    }
+
+    fn names(page: &ListPage<Arc<ConfigMap>>) -> Vec<String> {
+        page.items
+            .iter()
+            .map(|c| c.metadata.name.clone().unwrap_or_default())
+            .collect()
+    }
+
+    const TRICKY: &str = r#" {"kind":"ConfigMapList","apiVersion":"v1",
+        "metadata":{"resourceVersion":"12","continue":"tok","remainingItemCount":4,
+                    "x":{"items":[1,2]},"y":"\"items\":["},
+        "items" : [ {"metadata":{"name":"a\"}]{["},"data":{"k":"\\","q":"\u0022}"}} ,
+                    {"metadata":{"name":"b"},"data":{"nested":"[[{{"}}],
+        "trailer":{"items":"no"} } "#;
+
+    #[test]
+    fn every_chunking_of_a_tricky_body_decodes_like_the_whole_body() {
+        let whole = super::super::decode_list::<ConfigMap>(TRICKY.as_bytes(), "ConfigMap");
+        // unknown envelope fields ("trailer", metadata "x"/"y") are ignored, as by serde
+        let whole = whole.unwrap();
+        assert_eq!(whole.items.len(), 2);
+        for chunk in [1, 2, 3, 7, 64, TRICKY.len()] {
+            let page = streamed(TRICKY.as_bytes(), chunk).unwrap();
+            assert_eq!(names(&page), ["a\"}]{[", "b"], "chunk {chunk}");
+            assert_eq!(page.items[0].data.as_ref().unwrap()["k"], "\\");
+            assert_eq!(page.items[0].data.as_ref().unwrap()["q"], "\"}");
+            assert_eq!(page.resource_version, "12");
+            assert_eq!(page.continue_token.as_deref(), Some("tok"));
+            assert_eq!(page.remaining_item_count, Some(4));
+            let whole_items: Vec<_> = whole.items.iter().cloned().map(Arc::new).collect();
+            assert_eq!(page.items, whole_items);
+        }
+    }
+
+    #[test]
+    fn items_are_decoded_as_their_bytes_arrive() {
+        let body = br#"{"kind":"ConfigMapList","items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]}"#;
+        let mut d = ListStreamDecoder::<ConfigMap>::new("ConfigMap");
+        let first_end = body.windows(3).position(|w| w == b"}},").unwrap() + 2;
+        d.push(&body[..first_end - 1]);
+        assert_eq!(d.decoded(), 0, "the first item is not complete yet");
+        d.push(&body[first_end - 1..first_end]);
+        assert_eq!(d.decoded(), 1, "decoded on its closing brace");
+        d.push(&body[first_end..]);
+        assert_eq!(names(&d.finish().unwrap()), ["a", "b"]);
+    }
+
+    #[test]
+    fn malformed_bodies_fail_with_a_decode_error() {
+        for body in [
+            &br#"{"kind":"ConfigMapList","items":[{"metadata":{"name":"a"}}"#[..],
+            br#"{"kind":"ConfigMapList","items":[{"metadata":{"name":"a"}}]"#,
+            br#"{"kind":"ConfigMapList","items":[1]}"#,
+            br#"{"kind":"ConfigMapList","items":[{},,{}]}"#,
+            br#"{"kind":"ConfigMapList","items":[{},]}"#,
+            br#"{"kind":"ConfigMapList","items":[,{}]}"#,
+            br#"{"kind":"ConfigMapList","items":[{}{}]}"#,
+            br#"{"kind":"ConfigMapList","items":[{"metadata":"x"}]}"#,
+            br#"{"kind":"ConfigMapList","items":[{"a":1]]}"#,
+            br#"{"kind":"PodList","items":[{}]}"#,
+            br#"{"kind":"ConfigMapList","items":[{}],"items":[{}]}"#,
+            br#"{"kind":"ConfigMapList","items":[{}]} trailing"#,
+            br#"[{"items":[{}]}]"#,
+            b"",
+            b"garbage",
+        ] {
+            for chunk in [1, 5, body.len().max(1)] {
+                let err = streamed(body, chunk).unwrap_err();
+                assert!(
+                    err.is_decode(),
+                    "{} chunk {chunk}: {err}",
+                    String::from_utf8_lossy(body)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn an_items_key_written_with_escapes_still_decodes() {
+        let body = br#"{"kind":"ConfigMapList","\u0069tems":[{"metadata":{"name":"a"}}]}"#;
+        assert_eq!(names(&streamed(body, 3).unwrap()), ["a"]);
+        let empty = streamed(br#"{"kind":"ConfigMapList","items":null}"#, 4).unwrap();
+        assert!(empty.items.is_empty());
+        let none = streamed(br#"{"kind":"ConfigMapList","metadata":{}}"#, 4).unwrap();
+        assert!(none.items.is_empty());
+    }
+
+    fn arb_string() -> impl Strategy<Value = String> {
+        prop::collection::vec(
+            prop_oneof![
+                Just('"'),
+                Just('\\'),
+                Just('{'),
+                Just('}'),
+                Just('['),
+                Just(']'),
+                Just(','),
+                Just(':'),
+                Just('é'),
+                Just('\n'),
+                prop::char::range('a', 'z'),
+            ],
+            0..12,
+        )
+        .prop_map(|v| v.into_iter().collect())
+    }
+
+    proptest! {
+        /// Any chunking of any list decodes to the listed objects, exactly as the whole body.
+        #[test]
+        fn any_chunking_decodes_the_listed_objects(
+            maps in prop::collection::vec(
+                prop::collection::btree_map(arb_string(), arb_string(), 0..4), 0..6),
+            pretty in any::<bool>(),
+            cuts in prop::collection::vec(0usize..2000, 0..12),
+        ) {
+            let items: Vec<ConfigMap> = maps
+                .into_iter()
+                .enumerate()
+                .map(|(i, data)| ConfigMap {
+                    metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                        name: Some(format!("cm-{i}")),
+                        ..Default::default()
+                    },
+                    data: Some(data),
+                    ..Default::default()
+                })
+                .collect();
+            let list = serde_json::json!({
+                "kind": "ConfigMapList",
+                "apiVersion": "v1",
+                "metadata": {"resourceVersion": "9"},
+                "items": items,
+            });
+            let body = if pretty {
+                serde_json::to_vec_pretty(&list).unwrap()
+            } else {
+                serde_json::to_vec(&list).unwrap()
+            };
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c % (body.len() + 1)).collect();
+            cuts.sort_unstable();
+            let mut d = ListStreamDecoder::<ConfigMap>::new("ConfigMap");
+            let mut at = 0;
+            for c in cuts.into_iter().chain([body.len()]) {
+                d.push(&body[at..c]);
+                at = c;
+            }
+            let page = d.finish().unwrap();
+            let got: Vec<ConfigMap> = page.items.iter().map(|c| (**c).clone()).collect();
+            prop_assert_eq!(&got, &items);
+            prop_assert_eq!(page.resource_version, "9");
+            let whole = super::super::decode_list::<ConfigMap>(&body, "ConfigMap").unwrap();
+            prop_assert_eq!(whole.items, items);
+        }
+    }
+}
