@@ -24,6 +24,9 @@ enum Op {
     Update(usize),
     Delete(usize),
     Replace(Vec<usize>),
+    /// The same replace taken in parts (`replace_begin`, two parts split at the index, end):
+    /// must queue exactly what `Replace` queues.
+    ReplaceInParts(Vec<usize>, usize),
     Resync,
     Pop,
     AddNameless,
@@ -35,6 +38,8 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (0..NAMES.len()).prop_map(Op::Update),
         3 => (0..NAMES.len()).prop_map(Op::Delete),
         2 => proptest::collection::vec(0..NAMES.len(), 0..6).prop_map(Op::Replace),
+        2 => (proptest::collection::vec(0..NAMES.len(), 0..6), 0..7usize)
+            .prop_map(|(list, split)| Op::ReplaceInParts(list, split)),
         2 => Just(Op::Resync),
         5 => Just(Op::Pop),
         1 => Just(Op::AddNameless),
@@ -320,6 +325,16 @@ fn run(ops: Vec<Op>, with_known: bool, emit_replaced: bool, transformed: bool) {
             Op::Replace(list) => {
                 let (objs, mobjs): (Vec<_>, Vec<_>) = list.iter().map(|i| next(NAMES[*i])).unzip();
                 fifo.replace(objs, format!("rv{step}")).unwrap();
+                model.replace(mobjs);
+            }
+            Op::ReplaceInParts(list, split) => {
+                let (objs, mobjs): (Vec<_>, Vec<_>) = list.iter().map(|i| next(NAMES[*i])).unzip();
+                let mut objs = objs;
+                let rest = objs.split_off((*split).min(objs.len()));
+                fifo.replace_begin();
+                fifo.replace_part(objs).unwrap();
+                fifo.replace_part(rest).unwrap();
+                fifo.replace_end(format!("rv{step}")).unwrap();
                 model.replace(mobjs);
             }
             Op::Resync => {

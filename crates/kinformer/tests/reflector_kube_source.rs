@@ -388,7 +388,10 @@ fn kube_list_kind_is_checked_and_items_decode_in_one_pass() {
         "Pod",
     )
     .unwrap_err();
-    assert!(err.is_decode() && err.to_string().contains("ConfigMapList"), "{err}");
+    assert!(
+        err.is_decode() && err.to_string().contains("ConfigMapList"),
+        "{err}"
+    );
     // items that are not objects, or a body that is not a list, fail with a decode error
     for body in [
         &br#"{"kind":"PodList","items":[1]}"#[..],
@@ -398,4 +401,68 @@ fn kube_list_kind_is_checked_and_items_decode_in_one_pass() {
     ] {
         assert!(decode_list::<Pod>(body, "Pod").unwrap_err().is_decode());
     }
+}
+
+/// A large list reaches the informer's queue while its body is still downloading: the server
+/// sends 300 pods, then waits until the queue holds some of them before finishing the body.
+#[tokio::test]
+async fn kube_list_items_reach_the_queue_before_the_body_ends() {
+    use kinformer::queue::{DeltaFifo, DeltaFifoOptions};
+    let fifo: Arc<DeltaFifo<Pod>> = Arc::new(DeltaFifo::new(DeltaFifoOptions::default()));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen_mid_body = Arc::new(Mutex::new(None::<usize>));
+    {
+        let fifo = fifo.clone();
+        let seen = seen_mid_body.clone();
+        tokio::spawn(async move {
+            let (mut sock, _) = listener.accept().await.unwrap();
+            let mut buf = [0u8; 4096];
+            let _ = sock.read(&mut buf).await;
+            let item = |i: usize| {
+                format!(
+                    r#"{{"metadata":{{"name":"p{i}","namespace":"ns","resourceVersion":"5"}}}}"#
+                )
+            };
+            let first: Vec<String> = (0..300).map(item).collect();
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n{{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{{\"resourceVersion\":\"5\"}},\"items\":[{}",
+                first.join(",")
+            );
+            sock.write_all(head.as_bytes()).await.unwrap();
+            sock.flush().await.unwrap();
+            // wait (real time, bounded) for the first batch to be queued
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            while fifo.is_empty() && std::time::Instant::now() < deadline {
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+            *seen.lock() = Some(fifo.len());
+            let rest: Vec<String> = (300..400).map(item).collect();
+            let tail = format!(",{}]}}", rest.join(","));
+            sock.write_all(tail.as_bytes()).await.unwrap();
+            let _ = sock.shutdown().await;
+        });
+    }
+    let lw = pods_lw(&url).await;
+    let r = Arc::new(Reflector::builder(lw, fifo.clone()).build());
+    // the watch that follows cannot connect (the server accepts once) and would retry
+    // forever: the list is what counts, so cancel once it is in
+    let token = CancellationToken::new();
+    let run = {
+        let (r, token) = (r.clone(), token.clone());
+        tokio::spawn(async move { r.list_and_watch(&token).await })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while r.last_sync_resource_version().is_empty() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    token.cancel();
+    let _ = run.await;
+    let mid = seen_mid_body.lock().expect("the server finished the body");
+    assert!(
+        mid >= 256,
+        "a batch was queued while the body was incomplete: {mid}"
+    );
+    assert_eq!(fifo.len(), 400, "the whole list is queued in the end");
+    assert_eq!(r.last_sync_resource_version(), "5");
 }

@@ -99,6 +99,8 @@ struct Inner<K> {
     queue: VecDeque<String>,
     sync: SyncState,
     closed: bool,
+    /// Keys listed so far by a replace taken in parts (`replace_begin` .. `replace_end`).
+    replacing: Option<HashSet<String>>,
 }
 
 impl<K> fmt::Debug for DeltaFifo<K> {
@@ -128,6 +130,7 @@ impl<K: Object> DeltaFifo<K> {
                 queue: VecDeque::new(),
                 sync: SyncState::new(),
                 closed: false,
+                replacing: None,
             }),
             notify: Notify::new(),
             key_func: options.key_func.unwrap_or_else(meta_namespace_key_func),
@@ -210,21 +213,105 @@ impl<K: Object> DeltaFifo<K> {
             .into_iter()
             .map(|obj| Ok(((self.key_func)(&obj)?, obj)))
             .collect::<Result<Vec<_>, QueueError>>()?;
+
+        let mut inner = self.inner.lock();
+        let mut listed = HashSet::with_capacity(keyed.len());
+        self.queue_listed(&mut inner, keyed, &mut listed);
+        let deletions = self.queue_missing(&mut inner, &listed);
+        inner.sync.first_replace(listed.len() + deletions);
+        let wake = !inner.queue.is_empty();
+        drop(inner);
+        if wake {
+            self.notify.notify_one();
+        }
+        Ok(())
+    }
+
+    /// Starts a replace taken in parts: [`replace_part`](Self::replace_part) queues each part
+    /// at once (so a consumer can pop while the rest of the list is still coming), and
+    /// [`replace_end`](Self::replace_end) detects deletions against every key the parts listed.
+    /// Begin + parts + end queue exactly what one [`replace`](Self::replace) with all the items
+    /// would, except that items popped in between are already out of the queue (and, in the
+    /// known objects, count as listed). Calling it again restarts the set of listed keys.
+    pub fn replace_begin(&self) {
+        self.inner.lock().replacing = Some(HashSet::new());
+    }
+
+    /// Queues one part of a replace (a `Replaced`, or `Sync`, delta per item; see
+    /// [`replace_begin`](Self::replace_begin)).
+    ///
+    /// # Errors
+    /// [`QueueError::Key`] if any item's key cannot be computed; nothing of this part is
+    /// queued.
+    pub fn replace_part(&self, items: Vec<Arc<K>>) -> Result<(), QueueError> {
+        let keyed = items
+            .into_iter()
+            .map(|obj| Ok(((self.key_func)(&obj)?, obj)))
+            .collect::<Result<Vec<_>, QueueError>>()?;
+        let mut inner = self.inner.lock();
+        let mut listed = inner.replacing.take().unwrap_or_default();
+        self.queue_listed(&mut inner, keyed, &mut listed);
+        inner.replacing = Some(listed);
+        let wake = !inner.queue.is_empty();
+        drop(inner);
+        if wake {
+            self.notify.notify_one();
+        }
+        Ok(())
+    }
+
+    /// Ends a replace taken in parts: queues a deletion (a tombstone) for every queued or
+    /// known key no part listed, and, for the first replace, sets the initial population to
+    /// what is still queued. Without a [`replace_begin`](Self::replace_begin) it does nothing
+    /// (logged): deleting everything because a begin was missed would lose the cache.
+    ///
+    /// # Errors
+    /// None today; the `Result` matches the other writes.
+    pub fn replace_end(&self, _resource_version: String) -> Result<(), QueueError> {
+        let mut inner = self.inner.lock();
+        let Some(listed) = inner.replacing.take() else {
+            tracing::error!("DeltaFifo: replace_end without replace_begin; ignored");
+            return Ok(());
+        };
+        self.queue_missing(&mut inner, &listed);
+        let queued = inner.queue.len();
+        inner.sync.first_replace(queued);
+        let wake = !inner.queue.is_empty();
+        drop(inner);
+        if wake {
+            self.notify.notify_one();
+        }
+        Ok(())
+    }
+
+    /// Abandons a replace taken in parts: the parts stay queued, nothing is deleted.
+    pub fn replace_abort(&self) {
+        self.inner.lock().replacing = None;
+    }
+
+    /// Queues a `Replaced` (or `Sync`) delta for every listed item and records its key.
+    fn queue_listed(
+        &self,
+        inner: &mut Inner<K>,
+        keyed: Vec<(String, Arc<K>)>,
+        listed: &mut HashSet<String>,
+    ) {
         let action = if self.emit_delta_type_replaced {
             DeltaType::Replaced
         } else {
             DeltaType::Sync
         };
-
-        let mut inner = self.inner.lock();
         inner.items.reserve(keyed.len());
         inner.queue.reserve(keyed.len());
-        let mut listed = HashSet::with_capacity(keyed.len());
+        listed.reserve(keyed.len());
         for (key, obj) in keyed {
             listed.insert(key.clone());
-            self.queue_object(&mut inner, key, action, obj);
+            self.queue_object(inner, key, action, obj);
         }
+    }
 
+    /// Queues a tombstone for every queued or known key not in `listed`; returns how many.
+    fn queue_missing(&self, inner: &mut Inner<K>, listed: &HashSet<String>) -> usize {
         // Queued keys the relist no longer contains: their deletion was missed.
         let missing: Vec<String> = inner
             .queue
@@ -239,7 +326,7 @@ impl<K: Object> DeltaFifo<K> {
                 .get(&key)
                 .and_then(|d| d.newest())
                 .and_then(|d| d.object.object().cloned());
-            Self::queue_tombstone(&mut inner, key, last);
+            Self::queue_tombstone(inner, key, last);
         }
 
         // Known keys neither listed nor queued: deleted while we were not watching.
@@ -253,17 +340,10 @@ impl<K: Object> DeltaFifo<K> {
                     tracing::debug!(%key, "DeltaFifo: known key vanished during replace; tombstone without object");
                 }
                 deletions += 1;
-                Self::queue_tombstone(&mut inner, key, obj);
+                Self::queue_tombstone(inner, key, obj);
             }
         }
-
-        inner.sync.first_replace(listed.len() + deletions);
-        let wake = !inner.queue.is_empty();
-        drop(inner);
-        if wake {
-            self.notify.notify_one();
-        }
-        Ok(())
+        deletions
     }
 
     /// Queues a `Sync` delta with the known object for every known key that has no queued
@@ -486,4 +566,19 @@ impl<K: Object> ReflectorStore<K> for DeltaFifo<K> {
     }
     /// Bookmarks carry nothing the queue needs: a no-op.
     fn update_resource_version(&self, _resource_version: &str) {}
+    fn supports_incremental_replace(&self) -> bool {
+        true
+    }
+    fn replace_begin(&self) {
+        DeltaFifo::replace_begin(self)
+    }
+    fn replace_part(&self, items: Vec<Arc<K>>) -> Result<(), QueueError> {
+        DeltaFifo::replace_part(self, items)
+    }
+    fn replace_end(&self, resource_version: String) -> Result<(), QueueError> {
+        DeltaFifo::replace_end(self, resource_version)
+    }
+    fn replace_abort(&self) {
+        DeltaFifo::replace_abort(self)
+    }
 }

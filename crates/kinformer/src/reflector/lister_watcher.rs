@@ -139,9 +139,39 @@ pub trait ListerWatcher<K>: Send + Sync {
             })
         })
     }
+
+    /// Lists one page like [`list_shared`](Self::list_shared), but may hand items to
+    /// `deliver` in batches while the response is still arriving; the returned page holds the
+    /// items not delivered that way (all of them, in the default implementation).
+    ///
+    /// Contract for implementations: items go to `deliver` in server order, and only once the
+    /// response is known to be a list of the right kind. If the call then fails, the delivered
+    /// items were nevertheless objects of that list. The Reflector uses this to apply a large
+    /// list while it downloads, holding at most a batch of it at a time.
+    fn list_batched<'a>(
+        &'a self,
+        options: &ListOptions,
+        deliver: &'a mut (dyn FnMut(Vec<Arc<K>>) + Send),
+    ) -> BoxFuture<'a, Result<ListPage<Arc<K>>, ListWatchError>>
+    where
+        K: Send + 'static,
+    {
+        let _ = deliver;
+        self.list_shared(options)
+    }
 }
 
 impl<K, T: ListerWatcher<K> + ?Sized> ListerWatcher<K> for Arc<T> {
+    fn list_batched<'a>(
+        &'a self,
+        options: &ListOptions,
+        deliver: &'a mut (dyn FnMut(Vec<Arc<K>>) + Send),
+    ) -> BoxFuture<'a, Result<ListPage<Arc<K>>, ListWatchError>>
+    where
+        K: Send + 'static,
+    {
+        (**self).list_batched(options, deliver)
+    }
     fn list(&self, options: &ListOptions) -> BoxFuture<'_, Result<ListPage<K>, ListWatchError>> {
         (**self).list(options)
     }

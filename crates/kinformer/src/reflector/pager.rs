@@ -1,5 +1,7 @@
 //! Collecting a paginated list (client-go's `tools/pager` `ListPager.List`).
 
+use std::sync::Arc;
+
 use super::error::ListWatchError;
 use super::lister_watcher::ListerWatcher;
 use super::options::ListOptions;
@@ -32,17 +34,76 @@ pub struct FullList<K> {
 /// can decide to list at a different resource version).
 pub async fn list_all<K>(
     lw: &(impl ListerWatcher<K> + ?Sized),
+    options: ListOptions,
+    page_size: Option<u32>,
+) -> Result<FullList<K>, ListWatchError>
+where
+    K: Clone + Send + Sync + 'static,
+{
+    struct Collect<K>(Vec<Arc<K>>);
+    impl<K: Send + Sync> ListSink<K> for Collect<K> {
+        fn restart(&mut self) {
+            self.0.clear();
+        }
+        fn deliver(&mut self, items: Vec<Arc<K>>) {
+            self.0.extend(items);
+        }
+    }
+    let mut sink = Collect(Vec::new());
+    let end = list_pages(lw, options, page_size, &mut sink).await?;
+    Ok(FullList {
+        items: sink
+            .0
+            .into_iter()
+            .map(|obj| Arc::try_unwrap(obj).unwrap_or_else(|shared| (*shared).clone()))
+            .collect(),
+        resource_version: end.resource_version,
+        paginated: end.paginated,
+    })
+}
+
+/// Where [`list_pages`] puts what it lists.
+pub(crate) trait ListSink<K>: Send {
+    /// The list starts over (after an expired continue token, one full list follows): what
+    /// was delivered before no longer counts.
+    fn restart(&mut self);
+    /// The next items, in server order; called as often as items are ready (several times
+    /// per page when the source delivers while downloading).
+    fn deliver(&mut self, items: Vec<Arc<K>>);
+}
+
+/// How a paged list ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ListEnd {
+    /// The list's resource version (the first page's, or the full list's after a restart).
+    pub(crate) resource_version: String,
+    /// Whether the server split the response into pages.
+    pub(crate) paginated: bool,
+}
+
+/// [`list_all`]'s protocol, delivering items to `sink` as they arrive (through
+/// [`ListerWatcher::list_batched`]) instead of collecting them.
+pub(crate) async fn list_pages<K>(
+    lw: &(impl ListerWatcher<K> + ?Sized),
     mut options: ListOptions,
     page_size: Option<u32>,
-) -> Result<FullList<K>, ListWatchError> {
+    sink: &mut dyn ListSink<K>,
+) -> Result<ListEnd, ListWatchError>
+where
+    K: Send + Sync + 'static,
+{
     if options.limit.is_none() {
         options.limit = page_size.filter(|s| *s > 0);
     }
     let requested_rv = options.resource_version.clone();
     let requested_match = options.resource_version_match;
-    let mut result: Option<FullList<K>> = None;
+    let mut first: Option<ListEnd> = None;
     loop {
-        let page = match lw.list(&options).await {
+        let page = {
+            let mut deliver = |items: Vec<Arc<K>>| sink.deliver(items);
+            lw.list_batched(&options, &mut deliver).await
+        };
+        let page = match page {
             Ok(page) => page,
             Err(e) if e.is_expired() && options.continue_token.is_some() => {
                 tracing::debug!(error = %e, "continue token expired; listing everything in one request");
@@ -53,9 +114,13 @@ pub async fn list_all<K>(
                     resource_version_match: requested_match,
                     ..options
                 };
-                let page = lw.list(&full).await?;
-                return Ok(FullList {
-                    items: page.items,
+                sink.restart();
+                let page = {
+                    let mut deliver = |items: Vec<Arc<K>>| sink.deliver(items);
+                    lw.list_batched(&full, &mut deliver).await?
+                };
+                sink.deliver(page.items);
+                return Ok(ListEnd {
                     resource_version: page.resource_version,
                     paginated: true,
                 });
@@ -63,24 +128,13 @@ pub async fn list_all<K>(
             Err(e) => return Err(e),
         };
         let next = page.continue_token.filter(|c| !c.is_empty());
-        match &mut result {
-            None => {
-                result = Some(FullList {
-                    items: page.items,
-                    resource_version: page.resource_version,
-                    paginated: next.is_some(),
-                })
-            }
-            Some(r) => r.items.extend(page.items),
-        }
+        sink.deliver(page.items);
+        let end = first.get_or_insert(ListEnd {
+            resource_version: page.resource_version,
+            paginated: next.is_some(),
+        });
         match next {
-            None => {
-                return Ok(result.unwrap_or_else(|| FullList {
-                    items: Vec::new(),
-                    resource_version: String::new(),
-                    paginated: false,
-                }));
-            }
+            None => return Ok(end.clone()),
             Some(token) => {
                 options.continue_token = Some(token);
                 options.resource_version = String::new();

@@ -11,7 +11,7 @@ use super::backoff::Backoff;
 use super::builder::{ShouldResyncFn, WatchErrorHandler};
 use super::lister_watcher::ListerWatcher;
 use super::options::ListOptions;
-use super::pager::{DEFAULT_PAGE_SIZE, list_all};
+use super::pager::{DEFAULT_PAGE_SIZE, ListSink, list_pages};
 use super::reflector_error::ReflectorError;
 use crate::object::{Object, meta_namespace_key};
 use crate::store::ReflectorStore;
@@ -33,8 +33,16 @@ pub(crate) struct SyncState {
 /// * **List.** The first list asks for resourceVersion `"0"` with `limit=500` (real servers
 ///   serve `"0"` from the watch cache and ignore the limit); a relist asks for the last synced
 ///   resourceVersion, unpaginated unless a page size was set or the first list came back
-///   paginated. All pages are collected, then the store gets one
-///   [`replace`](ReflectorStore::replace) with the list's resourceVersion. A `410 Expired` or
+///   paginated. A store that [takes lists in parts](ReflectorStore::supports_incremental_replace)
+///   (the informer's `DeltaFifo`) gets the items as they arrive — page by page, and within a
+///   page batch by batch while it downloads (when the ListerWatcher supports it, as
+///   `KubeListerWatcher` does) — then `replace_end` with the list's resourceVersion; any
+///   other store gets one [`replace`](ReflectorStore::replace) once every page is in.
+///   **Deliberate difference from client-go:** client-go holds the whole new list before
+///   touching the queue, so a relist briefly holds two copies of every object; taking it in
+///   parts keeps about one. The price: a list that fails midway has already queued the objects
+///   it delivered (as `Replaced` deltas of real, newer states); deletions are detected only by
+///   a list that completes. A `410 Expired` or
 ///   "too large resource version" answer marks that version unavailable and lists again at `""`
 ///   at once; an expired continue token causes one full list at the original version.
 /// * **Watch.** From the list's resourceVersion, always with bookmarks, with a random
@@ -202,7 +210,10 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
         self.watch_with_resync(stream, cancel).await
     }
 
-    /// The list half: collect every page, then one `replace` (client-go's `Reflector.list`).
+    /// The list half (client-go's `Reflector.list`): every page, then the store is replaced
+    /// with the list. A store that [supports it](ReflectorStore::supports_incremental_replace)
+    /// gets the list in parts as it downloads (see the type's docs); any other gets one
+    /// `replace`.
     async fn list(&self, cancel: &CancellationToken) -> Result<(), ReflectorError> {
         let options = ListOptions {
             resource_version: self.relist_resource_version(),
@@ -220,22 +231,46 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
         };
         let requested_rv = options.resource_version.clone();
         let lw = self.lister_watcher.as_ref();
+        let incremental = self.store.supports_incremental_replace();
+        let mut sink = StoreSink {
+            name: &self.name,
+            store: &self.store,
+            incremental,
+            collected: Vec::new(),
+            error: None,
+        };
+        sink.restart();
         let result = tokio::select! {
-            _ = cancel.cancelled() => return Ok(()),
+            _ = cancel.cancelled() => None,
             r = async {
-                match list_all(lw, options, page_size).await {
+                match list_pages(lw, options, page_size, &mut sink).await {
                     Err(e) if e.is_expired() || e.is_too_large_resource_version() => {
                         tracing::debug!(reflector = %self.name, error = %e,
                             "resource version unavailable; listing at the most recent version");
                         self.set_resource_version_unavailable(true);
                         let fresh = ListOptions { resource_version: self.relist_resource_version(), ..Default::default() };
-                        list_all(lw, fresh, page_size).await
+                        sink.restart();
+                        list_pages(lw, fresh, page_size, &mut sink).await
                     }
                     other => other,
                 }
-            } => r,
+            } => Some(r),
         };
-        let list = result.map_err(ReflectorError::List)?;
+        let Some(result) = result else {
+            if incremental {
+                self.store.replace_abort();
+            }
+            return Ok(());
+        };
+        let list = match result {
+            Ok(list) => list,
+            Err(e) => {
+                if incremental {
+                    self.store.replace_abort();
+                }
+                return Err(ReflectorError::List(e));
+            }
+        };
         {
             let mut s = self.state.lock();
             if requested_rv == "0" && list.paginated {
@@ -243,22 +278,63 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
             }
             s.resource_version_unavailable = false;
         }
-        let mut items = Vec::with_capacity(list.items.len());
-        for obj in list.items {
-            match meta_namespace_key(&obj) {
-                Ok(_) => items.push(Arc::new(obj)),
-                Err(e) => {
-                    tracing::error!(reflector = %self.name, error = %e, "skipping a listed object without a name")
-                }
-            }
+        let store_error = |e: S::Error| ReflectorError::Store {
+            operation: "replace",
+            source: Box::new(e),
+        };
+        if let Some(e) = sink.error.take() {
+            self.store.replace_abort();
+            return Err(store_error(e));
         }
-        self.store
-            .replace(items, list.resource_version.clone())
-            .map_err(|e| ReflectorError::Store {
-                operation: "replace",
-                source: Box::new(e),
-            })?;
+        if incremental {
+            self.store
+                .replace_end(list.resource_version.clone())
+                .map_err(store_error)?;
+        } else {
+            let items = std::mem::take(&mut sink.collected);
+            self.store
+                .replace(items, list.resource_version.clone())
+                .map_err(store_error)?;
+        }
         self.set_last_sync_resource_version(&list.resource_version);
         Ok(())
+    }
+}
+
+/// Where a Reflector's list goes: straight into a store that takes it in parts, or collected
+/// for one `replace`. Objects without a name are logged and skipped.
+struct StoreSink<'a, K, S: ReflectorStore<K>> {
+    name: &'a str,
+    store: &'a S,
+    incremental: bool,
+    collected: Vec<Arc<K>>,
+    /// The first failed part (the rest of the list is then dropped, and the replace aborted).
+    error: Option<S::Error>,
+}
+
+impl<K: Object, S: ReflectorStore<K>> ListSink<K> for StoreSink<'_, K, S> {
+    fn restart(&mut self) {
+        if self.incremental {
+            self.store.replace_begin();
+        } else {
+            self.collected.clear();
+        }
+    }
+
+    fn deliver(&mut self, mut items: Vec<Arc<K>>) {
+        items.retain(|obj| match meta_namespace_key(&**obj) {
+            Ok(_) => true,
+            Err(e) => {
+                tracing::error!(reflector = %self.name, error = %e, "skipping a listed object without a name");
+                false
+            }
+        });
+        if !self.incremental {
+            self.collected.extend(items);
+        } else if self.error.is_none()
+            && let Err(e) = self.store.replace_part(items)
+        {
+            self.error = Some(e);
+        }
     }
 }

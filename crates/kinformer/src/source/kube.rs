@@ -73,6 +73,9 @@ impl<K> Clone for KubeListerWatcher<K> {
     }
 }
 
+/// Items per batch handed on while a list is still arriving.
+const DELIVERY_BATCH: usize = 256;
+
 impl<K> KubeListerWatcher<K>
 where
     K: Resource + DeserializeOwned + Clone + Debug + Send + Sync + 'static,
@@ -162,9 +165,13 @@ where
 {
     /// Lists one page, decoding each item as soon as its bytes have arrived
     /// ([`ListStreamDecoder`]): the body is never held whole.
+    ///
+    /// With `deliver`, decoded items leave in batches of [`DELIVERY_BATCH`] as soon as the
+    /// list is known to be of this kind (see [`ListerWatcher::list_batched`]).
     async fn list_streamed(
         &self,
         options: &ListOptions,
+        mut deliver: Option<&mut (dyn FnMut(Vec<Arc<K>>) + Send)>,
     ) -> Result<ListPage<Arc<K>>, ListWatchError> {
         let response = self.get(options, false).await?;
         let mut body = response.into_body();
@@ -179,6 +186,11 @@ where
                     data.advance(n);
                 }
             }
+            if let Some(deliver) = deliver.as_deref_mut()
+                && let Some(batch) = decoder.take_batch(DELIVERY_BATCH)
+            {
+                deliver(batch);
+            }
         }
         decoder.finish()
     }
@@ -191,7 +203,7 @@ where
     fn list(&self, options: &ListOptions) -> BoxFuture<'_, Result<ListPage<K>, ListWatchError>> {
         let options = options.clone();
         async move {
-            let page = self.list_streamed(&options).await?;
+            let page = self.list_streamed(&options, None).await?;
             Ok(ListPage {
                 items: page
                     .items
@@ -211,7 +223,16 @@ where
         options: &ListOptions,
     ) -> BoxFuture<'_, Result<ListPage<Arc<K>>, ListWatchError>> {
         let options = options.clone();
-        async move { self.list_streamed(&options).await }.boxed()
+        async move { self.list_streamed(&options, None).await }.boxed()
+    }
+
+    fn list_batched<'a>(
+        &'a self,
+        options: &ListOptions,
+        deliver: &'a mut (dyn FnMut(Vec<Arc<K>>) + Send),
+    ) -> BoxFuture<'a, Result<ListPage<Arc<K>>, ListWatchError>> {
+        let options = options.clone();
+        async move { self.list_streamed(&options, Some(deliver)).await }.boxed()
     }
 
     fn watch(

@@ -57,6 +57,9 @@ pub(crate) struct ListStreamDecoder<K> {
     key_start: Option<usize>,
     last_string_is_items: bool,
     saw_colon_after_items: bool,
+    /// Whether the list's `kind` was read before `items` and is the expected one: only then
+    /// may decoded items leave before the body is complete ([`take_batch`](Self::take_batch)).
+    kind_verified: bool,
     /// Between items: an item was just closed (a `,` or `]` must follow).
     after_item: bool,
     /// Between items: a `,` was just read (an item must follow).
@@ -82,6 +85,7 @@ impl<K: DeserializeOwned> ListStreamDecoder<K> {
             saw_colon_after_items: false,
             after_item: false,
             after_comma: false,
+            kind_verified: false,
             error: None,
         }
     }
@@ -90,6 +94,45 @@ impl<K: DeserializeOwned> ListStreamDecoder<K> {
     #[cfg(test)]
     pub(crate) fn decoded(&self) -> usize {
         self.items.len()
+    }
+
+    /// Takes the items decoded so far, if there are at least `min` and the list is known to
+    /// be of the expected kind (its `kind` came before `items`, as every API server writes
+    /// it). Otherwise the items stay for [`finish`](Self::finish).
+    pub(crate) fn take_batch(&mut self, min: usize) -> Option<Vec<Arc<K>>> {
+        (self.kind_verified
+            && self.error.is_none()
+            && !self.items.is_empty()
+            && self.items.len() >= min)
+            .then(|| std::mem::take(&mut self.items))
+    }
+
+    /// At the `[` of `items`: reads the list's `kind` from the envelope so far (complete up to
+    /// here once closed with `}`). A wrong kind is an error at once; a missing one means items
+    /// are held until the end.
+    fn check_kind_early(&mut self) {
+        #[derive(serde::Deserialize)]
+        struct Kind {
+            #[serde(default)]
+            kind: Option<String>,
+        }
+        let mut head = self.envelope.clone();
+        head.push(b'}');
+        match serde_json::from_slice::<Kind>(&head) {
+            Ok(Kind { kind: Some(k) })
+                if k == "List" || k.strip_suffix("List") == Some(&self.kind) =>
+            {
+                self.kind_verified = true;
+            }
+            Ok(Kind { kind: Some(k) }) => {
+                self.error = Some(ListWatchError::Decode(format!(
+                    "unexpected list kind {k:?}, expected \"{}List\"",
+                    self.kind
+                )));
+            }
+            // no kind yet, or a head that is not JSON: the envelope check at the end decides
+            Ok(Kind { kind: None }) | Err(_) => {}
+        }
     }
 
     /// Feeds the next chunk of the body.
@@ -174,6 +217,7 @@ impl<K: DeserializeOwned> ListStreamDecoder<K> {
                 b'[' if self.depth == 1 && self.saw_colon_after_items => {
                     // `"items": [` — the array's bytes stay out of the envelope
                     self.envelope.extend_from_slice(b"[]");
+                    self.check_kind_early();
                     self.depth = 2;
                     self.phase = Phase::Between;
                     self.last_string_is_items = false;
@@ -376,6 +420,40 @@ mod tests {
         assert_eq!(d.decoded(), 1, "decoded on its closing brace");
         d.push(&body[first_end..]);
         assert_eq!(names(&d.finish().unwrap()), ["a", "b"]);
+    }
+
+    #[test]
+    fn batches_leave_early_only_once_the_list_kind_is_known() {
+        let body = br#"{"kind":"ConfigMapList","metadata":{},"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}},{"metadata":{"name":"c"}}]}"#;
+        let mut d = ListStreamDecoder::<ConfigMap>::new("ConfigMap");
+        let mut batches = Vec::new();
+        for c in body.chunks(9) {
+            d.push(c);
+            if let Some(b) = d.take_batch(2) {
+                batches.push(b.len());
+            }
+        }
+        let rest = d.finish().unwrap();
+        assert_eq!(batches, [2], "two items left early, in one batch");
+        assert_eq!(names(&rest), ["c"]);
+
+        // kind after items, or no kind: nothing leaves before the end
+        for body in [
+            &br#"{"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}],"kind":"ConfigMapList"}"#[..],
+            br#"{"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]}"#,
+        ] {
+            let mut d = ListStreamDecoder::<ConfigMap>::new("ConfigMap");
+            d.push(body);
+            assert!(d.take_batch(1).is_none());
+            assert_eq!(names(&d.finish().unwrap()), ["a", "b"]);
+        }
+
+        // a list of another kind fails before any item is decoded
+        let mut d = ListStreamDecoder::<ConfigMap>::new("ConfigMap");
+        d.push(br#"{"kind":"PodList","items":[{"metadata":{"name":"a"}}"#);
+        assert_eq!(d.decoded(), 0);
+        assert!(d.take_batch(1).is_none());
+        assert!(d.finish().unwrap_err().to_string().contains("PodList"));
     }
 
     #[test]

@@ -22,6 +22,34 @@ pub trait ReflectorStore<K>: Send + Sync {
     fn replace(&self, list: Vec<Arc<K>>, resource_version: String) -> Result<(), Self::Error>;
     /// The resync timer fired (client-go's `Resync`).
     fn resync(&self) -> Result<(), Self::Error>;
+
+    /// Whether this store takes a list while it arrives: [`replace_begin`](Self::replace_begin),
+    /// any number of [`replace_part`](Self::replace_part), then
+    /// [`replace_end`](Self::replace_end) — or [`replace_abort`](Self::replace_abort) when the
+    /// list fails. When `false` (the default) the Reflector collects the whole list and calls
+    /// [`replace`](Self::replace); the four methods below are then never called, and their
+    /// default implementations do nothing.
+    ///
+    /// Taking a list in parts lets a consumer apply it while it downloads, so a relist never
+    /// holds the whole new list next to the cached one. The result of begin + parts + end must
+    /// be the result of one `replace` with all the parts' items.
+    fn supports_incremental_replace(&self) -> bool {
+        false
+    }
+    /// A list starts (again: a list that starts over after an expired continue token calls it
+    /// a second time, and the parts before it no longer count for detecting deletions).
+    fn replace_begin(&self) {}
+    /// The next items of the list, in server order.
+    fn replace_part(&self, _items: Vec<Arc<K>>) -> Result<(), Self::Error> {
+        Ok(())
+    }
+    /// The list is complete at `resource_version`: whatever the store holds that no part
+    /// listed is gone.
+    fn replace_end(&self, _resource_version: String) -> Result<(), Self::Error> {
+        Ok(())
+    }
+    /// The list failed: the parts already given stay, nothing is deleted.
+    fn replace_abort(&self) {}
     /// The reflector's resource version advanced without an object change (a bookmark, or the
     /// end of a list). client-go's `ResourceVersionUpdater`; optional.
     fn update_resource_version(&self, _resource_version: &str) {}
@@ -46,5 +74,20 @@ impl<K, S: ReflectorStore<K> + ?Sized> ReflectorStore<K> for Arc<S> {
     }
     fn update_resource_version(&self, resource_version: &str) {
         (**self).update_resource_version(resource_version)
+    }
+    fn supports_incremental_replace(&self) -> bool {
+        (**self).supports_incremental_replace()
+    }
+    fn replace_begin(&self) {
+        (**self).replace_begin()
+    }
+    fn replace_part(&self, items: Vec<Arc<K>>) -> Result<(), Self::Error> {
+        (**self).replace_part(items)
+    }
+    fn replace_end(&self, resource_version: String) -> Result<(), Self::Error> {
+        (**self).replace_end(resource_version)
+    }
+    fn replace_abort(&self) {
+        (**self).replace_abort()
     }
 }
