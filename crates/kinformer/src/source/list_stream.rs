@@ -68,7 +68,7 @@ pub(crate) struct ListStreamDecoder<K> {
     error: Option<ListWatchError>,
 }
 
-impl<K: DeserializeOwned> ListStreamDecoder<K> {
+impl<K: DeserializeOwned + Clone> ListStreamDecoder<K> {
     /// A decoder for a list of `kind` (e.g. `Pod`; the list is `PodList`).
     pub(crate) fn new(kind: &str) -> Self {
         Self {
@@ -344,7 +344,7 @@ impl<K: DeserializeOwned> ListStreamDecoder<K> {
 
     fn decode_item(&mut self) {
         match serde_json::from_slice::<K>(&self.item) {
-            Ok(obj) => self.items.push(Arc::new(obj)),
+            Ok(obj) => self.items.push(Arc::new(obj.clone())),
             Err(e) => {
                 self.error = Some(ListWatchError::Decode(format!(
                     "cannot decode {}List: item {}: {e}",
