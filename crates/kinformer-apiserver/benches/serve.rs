@@ -113,7 +113,12 @@ async fn get_json(addr: SocketAddr, path: &str) -> Page {
         let rest = &text[i + 12..];
         rest[..rest.find('"').unwrap_or(0)].to_string()
     });
-    let items = text.matches("\"kind\":\"Pod\"").count();
+    // List items carry no kind (as kube-apiserver's); each has one resourceVersion, and so has
+    // the list's metadata.
+    let items = text
+        .matches("\"resourceVersion\":")
+        .count()
+        .saturating_sub(1);
     Page {
         items,
         continue_token,
