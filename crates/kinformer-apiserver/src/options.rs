@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use crate::go_text::go_parse_error;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::ApiError;
 
@@ -85,18 +86,6 @@ fn parse_bool(q: &HashMap<String, String>, k: &str) -> Result<bool, ApiError> {
             "invalid boolean value for {k}: {other:?}"
         ))),
     }
-}
-
-/// Go's `strconv` error text for a failed integer parse (`strconv.ParseInt: parsing "abc":
-/// invalid syntax`), which kube-apiserver returns verbatim for bad `limit` and
-/// `resourceVersion` parameters.
-fn go_parse_error(func: &str, input: &str, e: &std::num::ParseIntError) -> String {
-    use std::num::IntErrorKind;
-    let why = match e.kind() {
-        IntErrorKind::PosOverflow | IntErrorKind::NegOverflow => "value out of range",
-        _ => "invalid syntax",
-    };
-    format!("strconv.{func}: parsing {input:?}: {why}")
 }
 
 /// One violated ListOptions rule: `(field, reason, message)` as in apimachinery's

@@ -232,7 +232,7 @@ async fn pagination_with_continue_and_remaining_count() {
         r.json()["message"]
             .as_str()
             .unwrap()
-            .starts_with("continue key is not valid")
+            .starts_with("invalid continue token: continue key is not valid")
     );
     let r = get(
         a,

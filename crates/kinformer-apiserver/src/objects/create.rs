@@ -152,5 +152,11 @@ mod tests {
         );
         let e = decode_body(&pods(), b"{not json").unwrap_err();
         assert_eq!(e.code, 400);
+        // kube-apiserver v1.35 (e2e/diff "bad-request / create-not-json").
+        let e = decode_body(&pods(), b"\"this is not an object\"").unwrap_err();
+        assert_eq!(
+            e.message,
+            "the object provided is unrecognized (must be of type Pod): couldn't get version/kind; json parse error: json: cannot unmarshal string into Go value of type struct { APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" } (2274686973206973206e6f7420616e206f626a65637422)"
+        );
     }
 }

@@ -52,14 +52,32 @@ fn cannot_handle(res: &ResourceInfo, why: impl std::fmt::Display) -> ApiError {
     ))
 }
 
-/// Parses a request body into a JSON object (400 BadRequest otherwise).
+/// kube-apiserver's answer to a body whose apiVersion/kind cannot even be read
+/// (`transformDecodeError` without a kind): `the object provided is unrecognized (must be of
+/// type ConfigMap): couldn't get version/kind; json parse error: <error> (<summary>)`.
+fn unrecognized(res: &ResourceInfo, why: &str, body: &[u8]) -> ApiError {
+    ApiError::bad_request(format!(
+        "the object provided is unrecognized (must be of type {}): couldn't get version/kind; json parse error: {why} ({})",
+        res.kind,
+        crate::go_text::summarize_data(body)
+    ))
+}
+
+/// Parses a request body into a JSON object (400 BadRequest otherwise, with kube-apiserver's
+/// wording for bodies that are not JSON or not an object).
 pub fn decode_body(res: &ResourceInfo, body: &[u8]) -> Result<Map<String, Value>, ApiError> {
-    let v: Value = serde_json::from_slice(body).map_err(|e| cannot_handle(res, e))?;
+    let v: Value = serde_json::from_slice(body)
+        .map_err(|e| unrecognized(res, &crate::go_text::go_json_error(body, &e), body))?;
     match v {
         Value::Object(m) => Ok(m),
-        other => Err(cannot_handle(
+        Value::Null => Err(cannot_handle(res, "expected a JSON object, got null")),
+        other => Err(unrecognized(
             res,
-            format!("expected a JSON object, got {}", type_name(&other)),
+            &format!(
+                "json: cannot unmarshal {} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}",
+                type_name(&other)
+            ),
+            body,
         )),
     }
 }
