@@ -39,8 +39,6 @@ pub fn prepare_create_by(
             meta.insert("name".into(), Value::String(name.clone()));
         }
     }
-    validate::validate_object(res, &obj)?;
-    let meta = metadata_mut(res, &mut obj)?;
     let ns = check_namespace(res, meta, path_ns)?;
     let uid = new_uid();
     meta.insert("uid".into(), Value::String(uid.clone()));
@@ -54,6 +52,9 @@ pub fn prepare_create_by(
         meta.remove("generation");
     }
     set_type_meta(res, &mut obj);
+    // After the server's metadata, as kube-apiserver validates after PrepareForCreate (the
+    // namespace mismatch, a 400, comes first).
+    validate::validate_object(res, &obj)?;
     if let Some(w) = writer {
         managed_fields::update_managed_fields(res, None, &mut obj, w);
     }

@@ -5,7 +5,7 @@
 //! Every violated rule is reported, in kube-apiserver's order, as one 422 Invalid whose causes
 //! are `(field, reason, message)` and whose message is apimachinery's aggregate (`[a, b]` when
 //! more than one). Where Go iterates a map (labels, annotations, data), the order is random in
-//! kube-apiserver; here it is the keys' sorted order.
+//! kube-apiserver; here it is the keys' sorted order (serde_json's map order).
 
 use serde_json::{Map, Value};
 
@@ -130,10 +130,9 @@ fn matches_qualified_part(s: &str) -> bool {
 /// keys, finalizers).
 pub fn qualified_name_errors(s: &str) -> Vec<String> {
     let mut errs = Vec::new();
-    let parts: Vec<&str> = s.split('/').collect();
-    let name = match parts.as_slice() {
-        [name] => *name,
-        [prefix, name] => {
+    let name = match s.split_once('/') {
+        None => s,
+        Some((prefix, name)) if !name.contains('/') => {
             if prefix.is_empty() {
                 errs.push("prefix part must be non-empty".to_string());
             } else {
@@ -143,9 +142,9 @@ pub fn qualified_name_errors(s: &str) -> Vec<String> {
                         .map(|m| format!("prefix part {m}")),
                 );
             }
-            *name
+            name
         }
-        _ => {
+        Some(_) => {
             errs.push(format!(
                 "a qualified name {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
                 regex_error(
@@ -236,18 +235,18 @@ fn name_errors(res: &ResourceInfo, name: &str) -> Vec<String> {
     }
 }
 
-fn string_map(meta: &Map<String, Value>, field: &str) -> Vec<(String, String)> {
-    let mut v: Vec<(String, String)> = meta
-        .get(field)
+/// The entries of a metadata string map, in the map's (key) order, without copying.
+fn string_entries<'a>(
+    meta: &'a Map<String, Value>,
+    field: &str,
+) -> impl Iterator<Item = (&'a str, &'a str)> {
+    meta.get(field)
         .and_then(|m| m.as_object())
-        .map(|m| {
+        .into_iter()
+        .flat_map(|m| {
             m.iter()
-                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
-                .collect()
+                .map(|(k, v)| (k.as_str(), v.as_str().unwrap_or("")))
         })
-        .unwrap_or_default();
-    v.sort();
-    v
 }
 
 /// kube-apiserver's total annotation size limit (keys plus values), 256 KiB.
@@ -294,21 +293,27 @@ pub fn object_meta_causes(res: &ResourceInfo, meta: &Map<String, Value>) -> Vec<
             format!("Invalid value: {g}: must be greater than or equal to 0"),
         ));
     }
-    for (k, v) in string_map(meta, "labels") {
-        for m in qualified_name_errors(&k) {
-            causes.push(invalid_value("metadata.labels", &k, &m));
+    for (k, v) in string_entries(meta, "labels") {
+        for m in qualified_name_errors(k) {
+            causes.push(invalid_value("metadata.labels", k, &m));
         }
-        for m in label_value_errors(&v) {
-            causes.push(invalid_value("metadata.labels", &v, &m));
+        for m in label_value_errors(v) {
+            causes.push(invalid_value("metadata.labels", v, &m));
         }
     }
-    let annotations = string_map(meta, "annotations");
-    for (k, _) in &annotations {
-        for m in qualified_name_errors(&k.to_lowercase()) {
+    let mut size = 0;
+    for (k, v) in string_entries(meta, "annotations") {
+        // Annotation keys are qualified names in any case.
+        let errs = if k.bytes().any(|b| b.is_ascii_uppercase()) {
+            qualified_name_errors(&k.to_lowercase())
+        } else {
+            qualified_name_errors(k)
+        };
+        for m in errs {
             causes.push(invalid_value("metadata.annotations", k, &m));
         }
+        size += k.len() + v.len();
     }
-    let size: usize = annotations.iter().map(|(k, v)| k.len() + v.len()).sum();
     if size > TOTAL_ANNOTATION_SIZE {
         causes.push((
             "metadata.annotations".into(),
