@@ -275,6 +275,19 @@ impl ApiError {
         )
     }
 
+    /// 415 UnsupportedMediaType for a create or update body in a media type the server does not
+    /// decode (apiserver's `errUnsupportedMediaType`).
+    pub fn unsupported_body_media_type(accepted: &[&str]) -> Self {
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: {}",
+                accepted.join(", ")
+            ),
+        )
+    }
+
     /// 413 RequestEntityTooLarge.
     pub fn too_large_body(limit: usize) -> Self {
         Self::new(

@@ -327,3 +327,37 @@ async fn list_options_violations_are_reported_together() {
     );
     s.shutdown().await;
 }
+
+/// A body in a media type the server does not decode (kubectl's typed generators send
+/// protobuf) is 415 with apiserver's message; a JSON content type with parameters is fine.
+#[tokio::test]
+async fn non_json_bodies_are_unsupported_media_types() {
+    let s = start(ServerConfig::default()).await.unwrap();
+    let a = s.addr();
+    let body = cm("a", json!({}), json!({"k": "1"})).to_string();
+    let r = request(
+        a,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        Some("application/vnd.kubernetes.protobuf"),
+        body.as_bytes(),
+    )
+    .await;
+    assert_eq!(r.code, 415);
+    assert_eq!(
+        r.json(),
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": "the body of the request was in an unknown format - accepted media types include: application/json",
+               "reason": "UnsupportedMediaType", "code": 415})
+    );
+    let r = request(
+        a,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        Some("application/json; charset=utf-8"),
+        body.as_bytes(),
+    )
+    .await;
+    assert_eq!(r.code, 201);
+    s.shutdown().await;
+}

@@ -106,6 +106,23 @@ async fn read_body(ctx: &Context, req: Request) -> Result<bytes::Bytes, ApiError
         .map_err(|_| ApiError::too_large_body(limit))
 }
 
+/// Create and update bodies must be JSON (the default when no Content-Type is sent): any other
+/// media type (kubectl's typed generators send protobuf) is 415 UnsupportedMediaType with
+/// kube-apiserver's message, not a decoding error.
+fn check_body_media_type(req: &Request) -> Result<(), ApiError> {
+    let ct = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let media = ct.split(';').next().unwrap_or("").trim();
+    if media.is_empty() || media.eq_ignore_ascii_case("application/json") {
+        Ok(())
+    } else {
+        Err(ApiError::unsupported_body_media_type(&["application/json"]))
+    }
+}
+
 fn parse_delete_options(body: &[u8]) -> Result<Preconditions, ApiError> {
     if body.iter().all(|b| b.is_ascii_whitespace()) {
         return Ok(Preconditions::default());
@@ -305,12 +322,14 @@ async fn serve_verb(
             Ok((200, response::watch(rx)))
         }
         Verb::Create => {
+            check_body_media_type(&req)?;
             let body = read_body(ctx, req).await?;
             let obj = decode_body(res, &body)?;
             let o = api.create_by(res, ns, obj, Some(&writer))?;
             Ok((201, response::object(201, &o)))
         }
         Verb::Update => {
+            check_body_media_type(&req)?;
             let body = read_body(ctx, req).await?;
             let obj = decode_body(res, &body)?;
             let o = api.update_by(res, ns, name, obj, mode, Some(&writer))?;
