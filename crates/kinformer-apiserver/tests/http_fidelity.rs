@@ -1,6 +1,8 @@
 //! Behaviour recorded from kube-apiserver v1.35.4 by the differential runner
 //! (e2e/diff/observations/real-nowatchcache.json), asserted over raw HTTP: managedFields,
-//! finalizer removal, DELETE precondition conflicts, validation and ListOptions errors.
+//! finalizer removal, DELETE precondition conflicts, validation and ListOptions errors; plus
+//! kube-apiserver's decoding rules the recording does not cover (media types, secrets'
+//! `stringData`).
 
 mod common;
 
@@ -359,5 +361,20 @@ async fn non_json_bodies_are_unsupported_media_types() {
     )
     .await;
     assert_eq!(r.code, 201);
+    s.shutdown().await;
+}
+
+/// kube-apiserver merges a secret's `stringData` into `data` (base64) and never stores it.
+#[tokio::test]
+async fn secret_string_data_is_stored_as_data() {
+    let s = start(ServerConfig::default()).await.unwrap();
+    let a = s.addr();
+    let body = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+                      "data": {"a": "eA=="}, "stringData": {"b": "hello"}});
+    let r = send(a, "POST", "/api/v1/namespaces/default/secrets", UA, &body).await;
+    assert_eq!(r.code, 201);
+    let got = get(a, "/api/v1/namespaces/default/secrets/s").await.json();
+    assert_eq!(got["data"], json!({"a": "eA==", "b": "aGVsbG8="}));
+    assert!(got.get("stringData").is_none());
     s.shutdown().await;
 }

@@ -30,6 +30,7 @@ pub fn prepare_create_by(
     writer: Option<&Writer>,
 ) -> Result<(String, StoredObject), ApiError> {
     check_type_meta(res, &obj)?;
+    normalize::normalize_body(res, &mut obj);
     let meta = metadata_mut(res, &mut obj)?;
     let mut name = str_field(meta, "name").to_string();
     if name.is_empty() {

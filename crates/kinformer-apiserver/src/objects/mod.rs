@@ -12,6 +12,7 @@ mod create;
 mod delete;
 pub mod fieldset;
 pub mod managed_fields;
+pub mod normalize;
 mod update;
 pub mod validate;
 

@@ -71,6 +71,9 @@ pub fn prepare_update_by(
     writer: Option<&Writer>,
 ) -> Result<UpdateOutcome, ApiError> {
     check_type_meta(res, &new)?;
+    if mode != UpdateMode::Raw {
+        normalize::normalize_body(res, &mut new);
+    }
     let Value::Object(old_obj) = old.to_value() else {
         return Err(ApiError::internal("stored object is not a JSON object"));
     };

@@ -332,7 +332,7 @@ pub fn object_meta_causes(res: &ResourceInfo, meta: &Map<String, Value>) -> Vec<
 }
 
 /// Kind-specific rules: the data keys of config maps (`data`, `binaryData`) and secrets
-/// (`data`, `stringData`).
+/// (`data`; `stringData` is merged into it before validation, see [`super::normalize`]).
 pub fn kind_causes(res: &ResourceInfo, obj: &Map<String, Value>) -> Vec<Cause> {
     let bags: &[&str] = match (res.group.as_str(), res.plural.as_str()) {
         ("", "configmaps") => &["data", "binaryData"],
