@@ -47,7 +47,7 @@ impl FieldSet {
 
     /// Whether the set holds exactly this path.
     pub fn contains(&self, path: &[String]) -> bool {
-        self.0.iter().any(|p| p == path)
+        self.0.contains(path)
     }
 
     /// Paths in `self` or `other`.
