@@ -8,8 +8,8 @@ use serde_json::{Map, Value};
 
 use crate::list::{self, ListPage};
 use crate::objects::{
-    DeleteOutcome, Preconditions, UpdateMode, UpdateOutcome, prepare_create, prepare_delete,
-    prepare_update, storage_key,
+    DeleteOutcome, Preconditions, UpdateMode, UpdateOutcome, Writer, prepare_create_by,
+    prepare_delete, prepare_update_by, storage_key,
 };
 use crate::options::ListOptions;
 use crate::patch::{PatchType, apply_patch};
@@ -107,12 +107,24 @@ fn ns_of<'a>(res: &ResourceInfo, ns: Option<&'a str>) -> &'a str {
 }
 
 impl Api {
-    /// Creates an object; 409 AlreadyExists if the name is taken.
+    /// Creates an object; 409 AlreadyExists if the name is taken. `managedFields` are stored
+    /// as given (no field manager).
     pub fn create(
         &self,
         res: &ResourceInfo,
         namespace: Option<&str>,
+        body: Map<String, Value>,
+    ) -> Result<Arc<StoredObject>, ApiError> {
+        self.create_by(res, namespace, body, None)
+    }
+
+    /// [`Api::create`] by a field manager (`managedFields` maintained when `writer` is set).
+    pub fn create_by(
+        &self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
         mut body: Map<String, Value>,
+        writer: Option<&Writer>,
     ) -> Result<Arc<StoredObject>, ApiError> {
         let ns = ns_of(res, namespace);
         // Resolve generateName first so the key is known before the write.
@@ -147,7 +159,7 @@ impl Api {
         let key = storage_key(res, ns, &name);
         self.store
             .mutate(&res.group_resource(), &key, |current, rev| {
-                let (_, obj) = prepare_create(res, ns, body, rev)?;
+                let (_, obj) = prepare_create_by(res, ns, body, rev, writer)?;
                 if current.is_some() {
                     return Err(ApiError::already_exists(res, &name));
                 }
@@ -178,13 +190,29 @@ impl Api {
         body: Map<String, Value>,
         mode: UpdateMode,
     ) -> Result<Arc<StoredObject>, ApiError> {
+        self.update_by(res, namespace, name, body, mode, None)
+    }
+
+    /// [`Api::update`] by a field manager (`managedFields` maintained when `writer` is set).
+    pub fn update_by(
+        &self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        name: &str,
+        body: Map<String, Value>,
+        mode: UpdateMode,
+        writer: Option<&Writer>,
+    ) -> Result<Arc<StoredObject>, ApiError> {
         let key = storage_key(res, ns_of(res, namespace), name);
         self.store
             .mutate(&res.group_resource(), &key, |current, rev| {
                 let Some(current) = current else {
                     return Err(ApiError::not_found(res, name));
                 };
-                Self::outcome(prepare_update(res, current, body, rev, mode)?, current)
+                Self::outcome(
+                    prepare_update_by(res, current, body, rev, mode, writer)?,
+                    current,
+                )
             })
     }
 
@@ -198,9 +226,8 @@ impl Api {
                 let obj = Arc::new(obj);
                 Mutation::Put(obj.clone(), obj)
             }
-            UpdateOutcome::Delete(obj) => {
-                let obj = Arc::new(obj);
-                Mutation::Delete(obj.clone(), obj)
+            UpdateOutcome::Delete { response, last } => {
+                Mutation::Delete(Arc::new(last), Arc::new(response))
             }
         })
     }
@@ -215,6 +242,21 @@ impl Api {
         patch_type: PatchType,
         patch: &[u8],
         mode: UpdateMode,
+    ) -> Result<Arc<StoredObject>, ApiError> {
+        self.patch_by(res, namespace, name, patch_type, patch, mode, None)
+    }
+
+    /// [`Api::patch`] by a field manager (`managedFields` maintained when `writer` is set).
+    #[allow(clippy::too_many_arguments)]
+    pub fn patch_by(
+        &self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        name: &str,
+        patch_type: PatchType,
+        patch: &[u8],
+        mode: UpdateMode,
+        writer: Option<&Writer>,
     ) -> Result<Arc<StoredObject>, ApiError> {
         let ns = ns_of(res, namespace);
         let key = storage_key(res, ns, name);
@@ -233,7 +275,7 @@ impl Api {
                         if let Value::Object(m) = meta {
                             m.insert("name".into(), Value::String(name.to_string()));
                         }
-                        let (_, obj) = prepare_create(res, ns, body, rev)?;
+                        let (_, obj) = prepare_create_by(res, ns, body, rev, writer)?;
                         let obj = Arc::new(obj);
                         return Ok(Mutation::Put(obj.clone(), obj));
                     }
@@ -246,7 +288,10 @@ impl Api {
                         "the patched object is not a JSON object",
                     ));
                 };
-                Self::outcome(prepare_update(res, current, body, rev, mode)?, current)
+                Self::outcome(
+                    prepare_update_by(res, current, body, rev, mode, writer)?,
+                    current,
+                )
             })
     }
 

@@ -28,6 +28,7 @@
 pub mod api;
 pub mod context;
 pub mod faults;
+pub mod go_text;
 pub mod http;
 pub mod kubeconfig;
 pub mod list;

@@ -21,6 +21,7 @@ use std::time::Duration;
 use base64::Engine;
 use serde_json::json;
 
+use crate::go_text::go_json_error;
 use crate::options::{ListOptions, RvMatch};
 use crate::resource::ResourceInfo;
 use crate::status::ApiError;
@@ -50,33 +51,56 @@ pub fn encode_continue(rv: i64, start: &str) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
 }
 
-/// Decodes a continue token into `(rv, start)`; 400 BadRequest when malformed.
+/// Decodes a continue token into `(rv, start)`; 400 BadRequest when malformed, with
+/// kube-apiserver's messages (`invalid continue token: continue key is not valid: ...`; the
+/// base64 is decoded leniently like Go's `RawURLEncoding`, which ignores trailing bits).
 pub fn decode_continue(token: &str) -> Result<(i64, String), ApiError> {
-    let bad = |why: &str| ApiError::bad_request(format!("continue key is not valid: {why}"));
-    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(token.trim_end_matches('='))
-        .map_err(|e| bad(&e.to_string()))?;
-    let v: serde_json::Value = serde_json::from_slice(&raw).map_err(|e| bad(&e.to_string()))?;
-    if v.get("v").and_then(|v| v.as_str()) != Some("meta.k8s.io/v1") {
-        return Err(bad(
-            "incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
-        ));
+    use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+    const LENIENT: GeneralPurpose = GeneralPurpose::new(
+        &base64::alphabet::URL_SAFE,
+        GeneralPurposeConfig::new()
+            .with_decode_allow_trailing_bits(true)
+            .with_decode_padding_mode(DecodePaddingMode::RequireNone),
+    );
+    let bad = |why: &str| {
+        ApiError::bad_request(format!(
+            "invalid continue token: continue key is not valid{why}"
+        ))
+    };
+    let raw = LENIENT.decode(token.trim_end_matches('=')).map_err(|e| {
+        let at = match e {
+            base64::DecodeError::InvalidByte(i, _)
+            | base64::DecodeError::InvalidLastSymbol(i, _) => i,
+            base64::DecodeError::InvalidLength(n) => n.saturating_sub(1),
+            base64::DecodeError::InvalidPadding => token.len(),
+        };
+        bad(&format!(": illegal base64 data at input byte {at}"))
+    })?;
+    let v: serde_json::Value =
+        serde_json::from_slice(&raw).map_err(|e| bad(&format!(": {}", go_json_error(&raw, &e))))?;
+    let version = v.get("v").and_then(|v| v.as_str()).unwrap_or("");
+    if version != "meta.k8s.io/v1" {
+        return Err(bad(&format!(
+            ": server does not recognize this encoded version {version}"
+        )));
     }
-    let rv = v
-        .get("rv")
-        .and_then(|r| r.as_i64())
-        .ok_or_else(|| bad("missing rv"))?;
-    let start = v
-        .get("start")
-        .and_then(|s| s.as_str())
-        .ok_or_else(|| bad("missing start"))?;
+    let rv = v.get("rv").and_then(|r| r.as_i64()).unwrap_or(0);
+    let start = v.get("start").and_then(|s| s.as_str()).unwrap_or("");
     if rv == 0 || rv < -1 {
         return Err(bad(
-            "incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+            ": incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
         ));
     }
-    if start.is_empty() || start.contains("..") || start.starts_with('/') {
-        return Err(bad("invalid start key"));
+    if start.is_empty() {
+        return Err(bad(": encoded start key empty (version meta.k8s.io/v1)"));
+    }
+    // Path traversal defence, as path.Clean: a start key that cleaning would change is refused.
+    if start.starts_with('/')
+        || start
+            .split('/')
+            .any(|seg| seg.is_empty() || seg == "." || seg == "..")
+    {
+        return Err(bad(&format!(": {start}")));
     }
     Ok((rv, start.to_string()))
 }
@@ -185,14 +209,40 @@ mod tests {
     fn continue_tokens_round_trip_and_reject_garbage() {
         let t = encode_continue(42, "ns/p\u{0}");
         assert_eq!(decode_continue(&t).unwrap(), (42, "ns/p\u{0}".to_string()));
-        for bad in ["!!!", "e30", &encode_continue(0, "x")] {
+        for bad in [
+            "!!!",
+            "e30",
+            &encode_continue(0, "x"),
+            &encode_continue(5, "../x"),
+        ] {
             let e = decode_continue(bad).unwrap_err();
             assert_eq!(e.code, 400);
             assert!(
-                e.message.starts_with("continue key is not valid"),
+                e.message
+                    .starts_with("invalid continue token: continue key is not valid: "),
                 "{}",
                 e.message
             );
         }
+    }
+
+    /// kube-apiserver v1.35 (e2e/diff "bad-request / list-bad-continue"): Go's lenient base64
+    /// decodes "not-a-token" and encoding/json rejects the first byte.
+    #[test]
+    fn continue_errors_use_kube_apiserver_wording() {
+        assert_eq!(
+            decode_continue("not-a-token").unwrap_err().message,
+            "invalid continue token: continue key is not valid: invalid character '\\u009e' looking for beginning of value"
+        );
+        assert_eq!(
+            decode_continue("!!!").unwrap_err().message,
+            "invalid continue token: continue key is not valid: illegal base64 data at input byte 0"
+        );
+        assert_eq!(
+            decode_continue(&encode_continue(0, "x"))
+                .unwrap_err()
+                .message,
+            "invalid continue token: continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)"
+        );
     }
 }

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use crate::go_text::go_parse_error;
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::ApiError;
 
@@ -87,13 +88,97 @@ fn parse_bool(q: &HashMap<String, String>, k: &str) -> Result<bool, ApiError> {
     }
 }
 
-fn list_options_invalid(field: &str, reason: &str, msg: &str) -> ApiError {
-    ApiError::invalid(
-        "ListOptions",
-        "meta.k8s.io",
-        "",
-        &[(field.into(), reason.into(), msg.into())],
+/// One violated ListOptions rule: `(field, reason, message)` as in apimachinery's
+/// `field.Error` (`Forbidden: ...`, `Unsupported value: ...`).
+type Violation = (String, String, String);
+
+fn forbidden(field: &str, detail: &str) -> Violation {
+    (
+        field.into(),
+        "FieldValueForbidden".into(),
+        format!("Forbidden: {detail}"),
     )
+}
+
+fn not_supported(field: &str, value: &str, supported: &[&str]) -> Violation {
+    let list: Vec<String> = supported.iter().map(|v| format!("{v:?}")).collect();
+    (
+        field.into(),
+        "FieldValueNotSupported".into(),
+        format!(
+            "Unsupported value: {value:?}: supported values: {}",
+            list.join(", ")
+        ),
+    )
+}
+
+/// Every violated rule, in kube-apiserver's order (`ValidateListOptions` for lists,
+/// `validateWatchOptions` for watches), so one 422 names them all.
+fn violations(
+    watch: bool,
+    resource_version: Option<&str>,
+    rv_match: Option<&str>,
+    continue_token: bool,
+    send_initial_events: Option<bool>,
+) -> Vec<Violation> {
+    const RVM: &str = "resourceVersionMatch";
+    let mut errs = Vec::new();
+    if watch {
+        if send_initial_events.is_some() && rv_match != Some("NotOlderThan") {
+            errs.push(forbidden(
+                RVM,
+                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+            ));
+        }
+        if let Some(m) = rv_match {
+            if send_initial_events.is_none() {
+                errs.push(forbidden(
+                    RVM,
+                    "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+                ));
+            }
+            if m != "NotOlderThan" {
+                errs.push(not_supported(RVM, m, &["NotOlderThan"]));
+            }
+            if continue_token {
+                errs.push(forbidden(
+                    RVM,
+                    "resourceVersionMatch is forbidden when continue is provided",
+                ));
+            }
+        }
+        return errs;
+    }
+    if let Some(m) = rv_match {
+        if resource_version.is_none() {
+            errs.push(forbidden(
+                RVM,
+                "resourceVersionMatch is forbidden unless resourceVersion is provided",
+            ));
+        }
+        if continue_token {
+            errs.push(forbidden(
+                RVM,
+                "resourceVersionMatch is forbidden when continue is provided",
+            ));
+        }
+        if m != "Exact" && m != "NotOlderThan" {
+            errs.push(not_supported(RVM, m, &["Exact", "NotOlderThan", ""]));
+        }
+        if m == "Exact" && resource_version == Some("0") {
+            errs.push(forbidden(
+                RVM,
+                "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+            ));
+        }
+    }
+    if send_initial_events.is_some() {
+        errs.push(forbidden(
+            "sendInitialEvents",
+            "sendInitialEvents is forbidden for list",
+        ));
+    }
+    errs
 }
 
 impl ListOptions {
@@ -109,7 +194,7 @@ impl ListOptions {
             None | Some("") => 0,
             Some(l) => l
                 .parse::<i64>()
-                .map_err(|e| ApiError::bad_request(format!("invalid limit {l:?}: {e}")))?
+                .map_err(|e| ApiError::bad_request(go_parse_error("ParseInt", l, &e)))?
                 .max(0) as u64,
         };
         let timeout_seconds = match q.get("timeoutSeconds").map(|s| s.as_str()) {
@@ -123,19 +208,14 @@ impl ListOptions {
             ),
         };
         let resource_version = q.get("resourceVersion").filter(|s| !s.is_empty()).cloned();
-        let resource_version_match = match q.get("resourceVersionMatch").map(|s| s.as_str()) {
-            None | Some("") => None,
+        let raw_match = q
+            .get("resourceVersionMatch")
+            .map(|s| s.as_str())
+            .filter(|s| !s.is_empty());
+        let resource_version_match = match raw_match {
             Some("NotOlderThan") => Some(RvMatch::NotOlderThan),
             Some("Exact") => Some(RvMatch::Exact),
-            Some(other) => {
-                return Err(list_options_invalid(
-                    "resourceVersionMatch",
-                    "FieldValueNotSupported",
-                    &format!(
-                        "Unsupported value: \"{other}\": supported values: \"Exact\", \"NotOlderThan\""
-                    ),
-                ));
-            }
+            _ => None,
         };
         let send_initial_events = match q.get("sendInitialEvents") {
             None => None,
@@ -153,75 +233,29 @@ impl ListOptions {
             send_initial_events,
             timeout_seconds,
         };
-        opts.validate()?;
+        let errs = violations(
+            opts.watch,
+            opts.resource_version.as_deref(),
+            raw_match,
+            opts.continue_token.is_some(),
+            opts.send_initial_events,
+        );
+        if !errs.is_empty() {
+            return Err(ApiError::invalid("ListOptions", "meta.k8s.io", "", &errs));
+        }
         Ok(opts)
-    }
-
-    fn validate(&self) -> Result<(), ApiError> {
-        if let Some(m) = self.resource_version_match {
-            if self.watch && self.send_initial_events.is_none() {
-                return Err(list_options_invalid(
-                    "resourceVersionMatch",
-                    "FieldValueForbidden",
-                    "Forbidden: resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
-                ));
-            }
-            if self.resource_version.is_none()
-                && !(self.watch && self.send_initial_events.is_some())
-            {
-                return Err(list_options_invalid(
-                    "resourceVersionMatch",
-                    "FieldValueForbidden",
-                    "Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided",
-                ));
-            }
-            if self.continue_token.is_some() {
-                return Err(list_options_invalid(
-                    "resourceVersionMatch",
-                    "FieldValueForbidden",
-                    "Forbidden: resourceVersionMatch is forbidden when continue is provided",
-                ));
-            }
-            if m == RvMatch::Exact && self.resource_version.as_deref() == Some("0") {
-                return Err(list_options_invalid(
-                    "resourceVersionMatch",
-                    "FieldValueForbidden",
-                    "Forbidden: resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
-                ));
-            }
-        }
-        if let Some(sie) = self.send_initial_events {
-            if !self.watch {
-                return Err(list_options_invalid(
-                    "sendInitialEvents",
-                    "FieldValueForbidden",
-                    "Forbidden: sendInitialEvents is forbidden for list",
-                ));
-            }
-            // kube-apiserver v1.35 accepts sendInitialEvents=true without allowWatchBookmarks
-            // (observed, e2e/diff "initial-events-end / invalid-no-bookmarks"): the initial ADDED
-            // events come, the end bookmark does not.
-            if (sie || self.resource_version_match.is_some())
-                && self.resource_version_match != Some(RvMatch::NotOlderThan)
-            {
-                return Err(list_options_invalid(
-                    "resourceVersionMatch",
-                    "FieldValueForbidden",
-                    "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
-                ));
-            }
-        }
-        Ok(())
     }
 
     /// The numeric `resourceVersion`, if one other than "0" was given (400 if not a number).
     pub fn numeric_rv(&self) -> Result<Option<u64>, ApiError> {
         match self.resource_version.as_deref() {
             None | Some("0") => Ok(None),
-            Some(s) => s
-                .parse::<u64>()
-                .map(Some)
-                .map_err(|e| ApiError::bad_request(format!("invalid resource version: {e}"))),
+            Some(s) => s.parse::<u64>().map(Some).map_err(|e| {
+                ApiError::bad_request(format!(
+                    "invalid resource version: resourceVersion: Invalid value: {s:?}: {}",
+                    go_parse_error("ParseUint", s, &e)
+                ))
+            }),
         }
     }
 }
@@ -241,6 +275,39 @@ mod tests {
         assert_eq!(m["limit"], "2");
         assert_eq!(m["x"], "");
         assert_eq!(percent_decode("%zz%"), "%zz%");
+    }
+
+    /// kube-apiserver v1.35 reports every violated rule in one 422 (e2e/diff
+    /// "initial-events-end / invalid-exact-match" and "invalid-on-list").
+    #[test]
+    fn every_violation_is_reported_in_one_status() {
+        let e = q("watch=1&sendInitialEvents=true&resourceVersionMatch=Exact&allowWatchBookmarks=true&resourceVersion=5").unwrap_err();
+        assert_eq!(e.code, 422);
+        assert_eq!(
+            e.message,
+            "ListOptions.meta.k8s.io \"\" is invalid: [resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan, resourceVersionMatch: Unsupported value: \"Exact\": supported values: \"NotOlderThan\"]"
+        );
+        assert_eq!(
+            e.details,
+            Some(serde_json::json!({
+                "group": "meta.k8s.io",
+                "kind": "ListOptions",
+                "causes": [
+                    {"reason": "FieldValueForbidden", "message": "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan", "field": "resourceVersionMatch"},
+                    {"reason": "FieldValueNotSupported", "message": "Unsupported value: \"Exact\": supported values: \"NotOlderThan\"", "field": "resourceVersionMatch"}
+                ]
+            }))
+        );
+        let e = q("sendInitialEvents=true&resourceVersionMatch=NotOlderThan").unwrap_err();
+        assert_eq!(
+            e.message,
+            "ListOptions.meta.k8s.io \"\" is invalid: [resourceVersionMatch: Forbidden: resourceVersionMatch is forbidden unless resourceVersion is provided, sendInitialEvents: Forbidden: sendInitialEvents is forbidden for list]"
+        );
+        let e = q("resourceVersion=1&resourceVersionMatch=Foo").unwrap_err();
+        assert_eq!(
+            e.message,
+            "ListOptions.meta.k8s.io \"\" is invalid: resourceVersionMatch: Unsupported value: \"Foo\": supported values: \"Exact\", \"NotOlderThan\", \"\""
+        );
     }
 
     #[test]
@@ -266,7 +333,24 @@ mod tests {
         // accepted without allowWatchBookmarks, as kube-apiserver v1.35 does
         assert!(q("watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan").is_ok());
         assert!(q("watch=1&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true").is_ok());
-        assert_eq!(q("limit=abc").unwrap_err().code, 400);
+        // kube-apiserver v1.35 wording (e2e/diff "bad-request / list-bad-limit",
+        // "list-bad-resource-version").
+        assert_eq!(
+            q("limit=abc").unwrap_err().message,
+            "strconv.ParseInt: parsing \"abc\": invalid syntax"
+        );
+        assert_eq!(
+            q("resourceVersion=abc")
+                .unwrap()
+                .numeric_rv()
+                .unwrap_err()
+                .message,
+            "invalid resource version: resourceVersion: Invalid value: \"abc\": strconv.ParseUint: parsing \"abc\": invalid syntax"
+        );
+        assert_eq!(
+            q("limit=99999999999999999999").unwrap_err().message,
+            "strconv.ParseInt: parsing \"99999999999999999999\": value out of range"
+        );
         assert_eq!(q("labelSelector=a+in+(").unwrap_err().code, 400);
         assert_eq!(q("watch=maybe").unwrap_err().code, 400);
         assert_eq!(

@@ -111,6 +111,33 @@ impl ApiError {
         e
     }
 
+    /// 409 Conflict naming the object by its kind, as kube-apiserver's delete path does
+    /// (`rest.BeforeDelete` builds the group-resource from the kind): `Operation cannot be
+    /// fulfilled on ConfigMap "a": <why>`, with `details.kind` the kind (`Deployment.apps` and
+    /// `details.group` for grouped kinds).
+    pub fn conflict_kind(res: &ResourceInfo, name: &str, why: &str) -> Self {
+        let qualified = if res.group.is_empty() {
+            res.kind.clone()
+        } else {
+            format!("{}.{}", res.kind, res.group)
+        };
+        let mut e = Self::new(
+            409,
+            "Conflict",
+            format!("Operation cannot be fulfilled on {qualified} \"{name}\": {why}"),
+        );
+        let mut d = Map::new();
+        if !name.is_empty() {
+            d.insert("name".into(), Value::String(name.to_string()));
+        }
+        if !res.group.is_empty() {
+            d.insert("group".into(), Value::String(res.group.clone()));
+        }
+        d.insert("kind".into(), Value::String(res.kind.clone()));
+        e.details = Some(Value::Object(d));
+        e
+    }
+
     /// 409 Conflict for a stale `metadata.resourceVersion` on update.
     pub fn conflict_modified(res: &ResourceInfo, name: &str) -> Self {
         Self::conflict(
@@ -149,7 +176,11 @@ impl ApiError {
             format!("{qualified} \"{name}\" is invalid: {summary}"),
         );
         let mut d = Map::new();
-        d.insert("name".into(), Value::String(name.to_string()));
+        // kube-apiserver omits an empty name (`omitempty`), e.g. for a nameless create or
+        // ListOptions errors.
+        if !name.is_empty() {
+            d.insert("name".into(), Value::String(name.to_string()));
+        }
         if !group.is_empty() {
             d.insert("group".into(), Value::String(group.to_string()));
         }
@@ -240,6 +271,19 @@ impl ApiError {
             "UnsupportedMediaType",
             format!(
                 "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got {content_type:?})"
+            ),
+        )
+    }
+
+    /// 415 UnsupportedMediaType for a create or update body in a media type the server does not
+    /// decode (apiserver's `errUnsupportedMediaType`).
+    pub fn unsupported_body_media_type(accepted: &[&str]) -> Self {
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: {}",
+                accepted.join(", ")
             ),
         )
     }

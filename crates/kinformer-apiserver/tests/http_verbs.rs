@@ -424,7 +424,7 @@ async fn delete_returns_object_or_status_and_honours_finalizers() {
     assert_eq!(
         r.json()["message"],
         format!(
-            "Operation cannot be fulfilled on configmaps \"c2\": Precondition failed: UID in precondition: wrong, UID in object meta: {}",
+            "Operation cannot be fulfilled on ConfigMap \"c2\": the UID in the precondition (wrong) does not match the UID in record ({}). The object might have been deleted and then recreated",
             c["metadata"]["uid"].as_str().unwrap()
         )
     );

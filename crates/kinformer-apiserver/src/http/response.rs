@@ -103,7 +103,9 @@ fn items_body(head: Vec<u8>, items: Vec<Arc<StoredObject>>) -> Response {
                         if i > 0 {
                             buf.put_u8(b',');
                         }
-                        buf.put_slice(&o.bytes);
+                        // kube-apiserver's list items carry no kind/apiVersion.
+                        buf.put_u8(b'{');
+                        buf.put_slice(o.untyped_tail());
                         if buf.len() >= LIST_CHUNK {
                             let chunk: Bytes = buf.freeze();
                             return Some((

@@ -10,30 +10,36 @@ use super::*;
 
 /// A new object ready to be created: name resolved (or generated from `generateName`),
 /// validated, with server-set metadata. Returns the storage key and the object.
+/// `managedFields` are kept as given (an in-process write without a field manager).
 pub fn prepare_create(
+    res: &ResourceInfo,
+    path_ns: &str,
+    obj: Map<String, Value>,
+    rev: u64,
+) -> Result<(String, StoredObject), ApiError> {
+    prepare_create_by(res, path_ns, obj, rev, None)
+}
+
+/// [`prepare_create`] by a field manager: with a `writer`, `metadata.managedFields` get its
+/// Update entry ([`super::managed_fields`]).
+pub fn prepare_create_by(
     res: &ResourceInfo,
     path_ns: &str,
     mut obj: Map<String, Value>,
     rev: u64,
+    writer: Option<&Writer>,
 ) -> Result<(String, StoredObject), ApiError> {
     check_type_meta(res, &obj)?;
+    normalize::normalize_body(res, &mut obj);
     let meta = metadata_mut(res, &mut obj)?;
     let mut name = str_field(meta, "name").to_string();
     if name.is_empty() {
         let generate = str_field(meta, "generateName").to_string();
-        if generate.is_empty() {
-            return Err(invalid(
-                res,
-                "",
-                "metadata.name",
-                "FieldValueRequired",
-                "Required value: name or generateName is required".into(),
-            ));
+        if !generate.is_empty() {
+            name = format!("{generate}{}", random_suffix());
+            meta.insert("name".into(), Value::String(name.clone()));
         }
-        name = format!("{generate}{}", random_suffix());
-        meta.insert("name".into(), Value::String(name.clone()));
     }
-    validate_name(res, &name)?;
     let ns = check_namespace(res, meta, path_ns)?;
     let uid = new_uid();
     meta.insert("uid".into(), Value::String(uid.clone()));
@@ -47,6 +53,12 @@ pub fn prepare_create(
         meta.remove("generation");
     }
     set_type_meta(res, &mut obj);
+    // After the server's metadata, as kube-apiserver validates after PrepareForCreate (the
+    // namespace mismatch, a 400, comes first).
+    validate::validate_object(res, &obj)?;
+    if let Some(w) = writer {
+        managed_fields::update_managed_fields(res, None, &mut obj, w);
+    }
     let key = storage_key(res, &ns, &name);
     Ok((key, finish(res, obj, &ns, &name, &uid, rev)))
 }
@@ -142,5 +154,11 @@ mod tests {
         );
         let e = decode_body(&pods(), b"{not json").unwrap_err();
         assert_eq!(e.code, 400);
+        // kube-apiserver v1.35 (e2e/diff "bad-request / create-not-json").
+        let e = decode_body(&pods(), b"\"this is not an object\"").unwrap_err();
+        assert_eq!(
+            e.message,
+            "the object provided is unrecognized (must be of type Pod): couldn't get version/kind; json parse error: json: cannot unmarshal string into Go value of type struct { APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" } (2274686973206973206e6f7420616e206f626a65637422)"
+        );
     }
 }

@@ -38,11 +38,11 @@ pub fn prepare_delete(
     if let Some(uid) = &pre.uid
         && *uid != old.uid
     {
-        return Err(ApiError::conflict(
+        return Err(ApiError::conflict_kind(
             res,
             &old.name,
             &format!(
-                "Precondition failed: UID in precondition: {}, UID in object meta: {}",
+                "the UID in the precondition ({}) does not match the UID in record ({}). The object might have been deleted and then recreated",
                 uid, old.uid
             ),
         ));
@@ -50,11 +50,11 @@ pub fn prepare_delete(
     if let Some(rv) = &pre.resource_version
         && *rv != old.resource_version.to_string()
     {
-        return Err(ApiError::conflict(
+        return Err(ApiError::conflict_kind(
             res,
             &old.name,
             &format!(
-                "Precondition failed: ResourceVersion in precondition: {}, ResourceVersion in object meta: {}",
+                "the ResourceVersion in the precondition ({}) does not match the ResourceVersion in record ({}). The object might have been modified",
                 rv, old.resource_version
             ),
         ));
@@ -127,17 +127,28 @@ mod tests {
         ));
         let mut b = marked.to_value();
         b["metadata"]["finalizers"] = json!([]);
-        assert!(matches!(
-            prepare_update(
-                &res,
-                &marked,
-                b.as_object().unwrap().clone(),
-                4,
-                UpdateMode::Main
-            )
-            .unwrap(),
-            UpdateOutcome::Delete(_)
-        ));
+        let UpdateOutcome::Delete { response, last } = prepare_update(
+            &res,
+            &marked,
+            b.as_object().unwrap().clone(),
+            4,
+            UpdateMode::Main,
+        )
+        .unwrap() else {
+            panic!("expected the update to delete")
+        };
+        // As kube-apiserver (e2e/diff "finalizers"): the PUT is answered with the object as
+        // updated (no finalizers) at the previous resourceVersion; the DELETED event carries
+        // the previous stored state (finalizer still listed) at the deletion's revision.
+        let r = response.to_value();
+        assert_eq!(r["metadata"]["resourceVersion"], "3");
+        assert_eq!(response.resource_version, 3);
+        assert!(r["metadata"].get("finalizers").is_none(), "{r}");
+        let l = last.to_value();
+        assert_eq!(l["metadata"]["resourceVersion"], "4");
+        assert_eq!(last.resource_version, 4);
+        assert_eq!(l["metadata"]["finalizers"], json!(["x"]));
+        assert!(l["metadata"]["deletionTimestamp"].is_string());
         let e = prepare_delete(
             &res,
             &old,
@@ -149,9 +160,37 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e.code, 409);
-        assert!(
-            e.message
-                .contains("Precondition failed: UID in precondition: nope")
+        assert_eq!(
+            e.message,
+            format!(
+                "Operation cannot be fulfilled on Pod \"p\": the UID in the precondition (nope) does not match the UID in record ({}). The object might have been deleted and then recreated",
+                old.uid
+            )
         );
+    }
+
+    /// kube-apiserver v1.35 (e2e/diff "conflict / delete-stale-precondition"): the delete path
+    /// names the kind, not the resource, in the message and in `details.kind`.
+    #[test]
+    fn stale_resource_version_precondition_names_the_kind() {
+        let res = pods();
+        let (_, old) =
+            prepare_create(&res, "ns", body(json!({"metadata": {"name": "a"}})), 5).unwrap();
+        let e = prepare_delete(
+            &res,
+            &old,
+            &Preconditions {
+                uid: None,
+                resource_version: Some("3".into()),
+            },
+            6,
+        )
+        .unwrap_err();
+        assert_eq!((e.code, e.reason.as_str()), (409, "Conflict"));
+        assert_eq!(
+            e.message,
+            "Operation cannot be fulfilled on Pod \"a\": the ResourceVersion in the precondition (3) does not match the ResourceVersion in record (5). The object might have been modified"
+        );
+        assert_eq!(e.details, Some(json!({"name": "a", "kind": "Pod"})));
     }
 }

@@ -10,14 +10,16 @@ use crate::store::{StoredObject, extra_fields};
 
 mod create;
 mod delete;
+pub mod fieldset;
+pub mod managed_fields;
+pub mod normalize;
 mod update;
+pub mod validate;
 
-pub use create::prepare_create;
+pub use create::{prepare_create, prepare_create_by};
 pub use delete::{DeleteOutcome, Preconditions, prepare_delete};
-pub use update::{UpdateMode, UpdateOutcome, prepare_update};
-
-const SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
-const LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+pub use managed_fields::Writer;
+pub use update::{UpdateMode, UpdateOutcome, prepare_update, prepare_update_by};
 
 /// Whether `s` is a DNS-1123 label (`[a-z0-9]([-a-z0-9]*[a-z0-9])?`, at most 63 characters).
 pub fn is_dns1123_label(s: &str) -> bool {
@@ -51,14 +53,32 @@ fn cannot_handle(res: &ResourceInfo, why: impl std::fmt::Display) -> ApiError {
     ))
 }
 
-/// Parses a request body into a JSON object (400 BadRequest otherwise).
+/// kube-apiserver's answer to a body whose apiVersion/kind cannot even be read
+/// (`transformDecodeError` without a kind): `the object provided is unrecognized (must be of
+/// type ConfigMap): couldn't get version/kind; json parse error: <error> (<summary>)`.
+fn unrecognized(res: &ResourceInfo, why: &str, body: &[u8]) -> ApiError {
+    ApiError::bad_request(format!(
+        "the object provided is unrecognized (must be of type {}): couldn't get version/kind; json parse error: {why} ({})",
+        res.kind,
+        crate::go_text::summarize_data(body)
+    ))
+}
+
+/// Parses a request body into a JSON object (400 BadRequest otherwise, with kube-apiserver's
+/// wording for bodies that are not JSON or not an object).
 pub fn decode_body(res: &ResourceInfo, body: &[u8]) -> Result<Map<String, Value>, ApiError> {
-    let v: Value = serde_json::from_slice(body).map_err(|e| cannot_handle(res, e))?;
+    let v: Value = serde_json::from_slice(body)
+        .map_err(|e| unrecognized(res, &crate::go_text::go_json_error(body, &e), body))?;
     match v {
         Value::Object(m) => Ok(m),
-        other => Err(cannot_handle(
+        Value::Null => Err(cannot_handle(res, "expected a JSON object, got null")),
+        other => Err(unrecognized(
             res,
-            format!("expected a JSON object, got {}", type_name(&other)),
+            &format!(
+                "json: cannot unmarshal {} into Go value of type struct {{ APIVersion string \"json:\\\"apiVersion,omitempty\\\"\"; Kind string \"json:\\\"kind,omitempty\\\"\" }}",
+                type_name(&other)
+            ),
+            body,
         )),
     }
 }
@@ -156,6 +176,19 @@ fn metadata_mut<'a>(
             ));
         }
     }
+    // Go's ObjectMeta omits empty collections (`omitempty`): `finalizers: []` or `labels: {}`
+    // sent by a client are not stored or echoed (e2e/diff "finalizers / remove-finalizer").
+    for collection in ["labels", "annotations", "finalizers", "ownerReferences"] {
+        let empty = match meta.get(collection) {
+            Some(Value::Null) => true,
+            Some(Value::Array(a)) => a.is_empty(),
+            Some(Value::Object(m)) => m.is_empty(),
+            _ => false,
+        };
+        if empty {
+            meta.remove(collection);
+        }
+    }
     Ok(meta)
 }
 
@@ -192,25 +225,6 @@ fn random_suffix() -> String {
     (0..5)
         .map(|_| ALPHABET[rand::random_range(0..ALPHABET.len())] as char)
         .collect()
-}
-
-fn validate_name(res: &ResourceInfo, name: &str) -> Result<(), ApiError> {
-    let (ok, msg) = if res.plural == "namespaces" && res.group.is_empty() {
-        (is_dns1123_label(name), LABEL_MSG)
-    } else {
-        (is_dns1123_subdomain(name), SUBDOMAIN_MSG)
-    };
-    if ok {
-        Ok(())
-    } else {
-        Err(invalid(
-            res,
-            name,
-            "metadata.name",
-            "FieldValueInvalid",
-            format!("Invalid value: \"{name}\": {msg}"),
-        ))
-    }
 }
 
 fn check_namespace(
@@ -269,11 +283,7 @@ pub fn storage_key(res: &ResourceInfo, namespace: &str, name: &str) -> String {
 /// Rewrites `metadata.resourceVersion` in an object's JSON (used for watch events that
 /// present the previous state at a newer revision).
 pub fn with_resource_version(obj: &StoredObject, rev: u64) -> bytes::Bytes {
-    let mut v = obj.to_value();
-    if let Some(m) = v.get_mut("metadata").and_then(|m| m.as_object_mut()) {
-        m.insert("resourceVersion".into(), Value::String(rev.to_string()));
-    }
-    bytes::Bytes::from(serde_json::to_vec(&v).unwrap_or_default())
+    obj.at_revision(rev).bytes
 }
 
 #[cfg(test)]

@@ -27,9 +27,16 @@ pub enum UpdateOutcome {
     Write(StoredObject),
     /// Nothing changed: the stored object stays (no revision is used).
     Unchanged,
-    /// The last finalizer was removed from an object being deleted: delete it, with this final
-    /// state.
-    Delete(StoredObject),
+    /// The last finalizer was removed from an object being deleted: it is deleted, as
+    /// kube-apiserver does (its update is not persisted, so `response` — the object as updated
+    /// — keeps the previous resourceVersion, and the DELETED event carries `last`: the previously
+    /// stored state, finalizers still listed, at the deletion's revision).
+    Delete {
+        /// What the update request is answered with.
+        response: StoredObject,
+        /// The DELETED event's object.
+        last: StoredObject,
+    },
 }
 
 fn without(v: &Map<String, Value>, keys: &[&str]) -> Map<String, Value> {
@@ -45,11 +52,28 @@ fn without(v: &Map<String, Value>, keys: &[&str]) -> Map<String, Value> {
 pub fn prepare_update(
     res: &ResourceInfo,
     old: &StoredObject,
-    mut new: Map<String, Value>,
+    new: Map<String, Value>,
     rev: u64,
     mode: UpdateMode,
 ) -> Result<UpdateOutcome, ApiError> {
+    prepare_update_by(res, old, new, rev, mode, None)
+}
+
+/// [`prepare_update`] by a field manager: with a `writer`, `metadata.managedFields` are
+/// maintained for its Update operation ([`super::managed_fields`]); without one they are
+/// stored as given.
+pub fn prepare_update_by(
+    res: &ResourceInfo,
+    old: &StoredObject,
+    mut new: Map<String, Value>,
+    rev: u64,
+    mode: UpdateMode,
+    writer: Option<&Writer>,
+) -> Result<UpdateOutcome, ApiError> {
     check_type_meta(res, &new)?;
+    if mode != UpdateMode::Raw {
+        normalize::normalize_body(res, &mut new);
+    }
     let Value::Object(old_obj) = old.to_value() else {
         return Err(ApiError::internal("stored object is not a JSON object"));
     };
@@ -130,12 +154,17 @@ pub fn prepare_update(
             *meta = old_meta.clone();
         }
     }
+    if mode != UpdateMode::Raw {
+        validate::validate_object(res, &result)?;
+    }
+    if let Some(w) = writer {
+        managed_fields::update_managed_fields(res, Some(&old_obj), &mut result, w);
+    }
     if result == old_obj {
         return Ok(UpdateOutcome::Unchanged);
     }
     let deleting = old_meta.contains_key("deletionTimestamp");
     let meta = metadata_mut(res, &mut result)?;
-    meta.insert("resourceVersion".into(), Value::String(rev.to_string()));
     if res.tracks_generation && spec_changed {
         let g = meta.get("generation").and_then(|g| g.as_i64()).unwrap_or(0);
         meta.insert("generation".into(), Value::from(g + 1));
@@ -144,12 +173,23 @@ pub fn prepare_update(
         .get("finalizers")
         .and_then(|f| f.as_array())
         .is_none_or(|f| f.is_empty());
-    let obj = finish(res, result, &old.namespace, &old.name, &old.uid, rev);
     if deleting && no_finalizers {
-        Ok(UpdateOutcome::Delete(obj))
-    } else {
-        Ok(UpdateOutcome::Write(obj))
+        let response = finish(
+            res,
+            result,
+            &old.namespace,
+            &old.name,
+            &old.uid,
+            old.resource_version,
+        );
+        return Ok(UpdateOutcome::Delete {
+            response,
+            last: old.at_revision(rev),
+        });
     }
+    meta.insert("resourceVersion".into(), Value::String(rev.to_string()));
+    let obj = finish(res, result, &old.namespace, &old.name, &old.uid, rev);
+    Ok(UpdateOutcome::Write(obj))
 }
 
 #[cfg(test)]

@@ -257,6 +257,13 @@ impl LabelSelector {
                 if !lx.eat("(") {
                     return Err(SelectorError::Label("found '', expected: '('".into()));
                 }
+                // As apimachinery's parseValues: right after '(' only an identifier, ',' or
+                // ')' may follow.
+                if lx.peek().is_none() {
+                    return Err(SelectorError::Label(
+                        "found '', expected: ',', ')' or identifier".into(),
+                    ));
+                }
                 let mut vals = Vec::new();
                 loop {
                     let v = lx.ident();
@@ -381,6 +388,15 @@ mod tests {
         let s = LabelSelector::parse("  ").unwrap();
         assert!(s.is_empty());
         assert!(s.matches(&labels(&[])));
+    }
+
+    #[test]
+    fn open_parenthesis_at_the_end_names_every_expected_token() {
+        // kube-apiserver v1.35 (e2e/diff "bad-request / list-bad-label-selector").
+        assert_eq!(
+            LabelSelector::parse("a in (").unwrap_err().to_string(),
+            "unable to parse requirement: found '', expected: ',', ')' or identifier"
+        );
     }
 
     #[test]

@@ -69,6 +69,18 @@ pub async fn request(
     ct: Option<&str>,
     body: &[u8],
 ) -> Resp {
+    request_with_headers(addr, method, path, ct, &[], body).await
+}
+
+/// [`request`] with extra headers (e.g. `User-Agent`).
+pub async fn request_with_headers(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    ct: Option<&str>,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Resp {
     let s = TcpStream::connect(addr).await.unwrap();
     let mut r = BufReader::new(s);
     let mut head = format!(
@@ -77,6 +89,9 @@ pub async fn request(
     );
     if let Some(ct) = ct {
         head.push_str(&format!("Content-Type: {ct}\r\n"));
+    }
+    for (k, v) in headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
     }
     head.push_str("\r\n");
     r.get_mut().write_all(head.as_bytes()).await.unwrap();

@@ -1,0 +1,545 @@
+//! Object validation with kube-apiserver's rules and wording: `ValidateObjectMeta` for every
+//! kind (name, generateName, labels, annotations, finalizers) and the data keys of config maps
+//! and secrets (`IsConfigMapKey`).
+//!
+//! Every violated rule is reported, in kube-apiserver's order, as one 422 Invalid whose causes
+//! are `(field, reason, message)` and whose message is apimachinery's aggregate (`[a, b]` when
+//! more than one). Where Go iterates a map (labels, annotations, data), the order is random in
+//! kube-apiserver; here it is the keys' sorted order (serde_json's map order).
+
+use serde_json::{Map, Value};
+
+use crate::resource::ResourceInfo;
+use crate::status::ApiError;
+
+/// One field error: `(field, reason, message)`.
+pub type Cause = (String, String, String);
+
+const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
+const DNS1123_SUBDOMAIN_FMT: &str =
+    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
+const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
+const DNS1035_LABEL_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character";
+const DNS1035_LABEL_FMT: &str = "[a-z]([-a-z0-9]*[a-z0-9])?";
+const QUALIFIED_NAME_MSG: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+const QUALIFIED_NAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
+const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
+const CONFIG_KEY_MSG: &str =
+    "a valid config key must consist of alphanumeric characters, '-', '_' or '.'";
+const CONFIG_KEY_FMT: &str = "[-._a-zA-Z0-9]+";
+
+/// apimachinery's `RegexError`: the message, the examples and the regex.
+fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
+    if examples.is_empty() {
+        return format!("{msg} (regex used for validation is '{fmt}')");
+    }
+    let ex: Vec<String> = examples.iter().map(|e| format!("'{e}'")).collect();
+    format!(
+        "{msg} (e.g. {}, regex used for validation is '{fmt}')",
+        ex.join(",  or ")
+    )
+}
+
+fn max_len_error(n: usize) -> String {
+    format!("must be no more than {n} characters")
+}
+
+fn is_alnum(c: u8) -> bool {
+    c.is_ascii_alphanumeric()
+}
+
+fn lower_alnum(c: u8) -> bool {
+    c.is_ascii_lowercase() || c.is_ascii_digit()
+}
+
+/// Matches `[a-z0-9]([-a-z0-9]*[a-z0-9])?` (no length limit).
+fn matches_dns1123_label(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && lower_alnum(b[0])
+        && lower_alnum(b[b.len() - 1])
+        && b.iter().all(|&c| lower_alnum(c) || c == b'-')
+}
+
+/// Messages for a DNS-1123 subdomain (`IsDNS1123Subdomain`).
+pub fn dns1123_subdomain_errors(s: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if s.len() > 253 {
+        errs.push(max_len_error(253));
+    }
+    if !s.split('.').all(matches_dns1123_label) {
+        errs.push(regex_error(
+            DNS1123_SUBDOMAIN_MSG,
+            DNS1123_SUBDOMAIN_FMT,
+            &["example.com"],
+        ));
+    }
+    errs
+}
+
+/// Messages for a DNS-1123 label (`IsDNS1123Label`).
+pub fn dns1123_label_errors(s: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if s.len() > 63 {
+        errs.push(max_len_error(63));
+    }
+    if !matches_dns1123_label(s) {
+        errs.push(regex_error(
+            DNS1123_LABEL_MSG,
+            DNS1123_LABEL_FMT,
+            &["my-name", "123-abc"],
+        ));
+    }
+    errs
+}
+
+/// Messages for a DNS-1035 label (`IsDNS1035Label`, service names).
+pub fn dns1035_label_errors(s: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if s.len() > 63 {
+        errs.push(max_len_error(63));
+    }
+    let b = s.as_bytes();
+    let ok = !b.is_empty()
+        && b[0].is_ascii_lowercase()
+        && lower_alnum(b[b.len() - 1])
+        && b.iter().all(|&c| lower_alnum(c) || c == b'-');
+    if !ok {
+        errs.push(regex_error(
+            DNS1035_LABEL_MSG,
+            DNS1035_LABEL_FMT,
+            &["my-name", "abc-123"],
+        ));
+    }
+    errs
+}
+
+/// Matches `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`.
+fn matches_qualified_part(s: &str) -> bool {
+    let b = s.as_bytes();
+    !b.is_empty()
+        && is_alnum(b[0])
+        && is_alnum(b[b.len() - 1])
+        && b.iter()
+            .all(|&c| is_alnum(c) || c == b'-' || c == b'_' || c == b'.')
+}
+
+/// Messages for a qualified name, `[prefix/]name` (`IsQualifiedName`: label keys, annotation
+/// keys, finalizers).
+pub fn qualified_name_errors(s: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    let name = match s.split_once('/') {
+        None => s,
+        Some((prefix, name)) if !name.contains('/') => {
+            if prefix.is_empty() {
+                errs.push("prefix part must be non-empty".to_string());
+            } else {
+                errs.extend(
+                    dns1123_subdomain_errors(prefix)
+                        .into_iter()
+                        .map(|m| format!("prefix part {m}")),
+                );
+            }
+            name
+        }
+        Some(_) => {
+            errs.push(format!(
+                "a qualified name {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+                regex_error(
+                    QUALIFIED_NAME_MSG,
+                    QUALIFIED_NAME_FMT,
+                    &["MyName", "my.name", "123-abc"]
+                )
+            ));
+            return errs;
+        }
+    };
+    if name.is_empty() {
+        errs.push("name part must be non-empty".to_string());
+    } else if name.len() > 63 {
+        errs.push(format!("name part {}", max_len_error(63)));
+    }
+    if !matches_qualified_part(name) {
+        errs.push(format!(
+            "name part {}",
+            regex_error(
+                QUALIFIED_NAME_MSG,
+                QUALIFIED_NAME_FMT,
+                &["MyName", "my.name", "123-abc"]
+            )
+        ));
+    }
+    errs
+}
+
+/// Messages for a label value (`IsValidLabelValue`).
+pub fn label_value_errors(s: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if s.len() > 63 {
+        errs.push(max_len_error(63));
+    }
+    if !s.is_empty() && !matches_qualified_part(s) {
+        errs.push(regex_error(
+            LABEL_VALUE_MSG,
+            LABEL_VALUE_FMT,
+            &["MyValue", "my_value", "12345"],
+        ));
+    }
+    errs
+}
+
+/// Messages for a config map or secret data key (`IsConfigMapKey`).
+pub fn config_map_key_errors(s: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if s.len() > 253 {
+        errs.push(max_len_error(253));
+    }
+    let ok = !s.is_empty()
+        && s.bytes()
+            .all(|c| is_alnum(c) || c == b'-' || c == b'_' || c == b'.');
+    if !ok {
+        errs.push(regex_error(
+            CONFIG_KEY_MSG,
+            CONFIG_KEY_FMT,
+            &["key.name", "KEY_NAME", "key-name"],
+        ));
+    }
+    if s == "." {
+        errs.push("must not be '.'".to_string());
+    } else if s == ".." {
+        errs.push("must not be '..'".to_string());
+    } else if s.starts_with("..") {
+        errs.push("must not start with '..'".to_string());
+    }
+    errs
+}
+
+/// `field.Invalid(path, value, detail)` for a string value: `Invalid value: "v": detail`.
+fn invalid_value(field: &str, value: &str, detail: &str) -> Cause {
+    (
+        field.to_string(),
+        "FieldValueInvalid".to_string(),
+        format!("Invalid value: {value:?}: {detail}"),
+    )
+}
+
+/// The name rule of a resource (`ValidateNameFunc`): namespaces are DNS-1123 labels, services
+/// DNS-1035 labels, everything else DNS-1123 subdomains.
+fn name_errors(res: &ResourceInfo, name: &str) -> Vec<String> {
+    match (res.group.as_str(), res.plural.as_str()) {
+        ("", "namespaces") => dns1123_label_errors(name),
+        ("", "services") => dns1035_label_errors(name),
+        _ => dns1123_subdomain_errors(name),
+    }
+}
+
+/// The entries of a metadata string map, in the map's (key) order, without copying.
+fn string_entries<'a>(
+    meta: &'a Map<String, Value>,
+    field: &str,
+) -> impl Iterator<Item = (&'a str, &'a str)> {
+    meta.get(field)
+        .and_then(|m| m.as_object())
+        .into_iter()
+        .flat_map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.as_str(), v.as_str().unwrap_or("")))
+        })
+}
+
+/// kube-apiserver's total annotation size limit (keys plus values), 256 KiB.
+const TOTAL_ANNOTATION_SIZE: usize = 256 * 1024;
+
+/// `ValidateObjectMeta`: every violated metadata rule of `meta` (whose name is already resolved
+/// from `generateName` when one was asked for).
+pub fn object_meta_causes(res: &ResourceInfo, meta: &Map<String, Value>) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let s = |f: &str| meta.get(f).and_then(|v| v.as_str()).unwrap_or("");
+    let generate = s("generateName");
+    if !generate.is_empty() {
+        // A prefix may end with '-' (maskTrailingDash).
+        let b = generate.as_bytes();
+        let masked = if b.len() > 1 && b.ends_with(b"-") {
+            let mut m = b[..b.len() - 2].to_vec();
+            m.push(b'a');
+            String::from_utf8_lossy(&m).into_owned()
+        } else {
+            generate.to_string()
+        };
+        for m in name_errors(res, &masked) {
+            causes.push(invalid_value("metadata.generateName", generate, &m));
+        }
+    }
+    let name = s("name");
+    if name.is_empty() {
+        causes.push((
+            "metadata.name".into(),
+            "FieldValueRequired".into(),
+            "Required value: name or generateName is required".into(),
+        ));
+    } else {
+        for m in name_errors(res, name) {
+            causes.push(invalid_value("metadata.name", name, &m));
+        }
+    }
+    if let Some(g) = meta.get("generation").and_then(|g| g.as_i64())
+        && g < 0
+    {
+        causes.push((
+            "metadata.generation".into(),
+            "FieldValueInvalid".into(),
+            format!("Invalid value: {g}: must be greater than or equal to 0"),
+        ));
+    }
+    for (k, v) in string_entries(meta, "labels") {
+        for m in qualified_name_errors(k) {
+            causes.push(invalid_value("metadata.labels", k, &m));
+        }
+        for m in label_value_errors(v) {
+            causes.push(invalid_value("metadata.labels", v, &m));
+        }
+    }
+    let mut size = 0;
+    for (k, v) in string_entries(meta, "annotations") {
+        // Annotation keys are qualified names in any case.
+        let errs = if k.bytes().any(|b| b.is_ascii_uppercase()) {
+            qualified_name_errors(&k.to_lowercase())
+        } else {
+            qualified_name_errors(k)
+        };
+        for m in errs {
+            causes.push(invalid_value("metadata.annotations", k, &m));
+        }
+        size += k.len() + v.len();
+    }
+    if size > TOTAL_ANNOTATION_SIZE {
+        causes.push((
+            "metadata.annotations".into(),
+            "FieldValueTooLong".into(),
+            format!("Too long: may not be more than {TOTAL_ANNOTATION_SIZE} bytes"),
+        ));
+    }
+    if let Some(finalizers) = meta.get("finalizers").and_then(|f| f.as_array()) {
+        for f in finalizers.iter().filter_map(|f| f.as_str()) {
+            for m in qualified_name_errors(f) {
+                causes.push(invalid_value("metadata.finalizers", f, &m));
+            }
+        }
+    }
+    causes
+}
+
+/// Kind-specific rules: the data keys of config maps (`data`, `binaryData`) and secrets
+/// (`data`; `stringData` is merged into it before validation, see [`super::normalize`]).
+pub fn kind_causes(res: &ResourceInfo, obj: &Map<String, Value>) -> Vec<Cause> {
+    let bags: &[&str] = match (res.group.as_str(), res.plural.as_str()) {
+        ("", "configmaps") => &["data", "binaryData"],
+        ("", "secrets") => &["data", "stringData"],
+        _ => return Vec::new(),
+    };
+    let mut causes = Vec::new();
+    for bag in bags {
+        let Some(m) = obj.get(*bag).and_then(|m| m.as_object()) else {
+            continue;
+        };
+        for key in m.keys() {
+            for msg in config_map_key_errors(key) {
+                causes.push(invalid_value(&format!("{bag}[{key}]"), key, &msg));
+            }
+        }
+    }
+    if res.plural == "configmaps" {
+        let data = obj.get("data").and_then(|m| m.as_object());
+        let binary = obj.get("binaryData").and_then(|m| m.as_object());
+        if let (Some(d), Some(b)) = (data, binary) {
+            for key in d.keys().filter(|k| b.contains_key(*k)) {
+                causes.push(invalid_value(
+                    &format!("data[{key}]"),
+                    key,
+                    "duplicate of key present in binaryData",
+                ));
+                causes.push(invalid_value(
+                    &format!("binaryData[{key}]"),
+                    key,
+                    "duplicate of key present in data",
+                ));
+            }
+        }
+    }
+    causes
+}
+
+/// Validates an object about to be stored (create or update): 422 Invalid naming every
+/// violated rule, metadata first, as kube-apiserver's strategies do.
+pub fn validate_object(res: &ResourceInfo, obj: &Map<String, Value>) -> Result<(), ApiError> {
+    let empty = Map::new();
+    let meta = obj
+        .get("metadata")
+        .and_then(|m| m.as_object())
+        .unwrap_or(&empty);
+    let mut causes = object_meta_causes(res, meta);
+    causes.extend(kind_causes(res, obj));
+    if causes.is_empty() {
+        return Ok(());
+    }
+    // apimachinery's aggregate drops duplicate messages.
+    let mut seen = std::collections::HashSet::new();
+    causes.retain(|(f, _, m)| seen.insert(format!("{f}: {m}")));
+    let name = meta.get("name").and_then(|n| n.as_str()).unwrap_or("");
+    Err(ApiError::invalid(&res.kind, &res.group, name, &causes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resource::builtin_resources;
+    use serde_json::json;
+
+    fn res(plural: &str) -> ResourceInfo {
+        builtin_resources()
+            .into_iter()
+            .find(|r| r.plural == plural)
+            .unwrap()
+    }
+
+    fn check(plural: &str, v: Value) -> Result<(), ApiError> {
+        validate_object(&res(plural), v.as_object().unwrap())
+    }
+
+    /// The recorded kube-apiserver v1.35 answer for e2e/diff "invalid / bad-data-key".
+    #[test]
+    fn config_map_data_keys_are_config_keys() {
+        let e = check(
+            "configmaps",
+            json!({"metadata": {"name": "a"}, "data": {"bad key!": "v"}}),
+        )
+        .unwrap_err();
+        let msg = "Invalid value: \"bad key!\": a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')";
+        assert_eq!(e.code, 422);
+        assert_eq!(
+            e.message,
+            format!("ConfigMap \"a\" is invalid: data[bad key!]: {msg}")
+        );
+        assert_eq!(
+            e.details,
+            Some(json!({"name": "a", "kind": "ConfigMap", "causes": [
+                {"reason": "FieldValueInvalid", "message": msg, "field": "data[bad key!]"}
+            ]}))
+        );
+        assert!(
+            check(
+                "configmaps",
+                json!({"metadata": {"name": "a"}, "data": {"ok.key-1_X": "v"}})
+            )
+            .is_ok()
+        );
+        let e = check(
+            "secrets",
+            json!({"metadata": {"name": "s"}, "data": {"..x": "dg=="}}),
+        )
+        .unwrap_err();
+        assert!(
+            e.message
+                .ends_with("data[..x]: Invalid value: \"..x\": must not start with '..'"),
+            "{}",
+            e.message
+        );
+    }
+
+    /// The recorded kube-apiserver v1.35 answer for e2e/diff "invalid / bad-label".
+    #[test]
+    fn label_keys_are_qualified_names() {
+        let e = check(
+            "configmaps",
+            json!({"metadata": {"name": "b", "labels": {"bad label!": "x"}}}),
+        )
+        .unwrap_err();
+        let msg = "Invalid value: \"bad label!\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+        assert_eq!(
+            e.message,
+            format!("ConfigMap \"b\" is invalid: metadata.labels: {msg}")
+        );
+        assert_eq!(
+            e.details.as_ref().unwrap()["causes"],
+            json!([{"reason": "FieldValueInvalid", "message": msg, "field": "metadata.labels"}])
+        );
+    }
+
+    #[test]
+    fn every_metadata_violation_is_reported() {
+        let e = check(
+            "pods",
+            json!({"metadata": {
+                "name": "Bad_Name",
+                "labels": {"example.com/app": "-bad", "ok": "fine"},
+                "annotations": {"Example.com/Note": "x", "a/b/c": "y"},
+                "finalizers": ["kubernetes.io/pv-protection", "bad finalizer"]
+            }}),
+        )
+        .unwrap_err();
+        let fields: Vec<&str> = e.details.as_ref().unwrap()["causes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["field"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                "metadata.name",
+                "metadata.labels",
+                "metadata.annotations",
+                "metadata.finalizers"
+            ]
+        );
+        assert!(e.message.starts_with("Pod \"Bad_Name\" is invalid: [metadata.name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 subdomain"), "{}", e.message);
+        assert!(e.message.contains("metadata.labels: Invalid value: \"-bad\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"), "{}", e.message);
+        assert!(
+            e.message.contains(
+                "metadata.annotations: Invalid value: \"a/b/c\": a qualified name must consist of"
+            ),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn name_rules_per_kind() {
+        assert!(check("namespaces", json!({"metadata": {"name": "a.b"}})).is_err());
+        assert!(check("pods", json!({"metadata": {"name": "a.b"}})).is_ok());
+        let e = check("services", json!({"metadata": {"name": "1abc"}})).unwrap_err();
+        assert!(
+            e.message.contains("a DNS-1035 label must consist"),
+            "{}",
+            e.message
+        );
+        let long = "a".repeat(254);
+        let e = check("pods", json!({"metadata": {"name": long}})).unwrap_err();
+        assert!(e.message.contains("must be no more than 253 characters"));
+        assert_eq!(
+            qualified_name_errors(&"x".repeat(64)),
+            vec!["name part must be no more than 63 characters".to_string()]
+        );
+        assert_eq!(
+            qualified_name_errors("/a"),
+            vec!["prefix part must be non-empty".to_string()]
+        );
+        assert!(label_value_errors("").is_empty());
+        assert!(
+            check(
+                "pods",
+                json!({"metadata": {"name": "p", "generateName": "web-"}})
+            )
+            .is_ok()
+        );
+        assert!(
+            check(
+                "pods",
+                json!({"metadata": {"name": "p", "generateName": "Web-"}})
+            )
+            .is_err()
+        );
+    }
+}

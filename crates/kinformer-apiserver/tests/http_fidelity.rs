@@ -1,0 +1,380 @@
+//! Behaviour recorded from kube-apiserver v1.35.4 by the differential runner
+//! (e2e/diff/observations/real-nowatchcache.json), asserted over raw HTTP: managedFields,
+//! finalizer removal, DELETE precondition conflicts, validation and ListOptions errors; plus
+//! kube-apiserver's decoding rules the recording does not cover (media types, secrets'
+//! `stringData`).
+
+mod common;
+
+use common::*;
+use kinformer_apiserver::{ServerConfig, start};
+use serde_json::{Value, json};
+
+const UA: &str = "kinformer-e2e-diff/v0.0.0 (linux/amd64)";
+
+async fn send(
+    addr: std::net::SocketAddr,
+    method: &str,
+    path: &str,
+    ua: &str,
+    body: &Value,
+) -> Resp {
+    request_with_headers(
+        addr,
+        method,
+        path,
+        Some("application/json"),
+        &[("User-Agent", ua)],
+        body.to_string().as_bytes(),
+    )
+    .await
+}
+
+fn cm(name: &str, labels: Value, data: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "labels": labels}, "data": data})
+}
+
+/// managedFields without their `time` (which must be an RFC 3339 string).
+fn entries(obj: &Value) -> Vec<Value> {
+    obj["metadata"]["managedFields"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|mut e| {
+            let t = e.as_object_mut().unwrap().remove("time").unwrap();
+            assert!(t.as_str().unwrap().ends_with('Z'), "{t}");
+            e
+        })
+        .collect()
+}
+
+fn entry(manager: &str, fields: Value) -> Value {
+    json!({"manager": manager, "operation": "Update", "apiVersion": "v1",
+           "fieldsType": "FieldsV1", "fieldsV1": fields})
+}
+
+#[tokio::test]
+async fn managed_fields_follow_the_field_manager() {
+    let s = start(ServerConfig::default()).await.unwrap();
+    let a = s.addr();
+    let base = "/api/v1/namespaces/default/configmaps";
+    let r = send(
+        a,
+        "POST",
+        base,
+        UA,
+        &cm("a", json!({"app": "a"}), json!({"k": "1"})),
+    )
+    .await;
+    assert_eq!(r.code, 201);
+    let owned =
+        json!({"f:data": {".": {}, "f:k": {}}, "f:metadata": {"f:labels": {".": {}, "f:app": {}}}});
+    assert_eq!(
+        entries(&r.json()),
+        vec![entry("kinformer-e2e-diff", owned.clone())]
+    );
+    // The same manager updating a value: same fields.
+    let mut body = cm("a", json!({"app": "a"}), json!({"k": "2"}));
+    let r = send(a, "PUT", &format!("{base}/a"), UA, &body).await;
+    assert_eq!(r.code, 200);
+    assert_eq!(
+        entries(&r.json()),
+        vec![entry("kinformer-e2e-diff", owned.clone())]
+    );
+    // Another manager adding a key owns just that key.
+    body["data"]["k2"] = json!("x");
+    let r = send(
+        a,
+        "PUT",
+        &format!("{base}/a"),
+        "kubectl/v1.35.0 (linux/amd64)",
+        &body,
+    )
+    .await;
+    let e = entries(&r.json());
+    assert_eq!(e.len(), 2, "{e:?}");
+    assert!(e.contains(&entry("kinformer-e2e-diff", owned.clone())));
+    assert!(e.contains(&entry("kubectl", json!({"f:data": {"f:k2": {}}}))));
+    // GET, LIST items and watch events carry them.
+    let got = get(a, &format!("{base}/a")).await.json();
+    assert_eq!(entries(&got).len(), 2);
+    let list = get(a, base).await.json();
+    assert_eq!(entries(&list["items"][0]).len(), 2);
+    // `fieldManager` wins over the User-Agent.
+    let r = send(
+        a,
+        "POST",
+        &format!("{base}?fieldManager=custom"),
+        UA,
+        &cm("b", json!({}), json!({"k": "1"})),
+    )
+    .await;
+    assert_eq!(
+        entries(&r.json()),
+        vec![entry("custom", json!({"f:data": {".": {}, "f:k": {}}}))]
+    );
+    // In-process seeding stores managedFields exactly as given.
+    s.seed_pods(1, 1).unwrap();
+    let pod = s.state("pods", Some("default")).unwrap().objects[0]
+        .object
+        .clone();
+    let seeded = kinformer_apiserver::seed::pod("default", "pod-000000", 0);
+    assert_eq!(
+        pod["metadata"]["managedFields"],
+        seeded["metadata"]["managedFields"]
+    );
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn removing_the_last_finalizer_answers_and_notifies_as_kube_apiserver() {
+    let s = start(ServerConfig::default()).await.unwrap();
+    let a = s.addr();
+    let base = "/api/v1/namespaces/default/configmaps";
+    let mut body = cm("a", json!({}), json!({"k": "1"}));
+    body["metadata"]["finalizers"] = json!(["kinformer.dev/hold"]);
+    let created = send(a, "POST", base, UA, &body).await.json();
+    let rv0 = created["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut w = watch(a, &format!("{base}?watch=1&resourceVersion={rv0}")).await;
+    let marked = send(a, "DELETE", &format!("{base}/a"), UA, &json!({}))
+        .await
+        .json();
+    let rv1 = marked["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(marked["metadata"]["deletionTimestamp"].is_string());
+    let mut release = cm("a", json!({}), json!({"k": "1"}));
+    release["metadata"]["finalizers"] = json!([]);
+    release["metadata"]["resourceVersion"] = json!(rv1);
+    let r = send(a, "PUT", &format!("{base}/a"), UA, &release).await;
+    assert_eq!(r.code, 200);
+    let answered = r.json();
+    // The object as updated, at the previous resourceVersion, finalizers omitted, and the
+    // finalizer no longer owned.
+    assert_eq!(answered["metadata"]["resourceVersion"], rv1.as_str());
+    assert!(
+        answered["metadata"].get("finalizers").is_none(),
+        "{answered}"
+    );
+    assert!(answered["metadata"]["deletionTimestamp"].is_string());
+    assert_eq!(
+        entries(&answered),
+        vec![entry(
+            "kinformer-e2e-diff",
+            json!({"f:data": {".": {}, "f:k": {}}})
+        )]
+    );
+    assert_eq!(get(a, &format!("{base}/a")).await.code, 404);
+    let modified = w.next_within(SECS).await.unwrap();
+    assert_eq!(modified["type"], "MODIFIED");
+    let deleted = w.next_within(SECS).await.unwrap();
+    assert_eq!(deleted["type"], "DELETED");
+    // The DELETED event: the previous stored state (finalizer listed) at the deletion's
+    // revision.
+    let obj = &deleted["object"];
+    assert_eq!(obj["metadata"]["finalizers"], json!(["kinformer.dev/hold"]));
+    assert_eq!(obj["metadata"]["resourceVersion"], s.revision().to_string());
+    assert_ne!(obj["metadata"]["resourceVersion"], rv1.as_str());
+    assert_eq!(entries(obj), entries(&marked));
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn delete_precondition_and_update_conflicts() {
+    let s = start(ServerConfig::default()).await.unwrap();
+    let a = s.addr();
+    let base = "/api/v1/namespaces/default/configmaps";
+    let created = send(a, "POST", base, UA, &cm("a", json!({}), json!({"k": "1"})))
+        .await
+        .json();
+    let rv = created["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    send(
+        a,
+        "PUT",
+        &format!("{base}/a"),
+        UA,
+        &cm("a", json!({}), json!({"k": "2"})),
+    )
+    .await;
+    let r = send(
+        a,
+        "DELETE",
+        &format!("{base}/a"),
+        UA,
+        &json!({"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"resourceVersion": rv}}),
+    )
+    .await;
+    assert_eq!(r.code, 409);
+    assert_eq!(
+        r.json(),
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": format!("Operation cannot be fulfilled on ConfigMap \"a\": the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({}). The object might have been modified", s.revision()),
+               "reason": "Conflict", "details": {"name": "a", "kind": "ConfigMap"}, "code": 409})
+    );
+    let mut stale = cm("a", json!({}), json!({"k": "3"}));
+    stale["metadata"]["resourceVersion"] = json!(rv);
+    let r = send(a, "PUT", &format!("{base}/a"), UA, &stale).await;
+    assert_eq!(
+        r.json(),
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": "Operation cannot be fulfilled on configmaps \"a\": the object has been modified; please apply your changes to the latest version and try again",
+               "reason": "Conflict", "details": {"name": "a", "kind": "configmaps"}, "code": 409})
+    );
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn invalid_objects_get_the_recorded_statuses() {
+    let s = start(ServerConfig::default()).await.unwrap();
+    let a = s.addr();
+    let base = "/api/v1/namespaces/default/configmaps";
+    let key_msg = "Invalid value: \"bad key!\": a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')";
+    let r = send(
+        a,
+        "POST",
+        base,
+        UA,
+        &cm("a", json!({}), json!({"bad key!": "v"})),
+    )
+    .await;
+    assert_eq!(r.code, 422);
+    assert_eq!(
+        r.json(),
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": format!("ConfigMap \"a\" is invalid: data[bad key!]: {key_msg}"),
+               "reason": "Invalid", "code": 422,
+               "details": {"name": "a", "kind": "ConfigMap", "causes": [
+                   {"reason": "FieldValueInvalid", "message": key_msg, "field": "data[bad key!]"}]}})
+    );
+    let label_msg = "Invalid value: \"bad label!\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+    let r = send(
+        a,
+        "POST",
+        base,
+        UA,
+        &cm("b", json!({"bad label!": "x"}), json!({})),
+    )
+    .await;
+    assert_eq!(
+        r.json(),
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": format!("ConfigMap \"b\" is invalid: metadata.labels: {label_msg}"),
+               "reason": "Invalid", "code": 422,
+               "details": {"name": "b", "kind": "ConfigMap", "causes": [
+                   {"reason": "FieldValueInvalid", "message": label_msg, "field": "metadata.labels"}]}})
+    );
+    // A nameless create: no details.name.
+    let r = send(
+        a,
+        "POST",
+        base,
+        UA,
+        &json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}}),
+    )
+    .await;
+    assert_eq!(
+        r.json()["details"],
+        json!({"kind": "ConfigMap", "causes": [
+        {"reason": "FieldValueRequired", "message": "Required value: name or generateName is required", "field": "metadata.name"}]})
+    );
+    // Updates are validated too.
+    send(a, "POST", base, UA, &cm("c", json!({}), json!({"k": "1"}))).await;
+    let r = send(
+        a,
+        "PUT",
+        &format!("{base}/c"),
+        UA,
+        &cm("c", json!({}), json!({"bad key!": "v"})),
+    )
+    .await;
+    assert_eq!(
+        (r.code, r.json()["reason"].as_str()),
+        (422, Some("Invalid"))
+    );
+    assert_eq!(
+        s.state("configmaps", Some("default"))
+            .unwrap()
+            .objects
+            .len(),
+        1
+    );
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn list_options_violations_are_reported_together() {
+    let s = start(ServerConfig::default()).await.unwrap();
+    let r = get(
+        s.addr(),
+        "/api/v1/namespaces/default/configmaps?watch=1&sendInitialEvents=true&resourceVersionMatch=Exact&allowWatchBookmarks=true&resourceVersion=1",
+    )
+    .await;
+    assert_eq!(r.code, 422);
+    assert_eq!(
+        r.json(),
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": "ListOptions.meta.k8s.io \"\" is invalid: [resourceVersionMatch: Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan, resourceVersionMatch: Unsupported value: \"Exact\": supported values: \"NotOlderThan\"]",
+               "reason": "Invalid", "code": 422,
+               "details": {"group": "meta.k8s.io", "kind": "ListOptions", "causes": [
+                   {"reason": "FieldValueForbidden", "message": "Forbidden: sendInitialEvents requires setting resourceVersionMatch to NotOlderThan", "field": "resourceVersionMatch"},
+                   {"reason": "FieldValueNotSupported", "message": "Unsupported value: \"Exact\": supported values: \"NotOlderThan\"", "field": "resourceVersionMatch"}]}})
+    );
+    s.shutdown().await;
+}
+
+/// A body in a media type the server does not decode (kubectl's typed generators send
+/// protobuf) is 415 with apiserver's message; a JSON content type with parameters is fine.
+#[tokio::test]
+async fn non_json_bodies_are_unsupported_media_types() {
+    let s = start(ServerConfig::default()).await.unwrap();
+    let a = s.addr();
+    let body = cm("a", json!({}), json!({"k": "1"})).to_string();
+    let r = request(
+        a,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        Some("application/vnd.kubernetes.protobuf"),
+        body.as_bytes(),
+    )
+    .await;
+    assert_eq!(r.code, 415);
+    assert_eq!(
+        r.json(),
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+               "message": "the body of the request was in an unknown format - accepted media types include: application/json",
+               "reason": "UnsupportedMediaType", "code": 415})
+    );
+    let r = request(
+        a,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        Some("application/json; charset=utf-8"),
+        body.as_bytes(),
+    )
+    .await;
+    assert_eq!(r.code, 201);
+    s.shutdown().await;
+}
+
+/// kube-apiserver merges a secret's `stringData` into `data` (base64) and never stores it.
+#[tokio::test]
+async fn secret_string_data_is_stored_as_data() {
+    let s = start(ServerConfig::default()).await.unwrap();
+    let a = s.addr();
+    let body = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+                      "data": {"a": "eA=="}, "stringData": {"b": "hello"}});
+    let r = send(a, "POST", "/api/v1/namespaces/default/secrets", UA, &body).await;
+    assert_eq!(r.code, 201);
+    let got = get(a, "/api/v1/namespaces/default/secrets/s").await.json();
+    assert_eq!(got["data"], json!({"a": "eA==", "b": "aGVsbG8="}));
+    assert!(got.get("stringData").is_none());
+    s.shutdown().await;
+}
