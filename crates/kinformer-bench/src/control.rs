@@ -9,9 +9,14 @@
 //!   included, which hides unchanged objects of a relist from handlers) delivers N updates.
 //!   Replies `ok` once the watches are dropped.
 //! * `update COUNT` — starts COUNT pod updates, round-robin over the seeded pods, written as
-//!   fast as the storage takes them (no HTTP) on a background thread. Each update sets the
-//!   annotation [`TS_ANNOTATION`] to the wall-clock write time in nanoseconds since the Unix
-//!   epoch. Replies `ok` once started (not when done).
+//!   fast as the storage takes them on a background thread. Each update sets the annotation
+//!   [`TS_ANNOTATION`] to the wall-clock write time in nanoseconds since the Unix epoch. The
+//!   writes go in at the storage layer ([`RunningServer::put_stored`], as a write straight
+//!   into etcd would), from JSON pre-serialized per pod with only the resourceVersion and the
+//!   timestamp spliced in: the API server's update handler (parse, merge, checks) would
+//!   otherwise cap the rate below what the informers can take, and W2 would measure the
+//!   server. Watchers see ordinary `MODIFIED` events. Replies `ok` once started (not when
+//!   done).
 //!
 //! Anything else replies `error: ...`.
 
@@ -71,13 +76,13 @@ fn handle(command: &str, server: &Arc<RunningServer>) -> String {
     let mut words = command.split_whitespace();
     match (words.next(), words.next()) {
         (Some("relist"), None) => {
-            let pods = match load_pods(server) {
+            let pods = match templates(server) {
                 Ok(p) => p,
                 Err(e) => return format!("error: {e}"),
             };
             server.faults().pause_watches();
-            for (ns, pod) in &pods {
-                if let Err(e) = touch(server, ns, pod) {
+            for pod in &pods {
+                if let Err(e) = pod.write(server) {
                     server.faults().resume_watches();
                     return format!("error: touch: {e}");
                 }
@@ -117,34 +122,154 @@ fn load_pods(server: &RunningServer) -> Result<Vec<(String, Value)>, String> {
     Ok(pods)
 }
 
-/// Writes `pod` with [`TS_ANNOTATION`] set to now.
-fn touch(server: &RunningServer, ns: &str, pod: &Value) -> Result<(), String> {
-    let mut obj = pod.clone();
-    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+/// Placeholders spliced out of a pod's JSON by [`Template`].
+const RV_MARK: &str = "KINFORMER_BENCH_RV_PLACEHOLDER";
+const TS_MARK: &str = "KINFORMER_BENCH_TS_PLACEHOLDER";
+
+/// One pod's JSON pre-serialized around its two changing values.
+struct Template {
+    namespace: String,
+    name: String,
+    /// The JSON split at the placeholders: `pieces[0] X pieces[1] Y pieces[2]`, where X and Y
+    /// are the resourceVersion and the timestamp in the order they appear (`rv_first`).
+    pieces: [Vec<u8>; 3],
+    rv_first: bool,
+    type_len: usize,
+}
+
+impl Template {
+    fn new(namespace: &str, pod: &Value) -> Result<Self, String> {
+        let mut obj = pod.clone();
+        let meta = obj
+            .get_mut("metadata")
+            .and_then(Value::as_object_mut)
+            .ok_or("pod without metadata")?;
+        let name = meta
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or("pod without name")?
+            .to_string();
+        meta.insert("resourceVersion".into(), Value::String(RV_MARK.into()));
         let ann = meta
             .entry("annotations")
             .or_insert_with(|| Value::Object(Default::default()));
         if let Some(ann) = ann.as_object_mut() {
-            ann.insert(TS_ANNOTATION.into(), Value::String(now_nanos().to_string()));
+            ann.insert(TS_ANNOTATION.into(), Value::String(TS_MARK.into()));
         }
+        let (bytes, type_len) = kinformer_apiserver::store::encode_typed(&obj);
+        let find = |mark: &str| {
+            bytes
+                .windows(mark.len())
+                .position(|w| w == mark.as_bytes())
+                .ok_or_else(|| format!("placeholder {mark} not found"))
+        };
+        let (rv_at, ts_at) = (find(RV_MARK)?, find(TS_MARK)?);
+        let rv_first = rv_at < ts_at;
+        let (a, b) = if rv_first {
+            (rv_at, ts_at)
+        } else {
+            (ts_at, rv_at)
+        };
+        let a_len = if rv_first {
+            RV_MARK.len()
+        } else {
+            TS_MARK.len()
+        };
+        let b_len = if rv_first {
+            TS_MARK.len()
+        } else {
+            RV_MARK.len()
+        };
+        Ok(Self {
+            namespace: namespace.to_string(),
+            name,
+            pieces: [
+                bytes[..a].to_vec(),
+                bytes[a + a_len..b].to_vec(),
+                bytes[b + b_len..].to_vec(),
+            ],
+            rv_first,
+            type_len,
+        })
     }
-    server
-        .update_value("pods", Some(ns), obj)
-        .map(|_| ())
-        .map_err(|e| e.to_string())
+
+    /// The pod's JSON at revision `rev`, stamped with the time now.
+    fn render(&self, rev: u64) -> Vec<u8> {
+        let rv = rev.to_string();
+        let ts = now_nanos().to_string();
+        let (x, y) = if self.rv_first {
+            (&rv, &ts)
+        } else {
+            (&ts, &rv)
+        };
+        let mut out = Vec::with_capacity(self.pieces.iter().map(Vec::len).sum::<usize>() + 64);
+        out.extend_from_slice(&self.pieces[0]);
+        out.extend_from_slice(x.as_bytes());
+        out.extend_from_slice(&self.pieces[1]);
+        out.extend_from_slice(y.as_bytes());
+        out.extend_from_slice(&self.pieces[2]);
+        out
+    }
+
+    /// Writes the pod at the storage layer with [`TS_ANNOTATION`] set to now.
+    fn write(&self, server: &RunningServer) -> Result<(), String> {
+        server
+            .put_stored("pods", Some(&self.namespace), &self.name, |current, rev| {
+                Ok(kinformer_apiserver::store::StoredObject {
+                    bytes: bytes::Bytes::from(self.render(rev)),
+                    type_len: self.type_len,
+                    ..current.clone()
+                })
+            })
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+}
+
+fn templates(server: &RunningServer) -> Result<Vec<Template>, String> {
+    load_pods(server)?
+        .iter()
+        .map(|(ns, pod)| Template::new(ns, pod))
+        .collect()
 }
 
 /// Loads the pods and starts the writer thread.
 fn start_updates(server: Arc<RunningServer>, count: usize) -> Result<(), String> {
-    let pods = load_pods(&server)?;
+    let pods = templates(&server)?;
     std::thread::spawn(move || {
         for i in 0..count {
-            let (ns, pod) = &pods[i % pods.len()];
-            if let Err(e) = touch(&server, ns, pod) {
+            if let Err(e) = pods[i % pods.len()].write(&server) {
                 eprintln!("bench server: update {i} failed: {e}");
                 return;
             }
         }
     });
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_template_renders_the_pod_with_its_revision_and_a_fresh_timestamp() {
+        let pod = kinformer_apiserver::seed::pod("ns", "p", 3);
+        let t = Template::new("ns", &pod).unwrap();
+        let out: Value = serde_json::from_slice(&t.render(42)).unwrap();
+        assert_eq!(out["metadata"]["resourceVersion"], "42");
+        let ts: u128 = out["metadata"]["annotations"][TS_ANNOTATION]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(ts > 0 && ts <= now_nanos());
+        let mut expected = pod.clone();
+        expected["metadata"]["resourceVersion"] = Value::String("42".into());
+        expected["metadata"]["annotations"][TS_ANNOTATION] = Value::String(ts.to_string());
+        assert_eq!(out, expected, "nothing else changes");
+        assert!(
+            t.render(1)
+                .starts_with(b"{\"apiVersion\":\"v1\",\"kind\":\"Pod\",")
+        );
+    }
 }

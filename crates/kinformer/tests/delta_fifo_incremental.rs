@@ -216,3 +216,60 @@ fn a_part_with_a_nameless_object_queues_nothing_of_that_part() {
     f.replace_end("1".into()).unwrap();
     assert_eq!(f.list_keys(), ["b"]);
 }
+
+fn bounded(max: usize) -> DeltaFifo<ConfigMap> {
+    DeltaFifo::new(DeltaFifoOptions {
+        max_queued_deltas: Some(max),
+        ..Default::default()
+    })
+}
+
+#[tokio::test]
+async fn wait_for_room_holds_a_writer_at_the_bound_until_half_is_popped() {
+    let known = Known::default();
+    let f = bounded(4);
+    for (name, v) in [("a", 1), ("a", 2), ("b", 1), ("c", 1)] {
+        f.update(cm(name, v)).unwrap();
+    }
+    assert_eq!(f.queued_deltas(), 4, "deltas are counted over all keys");
+    let mut wait = Box::pin(f.wait_for_room());
+    assert!(futures::poll!(&mut wait).is_pending(), "at the bound: wait");
+    // writes never block: the bound is soft
+    f.update(cm("d", 1)).unwrap();
+    assert_eq!(f.queued_deltas(), 5);
+    assert_eq!(pop(&f, &known).0.len(), 2, "key a held two deltas");
+    assert_eq!(f.queued_deltas(), 3);
+    assert!(
+        futures::poll!(&mut wait).is_pending(),
+        "3 > 4/2: still waiting"
+    );
+    pop(&f, &known);
+    assert_eq!(f.queued_deltas(), 2);
+    assert!(
+        futures::poll!(&mut wait).is_ready(),
+        "down to half: room again"
+    );
+    assert!(
+        f.wait_for_room().now_or_never().is_some(),
+        "below the bound: no wait"
+    );
+}
+
+#[tokio::test]
+async fn wait_for_room_returns_at_once_without_a_bound_and_when_closed() {
+    let known = Arc::new(Known::default());
+    let unbounded = fifo(&known);
+    for i in 0..10_000 {
+        unbounded.update(cm(&format!("k{i}"), 1)).unwrap();
+    }
+    assert!(unbounded.wait_for_room().now_or_never().is_some());
+    let f = bounded(1);
+    f.update(cm("a", 1)).unwrap();
+    let mut wait = Box::pin(f.wait_for_room());
+    assert!(futures::poll!(&mut wait).is_pending());
+    f.close();
+    assert!(
+        futures::poll!(&mut wait).is_ready(),
+        "closing releases a waiting writer"
+    );
+}

@@ -365,6 +365,11 @@ fn run(ops: Vec<Op>, with_known: bool, emit_replaced: bool, transformed: bool) {
         let keys: Vec<String> = model.queue.iter().map(|(k, _)| k.clone()).collect();
         assert_eq!(fifo.list_keys(), keys, "step {step} after {op:?}: keys");
         assert_eq!(fifo.len(), keys.len());
+        assert_eq!(
+            fifo.queued_deltas(),
+            model.queue.iter().map(|(_, d)| d.len()).sum::<usize>(),
+            "step {step} after {op:?}: delta count"
+        );
         for (k, expected) in &model.queue {
             let got = fifo.get_by_key(k).expect("queued key has deltas");
             assert_eq!(

@@ -6,4 +6,4 @@ mod mvcc;
 mod object;
 
 pub use mvcc::{EventType, HistoryConfig, Mutation, ReadError, Store, StoredEvent};
-pub use object::{COMMON_FIELDS, StoredObject, extra_fields};
+pub use object::{COMMON_FIELDS, StoredObject, encode_typed, extra_fields};

@@ -66,6 +66,9 @@ pub(crate) struct ListenerShared {
     pub(crate) stop: CancellationToken,
     /// Cancelled once the listener's consumer has finished (client-go's `runFinished`).
     pub(crate) finished: CancellationToken,
+    /// The processor's wake-up for a delivery paused on this listener's backlog
+    /// ([`super::processor::MAX_LISTENER_BACKLOG`]); set when the listener is added.
+    pub(crate) room: std::sync::OnceLock<Arc<tokio::sync::Notify>>,
 }
 
 /// The processor's side of a listener: where notifications are sent, and resync bookkeeping.
@@ -118,6 +121,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
             resync_nanos: AtomicU64::new(resync_period.as_nanos() as u64),
             stop: CancellationToken::new(),
             finished: CancellationToken::new(),
+            room: std::sync::OnceLock::new(),
         });
         Self {
             id,
@@ -198,7 +202,12 @@ impl ListenerShared {
     /// Accounts one received notification and decides what to deliver. Returns whether the
     /// tracker must be told `finished` after delivery.
     fn received(&self) {
-        self.pending.fetch_sub(1, Ordering::AcqRel);
+        let before = self.pending.fetch_sub(1, Ordering::AcqRel);
+        if before == super::processor::MAX_LISTENER_BACKLOG / 2 + 1
+            && let Some(room) = self.room.get()
+        {
+            room.notify_waiters();
+        }
     }
 
     /// Calls the handler for `n`, catching panics. Returns whether it panicked.

@@ -13,8 +13,9 @@ mod sync_tracker;
 
 pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
 pub use listener::ResourceEventHandlerRegistration;
+pub use processor::MAX_LISTENER_BACKLOG;
 pub use shared_informer::{
-    HandlerOptions, InformerError, MINIMUM_RESYNC_PERIOD, SharedIndexInformer,
+    HandlerOptions, InformerError, MAX_QUEUED_DELTAS, MINIMUM_RESYNC_PERIOD, SharedIndexInformer,
     SharedIndexInformerBuilder,
 };
 pub use stream::{Event, EventStream};

@@ -1,18 +1,35 @@
 //! Fans notifications out to listeners (client-go's `sharedProcessor`).
 
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use parking_lot::RwLock;
+use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
 
 use super::listener::{Listener, Notification};
 
 /// The listeners of one informer. Distribution never blocks: each listener buffers.
+/// How far one handler may fall behind before the informer pauses delivery: the processor
+/// stops popping its queue while any listener holds this many undelivered notifications, and
+/// resumes once that listener is down to half. The queue then fills up to its own bound
+/// ([`MAX_QUEUED_DELTAS`](super::shared_informer::MAX_QUEUED_DELTAS)) and the Reflector stops
+/// reading the watch, so a burst that outruns a handler waits on the wire instead of in
+/// memory.
+///
+/// **Deliberate difference from client-go**, whose listener buffers grow without bound: there
+/// a slow handler never delays the others but can exhaust memory (each notification keeps an
+/// old and a new object alive); here a handler more than this far behind briefly delays the
+/// others. Nothing is dropped, merged or reordered.
+pub const MAX_LISTENER_BACKLOG: usize = 1024;
+
 pub(crate) struct Processor<K> {
     inner: RwLock<Inner<K>>,
     tasks: TaskTracker,
+    /// Signalled when a listener's backlog falls to half the bound, or a listener goes away.
+    room: Arc<Notify>,
 }
 
 struct Inner<K> {
@@ -28,12 +45,31 @@ impl<K: Send + Sync + 'static> Processor<K> {
                 started: false,
             }),
             tasks: TaskTracker::new(),
+            room: Arc::new(Notify::new()),
+        }
+    }
+
+    /// Waits while any listener holds [`MAX_LISTENER_BACKLOG`] or more undelivered
+    /// notifications, until it is down to half (see the constant's docs). Cancel-safe.
+    pub(crate) async fn wait_for_room(&self) {
+        loop {
+            let mut notified = std::pin::pin!(self.room.notified());
+            notified.as_mut().enable();
+            let full = self.inner.read().listeners.iter().any(|l| {
+                !l.shared.stop.is_cancelled()
+                    && l.shared.pending.load(Ordering::Acquire) >= MAX_LISTENER_BACKLOG
+            });
+            if !full {
+                return;
+            }
+            notified.await;
         }
     }
 
     /// Adds a listener; starts its consumer at once if the processor runs. `prime` runs under
     /// the same lock, before any other notification can reach the listener.
     pub(crate) fn add_listener(&self, listener: Listener<K>, prime: impl FnOnce(&Listener<K>)) {
+        let _ = listener.shared.room.set(self.room.clone());
         let mut inner = self.inner.write();
         prime(&listener);
         if inner.started {
@@ -52,6 +88,7 @@ impl<K: Send + Sync + 'static> Processor<K> {
             inner.listeners.remove(pos)
         };
         stop_listener(&removed);
+        self.room.notify_waiters();
         true
     }
 
@@ -110,6 +147,7 @@ impl<K: Send + Sync + 'static> Processor<K> {
             stop_listener(l);
         }
         drop(listeners);
+        self.room.notify_waiters();
         self.tasks.close();
         self.tasks.wait().await;
     }

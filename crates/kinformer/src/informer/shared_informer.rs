@@ -13,6 +13,16 @@ use tokio::sync::mpsc;
 
 use super::listener::{Consumer, Listener, Notification, ResourceEventHandlerRegistration};
 use super::processor::{Processor, determine_resync_period};
+
+/// The informer's bound on its queue's backlog
+/// ([`DeltaFifoOptions::max_queued_deltas`](crate::queue::DeltaFifoOptions::max_queued_deltas)).
+/// **Deliberate difference from client-go**, whose DeltaFIFO grows without bound: when watch
+/// events arrive faster than the handlers take them, the Reflector stops reading the watch at
+/// this many queued deltas and resumes at half, so a burst waits in the connection (TCP flow
+/// control) instead of in memory. Nothing is dropped or reordered; a real API server may close
+/// a watch that stays unread for long, and the Reflector then watches again from its last
+/// resourceVersion, as after any closed watch.
+pub const MAX_QUEUED_DELTAS: usize = 1024;
 use super::stream::EventStream;
 use crate::queue::{DeltaFifo, DeltaFifoOptions, DeltaType, Deltas, QueueError, TransformFunc};
 use crate::reflector::{ListerWatcher, Reflector, ReflectorError};
@@ -558,6 +568,7 @@ impl<K: Object> SharedIndexInformer<K> {
                 known_objects: Some(Arc::new(inner.indexer.clone())),
                 emit_delta_type_replaced: true,
                 transformer: state.transform.clone(),
+                max_queued_deltas: Some(MAX_QUEUED_DELTAS),
                 ..Default::default()
             }));
             let processor = inner.processor.clone();
@@ -604,7 +615,10 @@ impl<K: Object> SharedIndexInformer<K> {
             let popped = tokio::select! {
                 biased;
                 _ = stop.cancelled() => break,
-                r = fifo.pop(|deltas, is_in_initial_list| self.handle_deltas(deltas, is_in_initial_list)) => r,
+                r = async {
+                    inner.processor.wait_for_room().await;
+                    fifo.pop(|deltas, is_in_initial_list| self.handle_deltas(deltas, is_in_initial_list)).await
+                } => r,
             };
             match popped {
                 Ok(()) => {}

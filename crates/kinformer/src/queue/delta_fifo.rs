@@ -86,6 +86,9 @@ use crate::store::{KeyListerGetter, ReflectorStore};
 pub struct DeltaFifo<K> {
     inner: Mutex<Inner<K>>,
     notify: Notify,
+    /// Wakes [`DeltaFifo::wait_for_room`] once the queue is down to half its bound.
+    room: Notify,
+    max_queued_deltas: Option<usize>,
     key_func: KeyFunc<K>,
     known_objects: Option<Arc<dyn KeyListerGetter<K>>>,
     emit_delta_type_replaced: bool,
@@ -101,6 +104,8 @@ struct Inner<K> {
     closed: bool,
     /// Keys listed so far by a replace taken in parts (`replace_begin` .. `replace_end`).
     replacing: Option<HashSet<String>>,
+    /// Deltas held, over all keys.
+    delta_count: usize,
 }
 
 impl<K> fmt::Debug for DeltaFifo<K> {
@@ -131,7 +136,10 @@ impl<K: Object> DeltaFifo<K> {
                 sync: SyncState::new(),
                 closed: false,
                 replacing: None,
+                delta_count: 0,
             }),
+            room: Notify::new(),
+            max_queued_deltas: options.max_queued_deltas,
             notify: Notify::new(),
             key_func: options.key_func.unwrap_or_else(meta_namespace_key_func),
             known_objects: options.known_objects,
@@ -424,6 +432,12 @@ impl<K: Object> DeltaFifo<K> {
         if !inner.queue.is_empty() {
             self.notify.notify_one();
         }
+        if self
+            .max_queued_deltas
+            .is_some_and(|max| inner.delta_count <= max / 2)
+        {
+            self.room.notify_waiters();
+        }
         let _publish = CheckOnDrop(&mut inner.sync);
         Ok(process(deltas, initial))
     }
@@ -489,6 +503,7 @@ impl<K: Object> DeltaFifo<K> {
     pub fn close(&self) {
         self.inner.lock().closed = true;
         self.notify.notify_waiters();
+        self.room.notify_waiters();
     }
 
     /// Whether [`DeltaFifo::close`] was called.
@@ -518,11 +533,45 @@ impl<K: Object> DeltaFifo<K> {
 
     fn push(inner: &mut Inner<K>, key: String, delta: Delta<K>) {
         match inner.items.entry(key) {
-            Entry::Occupied(mut e) => e.get_mut().push_dedup(delta),
+            Entry::Occupied(mut e) => {
+                let before = e.get().len();
+                e.get_mut().push_dedup(delta);
+                let after = e.get().len();
+                inner.delta_count = (inner.delta_count + after).saturating_sub(before);
+            }
             Entry::Vacant(e) => {
                 inner.queue.push_back(e.key().clone());
                 e.insert(Deltas::from(vec![delta]));
+                inner.delta_count += 1;
             }
+        }
+    }
+
+    /// Deltas held now, over all keys.
+    pub fn queued_deltas(&self) -> usize {
+        self.inner.lock().delta_count
+    }
+
+    /// Waits while the queue holds at least
+    /// [`max_queued_deltas`](super::DeltaFifoOptions::max_queued_deltas), until pops bring it
+    /// down to half of that (or the queue closes). Returns at once without a bound. A
+    /// Reflector awaits it before reading each watch event, so a burst stays on the wire.
+    ///
+    /// Cancel-safe; never loses or reorders anything.
+    pub async fn wait_for_room(&self) {
+        let Some(max) = self.max_queued_deltas else {
+            return;
+        };
+        loop {
+            let mut notified = pin!(self.room.notified());
+            notified.as_mut().enable();
+            {
+                let inner = self.inner.lock();
+                if inner.delta_count < max || inner.closed {
+                    return;
+                }
+            }
+            notified.await;
         }
     }
 }
@@ -535,7 +584,10 @@ impl<K> Inner<K> {
             let initial = !self.sync.has_synced();
             self.sync.consume_one();
             match self.items.remove(&key) {
-                Some(deltas) => return Some((deltas, initial)),
+                Some(deltas) => {
+                    self.delta_count = self.delta_count.saturating_sub(deltas.len());
+                    return Some((deltas, initial));
+                }
                 None => {
                     tracing::error!(%key, "DeltaFifo: queued key without deltas; skipped");
                     self.sync.check();
@@ -580,5 +632,8 @@ impl<K: Object> ReflectorStore<K> for DeltaFifo<K> {
     }
     fn replace_abort(&self) {
         DeltaFifo::replace_abort(self)
+    }
+    fn wait_for_room(&self) -> futures::future::BoxFuture<'_, ()> {
+        Box::pin(DeltaFifo::wait_for_room(self))
     }
 }

@@ -43,6 +43,13 @@ pub struct DeltaFifoOptions<K> {
     pub emit_delta_type_replaced: bool,
     /// Called on every incoming object before it is queued; see [`TransformFunc`].
     pub transformer: Option<TransformFunc<K>>,
+    /// A soft bound on the deltas held: writes never block or fail, but
+    /// [`wait_for_room`](super::DeltaFifo::wait_for_room) (which a Reflector awaits before it
+    /// reads the next watch event) waits while at least this many are queued, until the
+    /// consumer has popped the queue down to half of it. The backlog of a burst then stays on
+    /// the wire (TCP flow control) instead of in memory. `None` (the default, as in client-go):
+    /// unbounded. A `SharedIndexInformer`, which owns its queue's consumer, sets one.
+    pub max_queued_deltas: Option<usize>,
 }
 
 impl<K> Default for DeltaFifoOptions<K> {
@@ -52,6 +59,7 @@ impl<K> Default for DeltaFifoOptions<K> {
             known_objects: None,
             emit_delta_type_replaced: false,
             transformer: None,
+            max_queued_deltas: None,
         }
     }
 }
@@ -63,6 +71,7 @@ impl<K> Clone for DeltaFifoOptions<K> {
             known_objects: self.known_objects.clone(),
             emit_delta_type_replaced: self.emit_delta_type_replaced,
             transformer: self.transformer.clone(),
+            max_queued_deltas: self.max_queued_deltas,
         }
     }
 }
@@ -74,6 +83,7 @@ impl<K> fmt::Debug for DeltaFifoOptions<K> {
             .field("known_objects", &self.known_objects.is_some())
             .field("emit_delta_type_replaced", &self.emit_delta_type_replaced)
             .field("transformer", &self.transformer.is_some())
+            .field("max_queued_deltas", &self.max_queued_deltas)
             .finish()
     }
 }

@@ -202,7 +202,10 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
             let item = tokio::select! {
                 biased;
                 _ = ctx.cancel.cancelled() => return WatchEnd::Stopped,
-                item = w.next() => item,
+                item = async {
+                    sink.wait_for_room().await;
+                    w.next().await
+                } => item,
                 _ = &mut deadline => {
                     let timeout = ctx.deadline.map(|(_, t)| t).unwrap_or_default();
                     return WatchEnd::Failed(ReflectorError::EndBookmarkTimeout { timeout });

@@ -9,7 +9,7 @@
 //! skips; nothing here panics.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Debug;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -73,8 +73,10 @@ impl<K> Clone for KubeListerWatcher<K> {
     }
 }
 
-/// Items per batch handed on while a list is still arriving.
-const DELIVERY_BATCH: usize = 256;
+/// Items per decoding job (and per batch handed on) while a list arrives.
+const DECODE_BATCH: usize = 64;
+/// Decoding jobs in flight at most (each holds one batch's JSON, about 256 KB for pods).
+const DECODE_JOBS: usize = 4;
 
 impl<K> KubeListerWatcher<K>
 where
@@ -163,36 +165,81 @@ impl<K> KubeListerWatcher<K>
 where
     K: Resource + DeserializeOwned + Clone + Debug + Send + Sync + 'static,
 {
-    /// Lists one page, decoding each item as soon as its bytes have arrived
-    /// ([`ListStreamDecoder`]): the body is never held whole.
+    /// Lists one page, decoding items while the body arrives ([`ListStreamDecoder`]): the
+    /// body is never held whole, and items are decoded in batches of [`DECODE_BATCH`] on
+    /// tokio's blocking pool, up to [`DECODE_JOBS`] batches at a time, so decoding a large list
+    /// uses every core while the scan keeps reading. Order is kept.
     ///
-    /// With `deliver`, decoded items leave in batches of [`DELIVERY_BATCH`] as soon as the
-    /// list is known to be of this kind (see [`ListerWatcher::list_batched`]).
+    /// With `deliver`, decoded batches leave as soon as the list is known to be of this kind
+    /// (see [`ListerWatcher::list_batched`]).
     async fn list_streamed(
         &self,
         options: &ListOptions,
         mut deliver: Option<&mut (dyn FnMut(Vec<Arc<K>>) + Send)>,
     ) -> Result<ListPage<Arc<K>>, ListWatchError> {
+        type Job<K> = tokio::task::JoinHandle<Result<Vec<Arc<K>>, ListWatchError>>;
+        enum Step<D, F> {
+            Decoded(D),
+            Frame(F),
+        }
         let response = self.get(options, false).await?;
         let mut body = response.into_body();
         let mut decoder = ListStreamDecoder::<K>::new(&self.kind);
-        while let Some(frame) = body.frame().await {
-            let frame = frame.map_err(from_kube_error)?;
-            if let Ok(mut data) = frame.into_data() {
-                while data.has_remaining() {
-                    let chunk = data.chunk();
-                    decoder.push(chunk);
-                    let n = chunk.len();
-                    data.advance(n);
+        let mut jobs: VecDeque<Job<K>> = VecDeque::new();
+        // decoded items that may not leave yet (or have nowhere to go)
+        let mut held: Vec<Arc<K>> = Vec::new();
+        let mut body_done = false;
+        loop {
+            if body_done && jobs.is_empty() {
+                break;
+            }
+            let must_wait = body_done || jobs.len() >= DECODE_JOBS;
+            let step = match jobs.front_mut() {
+                Some(job) if must_wait => Step::Decoded(job.await),
+                Some(job) => tokio::select! {
+                    biased;
+                    r = job => Step::Decoded(r),
+                    f = body.frame() => Step::Frame(f),
+                },
+                None => Step::Frame(body.frame().await),
+            };
+            match step {
+                Step::Decoded(r) => {
+                    jobs.pop_front();
+                    let items = r.map_err(|e| {
+                        ListWatchError::Decode(format!("decoding a list batch failed: {e}"))
+                    })??;
+                    match deliver.as_deref_mut() {
+                        Some(deliver) if decoder.kind_verified() && held.is_empty() => {
+                            deliver(items)
+                        }
+                        _ => held.extend(items),
+                    }
+                }
+                Step::Frame(None) => body_done = true,
+                Step::Frame(Some(frame)) => {
+                    let frame = frame.map_err(from_kube_error)?;
+                    if let Ok(mut data) = frame.into_data() {
+                        while data.has_remaining() {
+                            let chunk = data.chunk();
+                            decoder.push(chunk);
+                            let n = chunk.len();
+                            data.advance(n);
+                        }
+                    }
+                    while let Some(raw) = decoder.take_raw(DECODE_BATCH) {
+                        let kind = self.kind.clone();
+                        jobs.push_back(tokio::task::spawn_blocking(move || raw.decode::<K>(&kind)));
+                    }
                 }
             }
-            if let Some(deliver) = deliver.as_deref_mut()
-                && let Some(batch) = decoder.take_batch(DELIVERY_BATCH)
-            {
-                deliver(batch);
-            }
         }
-        decoder.finish()
+        let mut page = decoder.finish()?;
+        if !held.is_empty() {
+            held.append(&mut page.items);
+            page.items = held;
+        }
+        Ok(page)
     }
 }
 

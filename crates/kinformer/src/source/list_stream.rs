@@ -47,7 +47,11 @@ pub(crate) struct ListStreamDecoder<K> {
     envelope: Vec<u8>,
     /// The item in progress (from its first byte).
     item: Vec<u8>,
-    items: Vec<Arc<K>>,
+    /// Complete items not decoded yet.
+    raw: RawItems,
+    /// Items completed so far.
+    count: usize,
+    _k: std::marker::PhantomData<fn() -> K>,
     /// Nesting depth of the scanner, counting the body's outer object as 1.
     depth: u32,
     in_string: bool,
@@ -76,7 +80,9 @@ impl<K: DeserializeOwned + Clone> ListStreamDecoder<K> {
             phase: Phase::Head,
             envelope: Vec::new(),
             item: Vec::new(),
-            items: Vec::new(),
+            raw: RawItems::starting_at(0),
+            count: 0,
+            _k: std::marker::PhantomData,
             depth: 0,
             in_string: false,
             escaped: false,
@@ -90,21 +96,42 @@ impl<K: DeserializeOwned + Clone> ListStreamDecoder<K> {
         }
     }
 
-    /// Items decoded so far.
+    /// Items completed so far (decoded or not).
     #[cfg(test)]
     pub(crate) fn decoded(&self) -> usize {
-        self.items.len()
+        self.count
     }
 
-    /// Takes the items decoded so far, if there are at least `min` and the list is known to
-    /// be of the expected kind (its `kind` came before `items`, as every API server writes
-    /// it). Otherwise the items stay for [`finish`](Self::finish).
+    /// Whether the list's `kind` came before `items` and is the expected one: only then may
+    /// items leave before the body is complete.
+    pub(crate) fn kind_verified(&self) -> bool {
+        self.kind_verified && self.error.is_none()
+    }
+
+    /// Takes the complete items not decoded yet, if there are at least `min`, to be decoded
+    /// elsewhere ([`RawItems::decode`]; in parallel, by `KubeListerWatcher`). Their order
+    /// relative to other batches is the caller's to keep.
+    pub(crate) fn take_raw(&mut self, min: usize) -> Option<RawItems> {
+        (self.error.is_none() && !self.raw.is_empty() && self.raw.len() >= min)
+            .then(|| std::mem::replace(&mut self.raw, RawItems::starting_at(self.count)))
+    }
+
+    /// Decodes and takes the complete items, if there are at least `min` and the list is
+    /// known to be of the expected kind ([`kind_verified`](Self::kind_verified)); otherwise
+    /// they stay for [`finish`](Self::finish). A decode error is kept for `finish`.
+    #[cfg(test)]
     pub(crate) fn take_batch(&mut self, min: usize) -> Option<Vec<Arc<K>>> {
-        (self.kind_verified
-            && self.error.is_none()
-            && !self.items.is_empty()
-            && self.items.len() >= min)
-            .then(|| std::mem::take(&mut self.items))
+        if !self.kind_verified() {
+            return None;
+        }
+        let raw = self.take_raw(min)?;
+        match raw.decode::<K>(&self.kind) {
+            Ok(items) => Some(items),
+            Err(e) => {
+                self.error = Some(e);
+                None
+            }
+        }
     }
 
     /// At the `[` of `items`: reads the list's `kind` from the envelope so far (complete up to
@@ -169,10 +196,11 @@ impl<K: DeserializeOwned + Clone> ListStreamDecoder<K> {
             }
         }
         let page = decode_list::<K>(&self.envelope, &self.kind)?;
+        let streamed = self.raw.decode::<K>(&self.kind)?;
         // `items` the scanner did not recognise (a key written with escapes) were decoded
         // with the envelope; a second `items` field fails the envelope as a duplicate.
         let items = if page.items.is_empty() {
-            self.items
+            streamed
         } else {
             page.items.into_iter().map(Arc::new).collect()
         };
@@ -343,21 +371,74 @@ impl<K: DeserializeOwned + Clone> ListStreamDecoder<K> {
     }
 
     fn decode_item(&mut self) {
-        match serde_json::from_slice::<K>(&self.item) {
-            Ok(obj) => self.items.push(Arc::new(obj.clone())),
-            Err(e) => {
-                self.error = Some(ListWatchError::Decode(format!(
-                    "cannot decode {}List: item {}: {e}",
-                    self.kind,
-                    self.items.len()
-                )));
-            }
-        }
+        self.raw.push(&self.item);
+        self.count += 1;
         // keep the buffer's capacity for the next item, but not a huge one
         self.item.clear();
         if self.item.capacity() > 1 << 20 {
             self.item.shrink_to(64 << 10);
         }
+    }
+}
+
+/// Complete list items, not decoded yet: their JSON back to back.
+#[derive(Debug)]
+pub(crate) struct RawItems {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+    /// The list index of the first item (for error messages).
+    first: usize,
+}
+
+impl RawItems {
+    fn starting_at(first: usize) -> Self {
+        Self {
+            bytes: Vec::new(),
+            ends: Vec::new(),
+            first,
+        }
+    }
+
+    fn push(&mut self, item: &[u8]) {
+        self.bytes.extend_from_slice(item);
+        self.ends.push(self.bytes.len());
+    }
+
+    /// How many items.
+    pub(crate) fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// Decodes every item into `K`, in order.
+    ///
+    /// Each object is cloned once after decoding: serde grows a `Vec` by doubling, so a
+    /// freshly decoded object holds spare capacity in every list it has, while its clone holds
+    /// exactly what it needs. For a realistic Pod that is about 15% less memory for as long as
+    /// it stays cached, for the price of one copy when it is listed.
+    ///
+    /// # Errors
+    /// [`ListWatchError::Decode`] for the first item that does not decode.
+    pub(crate) fn decode<K: DeserializeOwned + Clone>(
+        &self,
+        kind: &str,
+    ) -> Result<Vec<Arc<K>>, ListWatchError> {
+        let mut out = Vec::with_capacity(self.ends.len());
+        let mut start = 0;
+        for (i, &end) in self.ends.iter().enumerate() {
+            let obj: K = serde_json::from_slice(&self.bytes[start..end]).map_err(|e| {
+                ListWatchError::Decode(format!(
+                    "cannot decode {kind}List: item {}: {e}",
+                    self.first + i
+                ))
+            })?;
+            out.push(Arc::new(obj.clone()));
+            start = end;
+        }
+        Ok(out)
     }
 }
 

@@ -50,6 +50,14 @@ pub trait ReflectorStore<K>: Send + Sync {
     }
     /// The list failed: the parts already given stay, nothing is deleted.
     fn replace_abort(&self) {}
+
+    /// Resolves when the store can take more: a Reflector awaits it before reading each watch
+    /// event, so a store with a bounded backlog (a `DeltaFifo` with
+    /// [`max_queued_deltas`](crate::queue::DeltaFifoOptions::max_queued_deltas)) slows the
+    /// watch down instead of growing. The default resolves at once.
+    fn wait_for_room(&self) -> futures::future::BoxFuture<'_, ()> {
+        Box::pin(std::future::ready(()))
+    }
     /// The reflector's resource version advanced without an object change (a bookmark, or the
     /// end of a list). client-go's `ResourceVersionUpdater`; optional.
     fn update_resource_version(&self, _resource_version: &str) {}
@@ -89,5 +97,8 @@ impl<K, S: ReflectorStore<K> + ?Sized> ReflectorStore<K> for Arc<S> {
     }
     fn replace_abort(&self) {
         (**self).replace_abort()
+    }
+    fn wait_for_room(&self) -> futures::future::BoxFuture<'_, ()> {
+        (**self).wait_for_room()
     }
 }
