@@ -466,3 +466,68 @@ async fn kube_list_items_reach_the_queue_before_the_body_ends() {
     assert_eq!(fifo.len(), 400, "the whole list is queued in the end");
     assert_eq!(r.last_sync_resource_version(), "5");
 }
+
+#[test]
+fn watch_lines_decode_in_one_pass_whatever_the_field_order() {
+    use kinformer::source::decode_watch_line;
+    let typed_first = decode_watch_line::<Pod>(
+        br#"{"type":"MODIFIED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"a","resourceVersion":"3"}}}"#,
+        "Pod",
+    )
+    .unwrap();
+    assert!(
+        matches!(&typed_first, WatchEvent::Modified(p) if p.metadata.name.as_deref() == Some("a"))
+    );
+    let object_first = decode_watch_line::<Pod>(
+        br#"{"object":{"metadata":{"name":"b"}},"extra":[1,{"x":2}],"type":"DELETED"}"#,
+        "Pod",
+    )
+    .unwrap();
+    assert!(
+        matches!(&object_first, WatchEvent::Deleted(p) if p.metadata.name.as_deref() == Some("b"))
+    );
+    let bookmark = decode_watch_line::<Pod>(
+        br#"{"object":{"kind":"Pod","metadata":{"resourceVersion":"9","annotations":{"k8s.io/initial-events-end":"true"}}},"type":"BOOKMARK"}"#,
+        "Pod",
+    )
+    .unwrap();
+    assert_eq!(bookmark, WatchEvent::initial_events_end("9"));
+
+    // another kind: rejected by the typed decoder, and for DynamicObject by its kind check
+    for line in [
+        &br#"{"type":"ADDED","object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"c"}}}"#[..],
+        br#"{"object":{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"c"}},"type":"ADDED"}"#,
+    ] {
+        assert!(decode_watch_line::<Pod>(line, "Pod").unwrap_err().is_decode());
+        let err = decode_watch_line::<DynamicObject>(line, "Pod").unwrap_err();
+        assert!(err.is_decode() && err.to_string().contains("ConfigMap"), "{err}");
+    }
+    assert!(matches!(
+        decode_watch_line::<DynamicObject>(
+            br#"{"type":"ADDED","object":{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p"}}}"#,
+            "Pod"
+        ),
+        Ok(WatchEvent::Added(_))
+    ));
+
+    // malformed lines
+    for line in [
+        &br#"{"type":"ADDED","type":"ADDED","object":{}}"#[..],
+        br#"{"type":"ADDED","object":{},"object":{}}"#,
+        br#"{"type":"ADDED","object":7}"#,
+        br#"{"type":"BOOKMARK","object":7}"#,
+        br#"{"type":"ADDED"}"#,
+        br#"{"type":"SURPRISE","object":{}}"#,
+        br#"{"object":{}}"#,
+        br#"[]"#,
+        br#"{"type":"ADDED","object":{"metadata":{"name":"a"}}} trailing"#,
+    ] {
+        assert!(
+            decode_watch_line::<Pod>(line, "Pod")
+                .unwrap_err()
+                .is_decode(),
+            "{}",
+            String::from_utf8_lossy(line)
+        );
+    }
+}

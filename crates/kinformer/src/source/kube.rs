@@ -3,10 +3,14 @@
 //!
 //! Requests are built here rather than with kube's `ListParams`/`WatchParams`, because those
 //! cannot express everything a Reflector sends (kube drops `resourceVersion=0` when a `limit` is
-//! set, and has no `resourceVersionMatch` for watches without `sendInitialEvents`). Responses are
-//! decoded defensively: a watch line that is not JSON, has no or an unknown `type`, or carries an
-//! object of another kind becomes a [`ListWatchError::Decode`] item, which the Reflector logs and
-//! skips; nothing here panics.
+//! set, and has no `resourceVersionMatch` for watches without `sendInitialEvents`).
+//!
+//! Responses are decoded straight into `K`, never through a `serde_json::Value` tree: a list
+//! while it downloads (items are found by a small scanner and decoded in parallel batches, see
+//! `list_stream`), a watch line in one pass. They are decoded defensively: a watch line that is
+//! not JSON, has no or an unknown `type`, or carries an object of another kind (rejected by
+//! typed objects' own decoders, and checked here for `DynamicObject`) becomes a
+//! [`ListWatchError::Decode`] item, which the Reflector logs and skips; nothing here panics.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
@@ -378,23 +382,29 @@ where
 ///
 /// # Errors
 /// [`ListWatchError::Decode`] as described.
-pub fn decode_watch_line<K: DeserializeOwned>(
+pub fn decode_watch_line<K: DeserializeOwned + 'static>(
     line: &[u8],
     kind: &str,
 ) -> Result<WatchEvent<K>, ListWatchError> {
-    let envelope: WireWatchEvent<'_> = serde_json::from_slice(line)
-        .map_err(|e| ListWatchError::Decode(format!("watch event is not JSON: {e}")))?;
-    let event_type = envelope
+    let wire: WireLine<'_, K> = serde_json::from_slice(line)
+        .map_err(|e| ListWatchError::Decode(format!("cannot decode a {kind} watch event: {e}")))?;
+    let event_type = wire
         .event_type
         .ok_or_else(|| ListWatchError::Decode("watch event has no type".into()))?;
-    let object = envelope
-        .object
-        .filter(|o| o.get().starts_with('{'))
-        .ok_or_else(|| ListWatchError::Decode(format!("{event_type} event has no object")))?;
+    let object = match wire.object {
+        Some(WireObject::Typed(obj)) => return typed_event(&event_type, check_kind(obj, kind)?),
+        Some(WireObject::Raw(raw)) if raw.get().starts_with('{') => raw,
+        _ => {
+            return Err(ListWatchError::Decode(format!(
+                "{event_type} event has no object"
+            )));
+        }
+    };
     match &*event_type {
-        "ADDED" => decode_object(object, kind).map(WatchEvent::Added),
-        "MODIFIED" => decode_object(object, kind).map(WatchEvent::Modified),
-        "DELETED" => decode_object(object, kind).map(WatchEvent::Deleted),
+        // the object came before the type: decode it now
+        "ADDED" | "MODIFIED" | "DELETED" => {
+            typed_event(&event_type, check_kind(decode_object(object, kind)?, kind)?)
+        }
         "BOOKMARK" => {
             let value: Value = serde_json::from_str(object.get())
                 .map_err(|e| ListWatchError::Decode(format!("bookmark object: {e}")))?;
@@ -429,13 +439,94 @@ pub fn decode_watch_line<K: DeserializeOwned>(
     }
 }
 
-/// A watch line as sent; the object stays raw until its type is known.
-#[derive(Deserialize)]
-struct WireWatchEvent<'a> {
-    #[serde(rename = "type", borrow, default)]
+fn typed_event<K>(event_type: &str, obj: K) -> Result<WatchEvent<K>, ListWatchError> {
+    match event_type {
+        "ADDED" => Ok(WatchEvent::Added(obj)),
+        "MODIFIED" => Ok(WatchEvent::Modified(obj)),
+        "DELETED" => Ok(WatchEvent::Deleted(obj)),
+        other => Err(ListWatchError::Decode(format!(
+            "unknown watch event type {other:?}"
+        ))),
+    }
+}
+
+/// The kind check a typed decoder cannot do itself: a `DynamicObject` takes any kind, so its
+/// `kind` is compared here. Typed objects (k8s-openapi's) reject another kind while decoding.
+fn check_kind<K: 'static>(obj: K, kind: &str) -> Result<K, ListWatchError> {
+    if let Some(dynamic) = (&obj as &dyn std::any::Any).downcast_ref::<kube::api::DynamicObject>()
+        && let Some(actual) = dynamic.types.as_ref().map(|t| t.kind.as_str())
+        && actual != kind
+    {
+        return Err(ListWatchError::Decode(format!(
+            "unexpected object kind {actual:?}, expected {kind:?}"
+        )));
+    }
+    Ok(obj)
+}
+
+/// A watch line as sent, decoded in one pass: when `type` comes before `object` (as servers
+/// write it) and names an object event, the object is decoded straight into `K`; otherwise it
+/// stays raw until the type is known.
+struct WireLine<'a, K> {
     event_type: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    object: Option<&'a RawValue>,
+    object: Option<WireObject<'a, K>>,
+}
+
+enum WireObject<'a, K> {
+    Typed(K),
+    Raw(&'a RawValue),
+}
+
+impl<'de, K: DeserializeOwned> Deserialize<'de> for WireLine<'de, K> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct LineVisitor<K>(PhantomData<fn() -> K>);
+        impl<'de, K: DeserializeOwned> serde::de::Visitor<'de> for LineVisitor<K> {
+            type Value = WireLine<'de, K>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a watch event object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Self::Value, A::Error> {
+                #[derive(Deserialize)]
+                #[serde(field_identifier, rename_all = "lowercase")]
+                enum Field {
+                    Type,
+                    Object,
+                    #[serde(other)]
+                    Other,
+                }
+                let mut event_type: Option<Cow<'de, str>> = None;
+                let mut object = None;
+                while let Some(key) = map.next_key::<Field>()? {
+                    match key {
+                        Field::Type if event_type.is_none() => event_type = Some(map.next_value()?),
+                        Field::Object if object.is_none() => {
+                            let typed = matches!(
+                                event_type.as_deref(),
+                                Some("ADDED" | "MODIFIED" | "DELETED")
+                            );
+                            object = Some(if typed {
+                                WireObject::Typed(map.next_value::<K>()?)
+                            } else {
+                                WireObject::Raw(map.next_value::<&'de RawValue>()?)
+                            });
+                        }
+                        Field::Type => return Err(serde::de::Error::duplicate_field("type")),
+                        Field::Object => {
+                            return Err(serde::de::Error::duplicate_field("object"));
+                        }
+                        Field::Other => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(WireLine { event_type, object })
+            }
+        }
+        d.deserialize_map(LineVisitor(PhantomData))
+    }
 }
 
 /// Only the `kind` of an object; every other field is skipped without being built.
