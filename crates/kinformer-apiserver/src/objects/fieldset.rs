@@ -369,15 +369,8 @@ pub fn compare(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resource::builtin_resources;
+    use crate::objects::test_util::res;
     use serde_json::json;
-
-    fn res(plural: &str) -> ResourceInfo {
-        builtin_resources()
-            .into_iter()
-            .find(|r| r.plural == plural)
-            .unwrap()
-    }
 
     fn obj(v: Value) -> Map<String, Value> {
         v.as_object().unwrap().clone()

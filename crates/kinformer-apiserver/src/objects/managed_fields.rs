@@ -304,15 +304,8 @@ pub fn update_managed_fields(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resource::builtin_resources;
+    use crate::objects::test_util::res;
     use serde_json::json;
-
-    fn res(plural: &str) -> ResourceInfo {
-        builtin_resources()
-            .into_iter()
-            .find(|r| r.plural == plural)
-            .unwrap()
-    }
 
     fn writer(m: &str) -> Writer {
         Writer {

@@ -292,11 +292,16 @@ pub(crate) mod test_util {
 
     use crate::resource::{ResourceInfo, builtin_resources};
 
-    pub fn pods() -> ResourceInfo {
+    /// The built-in resource `plural` (a test's fixture; panics if there is none).
+    pub fn res(plural: &str) -> ResourceInfo {
         builtin_resources()
             .into_iter()
-            .find(|r| r.plural == "pods")
+            .find(|r| r.plural == plural)
             .unwrap()
+    }
+
+    pub fn pods() -> ResourceInfo {
+        res("pods")
     }
 
     pub fn body(v: Value) -> Map<String, Value> {

@@ -56,15 +56,8 @@ pub fn normalize_body(res: &ResourceInfo, obj: &mut Map<String, Value>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resource::builtin_resources;
+    use crate::objects::test_util::res;
     use serde_json::json;
-
-    fn res(plural: &str) -> ResourceInfo {
-        builtin_resources()
-            .into_iter()
-            .find(|r| r.plural == plural)
-            .unwrap()
-    }
 
     #[test]
     fn secret_string_data_is_merged_into_data() {

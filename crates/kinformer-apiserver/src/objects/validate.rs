@@ -394,15 +394,8 @@ pub fn validate_object(res: &ResourceInfo, obj: &Map<String, Value>) -> Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resource::builtin_resources;
+    use crate::objects::test_util::res;
     use serde_json::json;
-
-    fn res(plural: &str) -> ResourceInfo {
-        builtin_resources()
-            .into_iter()
-            .find(|r| r.plural == plural)
-            .unwrap()
-    }
 
     fn check(plural: &str, v: Value) -> Result<(), ApiError> {
         validate_object(&res(plural), v.as_object().unwrap())
