@@ -103,25 +103,6 @@ fn handle(command: &str, server: &Arc<RunningServer>) -> String {
     }
 }
 
-/// The current pods (namespace, object) without resourceVersions (unconditional updates).
-fn load_pods(server: &RunningServer) -> Result<Vec<(String, Value)>, String> {
-    let state = server.state("pods", None).map_err(|e| e.to_string())?;
-    let mut pods: Vec<(String, Value)> = state
-        .objects
-        .into_iter()
-        .map(|o| (o.namespace, o.object))
-        .collect();
-    if pods.is_empty() {
-        return Err("no pods to update".into());
-    }
-    for (_, pod) in &mut pods {
-        if let Some(meta) = pod.get_mut("metadata").and_then(Value::as_object_mut) {
-            meta.remove("resourceVersion");
-        }
-    }
-    Ok(pods)
-}
-
 /// Placeholders spliced out of a pod's JSON by [`Template`].
 const RV_MARK: &str = "KINFORMER_BENCH_RV_PLACEHOLDER";
 const TS_MARK: &str = "KINFORMER_BENCH_TS_PLACEHOLDER";
@@ -138,8 +119,7 @@ struct Template {
 }
 
 impl Template {
-    fn new(namespace: &str, pod: &Value) -> Result<Self, String> {
-        let mut obj = pod.clone();
+    fn new(namespace: String, mut obj: Value) -> Result<Self, String> {
         let meta = obj
             .get_mut("metadata")
             .and_then(Value::as_object_mut)
@@ -181,7 +161,7 @@ impl Template {
             RV_MARK.len()
         };
         Ok(Self {
-            namespace: namespace.to_string(),
+            namespace,
             name,
             pieces: [
                 bytes[..a].to_vec(),
@@ -226,10 +206,16 @@ impl Template {
     }
 }
 
+/// A template for every pod on the server.
 fn templates(server: &RunningServer) -> Result<Vec<Template>, String> {
-    load_pods(server)?
-        .iter()
-        .map(|(ns, pod)| Template::new(ns, pod))
+    let state = server.state("pods", None).map_err(|e| e.to_string())?;
+    if state.objects.is_empty() {
+        return Err("no pods to update".into());
+    }
+    state
+        .objects
+        .into_iter()
+        .map(|o| Template::new(o.namespace, o.object))
         .collect()
 }
 
@@ -254,7 +240,7 @@ mod tests {
     #[test]
     fn a_template_renders_the_pod_with_its_revision_and_a_fresh_timestamp() {
         let pod = kinformer_apiserver::seed::pod("ns", "p", 3);
-        let t = Template::new("ns", &pod).unwrap();
+        let t = Template::new("ns".into(), pod.clone()).unwrap();
         let out: Value = serde_json::from_slice(&t.render(42)).unwrap();
         assert_eq!(out["metadata"]["resourceVersion"], "42");
         let ts: u128 = out["metadata"]["annotations"][TS_ANNOTATION]

@@ -6,7 +6,7 @@ use std::fmt;
 use std::pin::pin;
 use std::sync::Arc;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::{Notify, watch};
 
 use super::delta::{Delta, DeltaType, Deltas};
@@ -217,21 +217,14 @@ impl<K: Object> DeltaFifo<K> {
     /// # Errors
     /// [`QueueError::Key`] if any listed object's key cannot be computed; nothing changes.
     pub fn replace(&self, list: Vec<Arc<K>>, _resource_version: String) -> Result<(), QueueError> {
-        let keyed = list
-            .into_iter()
-            .map(|obj| Ok(((self.key_func)(&obj)?, obj)))
-            .collect::<Result<Vec<_>, QueueError>>()?;
+        let keyed = self.keyed(list)?;
 
         let mut inner = self.inner.lock();
         let mut listed = HashSet::with_capacity(keyed.len());
         self.queue_listed(&mut inner, keyed, &mut listed);
         let deletions = self.queue_missing(&mut inner, &listed);
         inner.sync.first_replace(listed.len() + deletions);
-        let wake = !inner.queue.is_empty();
-        drop(inner);
-        if wake {
-            self.notify.notify_one();
-        }
+        self.wake_if_queued(inner);
         Ok(())
     }
 
@@ -252,19 +245,12 @@ impl<K: Object> DeltaFifo<K> {
     /// [`QueueError::Key`] if any item's key cannot be computed; nothing of this part is
     /// queued.
     pub fn replace_part(&self, items: Vec<Arc<K>>) -> Result<(), QueueError> {
-        let keyed = items
-            .into_iter()
-            .map(|obj| Ok(((self.key_func)(&obj)?, obj)))
-            .collect::<Result<Vec<_>, QueueError>>()?;
+        let keyed = self.keyed(items)?;
         let mut inner = self.inner.lock();
         let mut listed = inner.replacing.take().unwrap_or_default();
         self.queue_listed(&mut inner, keyed, &mut listed);
         inner.replacing = Some(listed);
-        let wake = !inner.queue.is_empty();
-        drop(inner);
-        if wake {
-            self.notify.notify_one();
-        }
+        self.wake_if_queued(inner);
         Ok(())
     }
 
@@ -284,17 +270,29 @@ impl<K: Object> DeltaFifo<K> {
         self.queue_missing(&mut inner, &listed);
         let queued = inner.queue.len();
         inner.sync.first_replace(queued);
-        let wake = !inner.queue.is_empty();
-        drop(inner);
-        if wake {
-            self.notify.notify_one();
-        }
+        self.wake_if_queued(inner);
         Ok(())
     }
 
     /// Abandons a replace taken in parts: the parts stay queued, nothing is deleted.
     pub fn replace_abort(&self) {
         self.inner.lock().replacing = None;
+    }
+
+    /// Every object with its key; the first key that cannot be computed fails them all.
+    fn keyed(&self, objs: Vec<Arc<K>>) -> Result<Vec<(String, Arc<K>)>, QueueError> {
+        objs.into_iter()
+            .map(|obj| Ok(((self.key_func)(&obj)?, obj)))
+            .collect()
+    }
+
+    /// Releases the lock and wakes a consumer if anything is queued.
+    fn wake_if_queued(&self, inner: MutexGuard<'_, Inner<K>>) {
+        let wake = !inner.queue.is_empty();
+        drop(inner);
+        if wake {
+            self.notify.notify_one();
+        }
     }
 
     /// Queues a `Replaced` (or `Sync`) delta for every listed item and records its key.

@@ -38,6 +38,16 @@ impl<K> ListPage<K> {
         }
     }
 
+    /// The same page with every item mapped by `f` (e.g. `Arc::new`); the metadata stays.
+    pub fn map_items<U>(self, f: impl FnMut(K) -> U) -> ListPage<U> {
+        ListPage {
+            items: self.items.into_iter().map(f).collect(),
+            resource_version: self.resource_version,
+            continue_token: self.continue_token,
+            remaining_item_count: self.remaining_item_count,
+        }
+    }
+
     /// The same page with a continue token (more pages follow).
     #[must_use]
     pub fn with_continue(mut self, token: impl Into<String>) -> Self {
@@ -129,15 +139,7 @@ pub trait ListerWatcher<K>: Send + Sync {
         K: Send + 'static,
     {
         let page = self.list(options);
-        Box::pin(async move {
-            let page = page.await?;
-            Ok(ListPage {
-                items: page.items.into_iter().map(Arc::new).collect(),
-                resource_version: page.resource_version,
-                continue_token: page.continue_token,
-                remaining_item_count: page.remaining_item_count,
-            })
-        })
+        Box::pin(async move { Ok(page.await?.map_items(Arc::new)) })
     }
 
     /// Lists one page like [`list_shared`](Self::list_shared), but may hand items to

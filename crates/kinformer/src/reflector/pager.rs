@@ -52,11 +52,7 @@ where
     let mut sink = Collect(Vec::new());
     let end = list_pages(lw, options, page_size, &mut sink).await?;
     Ok(FullList {
-        items: sink
-            .0
-            .into_iter()
-            .map(|obj| Arc::try_unwrap(obj).unwrap_or_else(|shared| (*shared).clone()))
-            .collect(),
+        items: sink.0.into_iter().map(Arc::unwrap_or_clone).collect(),
         resource_version: end.resource_version,
         paginated: end.paginated,
     })

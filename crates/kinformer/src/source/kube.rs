@@ -18,7 +18,7 @@ use std::fmt::Debug;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use bytes::{Buf, BytesMut};
+use bytes::BytesMut;
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use http_body_util::BodyExt;
@@ -223,13 +223,8 @@ where
                 Step::Frame(None) => body_done = true,
                 Step::Frame(Some(frame)) => {
                     let frame = frame.map_err(from_kube_error)?;
-                    if let Ok(mut data) = frame.into_data() {
-                        while data.has_remaining() {
-                            let chunk = data.chunk();
-                            decoder.push(chunk);
-                            let n = chunk.len();
-                            data.advance(n);
-                        }
+                    if let Ok(data) = frame.into_data() {
+                        decoder.push(&data);
                     }
                     while let Some(raw) = decoder.take_raw(DECODE_BATCH) {
                         let kind = self.kind.clone();
@@ -255,16 +250,7 @@ where
         let options = options.clone();
         async move {
             let page = self.list_streamed(&options, None).await?;
-            Ok(ListPage {
-                items: page
-                    .items
-                    .into_iter()
-                    .map(|obj| Arc::try_unwrap(obj).unwrap_or_else(|shared| (*shared).clone()))
-                    .collect(),
-                resource_version: page.resource_version,
-                continue_token: page.continue_token,
-                remaining_item_count: page.remaining_item_count,
-            })
+            Ok(page.map_items(Arc::unwrap_or_clone))
         }
         .boxed()
     }
@@ -337,14 +323,7 @@ where
                     return Some((decode_watch_line::<K>(&rest, &kind), st));
                 }
                 match st.body.next().await {
-                    Some(Ok(mut chunk)) => {
-                        while chunk.has_remaining() {
-                            let c = chunk.chunk();
-                            st.buf.extend_from_slice(c);
-                            let n = c.len();
-                            chunk.advance(n);
-                        }
-                    }
+                    Some(Ok(chunk)) => st.buf.extend_from_slice(&chunk),
                     Some(Err(e)) => {
                         st.done = true;
                         st.buf.clear();
@@ -402,9 +381,7 @@ pub fn decode_watch_line<K: DeserializeOwned + 'static>(
     };
     match &*event_type {
         // the object came before the type: decode it now
-        "ADDED" | "MODIFIED" | "DELETED" => {
-            typed_event(&event_type, check_kind(decode_object(object, kind)?, kind)?)
-        }
+        "ADDED" | "MODIFIED" | "DELETED" => typed_event(&event_type, decode_object(object, kind)?),
         "BOOKMARK" => {
             let value: Value = serde_json::from_str(object.get())
                 .map_err(|e| ListWatchError::Decode(format!("bookmark object: {e}")))?;
@@ -559,6 +536,12 @@ struct WireListMeta {
     remaining_item_count: Option<i64>,
 }
 
+/// Whether a list's `kind` says it holds `kind` objects: `<kind>List`, or the generic `List`
+/// (how client-go decides what a list holds).
+pub(crate) fn is_list_of(list_kind: &str, kind: &str) -> bool {
+    list_kind == "List" || list_kind.strip_suffix("List") == Some(kind)
+}
+
 /// Decodes a list response body into one page.
 ///
 /// The body is decoded in a single pass straight into `K` (no intermediate JSON tree), which
@@ -583,8 +566,7 @@ pub fn decode_list<K: DeserializeOwned>(
     let list: WireList<K> = serde_json::from_slice(body)
         .map_err(|e| ListWatchError::Decode(format!("cannot decode {kind}List: {e}")))?;
     if let Some(list_kind) = list.kind.as_deref()
-        && list_kind != "List"
-        && list_kind.strip_suffix("List") != Some(kind)
+        && !is_list_of(list_kind, kind)
     {
         return Err(ListWatchError::Decode(format!(
             "unexpected list kind {list_kind:?}, expected \"{kind}List\""

@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 
-use super::kube::decode_list;
+use super::kube::{decode_list, is_list_of};
 use crate::reflector::{ListPage, ListWatchError};
 
 /// Where the scanner is in the body.
@@ -62,7 +62,7 @@ pub(crate) struct ListStreamDecoder<K> {
     last_string_is_items: bool,
     saw_colon_after_items: bool,
     /// Whether the list's `kind` was read before `items` and is the expected one: only then
-    /// may decoded items leave before the body is complete ([`take_batch`](Self::take_batch)).
+    /// may decoded items leave before the body is complete.
     kind_verified: bool,
     /// Between items: an item was just closed (a `,` or `]` must follow).
     after_item: bool,
@@ -146,9 +146,7 @@ impl<K: DeserializeOwned + Clone> ListStreamDecoder<K> {
         let mut head = self.envelope.clone();
         head.push(b'}');
         match serde_json::from_slice::<Kind>(&head) {
-            Ok(Kind { kind: Some(k) })
-                if k == "List" || k.strip_suffix("List") == Some(&self.kind) =>
-            {
+            Ok(Kind { kind: Some(k) }) if is_list_of(&k, &self.kind) => {
                 self.kind_verified = true;
             }
             Ok(Kind { kind: Some(k) }) => {
@@ -195,21 +193,18 @@ impl<K: DeserializeOwned + Clone> ListStreamDecoder<K> {
                 )));
             }
         }
-        let page = decode_list::<K>(&self.envelope, &self.kind)?;
+        let page = decode_list::<K>(&self.envelope, &self.kind)?.map_items(Arc::new);
         let streamed = self.raw.decode::<K>(&self.kind)?;
         // `items` the scanner did not recognise (a key written with escapes) were decoded
         // with the envelope; a second `items` field fails the envelope as a duplicate.
-        let items = if page.items.is_empty() {
-            streamed
+        if page.items.is_empty() {
+            Ok(ListPage {
+                items: streamed,
+                ..page
+            })
         } else {
-            page.items.into_iter().map(Arc::new).collect()
-        };
-        Ok(ListPage {
-            items,
-            resource_version: page.resource_version,
-            continue_token: page.continue_token,
-            remaining_item_count: page.remaining_item_count,
-        })
+            Ok(page)
+        }
     }
 
     /// Before `items`: copies bytes to the envelope while tracking depth-1 keys. Returns how
@@ -358,7 +353,7 @@ impl<K: DeserializeOwned + Clone> ListStreamDecoder<K> {
                 b'}' | b']' => {
                     self.depth -= 1;
                     if self.depth == 2 {
-                        self.decode_item();
+                        self.complete_item();
                         self.after_item = true;
                         self.phase = Phase::Between;
                         return i;
@@ -370,7 +365,8 @@ impl<K: DeserializeOwned + Clone> ListStreamDecoder<K> {
         chunk.len()
     }
 
-    fn decode_item(&mut self) {
+    /// The item in progress is complete: it joins the raw items to decode.
+    fn complete_item(&mut self) {
         self.raw.push(&self.item);
         self.count += 1;
         // keep the buffer's capacity for the next item, but not a huge one
