@@ -1,94 +1,25 @@
 //! Ports of client-go's `tools/cache/delta_fifo_test.go`: same inputs, same expected outputs.
 //! client-go's `testFifoObject{name, val}` is a ConfigMap named `name` with `data.val = val`.
 
-use std::collections::BTreeMap;
+mod delta_fifo_support;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kinformer::queue::{DeltaFifo, DeltaFifoOptions, DeltaType, Deltas, QueueError};
-use kinformer::{DeletedFinalStateUnknown, KeyListerGetter, ObjectOrTombstone, ReflectorStore};
-use kube::api::ObjectMeta;
+use kinformer::{DeletedFinalStateUnknown, ObjectOrTombstone, ReflectorStore};
 
 use DeltaType::{Added, Deleted, Replaced, Sync, Updated};
-
-fn obj(name: &str, val: i64) -> Arc<ConfigMap> {
-    Arc::new(ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            ..Default::default()
-        },
-        data: Some(BTreeMap::from([("val".to_string(), val.to_string())])),
-        ..Default::default()
-    })
-}
+use delta_fifo_support::*;
 
 fn val(o: &ConfigMap) -> i64 {
     o.data.as_ref().unwrap()["val"].parse().unwrap()
 }
 
-fn describe_obj(o: &ConfigMap) -> String {
-    format!("{}={}", o.metadata.name.as_deref().unwrap_or(""), val(o))
-}
-
-fn describe(o: &ObjectOrTombstone<ConfigMap>) -> String {
-    match o {
-        ObjectOrTombstone::Object(o) => describe_obj(o),
-        ObjectOrTombstone::Tombstone(t) => format!(
-            "tombstone({}, {})",
-            t.key,
-            t.obj.as_deref().map_or("none".into(), describe_obj)
-        ),
-    }
-}
-
-fn describe_deltas(d: &Deltas<ConfigMap>) -> Vec<(DeltaType, String)> {
-    d.iter()
-        .map(|d| (d.delta_type, describe(&d.object)))
-        .collect()
-}
-
-fn exp(items: &[(DeltaType, &str)]) -> Vec<(DeltaType, String)> {
-    items.iter().map(|(t, s)| (*t, s.to_string())).collect()
-}
-
-/// client-go's `literalListerGetter`: a fixed list of known objects, in list order.
-struct Literal(Vec<Arc<ConfigMap>>);
-
-impl KeyListerGetter<ConfigMap> for Literal {
-    fn list_keys(&self) -> Vec<String> {
-        self.0
-            .iter()
-            .map(|o| o.metadata.name.clone().unwrap())
-            .collect()
-    }
-    fn get_by_key(&self, key: &str) -> Option<Arc<ConfigMap>> {
-        self.0
-            .iter()
-            .find(|o| o.metadata.name.as_deref() == Some(key))
-            .cloned()
-    }
-}
-
-fn fifo() -> DeltaFifo<ConfigMap> {
-    DeltaFifo::new(DeltaFifoOptions::default())
-}
-
-fn fifo_known(known: Vec<Arc<ConfigMap>>, emit_replaced: bool) -> DeltaFifo<ConfigMap> {
-    DeltaFifo::new(DeltaFifoOptions {
-        known_objects: Some(Arc::new(Literal(known))),
-        emit_delta_type_replaced: emit_replaced,
-        ..Default::default()
-    })
-}
-
 async fn pop(f: &DeltaFifo<ConfigMap>) -> Deltas<ConfigMap> {
     f.pop(|d, _| d).await.expect("an item")
-}
-
-async fn pop_desc(f: &DeltaFifo<ConfigMap>) -> Vec<(DeltaType, String)> {
-    describe_deltas(&pop(f).await)
 }
 
 async fn pop_newest_val(f: &DeltaFifo<ConfigMap>) -> i64 {

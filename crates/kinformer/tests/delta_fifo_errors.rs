@@ -1,85 +1,16 @@
 //! DeltaFifo behaviour beyond client-go's tests: typed errors for objects without a name, the
 //! `ReflectorStore` implementation, and known objects that change underneath the queue.
 
-use std::collections::BTreeMap;
+mod delta_fifo_support;
+
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kinformer::queue::{DeltaFifo, DeltaFifoOptions, DeltaType, Deltas, QueueError};
-use kinformer::{KeyListerGetter, ObjectOrTombstone, ReflectorStore};
-use kube::api::ObjectMeta;
+use kinformer::queue::{DeltaFifo, DeltaFifoOptions, DeltaType, QueueError};
+use kinformer::{KeyListerGetter, ReflectorStore};
 
 use DeltaType::{Added, Deleted, Replaced, Sync, Updated};
-
-fn obj(name: &str, val: i64) -> Arc<ConfigMap> {
-    Arc::new(ConfigMap {
-        metadata: ObjectMeta {
-            name: Some(name.into()),
-            ..Default::default()
-        },
-        data: Some(BTreeMap::from([("val".to_string(), val.to_string())])),
-        ..Default::default()
-    })
-}
-
-fn describe_obj(o: &ConfigMap) -> String {
-    let val = o.data.as_ref().map_or("", |d| d["val"].as_str());
-    format!("{}={val}", o.metadata.name.as_deref().unwrap_or(""))
-}
-
-fn describe_deltas(d: &Deltas<ConfigMap>) -> Vec<(DeltaType, String)> {
-    d.iter()
-        .map(|d| {
-            let s = match &d.object {
-                ObjectOrTombstone::Object(o) => describe_obj(o),
-                ObjectOrTombstone::Tombstone(t) => format!(
-                    "tombstone({}, {})",
-                    t.key,
-                    t.obj.as_deref().map_or("none".into(), describe_obj)
-                ),
-            };
-            (d.delta_type, s)
-        })
-        .collect()
-}
-
-fn exp(items: &[(DeltaType, &str)]) -> Vec<(DeltaType, String)> {
-    items.iter().map(|(t, s)| (*t, s.to_string())).collect()
-}
-
-/// A fixed list of known objects, in list order.
-struct Literal(Vec<Arc<ConfigMap>>);
-
-impl KeyListerGetter<ConfigMap> for Literal {
-    fn list_keys(&self) -> Vec<String> {
-        self.0
-            .iter()
-            .map(|o| o.metadata.name.clone().unwrap())
-            .collect()
-    }
-    fn get_by_key(&self, key: &str) -> Option<Arc<ConfigMap>> {
-        self.0
-            .iter()
-            .find(|o| o.metadata.name.as_deref() == Some(key))
-            .cloned()
-    }
-}
-
-fn fifo() -> DeltaFifo<ConfigMap> {
-    DeltaFifo::new(DeltaFifoOptions::default())
-}
-
-fn fifo_known(known: Vec<Arc<ConfigMap>>, emit_replaced: bool) -> DeltaFifo<ConfigMap> {
-    DeltaFifo::new(DeltaFifoOptions {
-        known_objects: Some(Arc::new(Literal(known))),
-        emit_delta_type_replaced: emit_replaced,
-        ..Default::default()
-    })
-}
-
-async fn pop_desc(f: &DeltaFifo<ConfigMap>) -> Vec<(DeltaType, String)> {
-    describe_deltas(&f.pop(|d, _| d).await.expect("an item"))
-}
+use delta_fifo_support::*;
 
 fn nameless() -> Arc<ConfigMap> {
     Arc::new(ConfigMap::default())
