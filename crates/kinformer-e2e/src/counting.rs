@@ -5,7 +5,7 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use kinformer::reflector::{
-    INITIAL_EVENTS_END_ANNOTATION, ListOptions, ListPage, ListWatchError, ListerWatcher,
+    INITIAL_EVENTS_END_ANNOTATION, ItemSink, ListMeta, ListOptions, ListWatchError, ListerWatcher,
     WatchEvent, WatchStream,
 };
 use parking_lot::Mutex;
@@ -70,21 +70,32 @@ impl<K: Send + 'static> CountingListerWatcher<K> {
 }
 
 impl<K: Send + 'static> ListerWatcher<K> for CountingListerWatcher<K> {
-    fn list(&self, options: &ListOptions) -> BoxFuture<'_, Result<ListPage<K>, ListWatchError>> {
+    fn list<'a>(
+        &'a self,
+        options: &ListOptions,
+        sink: ItemSink<'a, K>,
+    ) -> BoxFuture<'a, Result<ListMeta, ListWatchError>> {
         let counts = self.counts.clone();
         let continued = options.continue_token.is_some();
-        let fut = self.inner.list(options);
+        let options = options.clone();
         async move {
-            let result = fut.await;
+            // The inner source's batches pass straight through, counted on the way.
+            let mut items = 0usize;
+            let result = {
+                let mut counting = |batch: Vec<Arc<K>>| {
+                    items += batch.len();
+                    sink(batch);
+                };
+                self.inner.list(&options, &mut counting).await
+            };
             let mut c = counts.lock();
             c.lists += 1;
             if continued {
                 c.continued_lists += 1;
             }
-            match &result {
-                Ok(page) => c.largest_page = c.largest_page.max(page.items.len()),
-                Err(ListWatchError::Api(s)) => c.error_codes.push(s.code),
-                Err(_) => {}
+            c.largest_page = c.largest_page.max(items);
+            if let Err(ListWatchError::Api(s)) = &result {
+                c.error_codes.push(s.code);
             }
             drop(c);
             result

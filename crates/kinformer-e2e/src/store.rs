@@ -20,7 +20,9 @@ use parking_lot::Mutex;
 /// cm.metadata.name = Some("a".into());
 /// cm.metadata.namespace = Some("ns".into());
 /// cm.metadata.resource_version = Some("7".into());
-/// store.replace(vec![Arc::new(cm)], "7".into()).unwrap();
+/// store.replace_begin();
+/// store.replace_part(vec![Arc::new(cm)]).unwrap();
+/// store.replace_end("7".into()).unwrap();
 /// assert_eq!(store.snapshot().get("ns/a").map(String::as_str), Some("7"));
 /// assert_eq!(store.replace_count(), 1);
 /// ```
@@ -30,6 +32,8 @@ pub struct MapStore<K> {
 
 struct Inner<K> {
     objects: BTreeMap<String, Arc<K>>,
+    /// The list in progress (between `replace_begin` and `replace_end`).
+    listing: Option<BTreeMap<String, Arc<K>>>,
     replaces: usize,
     last_rv: String,
 }
@@ -39,6 +43,7 @@ impl<K> Default for MapStore<K> {
         Self {
             inner: Mutex::new(Inner {
                 objects: BTreeMap::new(),
+                listing: None,
                 replaces: 0,
                 last_rv: String::new(),
             }),
@@ -52,12 +57,12 @@ impl<K: Object> MapStore<K> {
         crate::snapshot(self.inner.lock().objects.values().map(|o| o.as_ref()))
     }
 
-    /// How many times `replace` was called (the initial list and every relist).
+    /// How many lists completed (`replace_end`: the initial list and every relist).
     pub fn replace_count(&self) -> usize {
         self.inner.lock().replaces
     }
 
-    /// The last resourceVersion passed to `replace` or `update_resource_version`.
+    /// The last resourceVersion passed to `replace_end` or `update_resource_version`.
     pub fn last_resource_version(&self) -> String {
         self.inner.lock().last_rv.clone()
     }
@@ -90,15 +95,35 @@ impl<K: Object> ReflectorStore<K> for MapStore<K> {
         Ok(())
     }
 
-    fn replace(&self, list: Vec<Arc<K>>, resource_version: String) -> Result<(), Infallible> {
+    fn replace_begin(&self) {
+        self.inner.lock().listing = Some(BTreeMap::new());
+    }
+
+    fn replace_part(&self, items: Vec<Arc<K>>) -> Result<(), Infallible> {
         let mut inner = self.inner.lock();
-        inner.objects = list
-            .into_iter()
-            .filter_map(|o| meta_namespace_key(o.as_ref()).ok().map(|k| (k, o)))
-            .collect();
+        let listing = inner.listing.get_or_insert_with(BTreeMap::new);
+        listing.extend(
+            items
+                .into_iter()
+                .filter_map(|o| meta_namespace_key(o.as_ref()).ok().map(|k| (k, o))),
+        );
+        Ok(())
+    }
+
+    fn replace_end(&self, resource_version: String) -> Result<(), Infallible> {
+        let mut inner = self.inner.lock();
+        inner.objects = inner.listing.take().unwrap_or_default();
         inner.replaces += 1;
         inner.last_rv = resource_version;
         Ok(())
+    }
+
+    fn replace_abort(&self) {
+        self.inner.lock().listing = None;
+    }
+
+    fn wait_for_room(&self) -> futures::future::BoxFuture<'_, ()> {
+        Box::pin(std::future::ready(()))
     }
 
     fn resync(&self) -> Result<(), Infallible> {

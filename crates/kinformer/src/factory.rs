@@ -13,7 +13,6 @@ use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use kube::Resource;
 use kube::api::{ApiResource, DynamicObject, ObjectMeta};
 use parking_lot::Mutex;
@@ -22,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::informer::SharedIndexInformer;
-use crate::reflector::{ListOptions, ListPage, ListWatchError, ListerWatcher, WatchStream};
+use crate::reflector::{ListOptions, ListerWatcher};
 use crate::source::KubeListerWatcher;
 use crate::store::{Indexers, NAMESPACE_INDEX, namespace_index_func};
 use crate::wait::{SyncSignal, wait_for_cache_sync};
@@ -103,6 +102,7 @@ pub struct SharedInformerFactoryBuilder {
     default_resync: Duration,
     custom_resync: HashMap<TypeId, Duration>,
     transform: Option<MetaTransform>,
+    max_object_size: usize,
 }
 
 impl SharedInformerFactoryBuilder {
@@ -145,6 +145,13 @@ impl SharedInformerFactoryBuilder {
         self.transform = Some(Arc::new(f));
         self
     }
+    /// The most bytes one object may take on the wire, for every informer's source (default
+    /// [`DEFAULT_MAX_OBJECT_SIZE`](crate::source::DEFAULT_MAX_OBJECT_SIZE); see
+    /// [`KubeListerWatcher::with_max_object_size`]).
+    pub fn max_object_size(mut self, bytes: usize) -> Self {
+        self.max_object_size = bytes;
+        self
+    }
     /// Builds the factory.
     pub fn build(self) -> SharedInformerFactory {
         SharedInformerFactory {
@@ -155,6 +162,7 @@ impl SharedInformerFactoryBuilder {
                 default_resync: self.default_resync,
                 custom_resync: self.custom_resync,
                 transform: self.transform,
+                max_object_size: self.max_object_size,
                 informers: Mutex::new(Vec::new()),
                 tasks: TaskTracker::new(),
                 cancel: CancellationToken::new(),
@@ -192,6 +200,7 @@ struct FactoryInner {
     default_resync: Duration,
     custom_resync: HashMap<TypeId, Duration>,
     transform: Option<MetaTransform>,
+    max_object_size: usize,
     informers: Mutex<Vec<Registered>>,
     tasks: TaskTracker,
     cancel: CancellationToken,
@@ -221,6 +230,7 @@ impl SharedInformerFactory {
             default_resync: Duration::ZERO,
             custom_resync: HashMap::new(),
             transform: None,
+            max_object_size: crate::source::DEFAULT_MAX_OBJECT_SIZE,
         }
     }
 
@@ -255,7 +265,7 @@ impl SharedInformerFactory {
                 &(),
             );
             let name = format!("{}{}", K::kind(&()), scope.describe());
-            self.new_informer(Arc::new(lw), scope, resync, name)
+            self.new_informer(lw, &scope, resync, name)
         })
     }
 
@@ -283,7 +293,7 @@ impl SharedInformerFactory {
                 resource,
             );
             let name = format!("{}{}", resource.kind, scope.describe());
-            self.new_informer(Arc::new(lw), scope, resync, name)
+            self.new_informer(lw, &scope, resync, name)
         })
     }
 
@@ -295,18 +305,30 @@ impl SharedInformerFactory {
             .unwrap_or(self.inner.default_resync)
     }
 
-    fn new_informer<K: crate::Object + Clone>(
+    /// An informer over `lw` narrowed to `scope`'s selectors and the factory's tweak: the
+    /// source carries them itself, so the informer gets the source's whole list protocol
+    /// (streamed, decoded in parallel, applied in parts) with nothing in between.
+    fn new_informer<K>(
         &self,
-        lw: Arc<dyn ListerWatcher<K>>,
-        scope: InformerScope,
+        mut lw: KubeListerWatcher<K>,
+        scope: &InformerScope,
         resync: Duration,
         name: String,
-    ) -> SharedIndexInformer<K> {
-        let lw: Arc<dyn ListerWatcher<K>> = Arc::new(Scoped {
-            inner: lw,
-            scope,
-            tweak: self.inner.tweak.clone(),
-        });
+    ) -> SharedIndexInformer<K>
+    where
+        K: crate::Object + Clone + Debug + DeserializeOwned,
+    {
+        lw = lw.with_max_object_size(self.inner.max_object_size);
+        if let Some(l) = &scope.label_selector {
+            lw = lw.with_label_selector(l.clone());
+        }
+        if let Some(f) = &scope.field_selector {
+            lw = lw.with_field_selector(f.clone());
+        }
+        if let Some(t) = self.inner.tweak.clone() {
+            lw = lw.with_tweak_options(move |o| t(o));
+        }
+        let lw: Arc<dyn ListerWatcher<K>> = Arc::new(lw);
         let mut indexers = Indexers::default();
         indexers.insert(NAMESPACE_INDEX.to_owned(), namespace_index_func());
         let informer = SharedIndexInformer::builder_shared(lw)
@@ -388,42 +410,5 @@ impl SharedInformerFactory {
         self.inner.cancel.cancel();
         self.inner.tasks.close();
         self.inner.tasks.wait().await;
-    }
-}
-
-/// Applies a scope and a tweak to every request of an inner ListerWatcher.
-struct Scoped<K> {
-    inner: Arc<dyn ListerWatcher<K>>,
-    scope: InformerScope,
-    tweak: Option<TweakFn>,
-}
-
-impl<K> Scoped<K> {
-    fn options(&self, options: &ListOptions) -> ListOptions {
-        let mut o = options.clone();
-        if o.label_selector.is_none() {
-            o.label_selector = self.scope.label_selector.clone();
-        }
-        if o.field_selector.is_none() {
-            o.field_selector = self.scope.field_selector.clone();
-        }
-        if let Some(t) = &self.tweak {
-            t(&mut o);
-        }
-        o
-    }
-}
-
-impl<K: Send + Sync + 'static> ListerWatcher<K> for Scoped<K> {
-    fn list(&self, options: &ListOptions) -> BoxFuture<'_, Result<ListPage<K>, ListWatchError>> {
-        let o = self.options(options);
-        Box::pin(async move { self.inner.list(&o).await })
-    }
-    fn watch(
-        &self,
-        options: &ListOptions,
-    ) -> BoxFuture<'_, Result<WatchStream<K>, ListWatchError>> {
-        let o = self.options(options);
-        Box::pin(async move { self.inner.watch(&o).await })
     }
 }

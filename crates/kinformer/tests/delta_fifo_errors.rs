@@ -45,9 +45,9 @@ fn object_without_name_is_a_typed_error_and_changes_nothing() {
 async fn reflector_store_impl_forwards_to_the_queue() {
     let f = Arc::new(fifo_known(vec![obj("gone", 1)], true));
     let store: &dyn ReflectorStore<ConfigMap, Error = QueueError> = &f;
-    store
-        .replace(vec![obj("a", 1)], "10".into())
-        .expect("replace");
+    store.replace_begin();
+    store.replace_part(vec![obj("a", 1)]).expect("replace part");
+    store.replace_end("10".into()).expect("replace end");
     store.update_resource_version("11");
     store.add(obj("b", 1)).unwrap();
     store.update(obj("b", 2)).unwrap();

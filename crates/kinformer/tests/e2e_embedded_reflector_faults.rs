@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use embedded_support::*;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kinformer::reflector::BackoffConfig;
+use kinformer::store::ReplaceOnce;
 use kinformer::{Indexer, KubeListerWatcher, Reflector};
 use kinformer_apiserver::ServerConfig;
 use tokio_util::sync::CancellationToken;
@@ -46,7 +47,7 @@ async fn converge_under_faults(seed: u64, objects: usize) {
         server.client(),
     )));
     let reflector = Arc::new(
-        Reflector::builder(lw, cache.clone())
+        Reflector::builder(lw, ReplaceOnce::new(cache.clone()))
             .name(format!("configmaps-seed-{seed}"))
             .backoff(short_backoff())
             .build(),

@@ -11,6 +11,7 @@ use std::time::Duration;
 use embedded_support::*;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kinformer::reflector::BackoffConfig;
+use kinformer::store::ReplaceOnce;
 use kinformer::{Indexer, KubeListerWatcher, Reflector};
 use kinformer_apiserver::ServerConfig;
 use tokio_util::sync::CancellationToken;
@@ -30,7 +31,7 @@ async fn streaming_list_reflector_converges_under_faults() {
         server.client(),
     )));
     let reflector = Arc::new(
-        Reflector::builder(lw, cache.clone())
+        Reflector::builder(lw, ReplaceOnce::new(cache.clone()))
             .name("configmaps-watch-list")
             .use_watch_list(true)
             .backoff(BackoffConfig {

@@ -6,8 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
+use kinformer::ExplicitKey;
 use kinformer::queue::{Fifo, QueueError};
-use kinformer::{ExplicitKey, ReflectorStore};
+use kinformer::store::ReplaceStore;
 use kube::api::ObjectMeta;
 
 type Obj = (String, i64);
@@ -235,7 +236,7 @@ async fn explicit_keys_and_objects_constructors() {
         },
         ..Default::default()
     });
-    let store: &dyn ReflectorStore<ConfigMap, Error = QueueError> = &objects;
+    let store: &dyn ReplaceStore<ConfigMap, Error = QueueError> = &objects;
     store.add(cm.clone()).unwrap();
     store.resync().unwrap();
     assert_eq!(objects.list_keys(), ["ns/cfg"]);

@@ -7,7 +7,9 @@ mod reflector_support;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
-use kinformer::reflector::{ListOptions, ListerWatcher, Reflector, ReflectorError};
+use kinformer::reflector::{
+    ListOptions, ListerWatcher, ListerWatcherExt, Reflector, ReflectorError,
+};
 use kinformer::{KubeListerWatcher, WatchEvent};
 use kube::api::{ApiResource, DynamicObject};
 use parking_lot::Mutex;
@@ -119,7 +121,7 @@ async fn kube_list_decodes_a_page_and_sends_the_exact_query() {
     .await;
     let lw = pods_lw(&url).await;
     let page = lw
-        .list(&ListOptions {
+        .list_page(&ListOptions {
             resource_version: "0".into(),
             limit: Some(500),
             label_selector: Some("app=web".into()),
@@ -227,7 +229,7 @@ async fn kube_list_garbage_fails_the_list_and_the_store_keeps_what_it_had() {
     // a list item of another kind fails the page too
     let lw = pods_lw(&url).await;
     let err = lw
-        .list(&ListOptions {
+        .list_page(&ListOptions {
             resource_version: "2".into(),
             ..Default::default()
         })
@@ -259,7 +261,7 @@ async fn kube_error_statuses_are_classified() {
         ..Default::default()
     };
 
-    let e = lw.list(&at("5")).await.unwrap_err();
+    let e = lw.list_page(&at("5")).await.unwrap_err();
     assert!(e.is_expired(), "{e}");
     assert_eq!(e.status().unwrap().code, 410);
 
@@ -274,7 +276,7 @@ async fn kube_error_statuses_are_classified() {
     assert!(e.is_too_many_requests() && e.is_watch_retriable(), "{e}");
     assert_eq!(e.status().unwrap().retry_after_seconds, Some(7));
 
-    let e = lw.list(&at("99")).await.unwrap_err();
+    let e = lw.list_page(&at("99")).await.unwrap_err();
     assert!(e.is_too_large_resource_version(), "{e}");
 
     let e = lw.watch(&at("7")).await.err().unwrap();
@@ -308,7 +310,7 @@ async fn kube_dynamic_object_lists_and_checks_the_kind() {
     let ar = ApiResource::erase::<Pod>(&());
     let api = kube::Api::<DynamicObject>::namespaced_with(client(&url).await, "ns", &ar);
     let lw = KubeListerWatcher::new_with(api, &ar);
-    let page = lw.list(&ListOptions::default()).await.unwrap();
+    let page = lw.list_page(&ListOptions::default()).await.unwrap();
     assert_eq!(page.items[0].metadata.name.as_deref(), Some("a"));
     let events: Vec<_> =
         futures::StreamExt::collect(lw.watch(&ListOptions::default()).await.unwrap()).await;

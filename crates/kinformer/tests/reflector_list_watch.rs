@@ -444,7 +444,7 @@ async fn reflector_resource_version_update() {
 #[tokio::test(start_paused = true)]
 async fn list_watch_tweak_options_apply_to_list_and_watch() {
     use futures::FutureExt;
-    use kinformer::reflector::{ListOptions, ListWatch, ListerWatcher};
+    use kinformer::reflector::{ListOptions, ListWatch, ListerWatcher, ListerWatcherExt};
     let seen: Arc<Mutex<Vec<ListOptions>>> = Arc::default();
     let (s1, s2) = (seen.clone(), seen.clone());
     let lw: ListWatch<Pod> = ListWatch::new(
@@ -458,7 +458,7 @@ async fn list_watch_tweak_options_apply_to_list_and_watch() {
         },
     )
     .with_tweak_options(|o| o.label_selector = Some("app=web".into()));
-    lw.list(&ListOptions::default()).await.unwrap();
+    lw.list_page(&ListOptions::default()).await.unwrap();
     let _ = lw.watch(&ListOptions::default()).await.unwrap();
     let seen = seen.lock();
     assert_eq!(seen.len(), 2);
@@ -471,7 +471,7 @@ async fn list_watch_tweak_options_apply_to_list_and_watch() {
 /// A store whose `replace` always fails.
 struct RefusingStore;
 
-impl kinformer::ReflectorStore<Pod> for RefusingStore {
+impl kinformer::store::ReplaceStore<Pod> for RefusingStore {
     type Error = StoreError;
     fn add(&self, _: Arc<Pod>) -> Result<(), StoreError> {
         Ok(())
@@ -488,6 +488,7 @@ impl kinformer::ReflectorStore<Pod> for RefusingStore {
     fn resync(&self) -> Result<(), StoreError> {
         Ok(())
     }
+    fn update_resource_version(&self, _: &str) {}
 }
 
 // client-go returns "unable to sync list result" when Replace fails; no watch starts.
@@ -497,7 +498,11 @@ async fn a_failed_replace_ends_the_cycle_before_watching() {
         |_, _| Ok(list_of("1", vec![pod("a", "1")])),
         |_, _| panic!("no watch after a failed replace"),
     );
-    let r = Reflector::builder(lw.clone(), RefusingStore).build();
+    let r = Reflector::builder(
+        lw.clone(),
+        kinformer::store::ReplaceOnce::new(RefusingStore),
+    )
+    .build();
     let err = r
         .list_and_watch(&CancellationToken::new())
         .await

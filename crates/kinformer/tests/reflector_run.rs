@@ -381,7 +381,8 @@ async fn a_broken_watch_stream_is_reopened_from_the_last_version_without_relist(
 }
 
 #[tokio::test(start_paused = true)]
-async fn a_watch_the_server_never_closes_is_dropped_30s_after_its_timeout() {
+async fn a_watch_the_server_never_closes_is_dropped_30s_after_its_timeout_and_reopened_after_a_backoff()
+ {
     let token = CancellationToken::new();
     let t = token.clone();
     let lw = ScriptedLw::new(
@@ -397,7 +398,13 @@ async fn a_watch_the_server_never_closes_is_dropped_30s_after_its_timeout() {
     r.list_and_watch(&token).await.unwrap();
     let reqs = lw.requests();
     let timeout = u64::from(reqs[1].options.timeout_seconds.unwrap());
-    assert_eq!(reqs[2].at - reqs[1].at, Duration::from_secs(timeout + 30));
+    // dropped 30 s past its timeout, then one backoff delay (800 ms, jittered up to 2×)
+    let gap = reqs[2].at - reqs[1].at;
+    let dropped = Duration::from_secs(timeout + 30);
+    assert!(
+        gap >= dropped + Duration::from_millis(800) && gap <= dropped + Duration::from_millis(1600),
+        "{gap:?}"
+    );
     assert_eq!(
         lw.watch_rvs(),
         vec!["1", "2"],

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use k8s_openapi::api::core::v1::Pod;
+use kinformer::store::ReplaceOnce;
 use kinformer::{
     IndexFunc, Indexer, Indexers, KeyListerGetter, NAMESPACE_INDEX, ReflectorStore,
     meta_namespace_key_func,
@@ -208,16 +209,15 @@ fn resync_is_a_no_op() {
     assert_eq!(idx.last_resource_version().as_deref(), Some("1"));
 }
 
-/// A Reflector can fill an Indexer directly.
+/// A Reflector can fill an Indexer (through `ReplaceOnce`: a list is collected and replaces the
+/// cache once it is complete).
 #[test]
 fn reflector_store_view_writes_through() {
     fn drive<S: ReflectorStore<Pod>>(store: &S) {
-        store
-            .replace(
-                vec![pod("ns", "a", "", "1"), pod("ns", "b", "", "2")],
-                "5".into(),
-            )
-            .unwrap();
+        store.replace_begin();
+        store.replace_part(vec![pod("ns", "a", "", "1")]).unwrap();
+        store.replace_part(vec![pod("ns", "b", "", "2")]).unwrap();
+        store.replace_end("5".into()).unwrap();
         store.add(pod("ns", "c", "", "6")).unwrap();
         store.update(pod("ns", "a", "", "7")).unwrap();
         store.delete(pod("ns", "b", "", "8")).unwrap();
@@ -225,7 +225,7 @@ fn reflector_store_view_writes_through() {
         store.update_resource_version("9");
     }
     let idx = Indexer::<Pod>::default_namespaced();
-    drive(&idx);
+    drive(&ReplaceOnce::new(idx.clone()));
     assert_eq!(sorted(idx.list_keys()), ["ns/a", "ns/c"]);
     assert_eq!(
         idx.get_by_key("ns/a")
@@ -237,9 +237,9 @@ fn reflector_store_view_writes_through() {
     );
     assert_eq!(idx.last_resource_version().as_deref(), Some("9"));
     // Through an Arc as well.
-    let shared = Arc::new(Indexer::<Pod>::default_namespaced());
+    let shared = Arc::new(ReplaceOnce::new(Indexer::<Pod>::default_namespaced()));
     drive(&shared);
-    assert_eq!(shared.len(), 2);
+    assert_eq!(shared.inner().len(), 2);
 }
 
 /// A DeltaFifo sees the Indexer as its known objects.

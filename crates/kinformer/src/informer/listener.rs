@@ -1,86 +1,94 @@
-//! One listener per registered handler: an unbounded buffer and a task (client-go's
-//! `processorListener`).
+//! One listener per registered handler or stream (client-go's `processorListener`): a queue of
+//! [`Event`]s and the bookkeeping around it.
+//!
+//! There is one bookkeeping path. The processor's side ([`Listener::add`]) counts what it
+//! queues; the consumer's side ([`ListenerQueue`]) counts what it takes, wakes a processor
+//! paused on this listener's backlog, turns the informer's sync marker into this listener's own
+//! sync state, and records what was handled. A handler's task and an
+//! [`EventStream`](super::EventStream) both consume through a `ListenerQueue`, so they cannot
+//! drift apart.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::event::Event;
 use super::handler::ResourceEventHandler;
+use super::processor::MAX_LISTENER_BACKLOG;
 use super::sync_tracker::SyncTracker;
-use crate::ObjectOrTombstone;
 use crate::wait::SyncSignal;
 
-/// What travels from the informer to a listener.
-pub(crate) enum Notification<K> {
-    Add {
-        obj: Arc<K>,
-        is_in_initial_list: bool,
-    },
-    Update {
-        old: Arc<K>,
-        new: Arc<K>,
-    },
-    Delete(ObjectOrTombstone<K>),
-    /// The informer has synced; ordered after every initial-list add queued before it.
-    UpstreamSynced,
+/// State a listener shares between the processor, its consumer and its registration handle.
+#[derive(Debug)]
+pub(crate) struct ListenerShared {
+    pub(crate) name: String,
+    /// Events queued and not yet taken by the consumer.
+    pending: AtomicUsize,
+    /// The part of `pending` that counts toward [`MAX_LISTENER_BACKLOG`]: everything but
+    /// initial-list adds. Those hold only objects the cache holds too, and pausing on them
+    /// would stall an initial sync whose consumer waits for the sync before it reads.
+    live: AtomicUsize,
+    handled: AtomicU64,
+    panics: AtomicU64,
+    /// The effective resync period in nanoseconds (zero: never).
+    resync_nanos: AtomicU64,
+    tracker: SyncTracker,
+    /// Cancelled on removal or shutdown: no event is delivered after it.
+    pub(crate) stop: CancellationToken,
+    /// Cancelled once the listener's consumer has finished (client-go's `runFinished`).
+    pub(crate) finished: CancellationToken,
+    /// Wakes a processor paused on this listener's backlog.
+    room: Arc<Notify>,
 }
 
-impl<K> Clone for Notification<K> {
-    fn clone(&self) -> Self {
-        match self {
-            Self::Add {
-                obj,
-                is_in_initial_list,
-            } => Self::Add {
-                obj: obj.clone(),
-                is_in_initial_list: *is_in_initial_list,
-            },
-            Self::Update { old, new } => Self::Update {
-                old: old.clone(),
-                new: new.clone(),
-            },
-            Self::Delete(o) => Self::Delete(o.clone()),
-            Self::UpstreamSynced => Self::UpstreamSynced,
+impl ListenerShared {
+    /// Whether the processor must wait for this listener before it delivers more.
+    pub(crate) fn is_full(&self) -> bool {
+        !self.stop.is_cancelled() && self.live.load(Ordering::Acquire) >= MAX_LISTENER_BACKLOG
+    }
+
+    /// The processor queued an event.
+    fn queued(&self, is_initial_add: bool) {
+        if is_initial_add {
+            self.tracker.start();
+        } else {
+            self.live.fetch_add(1, Ordering::AcqRel);
+        }
+        self.pending.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// The consumer took an event off the queue, or it could not be queued. Wakes the
+    /// processor when this listener's live backlog falls to half the bound.
+    fn taken(&self, is_initial_add: bool) {
+        self.pending.fetch_sub(1, Ordering::AcqRel);
+        if !is_initial_add {
+            let before = self.live.fetch_sub(1, Ordering::AcqRel);
+            if before == MAX_LISTENER_BACKLOG / 2 + 1 {
+                self.room.notify_waiters();
+            }
         }
     }
 }
 
-/// State a listener shares with its registration handle.
-#[derive(Debug)]
-pub(crate) struct ListenerShared {
-    pub(crate) name: String,
-    pub(crate) pending: AtomicUsize,
-    pub(crate) handled: AtomicU64,
-    pub(crate) panics: AtomicU64,
-    /// The effective resync period in nanoseconds (zero: never).
-    pub(crate) resync_nanos: AtomicU64,
-    pub(crate) tracker: SyncTracker,
-    /// Cancelled on removal or shutdown: no notification is delivered after it.
-    pub(crate) stop: CancellationToken,
-    /// Cancelled once the listener's consumer has finished (client-go's `runFinished`).
-    pub(crate) finished: CancellationToken,
-    /// The processor's wake-up for a delivery paused on this listener's backlog
-    /// ([`super::processor::MAX_LISTENER_BACKLOG`]); set when the listener is added.
-    pub(crate) room: std::sync::OnceLock<Arc<tokio::sync::Notify>>,
-}
-
-/// The processor's side of a listener: where notifications are sent, and resync bookkeeping.
+/// The processor's side of a listener: where events are sent, and resync bookkeeping.
 pub(crate) struct Listener<K> {
     pub(crate) id: u64,
-    tx: mpsc::UnboundedSender<Notification<K>>,
+    tx: mpsc::UnboundedSender<Event<K>>,
     pub(crate) shared: Arc<ListenerShared>,
     /// Whether the current resync round includes this listener.
     pub(crate) syncing: AtomicBool,
     pub(crate) requested_resync_period: Duration,
     resync: Mutex<ResyncState>,
-    consumer: Mutex<Option<Consumer<K>>>,
+    /// A handler to run once the processor starts (`None` for a stream, or once started).
+    handler: Mutex<Option<HandlerTask<K>>>,
 }
 
 struct ResyncState {
@@ -88,68 +96,87 @@ struct ResyncState {
     next: Instant,
 }
 
-/// Who consumes a listener's queue.
-pub(crate) enum Consumer<K> {
-    /// A handler called on a tokio task (`blocking == false`) or a dedicated thread.
-    Handler {
-        handler: Arc<dyn ResourceEventHandler<K>>,
-        rx: mpsc::UnboundedReceiver<Notification<K>>,
-        blocking: bool,
-    },
-    /// An event stream polls the queue itself; nothing to spawn.
-    Stream,
+/// A handler waiting for its task: the handler, its queue, and where it runs.
+pub(crate) struct HandlerTask<K> {
+    pub(crate) handler: Arc<dyn ResourceEventHandler<K>>,
+    pub(crate) queue: ListenerQueue<K>,
+    /// On a dedicated thread instead of a tokio task.
+    pub(crate) blocking: bool,
+}
+
+/// The consumer's end of a listener's queue (see the module docs).
+pub(crate) struct ListenerQueue<K> {
+    rx: mpsc::UnboundedReceiver<Event<K>>,
+    pub(crate) shared: Arc<ListenerShared>,
+    /// The event handed out last, not yet accounted as handled: `Some(is_initial_add)`.
+    unfinished: Option<bool>,
+}
+
+/// What one event taken off the queue means for the consumer.
+enum Taken<K> {
+    Deliver(Event<K>),
+    /// Bookkeeping only (the informer synced, but this listener has initial adds left).
+    Skip,
+    /// The listener was stopped.
+    End,
+}
+
+/// Creates a listener's two ends.
+pub(crate) fn listener<K: Send + Sync + 'static>(
+    id: u64,
+    name: String,
+    requested_resync_period: Duration,
+    resync_period: Duration,
+    room: Arc<Notify>,
+    now: Instant,
+) -> (Listener<K>, ListenerQueue<K>) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let shared = Arc::new(ListenerShared {
+        tracker: SyncTracker::new(name.clone()),
+        name,
+        pending: AtomicUsize::new(0),
+        live: AtomicUsize::new(0),
+        handled: AtomicU64::new(0),
+        panics: AtomicU64::new(0),
+        resync_nanos: AtomicU64::new(resync_period.as_nanos() as u64),
+        stop: CancellationToken::new(),
+        finished: CancellationToken::new(),
+        room,
+    });
+    let listener = Listener {
+        id,
+        tx,
+        shared: shared.clone(),
+        syncing: AtomicBool::new(false),
+        requested_resync_period,
+        resync: Mutex::new(ResyncState {
+            period: resync_period,
+            next: now + resync_period,
+        }),
+        handler: Mutex::new(None),
+    };
+    let queue = ListenerQueue {
+        rx,
+        shared,
+        unfinished: None,
+    };
+    (listener, queue)
 }
 
 impl<K: Send + Sync + 'static> Listener<K> {
-    /// A listener that sends into `tx` and is consumed by `consumer` (which owns the matching
-    /// receiver when it is a handler; a stream keeps its receiver itself).
-    pub(crate) fn new(
-        id: u64,
-        name: String,
-        tx: mpsc::UnboundedSender<Notification<K>>,
-        consumer: Consumer<K>,
-        requested_resync_period: Duration,
-        resync_period: Duration,
-        now: Instant,
-    ) -> Self {
-        let shared = Arc::new(ListenerShared {
-            tracker: SyncTracker::new(name.clone()),
-            name,
-            pending: AtomicUsize::new(0),
-            handled: AtomicU64::new(0),
-            panics: AtomicU64::new(0),
-            resync_nanos: AtomicU64::new(resync_period.as_nanos() as u64),
-            stop: CancellationToken::new(),
-            finished: CancellationToken::new(),
-            room: std::sync::OnceLock::new(),
-        });
-        Self {
-            id,
-            tx,
-            shared,
-            syncing: AtomicBool::new(false),
-            requested_resync_period,
-            resync: Mutex::new(ResyncState {
-                period: resync_period,
-                next: now + resync_period,
-            }),
-            consumer: Mutex::new(Some(consumer)),
-        }
+    /// Gives the listener a handler to run once the processor starts.
+    pub(crate) fn with_handler(self, task: HandlerTask<K>) -> Self {
+        *self.handler.lock() = Some(task);
+        self
     }
 
-    /// Queues a notification; never blocks.
-    pub(crate) fn add(&self, n: Notification<K>) {
-        if let Notification::Add {
-            is_in_initial_list: true,
-            ..
-        } = n
-        {
-            self.shared.tracker.start();
-        }
-        self.shared.pending.fetch_add(1, Ordering::AcqRel);
-        if self.tx.send(n).is_err() {
-            // The consumer is gone (a dropped stream): nothing will handle it.
-            self.shared.pending.fetch_sub(1, Ordering::AcqRel);
+    /// Queues an event; never blocks.
+    pub(crate) fn add(&self, ev: Event<K>) {
+        let initial = ev.is_initial_add();
+        self.shared.queued(initial);
+        if self.tx.send(ev).is_err() {
+            // The consumer is gone (a dropped stream): nothing will take it.
+            self.shared.taken(initial);
         }
     }
 
@@ -173,131 +200,175 @@ impl<K: Send + Sync + 'static> Listener<K> {
 
     /// Whether the consumer is a handler whose task was never started.
     pub(crate) fn never_started(&self) -> bool {
-        matches!(*self.consumer.lock(), Some(Consumer::Handler { .. }))
+        self.handler.lock().is_some()
     }
 
-    /// Starts the consumer task (once).
+    /// Starts the handler's task (once; nothing for a stream).
     pub(crate) fn start(&self, tasks: &TaskTracker) {
-        let Some(consumer) = self.consumer.lock().take() else {
-            return;
-        };
-        let Consumer::Handler {
+        let Some(HandlerTask {
             handler,
-            rx,
+            queue,
             blocking,
-        } = consumer
+        }) = self.handler.lock().take()
         else {
             return;
         };
-        let shared = self.shared.clone();
         if blocking {
-            tasks.spawn_blocking(move || run_blocking(shared, handler, rx));
+            tasks.spawn_blocking(move || run_blocking(queue, handler));
         } else {
-            tasks.spawn(run_async(shared, handler, rx));
+            tasks.spawn(run_async(queue, handler));
         }
     }
 }
 
-impl ListenerShared {
-    /// Accounts one received notification and decides what to deliver. Returns whether the
-    /// tracker must be told `finished` after delivery.
-    fn received(&self) {
-        let before = self.pending.fetch_sub(1, Ordering::AcqRel);
-        if before == super::processor::MAX_LISTENER_BACKLOG / 2 + 1
-            && let Some(room) = self.room.get()
-        {
-            room.notify_waiters();
+impl<K> ListenerQueue<K> {
+    /// Accounts the event handed out last as handled. Returns true when that made this
+    /// listener synced (its last initial add, after the informer synced).
+    pub(crate) fn complete(&mut self) -> bool {
+        match self.unfinished.take() {
+            None => false,
+            Some(initial) => {
+                // Counted even when a handler panicked on it, so a bad object cannot keep the
+                // listener from ever syncing (client-go would crash the process instead).
+                self.shared.handled.fetch_add(1, Ordering::AcqRel);
+                initial && self.shared.tracker.finished()
+            }
         }
     }
 
-    /// Calls the handler for `n`, catching panics. Returns whether it panicked.
-    fn dispatch<K: Send + Sync + 'static>(
-        &self,
-        handler: &dyn ResourceEventHandler<K>,
-        n: Notification<K>,
-    ) -> bool {
-        let result = std::panic::catch_unwind(AssertUnwindSafe(|| match &n {
-            Notification::Add {
-                obj,
-                is_in_initial_list,
-            } => handler.on_add(obj, *is_in_initial_list),
-            Notification::Update { old, new } => handler.on_update(old, new),
-            Notification::Delete(obj) => handler.on_delete(obj),
-            Notification::UpstreamSynced => {}
-        }));
-        let panicked = result.is_err();
-        if panicked {
-            self.panics.fetch_add(1, Ordering::AcqRel);
-            tracing::error!(handler = %self.name, "event handler panicked; the listener carries on");
+    fn take(&mut self, ev: Event<K>) -> Taken<K> {
+        let initial = ev.is_initial_add();
+        self.shared.taken(initial);
+        if self.shared.stop.is_cancelled() {
+            return Taken::End;
         }
-        match n {
-            Notification::UpstreamSynced => {
-                self.tracker.upstream_has_synced();
+        match ev {
+            // The informer's sync marker, queued after every initial add it sent.
+            Event::Synced if self.shared.tracker.upstream_has_synced() => {
+                Taken::Deliver(Event::Synced)
             }
-            Notification::Add {
-                is_in_initial_list: true,
-                ..
-            } => {
-                // Counted even when the handler panicked, so a bad object cannot keep the
-                // handler from ever syncing (client-go would crash the process instead).
-                self.handled.fetch_add(1, Ordering::AcqRel);
-                self.tracker.finished();
-            }
-            _ => {
-                self.handled.fetch_add(1, Ordering::AcqRel);
+            Event::Synced => Taken::Skip,
+            ev => {
+                self.unfinished = Some(initial);
+                Taken::Deliver(ev)
             }
         }
-        panicked
+    }
+
+    /// The next event for the consumer. The one handed out before is accounted as handled
+    /// first (if [`complete`](Self::complete) was not called); `Synced` is yielded once this
+    /// listener has synced. `None` once the listener has stopped.
+    pub(crate) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Event<K>>> {
+        loop {
+            if self.complete() {
+                return Poll::Ready(Some(Event::Synced));
+            }
+            let Some(ev) = std::task::ready!(self.rx.poll_recv(cx)) else {
+                return Poll::Ready(None);
+            };
+            match self.take(ev) {
+                Taken::Deliver(ev) => return Poll::Ready(Some(ev)),
+                Taken::Skip => continue,
+                Taken::End => return Poll::Ready(None),
+            }
+        }
+    }
+
+    async fn next(&mut self) -> Option<Event<K>> {
+        std::future::poll_fn(|cx| self.poll_next(cx)).await
+    }
+
+    /// [`poll_next`](Self::poll_next) for a consumer on its own thread.
+    fn blocking_next(&mut self) -> Option<Event<K>> {
+        loop {
+            if self.complete() {
+                return Some(Event::Synced);
+            }
+            // The sender is dropped when the listener is removed or the informer stops, which
+            // ends `blocking_recv`.
+            let ev = self.rx.blocking_recv()?;
+            match self.take(ev) {
+                Taken::Deliver(ev) => return Some(ev),
+                Taken::Skip => continue,
+                Taken::End => return None,
+            }
+        }
     }
 }
 
-/// Pause after a handler panic before the next notification, as client-go does, so a handler
-/// that always panics does not spin.
+impl<K> Drop for ListenerQueue<K> {
+    fn drop(&mut self) {
+        // Whatever is still queued will never be taken: release the processor.
+        self.shared.stop.cancel();
+        self.rx.close();
+        while let Ok(ev) = self.rx.try_recv() {
+            self.shared.taken(ev.is_initial_add());
+        }
+        self.shared.room.notify_waiters();
+        self.shared.finished.cancel();
+    }
+}
+
+/// Calls the handler for `ev`, catching panics. Returns whether it panicked.
+fn dispatch<K: 'static>(
+    shared: &ListenerShared,
+    handler: &dyn ResourceEventHandler<K>,
+    ev: &Event<K>,
+) -> bool {
+    let result = std::panic::catch_unwind(AssertUnwindSafe(|| match ev {
+        Event::Add {
+            obj,
+            is_in_initial_list,
+        } => handler.on_add(obj, *is_in_initial_list),
+        Event::Update { old, new } => handler.on_update(old, new),
+        Event::Delete(obj) => handler.on_delete(obj),
+        Event::Synced => {}
+    }));
+    if result.is_err() {
+        shared.panics.fetch_add(1, Ordering::AcqRel);
+        tracing::error!(handler = %shared.name, "event handler panicked; the listener carries on");
+    }
+    result.is_err()
+}
+
+/// Pause after a handler panic before the next event, as client-go does, so a handler that
+/// always panics does not spin.
 const PANIC_BACKOFF: Duration = Duration::from_secs(1);
 
 async fn run_async<K: Send + Sync + 'static>(
-    shared: Arc<ListenerShared>,
+    mut queue: ListenerQueue<K>,
     handler: Arc<dyn ResourceEventHandler<K>>,
-    mut rx: mpsc::UnboundedReceiver<Notification<K>>,
 ) {
+    let stop = queue.shared.stop.clone();
     loop {
         let next = tokio::select! {
             biased;
-            _ = shared.stop.cancelled() => None,
-            n = rx.recv() => n,
+            _ = stop.cancelled() => None,
+            ev = queue.next() => ev,
         };
-        let Some(n) = next else { break };
-        shared.received();
-        if shared.stop.is_cancelled() {
-            break;
-        }
-        if shared.dispatch(handler.as_ref(), n) {
+        let Some(ev) = next else { break };
+        let panicked = dispatch(&queue.shared, handler.as_ref(), &ev);
+        queue.complete();
+        if panicked {
             tokio::select! {
-                _ = shared.stop.cancelled() => break,
+                _ = stop.cancelled() => break,
                 _ = tokio::time::sleep(PANIC_BACKOFF) => {}
             }
         }
     }
-    shared.finished.cancel();
 }
 
 fn run_blocking<K: Send + Sync + 'static>(
-    shared: Arc<ListenerShared>,
+    mut queue: ListenerQueue<K>,
     handler: Arc<dyn ResourceEventHandler<K>>,
-    mut rx: mpsc::UnboundedReceiver<Notification<K>>,
 ) {
-    // The sender is dropped when the listener is removed or the informer stops, which ends
-    // `blocking_recv`; the stop token makes sure nothing buffered is delivered after that.
-    while let Some(n) = rx.blocking_recv() {
-        shared.received();
-        if shared.stop.is_cancelled() {
-            break;
-        }
-        if shared.dispatch(handler.as_ref(), n) && !shared.stop.is_cancelled() {
+    while let Some(ev) = queue.blocking_next() {
+        let panicked = dispatch(&queue.shared, handler.as_ref(), &ev);
+        queue.complete();
+        if panicked && !queue.shared.stop.is_cancelled() {
             std::thread::sleep(PANIC_BACKOFF);
         }
     }
-    shared.finished.cancel();
 }
 
 /// The handle `add_event_handler` returns (client-go's `ResourceEventHandlerRegistration`).
@@ -321,11 +392,12 @@ impl ResourceEventHandlerRegistration {
     pub fn synced_signal(&self) -> SyncSignal {
         self.shared.tracker.signal()
     }
-    /// Notifications queued for this handler and not yet handled.
+    /// Notifications queued for this handler and not yet taken.
     pub fn backlog(&self) -> usize {
         self.shared.pending.load(Ordering::Acquire)
     }
-    /// Notifications this handler has been called with.
+    /// Notifications this handler has handled (for a stream: yielded, and the stream polled
+    /// again).
     pub fn handled(&self) -> u64 {
         self.shared.handled.load(Ordering::Acquire)
     }

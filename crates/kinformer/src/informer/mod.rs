@@ -1,9 +1,12 @@
 //! Shared informers: one list/watch and one cache per resource, many handlers.
 //!
 //! The pieces follow client-go's `shared_informer.go`: a processor fans each notification out
-//! to one listener per registered handler; each listener buffers without bound and calls its
-//! handler on its own task, in order, so a slow handler delays only itself.
+//! to one listener per registered handler or [`EventStream`]; each listener queues the
+//! notifications and its handler is called on its own task, in order, so a slow handler delays
+//! only itself until it is [`MAX_LISTENER_BACKLOG`] live notifications behind; then the
+//! informer pauses until it catches up (client-go's buffers grow without bound instead).
 
+mod event;
 mod handler;
 mod listener;
 mod processor;
@@ -11,6 +14,7 @@ mod shared_informer;
 mod stream;
 mod sync_tracker;
 
+pub use event::Event;
 pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
 pub use listener::ResourceEventHandlerRegistration;
 pub use processor::MAX_LISTENER_BACKLOG;
@@ -18,4 +22,4 @@ pub use shared_informer::{
     HandlerOptions, InformerError, MAX_QUEUED_DELTAS, MINIMUM_RESYNC_PERIOD, SharedIndexInformer,
     SharedIndexInformerBuilder,
 };
-pub use stream::{Event, EventStream};
+pub use stream::EventStream;

@@ -9,9 +9,9 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
 
-use super::listener::{Listener, Notification};
+use super::event::Event;
+use super::listener::Listener;
 
-/// The listeners of one informer. Distribution never blocks: each listener buffers.
 /// How far one handler may fall behind before the informer pauses delivery: the processor
 /// stops popping its queue while any listener holds this many undelivered notifications, and
 /// resumes once that listener is down to half. The queue then fills up to its own bound
@@ -19,12 +19,21 @@ use super::listener::{Listener, Notification};
 /// reading the watch, so a burst that outruns a handler waits on the wire instead of in
 /// memory.
 ///
+/// Initial-list adds (the informer's first list, and the cache replayed to a handler added
+/// late) do not count toward the bound: they hold only objects the cache holds, and a
+/// consumer may wait for the sync before it starts reading.
+///
+/// Handlers and [`EventStream`](super::EventStream)s are bounded alike (one listener type,
+/// one bookkeeping path).
+///
 /// **Deliberate difference from client-go**, whose listener buffers grow without bound: there
 /// a slow handler never delays the others but can exhaust memory (each notification keeps an
 /// old and a new object alive); here a handler more than this far behind briefly delays the
 /// others. Nothing is dropped, merged or reordered.
 pub const MAX_LISTENER_BACKLOG: usize = 1024;
 
+/// The listeners of one informer. Distribution never blocks: each listener queues; the
+/// process loop waits for room ([`Processor::wait_for_room`]) before it pops the next item.
 pub(crate) struct Processor<K> {
     inner: RwLock<Inner<K>>,
     tasks: TaskTracker,
@@ -49,16 +58,18 @@ impl<K: Send + Sync + 'static> Processor<K> {
         }
     }
 
-    /// Waits while any listener holds [`MAX_LISTENER_BACKLOG`] or more undelivered
-    /// notifications, until it is down to half (see the constant's docs). Cancel-safe.
+    /// Waits while any listener holds [`MAX_LISTENER_BACKLOG`] or more undelivered live
+    /// events, until it is down to half (see the constant's docs). Cancel-safe.
     pub(crate) async fn wait_for_room(&self) {
         loop {
             let mut notified = std::pin::pin!(self.room.notified());
             notified.as_mut().enable();
-            let full = self.inner.read().listeners.iter().any(|l| {
-                !l.shared.stop.is_cancelled()
-                    && l.shared.pending.load(Ordering::Acquire) >= MAX_LISTENER_BACKLOG
-            });
+            let full = self
+                .inner
+                .read()
+                .listeners
+                .iter()
+                .any(|l| l.shared.is_full());
             if !full {
                 return;
             }
@@ -69,7 +80,6 @@ impl<K: Send + Sync + 'static> Processor<K> {
     /// Adds a listener; starts its consumer at once if the processor runs. `prime` runs under
     /// the same lock, before any other notification can reach the listener.
     pub(crate) fn add_listener(&self, listener: Listener<K>, prime: impl FnOnce(&Listener<K>)) {
-        let _ = listener.shared.room.set(self.room.clone());
         let mut inner = self.inner.write();
         prime(&listener);
         if inner.started {
@@ -92,13 +102,18 @@ impl<K: Send + Sync + 'static> Processor<K> {
         true
     }
 
-    /// Sends `n` to every listener, or, for a resync (`is_sync`), only to those whose resync is
-    /// due in this round.
-    pub(crate) fn distribute(&self, n: &Notification<K>, is_sync: bool) {
+    /// The wake-up every listener of this processor signals when its backlog falls to half.
+    pub(crate) fn room(&self) -> Arc<Notify> {
+        self.room.clone()
+    }
+
+    /// Sends `ev` to every listener, or, for a resync (`is_sync`), only to those whose resync
+    /// is due in this round.
+    pub(crate) fn distribute(&self, ev: &Event<K>, is_sync: bool) {
         let inner = self.inner.read();
         for l in &inner.listeners {
             if !is_sync || l.syncing.load(Ordering::Acquire) {
-                l.add(n.clone());
+                l.add(ev.clone());
             }
         }
     }

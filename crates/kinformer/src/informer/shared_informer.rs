@@ -8,10 +8,9 @@ use parking_lot::Mutex;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::event::Event;
 use super::handler::ResourceEventHandler;
-use tokio::sync::mpsc;
-
-use super::listener::{Consumer, Listener, Notification, ResourceEventHandlerRegistration};
+use super::listener::{HandlerTask, ListenerQueue, ResourceEventHandlerRegistration, listener};
 use super::processor::{Processor, determine_resync_period};
 
 /// The informer's bound on its queue's backlog
@@ -100,8 +99,12 @@ static NEXT_INFORMER_ID: AtomicU64 = AtomicU64::new(1);
 /// - Eventually the cache holds the authoritative state of every object the list/watch covers,
 ///   and each handler is eventually notified of the final state of each object; intermediate
 ///   states may be skipped.
-/// - Each handler gets its notifications one at a time, in order, on its own listener, which
-///   buffers without bound: a slow handler delays only itself.
+/// - Each handler (and each [`EventStream`]) gets its notifications one at a time, in order,
+///   on its own listener: a slow handler delays only itself, until it is
+///   [`MAX_LISTENER_BACKLOG`](super::MAX_LISTENER_BACKLOG) live notifications behind. Then the
+///   informer stops taking from its queue (and the Reflector, once the queue holds
+///   [`MAX_QUEUED_DELTAS`], stops reading the watch) until that listener is down to half.
+///   Nothing is dropped, merged or reordered. Initial-list adds do not count toward the bound.
 /// - A handler added after the informer started first receives an add, marked
 ///   `is_in_initial_list`, for every object in the cache, then live notifications.
 /// - A handler's registration [`has_synced`](ResourceEventHandlerRegistration::has_synced) once
@@ -112,8 +115,9 @@ static NEXT_INFORMER_ID: AtomicU64 = AtomicU64::new(1);
 /// - After [`remove_event_handler`](Self::remove_event_handler) returns, that handler receives
 ///   nothing more, except a callback that was already running.
 ///
-/// Deliberate differences from client-go: a handler that panics is caught, logged and counted
-/// (client-go crashes the process); a cache write that fails (a failing index function) is
+/// Deliberate differences from client-go: backlogs are bounded as above (client-go's listener
+/// buffers and DeltaFIFO grow without bound); a handler that panics is caught, logged and
+/// counted (client-go crashes the process); a cache write that fails (a failing index function) is
 /// logged and skipped instead of aborting the rest of the deltas.
 pub struct SharedIndexInformer<K: Object> {
     inner: Arc<Inner<K>>,
@@ -325,13 +329,17 @@ impl<K: Object> SharedIndexInformer<K> {
         handler: impl ResourceEventHandler<K>,
         options: HandlerOptions,
     ) -> Result<ResourceEventHandlerRegistration, InformerError> {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let consumer = Consumer::Handler {
-            handler: Arc::new(handler),
-            rx,
-            blocking: options.blocking,
-        };
-        self.add_listener(tx, consumer, options)
+        let blocking = options.blocking;
+        let handler: Arc<dyn ResourceEventHandler<K>> = Arc::new(handler);
+        let (registration, ()) = self.add_listener(options, |queue| {
+            let task = HandlerTask {
+                handler,
+                queue,
+                blocking,
+            };
+            (Some(task), ())
+        })?;
+        Ok(registration)
     }
 
     /// Registers an [`EventStream`]: the informer's notifications as an async stream.
@@ -350,21 +358,21 @@ impl<K: Object> SharedIndexInformer<K> {
         &self,
         options: HandlerOptions,
     ) -> Result<EventStream<K>, InformerError> {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let reg = self.add_listener(tx, Consumer::Stream, options)?;
+        let (registration, queue) = self.add_listener(options, |queue| (None, queue))?;
         Ok(EventStream::new(
-            rx,
-            reg,
+            queue,
+            registration,
             Arc::downgrade(&self.inner.processor),
         ))
     }
 
-    fn add_listener(
+    /// Registers a listener. `consumer` gets the listener's queue and returns the handler task
+    /// to run on it, or keeps the queue itself (a stream: no task) and returns it as `T`.
+    fn add_listener<T>(
         &self,
-        tx: mpsc::UnboundedSender<Notification<K>>,
-        consumer: Consumer<K>,
         options: HandlerOptions,
-    ) -> Result<ResourceEventHandlerRegistration, InformerError> {
+        consumer: impl FnOnce(ListenerQueue<K>) -> (Option<HandlerTask<K>>, T),
+    ) -> Result<(ResourceEventHandlerRegistration, T), InformerError> {
         let inner = &self.inner;
         let mut state = inner.state.lock();
         if state.stopped {
@@ -394,7 +402,18 @@ impl<K: Object> SharedIndexInformer<K> {
         let name = options
             .name
             .unwrap_or_else(|| format!("{}/handler-{id}", inner.name));
-        let listener = Listener::new(id, name, tx, consumer, resync, effective, Instant::now());
+        let (mut listener, queue) = listener(
+            id,
+            name,
+            resync,
+            effective,
+            inner.processor.room(),
+            Instant::now(),
+        );
+        let (task, kept) = consumer(queue);
+        if let Some(task) = task {
+            listener = listener.with_handler(task);
+        }
         let registration = ResourceEventHandlerRegistration {
             id,
             informer_id: inner.id,
@@ -402,23 +421,23 @@ impl<K: Object> SharedIndexInformer<K> {
         };
         if !state.started {
             inner.processor.add_listener(listener, |_| {});
-            return Ok(registration);
+            return Ok((registration, kept));
         }
         // Late handler: replay the cache as initial-list adds, under the delta lock so it sees
         // each object exactly once, then tell it whether the informer has synced.
         let _deltas = inner.block_deltas.lock();
         inner.processor.add_listener(listener, |l| {
             for obj in inner.indexer.list() {
-                l.add(Notification::Add {
+                l.add(Event::Add {
                     obj,
                     is_in_initial_list: true,
                 });
             }
             if inner.synced_flag.is_synced() {
-                l.add(Notification::UpstreamSynced);
+                l.add(Event::Synced);
             }
         });
-        Ok(registration)
+        Ok((registration, kept))
     }
 
     /// Removes a handler (client-go's `RemoveEventHandler`). Idempotent. After it returns the
@@ -644,9 +663,7 @@ impl<K: Object> SharedIndexInformer<K> {
     fn mark_synced_locked(&self) {
         if !self.inner.synced_flag.is_synced() {
             self.inner.synced_flag.mark_synced();
-            self.inner
-                .processor
-                .distribute(&Notification::UpstreamSynced, false);
+            self.inner.processor.distribute(&Event::Synced, false);
         }
     }
 
@@ -671,10 +688,10 @@ impl<K: Object> SharedIndexInformer<K> {
                                 resource_version(old.as_ref()) == resource_version(obj.as_ref());
                             inner
                                 .processor
-                                .distribute(&Notification::Update { old, new: obj }, is_sync);
+                                .distribute(&Event::Update { old, new: obj }, is_sync);
                         }
                         Ok(None) => inner.processor.distribute(
-                            &Notification::Add {
+                            &Event::Add {
                                 obj,
                                 is_in_initial_list,
                             },
@@ -693,7 +710,7 @@ impl<K: Object> SharedIndexInformer<K> {
                     match removed {
                         Ok(_) => inner
                             .processor
-                            .distribute(&Notification::Delete(delta.object), false),
+                            .distribute(&Event::Delete(delta.object), false),
                         Err(e) => {
                             tracing::error!(informer = %inner.name, error = %e, "cache delete failed; skipped")
                         }

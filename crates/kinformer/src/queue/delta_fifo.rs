@@ -608,17 +608,11 @@ impl<K: Object> ReflectorStore<K> for DeltaFifo<K> {
     fn delete(&self, obj: Arc<K>) -> Result<(), QueueError> {
         DeltaFifo::delete(self, obj)
     }
-    fn replace(&self, list: Vec<Arc<K>>, resource_version: String) -> Result<(), QueueError> {
-        DeltaFifo::replace(self, list, resource_version)
-    }
     fn resync(&self) -> Result<(), QueueError> {
         DeltaFifo::resync(self)
     }
     /// Bookmarks carry nothing the queue needs: a no-op.
     fn update_resource_version(&self, _resource_version: &str) {}
-    fn supports_incremental_replace(&self) -> bool {
-        true
-    }
     fn replace_begin(&self) {
         DeltaFifo::replace_begin(self)
     }

@@ -11,7 +11,7 @@ use tokio::sync::{Notify, watch};
 use super::error::QueueError;
 use super::sync_state::{CheckOnDrop, SyncState};
 use crate::object::{ExplicitKey, KeyFunc, Object, meta_namespace_key};
-use crate::store::ReflectorStore;
+use crate::store::ReplaceStore;
 
 /// A producer/consumer queue in which each key accumulates only the most recent object, and
 /// keys are popped in the order they were first inserted (client-go's `FIFO`).
@@ -188,7 +188,7 @@ impl<T> Fifo<T> {
 
     /// client-go's `FIFO.Resync` makes sure every pending object has a slot in the queue. That
     /// invariant always holds here, so this does nothing; it exists for the
-    /// [`ReflectorStore`] contract.
+    /// [`ReplaceStore`](crate::store::ReplaceStore) contract.
     ///
     /// # Errors
     /// Never fails.
@@ -349,7 +349,7 @@ impl<T> FifoInner<T> {
     }
 }
 
-impl<K: Send + Sync + 'static> ReflectorStore<K> for Fifo<Arc<K>> {
+impl<K: Send + Sync + 'static> ReplaceStore<K> for Fifo<Arc<K>> {
     type Error = QueueError;
 
     fn add(&self, obj: Arc<K>) -> Result<(), QueueError> {
@@ -367,4 +367,6 @@ impl<K: Send + Sync + 'static> ReflectorStore<K> for Fifo<Arc<K>> {
     fn resync(&self) -> Result<(), QueueError> {
         Fifo::resync(self)
     }
+    /// Bookmarks carry nothing a FIFO needs: a no-op.
+    fn update_resource_version(&self, _resource_version: &str) {}
 }

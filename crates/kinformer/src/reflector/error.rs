@@ -100,15 +100,23 @@ impl fmt::Display for Status {
 pub enum TransportErrorKind {
     /// The connection was refused (the server is not listening, e.g. while it restarts).
     ConnectionRefused,
+    /// The response ended inside an object: the connection closed (or was cut) early.
+    Incomplete,
+    /// The connection went silent: no byte came for longer than the server was asked to keep
+    /// it open.
+    Stalled,
     /// Any other connection or I/O failure.
     Other,
 }
 
 /// Why a list or watch request failed, or why a watch stream item is unusable.
 ///
-/// The three kinds matter to the Reflector: an API [`Status`] drives relists and retries (410,
-/// "too large resource version", 429, 500), a refused connection is retried with backoff, and a
-/// decode error inside a watch stream is logged and skipped.
+/// The kinds matter to the Reflector: an API [`Status`] drives relists and retries (410,
+/// "too large resource version", 429, 500); a refused connection is retried with backoff; a
+/// transport failure inside a watch stream (a broken, cut or stalled connection) ends that
+/// watch, which is reopened after a backoff from the last resourceVersion; an object over the
+/// size limit ends the list or watch, and the Reflector backs off and relists; a decode error
+/// inside a watch stream is logged and skipped.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ListWatchError {
     /// The server answered with a failure `Status`.
@@ -125,6 +133,17 @@ pub enum ListWatchError {
     /// A response or watch event could not be understood.
     #[error("decode error: {0}")]
     Decode(String),
+    /// One object (a watch event, a list item, a list's metadata) is larger than the
+    /// client's limit (see
+    /// [`KubeListerWatcher::with_max_object_size`](crate::source::KubeListerWatcher::with_max_object_size)).
+    /// Nothing of it was kept.
+    #[error("{what} is larger than the limit of {limit} bytes")]
+    TooLarge {
+        /// What was too large: `"a watch event"`, `"a list item"`, `"a list's metadata"`.
+        what: &'static str,
+        /// The limit, in bytes.
+        limit: usize,
+    },
 }
 
 impl From<Status> for ListWatchError {
@@ -224,6 +243,11 @@ impl ListWatchError {
     /// A decode error.
     pub fn is_decode(&self) -> bool {
         matches!(self, Self::Decode(_))
+    }
+
+    /// An object over the size limit ([`ListWatchError::TooLarge`]).
+    pub fn is_too_large(&self) -> bool {
+        matches!(self, Self::TooLarge { .. })
     }
 
     /// client-go's `isWatchErrorRetriable`: a refused connection or a 429, both retried after a

@@ -14,7 +14,19 @@ use super::options::ListOptions;
 /// (`metav1.InitialEventsAnnotationKey`). Only the value `"true"` counts.
 pub const INITIAL_EVENTS_END_ANNOTATION: &str = "k8s.io/initial-events-end";
 
-/// One page of a list response.
+/// What a list response says besides its items.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ListMeta {
+    /// The list's `metadata.resourceVersion`.
+    pub resource_version: String,
+    /// `metadata.continue`: present when more pages follow.
+    pub continue_token: Option<String>,
+    /// `metadata.remainingItemCount`, when the server reported it.
+    pub remaining_item_count: Option<i64>,
+}
+
+/// One page of a list response, whole (what a [`ListWatch`] closure returns, and what
+/// [`ListerWatcherExt::list_page`] collects).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ListPage<K> {
     /// The page's objects, in server order.
@@ -36,6 +48,37 @@ impl<K> ListPage<K> {
             continue_token: None,
             remaining_item_count: None,
         }
+    }
+
+    /// A page of `items` with the metadata `meta`.
+    pub fn from_meta(items: Vec<K>, meta: ListMeta) -> Self {
+        Self {
+            items,
+            resource_version: meta.resource_version,
+            continue_token: meta.continue_token,
+            remaining_item_count: meta.remaining_item_count,
+        }
+    }
+
+    /// Hands the items to `sink` in one batch (each behind its `Arc`) and returns the
+    /// metadata: how a source that produces whole pages implements
+    /// [`ListerWatcher::list`].
+    pub fn deliver(self, sink: ItemSink<'_, K>) -> ListMeta {
+        let (items, meta) = self.into_parts();
+        if !items.is_empty() {
+            sink(items.into_iter().map(Arc::new).collect());
+        }
+        meta
+    }
+
+    /// The items and the metadata, apart.
+    pub fn into_parts(self) -> (Vec<K>, ListMeta) {
+        let meta = ListMeta {
+            resource_version: self.resource_version,
+            continue_token: self.continue_token,
+            remaining_item_count: self.remaining_item_count,
+        };
+        (self.items, meta)
     }
 
     /// The same page with every item mapped by `f` (e.g. `Arc::new`); the metadata stays.
@@ -107,84 +150,49 @@ impl<K> WatchEvent<K> {
 /// `ERROR` event.
 pub type WatchStream<K> = BoxStream<'static, Result<WatchEvent<K>, ListWatchError>>;
 
+/// Where a list's items go: batches of objects, in server order, as they arrive.
+pub type ItemSink<'a, K> = &'a mut (dyn FnMut(Vec<Arc<K>>) + Send);
+
 /// How a Reflector lists and watches one kind of object (client-go's `ListerWatcher`).
 ///
-/// Object-safe, so a Reflector holds an `Arc<dyn ListerWatcher<K>>`. Implementations:
-/// [`ListWatch`] (two closures), and [`KubeListerWatcher`](crate::source::KubeListerWatcher)
-/// for real clusters.
+/// Two methods, both required, nothing optional: a wrapper (one that counts requests, or
+/// adjusts options) implements both and so forwards the whole protocol by construction, the
+/// way a tower `Service` does. Object-safe, so a Reflector holds an
+/// `Arc<dyn ListerWatcher<K>>`. Implementations: [`ListWatch`] (two closures), and
+/// [`KubeListerWatcher`](crate::source::KubeListerWatcher) for real clusters.
 ///
-/// Contract: `list` returns one page for exactly the given options (the Reflector drives
-/// pagination through `continue_token`); `watch` opens one watch with exactly the given options
-/// (`send_initial_events` included) and reports a failure to start it as `Err`, not as a stream
-/// item.
+/// # Contract
+///
+/// * `list` sends one request for exactly the given options (the Reflector drives pagination
+///   through `continue_token`) and hands the page's items to `sink`, in server order, in as
+///   many batches as suit the source: a source that decodes while the response downloads
+///   delivers batches as they are decoded, so a large list is applied while it arrives and
+///   never held whole. It delivers items only once the response is known to be a list of the
+///   right kind; if the call then fails, the delivered items were nevertheless objects of that
+///   list. It returns the page's metadata ([`ListMeta`]).
+/// * `watch` opens one watch with exactly the given options (`send_initial_events` included)
+///   and reports a failure to start it as `Err`, not as a stream item.
+///
+/// To get a whole page instead of batches, use [`ListerWatcherExt::list_page`].
 pub trait ListerWatcher<K>: Send + Sync {
-    /// Lists one page.
-    fn list(&self, options: &ListOptions) -> BoxFuture<'_, Result<ListPage<K>, ListWatchError>>;
+    /// Lists one page into `sink`; returns the page's metadata.
+    fn list<'a>(
+        &'a self,
+        options: &ListOptions,
+        sink: ItemSink<'a, K>,
+    ) -> BoxFuture<'a, Result<ListMeta, ListWatchError>>;
     /// Opens a watch.
     fn watch(&self, options: &ListOptions)
     -> BoxFuture<'_, Result<WatchStream<K>, ListWatchError>>;
-
-    /// Lists one page with each object already behind its `Arc` (what the Reflector hands to
-    /// its store); same contract as [`list`](Self::list).
-    ///
-    /// The default wraps the items of `list`. A source that decodes objects one by one
-    /// overrides it to put each object behind its `Arc` as soon as it is decoded, so a large
-    /// page never exists twice in memory (once inline in a `Vec<K>`, once behind `Arc`s);
-    /// [`KubeListerWatcher`](crate::source::KubeListerWatcher) does.
-    fn list_shared(
-        &self,
-        options: &ListOptions,
-    ) -> BoxFuture<'_, Result<ListPage<Arc<K>>, ListWatchError>>
-    where
-        K: Send + 'static,
-    {
-        let page = self.list(options);
-        Box::pin(async move { Ok(page.await?.map_items(Arc::new)) })
-    }
-
-    /// Lists one page like [`list_shared`](Self::list_shared), but may hand items to
-    /// `deliver` in batches while the response is still arriving; the returned page holds the
-    /// items not delivered that way (all of them, in the default implementation).
-    ///
-    /// Contract for implementations: items go to `deliver` in server order, and only once the
-    /// response is known to be a list of the right kind. If the call then fails, the delivered
-    /// items were nevertheless objects of that list. The Reflector uses this to apply a large
-    /// list while it downloads, holding at most a batch of it at a time.
-    fn list_batched<'a>(
-        &'a self,
-        options: &ListOptions,
-        deliver: &'a mut (dyn FnMut(Vec<Arc<K>>) + Send),
-    ) -> BoxFuture<'a, Result<ListPage<Arc<K>>, ListWatchError>>
-    where
-        K: Send + 'static,
-    {
-        let _ = deliver;
-        self.list_shared(options)
-    }
 }
 
 impl<K, T: ListerWatcher<K> + ?Sized> ListerWatcher<K> for Arc<T> {
-    fn list_batched<'a>(
+    fn list<'a>(
         &'a self,
         options: &ListOptions,
-        deliver: &'a mut (dyn FnMut(Vec<Arc<K>>) + Send),
-    ) -> BoxFuture<'a, Result<ListPage<Arc<K>>, ListWatchError>>
-    where
-        K: Send + 'static,
-    {
-        (**self).list_batched(options, deliver)
-    }
-    fn list(&self, options: &ListOptions) -> BoxFuture<'_, Result<ListPage<K>, ListWatchError>> {
-        (**self).list(options)
-    }
-    fn list_shared(
-        &self,
-        options: &ListOptions,
-    ) -> BoxFuture<'_, Result<ListPage<Arc<K>>, ListWatchError>>
-    where
-        K: Send + 'static,
-    {
-        (**self).list_shared(options)
+        sink: ItemSink<'a, K>,
+    ) -> BoxFuture<'a, Result<ListMeta, ListWatchError>> {
+        (**self).list(options, sink)
     }
     fn watch(
         &self,
@@ -193,6 +201,29 @@ impl<K, T: ListerWatcher<K> + ?Sized> ListerWatcher<K> for Arc<T> {
         (**self).watch(options)
     }
 }
+
+/// Conveniences over any [`ListerWatcher`] (implemented for all of them; nothing to forward).
+pub trait ListerWatcherExt<K>: ListerWatcher<K> {
+    /// Lists one page and collects its items.
+    fn list_page<'a>(
+        &'a self,
+        options: &'a ListOptions,
+    ) -> BoxFuture<'a, Result<ListPage<Arc<K>>, ListWatchError>>
+    where
+        K: Send + Sync + 'static,
+    {
+        Box::pin(async move {
+            let mut items = Vec::new();
+            let meta = {
+                let mut sink = |batch: Vec<Arc<K>>| items.extend(batch);
+                self.list(options, &mut sink).await?
+            };
+            Ok(ListPage::from_meta(items, meta))
+        })
+    }
+}
+
+impl<K, T: ListerWatcher<K> + ?Sized> ListerWatcherExt<K> for T {}
 
 type ListFn<K> = Arc<
     dyn Fn(ListOptions) -> BoxFuture<'static, Result<ListPage<K>, ListWatchError>> + Send + Sync,
@@ -272,9 +303,14 @@ impl<K> ListWatch<K> {
     }
 }
 
-impl<K: Send + 'static> ListerWatcher<K> for ListWatch<K> {
-    fn list(&self, options: &ListOptions) -> BoxFuture<'_, Result<ListPage<K>, ListWatchError>> {
-        (self.list_fn)(self.tweaked(options))
+impl<K: Send + Sync + 'static> ListerWatcher<K> for ListWatch<K> {
+    fn list<'a>(
+        &'a self,
+        options: &ListOptions,
+        sink: ItemSink<'a, K>,
+    ) -> BoxFuture<'a, Result<ListMeta, ListWatchError>> {
+        let page = (self.list_fn)(self.tweaked(options));
+        Box::pin(async move { Ok(page.await?.deliver(sink)) })
     }
     fn watch(
         &self,

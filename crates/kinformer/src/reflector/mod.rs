@@ -3,7 +3,8 @@
 //!
 //! A [`Reflector`] keeps a [`ReflectorStore`](crate::ReflectorStore) (the informer's
 //! `DeltaFifo`, or a plain store) in step with the API server. It lists everything once, hands
-//! the whole list to the store in one `replace`, then watches from the list's resourceVersion and
+//! the list to the store as it arrives (`replace_begin`, `replace_part`..., `replace_end`), then
+//! watches from the list's resourceVersion and
 //! applies each event as `add`/`update`/`delete`. When the watch ends it is reopened from the
 //! last resourceVersion seen; when that version is gone (410) the Reflector lists again. Every
 //! rule about *which* request comes next (resource versions, pagination, retries, backoff) came
@@ -57,7 +58,8 @@ pub use builder::{
 };
 pub use error::{ListWatchError, Status, StatusCause, TransportErrorKind};
 pub use lister_watcher::{
-    INITIAL_EVENTS_END_ANNOTATION, ListPage, ListWatch, ListerWatcher, WatchEvent, WatchStream,
+    INITIAL_EVENTS_END_ANNOTATION, ItemSink, ListMeta, ListPage, ListWatch, ListerWatcher,
+    ListerWatcherExt, WatchEvent, WatchStream,
 };
 pub use options::{ListOptions, ResourceVersionMatch};
 pub use pager::{DEFAULT_PAGE_SIZE, FullList, list_all};

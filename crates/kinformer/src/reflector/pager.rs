@@ -77,8 +77,8 @@ pub(crate) struct ListEnd {
     pub(crate) paginated: bool,
 }
 
-/// [`list_all`]'s protocol, delivering items to `sink` as they arrive (through
-/// [`ListerWatcher::list_batched`]) instead of collecting them.
+/// [`list_all`]'s protocol, delivering items to `sink` as they arrive (in the batches
+/// [`ListerWatcher::list`] hands out) instead of collecting them.
 pub(crate) async fn list_pages<K>(
     lw: &(impl ListerWatcher<K> + ?Sized),
     mut options: ListOptions,
@@ -97,7 +97,7 @@ where
     loop {
         let page = {
             let mut deliver = |items: Vec<Arc<K>>| sink.deliver(items);
-            lw.list_batched(&options, &mut deliver).await
+            lw.list(&options, &mut deliver).await
         };
         let page = match page {
             Ok(page) => page,
@@ -113,9 +113,8 @@ where
                 sink.restart();
                 let page = {
                     let mut deliver = |items: Vec<Arc<K>>| sink.deliver(items);
-                    lw.list_batched(&full, &mut deliver).await?
+                    lw.list(&full, &mut deliver).await?
                 };
-                sink.deliver(page.items);
                 return Ok(ListEnd {
                     resource_version: page.resource_version,
                     paginated: true,
@@ -124,7 +123,6 @@ where
             Err(e) => return Err(e),
         };
         let next = page.continue_token.filter(|c| !c.is_empty());
-        sink.deliver(page.items);
         let end = first.get_or_insert(ListEnd {
             resource_version: page.resource_version,
             paginated: next.is_some(),

@@ -33,11 +33,12 @@ pub(crate) struct SyncState {
 /// * **List.** The first list asks for resourceVersion `"0"` with `limit=500` (real servers
 ///   serve `"0"` from the watch cache and ignore the limit); a relist asks for the last synced
 ///   resourceVersion, unpaginated unless a page size was set or the first list came back
-///   paginated. A store that [takes lists in parts](ReflectorStore::supports_incremental_replace)
-///   (the informer's `DeltaFifo`) gets the items as they arrive — page by page, and within a
-///   page batch by batch while it downloads (when the ListerWatcher supports it, as
-///   `KubeListerWatcher` does) — then `replace_end` with the list's resourceVersion; any
-///   other store gets one [`replace`](ReflectorStore::replace) once every page is in.
+///   paginated. The store gets the items as they arrive
+///   ([`replace_begin`](ReflectorStore::replace_begin), then
+///   [`replace_part`](ReflectorStore::replace_part) page by page, and within a page batch by
+///   batch as the ListerWatcher delivers them while the response downloads), then
+///   [`replace_end`](ReflectorStore::replace_end) with the list's resourceVersion; a store
+///   that wants the list whole is wrapped in [`ReplaceOnce`](crate::store::ReplaceOnce).
 ///   **Deliberate difference from client-go:** client-go holds the whole new list before
 ///   touching the queue, so a relist briefly holds two copies of every object; taking it in
 ///   parts keeps about one. The price: a list that fails midway has already queued the objects
@@ -47,7 +48,8 @@ pub(crate) struct SyncState {
 ///   at once; an expired continue token causes one full list at the original version.
 /// * **Watch.** From the list's resourceVersion, always with bookmarks, with a random
 ///   `timeoutSeconds` in `[5 min, 10 min]`; a watch still open 30 s past its timeout (a
-///   silently dead connection) is dropped and reopened (our addition). Bookmarks advance the resourceVersion (and call
+///   silently dead or stalled connection) is dropped and reopened after a backoff (our
+///   addition). Bookmarks advance the resourceVersion (and call
 ///   [`update_resource_version`](ReflectorStore::update_resource_version)). A watch that ends
 ///   normally is reopened from the last resourceVersion without a relist; 429 and refused
 ///   connections when opening a watch are retried after a backoff without a relist; a watch that
@@ -57,7 +59,11 @@ pub(crate) struct SyncState {
 ///   without events is an error ([`ReflectorError::VeryShortWatch`]).
 /// * **Garbage.** An event that does not decode, or an object without a name, is logged and
 ///   skipped; it never ends the watch and never touches the store. A stream that breaks
-///   (connection reset) counts as a closed watch: reopened from the last version, no relist.
+///   (connection reset, a body cut inside an event) counts as a closed watch: reopened from the
+///   last version after a backoff delay, no relist. One object over the source's size limit
+///   ([`ListWatchError::TooLarge`](super::ListWatchError::TooLarge)) ends the watch or list
+///   with that error: the cycle ends, the Reflector backs off and relists; the store keeps
+///   everything it had (a failed list deletes nothing).
 /// * **Resync.** Every resync period, if `should_resync` says so, [`resync`](ReflectorStore::resync).
 /// * **Between cycles.** The error goes to the watch error handler, then the Reflector waits
 ///   an exponential backoff (800 ms doubling to 30 s, jittered, reset after 2 quiet minutes).
@@ -210,10 +216,8 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
         self.watch_with_resync(stream, cancel).await
     }
 
-    /// The list half (client-go's `Reflector.list`): every page, then the store is replaced
-    /// with the list. A store that [supports it](ReflectorStore::supports_incremental_replace)
-    /// gets the list in parts as it downloads (see the type's docs); any other gets one
-    /// `replace`.
+    /// The list half (client-go's `Reflector.list`): every page, handed to the store in parts
+    /// as it downloads (see the type's docs), then `replace_end`.
     async fn list(&self, cancel: &CancellationToken) -> Result<(), ReflectorError> {
         let options = ListOptions {
             resource_version: self.relist_resource_version(),
@@ -231,12 +235,9 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
         };
         let requested_rv = options.resource_version.clone();
         let lw = self.lister_watcher.as_ref();
-        let incremental = self.store.supports_incremental_replace();
         let mut sink = StoreSink {
             name: &self.name,
             store: &self.store,
-            incremental,
-            collected: Vec::new(),
             error: None,
         };
         sink.restart();
@@ -256,20 +257,16 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
                 }
             } => Some(r),
         };
-        let Some(result) = result else {
-            if incremental {
-                self.store.replace_abort();
-            }
-            return Ok(());
-        };
         let list = match result {
-            Ok(list) => list,
-            Err(e) => {
-                if incremental {
-                    self.store.replace_abort();
-                }
+            None => {
+                self.store.replace_abort();
+                return Ok(());
+            }
+            Some(Err(e)) => {
+                self.store.replace_abort();
                 return Err(ReflectorError::List(e));
             }
+            Some(Ok(list)) => list,
         };
         {
             let mut s = self.state.lock();
@@ -286,39 +283,26 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
             self.store.replace_abort();
             return Err(store_error(e));
         }
-        if incremental {
-            self.store
-                .replace_end(list.resource_version.clone())
-                .map_err(store_error)?;
-        } else {
-            let items = std::mem::take(&mut sink.collected);
-            self.store
-                .replace(items, list.resource_version.clone())
-                .map_err(store_error)?;
-        }
+        self.store
+            .replace_end(list.resource_version.clone())
+            .map_err(store_error)?;
         self.set_last_sync_resource_version(&list.resource_version);
         Ok(())
     }
 }
 
-/// Where a Reflector's list goes: straight into a store that takes it in parts, or collected
-/// for one `replace`. Objects without a name are logged and skipped.
+/// Where a Reflector's list goes: straight into the store, part by part. Objects without a
+/// name are logged and skipped.
 struct StoreSink<'a, K, S: ReflectorStore<K>> {
     name: &'a str,
     store: &'a S,
-    incremental: bool,
-    collected: Vec<Arc<K>>,
     /// The first failed part (the rest of the list is then dropped, and the replace aborted).
     error: Option<S::Error>,
 }
 
 impl<K: Object, S: ReflectorStore<K>> ListSink<K> for StoreSink<'_, K, S> {
     fn restart(&mut self) {
-        if self.incremental {
-            self.store.replace_begin();
-        } else {
-            self.collected.clear();
-        }
+        self.store.replace_begin();
     }
 
     fn deliver(&mut self, mut items: Vec<Arc<K>>) {
@@ -329,9 +313,7 @@ impl<K: Object, S: ReflectorStore<K>> ListSink<K> for StoreSink<'_, K, S> {
                 false
             }
         });
-        if !self.incremental {
-            self.collected.extend(items);
-        } else if self.error.is_none()
+        if self.error.is_none()
             && let Err(e) = self.store.replace_part(items)
         {
             self.error = Some(e);

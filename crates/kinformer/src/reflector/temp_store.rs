@@ -41,15 +41,23 @@ impl<K: kube::Resource + Send + Sync> ReflectorStore<K> for TempStore<K> {
         self.items.lock().remove(&key);
         Ok(())
     }
-    fn replace(&self, list: Vec<Arc<K>>, _resource_version: String) -> Result<(), KeyError> {
-        let mut map = BTreeMap::new();
-        for obj in list {
-            map.insert(meta_namespace_key(obj.as_ref())?, obj);
-        }
-        *self.items.lock() = map;
-        Ok(())
-    }
     fn resync(&self) -> Result<(), KeyError> {
         Ok(())
     }
+    // A streaming list fills it from watch events only; the list protocol is here for
+    // completeness: a list replaces what it holds.
+    fn replace_begin(&self) {
+        self.items.lock().clear();
+    }
+    fn replace_part(&self, items: Vec<Arc<K>>) -> Result<(), KeyError> {
+        items.into_iter().try_for_each(|obj| self.add(obj))
+    }
+    fn replace_end(&self, _resource_version: String) -> Result<(), KeyError> {
+        Ok(())
+    }
+    fn replace_abort(&self) {}
+    fn wait_for_room(&self) -> futures::future::BoxFuture<'_, ()> {
+        Box::pin(std::future::ready(()))
+    }
+    fn update_resource_version(&self, _resource_version: &str) {}
 }

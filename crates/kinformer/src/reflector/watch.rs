@@ -8,7 +8,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::backoff::RetryWithDeadline;
-use super::error::ListWatchError;
+use super::error::{ListWatchError, TransportErrorKind};
 use super::lister_watcher::{INITIAL_EVENTS_END_ANNOTATION, WatchEvent, WatchStream};
 use super::options::ListOptions;
 use super::reflector_error::ReflectorError;
@@ -23,6 +23,9 @@ pub(crate) const WATCH_CLOSE_SLACK: Duration = Duration::from_secs(30);
 pub(crate) enum WatchEnd {
     /// The server closed the stream.
     Closed,
+    /// The stream broke: the connection failed, was cut inside an event, or went silent past
+    /// the watch's timeout. Reopened after a backoff delay from the last resourceVersion.
+    Broken(ListWatchError),
     /// Cancelled.
     Stopped,
     /// The initial-events-end bookmark arrived (streaming list only); the stream is still open.
@@ -148,6 +151,14 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
             retry.after(internal, Instant::now());
             match end {
                 WatchEnd::Closed | WatchEnd::InitialEventsEnd => continue,
+                WatchEnd::Broken(e) => {
+                    tracing::warn!(reflector = %self.name, error = %e,
+                        "watch stream broke; watching again after a backoff");
+                    if !self.backoff_wait(cancel).await {
+                        return Ok(());
+                    }
+                    continue;
+                }
                 WatchEnd::Stopped => return Ok(()),
                 WatchEnd::Failed(e) => {
                     let lwe = e.list_watch_error();
@@ -211,9 +222,13 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
                     return WatchEnd::Failed(ReflectorError::EndBookmarkTimeout { timeout });
                 }
                 _ = &mut close_by => {
-                    tracing::debug!(reflector = %self.name,
-                        "the server did not close the watch at its timeout; dropping it");
-                    break;
+                    return WatchEnd::Broken(ListWatchError::Transport {
+                        kind: TransportErrorKind::Stalled,
+                        message: format!(
+                            "the watch was still open {}s past its timeout; dropping it",
+                            WATCH_CLOSE_SLACK.as_secs()
+                        ),
+                    });
                 }
             };
             let Some(item) = item else { break };
@@ -225,9 +240,9 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
                 }
                 Err(e @ ListWatchError::Transport { .. }) => {
                     // client-go's StreamWatcher stops on a broken stream and the Reflector sees
-                    // a closed watch: reopen from the last version, no relist.
-                    tracing::warn!(reflector = %self.name, error = %e, "watch stream broke; treating it as closed");
-                    break;
+                    // a closed watch: reopen from the last version, no relist. We back off
+                    // first, so a server that keeps cutting streams is not hammered.
+                    return WatchEnd::Broken(e);
                 }
                 Err(e) => return WatchEnd::Failed(ReflectorError::WatchEnded(e)),
             };

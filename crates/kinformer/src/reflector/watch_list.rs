@@ -68,18 +68,33 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
             match end {
                 WatchEnd::InitialEventsEnd => {
                     self.set_resource_version_unavailable(false);
+                    let store_error = |e: S::Error| ReflectorError::Store {
+                        operation: "replace",
+                        source: Box::new(e),
+                    };
+                    self.store.replace_begin();
+                    if let Err(e) = self.store.replace_part(temp.into_items()) {
+                        self.store.replace_abort();
+                        return Err(store_error(e));
+                    }
                     self.store
-                        .replace(temp.into_items(), bookmark_rv.clone())
-                        .map_err(|e| ReflectorError::Store {
-                            operation: "replace",
-                            source: Box::new(e),
-                        })?;
+                        .replace_end(bookmark_rv.clone())
+                        .map_err(store_error)?;
                     self.set_last_sync_resource_version(&bookmark_rv);
                     return Ok(Some(stream));
                 }
                 WatchEnd::Closed => {
                     tracing::debug!(reflector = %self.name,
                         "streaming list closed before its initial-events-end bookmark; opening a new one");
+                    continue;
+                }
+                WatchEnd::Broken(e) => {
+                    tracing::warn!(reflector = %self.name, error = %e,
+                        "streaming list broke before its initial-events-end bookmark; opening a new one after a backoff");
+                    drop(stream);
+                    if !self.backoff_wait(cancel).await {
+                        return Ok(None);
+                    }
                     continue;
                 }
                 WatchEnd::Stopped => return Ok(None),

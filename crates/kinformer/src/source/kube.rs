@@ -1,45 +1,53 @@
-//! A [`ListerWatcher`] over `kube::Api<K>`: how a Reflector reaches a real cluster
+//! A [`ListerWatcher`] over a `kube::Client`: how a Reflector reaches a real cluster
 //! (kubeconfig, in-cluster config and authentication are kube-rs's job).
 //!
 //! Requests are built here rather than with kube's `ListParams`/`WatchParams`, because those
 //! cannot express everything a Reflector sends (kube drops `resourceVersion=0` when a `limit` is
 //! set, and has no `resourceVersionMatch` for watches without `sendInitialEvents`).
 //!
-//! Responses are decoded straight into `K`, never through a `serde_json::Value` tree: a list
-//! while it downloads (items are found by a small scanner and decoded in parallel batches, see
-//! `list_stream`), a watch line in one pass. They are decoded defensively: a watch line that is
-//! not JSON, has no or an unknown `type`, or carries an object of another kind (rejected by
-//! typed objects' own decoders, and checked here for `DynamicObject`) becomes a
-//! [`ListWatchError::Decode`] item, which the Reflector logs and skips; nothing here panics.
+//! Responses are decoded straight into `K`, never through a `serde_json::Value` tree (see
+//! `wire`): a list while it downloads (items are found by a small scanner and decoded in
+//! parallel batches, see `list_stream`), a watch line in one pass (framing in `frames`). They
+//! are decoded defensively: a watch line that is not JSON, has no or an unknown `type`, or
+//! carries an object of another kind becomes a [`ListWatchError::Decode`] item, which the
+//! Reflector logs and skips; one object over the size limit ends the list or watch with
+//! [`ListWatchError::TooLarge`]; nothing here panics.
 
-use std::borrow::Cow;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt::Debug;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use bytes::BytesMut;
+use futures::FutureExt;
 use futures::future::BoxFuture;
-use futures::{FutureExt, StreamExt};
 use http_body_util::BodyExt;
 use kube::Resource;
 use kube::client::Body;
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use serde_json::Value;
-use serde_json::value::RawValue;
 
+use super::frames::watch_lines;
 use super::list_stream::ListStreamDecoder;
+use super::status::{error_from_response, from_kube_error};
 use crate::reflector::{
-    ListOptions, ListPage, ListWatchError, ListerWatcher, Status, StatusCause, TransportErrorKind,
-    WatchEvent, WatchStream,
+    ItemSink, ListMeta, ListOptions, ListWatchError, ListerWatcher, WatchStream,
 };
 
-/// A [`ListerWatcher`] that lists and watches through a `kube::Api<K>`.
+/// The default limit on one object as it crosses the wire: a watch event's line, a list item,
+/// a list's metadata (16 MiB). A real API server stores objects of at most about 1.5 MiB
+/// (etcd's request limit) and takes requests of at most 3 MiB; their JSON, wrapped in a watch
+/// event, stays far below this. Past it, the list or watch fails with
+/// [`ListWatchError::TooLarge`] and the bytes are dropped, so a broken server or proxy that
+/// sends an endless line costs bounded memory.
+pub const DEFAULT_MAX_OBJECT_SIZE: usize = 16 << 20;
+
+type TweakFn = Arc<dyn Fn(&mut ListOptions) + Send + Sync>;
+
+/// A [`ListerWatcher`] that lists and watches through a `kube::Client`.
 ///
 /// Works for typed resources (k8s-openapi types, `#[derive(CustomResource)]` types) and for
-/// `DynamicObject` with its `ApiResource`, namespaced (`Api::namespaced`) or across all
-/// namespaces (`Api::all`).
+/// `DynamicObject` with its `ApiResource`, namespaced or across all namespaces. It carries its
+/// own scope: label and field selectors and an options hook apply to every request it sends
+/// (client-go's `NewFilteredListWatchFromClient`), so nothing needs to wrap it.
 ///
 /// # Build the client without kube's retry layer
 ///
@@ -56,13 +64,17 @@ use crate::reflector::{
 /// let mut config = kube::Config::infer().await?;
 /// config.default_retry = false;
 /// let client = kube::Client::try_from(config)?;
-/// let lw = KubeListerWatcher::new(kube::Api::<Pod>::all(client));
+/// let lw = KubeListerWatcher::new(kube::Api::<Pod>::all(client)).with_label_selector("app=web");
 /// # let _ = lw; Ok(()) }
 /// ```
 pub struct KubeListerWatcher<K> {
     client: kube::Client,
     url_path: String,
     kind: String,
+    label_selector: Option<String>,
+    field_selector: Option<String>,
+    tweak: Option<TweakFn>,
+    max_object_size: usize,
     _k: PhantomData<fn() -> K>,
 }
 
@@ -72,6 +84,10 @@ impl<K> Clone for KubeListerWatcher<K> {
             client: self.client.clone(),
             url_path: self.url_path.clone(),
             kind: self.kind.clone(),
+            label_selector: self.label_selector.clone(),
+            field_selector: self.field_selector.clone(),
+            tweak: self.tweak.clone(),
+            max_object_size: self.max_object_size,
             _k: PhantomData,
         }
     }
@@ -98,12 +114,7 @@ where
     /// (`DynamicObject` and its `ApiResource`).
     pub fn new_with(api: kube::Api<K>, dyntype: &K::DynamicType) -> Self {
         let url_path = api.resource_url().to_owned();
-        Self {
-            client: api.into_client(),
-            url_path,
-            kind: K::kind(dyntype).into_owned(),
-            _k: PhantomData,
-        }
+        Self::at(api.into_client(), url_path, dyntype)
     }
 
     /// Lists and watches `K` in `namespace` (`None`: all namespaces), built from a client
@@ -115,12 +126,69 @@ where
         namespace: Option<&str>,
         dyntype: &K::DynamicType,
     ) -> Self {
+        Self::at(client, K::url_path(dyntype, namespace), dyntype)
+    }
+
+    fn at(client: kube::Client, url_path: String, dyntype: &K::DynamicType) -> Self {
         Self {
             client,
-            url_path: K::url_path(dyntype, namespace),
+            url_path,
             kind: K::kind(dyntype).into_owned(),
+            label_selector: None,
+            field_selector: None,
+            tweak: None,
+            max_object_size: DEFAULT_MAX_OBJECT_SIZE,
             _k: PhantomData,
         }
+    }
+
+    /// Only objects matching this label selector (applied to every list and watch).
+    #[must_use]
+    pub fn with_label_selector(mut self, selector: impl Into<String>) -> Self {
+        self.label_selector = Some(selector.into());
+        self
+    }
+
+    /// Only objects matching this field selector (applied to every list and watch).
+    #[must_use]
+    pub fn with_field_selector(mut self, selector: impl Into<String>) -> Self {
+        self.field_selector = Some(selector.into());
+        self
+    }
+
+    /// Adjusts the options of every list and watch request before it is sent, after the
+    /// selectors (client-go's `tweakListOptions`).
+    #[must_use]
+    pub fn with_tweak_options(
+        mut self,
+        tweak: impl Fn(&mut ListOptions) + Send + Sync + 'static,
+    ) -> Self {
+        self.tweak = Some(Arc::new(tweak));
+        self
+    }
+
+    /// The most bytes one object may take on the wire (a watch event's line, a list item, a
+    /// list's metadata); default [`DEFAULT_MAX_OBJECT_SIZE`].
+    #[must_use]
+    pub fn with_max_object_size(mut self, bytes: usize) -> Self {
+        self.max_object_size = bytes;
+        self
+    }
+
+    /// The options actually sent: the caller's, with this source's selectors where the caller
+    /// set none, then the tweak.
+    fn request_options(&self, options: &ListOptions) -> ListOptions {
+        let mut o = options.clone();
+        if o.label_selector.is_none() {
+            o.label_selector = self.label_selector.clone();
+        }
+        if o.field_selector.is_none() {
+            o.field_selector = self.field_selector.clone();
+        }
+        if let Some(t) = &self.tweak {
+            t(&mut o);
+        }
+        o
     }
 
     async fn get(
@@ -128,7 +196,11 @@ where
         options: &ListOptions,
         watch: bool,
     ) -> Result<http::Response<Body>, ListWatchError> {
-        let uri = format!("{}?{}", self.url_path, options.to_query(watch));
+        let uri = format!(
+            "{}?{}",
+            self.url_path,
+            self.request_options(options).to_query(watch)
+        );
         let request = http::Request::get(uri)
             .body(Body::from(Vec::new()))
             .map_err(|e| ListWatchError::Decode(format!("cannot build request: {e}")))?;
@@ -136,32 +208,7 @@ where
         if response.status().is_success() {
             return Ok(response);
         }
-        let code = response.status().as_u16();
-        let retry_after = response
-            .headers()
-            .get(http::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u32>().ok());
-        let body = response
-            .into_body()
-            .collect()
-            .await
-            .map(|b| b.to_bytes())
-            .unwrap_or_default();
-        let mut status = serde_json::from_slice::<Value>(&body)
-            .ok()
-            .filter(|v| v.get("kind").and_then(Value::as_str) == Some("Status"))
-            .map(|v| status_from_value(&v))
-            .unwrap_or_else(|| {
-                Status::new(code, "", String::from_utf8_lossy(&body).trim().to_owned())
-            });
-        if status.code == 0 {
-            status.code = code;
-        }
-        if status.retry_after_seconds.is_none() {
-            status.retry_after_seconds = retry_after;
-        }
-        Err(ListWatchError::Api(status))
+        Err(error_from_response(response).await)
     }
 }
 
@@ -172,15 +219,14 @@ where
     /// Lists one page, decoding items while the body arrives ([`ListStreamDecoder`]): the
     /// body is never held whole, and items are decoded in batches of [`DECODE_BATCH`] on
     /// tokio's blocking pool, up to [`DECODE_JOBS`] batches at a time, so decoding a large list
-    /// uses every core while the scan keeps reading. Order is kept.
-    ///
-    /// With `deliver`, decoded batches leave as soon as the list is known to be of this kind
-    /// (see [`ListerWatcher::list_batched`]).
+    /// uses every core while the scan keeps reading. Order is kept. Decoded batches go to
+    /// `sink` as soon as the list is known to be of this kind (its `kind` came before
+    /// `items`); until then, and for a list without a `kind`, they are held to the end.
     async fn list_streamed(
         &self,
         options: &ListOptions,
-        mut deliver: Option<&mut (dyn FnMut(Vec<Arc<K>>) + Send)>,
-    ) -> Result<ListPage<Arc<K>>, ListWatchError> {
+        sink: ItemSink<'_, K>,
+    ) -> Result<ListMeta, ListWatchError> {
         type Job<K> = tokio::task::JoinHandle<Result<Vec<Arc<K>>, ListWatchError>>;
         enum Step<D, F> {
             Decoded(D),
@@ -188,9 +234,9 @@ where
         }
         let response = self.get(options, false).await?;
         let mut body = response.into_body();
-        let mut decoder = ListStreamDecoder::<K>::new(&self.kind);
+        let mut decoder = ListStreamDecoder::<K>::new(&self.kind, self.max_object_size);
         let mut jobs: VecDeque<Job<K>> = VecDeque::new();
-        // decoded items that may not leave yet (or have nowhere to go)
+        // decoded items that may not leave yet
         let mut held: Vec<Arc<K>> = Vec::new();
         let mut body_done = false;
         loop {
@@ -213,11 +259,13 @@ where
                     let items = r.map_err(|e| {
                         ListWatchError::Decode(format!("decoding a list batch failed: {e}"))
                     })??;
-                    match deliver.as_deref_mut() {
-                        Some(deliver) if decoder.kind_verified() && held.is_empty() => {
-                            deliver(items)
+                    if decoder.kind_verified() {
+                        if !held.is_empty() {
+                            sink(std::mem::take(&mut held));
                         }
-                        _ => held.extend(items),
+                        sink(items);
+                    } else {
+                        held.extend(items);
                     }
                 }
                 Step::Frame(None) => body_done = true,
@@ -226,6 +274,9 @@ where
                     if let Ok(data) = frame.into_data() {
                         decoder.push(&data);
                     }
+                    if let Some(e) = decoder.error() {
+                        return Err(e);
+                    }
                     while let Some(raw) = decoder.take_raw(DECODE_BATCH) {
                         let kind = self.kind.clone();
                         jobs.push_back(tokio::task::spawn_blocking(move || raw.decode::<K>(&kind)));
@@ -233,12 +284,15 @@ where
                 }
             }
         }
-        let mut page = decoder.finish()?;
+        let (mut items, meta) = decoder.finish()?.into_parts();
         if !held.is_empty() {
-            held.append(&mut page.items);
-            page.items = held;
+            held.append(&mut items);
+            items = held;
         }
-        Ok(page)
+        if !items.is_empty() {
+            sink(items);
+        }
+        Ok(meta)
     }
 }
 
@@ -246,30 +300,13 @@ impl<K> ListerWatcher<K> for KubeListerWatcher<K>
 where
     K: Resource + DeserializeOwned + Clone + Debug + Send + Sync + 'static,
 {
-    fn list(&self, options: &ListOptions) -> BoxFuture<'_, Result<ListPage<K>, ListWatchError>> {
-        let options = options.clone();
-        async move {
-            let page = self.list_streamed(&options, None).await?;
-            Ok(page.map_items(Arc::unwrap_or_clone))
-        }
-        .boxed()
-    }
-
-    fn list_shared(
-        &self,
-        options: &ListOptions,
-    ) -> BoxFuture<'_, Result<ListPage<Arc<K>>, ListWatchError>> {
-        let options = options.clone();
-        async move { self.list_streamed(&options, None).await }.boxed()
-    }
-
-    fn list_batched<'a>(
+    fn list<'a>(
         &'a self,
         options: &ListOptions,
-        deliver: &'a mut (dyn FnMut(Vec<Arc<K>>) + Send),
-    ) -> BoxFuture<'a, Result<ListPage<Arc<K>>, ListWatchError>> {
+        sink: ItemSink<'a, K>,
+    ) -> BoxFuture<'a, Result<ListMeta, ListWatchError>> {
         let options = options.clone();
-        async move { self.list_streamed(&options, Some(deliver)).await }.boxed()
+        async move { self.list_streamed(&options, sink).await }.boxed()
     }
 
     fn watch(
@@ -279,440 +316,9 @@ where
         let options = options.clone();
         async move {
             let response = self.get(&options, true).await?;
-            let kind = self.kind.clone();
             let body = response.into_body().into_data_stream();
-            Ok(watch_lines(body, kind))
+            Ok(watch_lines(body, self.kind.clone(), self.max_object_size))
         }
         .boxed()
     }
-}
-
-/// Splits a watch body into lines and decodes each.
-fn watch_lines<K, B>(body: B, kind: String) -> WatchStream<K>
-where
-    K: Resource + DeserializeOwned + Send + 'static,
-    B: futures::Stream<Item = Result<bytes::Bytes, kube::Error>> + Send + 'static,
-{
-    struct State<B> {
-        body: std::pin::Pin<Box<B>>,
-        buf: BytesMut,
-        done: bool,
-    }
-    let state = State {
-        body: Box::pin(body),
-        buf: BytesMut::new(),
-        done: false,
-    };
-    futures::stream::unfold(state, move |mut st| {
-        let kind = kind.clone();
-        async move {
-            loop {
-                if let Some(pos) = st.buf.iter().position(|b| *b == b'\n') {
-                    let line = st.buf.split_to(pos + 1);
-                    let line = &line[..pos];
-                    if line.iter().all(u8::is_ascii_whitespace) {
-                        continue;
-                    }
-                    return Some((decode_watch_line::<K>(line, &kind), st));
-                }
-                if st.done {
-                    if st.buf.iter().all(u8::is_ascii_whitespace) {
-                        return None;
-                    }
-                    let rest = st.buf.split();
-                    return Some((decode_watch_line::<K>(&rest, &kind), st));
-                }
-                match st.body.next().await {
-                    Some(Ok(chunk)) => st.buf.extend_from_slice(&chunk),
-                    Some(Err(e)) => {
-                        st.done = true;
-                        st.buf.clear();
-                        return Some((
-                            Err(ListWatchError::Transport {
-                                kind: TransportErrorKind::Other,
-                                message: format!("reading watch stream: {e}"),
-                            }),
-                            st,
-                        ));
-                    }
-                    None => st.done = true,
-                }
-            }
-        }
-    })
-    .boxed()
-}
-
-/// Decodes one line of a watch response (`{"type": ..., "object": ...}`).
-///
-/// The object is decoded straight from the line's bytes into `K` (no intermediate JSON tree).
-/// Returns a [`ListWatchError::Decode`] for anything that is not a well-formed event of the
-/// expected `kind`: not JSON, no or unknown `type`, no `object`, an object of another kind, or an
-/// object that does not deserialize into `K`. An `ERROR` event becomes [`WatchEvent::Error`].
-///
-/// ```
-/// use k8s_openapi::api::core::v1::Pod;
-/// use kinformer::source::decode_watch_line;
-/// let ok = decode_watch_line::<Pod>(br#"{"type":"ADDED","object":{"metadata":{"name":"a"}}}"#, "Pod");
-/// assert!(ok.is_ok());
-/// assert!(decode_watch_line::<Pod>(b"garbage", "Pod").unwrap_err().is_decode());
-/// assert!(decode_watch_line::<Pod>(br#"{"object":{}}"#, "Pod").unwrap_err().is_decode());
-/// ```
-///
-/// # Errors
-/// [`ListWatchError::Decode`] as described.
-pub fn decode_watch_line<K: DeserializeOwned + 'static>(
-    line: &[u8],
-    kind: &str,
-) -> Result<WatchEvent<K>, ListWatchError> {
-    let wire: WireLine<'_, K> = serde_json::from_slice(line)
-        .map_err(|e| ListWatchError::Decode(format!("cannot decode a {kind} watch event: {e}")))?;
-    let event_type = wire
-        .event_type
-        .ok_or_else(|| ListWatchError::Decode("watch event has no type".into()))?;
-    let object = match wire.object {
-        Some(WireObject::Typed(obj)) => return typed_event(&event_type, check_kind(obj, kind)?),
-        Some(WireObject::Raw(raw)) if raw.get().starts_with('{') => raw,
-        _ => {
-            return Err(ListWatchError::Decode(format!(
-                "{event_type} event has no object"
-            )));
-        }
-    };
-    match &*event_type {
-        // the object came before the type: decode it now
-        "ADDED" | "MODIFIED" | "DELETED" => typed_event(&event_type, decode_object(object, kind)?),
-        "BOOKMARK" => {
-            let value: Value = serde_json::from_str(object.get())
-                .map_err(|e| ListWatchError::Decode(format!("bookmark object: {e}")))?;
-            let meta = value.get("metadata");
-            let resource_version = meta
-                .and_then(|m| m.get("resourceVersion"))
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned();
-            let annotations = meta
-                .and_then(|m| m.get("annotations"))
-                .and_then(Value::as_object)
-                .map(|a| {
-                    a.iter()
-                        .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
-                        .collect::<BTreeMap<_, _>>()
-                })
-                .unwrap_or_default();
-            Ok(WatchEvent::Bookmark {
-                resource_version,
-                annotations,
-            })
-        }
-        "ERROR" => {
-            let value: Value = serde_json::from_str(object.get())
-                .map_err(|e| ListWatchError::Decode(format!("error object: {e}")))?;
-            Ok(WatchEvent::Error(status_from_value(&value)))
-        }
-        other => Err(ListWatchError::Decode(format!(
-            "unknown watch event type {other:?}"
-        ))),
-    }
-}
-
-fn typed_event<K>(event_type: &str, obj: K) -> Result<WatchEvent<K>, ListWatchError> {
-    match event_type {
-        "ADDED" => Ok(WatchEvent::Added(obj)),
-        "MODIFIED" => Ok(WatchEvent::Modified(obj)),
-        "DELETED" => Ok(WatchEvent::Deleted(obj)),
-        other => Err(ListWatchError::Decode(format!(
-            "unknown watch event type {other:?}"
-        ))),
-    }
-}
-
-/// The kind check a typed decoder cannot do itself: a `DynamicObject` takes any kind, so its
-/// `kind` is compared here. Typed objects (k8s-openapi's) reject another kind while decoding.
-fn check_kind<K: 'static>(obj: K, kind: &str) -> Result<K, ListWatchError> {
-    if let Some(dynamic) = (&obj as &dyn std::any::Any).downcast_ref::<kube::api::DynamicObject>()
-        && let Some(actual) = dynamic.types.as_ref().map(|t| t.kind.as_str())
-        && actual != kind
-    {
-        return Err(ListWatchError::Decode(format!(
-            "unexpected object kind {actual:?}, expected {kind:?}"
-        )));
-    }
-    Ok(obj)
-}
-
-/// A watch line as sent, decoded in one pass: when `type` comes before `object` (as servers
-/// write it) and names an object event, the object is decoded straight into `K`; otherwise it
-/// stays raw until the type is known.
-struct WireLine<'a, K> {
-    event_type: Option<Cow<'a, str>>,
-    object: Option<WireObject<'a, K>>,
-}
-
-enum WireObject<'a, K> {
-    Typed(K),
-    Raw(&'a RawValue),
-}
-
-impl<'de, K: DeserializeOwned> Deserialize<'de> for WireLine<'de, K> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct LineVisitor<K>(PhantomData<fn() -> K>);
-        impl<'de, K: DeserializeOwned> serde::de::Visitor<'de> for LineVisitor<K> {
-            type Value = WireLine<'de, K>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a watch event object")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<Self::Value, A::Error> {
-                #[derive(Deserialize)]
-                #[serde(field_identifier, rename_all = "lowercase")]
-                enum Field {
-                    Type,
-                    Object,
-                    #[serde(other)]
-                    Other,
-                }
-                let mut event_type: Option<Cow<'de, str>> = None;
-                let mut object = None;
-                while let Some(key) = map.next_key::<Field>()? {
-                    match key {
-                        Field::Type if event_type.is_none() => event_type = Some(map.next_value()?),
-                        Field::Object if object.is_none() => {
-                            let typed = matches!(
-                                event_type.as_deref(),
-                                Some("ADDED" | "MODIFIED" | "DELETED")
-                            );
-                            object = Some(if typed {
-                                WireObject::Typed(map.next_value::<K>()?)
-                            } else {
-                                WireObject::Raw(map.next_value::<&'de RawValue>()?)
-                            });
-                        }
-                        Field::Type => return Err(serde::de::Error::duplicate_field("type")),
-                        Field::Object => {
-                            return Err(serde::de::Error::duplicate_field("object"));
-                        }
-                        Field::Other => {
-                            map.next_value::<serde::de::IgnoredAny>()?;
-                        }
-                    }
-                }
-                Ok(WireLine { event_type, object })
-            }
-        }
-        d.deserialize_map(LineVisitor(PhantomData))
-    }
-}
-
-/// Only the `kind` of an object; every other field is skipped without being built.
-#[derive(Deserialize)]
-struct KindProbe<'a> {
-    #[serde(borrow, default)]
-    kind: Option<Cow<'a, str>>,
-}
-
-/// A list body as sent, decoded in one pass: the items go straight into `K`.
-#[derive(Deserialize)]
-#[serde(bound(deserialize = "K: DeserializeOwned"))]
-struct WireList<K> {
-    #[serde(default)]
-    kind: Option<String>,
-    #[serde(default)]
-    metadata: Option<WireListMeta>,
-    #[serde(default)]
-    items: Option<Vec<K>>,
-}
-
-/// The fields of a list's `metadata` a Reflector uses.
-#[derive(Deserialize)]
-struct WireListMeta {
-    #[serde(rename = "resourceVersion", default)]
-    resource_version: Option<String>,
-    #[serde(rename = "continue", default)]
-    continue_token: Option<String>,
-    #[serde(rename = "remainingItemCount", default)]
-    remaining_item_count: Option<i64>,
-}
-
-/// Whether a list's `kind` says it holds `kind` objects: `<kind>List`, or the generic `List`
-/// (how client-go decides what a list holds).
-pub(crate) fn is_list_of(list_kind: &str, kind: &str) -> bool {
-    list_kind == "List" || list_kind.strip_suffix("List") == Some(kind)
-}
-
-/// Decodes a list response body into one page.
-///
-/// The body is decoded in a single pass straight into `K` (no intermediate JSON tree), which
-/// is what keeps a large initial list cheap in time and memory. The list's own `kind`, when
-/// present, must be `<kind>List` (or the generic `List`): that is how client-go decides what a
-/// list holds. Items are not checked one by one (servers omit their `kind`); typed objects
-/// such as k8s-openapi's reject a `kind`/`apiVersion` of another type themselves. An item that
-/// does not deserialize fails the whole page (skipping it would make the store forget an
-/// object that exists).
-///
-/// # Errors
-/// [`ListWatchError::Decode`] when the body is not a list of `kind`.
-pub fn decode_list<K: DeserializeOwned>(
-    body: &[u8],
-    kind: &str,
-) -> Result<ListPage<K>, ListWatchError> {
-    if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
-        return Err(ListWatchError::Decode(format!(
-            "cannot decode {kind}List: the body is not a JSON object"
-        )));
-    }
-    let list: WireList<K> = serde_json::from_slice(body)
-        .map_err(|e| ListWatchError::Decode(format!("cannot decode {kind}List: {e}")))?;
-    if let Some(list_kind) = list.kind.as_deref()
-        && !is_list_of(list_kind, kind)
-    {
-        return Err(ListWatchError::Decode(format!(
-            "unexpected list kind {list_kind:?}, expected \"{kind}List\""
-        )));
-    }
-    let meta = list.metadata;
-    let (resource_version, continue_token, remaining_item_count) = match meta {
-        Some(m) => (m.resource_version, m.continue_token, m.remaining_item_count),
-        None => (None, None, None),
-    };
-    Ok(ListPage {
-        items: list.items.unwrap_or_default(),
-        resource_version: resource_version.unwrap_or_default(),
-        continue_token: continue_token.filter(|c| !c.is_empty()),
-        remaining_item_count,
-    })
-}
-
-/// Decodes one watch object into `K` after checking its `kind` (when it has one).
-fn decode_object<K: DeserializeOwned>(object: &RawValue, kind: &str) -> Result<K, ListWatchError> {
-    let probe: KindProbe<'_> = serde_json::from_str(object.get())
-        .map_err(|e| ListWatchError::Decode(format!("object is not a JSON object: {e}")))?;
-    if let Some(actual) = probe.kind.as_deref()
-        && actual != kind
-    {
-        return Err(ListWatchError::Decode(format!(
-            "unexpected object kind {actual:?}, expected {kind:?}"
-        )));
-    }
-    serde_json::from_str(object.get())
-        .map_err(|e| ListWatchError::Decode(format!("cannot decode {kind}: {e}")))
-}
-
-fn status_from_value(v: &Value) -> Status {
-    let s = |key: &str| {
-        v.get(key)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
-    };
-    let details = v.get("details");
-    let causes = details
-        .and_then(|d| d.get("causes"))
-        .and_then(Value::as_array)
-        .map(|causes| {
-            causes
-                .iter()
-                .map(|c| StatusCause {
-                    cause_type: c
-                        .get("reason")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned(),
-                    message: c
-                        .get("message")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned(),
-                    field: c
-                        .get("field")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned(),
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    Status {
-        code: v
-            .get("code")
-            .and_then(Value::as_u64)
-            .and_then(|c| u16::try_from(c).ok())
-            .unwrap_or(0),
-        reason: s("reason"),
-        message: s("message"),
-        causes,
-        retry_after_seconds: details
-            .and_then(|d| d.get("retryAfterSeconds"))
-            .and_then(Value::as_u64)
-            .and_then(|c| u32::try_from(c).ok()),
-    }
-}
-
-fn from_kube_error(e: impl Into<kube::Error>) -> ListWatchError {
-    let e: kube::Error = e.into();
-    match e {
-        kube::Error::Api(status) => ListWatchError::Api(Status {
-            code: status.code,
-            reason: status.reason.clone(),
-            message: status.message.clone(),
-            causes: status
-                .details
-                .as_ref()
-                .map(|d| {
-                    d.causes
-                        .iter()
-                        .map(|c| StatusCause {
-                            cause_type: c.reason.clone(),
-                            message: c.message.clone(),
-                            field: c.field.clone(),
-                        })
-                        .collect()
-                })
-                .unwrap_or_default(),
-            retry_after_seconds: status
-                .details
-                .as_ref()
-                .map(|d| d.retry_after_seconds)
-                .filter(|s| *s > 0),
-        }),
-        kube::Error::SerdeError(e) => ListWatchError::Decode(e.to_string()),
-        kube::Error::FromUtf8(e) => ListWatchError::Decode(e.to_string()),
-        other => {
-            let kind = if is_connection_refused(&other) {
-                TransportErrorKind::ConnectionRefused
-            } else {
-                TransportErrorKind::Other
-            };
-            ListWatchError::Transport {
-                kind,
-                message: error_chain(&other),
-            }
-        }
-    }
-}
-
-fn is_connection_refused(e: &(dyn std::error::Error + 'static)) -> bool {
-    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = cur {
-        if let Some(io) = err.downcast_ref::<std::io::Error>()
-            && io.kind() == std::io::ErrorKind::ConnectionRefused
-        {
-            return true;
-        }
-        cur = err.source();
-    }
-    false
-}
-
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = e.to_string();
-    let mut cur = e.source();
-    while let Some(err) = cur {
-        out.push_str(": ");
-        out.push_str(&err.to_string());
-        cur = err.source();
-    }
-    out
 }

@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 
-use super::kube::{decode_list, is_list_of};
+use super::wire::{decode_list, is_list_of};
 use crate::reflector::{ListPage, ListWatchError};
 
 /// Where the scanner is in the body.
@@ -42,6 +42,8 @@ enum Phase {
 /// with [`decode_list`](super::decode_list).
 pub(crate) struct ListStreamDecoder<K> {
     kind: String,
+    /// The most bytes one item, or the envelope, may have.
+    max_object: usize,
     phase: Phase,
     /// Envelope bytes (everything outside the `items` array, which is replaced by `[]`).
     envelope: Vec<u8>,
@@ -73,10 +75,13 @@ pub(crate) struct ListStreamDecoder<K> {
 }
 
 impl<K: DeserializeOwned + Clone> ListStreamDecoder<K> {
-    /// A decoder for a list of `kind` (e.g. `Pod`; the list is `PodList`).
-    pub(crate) fn new(kind: &str) -> Self {
+    /// A decoder for a list of `kind` (e.g. `Pod`; the list is `PodList`) whose items, and
+    /// whose envelope, may be at most `max_object` bytes each (past it the list fails with
+    /// [`ListWatchError::TooLarge`] and the bytes are dropped).
+    pub(crate) fn new(kind: &str, max_object: usize) -> Self {
         Self {
             kind: kind.to_owned(),
+            max_object,
             phase: Phase::Head,
             envelope: Vec::new(),
             item: Vec::new(),
@@ -106,6 +111,11 @@ impl<K: DeserializeOwned + Clone> ListStreamDecoder<K> {
     /// items leave before the body is complete.
     pub(crate) fn kind_verified(&self) -> bool {
         self.kind_verified && self.error.is_none()
+    }
+
+    /// The error that has failed the list so far, if any (the caller may stop reading).
+    pub(crate) fn error(&self) -> Option<ListWatchError> {
+        self.error.clone()
     }
 
     /// Takes the complete items not decoded yet, if there are at least `min`, to be decoded
@@ -173,7 +183,29 @@ impl<K: DeserializeOwned + Clone> ListStreamDecoder<K> {
                 }
             };
             chunk = &chunk[used..];
+            self.check_sizes();
         }
+    }
+
+    /// Fails the list once the item in progress or the envelope is over the limit, and frees
+    /// their bytes: memory stays bounded whatever the server sends.
+    fn check_sizes(&mut self) {
+        let what = if self.item.len() > self.max_object {
+            "a list item"
+        } else if self.envelope.len() > self.max_object {
+            "a list's metadata"
+        } else {
+            return;
+        };
+        if self.error.is_none() {
+            self.error = Some(ListWatchError::TooLarge {
+                what,
+                limit: self.max_object,
+            });
+        }
+        self.item = Vec::new();
+        self.envelope = Vec::new();
+        self.raw = RawItems::starting_at(self.count);
     }
 
     /// Ends the body: parses the envelope and returns the page.
@@ -365,8 +397,12 @@ impl<K: DeserializeOwned + Clone> ListStreamDecoder<K> {
         chunk.len()
     }
 
-    /// The item in progress is complete: it joins the raw items to decode.
+    /// The item in progress is complete: it joins the raw items to decode (unless it is over
+    /// the size limit, which fails the list).
     fn complete_item(&mut self) {
+        if self.item.len() > self.max_object {
+            return self.check_sizes();
+        }
         self.raw.push(&self.item);
         self.count += 1;
         // keep the buffer's capacity for the next item, but not a huge one
@@ -446,7 +482,8 @@ mod tests {
     use super::*;
 
     fn streamed(body: &[u8], chunk: usize) -> Result<ListPage<Arc<ConfigMap>>, ListWatchError> {
-        let mut d = ListStreamDecoder::<ConfigMap>::new("ConfigMap");
+        let mut d =
+            ListStreamDecoder::<ConfigMap>::new("ConfigMap", super::super::DEFAULT_MAX_OBJECT_SIZE);
         for c in body.chunks(chunk.max(1)) {
             d.push(c);
         }
@@ -489,7 +526,8 @@ mod tests {
     #[test]
     fn items_are_decoded_as_their_bytes_arrive() {
         let body = br#"{"kind":"ConfigMapList","items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]}"#;
-        let mut d = ListStreamDecoder::<ConfigMap>::new("ConfigMap");
+        let mut d =
+            ListStreamDecoder::<ConfigMap>::new("ConfigMap", super::super::DEFAULT_MAX_OBJECT_SIZE);
         let first_end = body.windows(3).position(|w| w == b"}},").unwrap() + 2;
         d.push(&body[..first_end - 1]);
         assert_eq!(d.decoded(), 0, "the first item is not complete yet");
@@ -502,7 +540,8 @@ mod tests {
     #[test]
     fn batches_leave_early_only_once_the_list_kind_is_known() {
         let body = br#"{"kind":"ConfigMapList","metadata":{},"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}},{"metadata":{"name":"c"}}]}"#;
-        let mut d = ListStreamDecoder::<ConfigMap>::new("ConfigMap");
+        let mut d =
+            ListStreamDecoder::<ConfigMap>::new("ConfigMap", super::super::DEFAULT_MAX_OBJECT_SIZE);
         let mut batches = Vec::new();
         for c in body.chunks(9) {
             d.push(c);
@@ -519,14 +558,15 @@ mod tests {
             &br#"{"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}],"kind":"ConfigMapList"}"#[..],
             br#"{"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]}"#,
         ] {
-            let mut d = ListStreamDecoder::<ConfigMap>::new("ConfigMap");
+            let mut d = ListStreamDecoder::<ConfigMap>::new("ConfigMap", super::super::DEFAULT_MAX_OBJECT_SIZE);
             d.push(body);
             assert!(d.take_batch(1).is_none());
             assert_eq!(names(&d.finish().unwrap()), ["a", "b"]);
         }
 
         // a list of another kind fails before any item is decoded
-        let mut d = ListStreamDecoder::<ConfigMap>::new("ConfigMap");
+        let mut d =
+            ListStreamDecoder::<ConfigMap>::new("ConfigMap", super::super::DEFAULT_MAX_OBJECT_SIZE);
         d.push(br#"{"kind":"PodList","items":[{"metadata":{"name":"a"}}"#);
         assert_eq!(d.decoded(), 0);
         assert!(d.take_batch(1).is_none());
@@ -627,7 +667,7 @@ mod tests {
             };
             let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c % (body.len() + 1)).collect();
             cuts.sort_unstable();
-            let mut d = ListStreamDecoder::<ConfigMap>::new("ConfigMap");
+            let mut d = ListStreamDecoder::<ConfigMap>::new("ConfigMap", super::super::DEFAULT_MAX_OBJECT_SIZE);
             let mut at = 0;
             for c in cuts.into_iter().chain([body.len()]) {
                 d.push(&body[at..c]);

@@ -1,7 +1,11 @@
 //! Where objects come from: [`ListerWatcher`](crate::reflector::ListerWatcher) implementations
 //! for real API servers.
 
+mod frames;
 mod kube;
 mod list_stream;
+mod status;
+mod wire;
 
-pub use self::kube::{KubeListerWatcher, decode_list, decode_watch_line};
+pub use self::kube::{DEFAULT_MAX_OBJECT_SIZE, KubeListerWatcher};
+pub use self::wire::{decode_list, decode_watch_line};

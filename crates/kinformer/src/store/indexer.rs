@@ -10,7 +10,7 @@ use super::cache_state::{CacheState, build_replacement, index_values};
 use super::error::StoreError;
 use super::index_func::{IndexFunc, Indexers, namespace_indexers};
 use super::key_lister_getter::KeyListerGetter;
-use super::reflector_store::ReflectorStore;
+use super::reflector_store::ReplaceStore;
 use crate::object::{KeyError, KeyFunc, Object, meta_namespace_key_func, resource_version};
 
 /// A thread-safe cache of objects by key, with any number of named indexes: client-go's
@@ -247,7 +247,7 @@ impl<K: Object> Indexer<K> {
     }
 
     /// Does nothing: a plain store has nothing to resync (client-go's `Resync`, deprecated
-    /// there for stores). Kept so an Indexer can stand where a [`ReflectorStore`] is expected.
+    /// there for stores). Kept so an Indexer can stand where a [`ReplaceStore`] is expected.
     ///
     /// # Errors
     /// Never.
@@ -415,7 +415,7 @@ impl<K: Object> KeyListerGetter<K> for Indexer<K> {
     }
 }
 
-impl<K: Object> ReflectorStore<K> for Indexer<K> {
+impl<K: Object> ReplaceStore<K> for Indexer<K> {
     type Error = StoreError;
     fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
         Indexer::add(self, obj)

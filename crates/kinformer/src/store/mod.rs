@@ -22,4 +22,4 @@ pub use indexer::Indexer;
 pub use key_lister_getter::KeyListerGetter;
 pub use label_selector::{LabelSelector, LabelSelectorError, Operator, Requirement};
 pub use lister::{Lister, NamespaceLister};
-pub use reflector_store::ReflectorStore;
+pub use reflector_store::{ReflectorStore, ReplaceOnce, ReplaceStore};

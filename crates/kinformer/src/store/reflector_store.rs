@@ -2,12 +2,28 @@
 
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
+use parking_lot::Mutex;
+
 /// What a Reflector writes into: client-go's `Store` as seen by `Reflector.ListAndWatch`
-/// (`Add`, `Update`, `Delete`, `Replace`, `Resync`) plus the optional `ResourceVersionUpdater`
-/// that bookmarks feed.
+/// (`Add`, `Update`, `Delete`, `Replace`, `Resync`) and its `ResourceVersionUpdater`, with the
+/// list taken in parts as it arrives.
 ///
-/// The informer's `DeltaFifo` implements it, and so does a plain `Indexer`, so a Reflector can
-/// keep either up to date.
+/// Every method is required, so a store that wraps another forwards the whole protocol by
+/// construction. The informer's queues implement it directly; a store that wants a list in one
+/// piece (client-go's `Replace`) implements [`ReplaceStore`] and is wrapped in
+/// [`ReplaceOnce`].
+///
+/// # The list protocol
+///
+/// A list is [`replace_begin`](Self::replace_begin), any number of
+/// [`replace_part`](Self::replace_part) in server order, then
+/// [`replace_end`](Self::replace_end) with the list's resourceVersion, or
+/// [`replace_abort`](Self::replace_abort) when the list fails. Begin + parts + end must have the
+/// effect of one client-go `Replace` with all the parts' items; a list that starts over (an
+/// expired continue token) calls `replace_begin` again. Taking a list in parts lets a consumer
+/// apply it while it downloads, so a relist never holds the whole new list next to the cached
+/// one.
 pub trait ReflectorStore<K>: Send + Sync {
     /// The error a write can fail with. The Reflector logs it and carries on.
     type Error: std::error::Error + Send + Sync + 'static;
@@ -18,49 +34,27 @@ pub trait ReflectorStore<K>: Send + Sync {
     fn update(&self, obj: Arc<K>) -> Result<(), Self::Error>;
     /// An object was deleted (watch `DELETED`), carrying its final state.
     fn delete(&self, obj: Arc<K>) -> Result<(), Self::Error>;
-    /// A complete list at `resource_version` replaces everything.
-    fn replace(&self, list: Vec<Arc<K>>, resource_version: String) -> Result<(), Self::Error>;
     /// The resync timer fired (client-go's `Resync`).
     fn resync(&self) -> Result<(), Self::Error>;
 
-    /// Whether this store takes a list while it arrives: [`replace_begin`](Self::replace_begin),
-    /// any number of [`replace_part`](Self::replace_part), then
-    /// [`replace_end`](Self::replace_end) — or [`replace_abort`](Self::replace_abort) when the
-    /// list fails. When `false` (the default) the Reflector collects the whole list and calls
-    /// [`replace`](Self::replace); the four methods below are then never called, and their
-    /// default implementations do nothing.
-    ///
-    /// Taking a list in parts lets a consumer apply it while it downloads, so a relist never
-    /// holds the whole new list next to the cached one. The result of begin + parts + end must
-    /// be the result of one `replace` with all the parts' items.
-    fn supports_incremental_replace(&self) -> bool {
-        false
-    }
-    /// A list starts (again: a list that starts over after an expired continue token calls it
-    /// a second time, and the parts before it no longer count for detecting deletions).
-    fn replace_begin(&self) {}
+    /// A list starts (again: the parts before a second call no longer count for detecting
+    /// deletions).
+    fn replace_begin(&self);
     /// The next items of the list, in server order.
-    fn replace_part(&self, _items: Vec<Arc<K>>) -> Result<(), Self::Error> {
-        Ok(())
-    }
+    fn replace_part(&self, items: Vec<Arc<K>>) -> Result<(), Self::Error>;
     /// The list is complete at `resource_version`: whatever the store holds that no part
     /// listed is gone.
-    fn replace_end(&self, _resource_version: String) -> Result<(), Self::Error> {
-        Ok(())
-    }
-    /// The list failed: the parts already given stay, nothing is deleted.
-    fn replace_abort(&self) {}
+    fn replace_end(&self, resource_version: String) -> Result<(), Self::Error>;
+    /// The list failed: nothing is deleted. (Whether the parts already given stay is the
+    /// store's to say: the informer's queues keep them, they are real and newer states.)
+    fn replace_abort(&self);
 
     /// Resolves when the store can take more: a Reflector awaits it before reading each watch
-    /// event, so a store with a bounded backlog (a `DeltaFifo` with
-    /// [`max_queued_deltas`](crate::queue::DeltaFifoOptions::max_queued_deltas)) slows the
-    /// watch down instead of growing. The default resolves at once.
-    fn wait_for_room(&self) -> futures::future::BoxFuture<'_, ()> {
-        Box::pin(std::future::ready(()))
-    }
+    /// event, so a store with a bounded backlog slows the watch down instead of growing.
+    fn wait_for_room(&self) -> BoxFuture<'_, ()>;
     /// The reflector's resource version advanced without an object change (a bookmark, or the
-    /// end of a list). client-go's `ResourceVersionUpdater`; optional.
-    fn update_resource_version(&self, _resource_version: &str) {}
+    /// end of a list); client-go's `ResourceVersionUpdater`.
+    fn update_resource_version(&self, resource_version: &str);
 }
 
 impl<K, S: ReflectorStore<K> + ?Sized> ReflectorStore<K> for Arc<S> {
@@ -74,17 +68,8 @@ impl<K, S: ReflectorStore<K> + ?Sized> ReflectorStore<K> for Arc<S> {
     fn delete(&self, obj: Arc<K>) -> Result<(), Self::Error> {
         (**self).delete(obj)
     }
-    fn replace(&self, list: Vec<Arc<K>>, resource_version: String) -> Result<(), Self::Error> {
-        (**self).replace(list, resource_version)
-    }
     fn resync(&self) -> Result<(), Self::Error> {
         (**self).resync()
-    }
-    fn update_resource_version(&self, resource_version: &str) {
-        (**self).update_resource_version(resource_version)
-    }
-    fn supports_incremental_replace(&self) -> bool {
-        (**self).supports_incremental_replace()
     }
     fn replace_begin(&self) {
         (**self).replace_begin()
@@ -98,7 +83,106 @@ impl<K, S: ReflectorStore<K> + ?Sized> ReflectorStore<K> for Arc<S> {
     fn replace_abort(&self) {
         (**self).replace_abort()
     }
-    fn wait_for_room(&self) -> futures::future::BoxFuture<'_, ()> {
+    fn wait_for_room(&self) -> BoxFuture<'_, ()> {
         (**self).wait_for_room()
+    }
+    fn update_resource_version(&self, resource_version: &str) {
+        (**self).update_resource_version(resource_version)
+    }
+}
+
+/// A store that takes a list in one piece: client-go's `Store` as a Reflector writes it
+/// (`Add`, `Update`, `Delete`, `Replace`, `Resync`, and the `ResourceVersionUpdater`). Give it
+/// to a Reflector wrapped in [`ReplaceOnce`]. The [`Indexer`](super::Indexer) and the plain
+/// [`Fifo`](crate::queue::Fifo) implement it.
+pub trait ReplaceStore<K>: Send + Sync {
+    /// The error a write can fail with.
+    type Error: std::error::Error + Send + Sync + 'static;
+    /// An object was added.
+    fn add(&self, obj: Arc<K>) -> Result<(), Self::Error>;
+    /// An object was modified.
+    fn update(&self, obj: Arc<K>) -> Result<(), Self::Error>;
+    /// An object was deleted, carrying its final state.
+    fn delete(&self, obj: Arc<K>) -> Result<(), Self::Error>;
+    /// A complete list at `resource_version` replaces everything.
+    fn replace(&self, list: Vec<Arc<K>>, resource_version: String) -> Result<(), Self::Error>;
+    /// The resync timer fired.
+    fn resync(&self) -> Result<(), Self::Error>;
+    /// The resource version advanced without an object change.
+    fn update_resource_version(&self, resource_version: &str);
+}
+
+/// Adapts a [`ReplaceStore`] to the [`ReflectorStore`] protocol: a list's parts are collected
+/// and handed over in one `replace` when the list ends (dropped if it fails), as client-go's
+/// Reflector does. Its backlog is unbounded: `wait_for_room` resolves at once.
+///
+/// ```
+/// use k8s_openapi::api::core::v1::Pod;
+/// use kinformer::store::{Indexer, ReplaceOnce};
+/// let cache: Indexer<Pod> = Indexer::default_namespaced();
+/// let store = ReplaceOnce::new(cache.clone());
+/// # let _ = store;
+/// ```
+pub struct ReplaceOnce<K, S> {
+    store: S,
+    list: Mutex<Vec<Arc<K>>>,
+}
+
+impl<K, S: std::fmt::Debug> std::fmt::Debug for ReplaceOnce<K, S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReplaceOnce")
+            .field("store", &self.store)
+            .field("collected", &self.list.lock().len())
+            .finish()
+    }
+}
+
+impl<K, S> ReplaceOnce<K, S> {
+    /// Wraps `store`.
+    pub fn new(store: S) -> Self {
+        Self {
+            store,
+            list: Mutex::new(Vec::new()),
+        }
+    }
+    /// The wrapped store.
+    pub fn inner(&self) -> &S {
+        &self.store
+    }
+}
+
+impl<K: Send + Sync, S: ReplaceStore<K>> ReflectorStore<K> for ReplaceOnce<K, S> {
+    type Error = S::Error;
+    fn add(&self, obj: Arc<K>) -> Result<(), Self::Error> {
+        self.store.add(obj)
+    }
+    fn update(&self, obj: Arc<K>) -> Result<(), Self::Error> {
+        self.store.update(obj)
+    }
+    fn delete(&self, obj: Arc<K>) -> Result<(), Self::Error> {
+        self.store.delete(obj)
+    }
+    fn resync(&self) -> Result<(), Self::Error> {
+        self.store.resync()
+    }
+    fn replace_begin(&self) {
+        self.list.lock().clear();
+    }
+    fn replace_part(&self, items: Vec<Arc<K>>) -> Result<(), Self::Error> {
+        self.list.lock().extend(items);
+        Ok(())
+    }
+    fn replace_end(&self, resource_version: String) -> Result<(), Self::Error> {
+        let list = std::mem::take(&mut *self.list.lock());
+        self.store.replace(list, resource_version)
+    }
+    fn replace_abort(&self) {
+        *self.list.lock() = Vec::new();
+    }
+    fn wait_for_room(&self) -> BoxFuture<'_, ()> {
+        Box::pin(std::future::ready(()))
+    }
+    fn update_resource_version(&self, resource_version: &str) {
+        self.store.update_resource_version(resource_version)
     }
 }

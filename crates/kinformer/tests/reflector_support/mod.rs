@@ -10,7 +10,8 @@ use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::reflector::{
-    ListOptions, ListPage, ListWatchError, ListerWatcher, WatchEvent, WatchStream,
+    ItemSink, ListMeta, ListOptions, ListPage, ListWatchError, ListerWatcher, WatchEvent,
+    WatchStream,
 };
 use kinformer::{ReflectorStore, resource_version};
 use kube::api::ObjectMeta;
@@ -74,6 +75,8 @@ pub struct RecordingStore {
     /// Called on every resync with the 1-based call number; `Err` makes the resync fail.
     pub resync_hook: Mutex<Option<ResyncHook>>,
     resyncs: AtomicUsize,
+    /// The list in progress: recorded as one `Op::Replace` when it ends.
+    listing: Mutex<Option<Vec<(String, String)>>>,
 }
 
 impl RecordingStore {
@@ -127,13 +130,29 @@ impl ReflectorStore<Pod> for RecordingStore {
         self.content.lock().remove(&n);
         Ok(())
     }
-    fn replace(&self, list: Vec<Arc<Pod>>, resource_version: String) -> Result<(), StoreError> {
-        let items: Vec<_> = list.iter().map(|p| name_rv(p)).collect();
+    fn replace_begin(&self) {
+        *self.listing.lock() = Some(Vec::new());
+    }
+    fn replace_part(&self, items: Vec<Arc<Pod>>) -> Result<(), StoreError> {
+        self.listing
+            .lock()
+            .get_or_insert_with(Vec::new)
+            .extend(items.iter().map(|p| name_rv(p)));
+        Ok(())
+    }
+    fn replace_end(&self, resource_version: String) -> Result<(), StoreError> {
+        let items = self.listing.lock().take().unwrap_or_default();
         self.ops
             .lock()
             .push(Op::Replace(items.clone(), resource_version));
         *self.content.lock() = items.into_iter().collect();
         Ok(())
+    }
+    fn replace_abort(&self) {
+        *self.listing.lock() = None;
+    }
+    fn wait_for_room(&self) -> BoxFuture<'_, ()> {
+        Box::pin(std::future::ready(()))
     }
     fn resync(&self) -> Result<(), StoreError> {
         let n = self.resyncs.fetch_add(1, Ordering::SeqCst) + 1;
@@ -266,7 +285,11 @@ impl ScriptedLw {
 }
 
 impl ListerWatcher<Pod> for ScriptedLw {
-    fn list(&self, options: &ListOptions) -> BoxFuture<'_, Result<ListPage<Pod>, ListWatchError>> {
+    fn list<'a>(
+        &'a self,
+        options: &ListOptions,
+        sink: ItemSink<'a, Pod>,
+    ) -> BoxFuture<'a, Result<ListMeta, ListWatchError>> {
         let n = {
             let mut reqs = self.requests.lock();
             reqs.push(Req {
@@ -277,7 +300,7 @@ impl ListerWatcher<Pod> for ScriptedLw {
             reqs.iter().filter(|r| r.verb == Verb::List).count()
         };
         let r = (self.list.lock())(options, n);
-        async move { r }.boxed()
+        async move { Ok(r?.deliver(sink)) }.boxed()
     }
     fn watch(
         &self,

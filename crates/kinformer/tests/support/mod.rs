@@ -8,7 +8,8 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::reflector::{
-    ListOptions, ListPage, ListWatchError, ListerWatcher, Status, WatchEvent, WatchStream,
+    ItemSink, ListMeta, ListOptions, ListPage, ListWatchError, ListerWatcher, Status, WatchEvent,
+    WatchStream,
 };
 use kube::api::ObjectMeta;
 use parking_lot::Mutex;
@@ -138,7 +139,11 @@ fn to_event(c: &Change) -> WatchEvent<Pod> {
 }
 
 impl ListerWatcher<Pod> for FakeControllerSource {
-    fn list(&self, _options: &ListOptions) -> BoxFuture<'_, Result<ListPage<Pod>, ListWatchError>> {
+    fn list<'a>(
+        &'a self,
+        _options: &ListOptions,
+        sink: ItemSink<'a, Pod>,
+    ) -> BoxFuture<'a, Result<ListMeta, ListWatchError>> {
         let mut s = self.state.lock();
         s.lists += 1;
         let result = match &s.list_error {
@@ -148,7 +153,7 @@ impl ListerWatcher<Pod> for FakeControllerSource {
                 s.last_rv.to_string(),
             )),
         };
-        Box::pin(async move { result })
+        Box::pin(async move { Ok(result?.deliver(sink)) })
     }
 
     fn watch(
