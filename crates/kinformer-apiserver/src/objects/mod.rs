@@ -94,7 +94,10 @@ fn type_name(v: &Value) -> &'static str {
     }
 }
 
-fn check_type_meta(res: &ResourceInfo, obj: &Map<String, Value>) -> Result<(), ApiError> {
+pub(crate) fn check_type_meta(
+    res: &ResourceInfo,
+    obj: &Map<String, Value>,
+) -> Result<(), ApiError> {
     if let Some(v) = obj.get("apiVersion") {
         let want = res.api_version();
         if v.as_str() != Some(want.as_str()) {
