@@ -36,6 +36,7 @@ mod metrics;
 pub mod objects;
 pub mod options;
 pub mod patch;
+mod proto;
 pub mod resource;
 mod review;
 mod scale;

@@ -383,9 +383,21 @@ async fn serve_verb(
             Ok((200, response::watch(rx)))
         }
         Verb::Create => {
-            check_body_media_type(&req)?;
+            let protobuf = req
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(crate::proto::is_protobuf)
+                && crate::proto::decodable(res);
+            if !protobuf {
+                check_body_media_type(&req)?;
+            }
             let body = read_body(ctx, req).await?;
-            let obj = decode_body(res, &body)?;
+            let obj = if protobuf {
+                crate::proto::decode(res, &body)?
+            } else {
+                decode_body(res, &body)?
+            };
             if res.create_only {
                 let answer = crate::review::answer(res, obj, ctx.token.as_deref())?;
                 return Ok((201, response::json_value(201, &answer)));
