@@ -27,6 +27,7 @@
 
 pub mod api;
 pub mod context;
+mod crd;
 pub mod faults;
 pub mod go_text;
 pub mod http;

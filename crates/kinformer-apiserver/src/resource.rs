@@ -65,6 +65,11 @@ pub struct ResourceInfo {
     pub scale: Option<ScaleInfo>,
     /// Only `create` is served and nothing is stored (access and token reviews).
     pub create_only: bool,
+    /// The structural schema objects are pruned, defaulted and validated with (custom
+    /// resources defined by a CustomResourceDefinition).
+    pub(crate) schema: Option<std::sync::Arc<Value>>,
+    /// The CustomResourceDefinition that defines this resource.
+    pub(crate) crd_name: Option<String>,
 }
 
 /// Where a resource keeps what its `/scale` subresource shows (JSON paths as a
@@ -109,6 +114,8 @@ impl ResourceInfo {
             categories: Vec::new(),
             scale: None,
             create_only: false,
+            schema: None,
+            crd_name: None,
         }
     }
 
@@ -198,6 +205,8 @@ where
         )
         .then(ScaleInfo::workload),
         create_only: false,
+        schema: None,
+        crd_name: None,
     };
     // Registry behaviour recorded against the real server for the kinds the e2e diff covers.
     match (group, plural) {
@@ -231,6 +240,8 @@ fn review<K: Resource<Scope: 'static>>() -> ResourceInfo {
         categories: Vec::new(),
         scale: None,
         create_only: true,
+        schema: None,
+        crd_name: None,
     }
 }
 
