@@ -237,13 +237,25 @@ pub(crate) fn resource_info(crd: &Value) -> Option<ResourceInfo> {
         });
     info.schema = version
         .pointer("/schema/openAPIV3Schema")
-        .cloned()
-        .map(Arc::new);
+        .map(|schema| Arc::new(root_schema(schema)));
     info.crd_name = crd
         .pointer("/metadata/name")
         .and_then(|n| n.as_str())
         .map(String::from);
     Some(info)
+}
+
+/// The schema as applied to an object's root: an object whatever its type says, whose
+/// `apiVersion`, `kind` and `metadata` are the server's (not required by the schema).
+fn root_schema(schema: &Value) -> Value {
+    let mut root = schema.clone();
+    if let Value::Object(m) = &mut root {
+        m.insert("type".into(), Value::String("object".into()));
+        if let Some(Value::Array(req)) = m.get_mut("required") {
+            req.retain(|r| !matches!(r.as_str(), Some("apiVersion" | "kind" | "metadata")));
+        }
+    }
+    root
 }
 
 /// A field error: (path, reason, message).
@@ -407,8 +419,8 @@ fn apply(schema: &Value, v: &mut Value, path: &str, depth: usize, causes: &mut V
     }
 }
 
-/// Applies a custom resource's structural schema to an object (create, update, patch):
-/// `apiVersion`, `kind` and `metadata` at the root are kept as they are.
+/// Applies a custom resource's structural schema (as [`resource_info`] keeps it) to an object
+/// (create, update, patch): `apiVersion`, `kind` and `metadata` at the root are kept as they are.
 pub(crate) fn apply_schema(
     res: &ResourceInfo,
     schema: &Value,
@@ -420,15 +432,7 @@ pub(crate) fn apply_schema(
         .collect();
     let mut rest = Value::Object(std::mem::take(obj));
     let mut causes = Vec::new();
-    // The root is an object whatever the schema says (its type is not checked here).
-    let mut root = schema.clone();
-    if let Value::Object(m) = &mut root {
-        m.insert("type".into(), Value::String("object".into()));
-        if let Some(Value::Array(req)) = m.get_mut("required") {
-            req.retain(|r| !matches!(r.as_str(), Some("apiVersion" | "kind" | "metadata")));
-        }
-    }
-    apply(&root, &mut rest, "", 0, &mut causes);
+    apply(schema, &mut rest, "", 0, &mut causes);
     if let Value::Object(m) = rest {
         *obj = m;
     }
@@ -487,7 +491,7 @@ mod tests {
         .as_object()
         .unwrap()
         .clone();
-        apply_schema(&res(), &widget_schema(), &mut obj).unwrap();
+        apply_schema(&res(), &root_schema(&widget_schema()), &mut obj).unwrap();
         assert_eq!(
             Value::Object(obj),
             json!({
@@ -506,7 +510,7 @@ mod tests {
                 .as_object()
                 .unwrap()
                 .clone();
-        let e = apply_schema(&res(), &widget_schema(), &mut obj).unwrap_err();
+        let e = apply_schema(&res(), &root_schema(&widget_schema()), &mut obj).unwrap_err();
         assert_eq!(e.code, 422);
         assert!(
             e.message

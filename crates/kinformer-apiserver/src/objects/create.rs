@@ -31,6 +31,7 @@ pub fn prepare_create_by(
 ) -> Result<(String, StoredObject), ApiError> {
     check_type_meta(res, &obj)?;
     normalize::normalize_body(res, &mut obj);
+    defaults::apply_defaults(res, &mut obj);
     if let Some(schema) = &res.schema {
         crate::crd::apply_schema(res, schema, &mut obj)?;
     }

@@ -9,6 +9,7 @@ use crate::status::ApiError;
 use crate::store::{StoredObject, extra_fields};
 
 mod create;
+pub mod defaults;
 mod delete;
 pub mod fieldset;
 pub mod managed_fields;

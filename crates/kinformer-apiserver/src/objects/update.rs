@@ -73,6 +73,7 @@ pub fn prepare_update_by(
     check_type_meta(res, &new)?;
     if mode != UpdateMode::Raw {
         normalize::normalize_body(res, &mut new);
+        defaults::apply_defaults(res, &mut new);
         if let Some(schema) = &res.schema {
             crate::crd::apply_schema(res, schema, &mut new)?;
         }
