@@ -298,6 +298,13 @@ fn kubectl_through_the_written_kubeconfig() {
         "{deleted}"
     );
 
+    // The server's own request counters, as kube-apiserver names them.
+    let metrics = s.kubectl_ok(&["get", "--raw", "/metrics"]);
+    assert!(
+        metrics.contains(r#"apiserver_request_total{verb="LIST",group="coordination.k8s.io",version="v1",resource="leases""#),
+        "{metrics}"
+    );
+
     // Deleting the CRD removes the resource.
     s.kubectl_ok(&["delete", "-f", crd.to_str().unwrap()]);
     let out = s.kubectl(&["get", "widgets.example.com"]);
