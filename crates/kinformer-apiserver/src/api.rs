@@ -192,6 +192,12 @@ impl Api {
         let info = stored
             .as_ref()
             .and_then(|o| crate::crd::resource_info(&o.to_value()));
+        // A CRD never replaces a built-in resource (approved protected groups could name one).
+        let info = info.filter(|i| {
+            self.registry
+                .find(&i.group, &i.version, &i.plural)
+                .is_none_or(|r| r.crd_name.is_some())
+        });
         match info {
             Some(info) => {
                 if let Some(old) = self.registry.unregister_crd(name)

@@ -70,6 +70,21 @@ pub(crate) fn prepare(obj: &mut Map<String, Value>) -> Result<(), ApiError> {
     };
     if group.is_empty() {
         causes.push(required("spec.group"));
+    } else if !group.contains('.') {
+        causes.push((
+            "spec.group".into(),
+            "FieldValueInvalid".into(),
+            format!("Invalid value: \"{group}\": should be a domain with at least one dot"),
+        ));
+    } else if (group.ends_with(".k8s.io") || group.ends_with(".kubernetes.io"))
+        && v.pointer("/metadata/annotations/api-approved.kubernetes.io")
+            .is_none()
+    {
+        causes.push((
+            "metadata.annotations[api-approved.kubernetes.io]".into(),
+            "FieldValueRequired".into(),
+            "Required value: protected groups must have approval annotation \"api-approved.kubernetes.io\", see https://github.com/kubernetes/enhancements/pull/1111".to_string(),
+        ));
     }
     if plural.is_empty() {
         causes.push(required("spec.names.plural"));
@@ -566,6 +581,14 @@ mod tests {
         assert!(info.status_subresource);
         assert_eq!(info.scale.unwrap().spec_replicas_path, ".spec.size");
 
+        let mut core = json!({"metadata": {"name": "deployments.apps"}, "spec": {"group": "apps", "scope": "Namespaced",
+            "names": {"plural": "deployments", "kind": "Deployment"},
+            "versions": [{"name": "v1", "served": true, "storage": true}]}})
+        .as_object()
+        .unwrap()
+        .clone();
+        let e = prepare(&mut core).unwrap_err();
+        assert!(e.message.contains("at least one dot"), "{}", e.message);
         let mut bad = json!({"metadata": {"name": "wrong"}, "spec": {"group": "example.com", "scope": "Galaxy",
             "names": {"plural": "widgets", "kind": "Widget"}, "versions": []}})
         .as_object()
@@ -639,10 +662,10 @@ mod proptests {
         fn schemas_apply_or_fail_cleanly(schema in json(), obj in json()) {
             let res = ResourceInfo::new("example.com", "v1", "Widget", "widgets", Scope::Namespaced);
             let root = root_schema(&schema);
-            if let Value::Object(mut m) = obj {
-                if let Err(e) = apply_schema(&res, &root, &mut m) {
-                    prop_assert_eq!(e.code, 422);
-                }
+            if let Value::Object(mut m) = obj
+                && let Err(e) = apply_schema(&res, &root, &mut m)
+            {
+                prop_assert_eq!(e.code, 422);
             }
             let crd = json!({"metadata": {"name": "widgets.example.com"}, "spec": {
                 "group": "example.com", "scope": "Namespaced",
