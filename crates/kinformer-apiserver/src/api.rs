@@ -38,6 +38,13 @@ impl Registry {
         r.push(Arc::new(info));
     }
 
+    /// Stops serving the resource defined by CustomResourceDefinition `crd`; returns it.
+    pub(crate) fn unregister_crd(&self, crd: &str) -> Option<Arc<ResourceInfo>> {
+        let mut r = self.resources.write();
+        let i = r.iter().position(|x| x.crd_name.as_deref() == Some(crd))?;
+        Some(r.remove(i))
+    }
+
     /// Every resource type.
     pub fn all(&self) -> Vec<Arc<ResourceInfo>> {
         self.resources.read().clone()
@@ -157,7 +164,8 @@ impl Api {
             return Err(ApiError::not_found(&ns_res, ns));
         }
         let key = storage_key(res, ns, &name);
-        self.store
+        let created = self
+            .store
             .mutate(&res.group_resource(), &key, |current, rev| {
                 let (_, obj) = prepare_create_by(res, ns, body, rev, writer)?;
                 if current.is_some() {
@@ -165,7 +173,65 @@ impl Api {
                 }
                 let obj = Arc::new(obj);
                 Ok(Mutation::Put(obj.clone(), obj))
-            })
+            })?;
+        self.after_write(res, &created.name);
+        Ok(created)
+    }
+
+    /// Keeps the served custom resources in step with the CustomResourceDefinitions.
+    fn after_write(&self, res: &ResourceInfo, name: &str) {
+        if crate::crd::is_crd(res) {
+            self.sync_crd(res, name);
+        }
+    }
+
+    /// Serves the resource CRD `name` defines, or, when the CRD is gone, stops serving it and
+    /// deletes its objects (watchers see them DELETED), as the real server's CRD finalizer does.
+    fn sync_crd(&self, crd_res: &ResourceInfo, name: &str) {
+        let stored = self.store.get(&crd_res.group_resource(), name);
+        let info = stored
+            .as_ref()
+            .and_then(|o| crate::crd::resource_info(&o.to_value()));
+        // A CRD never replaces a built-in resource (approved protected groups could name one).
+        let info = info.filter(|i| {
+            self.registry
+                .find(&i.group, &i.version, &i.plural)
+                .is_none_or(|r| r.crd_name.is_some())
+        });
+        match info {
+            Some(info) => {
+                if let Some(old) = self.registry.unregister_crd(name)
+                    && (&old.group, &old.plural) != (&info.group, &info.plural)
+                {
+                    self.delete_all(&old);
+                }
+                self.registry.register(info);
+            }
+            None => {
+                if let Some(old) = self.registry.unregister_crd(name) {
+                    self.delete_all(&old);
+                }
+            }
+        }
+    }
+
+    /// Removes every object of `res` (finalizers are not waited for).
+    fn delete_all(&self, res: &ResourceInfo) {
+        let gr = res.group_resource();
+        let Ok((_, objs)) = self.store.list(&gr, None, "", "") else {
+            return;
+        };
+        for o in objs.iter() {
+            let _ = self.store.mutate(&gr, &o.key, |current, rev| {
+                Ok(match current {
+                    Some(c) => {
+                        let last = Arc::new(c.at_revision(rev));
+                        Mutation::Delete(last, ())
+                    }
+                    None => Mutation::Nothing(()),
+                })
+            });
+        }
     }
 
     /// Reads one object; 404 NotFound if absent.
@@ -204,7 +270,8 @@ impl Api {
         writer: Option<&Writer>,
     ) -> Result<Arc<StoredObject>, ApiError> {
         let key = storage_key(res, ns_of(res, namespace), name);
-        self.store
+        let updated = self
+            .store
             .mutate(&res.group_resource(), &key, |current, rev| {
                 let Some(current) = current else {
                     return Err(ApiError::not_found(res, name));
@@ -213,7 +280,9 @@ impl Api {
                     prepare_update_by(res, current, body, rev, mode, writer)?,
                     current,
                 )
-            })
+            })?;
+        self.after_write(res, name);
+        Ok(updated)
     }
 
     fn outcome(
@@ -260,7 +329,8 @@ impl Api {
     ) -> Result<Arc<StoredObject>, ApiError> {
         let ns = ns_of(res, namespace);
         let key = storage_key(res, ns, name);
-        self.store
+        let patched = self
+            .store
             .mutate(&res.group_resource(), &key, |current, rev| {
                 let Some(current) = current else {
                     if patch_type == PatchType::Apply && mode != UpdateMode::Status {
@@ -292,7 +362,9 @@ impl Api {
                     prepare_update_by(res, current, body, rev, mode, writer)?,
                     current,
                 )
-            })
+            })?;
+        self.after_write(res, name);
+        Ok(patched)
     }
 
     /// Deletes an object (or marks it for deletion if it has finalizers); 404 if absent.
@@ -304,7 +376,8 @@ impl Api {
         pre: &Preconditions,
     ) -> Result<Deleted, ApiError> {
         let key = storage_key(res, ns_of(res, namespace), name);
-        self.store
+        let deleted = self
+            .store
             .mutate(&res.group_resource(), &key, |current, rev| {
                 let Some(current) = current else {
                     return Err(ApiError::not_found(res, name));
@@ -335,7 +408,9 @@ impl Api {
                         removed: false,
                     }),
                 })
-            })
+            })?;
+        self.after_write(res, name);
+        Ok(deleted)
     }
 
     /// Deletes every object matching the options' selectors; returns what was deleted.

@@ -71,4 +71,8 @@ pub struct Context {
     /// The highest resourceVersion carried by a BOOKMARK sent so far (for tests that need to
     /// know a client has been told a revision).
     pub bookmark_rv: tokio::sync::watch::Sender<u64>,
+    /// The bearer token every request must carry (TLS servers), `None` for no authentication.
+    pub(crate) token: Option<String>,
+    /// Request counters served at `/metrics`.
+    pub(crate) metrics: crate::metrics::Metrics,
 }

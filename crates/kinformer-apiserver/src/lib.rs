@@ -4,8 +4,13 @@
 //! - **Storage**: an MVCC store with one global revision (the resourceVersion), per-object
 //!   uid/creationTimestamp/generation, an event history with compaction; objects are kept as
 //!   pre-serialized JSON so LIST and WATCH serve bytes without re-encoding ([`store`]).
-//! - **Resources**: core/v1 pods, configmaps, secrets, services, nodes, namespaces, events,
-//!   apps/v1 deployments, plus custom resources registered at run time ([`resource`]).
+//! - **Resources**: every listable kind of k8s-openapi's stable API versions, described from
+//!   the types, with `/status` and `/scale`; the access and token reviews; custom resources
+//!   from CustomResourceDefinitions created over the API (schema pruning, defaults,
+//!   validation) or registered at run time ([`resource`]).
+//! - **Transport**: plain HTTP in process by default; TLS with a generated CA and a bearer
+//!   token with [`ServerConfig::tls`] (the standalone server's default), both in the kubeconfig.
+//!   `/metrics` counts requests like kube-apiserver's `apiserver_request_total`.
 //! - **Verbs**: create, get, update, patch (merge, JSON, strategic with inferred merge keys, apply as merge),
 //!   delete, deletecollection, list, watch, with the real `Status` errors ([`status`]).
 //! - **List/watch semantics**: selectors, pagination, resourceVersion matching, bookmarks,
@@ -27,21 +32,27 @@
 
 pub mod api;
 pub mod context;
+mod crd;
 pub mod faults;
 pub mod go_text;
 pub mod http;
 pub mod kubeconfig;
 pub mod list;
+mod metrics;
 pub mod objects;
 pub mod options;
 pub mod patch;
+mod proto;
 pub mod resource;
+mod review;
+mod scale;
 pub mod seed;
 pub mod selector;
 pub mod server;
 pub mod standalone;
 pub mod status;
 pub mod store;
+mod tls;
 pub mod watch;
 
 pub use context::{RequestRecord, Settings};

@@ -46,6 +46,11 @@ pub struct ServerConfig {
     /// Refuse creates in namespaces that do not exist (404), like the real server. Off by
     /// default so tests can use any namespace without creating it first.
     pub enforce_namespaces: bool,
+    /// Serve HTTPS with a certificate generated at start (its CA in [`RunningServer::kubeconfig`])
+    /// and require the bearer token [`RunningServer::token`] (401 without it), like a real
+    /// server. Off by default in process (tests reach the plain HTTP address directly); the
+    /// standalone server (`kinformer serve`, `kinformer-apiserver`) turns it on.
+    pub tls: bool,
 }
 
 impl Default for ServerConfig {
@@ -57,6 +62,7 @@ impl Default for ServerConfig {
             resources: Vec::new(),
             default_namespaces: true,
             enforce_namespaces: false,
+            tls: false,
         }
     }
 }
@@ -98,6 +104,12 @@ impl ServerConfig {
         self.enforce_namespaces = on;
         self
     }
+    /// Serves HTTPS and requires a bearer token ([`ServerConfig::tls`]).
+    #[must_use]
+    pub fn tls(mut self, on: bool) -> Self {
+        self.tls = on;
+        self
+    }
     /// Turns the request log on or off (on by default).
     #[must_use]
     pub fn record_requests(mut self, on: bool) -> Self {
@@ -117,6 +129,9 @@ pub enum StartError {
         /// Cause.
         source: std::io::Error,
     },
+    /// Generating the certificates failed.
+    #[error("cannot set up TLS: {0}")]
+    Tls(String),
     /// Building the kube client failed.
     #[error("cannot build a kube client: {0}")]
     Client(String),
@@ -154,6 +169,8 @@ pub struct ServerState {
 pub struct RunningServer {
     ctx: Arc<Context>,
     addr: SocketAddr,
+    /// The CA (PEM) and token when serving TLS.
+    credentials: Option<(String, String)>,
     client: kube::Client,
     task: Mutex<Option<JoinHandle<()>>>,
 }
@@ -187,6 +204,11 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         registry,
         store: Store::new(config.history),
     });
+    let credentials = if config.tls {
+        Some(crate::tls::generate().map_err(|e| StartError::Tls(e.to_string()))?)
+    } else {
+        None
+    };
     let ctx = Arc::new(Context {
         api,
         faults: Arc::new(FaultState::default()),
@@ -195,6 +217,8 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         requests: Mutex::new(Vec::new()),
         address: Mutex::new(String::new()),
         bookmark_rv: tokio::sync::watch::channel(0).0,
+        token: credentials.as_ref().map(|c| c.token.clone()),
+        metrics: crate::metrics::Metrics::default(),
     });
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", config.port))
         .await
@@ -220,34 +244,68 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
             }
         }
     }
-    let base = format!("http://{addr}");
-    let mut kube_config = kube::Config::new(
-        base.parse()
-            .map_err(|e| StartError::Client(format!("{e}")))?,
-    );
-    // kube's default retry policy silently retries 429, 503 and 504; informers and reflectors
-    // must see those statuses to apply client-go's backoff and relist rules.
-    kube_config.default_retry = false;
-    let client =
-        kube::Client::try_from(kube_config).map_err(|e| StartError::Client(e.to_string()))?;
+    let public = credentials
+        .as_ref()
+        .map(|c| (c.ca_pem.clone(), c.token.clone()));
+    let base = base_url(addr, public.is_some());
+    let yaml = crate::kubeconfig::yaml(&base, public.as_ref());
+    let client = client_from_kubeconfig(&yaml).await?;
     let router = crate::http::router(ctx.clone());
     let token = ctx.shutdown.clone();
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    let task = tokio::spawn(async move {
-        let serve = axum::serve(listener, router).with_graceful_shutdown(token.cancelled_owned());
-        if let Err(e) = serve.await {
-            tracing::warn!(error = %e, "kinformer-apiserver stopped with an error");
+    let task = match credentials {
+        Some(c) => {
+            let listener = crate::tls::TlsListener::new(listener, addr, c.acceptor, token.clone());
+            tokio::spawn(async move {
+                let serve =
+                    axum::serve(listener, router).with_graceful_shutdown(token.cancelled_owned());
+                if let Err(e) = serve.await {
+                    tracing::warn!(error = %e, "kinformer-apiserver stopped with an error");
+                }
+            })
         }
-    });
+        None => {
+            let listener = listener.tap_io(|tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
+            tokio::spawn(async move {
+                let serve =
+                    axum::serve(listener, router).with_graceful_shutdown(token.cancelled_owned());
+                if let Err(e) = serve.await {
+                    tracing::warn!(error = %e, "kinformer-apiserver stopped with an error");
+                }
+            })
+        }
+    };
     tracing::info!(%addr, "kinformer-apiserver listening");
     Ok(RunningServer {
         ctx,
         addr,
+        credentials: public,
         client,
         task: Mutex::new(Some(task)),
     })
+}
+
+fn base_url(addr: SocketAddr, tls: bool) -> String {
+    if tls {
+        format!("https://{addr}")
+    } else {
+        format!("http://{addr}")
+    }
+}
+
+/// A kube client configured the way any client would be: from the kubeconfig the server writes.
+async fn client_from_kubeconfig(yaml: &str) -> Result<kube::Client, StartError> {
+    let kc =
+        kube::config::Kubeconfig::from_yaml(yaml).map_err(|e| StartError::Client(e.to_string()))?;
+    let mut kube_config =
+        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+            .await
+            .map_err(|e| StartError::Client(e.to_string()))?;
+    // kube's default retry policy silently retries 429, 503 and 504; informers and reflectors
+    // must see those statuses to apply client-go's backoff and relist rules.
+    kube_config.default_retry = false;
+    kube::Client::try_from(kube_config).map_err(|e| StartError::Client(e.to_string()))
 }
 
 fn resource_for<K: kube::Resource<DynamicType = ()>>(
@@ -274,9 +332,19 @@ fn from_bytes<K: DeserializeOwned>(b: &[u8]) -> Result<K, ApiError> {
 }
 
 impl RunningServer {
-    /// `http://127.0.0.1:PORT`.
+    /// `https://127.0.0.1:PORT` with TLS ([`ServerConfig::tls`]), else `http://127.0.0.1:PORT`.
     pub fn base_url(&self) -> String {
-        format!("http://{}", self.addr)
+        base_url(self.addr, self.credentials.is_some())
+    }
+
+    /// The bearer token the server requires (TLS only).
+    pub fn token(&self) -> Option<&str> {
+        self.credentials.as_ref().map(|(_, t)| t.as_str())
+    }
+
+    /// The CA certificate (PEM) of the serving certificate (TLS only).
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.credentials.as_ref().map(|(ca, _)| ca.as_str())
     }
 
     /// The listening address.
@@ -284,20 +352,27 @@ impl RunningServer {
         self.addr
     }
 
-    /// A kube client for this server (no authentication). Its default retry policy is off, so
+    /// A kube client for this server (built from [`RunningServer::kubeconfig`]). Its default retry policy is off, so
     /// callers see 429, 503 and 504 as the server sends them (reflectors must).
     pub fn client(&self) -> kube::Client {
         self.client.clone()
     }
 
-    /// A kubeconfig (YAML) pointing at this server, context `kinformer`, namespace `default`.
+    /// A kubeconfig (YAML) pointing at this server, context `kinformer`, namespace `default`;
+    /// with TLS, the CA as `certificate-authority-data` and the bearer token.
     pub fn kubeconfig(&self) -> String {
-        crate::kubeconfig::kubeconfig_yaml(&self.base_url())
+        crate::kubeconfig::yaml(&self.base_url(), self.credentials.as_ref())
     }
 
     /// Writes [`RunningServer::kubeconfig`] to `path`.
+    /// The file is readable by its owner only (it holds the token).
     pub fn write_kubeconfig(&self, path: impl AsRef<Path>) -> std::io::Result<()> {
-        std::fs::write(path, self.kubeconfig())
+        use std::io::Write;
+        let mut opts = std::fs::OpenOptions::new();
+        opts.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut opts, 0o600);
+        opts.open(path)?.write_all(self.kubeconfig().as_bytes())
     }
 
     /// The fault-injection API.

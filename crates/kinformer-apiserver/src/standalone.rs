@@ -15,8 +15,11 @@ pub struct StandaloneOptions {
     pub seed_namespaces: usize,
     /// Where to write a kubeconfig for other clients.
     pub kubeconfig: Option<PathBuf>,
-    /// Server configuration (the port above overrides its port).
+    /// Server configuration (the port above overrides its port, `plain_http` its `tls`).
     pub config: ServerConfig,
+    /// Serve plain HTTP without authentication instead of TLS with a bearer token (the
+    /// default, like a real server).
+    pub plain_http: bool,
 }
 
 /// Errors of the standalone server.
@@ -40,7 +43,7 @@ pub enum StandaloneError {
 
 /// Starts the server, seeds it, writes the kubeconfig; returns the running server.
 pub async fn start_standalone(opts: StandaloneOptions) -> Result<RunningServer, StandaloneError> {
-    let server = start(opts.config.clone().port(opts.port)).await?;
+    let server = start(opts.config.clone().port(opts.port).tls(!opts.plain_http)).await?;
     if opts.seed_pods > 0 {
         server.seed_pods(opts.seed_pods, opts.seed_namespaces)?;
     }
@@ -56,7 +59,8 @@ pub async fn start_standalone(opts: StandaloneOptions) -> Result<RunningServer, 
 }
 
 /// Runs the standalone server until Ctrl-C (SIGINT) or SIGTERM, then shuts down gracefully.
-/// Prints one line `listening on http://127.0.0.1:PORT` to stdout once ready.
+/// Prints one line `listening on https://127.0.0.1:PORT` (`http://` with `plain_http`) to
+/// stdout once ready.
 pub async fn serve_standalone(opts: StandaloneOptions) -> Result<(), StandaloneError> {
     let server = start_standalone(opts).await?;
     println!("listening on {}", server.base_url());

@@ -551,11 +551,48 @@ async fn discovery_documents() {
     assert_eq!(v["versions"], json!(["v1"]));
     let g = get(a, "/apis").await.json();
     assert_eq!(g["kind"], "APIGroupList");
-    assert_eq!(g["groups"][0]["name"], "apps");
-    assert_eq!(
-        g["groups"][0]["preferredVersion"]["groupVersion"],
-        "apps/v1"
-    );
+    let apps = g["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == "apps")
+        .unwrap();
+    assert_eq!(apps["preferredVersion"]["groupVersion"], "apps/v1");
+    // Every stable built-in group of k8s-openapi is served.
+    for group in [
+        "coordination.k8s.io",
+        "batch",
+        "rbac.authorization.k8s.io",
+        "discovery.k8s.io",
+        "apiextensions.k8s.io",
+        "authorization.k8s.io",
+    ] {
+        assert!(
+            g["groups"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|x| x["name"] == group),
+            "{group}: {g}"
+        );
+    }
+    let authz = get(a, "/apis/authorization.k8s.io/v1").await.json();
+    let ssar = authz["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "selfsubjectaccessreviews")
+        .unwrap();
+    assert_eq!(ssar["verbs"], json!(["create"]));
+    let apps_v1 = get(a, "/apis/apps/v1").await.json();
+    let names: Vec<&str> = apps_v1["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["name"].as_str())
+        .collect();
+    assert!(names.contains(&"deployments/scale"), "{names:?}");
+    assert!(names.contains(&"statefulsets/status"), "{names:?}");
     let core = get(a, "/api/v1").await.json();
     assert_eq!(core["kind"], "APIResourceList");
     let pods = core["resources"]

@@ -1,5 +1,6 @@
 //! The machine's kubectl (real client-go) against the standalone `kinformer-apiserver` binary,
-//! through the kubeconfig the binary writes.
+//! through the kubeconfig the binary writes (plain HTTP: the test also reads the admin
+//! endpoints directly; `kinformer-cli/tests/serve_clients.rs` covers TLS).
 //!
 //! Skipped (with a message) when `kubectl` is not installed, unless
 //! `KINFORMER_REQUIRE_KUBECTL=1`, which makes a missing kubectl a failure.
@@ -46,6 +47,7 @@ impl Standalone {
             .args([
                 "--port",
                 "0",
+                "--plain-http",
                 "--seed-pods",
                 &seed.to_string(),
                 "--kubeconfig",

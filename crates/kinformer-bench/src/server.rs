@@ -22,6 +22,8 @@ pub async fn run(pods: usize, namespaces: usize) -> Result<(), Box<dyn std::erro
         seed_namespaces: namespaces.max(1),
         kubeconfig: None,
         config: kinformer_apiserver::ServerConfig::default(),
+        // The peers are given the URL, not a kubeconfig: plain HTTP as before.
+        plain_http: true,
     };
     let server = Arc::new(start_standalone(opts).await?);
     let listener = TcpListener::bind("127.0.0.1:0")?;

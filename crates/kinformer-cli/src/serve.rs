@@ -1,4 +1,6 @@
-//! `kinformer serve`: the embedded API server standalone, for kubectl and other clients.
+//! `kinformer serve`: the embedded API server standalone, for kubectl and other clients: TLS
+//! and a bearer token by default (both in the kubeconfig it writes), its request counters at
+//! `/metrics`.
 
 use std::path::PathBuf;
 
@@ -21,6 +23,10 @@ pub struct ServeArgs {
     /// Where to write the kubeconfig (default: a file in the temp directory).
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
+    /// Serve plain HTTP without authentication (default: TLS with a CA generated at start and a
+    /// bearer token, both written to the kubeconfig).
+    #[arg(long)]
+    pub plain_http: bool,
 }
 
 /// Runs the server until Ctrl-C or SIGTERM.
@@ -34,6 +40,7 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
         seed_namespaces: args.seed_namespaces,
         kubeconfig: Some(kubeconfig.clone()),
         config: Default::default(),
+        plain_http: args.plain_http,
     })
     .await
     .map_err(|e| CliError::Embedded(with_causes(&e)))?;
@@ -42,6 +49,10 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
     println!(
         "try:  KUBECONFIG={} kubectl get pods -A",
         kubeconfig.display()
+    );
+    println!(
+        "request metrics (Prometheus text) at {}/metrics",
+        server.base_url()
     );
     println!("Ctrl-C to stop");
     let _ = tokio::signal::ctrl_c().await;

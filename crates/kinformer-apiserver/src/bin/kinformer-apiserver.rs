@@ -21,6 +21,10 @@ struct Args {
     /// Write a kubeconfig for other clients here.
     #[arg(long)]
     kubeconfig: Option<PathBuf>,
+    /// Serve plain HTTP without authentication (default: TLS with a generated CA and a bearer
+    /// token, both in the kubeconfig).
+    #[arg(long)]
+    plain_http: bool,
     /// BOOKMARK interval in seconds.
     #[arg(long, default_value_t = 60)]
     bookmark_interval_secs: u64,
@@ -38,6 +42,7 @@ async fn main() -> std::process::ExitCode {
         seed_pods: args.seed_pods,
         seed_namespaces: args.seed_namespaces,
         kubeconfig: args.kubeconfig,
+        plain_http: args.plain_http,
         config: kinformer_apiserver::ServerConfig::default().bookmark_interval(
             std::time::Duration::from_secs(args.bookmark_interval_secs.max(1)),
         ),

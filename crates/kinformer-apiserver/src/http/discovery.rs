@@ -80,17 +80,32 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Value {
         .iter()
         .filter(|r| r.group == group && r.version == version)
     {
+        let verbs: &[&str] = if r.create_only { &["create"] } else { VERBS };
         let mut entry = json!({
             "name": r.plural,
             "singularName": r.singular,
             "namespaced": r.namespaced(),
             "kind": r.kind,
-            "verbs": VERBS,
+            "verbs": verbs,
         });
         if !r.short_names.is_empty() {
             entry["shortNames"] = json!(r.short_names);
         }
+        if !r.categories.is_empty() {
+            entry["categories"] = json!(r.categories);
+        }
         resources.push(entry);
+        if r.scale.is_some() {
+            resources.push(json!({
+                "name": format!("{}/scale", r.plural),
+                "singularName": "",
+                "namespaced": r.namespaced(),
+                "group": "autoscaling",
+                "version": "v1",
+                "kind": "Scale",
+                "verbs": ["get", "patch", "update"],
+            }));
+        }
         if r.status_subresource {
             resources.push(json!({
                 "name": format!("{}/status", r.plural),

@@ -13,6 +13,9 @@
 //!   `.../resume-watches`, `.../clear`
 //! - `GET /__kinformer/requests` (the request log as JSON), `DELETE` to clear it
 //! - `GET /__kinformer/state/{resource}[?namespace=ns]`: exact objects with resourceVersions
+//!
+//! `/metrics` serves the request counters (Prometheus text). With TLS every path but
+//! `/healthz`, `/livez`, `/readyz` and `/version` needs the bearer token (401 otherwise).
 
 mod admin;
 mod discovery;
@@ -29,6 +32,16 @@ use axum::extract::{Request, State};
 use axum::response::Response;
 
 use crate::context::Context;
+use crate::status::ApiError;
+
+/// Paths anyone may read without a token, as kube-apiserver's `system:public-info-viewer`
+/// role allows anonymous users.
+fn public_path(path: &str) -> bool {
+    matches!(path, "/healthz" | "/livez" | "/readyz" | "/version")
+        || ["/healthz/", "/livez/", "/readyz/"]
+            .iter()
+            .any(|p| path.starts_with(p))
+}
 
 pub use path::{Target, parse_path};
 
@@ -39,6 +52,20 @@ pub fn router(ctx: Arc<Context>) -> Router {
 
 async fn handle(State(ctx): State<Arc<Context>>, req: Request) -> Response {
     let path = req.uri().path().to_string();
+    if let Some(token) = &ctx.token
+        && !public_path(&path)
+        && !crate::tls::bearer_matches(
+            req.headers()
+                .get(http::header::AUTHORIZATION)
+                .map(|v| v.as_bytes()),
+            token,
+        )
+    {
+        return response::error(&ApiError::new(401, "Unauthorized", "Unauthorized"));
+    }
+    if path == "/metrics" {
+        return response::text(200, ctx.metrics.encode());
+    }
     if path.starts_with("/__kinformer/") {
         return admin::handle(ctx, req).await;
     }

@@ -12,6 +12,7 @@ use super::table::{IncludeObject, table, wants_table};
 use super::{discovery, openapi, response};
 use crate::context::{Context, RequestRecord};
 use crate::faults::Verb;
+use crate::metrics::RequestLabels;
 use crate::objects::managed_fields::manager_from_user_agent;
 use crate::objects::{Preconditions, UpdateMode, Writer, decode_body};
 use crate::options::{ListOptions, parse_query};
@@ -44,7 +45,8 @@ fn classify(method: &Method, target: Target, watch: bool) -> Result<Classified, 
         return Err(ApiError::not_found_path());
     };
     if let Some(sub) = &subresource
-        && !(sub == "status" && resource.status_subresource)
+        && !(sub == "status" && resource.status_subresource
+            || sub == "scale" && resource.scale.is_some())
     {
         return Err(ApiError::not_found_path());
     }
@@ -61,6 +63,9 @@ fn classify(method: &Method, target: Target, watch: bool) -> Result<Classified, 
         _ => return Err(ApiError::method_not_allowed()),
     };
     if subresource.is_some() && !matches!(verb, Verb::Get | Verb::Update | Verb::Patch) {
+        return Err(ApiError::method_not_allowed());
+    }
+    if resource.create_only && verb != Verb::Create {
         return Err(ApiError::method_not_allowed());
     }
     // Creating needs the namespace in the path for namespaced resources.
@@ -141,12 +146,52 @@ fn parse_delete_options(body: &[u8]) -> Result<Preconditions, ApiError> {
     })
 }
 
+/// What a resource request addressed, for the request log and the metrics.
+struct Served {
+    verb: Verb,
+    resource: Arc<ResourceInfo>,
+    /// `resource` (one object), `namespace` or `cluster` (collections), as kube-apiserver's
+    /// metrics say.
+    scope: &'static str,
+    subresource: Option<String>,
+}
+
+/// The `verb` label of kube-apiserver's request metrics: the HTTP method, refined to LIST,
+/// WATCH and APPLY.
+fn metric_verb(verb: Verb, apply: bool) -> &'static str {
+    match verb {
+        Verb::Get => "GET",
+        Verb::List => "LIST",
+        Verb::Watch => "WATCH",
+        Verb::Create => "POST",
+        Verb::Update => "PUT",
+        Verb::Patch if apply => "APPLY",
+        Verb::Patch => "PATCH",
+        Verb::Delete | Verb::DeleteCollection => "DELETE",
+    }
+}
+
 /// Serves a (non-admin) request.
 pub async fn handle(ctx: Arc<Context>, req: Request) -> Response {
     let method = req.method().clone();
     let path = req.uri().path().to_string();
     let raw_query = req.uri().query().unwrap_or("").to_string();
-    let (code, verb, resp) = serve(&ctx, req, &method, &path, &raw_query).await;
+    let apply = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/apply-patch"));
+    let (code, served, resp) = serve(&ctx, req, &method, &path, &raw_query).await;
+    if let Some(s) = &served {
+        ctx.metrics.count(RequestLabels {
+            verb: metric_verb(s.verb, apply),
+            group: s.resource.group.clone(),
+            version: s.resource.version.clone(),
+            resource: s.resource.plural.clone(),
+            subresource: s.subresource.clone().unwrap_or_default(),
+            scope: s.scope,
+            code,
+        });
+    }
     if ctx.settings.record_requests {
         let mut log = ctx.requests.lock();
         if log.len() >= MAX_RECORDED_REQUESTS {
@@ -157,7 +202,7 @@ pub async fn handle(ctx: Arc<Context>, req: Request) -> Response {
             method: method.to_string(),
             path,
             query: raw_query,
-            verb: verb.map(|v| v.as_str().to_string()),
+            verb: served.map(|s| s.verb.as_str().to_string()),
             code,
         });
     }
@@ -170,7 +215,7 @@ async fn serve(
     method: &Method,
     path: &str,
     raw_query: &str,
-) -> (u16, Option<Verb>, Response) {
+) -> (u16, Option<Served>, Response) {
     let target = parse_path(&ctx.api.registry, path);
     let discovery = match &target {
         Target::CoreVersions => Some(discovery::core_versions(&ctx.address.lock())),
@@ -207,16 +252,27 @@ async fn serve(
         Ok(c) => c,
         Err(e) => return (e.code, None, response::error(&e)),
     };
+    let served = Served {
+        verb: c.verb,
+        resource: c.resource.clone(),
+        scope: if c.name.is_some() {
+            "resource"
+        } else if c.namespace.is_some() {
+            "namespace"
+        } else {
+            "cluster"
+        },
+        subresource: c.subresource.clone(),
+    };
     if let Some(e) = ctx
         .faults
         .take_failure(c.verb, &c.resource.group_resource())
     {
-        return (e.code, Some(c.verb), response::error(&e));
+        return (e.code, Some(served), response::error(&e));
     }
-    let verb = c.verb;
     match serve_verb(ctx, req, c, &query).await {
-        Ok((code, r)) => (code, Some(verb), r),
-        Err(e) => (e.code, Some(verb), response::error(&e)),
+        Ok((code, r)) => (code, Some(served), r),
+        Err(e) => (e.code, Some(served), response::error(&e)),
     }
 }
 
@@ -237,7 +293,7 @@ async fn serve_verb(
         .unwrap_or("");
     let as_table = wants_table(accept)
         .then(|| IncludeObject::parse(query.get("includeObject").map(|s| s.as_str())));
-    let mode = if c.subresource.is_some() {
+    let mode = if c.subresource.as_deref() == Some("status") {
         UpdateMode::Status
     } else {
         UpdateMode::Main
@@ -256,6 +312,11 @@ async fn serve_verb(
         },
         subresource: c.subresource.clone(),
     };
+    if c.subresource.as_deref() == Some("scale")
+        && let Some(scale) = &res.scale
+    {
+        return serve_scale(ctx, req, &c, scale, &writer).await;
+    }
     match c.verb {
         Verb::Get => {
             // A GET at a resourceVersion the server has not reached waits briefly, then answers
@@ -322,9 +383,25 @@ async fn serve_verb(
             Ok((200, response::watch(rx)))
         }
         Verb::Create => {
-            check_body_media_type(&req)?;
+            let protobuf = req
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(crate::proto::is_protobuf)
+                && crate::proto::decodable(res);
+            if !protobuf {
+                check_body_media_type(&req)?;
+            }
             let body = read_body(ctx, req).await?;
-            let obj = decode_body(res, &body)?;
+            let obj = if protobuf {
+                crate::proto::decode(res, &body)?
+            } else {
+                decode_body(res, &body)?
+            };
+            if res.create_only {
+                let answer = crate::review::answer(res, obj, ctx.token.as_deref())?;
+                return Ok((201, response::json_value(201, &answer)));
+            }
             let o = api.create_by(res, ns, obj, Some(&writer))?;
             Ok((201, response::object(201, &o)))
         }
@@ -369,4 +446,49 @@ async fn serve_verb(
             Ok((200, response::plain_list(res, rv, deleted)))
         }
     }
+}
+
+/// `GET`, `PUT` and `PATCH` of `/scale`: the object's replicas as an `autoscaling/v1` `Scale`.
+async fn serve_scale(
+    ctx: &Arc<Context>,
+    req: Request,
+    c: &Classified,
+    scale: &crate::resource::ScaleInfo,
+    writer: &Writer,
+) -> Result<(u16, Response), ApiError> {
+    let (api, res) = (&ctx.api, &c.resource);
+    let ns = c.namespace.as_deref();
+    let name = c.name.as_deref().unwrap_or("");
+    let current = api.get(res, ns, name)?.to_value();
+    let written = match c.verb {
+        Verb::Get => {
+            let v = crate::scale::to_scale(scale, &current);
+            return Ok((200, response::json_value(200, &v)));
+        }
+        Verb::Update => {
+            check_body_media_type(&req)?;
+            let body = read_body(ctx, req).await?;
+            serde_json::from_slice::<Value>(&body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding Scale: {e}")))?
+        }
+        Verb::Patch => {
+            let ct = req
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_string();
+            let pt = PatchType::from_content_type(&ct)
+                .ok_or_else(|| ApiError::unsupported_media_type(&ct))?;
+            let body = read_body(ctx, req).await?;
+            let mut v = crate::scale::to_scale(scale, &current);
+            crate::patch::apply_patch(res, &mut v, pt, &body)?;
+            v
+        }
+        _ => return Err(ApiError::method_not_allowed()),
+    };
+    let obj = crate::scale::apply_scale(res, scale, current, &written)?;
+    let o = api.update_by(res, ns, name, obj, UpdateMode::Main, Some(writer))?;
+    let v = crate::scale::to_scale(scale, &o.to_value());
+    Ok((200, response::json_value(200, &v)))
 }

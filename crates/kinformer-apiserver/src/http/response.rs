@@ -25,6 +25,16 @@ pub fn json_bytes(code: u16, body: impl Into<Body>) -> Response {
     r
 }
 
+/// A Prometheus text exposition response.
+pub fn text(code: u16, body: String) -> Response {
+    let mut r = json_bytes(code, body);
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+    );
+    r
+}
+
 /// A JSON value response.
 pub fn json_value(code: u16, v: &serde_json::Value) -> Response {
     json_bytes(code, serde_json::to_vec(v).unwrap_or_default())

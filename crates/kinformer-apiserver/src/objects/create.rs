@@ -31,6 +31,10 @@ pub fn prepare_create_by(
 ) -> Result<(String, StoredObject), ApiError> {
     check_type_meta(res, &obj)?;
     normalize::normalize_body(res, &mut obj);
+    defaults::apply_defaults(res, &mut obj);
+    if let Some(schema) = &res.schema {
+        crate::crd::apply_schema(res, schema, &mut obj)?;
+    }
     let meta = metadata_mut(res, &mut obj)?;
     let mut name = str_field(meta, "name").to_string();
     if name.is_empty() {
@@ -53,6 +57,10 @@ pub fn prepare_create_by(
         meta.remove("generation");
     }
     set_type_meta(res, &mut obj);
+    if crate::crd::is_crd(res) {
+        obj.remove("status");
+        crate::crd::prepare(&mut obj)?;
+    }
     // After the server's metadata, as kube-apiserver validates after PrepareForCreate (the
     // namespace mismatch, a 400, comes first).
     validate::validate_object(res, &obj)?;

@@ -9,6 +9,7 @@ use crate::status::ApiError;
 use crate::store::{StoredObject, extra_fields};
 
 mod create;
+pub mod defaults;
 mod delete;
 pub mod fieldset;
 pub mod managed_fields;
@@ -94,7 +95,10 @@ fn type_name(v: &Value) -> &'static str {
     }
 }
 
-fn check_type_meta(res: &ResourceInfo, obj: &Map<String, Value>) -> Result<(), ApiError> {
+pub(crate) fn check_type_meta(
+    res: &ResourceInfo,
+    obj: &Map<String, Value>,
+) -> Result<(), ApiError> {
     if let Some(v) = obj.get("apiVersion") {
         let want = res.api_version();
         if v.as_str() != Some(want.as_str()) {

@@ -73,6 +73,10 @@ pub fn prepare_update_by(
     check_type_meta(res, &new)?;
     if mode != UpdateMode::Raw {
         normalize::normalize_body(res, &mut new);
+        defaults::apply_defaults(res, &mut new);
+        if let Some(schema) = &res.schema {
+            crate::crd::apply_schema(res, schema, &mut new)?;
+        }
     }
     let Value::Object(old_obj) = old.to_value() else {
         return Err(ApiError::internal("stored object is not a JSON object"));
@@ -124,6 +128,9 @@ pub fn prepare_update_by(
         _ => new,
     };
     set_type_meta(res, &mut result);
+    if crate::crd::is_crd(res) && mode != UpdateMode::Raw {
+        crate::crd::prepare(&mut result)?;
+    }
     let old_meta = old_obj
         .get("metadata")
         .and_then(|m| m.as_object())

@@ -1,0 +1,682 @@
+//! CustomResourceDefinitions over the API: a CRD written to `apiextensions.k8s.io/v1` is
+//! validated, gets its status (names accepted, established), and makes its resource served
+//! (see `Api::sync_crd`); its structural schema is applied to the custom objects as
+//! kube-apiserver applies it: unknown fields pruned, defaults set, then types, enums and
+//! required fields checked (422 with one cause per field).
+//!
+//! Schemas are untrusted input: recursion is bounded ([`MAX_DEPTH`]) and nothing panics.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+
+use crate::resource::{ResourceInfo, ScaleInfo, Scope};
+use crate::status::ApiError;
+
+/// Deeper schemas or objects than this are refused (422) rather than walked.
+const MAX_DEPTH: usize = 64;
+
+/// Whether `res` is the CustomResourceDefinition resource.
+pub(crate) fn is_crd(res: &ResourceInfo) -> bool {
+    res.group == "apiextensions.k8s.io" && res.plural == "customresourcedefinitions"
+}
+
+fn s<'a>(v: &'a Value, path: &[&str]) -> &'a str {
+    path.iter()
+        .try_fold(v, |v, k| v.get(k))
+        .and_then(|v| v.as_str())
+        .unwrap_or("")
+}
+
+fn crd_invalid(name: &str, causes: Vec<(String, String, String)>) -> ApiError {
+    ApiError::invalid(
+        "CustomResourceDefinition",
+        "apiextensions.k8s.io",
+        name,
+        &causes,
+    )
+}
+
+/// The version objects are stored in: the one marked `storage`, else the first served.
+fn storage_version(spec: &Value) -> Option<&Value> {
+    let versions = spec.get("versions")?.as_array()?;
+    versions
+        .iter()
+        .find(|v| v.get("storage").and_then(|b| b.as_bool()) == Some(true))
+        .or_else(|| {
+            versions
+                .iter()
+                .find(|v| v.get("served").and_then(|b| b.as_bool()) != Some(false))
+        })
+}
+
+/// Validates a CRD body (the essentials the real server checks) and fills its status: names
+/// accepted, established, stored versions. Deterministic for an unchanged spec, so a no-op
+/// apply stays a no-op.
+pub(crate) fn prepare(obj: &mut Map<String, Value>) -> Result<(), ApiError> {
+    let v = Value::Object(obj.clone());
+    let name = s(&v, &["metadata", "name"]).to_string();
+    let spec = v.get("spec").cloned().unwrap_or(Value::Null);
+    let group = s(&spec, &["group"]);
+    let plural = s(&spec, &["names", "plural"]);
+    let kind = s(&spec, &["names", "kind"]);
+    let mut causes = Vec::new();
+    let required = |f: &str| {
+        (
+            f.to_string(),
+            "FieldValueRequired".to_string(),
+            "Required value".to_string(),
+        )
+    };
+    if group.is_empty() {
+        causes.push(required("spec.group"));
+    } else if !group.contains('.') {
+        causes.push((
+            "spec.group".into(),
+            "FieldValueInvalid".into(),
+            format!("Invalid value: \"{group}\": should be a domain with at least one dot"),
+        ));
+    } else if (group.ends_with(".k8s.io") || group.ends_with(".kubernetes.io"))
+        && v.pointer("/metadata/annotations/api-approved.kubernetes.io")
+            .is_none()
+    {
+        causes.push((
+            "metadata.annotations[api-approved.kubernetes.io]".into(),
+            "FieldValueRequired".into(),
+            "Required value: protected groups must have approval annotation \"api-approved.kubernetes.io\", see https://github.com/kubernetes/enhancements/pull/1111".to_string(),
+        ));
+    }
+    if plural.is_empty() {
+        causes.push(required("spec.names.plural"));
+    }
+    if kind.is_empty() {
+        causes.push(required("spec.names.kind"));
+    }
+    if !group.is_empty() && !plural.is_empty() && name != format!("{plural}.{group}") {
+        causes.push((
+            "metadata.name".into(),
+            "FieldValueInvalid".into(),
+            format!("Invalid value: \"{name}\": must be spec.names.plural+\".\"+spec.group"),
+        ));
+    }
+    match s(&spec, &["scope"]) {
+        "Namespaced" | "Cluster" => {}
+        other => causes.push((
+            "spec.scope".into(),
+            "FieldValueNotSupported".into(),
+            format!(
+                "Unsupported value: \"{other}\": supported values: \"Cluster\", \"Namespaced\""
+            ),
+        )),
+    }
+    let versions = spec.get("versions").and_then(|v| v.as_array());
+    let storage_count = versions.map_or(0, |vs| {
+        vs.iter()
+            .filter(|v| v.get("storage").and_then(|b| b.as_bool()) == Some(true))
+            .count()
+    });
+    if versions.is_none_or(|v| v.is_empty()) {
+        causes.push(required("spec.versions"));
+    } else if storage_count != 1 {
+        causes.push((
+            "spec.versions".into(),
+            "FieldValueInvalid".into(),
+            "Invalid value: must have exactly one version marked as storage version".to_string(),
+        ));
+    }
+    for (i, ver) in versions.into_iter().flatten().enumerate() {
+        if let Some(schema) = ver.pointer("/schema/openAPIV3Schema")
+            && let Err(why) = check_schema(schema, 0)
+        {
+            causes.push((
+                format!("spec.versions[{i}].schema.openAPIV3Schema"),
+                "FieldValueInvalid".into(),
+                format!("Invalid value: {why}"),
+            ));
+        }
+    }
+    if !causes.is_empty() {
+        return Err(crd_invalid(&name, causes));
+    }
+    let storage = storage_version(&spec)
+        .map(|v| s(v, &["name"]).to_string())
+        .unwrap_or_default();
+    let old_status = obj.get("status").cloned().unwrap_or(json!({}));
+    let mut stored: Vec<Value> = old_status
+        .get("storedVersions")
+        .and_then(|v| v.as_array())
+        .cloned()
+        .unwrap_or_default();
+    if !stored.iter().any(|v| v.as_str() == Some(&storage)) {
+        stored.push(Value::String(storage));
+    }
+    let established = old_status
+        .get("conditions")
+        .and_then(|c| c.as_array())
+        .is_some_and(|c| {
+            c.iter()
+                .any(|x| x["type"] == "Established" && x["status"] == "True")
+        });
+    let conditions = if established {
+        old_status["conditions"].clone()
+    } else {
+        let now = jiff::Timestamp::now()
+            .strftime("%Y-%m-%dT%H:%M:%SZ")
+            .to_string();
+        json!([
+            {"type": "NamesAccepted", "status": "True", "lastTransitionTime": now,
+             "reason": "NoConflicts", "message": "no conflicts found"},
+            {"type": "Established", "status": "True", "lastTransitionTime": now,
+             "reason": "InitialNamesAccepted", "message": "the initial names have been accepted"},
+        ])
+    };
+    let mut accepted = spec.get("names").cloned().unwrap_or(json!({}));
+    if let Value::Object(m) = &mut accepted {
+        m.entry("singular")
+            .or_insert_with(|| Value::String(kind.to_lowercase()));
+        m.entry("listKind")
+            .or_insert_with(|| Value::String(format!("{kind}List")));
+    }
+    obj.insert(
+        "status".into(),
+        json!({"conditions": conditions, "acceptedNames": accepted, "storedVersions": stored}),
+    );
+    Ok(())
+}
+
+/// Refuses schemas nested deeper than [`MAX_DEPTH`] (they would be walked for every object).
+fn check_schema(schema: &Value, depth: usize) -> Result<(), String> {
+    if depth > MAX_DEPTH {
+        return Err(format!("schema nested deeper than {MAX_DEPTH} levels"));
+    }
+    let Value::Object(m) = schema else {
+        return Err("a schema must be an object".into());
+    };
+    for key in ["properties", "patternProperties"] {
+        if let Some(Value::Object(props)) = m.get(key) {
+            for p in props.values() {
+                check_schema(p, depth + 1)?;
+            }
+        }
+    }
+    for key in ["items", "additionalProperties"] {
+        if let Some(sub @ Value::Object(_)) = m.get(key) {
+            check_schema(sub, depth + 1)?;
+        }
+    }
+    Ok(())
+}
+
+/// The resource a stored CRD makes served (its storage version), `None` if it cannot serve one.
+pub(crate) fn resource_info(crd: &Value) -> Option<ResourceInfo> {
+    let spec = crd.get("spec")?;
+    let version = storage_version(spec)?;
+    let scope = match s(spec, &["scope"]) {
+        "Cluster" => Scope::Cluster,
+        _ => Scope::Namespaced,
+    };
+    let strings = |v: Option<&Value>| -> Vec<String> {
+        v.and_then(|a| a.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let names = spec.get("names")?;
+    let kind = s(names, &["kind"]);
+    let mut info = ResourceInfo::new(
+        s(spec, &["group"]),
+        s(version, &["name"]),
+        kind,
+        s(names, &["plural"]),
+        scope,
+    );
+    let singular = s(names, &["singular"]);
+    if !singular.is_empty() {
+        info.singular = singular.to_string();
+    }
+    info.short_names = strings(names.get("shortNames"));
+    info.categories = strings(names.get("categories"));
+    let subresources = version.get("subresources");
+    info.status_subresource = subresources.and_then(|s| s.get("status")).is_some();
+    info.scale = subresources
+        .and_then(|s| s.get("scale"))
+        .map(|sc| ScaleInfo {
+            spec_replicas_path: s(sc, &["specReplicasPath"]).to_string(),
+            status_replicas_path: s(sc, &["statusReplicasPath"]).to_string(),
+            label_selector_path: Some(s(sc, &["labelSelectorPath"]))
+                .filter(|p| !p.is_empty())
+                .map(String::from),
+        });
+    info.schema = version
+        .pointer("/schema/openAPIV3Schema")
+        .map(|schema| Arc::new(root_schema(schema)));
+    info.crd_name = crd
+        .pointer("/metadata/name")
+        .and_then(|n| n.as_str())
+        .map(String::from);
+    Some(info)
+}
+
+/// The schema as applied to an object's root: an object whatever its type says, whose
+/// `apiVersion`, `kind` and `metadata` are the server's (not required by the schema).
+fn root_schema(schema: &Value) -> Value {
+    let mut root = schema.clone();
+    if let Value::Object(m) = &mut root {
+        m.insert("type".into(), Value::String("object".into()));
+        if let Some(Value::Array(req)) = m.get_mut("required") {
+            req.retain(|r| !matches!(r.as_str(), Some("apiVersion" | "kind" | "metadata")));
+        }
+    }
+    root
+}
+
+/// A field error: (path, reason, message).
+type Cause = (String, String, String);
+
+fn go_value(v: &Value) -> String {
+    match v {
+        Value::String(s) => format!("\"{s}\""),
+        other => other.to_string(),
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn type_ok(want: &str, v: &Value) -> bool {
+    match (want, v) {
+        ("object", Value::Object(_))
+        | ("array", Value::Array(_))
+        | ("string", Value::String(_))
+        | ("boolean", Value::Bool(_))
+        | ("number", Value::Number(_)) => true,
+        ("integer", Value::Number(n)) => {
+            n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0)
+        }
+        ("", _) => true,
+        _ => false,
+    }
+}
+
+/// Applies `schema` to `v` at `path`: prunes unknown fields, sets defaults, checks types,
+/// enums and required fields (collecting causes).
+fn apply(schema: &Value, v: &mut Value, path: &str, depth: usize, causes: &mut Vec<Cause>) {
+    if depth > MAX_DEPTH {
+        causes.push((
+            path.to_string(),
+            "FieldValueInvalid".into(),
+            format!("Invalid value: nested deeper than {MAX_DEPTH} levels"),
+        ));
+        return;
+    }
+    let Value::Object(sch) = schema else { return };
+    let flag = |k: &str| sch.get(k).and_then(|b| b.as_bool()) == Some(true);
+    let ty = sch.get("type").and_then(|t| t.as_str()).unwrap_or("");
+    if flag("x-kubernetes-int-or-string") {
+        if !matches!(v, Value::String(_)) && !type_ok("integer", v) {
+            causes.push((
+                path.to_string(),
+                "FieldValueTypeInvalid".into(),
+                format!(
+                    "Invalid value: {}: {path} in body must be of type int-or-string: \"{}\"",
+                    go_value(v),
+                    type_name(v)
+                ),
+            ));
+        }
+        return;
+    }
+    if !type_ok(ty, v) {
+        causes.push((
+            path.to_string(),
+            "FieldValueTypeInvalid".into(),
+            format!(
+                "Invalid value: \"{}\": {path} in body must be of type {ty}: \"{}\"",
+                type_name(v),
+                type_name(v)
+            ),
+        ));
+        return;
+    }
+    if let Some(Value::Array(allowed)) = sch.get("enum")
+        && !allowed.contains(v)
+    {
+        let list: Vec<String> = allowed.iter().map(go_value).collect();
+        causes.push((
+            path.to_string(),
+            "FieldValueNotSupported".into(),
+            format!(
+                "Unsupported value: {}: supported values: {}",
+                go_value(v),
+                list.join(", ")
+            ),
+        ));
+    }
+    let child = |k: &str| {
+        if path.is_empty() {
+            k.to_string()
+        } else {
+            format!("{path}.{k}")
+        }
+    };
+    match v {
+        Value::Object(obj) => {
+            let props = sch.get("properties").and_then(|p| p.as_object());
+            let additional = sch.get("additionalProperties");
+            let preserve = flag("x-kubernetes-preserve-unknown-fields");
+            let embedded = flag("x-kubernetes-embedded-resource");
+            // Non-nullable nulls are dropped before defaulting, as the real server does.
+            obj.retain(|k, x| {
+                !(x.is_null()
+                    && props
+                        .and_then(|p| p.get(k))
+                        .is_some_and(|s| s.get("nullable").and_then(|b| b.as_bool()) != Some(true)))
+            });
+            let keys: Vec<String> = obj.keys().cloned().collect();
+            for k in keys {
+                let meta_field =
+                    embedded && matches!(k.as_str(), "apiVersion" | "kind" | "metadata");
+                if let Some(ps) = props.and_then(|p| p.get(&k)) {
+                    if let Some(x) = obj.get_mut(&k) {
+                        apply(ps, x, &child(&k), depth + 1, causes);
+                    }
+                } else if let Some(ap @ Value::Object(_)) = additional {
+                    if let Some(x) = obj.get_mut(&k) {
+                        apply(ap, x, &child(&k), depth + 1, causes);
+                    }
+                } else if !(preserve || meta_field || additional == Some(&Value::Bool(true))) {
+                    obj.remove(&k);
+                }
+            }
+            if let Some(props) = props {
+                for (k, ps) in props {
+                    if !obj.contains_key(k)
+                        && let Some(d) = ps.get("default")
+                    {
+                        let mut d = d.clone();
+                        apply(ps, &mut d, &child(k), depth + 1, causes);
+                        obj.insert(k.clone(), d);
+                    }
+                }
+            }
+            if let Some(Value::Array(req)) = sch.get("required") {
+                for r in req.iter().filter_map(|r| r.as_str()) {
+                    if !obj.contains_key(r) {
+                        causes.push((
+                            child(r),
+                            "FieldValueRequired".into(),
+                            "Required value".into(),
+                        ));
+                    }
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = sch.get("items") {
+                for (i, x) in items.iter_mut().enumerate() {
+                    apply(item_schema, x, &format!("{path}[{i}]"), depth + 1, causes);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Applies a custom resource's structural schema (as [`resource_info`] keeps it) to an object
+/// (create, update, patch): `apiVersion`, `kind` and `metadata` at the root are kept as they are.
+pub(crate) fn apply_schema(
+    res: &ResourceInfo,
+    schema: &Value,
+    obj: &mut Map<String, Value>,
+) -> Result<(), ApiError> {
+    let keep: Vec<(String, Value)> = ["apiVersion", "kind", "metadata"]
+        .iter()
+        .filter_map(|k| obj.remove(*k).map(|v| (k.to_string(), v)))
+        .collect();
+    let mut rest = Value::Object(std::mem::take(obj));
+    let mut causes = Vec::new();
+    apply(schema, &mut rest, "", 0, &mut causes);
+    if let Value::Object(m) = rest {
+        *obj = m;
+    }
+    for (k, v) in keep {
+        obj.insert(k, v);
+    }
+    if causes.is_empty() {
+        return Ok(());
+    }
+    let name = obj
+        .get("metadata")
+        .and_then(|m| m.get("name"))
+        .and_then(|n| n.as_str())
+        .unwrap_or("");
+    Err(ApiError::invalid(&res.kind, &res.group, name, &causes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn widget_schema() -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "spec": {
+                    "type": "object",
+                    "required": ["size"],
+                    "properties": {
+                        "size": {"type": "integer"},
+                        "color": {"type": "string", "default": "blue", "enum": ["blue", "red"]},
+                        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                        "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                        "port": {"x-kubernetes-int-or-string": true},
+                        "items": {"type": "array", "items": {"type": "object", "properties": {"n": {"type": "integer", "default": 1}}}}
+                    }
+                },
+                "status": {"type": "object", "properties": {"ready": {"type": "boolean"}}}
+            }
+        })
+    }
+
+    fn res() -> ResourceInfo {
+        ResourceInfo::new("example.com", "v1", "Widget", "widgets", Scope::Namespaced)
+    }
+
+    #[test]
+    fn prunes_defaults_and_keeps_metadata() {
+        let mut obj = json!({
+            "apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w", "labels": {"a": "b"}},
+            "spec": {"size": 3, "unknown": 1, "labels": {"x": "y"}, "free": {"any": {"thing": 1}},
+                     "port": "http", "items": [{"m": 2}]},
+            "extra": true
+        })
+        .as_object()
+        .unwrap()
+        .clone();
+        apply_schema(&res(), &root_schema(&widget_schema()), &mut obj).unwrap();
+        assert_eq!(
+            Value::Object(obj),
+            json!({
+                "apiVersion": "example.com/v1", "kind": "Widget",
+                "metadata": {"name": "w", "labels": {"a": "b"}},
+                "spec": {"size": 3, "color": "blue", "labels": {"x": "y"}, "free": {"any": {"thing": 1}},
+                         "port": "http", "items": [{"n": 1}]}
+            })
+        );
+    }
+
+    #[test]
+    fn types_enums_and_required_are_checked() {
+        let mut obj =
+            json!({"metadata": {"name": "w"}, "spec": {"color": "green", "labels": {"x": 1}}})
+                .as_object()
+                .unwrap()
+                .clone();
+        let e = apply_schema(&res(), &root_schema(&widget_schema()), &mut obj).unwrap_err();
+        assert_eq!(e.code, 422);
+        assert!(
+            e.message
+                .starts_with("Widget.example.com \"w\" is invalid: ["),
+            "{}",
+            e.message
+        );
+        assert!(
+            e.message.contains("spec.size: Required value"),
+            "{}",
+            e.message
+        );
+        assert!(
+            e.message
+                .contains("spec.color: Unsupported value: \"green\""),
+            "{}",
+            e.message
+        );
+        assert!(
+            e.message.contains("spec.labels.x: Invalid value: \"integer\": spec.labels.x in body must be of type string: \"integer\""),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn crds_are_validated_and_established() {
+        let mut crd = json!({
+            "metadata": {"name": "widgets.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "widgets", "kind": "Widget", "shortNames": ["wd"], "categories": ["all"]},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": widget_schema()},
+                    "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.size", "statusReplicasPath": ".status.size"}}}]}
+        })
+        .as_object()
+        .unwrap()
+        .clone();
+        prepare(&mut crd).unwrap();
+        assert_eq!(crd["status"]["conditions"][1]["type"], "Established");
+        assert_eq!(crd["status"]["acceptedNames"]["listKind"], "WidgetList");
+        assert_eq!(crd["status"]["storedVersions"], json!(["v1"]));
+        let again = {
+            let mut c = crd.clone();
+            prepare(&mut c).unwrap();
+            c
+        };
+        assert_eq!(again, crd, "preparing twice changes nothing");
+        let info = resource_info(&Value::Object(crd.clone())).unwrap();
+        assert_eq!(info.api_version(), "example.com/v1");
+        assert_eq!(info.short_names, ["wd"]);
+        assert_eq!(info.categories, ["all"]);
+        assert!(info.status_subresource);
+        assert_eq!(info.scale.unwrap().spec_replicas_path, ".spec.size");
+
+        let mut core = json!({"metadata": {"name": "deployments.apps"}, "spec": {"group": "apps", "scope": "Namespaced",
+            "names": {"plural": "deployments", "kind": "Deployment"},
+            "versions": [{"name": "v1", "served": true, "storage": true}]}})
+        .as_object()
+        .unwrap()
+        .clone();
+        let e = prepare(&mut core).unwrap_err();
+        assert!(e.message.contains("at least one dot"), "{}", e.message);
+        let mut bad = json!({"metadata": {"name": "wrong"}, "spec": {"group": "example.com", "scope": "Galaxy",
+            "names": {"plural": "widgets", "kind": "Widget"}, "versions": []}})
+        .as_object()
+        .unwrap()
+        .clone();
+        let e = prepare(&mut bad).unwrap_err();
+        assert_eq!(e.code, 422);
+        assert!(e.message.contains("metadata.name"), "{}", e.message);
+        assert!(e.message.contains("spec.scope"), "{}", e.message);
+        assert!(e.message.contains("spec.versions"), "{}", e.message);
+    }
+
+    #[test]
+    fn deep_schemas_are_refused() {
+        let mut schema = json!({"type": "string"});
+        for _ in 0..100 {
+            schema = json!({"type": "object", "properties": {"a": schema}});
+        }
+        assert!(check_schema(&schema, 0).is_err());
+    }
+}
+
+#[cfg(test)]
+mod proptests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Arbitrary JSON, biased towards schema keywords so schemas get walked.
+    fn json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            prop_oneof![
+                Just("object"),
+                Just("array"),
+                Just("string"),
+                Just("integer"),
+                Just("x"),
+            ]
+            .prop_map(|s| json!(s)),
+        ];
+        leaf.prop_recursive(6, 64, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map(
+                    prop_oneof![
+                        Just("type".to_string()),
+                        Just("properties".to_string()),
+                        Just("items".to_string()),
+                        Just("required".to_string()),
+                        Just("default".to_string()),
+                        Just("enum".to_string()),
+                        Just("additionalProperties".to_string()),
+                        Just("x-kubernetes-preserve-unknown-fields".to_string()),
+                        Just("x-kubernetes-int-or-string".to_string()),
+                        Just("spec".to_string()),
+                        Just("a".to_string()),
+                    ],
+                    inner,
+                    0..5,
+                )
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        /// Untrusted schemas and objects: a result or a 422, never a panic.
+        #[test]
+        fn schemas_apply_or_fail_cleanly(schema in json(), obj in json()) {
+            let res = ResourceInfo::new("example.com", "v1", "Widget", "widgets", Scope::Namespaced);
+            let root = root_schema(&schema);
+            if let Value::Object(mut m) = obj
+                && let Err(e) = apply_schema(&res, &root, &mut m)
+            {
+                prop_assert_eq!(e.code, 422);
+            }
+            let crd = json!({"metadata": {"name": "widgets.example.com"}, "spec": {
+                "group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "widgets", "kind": "Widget"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": schema}}]}});
+            let mut m = crd.as_object().unwrap().clone();
+            if let Err(e) = prepare(&mut m) {
+                prop_assert_eq!(e.code, 422);
+            }
+            let _ = resource_info(&Value::Object(m));
+        }
+    }
+}

@@ -1,0 +1,135 @@
+//! The defaults kube-apiserver sets on the workload kinds' top-level spec fields, which
+//! controllers and kubectl read back (`spec.replicas`, a deployment's strategy, a job's
+//! completions and backoff limit, ...). Pod templates are stored as sent.
+
+use serde_json::{Map, Value, json};
+
+use crate::resource::ResourceInfo;
+
+fn set(spec: &mut Map<String, Value>, field: &str, v: Value) {
+    if spec.get(field).is_none_or(|x| x.is_null()) {
+        spec.insert(field.to_string(), v);
+    }
+}
+
+/// Fills the defaults of `obj` (a create or update body of `res`) in place.
+pub fn apply_defaults(res: &ResourceInfo, obj: &mut Map<String, Value>) {
+    let (group, plural) = (res.group.as_str(), res.plural.as_str());
+    if !matches!(
+        (group, plural),
+        (
+            "apps",
+            "deployments" | "replicasets" | "statefulsets" | "daemonsets"
+        ) | ("batch", "jobs" | "cronjobs")
+    ) {
+        return;
+    }
+    let Value::Object(spec) = obj
+        .entry("spec")
+        .or_insert_with(|| Value::Object(Map::new()))
+    else {
+        return;
+    };
+    match (group, plural) {
+        ("apps", "deployments") => {
+            set(spec, "replicas", json!(1));
+            set(spec, "revisionHistoryLimit", json!(10));
+            set(spec, "progressDeadlineSeconds", json!(600));
+            set(spec, "strategy", json!({"type": "RollingUpdate"}));
+            if let Some(Value::Object(st)) = spec.get_mut("strategy")
+                && st.get("type").and_then(|t| t.as_str()) == Some("RollingUpdate")
+            {
+                let ru = st
+                    .entry("rollingUpdate")
+                    .or_insert_with(|| Value::Object(Map::new()));
+                if let Value::Object(ru) = ru {
+                    set(ru, "maxUnavailable", json!("25%"));
+                    set(ru, "maxSurge", json!("25%"));
+                }
+            }
+        }
+        ("apps", "replicasets") => set(spec, "replicas", json!(1)),
+        ("apps", "statefulsets") => {
+            set(spec, "replicas", json!(1));
+            set(spec, "podManagementPolicy", json!("OrderedReady"));
+            set(spec, "revisionHistoryLimit", json!(10));
+            set(
+                spec,
+                "updateStrategy",
+                json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}),
+            );
+            set(
+                spec,
+                "persistentVolumeClaimRetentionPolicy",
+                json!({"whenDeleted": "Retain", "whenScaled": "Retain"}),
+            );
+        }
+        ("apps", "daemonsets") => {
+            set(spec, "revisionHistoryLimit", json!(10));
+            set(
+                spec,
+                "updateStrategy",
+                json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}),
+            );
+        }
+        ("batch", "jobs") => {
+            let unset = |f: &str| spec.get(f).is_none_or(|x| x.is_null());
+            if unset("completions") && unset("parallelism") {
+                spec.insert("completions".into(), json!(1));
+            }
+            set(spec, "parallelism", json!(1));
+            set(spec, "backoffLimit", json!(6));
+            set(spec, "completionMode", json!("NonIndexed"));
+            set(spec, "suspend", json!(false));
+            if spec.get("podFailurePolicy").is_none() {
+                set(spec, "podReplacementPolicy", json!("TerminatingOrFailed"));
+            }
+        }
+        ("batch", "cronjobs") => {
+            set(spec, "concurrencyPolicy", json!("Allow"));
+            set(spec, "suspend", json!(false));
+            set(spec, "successfulJobsHistoryLimit", json!(3));
+            set(spec, "failedJobsHistoryLimit", json!(1));
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::objects::test_util::{body, res};
+
+    #[test]
+    fn workload_defaults() {
+        let mut d = body(json!({"spec": {"replicas": 3}}));
+        apply_defaults(&res("deployments"), &mut d);
+        assert_eq!(
+            d["spec"],
+            json!({"replicas": 3, "revisionHistoryLimit": 10, "progressDeadlineSeconds": 600,
+                "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}}})
+        );
+        let mut recreate = body(json!({"spec": {"strategy": {"type": "Recreate"}}}));
+        apply_defaults(&res("deployments"), &mut recreate);
+        assert_eq!(recreate["spec"]["strategy"], json!({"type": "Recreate"}));
+        assert_eq!(recreate["spec"]["replicas"], 1);
+
+        let mut j = body(json!({"spec": {"parallelism": 2}}));
+        apply_defaults(&res("jobs"), &mut j);
+        assert_eq!(j["spec"].get("completions"), None);
+        assert_eq!(j["spec"]["backoffLimit"], 6);
+        let mut j = body(json!({}));
+        apply_defaults(&res("jobs"), &mut j);
+        assert_eq!(
+            (
+                j["spec"]["completions"].clone(),
+                j["spec"]["parallelism"].clone()
+            ),
+            (json!(1), json!(1))
+        );
+
+        let mut cm = body(json!({"data": {}}));
+        apply_defaults(&res("configmaps"), &mut cm);
+        assert_eq!(cm, body(json!({"data": {}})));
+    }
+}

@@ -1,0 +1,102 @@
+//! The create-only review kinds: answered from the request, never stored. The server has no
+//! authorization, so every access review is allowed; a token review authenticates the server's
+//! own token.
+
+use serde_json::{Map, Value, json};
+
+use crate::resource::ResourceInfo;
+use crate::status::ApiError;
+
+/// The user every authenticated request acts as.
+const USER: &str = "kinformer-admin";
+const GROUPS: &[&str] = &["system:masters", "system:authenticated"];
+
+/// Answers a review `body` of kind `res.kind`: the body with its `status` filled in (and an
+/// empty `metadata` if it had none), as kube-apiserver answers a create of one.
+pub(crate) fn answer(
+    res: &ResourceInfo,
+    mut body: Map<String, Value>,
+    token: Option<&str>,
+) -> Result<Value, ApiError> {
+    crate::objects::check_type_meta(res, &body)?;
+    body.insert("apiVersion".into(), Value::String(res.api_version()));
+    body.insert("kind".into(), Value::String(res.kind.clone()));
+    let meta = body
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !meta.is_object() {
+        return Err(ApiError::bad_request("metadata must be an object"));
+    }
+    let spec = body.get("spec").cloned().unwrap_or(Value::Null);
+    let status = match res.kind.as_str() {
+        "SelfSubjectAccessReview" | "SubjectAccessReview" | "LocalSubjectAccessReview" => {
+            let attrs = spec
+                .get("resourceAttributes")
+                .or(spec.get("nonResourceAttributes"));
+            if attrs.is_none() {
+                return Err(ApiError::invalid(
+                    &res.kind,
+                    &res.group,
+                    "",
+                    &[(
+                        "spec.resourceAttributes".to_string(),
+                        "FieldValueInvalid".to_string(),
+                        "exactly one of nonResourceAttributes or resourceAttributes must be specified".to_string(),
+                    )],
+                ));
+            }
+            json!({"allowed": true, "reason": "kinformer-apiserver has no authorization: everything is allowed"})
+        }
+        "SelfSubjectRulesReview" => json!({
+            "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+            "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+            "incomplete": false,
+        }),
+        "SelfSubjectReview" => json!({"userInfo": {"username": USER, "groups": GROUPS}}),
+        "TokenReview" => {
+            let given = spec.get("token").and_then(|t| t.as_str()).unwrap_or("");
+            let ok = token.is_none_or(|t| t == given);
+            if ok {
+                json!({"authenticated": true, "user": {"username": USER, "groups": GROUPS}, "audiences": spec.get("audiences").cloned().unwrap_or(json!([]))})
+            } else {
+                json!({"user": {}, "error": "invalid bearer token"})
+            }
+        }
+        other => {
+            return Err(ApiError::internal(&format!("no review for kind {other}")));
+        }
+    };
+    body.insert("status".into(), status);
+    Ok(Value::Object(body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::objects::test_util::{body, res};
+
+    #[test]
+    fn access_reviews_are_allowed() {
+        let r = res("selfsubjectaccessreviews");
+        let out = answer(
+            &r,
+            body(json!({"spec": {"resourceAttributes": {"verb": "list", "resource": "pods"}}})),
+            None,
+        )
+        .unwrap();
+        assert_eq!(out["status"]["allowed"], true);
+        assert_eq!(out["kind"], "SelfSubjectAccessReview");
+        assert_eq!(out["apiVersion"], "authorization.k8s.io/v1");
+        let e = answer(&r, body(json!({"spec": {}})), None).unwrap_err();
+        assert_eq!(e.code, 422);
+    }
+
+    #[test]
+    fn token_reviews_check_the_token() {
+        let r = res("tokenreviews");
+        let ok = answer(&r, body(json!({"spec": {"token": "t"}})), Some("t")).unwrap();
+        assert_eq!(ok["status"]["authenticated"], true);
+        let bad = answer(&r, body(json!({"spec": {"token": "x"}})), Some("t")).unwrap();
+        assert_eq!(bad["status"].get("authenticated"), None);
+    }
+}

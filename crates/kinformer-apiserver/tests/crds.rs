@@ -1,0 +1,260 @@
+//! CustomResourceDefinitions over the API, driven by kube-rs: creating a CRD serves its
+//! resource (discovery, every verb, status and scale subresources, cluster scope, short names
+//! and categories), its structural schema prunes, defaults and validates, and deleting it
+//! removes its objects.
+
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kinformer_apiserver::{ServerConfig, start};
+use kube::api::{
+    Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
+};
+use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+use kube::discovery::Discovery;
+use serde_json::{Value, json};
+
+fn crd(scope: &str, plural: &str, kind: &str) -> CustomResourceDefinition {
+    serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.example.com")},
+        "spec": {
+            "group": "example.com",
+            "scope": scope,
+            "names": {"plural": plural, "singular": kind.to_lowercase(), "kind": kind,
+                      "shortNames": ["wd"], "categories": ["all"]},
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "subresources": {"status": {}, "scale": {
+                    "specReplicasPath": ".spec.replicas",
+                    "statusReplicasPath": ".status.replicas"}},
+                "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "properties": {
+                        "spec": {"type": "object", "required": ["size"], "properties": {
+                            "size": {"type": "integer"},
+                            "replicas": {"type": "integer", "default": 1},
+                            "color": {"type": "string", "default": "blue"}}},
+                        "status": {"type": "object", "properties": {
+                            "replicas": {"type": "integer"},
+                            "ready": {"type": "boolean"}}}
+                    }
+                }}
+            }]
+        }
+    }))
+    .unwrap()
+}
+
+fn widget_resource(plural: &str, kind: &str) -> ApiResource {
+    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("example.com", "v1", kind), plural)
+}
+
+fn widget(kind: &str, name: &str, spec: Value) -> DynamicObject {
+    serde_json::from_value(json!({
+        "apiVersion": "example.com/v1", "kind": kind,
+        "metadata": {"name": name}, "spec": spec
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_crd_serves_its_resource_with_schema_and_subresources() {
+    let s = start(ServerConfig::default().tls(true)).await.unwrap();
+    let c = s.client();
+    let crds: Api<CustomResourceDefinition> = Api::all(c.clone());
+    let created = crds
+        .create(
+            &PostParams::default(),
+            &crd("Namespaced", "widgets", "Widget"),
+        )
+        .await
+        .unwrap();
+    let conditions = created.status.unwrap().conditions.unwrap();
+    assert!(
+        conditions
+            .iter()
+            .any(|c| c.type_ == "Established" && c.status == "True")
+    );
+
+    // Discovery lists it, with its short names, categories and subresources.
+    let discovery = Discovery::new(c.clone()).run().await.unwrap();
+    let (ar, caps) = discovery
+        .groups()
+        .flat_map(|g| g.recommended_resources())
+        .find(|(ar, _)| ar.plural == "widgets")
+        .expect("widgets discovered");
+    assert_eq!(ar.group, "example.com");
+    assert!(
+        caps.subresources
+            .iter()
+            .any(|(s, _)| s.plural == "widgets/status" || s.plural == "status")
+    );
+    let list: Value = serde_json::from_str(
+        &c.request_text(
+            http::Request::get("/apis/example.com/v1")
+                .body(Vec::new())
+                .unwrap(),
+        )
+        .await
+        .unwrap(),
+    )
+    .unwrap();
+    let entry = list["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "widgets")
+        .unwrap();
+    assert_eq!(entry["shortNames"], json!(["wd"]));
+    assert_eq!(entry["categories"], json!(["all"]));
+
+    let widgets: Api<DynamicObject> =
+        Api::namespaced_with(c.clone(), "default", &widget_resource("widgets", "Widget"));
+    let mut events = widgets
+        .watch(&WatchParams::default(), "0")
+        .await
+        .unwrap()
+        .boxed();
+    // Pruning and defaults.
+    let w = widgets
+        .create(
+            &PostParams::default(),
+            &widget("Widget", "w1", json!({"size": 3, "unknown": "dropped"})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        w.data["spec"],
+        json!({"size": 3, "replicas": 1, "color": "blue"})
+    );
+    assert_eq!(w.metadata.generation, Some(1));
+    match events.try_next().await.unwrap() {
+        Some(WatchEvent::Added(o)) => assert_eq!(o.metadata.name.as_deref(), Some("w1")),
+        other => panic!("expected ADDED, got {other:?}"),
+    }
+    // Types and required fields.
+    let bad = widgets
+        .create(
+            &PostParams::default(),
+            &widget("Widget", "w2", json!({"size": "big"})),
+        )
+        .await;
+    match bad {
+        Err(kube::Error::Api(e)) => {
+            assert_eq!(e.code, 422);
+            assert!(
+                e.message
+                    .contains("spec.size in body must be of type integer"),
+                "{}",
+                e.message
+            );
+        }
+        other => panic!("expected 422, got {other:?}"),
+    }
+    match widgets
+        .create(&PostParams::default(), &widget("Widget", "w3", json!({})))
+        .await
+    {
+        Err(kube::Error::Api(e)) => assert!(e.message.contains("spec.size: Required value")),
+        other => panic!("expected 422, got {other:?}"),
+    }
+
+    // Merge patch, status and scale subresources.
+    let p = widgets
+        .patch(
+            "w1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"size": 4}, "status": {"ready": true}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(p.data["spec"]["size"], 4);
+    assert_eq!(
+        p.data.get("status"),
+        None,
+        "status is written through /status only"
+    );
+    assert_eq!(p.metadata.generation, Some(2));
+    let st = widgets
+        .patch_status(
+            "w1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"ready": true, "replicas": 1}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(st.data["status"], json!({"ready": true, "replicas": 1}));
+    assert_eq!(st.metadata.generation, Some(2));
+    let scaled = widgets
+        .patch_scale(
+            "w1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 3}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(scaled.spec.unwrap().replicas, Some(3));
+    assert_eq!(scaled.status.unwrap().replicas, 1);
+    assert_eq!(widgets.get("w1").await.unwrap().data["spec"]["replicas"], 3);
+
+    // Deleting the CRD removes its objects (watchers see DELETED) and the resource.
+    crds.delete("widgets.example.com", &DeleteParams::default())
+        .await
+        .unwrap();
+    loop {
+        match events.try_next().await.unwrap() {
+            Some(WatchEvent::Deleted(o)) => {
+                assert_eq!(o.metadata.name.as_deref(), Some("w1"));
+                break;
+            }
+            Some(_) => continue,
+            None => panic!("watch ended before DELETED"),
+        }
+    }
+    match widgets.list(&ListParams::default()).await {
+        Err(kube::Error::Api(e)) => assert_eq!(e.code, 404),
+        other => panic!("expected 404 after the CRD is gone, got {other:?}"),
+    }
+    assert_eq!(
+        s.state("widgets.example.com", None)
+            .map(|_| ())
+            .unwrap_err()
+            .code,
+        404
+    );
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn cluster_scoped_crds_and_invalid_definitions() {
+    let s = start(ServerConfig::default()).await.unwrap();
+    let c = s.client();
+    let crds: Api<CustomResourceDefinition> = Api::all(c.clone());
+    crds.create(&PostParams::default(), &crd("Cluster", "gadgets", "Gadget"))
+        .await
+        .unwrap();
+    let gadgets: Api<DynamicObject> =
+        Api::all_with(c.clone(), &widget_resource("gadgets", "Gadget"));
+    gadgets
+        .create(
+            &PostParams::default(),
+            &widget("Gadget", "g", json!({"size": 1})),
+        )
+        .await
+        .unwrap();
+    let all = gadgets.list(&ListParams::default()).await.unwrap();
+    assert_eq!(all.items.len(), 1);
+    assert_eq!(all.items[0].metadata.namespace, None);
+
+    let mut bad = crd("Namespaced", "things", "Thing");
+    bad.metadata.name = Some("wrong.example.com".into());
+    match crds.create(&PostParams::default(), &bad).await {
+        Err(kube::Error::Api(e)) => {
+            assert_eq!(e.code, 422);
+            assert!(e.message.contains("metadata.name"), "{}", e.message);
+        }
+        other => panic!("expected 422, got {other:?}"),
+    }
+    s.shutdown().await;
+}
