@@ -21,6 +21,7 @@ pub mod reflector;
 pub mod source;
 pub mod store;
 pub mod wait;
+pub mod workqueue;
 
 pub use factory::{InformerScope, SharedInformerFactory, SharedInformerFactoryBuilder};
 pub use informer::{
