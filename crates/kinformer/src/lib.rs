@@ -13,8 +13,11 @@
 //!
 //! Every arrow goes one way. The store is updated before any handler hears of the change.
 
+pub mod controller;
 pub mod factory;
 pub mod informer;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 pub mod object;
 pub mod queue;
 pub mod reflector;

@@ -153,6 +153,22 @@ impl<K: Send + Sync + 'static> Processor<K> {
     }
 
     /// Number of listeners.
+    /// Each live listener's name and undelivered notifications (for metrics).
+    pub(crate) fn backlogs(&self) -> Vec<(String, usize)> {
+        self.inner
+            .read()
+            .listeners
+            .iter()
+            .filter(|l| !l.shared.stop.is_cancelled())
+            .map(|l| {
+                (
+                    l.shared.name.clone(),
+                    l.shared.pending.load(Ordering::Acquire),
+                )
+            })
+            .collect()
+    }
+
     pub(crate) fn len(&self) -> usize {
         self.inner.read().listeners.len()
     }

@@ -552,6 +552,18 @@ impl<K: Object> SharedIndexInformer<K> {
         self.inner.processor.len()
     }
 
+    /// Each handler's (and stream's) name and backlog: notifications queued for it and not yet
+    /// handled.
+    pub fn handler_backlogs(&self) -> Vec<(String, usize)> {
+        self.inner.processor.backlogs()
+    }
+
+    /// Deltas queued between the reflector and the cache (0 before the informer runs).
+    pub fn queued_deltas(&self) -> usize {
+        let reflector = self.inner.state.lock().reflector.clone();
+        reflector.map_or(0, |r| r.store().len())
+    }
+
     /// Runs the informer until `cancel` is cancelled: the reflector keeps a DeltaFifo filled,
     /// the process loop applies it to the cache and notifies the handlers. When it returns,
     /// every task it started (reflector, listeners) has finished. Calling it a second time
