@@ -19,7 +19,7 @@ use crate::informer::{InformerError, SharedIndexInformer};
 use crate::object::Object;
 use crate::wait::{SyncSignal, wait_for_named_cache_sync};
 use crate::workqueue::{
-    QueueConfig, RateLimiter, RateLimitingQueue, default_controller_rate_limiter,
+    DelayingQueue, QueueConfig, RateLimiter, RateLimitingQueue, default_controller_rate_limiter,
 };
 
 /// How long running reconciles may take to finish once the controller is cancelled, unless
@@ -73,6 +73,7 @@ pub struct Controller<K: Object> {
     name: String,
     primary: SharedIndexInformer<K>,
     queue: RateLimitingQueue<String>,
+    limiter: Arc<dyn RateLimiter<String>>,
     registrations: Vec<Register>,
     workers: usize,
     shutdown_timeout: Duration,
@@ -106,11 +107,16 @@ where
     /// Outside a Tokio runtime (the queue spawns its timer task).
     pub fn new(name: impl Into<String>, primary: SharedIndexInformer<K>) -> Self {
         let name = name.into();
-        let queue = RateLimitingQueue::with_default_limiter(name.clone());
+        let limiter: Arc<dyn RateLimiter<String>> = Arc::new(default_controller_rate_limiter());
+        let queue = RateLimitingQueue::from_delaying(
+            DelayingQueue::with_config(QueueConfig::named(name.clone())),
+            limiter.clone(),
+        );
         let mut controller = Self {
             name,
             primary: primary.clone(),
             queue,
+            limiter,
             registrations: Vec::new(),
             workers: 1,
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
@@ -184,8 +190,17 @@ impl<K: Object> Controller<K> {
     /// # Panics
     /// Outside a Tokio runtime (the queue spawns its timer task).
     pub fn rate_limiter(mut self, limiter: impl RateLimiter<String> + 'static) -> Self {
-        self.queue = RateLimitingQueue::with_config(limiter, self.queue_config());
+        self.limiter = Arc::new(limiter);
+        self.rebuild_queue();
         self
+    }
+
+    fn rebuild_queue(&mut self) {
+        self.queue.shut_down();
+        self.queue = RateLimitingQueue::from_delaying(
+            DelayingQueue::with_config(self.queue_config()),
+            self.limiter.clone(),
+        );
     }
 
     /// Records the workqueue and reconcile metrics into `metrics` (replaces the queue; keys
