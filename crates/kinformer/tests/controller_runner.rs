@@ -70,7 +70,8 @@ async fn reconciles_every_object_after_sync() {
     let run = {
         let (seen, pods) = (seen.clone(), pods.clone());
         spawn_controller(controller, &cancel, move |key| {
-            seen.lock().push((key, pods.has_synced(), pods.get_store().len()));
+            seen.lock()
+                .push((key, pods.has_synced(), pods.get_store().len()));
             async { Ok(Action::await_change()) }
         })
     };
@@ -198,7 +199,8 @@ async fn panic_is_caught_and_retried_as_an_error() {
         let attempts = attempts.clone();
         spawn_controller(controller, &cancel, move |key| {
             attempts.lock().push(key.clone());
-            let explode = key == "bomb" && attempts.lock().iter().filter(|k| **k == "bomb").count() == 1;
+            let explode =
+                key == "bomb" && attempts.lock().iter().filter(|k| **k == "bomb").count() == 1;
             async move {
                 if explode {
                     panic!("reconcile exploded");
@@ -242,11 +244,15 @@ async fn owned_and_watched_objects_enqueue_their_owner() {
     let others = FakeControllerSource::new();
     let (p, c, o) = (informer(&parents), informer(&children), informer(&others));
     let cancel = CancellationToken::new();
-    let controller = Controller::new("test", p.clone())
-        .owns(c.clone())
-        .watches(o.clone(), |obj: &Pod| {
-            vec![format!("mapped-{}", obj.metadata.name.as_deref().unwrap_or(""))]
-        });
+    let controller =
+        Controller::new("test", p.clone())
+            .owns(c.clone())
+            .watches(o.clone(), |obj: &Pod| {
+                vec![format!(
+                    "mapped-{}",
+                    obj.metadata.name.as_deref().unwrap_or("")
+                )]
+            });
     let calls: Calls = Default::default();
     let record = recorder(&calls, Instant::now());
     let run = spawn_controller(controller, &cancel, move |key| {
@@ -255,7 +261,13 @@ async fn owned_and_watched_objects_enqueue_their_owner() {
     });
     start(&cancel, &[p, c, o]);
     settle().await;
-    let keys = |calls: &Calls| calls.lock().iter().map(|(_, k)| k.clone()).collect::<Vec<_>>();
+    let keys = |calls: &Calls| {
+        calls
+            .lock()
+            .iter()
+            .map(|(_, k)| k.clone())
+            .collect::<Vec<_>>()
+    };
     assert_eq!(keys(&calls), vec!["parent"]);
     children.add(owned_by("child", "parent"));
     settle().await;
@@ -275,12 +287,16 @@ async fn owned_and_watched_objects_enqueue_their_owner() {
 /// it.
 #[tokio::test(start_paused = true)]
 async fn shutdown_drains_in_flight_work_within_a_deadline() {
-    for (work, want_timeout) in [(Duration::from_secs(2), false), (Duration::from_secs(60), true)] {
+    for (work, want_timeout) in [
+        (Duration::from_secs(2), false),
+        (Duration::from_secs(60), true),
+    ] {
         let source = FakeControllerSource::new();
         source.add(pod("slow"));
         let pods = informer(&source);
         let cancel = CancellationToken::new();
-        let controller = Controller::new("test", pods.clone()).shutdown_timeout(Duration::from_secs(5));
+        let controller =
+            Controller::new("test", pods.clone()).shutdown_timeout(Duration::from_secs(5));
         let finished = Arc::new(Mutex::new(false));
         let run = {
             let finished = finished.clone();
@@ -298,7 +314,13 @@ async fn shutdown_drains_in_flight_work_within_a_deadline() {
         cancel.cancel();
         let result = run.await.unwrap();
         if want_timeout {
-            assert!(matches!(result, Err(ControllerError::ShutdownTimeout { abandoned: 1 })), "{result:?}");
+            assert!(
+                matches!(
+                    result,
+                    Err(ControllerError::ShutdownTimeout { abandoned: 1 })
+                ),
+                "{result:?}"
+            );
             assert!(!*finished.lock());
         } else {
             result.unwrap();
@@ -316,9 +338,14 @@ async fn cancelled_before_sync_runs_nothing() {
     let cancel = CancellationToken::new();
     let controller = Controller::new("test", pods);
     let stats = controller.stats();
-    let run = spawn_controller(controller, &cancel, |_key| async { Ok(Action::await_change()) });
+    let run = spawn_controller(controller, &cancel, |_key| async {
+        Ok(Action::await_change())
+    });
     settle().await;
     cancel.cancel();
-    assert!(matches!(run.await.unwrap(), Err(ControllerError::NotSynced)));
+    assert!(matches!(
+        run.await.unwrap(),
+        Err(ControllerError::NotSynced)
+    ));
     assert_eq!(stats.reconciles(), 0);
 }
