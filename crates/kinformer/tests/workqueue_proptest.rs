@@ -55,7 +55,7 @@ proptest! {
         let mut clock = 0u64;
         let mut hand_out = |k: u8, w: usize, held: &mut Vec<Option<u8>>, clock: u64| {
             prop_assert!(
-                !held.iter().any(|h| *h == Some(k)),
+                !held.contains(&Some(k)),
                 "key {} handed to worker {} while another holds it", k, w
             );
             held[w] = Some(k);
@@ -92,8 +92,8 @@ proptest! {
             }
         }
         // Drain: every worker finishes, then worker 0 takes what is left.
-        for w in 0..4 {
-            if let Some(k) = held[w].take() {
+        for slot in held.iter_mut() {
+            if let Some(k) = slot.take() {
                 q.done(&k);
             }
         }
@@ -169,7 +169,7 @@ proptest! {
             }
             let last_get = last_get.lock().clone();
             no_add_lost(&last_add, &last_get)?;
-            if q.len() != 0 || q.processing_len() != 0 {
+            if !q.is_empty() || q.processing_len() != 0 {
                 return Err(format!("left over: {} queued, {} processing", q.len(), q.processing_len()));
             }
             Ok(())

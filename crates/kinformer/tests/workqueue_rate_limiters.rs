@@ -122,7 +122,7 @@ struct StepRateLimiter {
 
 impl RateLimiter<u32> for StepRateLimiter {
     fn when(&self, _item: &u32) -> Duration {
-        if self.count.fetch_add(1, Ordering::SeqCst) + 1 <= self.threshold {
+        if self.count.fetch_add(1, Ordering::SeqCst) < self.threshold {
             self.base
         } else {
             self.max
