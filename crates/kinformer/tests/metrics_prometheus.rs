@@ -27,7 +27,7 @@ async fn scrape_shows_workqueue_reconcile_and_informer_metrics() {
     let mut registry = Registry::default();
     let metrics = Metrics::new(&mut registry);
     let mut options = example::Options::default();
-    (options.initial, options.rounds, options.workers) = (10, 2, 2);
+    (options.initial, options.rounds, options.workers) = (10, 4, 2);
     options.metrics = Some(metrics.clone());
     let (summaries, stats) = example::run(&server, options).await.unwrap();
     let scrape = metrics.encode(&registry);
@@ -106,6 +106,20 @@ async fn scrape_shows_workqueue_reconcile_and_informer_metrics() {
         .is_some_and(|v| v > 0.0)
     );
     assert!(value(&scrape, r#"informer_queued_items{name="Deployment"}"#).is_some());
+    // Rounds 2 and 3 of the churn drop every watch (and compact history before the second).
+    assert!(
+        value(&scrape, r#"informer_lists_total{name="ConfigMap"}"#).is_some_and(|v| v >= 1.0),
+        "{scrape}"
+    );
+    assert!(
+        value(
+            &scrape,
+            r#"informer_watch_restarts_total{name="ConfigMap"}"#
+        )
+        .is_some_and(|v| v >= 2.0),
+        "{scrape}"
+    );
+    assert!(value(&scrape, r#"informer_relists_total{name="ConfigMap"}"#).is_some());
     server.shutdown().await;
 }
 

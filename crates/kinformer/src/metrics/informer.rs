@@ -5,6 +5,7 @@ use std::fmt;
 use parking_lot::Mutex;
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 
@@ -20,6 +21,8 @@ pub trait InformerProbe: Send + Sync + 'static {
     fn handler_backlogs(&self) -> Vec<(String, usize)>;
     /// The last resource version synced, as client-go's store metric: its last 15 digits.
     fn last_resource_version(&self) -> i64;
+    /// Lists (streaming lists included) and watches started.
+    fn list_watch_counts(&self) -> (u64, u64);
 }
 
 impl<K: crate::Object> InformerProbe for crate::SharedIndexInformer<K> {
@@ -34,6 +37,9 @@ impl<K: crate::Object> InformerProbe for crate::SharedIndexInformer<K> {
     }
     fn handler_backlogs(&self) -> Vec<(String, usize)> {
         self.handler_backlogs()
+    }
+    fn list_watch_counts(&self) -> (u64, u64) {
+        crate::SharedIndexInformer::list_watch_counts(self)
     }
     fn last_resource_version(&self) -> i64 {
         let rv = self.last_sync_resource_version();
@@ -72,12 +78,22 @@ impl InformerCollector {
     }
 }
 
-fn emit<S: EncodeLabelSet + Clone + std::hash::Hash + Eq + fmt::Debug + Send + Sync + 'static>(
+fn emit<S, M>(
     encoder: &mut DescriptorEncoder,
     name: &str,
     help: &str,
-    family: Family<S, Gauge>,
-) -> Result<(), fmt::Error> {
+    family: Family<S, M>,
+) -> Result<(), fmt::Error>
+where
+    S: EncodeLabelSet + Clone + std::hash::Hash + Eq + fmt::Debug + Send + Sync + 'static,
+    M: EncodeMetric
+        + prometheus_client::metrics::TypedMetric
+        + Default
+        + fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
     let metric = encoder.encode_descriptor(name, help, None, family.metric_type())?;
     family.encode(metric)
 }
@@ -88,6 +104,10 @@ impl Collector for InformerCollector {
         let queued = Family::<InformerLabels, Gauge>::default();
         let rv = Family::<InformerLabels, Gauge>::default();
         let backlog = Family::<HandlerLabels, Gauge>::default();
+        let lists = Family::<InformerLabels, Counter>::default();
+        let relists = Family::<InformerLabels, Counter>::default();
+        let watches = Family::<InformerLabels, Counter>::default();
+        let restarts = Family::<InformerLabels, Counter>::default();
         for p in self.probes.lock().iter() {
             let l = InformerLabels {
                 name: p.probe_name(),
@@ -96,6 +116,11 @@ impl Collector for InformerCollector {
             objects.get_or_create(&l).set(n(p.objects_cached()));
             queued.get_or_create(&l).set(n(p.queued_items()));
             rv.get_or_create(&l).set(p.last_resource_version());
+            let (l_n, w_n) = p.list_watch_counts();
+            lists.get_or_create(&l).inc_by(l_n);
+            relists.get_or_create(&l).inc_by(l_n.saturating_sub(1));
+            watches.get_or_create(&l).inc_by(w_n);
+            restarts.get_or_create(&l).inc_by(w_n.saturating_sub(1));
             for (handler, b) in p.handler_backlogs() {
                 backlog
                     .get_or_create(&HandlerLabels {
@@ -128,6 +153,30 @@ impl Collector for InformerCollector {
             "informer_handler_backlog",
             "Notifications queued for a handler and not yet handled",
             backlog,
+        )?;
+        emit(
+            &mut encoder,
+            "informer_lists",
+            "Lists started by the informer's reflector (streaming lists included)",
+            lists,
+        )?;
+        emit(
+            &mut encoder,
+            "informer_relists",
+            "Lists after the first (after an expired or failed watch)",
+            relists,
+        )?;
+        emit(
+            &mut encoder,
+            "informer_watches",
+            "Watches started by the informer's reflector",
+            watches,
+        )?;
+        emit(
+            &mut encoder,
+            "informer_watch_restarts",
+            "Watches started after the first",
+            restarts,
         )
     }
 }
