@@ -12,6 +12,11 @@
 //! ```
 //!
 //! Every arrow goes one way. The store is updated before any handler hears of the change.
+//!
+//! The other half of a controller: [`workqueue`] (client-go's `util/workqueue`: rate-limited,
+//! delaying, deduplicating queues) and [`controller`] (handlers that enqueue keys, N workers
+//! calling an async reconcile). With the `metrics` feature, `metrics` exports client-go's
+//! workqueue, controller-runtime's reconcile and informer metrics through `prometheus-client`.
 
 pub mod controller;
 pub mod factory;
