@@ -14,6 +14,14 @@ echo "==> cargo test (unit, integration, property, doc tests, examples compiled)
 PROPTEST_CASES="${PROPTEST_CASES:-1000}" cargo test --workspace --all-targets
 cargo test --workspace --doc
 
+# The optional `metrics` feature of kinformer (prometheus-client): off above, on here. Only the
+# kinformer crate is rebuilt; the tests that differ with the feature are the metrics ones, the
+# controller's and the doc tests.
+echo "==> kinformer --features metrics: clippy, metrics/controller tests, doc tests"
+cargo clippy -p kinformer --all-targets --features metrics -- -D warnings
+cargo test -p kinformer --features metrics --lib --test metrics_prometheus --test controller_runner --test controller_embedded
+cargo test -p kinformer --features metrics --doc
+
 # ---------------------------------------------------------------------------------------------
 # e2e tier: a real kube-apiserver v1.35.4 (+ embedded etcd) built from Go modules (e2e/start.sh,
 # cached in e2e/bin), two instances: watch cache on (like real clusters) and off (forced 410s

@@ -12,15 +12,24 @@
 //! ```
 //!
 //! Every arrow goes one way. The store is updated before any handler hears of the change.
+//!
+//! The other half of a controller: [`workqueue`] (client-go's `util/workqueue`: rate-limited,
+//! delaying, deduplicating queues) and [`controller`] (handlers that enqueue keys, N workers
+//! calling an async reconcile). With the `metrics` feature, `metrics` exports client-go's
+//! workqueue, controller-runtime's reconcile and informer metrics through `prometheus-client`.
 
+pub mod controller;
 pub mod factory;
 pub mod informer;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 pub mod object;
 pub mod queue;
 pub mod reflector;
 pub mod source;
 pub mod store;
 pub mod wait;
+pub mod workqueue;
 
 pub use factory::{InformerScope, SharedInformerFactory, SharedInformerFactoryBuilder};
 pub use informer::{

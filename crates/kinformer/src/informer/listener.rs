@@ -50,6 +50,11 @@ pub(crate) struct ListenerShared {
 }
 
 impl ListenerShared {
+    /// Events queued and not yet taken by the consumer.
+    pub(crate) fn backlog(&self) -> usize {
+        self.pending.load(Ordering::Acquire)
+    }
+
     /// Whether the processor must wait for this listener before it delivers more.
     pub(crate) fn is_full(&self) -> bool {
         !self.stop.is_cancelled() && self.live.load(Ordering::Acquire) >= MAX_LISTENER_BACKLOG
@@ -394,7 +399,7 @@ impl ResourceEventHandlerRegistration {
     }
     /// Notifications queued for this handler and not yet taken.
     pub fn backlog(&self) -> usize {
-        self.shared.pending.load(Ordering::Acquire)
+        self.shared.backlog()
     }
     /// Notifications this handler has handled (for a stream: yielded, and the stream polled
     /// again).

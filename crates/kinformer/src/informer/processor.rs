@@ -167,6 +167,17 @@ impl<K: Send + Sync + 'static> Processor<K> {
         self.tasks.wait().await;
     }
 
+    /// Each live listener's name and undelivered notifications (for metrics).
+    pub(crate) fn backlogs(&self) -> Vec<(String, usize)> {
+        self.inner
+            .read()
+            .listeners
+            .iter()
+            .filter(|l| !l.shared.stop.is_cancelled())
+            .map(|l| (l.shared.name.clone(), l.shared.backlog()))
+            .collect()
+    }
+
     /// Number of listeners.
     pub(crate) fn len(&self) -> usize {
         self.inner.read().listeners.len()

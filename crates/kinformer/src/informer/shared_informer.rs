@@ -571,6 +571,26 @@ impl<K: Object> SharedIndexInformer<K> {
         self.inner.processor.len()
     }
 
+    /// Each handler's (and stream's) name and backlog: notifications queued for it and not yet
+    /// handled.
+    pub fn handler_backlogs(&self) -> Vec<(String, usize)> {
+        self.inner.processor.backlogs()
+    }
+
+    /// How many lists (streaming lists included) and watches the informer's reflector has
+    /// started: `(lists, watches)`; every list after the first is a relist, every watch after
+    /// the first a restart. `(0, 0)` before the informer runs.
+    pub fn list_watch_counts(&self) -> (u64, u64) {
+        let reflector = self.inner.state.lock().reflector.clone();
+        reflector.map_or((0, 0), |r| r.list_watch_counts())
+    }
+
+    /// Deltas queued between the reflector and the cache (0 before the informer runs).
+    pub fn queued_deltas(&self) -> usize {
+        let reflector = self.inner.state.lock().reflector.clone();
+        reflector.map_or(0, |r| r.store().len())
+    }
+
     /// Runs the informer until `cancel` is cancelled: the reflector keeps a DeltaFifo filled,
     /// the process loop applies it to the cache and notifies the handlers. When it returns,
     /// every task it started (reflector, listeners) has finished. Calling it a second time

@@ -190,6 +190,8 @@ impl<K: Object, S: ReflectorStore<K>> ReflectorBuilder<K, S> {
             max_internal_error_retry_duration: self.max_internal_error_retry_duration,
             backoff: Mutex::new(Backoff::new(self.backoff)),
             state: Mutex::new(SyncState::default()),
+            lists: Default::default(),
+            watches: Default::default(),
         }
     }
 }

@@ -99,9 +99,18 @@ pub struct Reflector<K, S> {
     pub(crate) max_internal_error_retry_duration: Duration,
     pub(crate) backoff: Mutex<Backoff>,
     pub(crate) state: Mutex<SyncState>,
+    /// Lists (streaming lists included) and watches started, for metrics.
+    pub(crate) lists: std::sync::atomic::AtomicU64,
+    pub(crate) watches: std::sync::atomic::AtomicU64,
 }
 
 impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
+    /// How many lists (streaming lists included) and watches this Reflector has started.
+    pub fn list_watch_counts(&self) -> (u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (self.lists.load(Relaxed), self.watches.load(Relaxed))
+    }
+
     /// The name used in logs.
     pub fn name(&self) -> &str {
         &self.name
@@ -219,6 +228,8 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
     /// The list half (client-go's `Reflector.list`): every page, handed to the store in parts
     /// as it downloads (see the type's docs), then `replace_end`.
     async fn list(&self, cancel: &CancellationToken) -> Result<(), ReflectorError> {
+        self.lists
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let options = ListOptions {
             resource_version: self.relist_resource_version(),
             ..Default::default()

@@ -111,6 +111,8 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
                         propagate_rv_from_start = false;
                     }
                     timeout_seconds = options.timeout_seconds;
+                    self.watches
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let opened = tokio::select! {
                         _ = cancel.cancelled() => return Ok(()),
                         r = self.lister_watcher.watch(&options) => r,

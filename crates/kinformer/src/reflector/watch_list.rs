@@ -36,6 +36,8 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
                 ..Default::default()
             };
             let start = Instant::now();
+            self.lists
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let opened = tokio::select! {
                 _ = cancel.cancelled() => return Ok(None),
                 r = self.lister_watcher.watch(&options) => r,

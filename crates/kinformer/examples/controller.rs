@@ -1,0 +1,400 @@
+//! A controller you can copy: it keeps one ConfigMap per Deployment in step (`<name>-summary`,
+//! holding the replica count and the image), owning it, against the embedded API server, under
+//! churn and injected faults, and exits 0 once everything has converged.
+//!
+//! `cargo run -p kinformer --example controller` (add `--features metrics` to print the
+//! Prometheus scrape at the end).
+//!
+//! The pieces: a `SharedInformerFactory` with Deployment and ConfigMap informers; a
+//! `Controller` that reconciles Deployments and `owns` ConfigMaps (a changed or deleted summary
+//! reconciles its Deployment); a reconcile that reads the caches and writes through the API.
+//! Write conflicts and injected 500s are plain errors: the key is retried with backoff.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
+use k8s_openapi::api::core::v1::{ConfigMap, Container, PodSpec, PodTemplateSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReference};
+use kinformer::controller::{Action, Controller, ControllerStats};
+use kinformer::{Indexer, SharedInformerFactory, split_meta_namespace_key};
+use kinformer_apiserver::RunningServer;
+use kinformer_apiserver::faults::{FailureRule, Verb};
+use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
+use tokio_util::sync::CancellationToken;
+
+/// The label on every ConfigMap this controller manages.
+pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "kinformer-example");
+
+/// The summary a Deployment should have: its ConfigMap's data.
+pub fn desired_data(d: &Deployment) -> BTreeMap<String, String> {
+    let spec = d.spec.as_ref();
+    let replicas = spec.and_then(|s| s.replicas).unwrap_or(1);
+    let image = spec
+        .and_then(|s| s.template.spec.as_ref())
+        .and_then(|p| p.containers.first())
+        .and_then(|c| c.image.clone())
+        .unwrap_or_default();
+    BTreeMap::from([
+        ("replicas".to_owned(), replicas.to_string()),
+        ("image".to_owned(), image),
+    ])
+}
+
+fn summary_name(deployment: &str) -> String {
+    format!("{deployment}-summary")
+}
+
+/// What the reconcile needs: the caches and an API client.
+#[derive(Clone)]
+pub struct Context {
+    deployments: Indexer<Deployment>,
+    configmaps: Indexer<ConfigMap>,
+    client: kube::Client,
+}
+
+/// Brings the summary ConfigMap of the Deployment `key` in step.
+pub async fn reconcile(ctx: Context, key: String) -> Result<Action, kube::Error> {
+    let Ok((ns, name)) = split_meta_namespace_key(&key) else {
+        return Ok(Action::await_change()); // not a key we produced: nothing to do
+    };
+    let api: Api<ConfigMap> = Api::namespaced(ctx.client.clone(), ns);
+    let cm_name = summary_name(name);
+    let existing = ctx.configmaps.get_by_key(&format!("{ns}/{cm_name}"));
+    let Some(deployment) = ctx.deployments.get_by_key(&key) else {
+        // The Deployment is gone. A real cluster's garbage collector would delete the owned
+        // ConfigMap; the embedded server has none, so the controller does.
+        if existing.is_some() {
+            match api.delete(&cm_name, &DeleteParams::default()).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        return Ok(Action::await_change());
+    };
+    let data = desired_data(&deployment);
+    match existing {
+        Some(cm) if cm.data.as_ref() == Some(&data) => {}
+        Some(cm) => {
+            let mut updated = (*cm).clone();
+            updated.data = Some(data);
+            // The cached resourceVersion makes this a compare-and-swap: a 409 means our cache
+            // was stale, and the retry sees the newer object.
+            api.replace(&cm_name, &PostParams::default(), &updated)
+                .await?;
+        }
+        None => {
+            let cm = ConfigMap {
+                metadata: ObjectMeta {
+                    name: Some(cm_name.clone()),
+                    namespace: Some(ns.to_owned()),
+                    labels: Some(BTreeMap::from([(MANAGED_BY.0.into(), MANAGED_BY.1.into())])),
+                    owner_references: Some(vec![OwnerReference {
+                        api_version: "apps/v1".into(),
+                        kind: "Deployment".into(),
+                        name: name.to_owned(),
+                        uid: deployment.metadata.uid.clone().unwrap_or_default(),
+                        controller: Some(true),
+                        block_owner_deletion: Some(true),
+                    }]),
+                    ..Default::default()
+                },
+                data: Some(data),
+                ..Default::default()
+            };
+            api.create(&PostParams::default(), &cm).await?;
+        }
+    }
+    Ok(Action::await_change())
+}
+
+/// A Deployment with `replicas` and `image`.
+pub fn deployment(ns: &str, name: &str, replicas: i32, image: &str) -> Deployment {
+    let labels = BTreeMap::from([("app".to_owned(), name.to_owned())]);
+    Deployment {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some(ns.into()),
+            ..Default::default()
+        },
+        spec: Some(DeploymentSpec {
+            replicas: Some(replicas),
+            selector: LabelSelector {
+                match_labels: Some(labels.clone()),
+                ..Default::default()
+            },
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(labels),
+                    ..Default::default()
+                }),
+                spec: Some(PodSpec {
+                    containers: vec![Container {
+                        name: "app".into(),
+                        image: Some(image.into()),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                }),
+            },
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// Whether the server holds exactly one up-to-date summary per Deployment and no orphan; else
+/// what differs.
+pub fn converged(server: &RunningServer) -> Result<usize, String> {
+    let deployments = server
+        .state("deployments.apps", None)
+        .map_err(|e| e.to_string())?;
+    let configmaps = server
+        .state("configmaps", None)
+        .map_err(|e| e.to_string())?;
+    let mut want = BTreeMap::new();
+    for o in &deployments.objects {
+        let d: Deployment = serde_json::from_value(o.object.clone()).map_err(|e| e.to_string())?;
+        want.insert(
+            (o.namespace.clone(), summary_name(&o.name)),
+            desired_data(&d),
+        );
+    }
+    let mut have = BTreeMap::new();
+    for o in &configmaps.objects {
+        let cm: ConfigMap = serde_json::from_value(o.object.clone()).map_err(|e| e.to_string())?;
+        let managed = cm
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(MANAGED_BY.0))
+            .is_some_and(|v| v == MANAGED_BY.1);
+        if managed {
+            have.insert(
+                (o.namespace.clone(), o.name.clone()),
+                cm.data.unwrap_or_default(),
+            );
+        }
+    }
+    if want == have {
+        Ok(want.len())
+    } else {
+        let missing = want.keys().filter(|k| !have.contains_key(*k)).count();
+        let orphans = have.keys().filter(|k| !want.contains_key(*k)).count();
+        let stale = want
+            .iter()
+            .filter(|(k, v)| have.get(*k).is_some_and(|h| h != *v))
+            .count();
+        Err(format!(
+            "{missing} missing, {orphans} orphans, {stale} stale summaries"
+        ))
+    }
+}
+
+/// Knobs of one run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Deployments created before the controller starts.
+    pub initial: usize,
+    /// Rounds of churn (creates, updates, deletes) while it runs.
+    pub rounds: usize,
+    /// Inject faults (failed writes, dropped watches, compaction) during the churn.
+    pub faults: bool,
+    /// Reconcile workers.
+    pub workers: usize,
+    /// Give up waiting for convergence after this long.
+    pub limit: Duration,
+    /// Record the workqueue, reconcile and informer metrics here.
+    #[cfg(feature = "metrics")]
+    pub metrics: Option<kinformer::metrics::Metrics>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            initial: 20,
+            rounds: 5,
+            faults: true,
+            workers: 4,
+            limit: Duration::from_secs(60),
+            #[cfg(feature = "metrics")]
+            metrics: None,
+        }
+    }
+}
+
+/// Runs the controller against `server` with churn and faults until converged. Returns the
+/// number of summaries and the controller's counts.
+pub async fn run(
+    server: &RunningServer,
+    options: Options,
+) -> Result<(usize, ControllerStats), String> {
+    let ns = "default";
+    for i in 0..options.initial {
+        server
+            .create(&deployment(ns, &format!("web-{i}"), 1, "nginx:1.0"))
+            .map_err(|e| e.to_string())?;
+    }
+    let factory = SharedInformerFactory::new(server.client());
+    let deployments = factory.informer::<Deployment>();
+    let configmaps = factory.informer::<ConfigMap>();
+    let ctx = Context {
+        deployments: deployments.get_store(),
+        configmaps: configmaps.get_store(),
+        client: server.client(),
+    };
+    #[allow(unused_mut)]
+    let mut controller = Controller::new("configmap-summary", deployments.clone())
+        .owns(configmaps.clone())
+        .workers(options.workers);
+    #[cfg(feature = "metrics")]
+    if let Some(m) = &options.metrics {
+        controller = controller.metrics(m);
+        m.watch_informer(&deployments);
+        m.watch_informer(&configmaps);
+    }
+    let stats = controller.stats();
+    let queue = controller.queue().clone();
+    factory.start();
+    let cancel = CancellationToken::new();
+    let running = tokio::spawn({
+        let cancel = cancel.clone();
+        let ctx = Arc::new(ctx);
+        async move {
+            controller
+                .run(cancel, move |key| reconcile((*ctx).clone(), key))
+                .await
+        }
+    });
+
+    // Churn: every round creates, updates and deletes Deployments (and a summary by hand,
+    // which the controller must restore), with a fault injected now and then.
+    let faults = server.faults();
+    let mut next = options.initial;
+    for round in 0..options.rounds {
+        if options.faults {
+            match round % 4 {
+                0 => faults.fail_next(
+                    FailureRule::new(500, 5)
+                        .verb(Verb::Create)
+                        .resource("configmaps"),
+                ),
+                1 => faults.fail_next(
+                    FailureRule::new(500, 5)
+                        .verb(Verb::Update)
+                        .resource("configmaps"),
+                ),
+                2 => faults.drop_watches(),
+                _ => {
+                    faults.compact_now();
+                    faults.drop_watches();
+                }
+            }
+        }
+        for _ in 0..3 {
+            server
+                .create(&deployment(ns, &format!("web-{next}"), 1, "nginx:1.0"))
+                .map_err(|e| e.to_string())?;
+            next += 1;
+        }
+        for i in (round..next).step_by(4) {
+            let name = format!("web-{i}");
+            if let Ok(mut d) = server.get::<Deployment>(Some(ns), &name) {
+                if let Some(spec) = d.spec.as_mut() {
+                    spec.replicas = Some(spec.replicas.unwrap_or(1) + 1);
+                    if let Some(c) = spec
+                        .template
+                        .spec
+                        .as_mut()
+                        .and_then(|p| p.containers.first_mut())
+                    {
+                        c.image = Some(format!("nginx:1.{}", round + 1));
+                    }
+                }
+                server.update(&d).map_err(|e| e.to_string())?;
+            }
+        }
+        let victim = format!("web-{}", round * 2);
+        if server.delete::<Deployment>(Some(ns), &victim).is_ok() {
+            tracing::debug!(%victim, "deleted");
+        }
+        // Someone tampers with a summary: the owned ConfigMap's change brings it back.
+        let tampered = summary_name(&format!("web-{}", round * 2 + 1));
+        if let Ok(mut cm) = server.get::<ConfigMap>(Some(ns), &tampered) {
+            cm.data = Some(BTreeMap::from([(
+                "replicas".to_owned(),
+                "tampered".to_owned(),
+            )]));
+            let _ = server.update(&cm);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // Converged: the server holds the desired state and the controller has nothing left to
+    // do (no key queued, waiting for a retry or being reconciled), twice in a row.
+    let start = std::time::Instant::now();
+    let mut settled = 0;
+    let result = loop {
+        let idle = queue.is_empty() && queue.waiting_len() == 0 && stats.active_workers() == 0;
+        match converged(server) {
+            Ok(n) if idle => {
+                settled += 1;
+                if settled == 2 {
+                    break Ok(n);
+                }
+            }
+            Ok(_) => settled = 0,
+            Err(e) => {
+                settled = 0;
+                if start.elapsed() > options.limit {
+                    break Err(format!("not converged after {:?}: {e}", options.limit));
+                }
+            }
+        }
+        if start.elapsed() > options.limit {
+            break Err(format!(
+                "the controller stayed busy for {:?}",
+                options.limit
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    cancel.cancel();
+    let stopped = running.await.map_err(|e| e.to_string())?;
+    factory.shutdown().await;
+    stopped.map_err(|e| e.to_string())?;
+    result.map(|n| (n, stats))
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let server = kinformer_apiserver::start(Default::default()).await?;
+    #[cfg(feature = "metrics")]
+    let mut registry = prometheus_client::registry::Registry::default();
+    #[cfg(feature = "metrics")]
+    let metrics = kinformer::metrics::Metrics::new(&mut registry);
+    let options = Options {
+        #[cfg(feature = "metrics")]
+        metrics: Some(metrics.clone()),
+        ..Options::default()
+    };
+    let started = std::time::Instant::now();
+    let (summaries, stats) = run(&server, options).await?;
+    println!(
+        "converged in {:.1?}: {summaries} summaries for {summaries} deployments; {} reconciles ({} ok, {} errors retried with backoff)",
+        started.elapsed(),
+        stats.reconciles(),
+        stats.successes(),
+        stats.errors()
+    );
+    #[cfg(feature = "metrics")]
+    for line in metrics.encode(&registry).lines() {
+        if !line.starts_with('#') && !line.contains("_bucket{") {
+            println!("{line}");
+        }
+    }
+    server.shutdown().await;
+    Ok(())
+}

@@ -1,0 +1,54 @@
+//! A controller runner: informers → handlers that enqueue keys → a rate-limited work queue →
+//! N workers calling your async `reconcile(key)`.
+//!
+//! The semantics are controller-runtime's (and client-go's sample-controller's):
+//!
+//! * workers start only after every informer's cache has synced **and** each of the
+//!   controller's handlers has processed its initial list;
+//! * a key is never reconciled by two workers at once, and changes during a reconcile
+//!   reconcile it again afterwards (the [`workqueue`](crate::workqueue) guarantees);
+//! * `Ok(Action::await_change())` forgets the key's backoff; `Ok(Action::requeue_after(d))`
+//!   forgets it and adds the key again after `d`; an `Err` adds it again rate-limited
+//!   (per-key exponential backoff, 5 ms → 1000 s, plus an overall bucket); a panic is caught
+//!   and counted as an error;
+//! * on cancellation no new reconcile starts, running ones get [`Controller::shutdown_timeout`]
+//!   to finish, then the queue shuts down and the handlers are removed.
+//!
+//! Informers are started by their owner (usually `factory.start()`), as in client-go.
+//!
+//! ```no_run
+//! # async fn demo(client: kube::Client) -> Result<(), Box<dyn std::error::Error>> {
+//! use std::convert::Infallible;
+//! use k8s_openapi::api::{apps::v1::Deployment, core::v1::ConfigMap};
+//! use kinformer::SharedInformerFactory;
+//! use kinformer::controller::{Action, Controller};
+//! use tokio_util::sync::CancellationToken;
+//!
+//! let factory = SharedInformerFactory::new(client);
+//! let deployments = factory.informer::<Deployment>();
+//! let controller = Controller::new("cm-sync", deployments.clone())
+//!     .owns(factory.informer::<ConfigMap>())
+//!     .workers(2);
+//! factory.start();
+//! let cache = deployments.get_store();
+//! controller
+//!     .run(CancellationToken::new(), move |key: String| {
+//!         let found = cache.get_by_key(&key).is_some();
+//!         async move {
+//!             println!("{key}: exists={found}");
+//!             Ok::<_, Infallible>(Action::await_change())
+//!         }
+//!     })
+//!     .await?;
+//! # Ok(()) }
+//! ```
+
+mod action;
+mod handlers;
+mod runner;
+mod stats;
+
+pub use action::Action;
+pub use handlers::MapFn;
+pub use runner::{Controller, ControllerError, DEFAULT_SHUTDOWN_TIMEOUT};
+pub use stats::{ControllerStats, ReconcileResult};

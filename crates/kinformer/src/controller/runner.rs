@@ -1,0 +1,408 @@
+//! The controller: its builder and its run loop.
+
+use std::fmt;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::FutureExt;
+use kube::Resource;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::action::Action;
+use super::handlers::{EnqueueMapped, EnqueueOwn, MapFn, controller_owner_key};
+use super::stats::{ControllerStats, ReconcileResult};
+use crate::informer::{InformerError, SharedIndexInformer};
+use crate::object::Object;
+use crate::wait::{SyncSignal, wait_for_named_cache_sync};
+use crate::workqueue::{
+    DelayingQueue, QueueConfig, RateLimiter, RateLimitingQueue, default_controller_rate_limiter,
+};
+
+/// How long running reconciles may take to finish once the controller is cancelled, unless
+/// set with [`Controller::shutdown_timeout`].
+pub const DEFAULT_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Why [`Controller::run`] ended early or untidily.
+#[derive(Debug, thiserror::Error)]
+pub enum ControllerError {
+    /// A handler could not be registered (the informer has stopped).
+    #[error("registering a handler: {0}")]
+    Informer(#[from] InformerError),
+    /// Cancelled before every cache synced; no reconcile ran.
+    #[error("cancelled before the caches synced")]
+    NotSynced,
+    /// Reconciles still running when the shutdown timeout passed were abandoned.
+    #[error("{abandoned} reconciles still running after the shutdown timeout were abandoned")]
+    ShutdownTimeout {
+        /// How many workers were stopped mid-reconcile.
+        abandoned: usize,
+    },
+}
+
+/// What a registered handler leaves behind: its sync signal and how to remove it.
+struct Registered {
+    signal: SyncSignal,
+    remove: Box<dyn FnOnce() + Send>,
+}
+
+type Register =
+    Box<dyn FnOnce(&RateLimitingQueue<String>) -> Result<Registered, InformerError> + Send>;
+
+fn register<C: Object>(
+    informer: SharedIndexInformer<C>,
+    handler: impl crate::informer::ResourceEventHandler<C>,
+) -> Result<Registered, InformerError> {
+    let registration = informer.add_event_handler(handler)?;
+    let signal = registration.synced_signal();
+    Ok(Registered {
+        signal,
+        remove: Box::new(move || {
+            if let Err(e) = informer.remove_event_handler(&registration) {
+                tracing::debug!(error = %e, "removing a controller handler");
+            }
+        }),
+    })
+}
+
+/// A controller of primary objects `K` (see the [module docs](super)).
+pub struct Controller<K: Object> {
+    name: String,
+    primary: SharedIndexInformer<K>,
+    queue: RateLimitingQueue<String>,
+    limiter: Arc<dyn RateLimiter<String>>,
+    registrations: Vec<Register>,
+    workers: usize,
+    shutdown_timeout: Duration,
+    stats: ControllerStats,
+    #[cfg(feature = "metrics")]
+    metrics: Option<crate::metrics::Metrics>,
+}
+
+impl<K: Object> fmt::Debug for Controller<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Controller")
+            .field("name", &self.name)
+            .field("informer", &self.primary.name())
+            .field("watches", &self.registrations.len())
+            .field("workers", &self.workers)
+            .field("queue", &self.queue)
+            .finish()
+    }
+}
+
+impl<K> Controller<K>
+where
+    K: Object + Resource,
+    K::DynamicType: Default,
+{
+    /// A controller named `name` (the queue's name and the metrics' `controller` label) that
+    /// reconciles the objects of `primary`, with one worker and client-go's default
+    /// controller rate limiter.
+    ///
+    /// # Panics
+    /// Outside a Tokio runtime (the queue spawns its timer task).
+    pub fn new(name: impl Into<String>, primary: SharedIndexInformer<K>) -> Self {
+        let name = name.into();
+        let limiter: Arc<dyn RateLimiter<String>> = Arc::new(default_controller_rate_limiter());
+        let queue = RateLimitingQueue::from_delaying(
+            DelayingQueue::with_config(QueueConfig::named(name.clone())),
+            limiter.clone(),
+        );
+        let mut controller = Self {
+            name,
+            primary: primary.clone(),
+            queue,
+            limiter,
+            registrations: Vec::new(),
+            workers: 1,
+            shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
+            stats: ControllerStats::default(),
+            #[cfg(feature = "metrics")]
+            metrics: None,
+        };
+        controller.registrations.push(Box::new(move |queue| {
+            register(
+                primary,
+                EnqueueOwn {
+                    queue: queue.clone(),
+                },
+            )
+        }));
+        controller
+    }
+
+    /// Also reconciles the controlling owner of every object of `children` whose owner is of
+    /// kind `K` (controller-runtime's `Owns`).
+    pub fn owns<C>(self, children: SharedIndexInformer<C>) -> Self
+    where
+        C: Object + Resource,
+    {
+        let dt = K::DynamicType::default();
+        let api_version = K::api_version(&dt).into_owned();
+        let kind = K::kind(&dt).into_owned();
+        self.watches(children, move |child: &C| {
+            controller_owner_key(child, &api_version, &kind)
+                .into_iter()
+                .collect()
+        })
+    }
+
+    /// Also reconciles the keys `map` returns for every object of `informer` that changes
+    /// (controller-runtime's `Watches` with a map function).
+    pub fn watches<C: Object>(
+        mut self,
+        informer: SharedIndexInformer<C>,
+        map: impl Fn(&C) -> Vec<String> + Send + Sync + 'static,
+    ) -> Self {
+        let map: MapFn<C> = Arc::new(map);
+        self.registrations.push(Box::new(move |queue| {
+            register(
+                informer,
+                EnqueueMapped {
+                    queue: queue.clone(),
+                    map,
+                },
+            )
+        }));
+        self
+    }
+}
+
+impl<K: Object> Controller<K> {
+    /// How many reconciles may run at once (at least one; default 1, as controller-runtime).
+    pub fn workers(mut self, workers: usize) -> Self {
+        self.workers = workers.max(1);
+        self
+    }
+
+    /// How long running reconciles may take to finish after cancellation.
+    pub fn shutdown_timeout(mut self, timeout: Duration) -> Self {
+        self.shutdown_timeout = timeout;
+        self
+    }
+
+    /// Replaces the retry rate limiter (and the queue; keys added before are dropped).
+    ///
+    /// # Panics
+    /// Outside a Tokio runtime (the queue spawns its timer task).
+    pub fn rate_limiter(mut self, limiter: impl RateLimiter<String> + 'static) -> Self {
+        self.limiter = Arc::new(limiter);
+        self.rebuild_queue();
+        self
+    }
+
+    fn rebuild_queue(&mut self) {
+        self.queue.shut_down();
+        self.queue = RateLimitingQueue::from_delaying(
+            DelayingQueue::with_config(self.queue_config()),
+            self.limiter.clone(),
+        );
+    }
+
+    /// Records the workqueue and reconcile metrics into `metrics` (replaces the queue; keys
+    /// added before are dropped).
+    ///
+    /// # Panics
+    /// Outside a Tokio runtime (the queue spawns its timer task).
+    #[cfg(feature = "metrics")]
+    pub fn metrics(mut self, metrics: &crate::metrics::Metrics) -> Self {
+        self.metrics = Some(metrics.clone());
+        self.queue =
+            RateLimitingQueue::with_config(default_controller_rate_limiter(), self.queue_config());
+        self
+    }
+
+    fn queue_config(&self) -> QueueConfig<String> {
+        #[allow(unused_mut)]
+        let mut config = QueueConfig::named(self.name.clone());
+        #[cfg(feature = "metrics")]
+        if let Some(m) = &self.metrics {
+            config.metrics_provider = Some(Arc::new(m.clone()));
+        }
+        config
+    }
+
+    /// The controller's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The work queue, e.g. to enqueue a key by hand.
+    pub fn queue(&self) -> &RateLimitingQueue<String> {
+        &self.queue
+    }
+
+    /// Live reconcile counts.
+    pub fn stats(&self) -> ControllerStats {
+        self.stats.clone()
+    }
+
+    /// Runs until `cancel` is cancelled: registers the handlers, waits for the caches, then
+    /// runs the workers calling `reconcile(key)`.
+    ///
+    /// # Errors
+    /// [`ControllerError::Informer`] if a handler cannot be registered,
+    /// [`ControllerError::NotSynced`] if cancelled before the caches synced,
+    /// [`ControllerError::ShutdownTimeout`] if reconciles outlived the shutdown timeout.
+    pub async fn run<F, Fut, E>(
+        mut self,
+        cancel: CancellationToken,
+        reconcile: F,
+    ) -> Result<(), ControllerError>
+    where
+        F: Fn(String) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Action, E>> + Send + 'static,
+        E: fmt::Display + Send + 'static,
+    {
+        let mut registered = Vec::new();
+        for r in std::mem::take(&mut self.registrations) {
+            match r(&self.queue) {
+                Ok(reg) => registered.push(reg),
+                Err(e) => {
+                    self.stop(registered);
+                    return Err(e.into());
+                }
+            }
+        }
+        let mut signals: Vec<SyncSignal> = vec![self.primary.synced_signal()];
+        signals.extend(registered.iter().map(|r| r.signal.clone()));
+        if !wait_for_named_cache_sync(&self.name, &cancel, signals).await {
+            self.stop(registered);
+            return Err(ControllerError::NotSynced);
+        }
+        tracing::info!(controller = %self.name, workers = self.workers, "Starting workers");
+        #[cfg(feature = "metrics")]
+        if let Some(m) = &self.metrics {
+            m.controller_started(&self.name, self.workers);
+        }
+        let reconcile = Arc::new(reconcile);
+        let mut workers = JoinSet::new();
+        for _ in 0..self.workers {
+            let worker = Worker {
+                name: self.name.clone(),
+                queue: self.queue.clone(),
+                stats: self.stats.clone(),
+                #[cfg(feature = "metrics")]
+                metrics: self.metrics.clone(),
+            };
+            let (reconcile, cancel) = (reconcile.clone(), cancel.clone());
+            workers.spawn(async move { worker.run(cancel, reconcile).await });
+        }
+        cancel.cancelled().await;
+        tracing::info!(controller = %self.name, "Shutting down workers");
+        let deadline = Instant::now() + self.shutdown_timeout;
+        let mut result = Ok(());
+        loop {
+            match tokio::time::timeout_at(deadline, workers.join_next()).await {
+                Ok(Some(_)) => {}
+                Ok(None) => break,
+                Err(_) => {
+                    let abandoned = workers.len();
+                    workers.abort_all();
+                    tracing::warn!(controller = %self.name, abandoned, "Reconciles outlived the shutdown timeout");
+                    result = Err(ControllerError::ShutdownTimeout { abandoned });
+                    break;
+                }
+            }
+        }
+        self.stop(registered);
+        result
+    }
+
+    fn stop(&self, registered: Vec<Registered>) {
+        self.queue.shut_down();
+        for r in registered {
+            (r.remove)();
+        }
+    }
+}
+
+/// One worker's loop (client-go's `runWorker` / `processNextWorkItem`).
+struct Worker {
+    name: String,
+    queue: RateLimitingQueue<String>,
+    stats: ControllerStats,
+    #[cfg(feature = "metrics")]
+    metrics: Option<crate::metrics::Metrics>,
+}
+
+impl Worker {
+    async fn run<F, Fut, E>(self, cancel: CancellationToken, reconcile: Arc<F>)
+    where
+        F: Fn(String) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Action, E>> + Send + 'static,
+        E: fmt::Display + Send + 'static,
+    {
+        loop {
+            let key = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return,
+                key = self.queue.get() => match key {
+                    Some(key) => key,
+                    None => return,
+                },
+            };
+            self.process(&key, reconcile.as_ref()).await;
+            self.queue.done(&key);
+        }
+    }
+
+    async fn process<F, Fut, E>(&self, key: &str, reconcile: &F)
+    where
+        F: Fn(String) -> Fut,
+        Fut: Future<Output = Result<Action, E>>,
+        E: fmt::Display,
+    {
+        self.stats.started();
+        #[cfg(feature = "metrics")]
+        if let Some(m) = &self.metrics {
+            m.worker_active(&self.name, 1);
+        }
+        let started = Instant::now();
+        // The call itself may panic as well as the future: catch both.
+        let outcome = AssertUnwindSafe(async { reconcile(key.to_owned()).await })
+            .catch_unwind()
+            .await;
+        let elapsed = started.elapsed();
+        let key = key.to_owned();
+        let (result, panicked) = match outcome {
+            Ok(Ok(action)) => {
+                self.queue.forget(&key);
+                match action.requeue_delay() {
+                    Some(delay) => {
+                        self.queue.add_after(key, delay);
+                        (ReconcileResult::RequeueAfter, false)
+                    }
+                    None => (ReconcileResult::Success, false),
+                }
+            }
+            Ok(Err(e)) => {
+                tracing::debug!(controller = %self.name, %key, error = %e, retries = self.queue.num_requeues(&key), "Reconcile failed");
+                self.queue.add_rate_limited(key);
+                (ReconcileResult::Error, false)
+            }
+            Err(panic) => {
+                let msg = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| (*s).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_default();
+                tracing::error!(controller = %self.name, %key, panic = %msg, "Reconcile panicked");
+                self.queue.add_rate_limited(key);
+                (ReconcileResult::Error, true)
+            }
+        };
+        self.stats.finished(result, panicked);
+        #[cfg(feature = "metrics")]
+        if let Some(m) = &self.metrics {
+            m.worker_active(&self.name, -1);
+            m.reconciled(&self.name, result, panicked, elapsed);
+        }
+        #[cfg(not(feature = "metrics"))]
+        let _ = elapsed;
+    }
+}

@@ -1,0 +1,182 @@
+//! Informer figures, read at scrape time from the informers' public accessors.
+
+use std::fmt;
+
+use parking_lot::Mutex;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+
+/// What the collector reads from one informer (implemented for `SharedIndexInformer`).
+pub trait InformerProbe: Send + Sync + 'static {
+    /// The informer's name.
+    fn probe_name(&self) -> String;
+    /// Objects in its cache.
+    fn objects_cached(&self) -> usize;
+    /// Deltas queued between the reflector and the cache.
+    fn queued_items(&self) -> usize;
+    /// Each handler's name and backlog.
+    fn handler_backlogs(&self) -> Vec<(String, usize)>;
+    /// The last resource version synced, as client-go's store metric: its last 15 digits.
+    fn last_resource_version(&self) -> i64;
+    /// Lists (streaming lists included) and watches started.
+    fn list_watch_counts(&self) -> (u64, u64);
+}
+
+impl<K: crate::Object> InformerProbe for crate::SharedIndexInformer<K> {
+    fn probe_name(&self) -> String {
+        self.name().to_owned()
+    }
+    fn objects_cached(&self) -> usize {
+        self.get_store().len()
+    }
+    fn queued_items(&self) -> usize {
+        self.queued_deltas()
+    }
+    fn handler_backlogs(&self) -> Vec<(String, usize)> {
+        self.handler_backlogs()
+    }
+    fn list_watch_counts(&self) -> (u64, u64) {
+        crate::SharedIndexInformer::list_watch_counts(self)
+    }
+    fn last_resource_version(&self) -> i64 {
+        let rv = self.last_sync_resource_version();
+        let digits = &rv[rv.len().saturating_sub(15)..];
+        digits.parse().unwrap_or(0)
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct InformerLabels {
+    name: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HandlerLabels {
+    name: String,
+    handler: String,
+}
+
+#[derive(Default)]
+pub(crate) struct InformerCollector {
+    probes: Mutex<Vec<Box<dyn InformerProbe>>>,
+}
+
+impl fmt::Debug for InformerCollector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InformerCollector")
+            .field("informers", &self.probes.lock().len())
+            .finish()
+    }
+}
+
+impl InformerCollector {
+    pub(crate) fn add(&self, probe: Box<dyn InformerProbe>) {
+        self.probes.lock().push(probe);
+    }
+}
+
+fn emit<S, M>(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    family: Family<S, M>,
+) -> Result<(), fmt::Error>
+where
+    S: EncodeLabelSet + Clone + std::hash::Hash + Eq + fmt::Debug + Send + Sync + 'static,
+    M: EncodeMetric
+        + prometheus_client::metrics::TypedMetric
+        + Default
+        + fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let metric = encoder.encode_descriptor(name, help, None, family.metric_type())?;
+    family.encode(metric)
+}
+
+impl Collector for InformerCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), fmt::Error> {
+        let objects = Family::<InformerLabels, Gauge>::default();
+        let queued = Family::<InformerLabels, Gauge>::default();
+        let rv = Family::<InformerLabels, Gauge>::default();
+        let backlog = Family::<HandlerLabels, Gauge>::default();
+        let lists = Family::<InformerLabels, Counter>::default();
+        let relists = Family::<InformerLabels, Counter>::default();
+        let watches = Family::<InformerLabels, Counter>::default();
+        let restarts = Family::<InformerLabels, Counter>::default();
+        for p in self.probes.lock().iter() {
+            let l = InformerLabels {
+                name: p.probe_name(),
+            };
+            let n = |v: usize| i64::try_from(v).unwrap_or(i64::MAX);
+            objects.get_or_create(&l).set(n(p.objects_cached()));
+            queued.get_or_create(&l).set(n(p.queued_items()));
+            rv.get_or_create(&l).set(p.last_resource_version());
+            let (l_n, w_n) = p.list_watch_counts();
+            lists.get_or_create(&l).inc_by(l_n);
+            relists.get_or_create(&l).inc_by(l_n.saturating_sub(1));
+            watches.get_or_create(&l).inc_by(w_n);
+            restarts.get_or_create(&l).inc_by(w_n.saturating_sub(1));
+            for (handler, b) in p.handler_backlogs() {
+                backlog
+                    .get_or_create(&HandlerLabels {
+                        name: l.name.clone(),
+                        handler,
+                    })
+                    .set(n(b));
+            }
+        }
+        emit(
+            &mut encoder,
+            "informer_objects_cached",
+            "Objects in the informer's cache",
+            objects,
+        )?;
+        emit(
+            &mut encoder,
+            "informer_queued_items",
+            "Deltas queued between the reflector and the cache",
+            queued,
+        )?;
+        emit(
+            &mut encoder,
+            "informer_store_resource_version",
+            "The last resource version synced (its last 15 digits)",
+            rv,
+        )?;
+        emit(
+            &mut encoder,
+            "informer_handler_backlog",
+            "Notifications queued for a handler and not yet handled",
+            backlog,
+        )?;
+        emit(
+            &mut encoder,
+            "informer_lists",
+            "Lists started by the informer's reflector (streaming lists included)",
+            lists,
+        )?;
+        emit(
+            &mut encoder,
+            "informer_relists",
+            "Lists after the first (after an expired or failed watch)",
+            relists,
+        )?;
+        emit(
+            &mut encoder,
+            "informer_watches",
+            "Watches started by the informer's reflector",
+            watches,
+        )?;
+        emit(
+            &mut encoder,
+            "informer_watch_restarts",
+            "Watches started after the first",
+            restarts,
+        )
+    }
+}

@@ -1,0 +1,47 @@
+//! Work queues: client-go's `util/workqueue`, generic over the key type and async.
+//!
+//! The other half of every informer-based controller: event handlers [`add`](Queue::add) keys,
+//! workers [`get`](Queue::get) them, process them and call [`done`](Queue::done).
+//!
+//! * [`Queue`]: fair, stingy (dedupes; never hands one key to two workers), with shutdown and
+//!   drain;
+//! * [`DelayingQueue`]: plus [`add_after`](DelayingQueue::add_after), earliest time wins;
+//! * [`RateLimitingQueue`]: plus per-item backoff ([`add_rate_limited`](RateLimitingQueue::add_rate_limited),
+//!   [`forget`](RateLimitingQueue::forget), [`num_requeues`](RateLimitingQueue::num_requeues));
+//! * the rate limiters of client-go, with its defaults ([`default_controller_rate_limiter`]).
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! use kinformer::workqueue::RateLimitingQueue;
+//! let queue = RateLimitingQueue::<String>::with_default_limiter("example");
+//! queue.add("ns/a".to_owned());
+//! queue.add("ns/a".to_owned()); // collapses into the first
+//! let key = queue.get().await.unwrap();
+//! queue.forget(&key); // success: clear its backoff
+//! queue.done(&key);
+//! assert_eq!(queue.len(), 0);
+//! queue.shut_down();
+//! assert_eq!(queue.get().await, None);
+//! # }
+//! ```
+
+mod bucket;
+mod delaying;
+mod metrics;
+mod queue;
+mod rate_limiter;
+mod rate_limiting;
+
+pub use bucket::BucketRateLimiter;
+pub use delaying::DelayingQueue;
+pub use metrics::{
+    CounterMetric, GaugeMetric, HistogramMetric, MetricsProvider, SettableGaugeMetric, set_provider,
+};
+pub use queue::{
+    DEFAULT_UNFINISHED_WORK_UPDATE_PERIOD, FifoStorage, Queue, QueueConfig, QueueItem, QueueStorage,
+};
+pub use rate_limiter::{
+    ItemExponentialFailureRateLimiter, ItemFastSlowRateLimiter, MaxOfRateLimiter, RateLimiter,
+    WithMaxWaitRateLimiter, default_controller_rate_limiter, default_item_based_rate_limiter,
+};
+pub use rate_limiting::RateLimitingQueue;
