@@ -21,6 +21,8 @@ mod delta_fifo;
 mod error;
 mod fifo;
 mod options;
+mod real_fifo;
+mod room;
 mod sync_state;
 
 pub use delta::{Delta, DeltaType, Deltas};
@@ -28,3 +30,6 @@ pub use delta_fifo::DeltaFifo;
 pub use error::QueueError;
 pub use fifo::Fifo;
 pub use options::{DeltaFifoOptions, TransformFunc};
+pub use real_fifo::{
+    DEFAULT_BATCH_SIZE, KeyedDelta, Popped, RealFifo, RealFifoMode, RealFifoOptions, ReplacedAll,
+};

@@ -126,11 +126,16 @@ impl<K: Object> Indexer<K> {
     }
 
     /// Records the resource version a write carried, if it carried one.
-    fn note_resource_version(state: &mut CacheState<K>, obj: &K) {
+    pub(super) fn note_resource_version(state: &mut CacheState<K>, obj: &K) {
         let rv = resource_version(obj);
         if !rv.is_empty() {
             state.resource_version = Some(rv.to_owned());
         }
+    }
+
+    /// Runs `f` on the cache under one acquisition of the write lock (store transactions).
+    pub(super) fn with_state_mut<R>(&self, f: impl FnOnce(&mut CacheState<K>) -> R) -> R {
+        f(&mut self.inner.state.write())
     }
 
     /// Stores `obj`, replacing any object with the same key (client-go's `Add`; the same as
