@@ -289,7 +289,12 @@ fn mobj(o: &ConfigMap, transformed: bool) -> MObj {
     );
     (
         o.metadata.name.clone().unwrap(),
-        o.metadata.resource_version.as_ref().unwrap().parse().unwrap(),
+        o.metadata
+            .resource_version
+            .as_ref()
+            .unwrap()
+            .parse()
+            .unwrap(),
     )
 }
 
@@ -367,21 +372,21 @@ fn run(ops: Vec<Op>, atomic: bool, bookmarks: bool, transformed: bool) {
         version += 1;
         (make(name, version), (name.to_string(), version))
     };
-    let pop = |fifo: &RealFifo<ConfigMap>, model: &mut Model, max: usize, step: usize| {
-        match model.pop_batch(max) {
-            None => assert!(fifo.is_empty(), "step {step}: model empty, queue not"),
-            Some((expected, expected_initial)) => {
-                let (got, initial) = fifo
-                    .pop_batch(max, |p, initial| {
-                        known.apply(&p);
-                        (mentries(&p, transformed), initial)
-                    })
-                    .now_or_never()
-                    .expect("pop on a non-empty queue completes at once")
-                    .unwrap();
-                assert_eq!(got, expected, "step {step}: popped (max {max})");
-                assert_eq!(initial, expected_initial, "step {step}: is_in_initial_list");
-            }
+    let pop = |fifo: &RealFifo<ConfigMap>, model: &mut Model, max: usize, step: usize| match model
+        .pop_batch(max)
+    {
+        None => assert!(fifo.is_empty(), "step {step}: model empty, queue not"),
+        Some((expected, expected_initial)) => {
+            let (got, initial) = fifo
+                .pop_batch(max, |p, initial| {
+                    known.apply(&p);
+                    (mentries(&p, transformed), initial)
+                })
+                .now_or_never()
+                .expect("pop on a non-empty queue completes at once")
+                .unwrap();
+            assert_eq!(got, expected, "step {step}: popped (max {max})");
+            assert_eq!(initial, expected_initial, "step {step}: is_in_initial_list");
         }
     };
 
@@ -443,15 +448,31 @@ fn run(ops: Vec<Op>, atomic: bool, bookmarks: bool, transformed: bool) {
             }
         }
 
-        assert_eq!(fifo.len(), model.entries.len(), "step {step} after {op:?}: len");
+        assert_eq!(
+            fifo.len(),
+            model.entries.len(),
+            "step {step} after {op:?}: len"
+        );
         assert_eq!(
             fifo.queued_objects(),
             model.entries.iter().map(MEntry::weight).sum::<usize>(),
             "step {step} after {op:?}: objects held"
         );
-        assert_eq!(fifo.has_synced(), model.synced, "step {step} after {op:?}: has_synced");
-        assert_eq!(*synced_rx.borrow(), model.synced, "step {step}: synced watch");
-        assert_eq!(fifo.is_populated(), model.populated, "step {step}: populated");
+        assert_eq!(
+            fifo.has_synced(),
+            model.synced,
+            "step {step} after {op:?}: has_synced"
+        );
+        assert_eq!(
+            *synced_rx.borrow(),
+            model.synced,
+            "step {step}: synced watch"
+        );
+        assert_eq!(
+            fifo.is_populated(),
+            model.populated,
+            "step {step}: populated"
+        );
         let known_now: BTreeMap<String, MObj> = known
             .0
             .lock()

@@ -229,3 +229,40 @@ fn readers_see_all_or_nothing() {
         .join()
         .expect("the reader saw whole transactions only");
 }
+
+/// `replace_reporting` tells what each listed object replaced and what the list removed, from
+/// one swap.
+#[test]
+fn replace_reporting_reports_updates_adds_and_removals() {
+    let store = Indexer::new(key_func(), by_val());
+    let kept = cm("kept", "x", "1");
+    let gone = cm("gone", "x", "2");
+    store.add(kept.clone()).unwrap();
+    store.add(gone.clone()).unwrap();
+    let outcome = store
+        .replace_reporting(vec![cm("kept", "y", "3"), cm("new", "y", "4")], "10")
+        .unwrap();
+    assert!(Arc::ptr_eq(outcome.previous[0].as_ref().unwrap(), &kept));
+    assert!(outcome.previous[1].is_none());
+    assert_eq!(outcome.removed.len(), 1);
+    assert_eq!(outcome.removed[0].0, "gone");
+    assert!(Arc::ptr_eq(&outcome.removed[0].1, &gone));
+    let mut keys = store.list_keys();
+    keys.sort();
+    assert_eq!(keys, ["kept", "new"]);
+    assert_eq!(store.index_keys("by_val", "y").unwrap(), ["kept", "new"]);
+    assert_eq!(store.last_resource_version().as_deref(), Some("10"));
+
+    // A failing list changes nothing.
+    assert!(matches!(
+        store.replace_reporting(vec![cm("ok", "v", ""), cm("fail", "v", "")], "11"),
+        Err(StoreError::Key(_))
+    ));
+    assert_eq!(store.len(), 2);
+    assert!(matches!(
+        store.replace_reporting(vec![cm("ok", "bad", "")], "11"),
+        Err(StoreError::IndexFunc { .. })
+    ));
+    assert_eq!(store.len(), 2);
+    assert_eq!(store.last_resource_version().as_deref(), Some("10"));
+}

@@ -1,6 +1,6 @@
 //! Initial-population accounting shared by [`Fifo`](super::Fifo),
-//! [`DeltaFifo`](super::DeltaFifo) and [`RealFifo`](super::RealFifo): client-go's `populated`, `initialPopulationCount` and the
-//! once-closed `synced` channel.
+//! [`DeltaFifo`](super::DeltaFifo) and [`RealFifo`](super::RealFifo): client-go's `populated`,
+//! `initialPopulationCount` and the once-closed `synced` channel.
 
 use tokio::sync::watch;
 

@@ -24,4 +24,4 @@ pub use key_lister_getter::KeyListerGetter;
 pub use label_selector::{LabelSelector, LabelSelectorError, Operator, Requirement};
 pub use lister::{Lister, NamespaceLister};
 pub use reflector_store::ReflectorStore;
-pub use transaction::{Transaction, TransactionError, TransactionOutcome};
+pub use transaction::{ReplaceOutcome, Transaction, TransactionError, TransactionOutcome};

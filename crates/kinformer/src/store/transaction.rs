@@ -1,6 +1,7 @@
 //! Store transactions: several writes applied to an [`Indexer`] under one lock (client-go's
 //! `TransactionStore`, `Transaction` and `TransactionError`).
 
+use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 
@@ -109,7 +110,76 @@ impl<K> TransactionOutcome<K> {
     }
 }
 
+/// What [`Indexer::replace_reporting`] replaced: enough to tell handlers about a relist
+/// without reading the cache again (client-go's `processReplacedAllInfo` reads it per object).
+pub struct ReplaceOutcome<K> {
+    /// Per listed object, in list order: the object that was stored under its key before, if
+    /// any (an update when `Some`, an add when `None`).
+    pub previous: Vec<Option<Arc<K>>>,
+    /// The objects that were stored under keys the list lacks, with their keys: the relist's
+    /// deletions, in no particular order.
+    pub removed: Vec<(String, Arc<K>)>,
+}
+
+impl<K> fmt::Debug for ReplaceOutcome<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReplaceOutcome")
+            .field("previous", &self.previous.len())
+            .field("removed", &self.removed.len())
+            .finish()
+    }
+}
+
 impl<K: Object> Indexer<K> {
+    /// [`replace`](Self::replace), also reporting what each listed object replaced and what the
+    /// list removed, computed from the previous contents after the swap (one acquisition of
+    /// the write lock, no lookups). This is how a consumer applies an atomic relist
+    /// ([`Popped::ReplacedAll`](crate::queue::Popped::ReplacedAll)) before notifying.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use kube::api::ObjectMeta;
+    /// use kinformer::Indexer;
+    ///
+    /// let cm = |name: &str| Arc::new(ConfigMap {
+    ///     metadata: ObjectMeta { name: Some(name.into()), ..Default::default() },
+    ///     ..Default::default()
+    /// });
+    /// let cache = Indexer::<ConfigMap>::default_namespaced();
+    /// cache.add(cm("kept")).unwrap();
+    /// cache.add(cm("gone")).unwrap();
+    /// let outcome = cache.replace_reporting(vec![cm("kept"), cm("new")], "9").unwrap();
+    /// assert!(outcome.previous[0].is_some() && outcome.previous[1].is_none());
+    /// assert_eq!(outcome.removed.len(), 1);
+    /// assert_eq!(outcome.removed[0].0, "gone");
+    /// ```
+    ///
+    /// # Errors
+    /// As [`replace`](Self::replace); the cache is then unchanged.
+    pub fn replace_reporting(
+        &self,
+        list: Vec<Arc<K>>,
+        resource_version: &str,
+    ) -> Result<ReplaceOutcome<K>, StoreError> {
+        let keys = list
+            .iter()
+            .map(|obj| self.key_of(obj))
+            .collect::<Result<Vec<_>, _>>()?;
+        let old = self.swap(list, resource_version)?;
+        let previous = keys
+            .iter()
+            .map(|key| old.get(key.as_str()).map(|e| e.obj.clone()))
+            .collect();
+        let listed: HashSet<&str> = keys.iter().map(String::as_str).collect();
+        let removed = old
+            .into_iter()
+            .filter(|(key, _)| !listed.contains(&**key))
+            .map(|(key, entry)| (key.to_string(), entry.obj))
+            .collect();
+        Ok(ReplaceOutcome { previous, removed })
+    }
+
     /// Applies `txns` in order under one acquisition of the write lock (client-go's
     /// `Transaction`): readers see none of them or all of them. Each write stands alone: one
     /// that fails (no key, an index function error) changes nothing and the others are still
