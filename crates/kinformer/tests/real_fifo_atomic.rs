@@ -18,11 +18,24 @@ use real_fifo_support::*;
 
 const UNLIMITED: usize = 999_999;
 
+type Action = fn(&RealFifo<ConfigMap>);
+
+/// (name, initial objects fooN, actions, batch size, expected batches).
+type BatchCase = (
+    &'static str,
+    Vec<usize>,
+    Vec<Action>,
+    usize,
+    Vec<Vec<&'static str>>,
+);
+
+/// (name, incoming object names, expected batches).
+type BrokenCase = (&'static str, Vec<&'static str>, Vec<Vec<&'static str>>);
+
 #[test]
 fn test_real_fifo_pop_multiple_delta_in_batch() {
-    type Action = fn(&RealFifo<ConfigMap>);
     let o = |i: usize| obj(&format!("foo{i}"), 5);
-    let cases: Vec<(&str, Vec<usize>, Vec<Action>, usize, Vec<Vec<&str>>)> = vec![
+    let cases: Vec<BatchCase> = vec![
         (
             "non-split: pop unique items should work",
             vec![1, 2, 3],
@@ -156,7 +169,7 @@ fn test_real_fifo_pop_broken_items_in_batch() {
             meta_namespace_key(o)
         }
     });
-    let cases: Vec<(&str, Vec<&str>, Vec<Vec<&str>>)> = vec![
+    let cases: Vec<BrokenCase> = vec![
         ("1st item is broken", vec!["foo3"], vec![]),
         (
             "nth item is broken",

@@ -49,9 +49,12 @@ fn by_val() -> Indexers<ConfigMap> {
     Indexers::from([("by_val".to_owned(), f)])
 }
 
+/// (name, object names, expected successful indices when the transaction fails).
+type TxnCase = (&'static str, Vec<&'static str>, Option<Vec<usize>>);
+
 #[test]
 fn test_cache_transaction_should_index_errors() {
-    let cases: Vec<(&str, Vec<&str>, Option<Vec<usize>>)> = vec![
+    let cases: Vec<TxnCase> = vec![
         (
             "txn all success objects should work",
             vec!["success1", "success2"],
