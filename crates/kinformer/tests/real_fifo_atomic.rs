@@ -361,6 +361,27 @@ fn synced_is_published_after_processing() {
     }
 }
 
+/// In atomic mode `process` runs without the lock, and a write made meanwhile (the Reflector
+/// keeps going) must not declare the queue synced before the last initial entry is processed.
+#[test]
+fn a_write_during_unlocked_processing_does_not_sync_early() {
+    let f = atomic(false);
+    f.replace(vec![obj("a", 1)], "1".into()).unwrap();
+    let synced_inside = futures::FutureExt::now_or_never(f.pop(|_, initial| {
+        assert!(initial);
+        f.add(obj("b", 2)).unwrap();
+        f.has_synced()
+    }))
+    .unwrap()
+    .unwrap();
+    assert!(
+        !synced_inside,
+        "synced while the relist was still being processed"
+    );
+    assert!(f.has_synced());
+    assert_eq!(pop2_now(&f), (strs(&["Added b=2"]), false));
+}
+
 /// A relist in parts is queued whole at `replace_end`; entries queued before it still pop in
 /// between, nothing of the list does.
 #[test]

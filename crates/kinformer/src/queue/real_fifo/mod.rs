@@ -108,6 +108,10 @@ struct Inner<K> {
     replacing: Option<Vec<(String, Arc<K>)>>,
     /// The sum of the entries' weights (see `Item::weight`).
     held: usize,
+    /// Entries of the initial population popped but not yet processed. They still count in
+    /// `sync` (so a write during an unlocked `process` cannot declare the queue synced early,
+    /// as client-go's deferred decrement ensures) but no longer bound the next batch.
+    in_flight: usize,
 }
 
 impl<K> fmt::Debug for RealFifo<K> {
@@ -139,6 +143,7 @@ impl<K: Object> RealFifo<K> {
                 closed: false,
                 replacing: None,
                 held: 0,
+                in_flight: 0,
             }),
             notify: Notify::new(),
             room: Room::new(options.max_queued),

@@ -55,13 +55,13 @@ impl<K: Object> RealFifo<K> {
         let taken = wait_until(&self.notify, || {
             let mut inner = self.inner.lock();
             match inner.take(max_unique_keys.max(1)) {
-                Some((popped, initial)) => Some(Ok((inner, popped, initial))),
+                Some((popped, initial, counted)) => Some(Ok((inner, popped, initial, counted))),
                 None if inner.closed => Some(Err(QueueError::Closed)),
                 None => None,
             }
         })
         .await;
-        let (inner, popped, initial) = taken?;
+        let (inner, popped, initial, counted) = taken?;
         if !inner.items.is_empty() {
             self.notify.notify_one();
         }
@@ -69,6 +69,7 @@ impl<K: Object> RealFifo<K> {
         let mut publish = PublishOnDrop {
             fifo: self,
             guard: Some(inner),
+            counted,
         };
         if matches!(self.mode, RealFifoMode::Atomic { .. }) {
             publish.guard = None;
@@ -77,30 +78,40 @@ impl<K: Object> RealFifo<K> {
     }
 }
 
-/// Publishes `synced` once the popped entries were processed (or processing panicked),
-/// re-taking the lock if processing ran without it.
+/// Once the popped entries were processed (or processing panicked), counts the `counted`
+/// entries of the initial population as delivered and publishes `synced`, re-taking the lock
+/// if processing ran without it.
 struct PublishOnDrop<'a, K> {
     fifo: &'a RealFifo<K>,
     guard: Option<MutexGuard<'a, Inner<K>>>,
+    counted: usize,
 }
 
 impl<K> Drop for PublishOnDrop<'_, K> {
     fn drop(&mut self) {
-        match &mut self.guard {
-            Some(inner) => inner.sync.check(),
-            None => self.fifo.inner.lock().sync.check(),
-        }
+        let mut relocked;
+        let inner = match &mut self.guard {
+            Some(inner) => &mut **inner,
+            None => {
+                relocked = self.fifo.inner.lock();
+                &mut *relocked
+            }
+        };
+        inner.in_flight = inner.in_flight.saturating_sub(self.counted);
+        inner.sync.consume(self.counted);
+        inner.sync.check();
     }
 }
 
 impl<K> Inner<K> {
-    /// Removes the next batch (see `pop_batch`) with its `is_in_initial_list` flag, and counts
-    /// it against the initial population (published by the caller once processed).
-    fn take(&mut self, max_unique_keys: usize) -> Option<(Popped<K>, bool)> {
+    /// Removes the next batch (see `pop_batch`) with its `is_in_initial_list` flag and how many
+    /// of its entries belong to the initial population; those are marked in flight, and counted
+    /// as delivered by `PublishOnDrop` once processed.
+    fn take(&mut self, max_unique_keys: usize) -> Option<(Popped<K>, bool, usize)> {
         let first = self.items.front()?;
         let initial = !self.sync.has_synced();
-        let popped = if matches!(first, Item::Delta(_)) {
-            let remaining = self.sync.initial_remaining();
+        let remaining = self.sync.initial_remaining().saturating_sub(self.in_flight);
+        let (popped, n) = if matches!(first, Item::Delta(_)) {
             let limit = if remaining > 0 {
                 max_unique_keys.min(remaining)
             } else {
@@ -125,14 +136,14 @@ impl<K> Inner<K> {
                 })
                 .collect();
             self.held = self.held.saturating_sub(n);
-            self.sync.consume(n);
-            Popped::Deltas(deltas)
+            (Popped::Deltas(deltas), n)
         } else {
             let item = self.items.pop_front()?;
             self.held = self.held.saturating_sub(item.weight());
-            self.sync.consume_one();
-            item.into_popped()
+            (item.into_popped(), 1)
         };
-        Some((popped, initial))
+        let counted = n.min(remaining);
+        self.in_flight += counted;
+        Some((popped, initial, counted))
     }
 }
