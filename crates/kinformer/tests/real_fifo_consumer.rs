@@ -12,7 +12,8 @@ use k8s_openapi::api::core::v1::Pod;
 use kinformer::queue::{DEFAULT_BATCH_SIZE, DeltaType, Popped, RealFifo};
 use kinformer::store::Transaction;
 use kinformer::{
-    IndexFunc, Indexer, Indexers, ObjectOrTombstone, meta_namespace_key_func, resource_version,
+    DeletedFinalStateUnknown, IndexFunc, Indexer, Indexers, ObjectOrTombstone,
+    meta_namespace_key_func, resource_version,
 };
 use kube::api::ObjectMeta;
 
@@ -111,8 +112,13 @@ impl Consumer {
                     .unwrap();
                 let mut removed = outcome.removed;
                 removed.sort_by(|a, b| a.0.cmp(&b.0));
-                for (_, obj) in removed {
-                    self.notify("delete", &ObjectOrTombstone::Object(obj));
+                // As client-go's reconcileReplacement: a relist's deletions are tombstones.
+                for (key, obj) in removed {
+                    let tombstone = DeletedFinalStateUnknown {
+                        key,
+                        obj: Some(obj),
+                    };
+                    self.notify("delete", &ObjectOrTombstone::Tombstone(tombstone));
                 }
                 for ((_, obj), previous) in r.objects.iter().zip(outcome.previous) {
                     let action = if previous.is_some() { "update" } else { "add" };
