@@ -1,5 +1,6 @@
 //! Queue benchmarks: DeltaFifo add+pop, DeltaFifo replace of 100,000 objects with known
-//! objects, Fifo add+pop.
+//! objects, the same for RealFifo (pops of one and batches of 1,000; relists atomic and per
+//! object), Fifo add+pop.
 //!
 //! Run briefly: `cargo bench -p kinformer --bench queue -- --warm-up-time 1 --measurement-time 3`
 
@@ -10,7 +11,9 @@ use std::sync::Arc;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use futures::FutureExt;
 use k8s_openapi::api::core::v1::ConfigMap;
-use kinformer::queue::{DeltaFifo, DeltaFifoOptions, Fifo};
+use kinformer::queue::{
+    DEFAULT_BATCH_SIZE, DeltaFifo, DeltaFifoOptions, Fifo, RealFifo, RealFifoMode, RealFifoOptions,
+};
 use kinformer::{KeyListerGetter, meta_namespace_key};
 use kube::api::ObjectMeta;
 
@@ -97,6 +100,77 @@ fn delta_fifo_replace(c: &mut Criterion) {
     g.finish();
 }
 
+fn real_fifo_add_pop(c: &mut Criterion) {
+    let objects: Vec<_> = (0..BATCH).map(make).collect();
+    let fifo = RealFifo::<ConfigMap>::default();
+    let mut g = c.benchmark_group("real_fifo");
+    g.throughput(Throughput::Elements(BATCH as u64));
+    for (name, batch) in [
+        ("add_pop_1000", 1),
+        ("add_pop_batch_1000", DEFAULT_BATCH_SIZE),
+    ] {
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                for o in &objects {
+                    fifo.add(o.clone()).unwrap();
+                }
+                while !fifo.is_empty() {
+                    let n = fifo
+                        .pop_batch(batch, |p, _| black_box(p))
+                        .now_or_never()
+                        .expect("non-empty")
+                        .unwrap();
+                    black_box(n);
+                }
+            })
+        });
+    }
+    g.finish();
+}
+
+fn real_fifo_replace(c: &mut Criterion) {
+    const N: usize = 100_000;
+    const GONE: usize = 10_000;
+    let list: Vec<_> = (0..N).map(make).collect();
+    let known: HashMap<_, _> = (0..N + GONE)
+        .map(make)
+        .map(|o| (meta_namespace_key(o.as_ref()).unwrap(), o))
+        .collect();
+    let known: Arc<dyn KeyListerGetter<ConfigMap>> = Arc::new(Known(known));
+    let mut g = c.benchmark_group("real_fifo");
+    g.throughput(Throughput::Elements(N as u64));
+    g.sample_size(10);
+    for (name, mode, entries) in [
+        ("replace_100k_atomic", RealFifoMode::default(), 1),
+        (
+            "replace_100k_per_object_with_known",
+            RealFifoMode::PerObject {
+                known_objects: Some(known.clone()),
+            },
+            N + GONE,
+        ),
+    ] {
+        g.bench_function(name, |b| {
+            b.iter_batched(
+                || {
+                    let fifo = RealFifo::new(RealFifoOptions {
+                        mode: mode.clone(),
+                        ..Default::default()
+                    });
+                    (fifo, list.clone())
+                },
+                |(fifo, list)| {
+                    fifo.replace(list, "1".into()).unwrap();
+                    assert_eq!(fifo.len(), entries);
+                    fifo
+                },
+                BatchSize::PerIteration,
+            )
+        });
+    }
+    g.finish();
+}
+
 fn fifo_add_pop(c: &mut Criterion) {
     let objects: Vec<_> = (0..BATCH).map(make).collect();
     let fifo = Fifo::<Arc<ConfigMap>>::for_objects();
@@ -124,6 +198,8 @@ criterion_group!(
     benches,
     delta_fifo_add_pop,
     delta_fifo_replace,
+    real_fifo_add_pop,
+    real_fifo_replace,
     fifo_add_pop
 );
 criterion_main!(benches);

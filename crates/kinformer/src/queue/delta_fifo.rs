@@ -3,7 +3,6 @@
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
-use std::pin::pin;
 use std::sync::Arc;
 
 use parking_lot::{Mutex, MutexGuard};
@@ -12,6 +11,7 @@ use tokio::sync::{Notify, watch};
 use super::delta::{Delta, DeltaType, Deltas};
 use super::error::QueueError;
 use super::options::{DeltaFifoOptions, TransformFunc};
+use super::room::{Room, wait_until};
 use super::sync_state::{CheckOnDrop, SyncState};
 use crate::object::{
     DeletedFinalStateUnknown, KeyFunc, Object, ObjectOrTombstone, meta_namespace_key_func,
@@ -86,9 +86,8 @@ use crate::store::{KeyListerGetter, ReflectorStore};
 pub struct DeltaFifo<K> {
     inner: Mutex<Inner<K>>,
     notify: Notify,
-    /// Wakes [`DeltaFifo::wait_for_room`] once the queue is down to half its bound.
-    room: Notify,
-    max_queued_deltas: Option<usize>,
+    /// The bound [`DeltaFifo::wait_for_room`] waits on.
+    room: Room,
     key_func: KeyFunc<K>,
     known_objects: Option<Arc<dyn KeyListerGetter<K>>>,
     emit_delta_type_replaced: bool,
@@ -138,8 +137,7 @@ impl<K: Object> DeltaFifo<K> {
                 replacing: None,
                 delta_count: 0,
             }),
-            room: Notify::new(),
-            max_queued_deltas: options.max_queued_deltas,
+            room: Room::new(options.max_queued_deltas),
             notify: Notify::new(),
             key_func: options.key_func.unwrap_or_else(meta_namespace_key_func),
             known_objects: options.known_objects,
@@ -413,29 +411,20 @@ impl<K: Object> DeltaFifo<K> {
         &self,
         process: impl FnOnce(Deltas<K>, bool) -> R,
     ) -> Result<R, QueueError> {
-        let (mut inner, deltas, initial) = loop {
-            let mut notified = pin!(self.notify.notified());
-            notified.as_mut().enable();
-            {
-                let mut inner = self.inner.lock();
-                if let Some((deltas, initial)) = inner.take_next() {
-                    break (inner, deltas, initial);
-                }
-                if inner.closed {
-                    return Err(QueueError::Closed);
-                }
+        let popped = wait_until(&self.notify, || {
+            let mut inner = self.inner.lock();
+            match inner.take_next() {
+                Some((deltas, initial)) => Some(Ok((inner, deltas, initial))),
+                None if inner.closed => Some(Err(QueueError::Closed)),
+                None => None,
             }
-            notified.await;
-        };
+        })
+        .await;
+        let (mut inner, deltas, initial) = popped?;
         if !inner.queue.is_empty() {
             self.notify.notify_one();
         }
-        if self
-            .max_queued_deltas
-            .is_some_and(|max| inner.delta_count <= max / 2)
-        {
-            self.room.notify_waiters();
-        }
+        self.room.popped(inner.delta_count);
         let _publish = CheckOnDrop(&mut inner.sync);
         Ok(process(deltas, initial))
     }
@@ -501,7 +490,7 @@ impl<K: Object> DeltaFifo<K> {
     pub fn close(&self) {
         self.inner.lock().closed = true;
         self.notify.notify_waiters();
-        self.room.notify_waiters();
+        self.room.close();
     }
 
     /// Whether [`DeltaFifo::close`] was called.
@@ -557,20 +546,12 @@ impl<K: Object> DeltaFifo<K> {
     ///
     /// Cancel-safe; never loses or reorders anything.
     pub async fn wait_for_room(&self) {
-        let Some(max) = self.max_queued_deltas else {
-            return;
-        };
-        loop {
-            let mut notified = pin!(self.room.notified());
-            notified.as_mut().enable();
-            {
+        self.room
+            .wait(|| {
                 let inner = self.inner.lock();
-                if inner.delta_count < max || inner.closed {
-                    return;
-                }
-            }
-            notified.await;
-        }
+                (inner.delta_count, inner.closed)
+            })
+            .await;
     }
 }
 

@@ -1,6 +1,6 @@
-//! Initial-population accounting shared by [`Fifo`](super::Fifo) and
-//! [`DeltaFifo`](super::DeltaFifo): client-go's `populated`, `initialPopulationCount` and the
-//! once-closed `synced` channel.
+//! Initial-population accounting shared by [`Fifo`](super::Fifo),
+//! [`DeltaFifo`](super::DeltaFifo) and [`RealFifo`](super::RealFifo): client-go's `populated`,
+//! `initialPopulationCount` and the once-closed `synced` channel.
 
 use tokio::sync::watch;
 
@@ -58,7 +58,18 @@ impl SyncState {
     /// One queue entry was consumed (popped, or for a `Fifo` skipped because it was deleted).
     /// Does not publish: call [`SyncState::check`] once the popped item has been processed.
     pub(crate) fn consume_one(&mut self) {
-        self.initial_population_count = self.initial_population_count.saturating_sub(1);
+        self.consume(1);
+    }
+
+    /// `n` queue entries were consumed at once (a batch); see [`SyncState::consume_one`].
+    pub(crate) fn consume(&mut self, n: usize) {
+        self.initial_population_count = self.initial_population_count.saturating_sub(n);
+    }
+
+    /// How many entries of the first replace's population are still queued (0 once synced, or
+    /// before any replace).
+    pub(crate) fn initial_remaining(&self) -> usize {
+        self.initial_population_count
     }
 
     /// Latches and publishes `synced` when populated and nothing of the first population is left.

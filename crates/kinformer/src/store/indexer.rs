@@ -1,12 +1,13 @@
 //! The thread-safe, indexed object cache: client-go's `Indexer` (`NewIndexer` over a
 //! `threadSafeMap`).
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
 use parking_lot::RwLock;
 
-use super::cache_state::{CacheState, build_replacement, index_values};
+use super::cache_state::{CacheState, Entry, build_replacement, index_values};
 use super::error::StoreError;
 use super::index_func::{IndexFunc, Indexers, namespace_indexers};
 use super::key_lister_getter::KeyListerGetter;
@@ -126,11 +127,16 @@ impl<K: Object> Indexer<K> {
     }
 
     /// Records the resource version a write carried, if it carried one.
-    fn note_resource_version(state: &mut CacheState<K>, obj: &K) {
+    pub(super) fn note_resource_version(state: &mut CacheState<K>, obj: &K) {
         let rv = resource_version(obj);
         if !rv.is_empty() {
             state.resource_version = Some(rv.to_owned());
         }
+    }
+
+    /// Runs `f` on the cache under one acquisition of the write lock (store transactions).
+    pub(super) fn with_state_mut<R>(&self, f: impl FnOnce(&mut CacheState<K>) -> R) -> R {
+        f(&mut self.inner.state.write())
     }
 
     /// Stores `obj`, replacing any object with the same key (client-go's `Add`; the same as
@@ -227,6 +233,17 @@ impl<K: Object> Indexer<K> {
     /// [`StoreError::Key`] or [`StoreError::IndexFunc`] for any object of the list; the cache
     /// is then unchanged.
     pub fn replace(&self, list: Vec<Arc<K>>, resource_version: &str) -> Result<(), StoreError> {
+        drop(self.swap(list, resource_version)?);
+        Ok(())
+    }
+
+    /// [`replace`](Self::replace), returning the previous contents (for the caller to inspect
+    /// or drop after the lock is released).
+    pub(super) fn swap(
+        &self,
+        list: Vec<Arc<K>>,
+        resource_version: &str,
+    ) -> Result<HashMap<Arc<str>, Entry<K>>, StoreError> {
         let funcs: Vec<(String, IndexFunc<K>)> = {
             let state = self.inner.state.read();
             state
@@ -235,15 +252,11 @@ impl<K: Object> Indexer<K> {
                 .collect()
         };
         let replacement = build_replacement(&self.inner.key_func, &funcs, list)?;
-        let old = {
-            let mut state = self.inner.state.write();
-            let old = state.install(replacement)?;
-            state.resource_version =
-                (!resource_version.is_empty()).then(|| resource_version.to_owned());
-            old
-        };
-        drop(old);
-        Ok(())
+        let mut state = self.inner.state.write();
+        let old = state.install(replacement)?;
+        state.resource_version =
+            (!resource_version.is_empty()).then(|| resource_version.to_owned());
+        Ok(old)
     }
 
     /// Does nothing: a plain store has nothing to resync (client-go's `Resync`, deprecated

@@ -13,6 +13,7 @@ mod key_lister_getter;
 pub mod label_selector;
 mod lister;
 mod reflector_store;
+mod transaction;
 
 pub use error::StoreError;
 pub use index_func::{
@@ -23,3 +24,4 @@ pub use key_lister_getter::KeyListerGetter;
 pub use label_selector::{LabelSelector, LabelSelectorError, Operator, Requirement};
 pub use lister::{Lister, NamespaceLister};
 pub use reflector_store::{ReflectorStore, ReplaceOnce, ReplaceStore};
+pub use transaction::{ReplaceOutcome, Transaction, TransactionError, TransactionOutcome};
