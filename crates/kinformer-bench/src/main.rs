@@ -41,9 +41,12 @@ enum Cmd {
         /// Leave the client-go peers out.
         #[arg(long)]
         skip_go: bool,
-        /// W2 updates per run.
+        /// W2 updates per run (embedded tier).
         #[arg(long)]
         updates: Option<u64>,
+        /// W2 updates per run on the real tier.
+        #[arg(long)]
+        real_updates: Option<u64>,
         /// Output directory.
         #[arg(long)]
         out: Option<PathBuf>,
@@ -124,6 +127,7 @@ fn main() -> std::process::ExitCode {
             tiers,
             skip_go,
             updates,
+            real_updates,
             out,
         } => {
             let mut opts = ReportOptions::new(quick);
@@ -141,6 +145,9 @@ fn main() -> std::process::ExitCode {
             }
             if let Some(u) = updates {
                 opts.w2_updates = u;
+            }
+            if let Some(u) = real_updates {
+                opts.real_w2_updates = u;
             }
             if let Some(o) = out {
                 opts.out_dir = o;

@@ -81,8 +81,11 @@ pub struct ReportOptions {
     pub sizes: Vec<u64>,
     /// Runs per peer and workload.
     pub runs: usize,
-    /// W2 updates per run.
+    /// W2 updates per run on the embedded tier.
     pub w2_updates: u64,
+    /// W2 updates per run on the real tier, where the API server's write rate (hundreds per
+    /// second on two shared cores) paces them.
+    pub real_w2_updates: u64,
     /// Where to write the report.
     pub out_dir: PathBuf,
     /// Skip the client-go peers.
@@ -105,6 +108,7 @@ impl ReportOptions {
             },
             runs: if quick { 2 } else { 5 },
             w2_updates: if quick { 5_000 } else { 20_000 },
+            real_w2_updates: if quick { 500 } else { 2_000 },
             out_dir: PathBuf::from("target/bench-report"),
             skip_go: false,
             workloads: vec![Workload::W1, Workload::W1t, Workload::W3, Workload::W2],
@@ -267,7 +271,11 @@ struct Runner<'a> {
 
 impl Runner<'_> {
     /// The command running `peer` on `workload`.
-    fn command(&self, peer: Peer, workload: Workload, at: &Endpoint, n: u64) -> Command {
+    fn command(&self, tier: Tier, peer: Peer, workload: Workload, at: &Endpoint, n: u64) -> Command {
+        let updates = match tier {
+            Tier::Embedded => self.opts.w2_updates,
+            Tier::Real => self.opts.real_w2_updates,
+        };
         let mut cmd = if peer.is_go() {
             let mut c = Command::new(self.go.as_deref().unwrap_or(Path::new("client-go-peer")));
             c.args([
@@ -292,7 +300,7 @@ impl Runner<'_> {
             "--n",
             &n.to_string(),
             "--updates",
-            &self.opts.w2_updates.to_string(),
+            &updates.to_string(),
         ]);
         cmd
     }
@@ -320,7 +328,7 @@ impl Runner<'_> {
                         round + 1
                     );
                     eprintln!("running {what}");
-                    if let Some(mut r) = run_peer(&mut self.command(peer, w, at, n), &what) {
+                    if let Some(mut r) = run_peer(&mut self.command(tier, peer, w, at, n), &what) {
                         r.tier = tier.as_str().to_string();
                         results.push(r);
                     }
@@ -501,7 +509,10 @@ fn run_real(
                 eprintln!("running {what}");
                 *control.last_write_rate.lock() = None;
                 if let Some(mut r) =
-                    run_peer(&mut runner.command(peer, Workload::W2, &at, W2_PODS), &what)
+                    run_peer(
+                    &mut runner.command(Tier::Real, peer, Workload::W2, &at, W2_PODS),
+                    &what,
+                )
                 {
                     r.tier = Tier::Real.as_str().to_string();
                     results.push(r);

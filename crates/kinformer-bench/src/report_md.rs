@@ -318,8 +318,8 @@ fn w3_table(md: &mut String, t: &Tables, results: &[PeerReport]) {
 fn w2_table(md: &mut String, t: &Tables, opts: &ReportOptions, notes: &Notes) {
     let _ = writeln!(
         md,
-        "\n## W2: watch throughput ({} updates over {W2_PODS} cached pods; events/s per handler; write-to-handler latency)\n",
-        opts.w2_updates
+        "\n## W2: watch throughput ({} updates on the embedded tier, {} on the real one, over {W2_PODS} cached pods; events/s per handler; write-to-handler latency)\n",
+        opts.w2_updates, opts.real_w2_updates
     );
     md.push_str("The W2 floor decodes the same watch events with no cache and no handlers.\n\n");
     md.push_str("| tier | peer | events/s | p50 latency (µs) | p99 latency (µs) | events/s ÷ floor | p50 ÷ floor p50 |\n|---|---|---|---|---|---|---|\n");
