@@ -271,7 +271,14 @@ struct Runner<'a> {
 
 impl Runner<'_> {
     /// The command running `peer` on `workload`.
-    fn command(&self, tier: Tier, peer: Peer, workload: Workload, at: &Endpoint, n: u64) -> Command {
+    fn command(
+        &self,
+        tier: Tier,
+        peer: Peer,
+        workload: Workload,
+        at: &Endpoint,
+        n: u64,
+    ) -> Command {
         let updates = match tier {
             Tier::Embedded => self.opts.w2_updates,
             Tier::Real => self.opts.real_w2_updates,
@@ -508,12 +515,10 @@ fn run_real(
                 let what = format!("real {} w2 run {}", peer.as_str(), round + 1);
                 eprintln!("running {what}");
                 *control.last_write_rate.lock() = None;
-                if let Some(mut r) =
-                    run_peer(
+                if let Some(mut r) = run_peer(
                     &mut runner.command(Tier::Real, peer, Workload::W2, &at, W2_PODS),
                     &what,
-                )
-                {
+                ) {
                     r.tier = Tier::Real.as_str().to_string();
                     results.push(r);
                 }

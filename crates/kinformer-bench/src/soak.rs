@@ -112,57 +112,63 @@ pub fn run(opts: &SoakOptions) -> Result<PathBuf, ReportError> {
     // Keep the server (and the harness) alive until the end.
     let mut _embedded = None;
     let mut _harness = None;
-    let (kubeconfig, fault): (PathBuf, Box<dyn Fn(u64) -> String>) = match opts.tier {
-        Tier::Embedded => {
-            let server = start_server(&exe, opts.pods)?;
-            let kc = opts.out_dir.join("kubeconfig-soak-embedded");
-            crate::kubeconfig::write_plain(&kc, &server.url)?;
-            let control = server.control.clone();
-            _embedded = Some(server);
-            let faults = ["drop", "compact", "fail 500 3", "fail 429 2"];
-            (
-                kc,
-                Box::new(move |i| {
-                    let c = faults[i as usize % faults.len()];
-                    crate::control::send(&control, c)
-                        .map(|r| format!("{c}: {r}"))
-                        .unwrap_or_else(|e| format!("{c}: {e}"))
-                }),
-            )
-        }
-        Tier::Real => {
-            let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench-e2e/soak");
-            let harness = crate::real::Harness::start(&dir, true)?;
-            let client = rt.block_on(crate::kubeconfig::client(&harness.kubeconfig))?;
-            let seeded = rt.block_on(crate::real::seed(&client, opts.pods))?;
-            let proxy = rt
-                .block_on(crate::proxy::Proxy::start(harness.server))
-                .map_err(|e| ReportError::Io("proxy".into(), e))?;
-            let kc = opts.out_dir.join("kubeconfig-soak-real-proxy");
-            crate::kubeconfig::rewrite_server(
-                &harness.kubeconfig,
-                &kc,
-                &format!("https://{}", proxy.addr()),
-            )?;
-            let control = crate::real::RealControl::new(
-                rt.handle().clone(),
-                client,
-                seeded,
-                harness.compact_url.clone(),
-                Some(Arc::new(proxy)),
-            );
-            _harness = Some(harness);
-            let faults = ["drop", "compact"];
-            (
-                kc,
-                Box::new(move |i| {
-                    let c = faults[i as usize % faults.len()];
-                    format!("{c}: {}", control.handle(c))
-                }),
-            )
-        }
-    };
-    let client = rt.block_on(crate::kubeconfig::client(&kubeconfig))?;
+    // The peer's kubeconfig (through the fault proxy on the real tier) and the churn's (direct,
+    // so a cut connection never leaves a write in doubt and the pod count stays exact).
+    let (kubeconfig, direct, fault): (PathBuf, PathBuf, Box<dyn Fn(u64) -> String>) =
+        match opts.tier {
+            Tier::Embedded => {
+                let server = start_server(&exe, opts.pods)?;
+                let kc = opts.out_dir.join("kubeconfig-soak-embedded");
+                crate::kubeconfig::write_plain(&kc, &server.url)?;
+                let control = server.control.clone();
+                _embedded = Some(server);
+                let faults = ["drop", "compact", "fail 500 3", "fail 429 2"];
+                (
+                    kc.clone(),
+                    kc,
+                    Box::new(move |i| {
+                        let c = faults[i as usize % faults.len()];
+                        crate::control::send(&control, c)
+                            .map(|r| format!("{c}: {r}"))
+                            .unwrap_or_else(|e| format!("{c}: {e}"))
+                    }),
+                )
+            }
+            Tier::Real => {
+                let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/bench-e2e/soak");
+                let harness = crate::real::Harness::start(&dir, true)?;
+                let client = rt.block_on(crate::kubeconfig::client(&harness.kubeconfig))?;
+                let seeded = rt.block_on(crate::real::seed(&client, opts.pods))?;
+                let proxy = rt
+                    .block_on(crate::proxy::Proxy::start(harness.server))
+                    .map_err(|e| ReportError::Io("proxy".into(), e))?;
+                let kc = opts.out_dir.join("kubeconfig-soak-real-proxy");
+                crate::kubeconfig::rewrite_server(
+                    &harness.kubeconfig,
+                    &kc,
+                    &format!("https://{}", proxy.addr()),
+                )?;
+                let control = crate::real::RealControl::new(
+                    rt.handle().clone(),
+                    client,
+                    seeded,
+                    harness.compact_url.clone(),
+                    Some(Arc::new(proxy)),
+                );
+                let direct = harness.kubeconfig.clone();
+                _harness = Some(harness);
+                let faults = ["drop", "compact"];
+                (
+                    kc,
+                    direct,
+                    Box::new(move |i| {
+                        let c = faults[i as usize % faults.len()];
+                        format!("{c}: {}", control.handle(c))
+                    }),
+                )
+            }
+        };
+    let client = rt.block_on(crate::kubeconfig::client(&direct))?;
     let mut peer = Command::new(&exe)
         .args(["peer", "--peer", "kinformer", "--workload", "w5"])
         .arg("--kubeconfig")
@@ -216,8 +222,19 @@ pub fn run(opts: &SoakOptions) -> Result<PathBuf, ReportError> {
         .join("\n");
     let _ = peer.wait();
     let report = crate::report::parse_peer_output(&text).map_err(ReportError::Server)?;
+    // An injected failure may still be pending for the next list: try a few times.
     let pods_at_end = rt
-        .block_on(count_pods(&client))
+        .block_on(async {
+            let mut last = None;
+            for _ in 0..10 {
+                match count_pods(&client).await {
+                    Ok(n) => return Ok(n),
+                    Err(e) => last = Some(e),
+                }
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            Err(last.map(|e| e.to_string()).unwrap_or_default())
+        })
         .map_err(|e| ReportError::Server(format!("counting pods: {e}")))?;
     let total = report.rss_samples.last().map(|s| s.0).unwrap_or(0.0);
     let warm = warmup(total);
