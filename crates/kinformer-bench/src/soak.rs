@@ -66,6 +66,8 @@ pub struct SoakResult {
     pub warmup_secs: f64,
     /// RSS slope after warm-up, KiB per minute.
     pub slope_kib_per_min: Option<f64>,
+    /// RSS slope over the last third of the samples, KiB per minute (levelling off or not).
+    pub tail_slope_kib_per_min: Option<f64>,
     /// Median RSS after warm-up, KiB.
     pub median_rss_kib: Option<f64>,
     /// Whether the drift over the window stays under 5 % of the median RSS.
@@ -97,6 +99,15 @@ pub fn assess(samples: &[(f64, u64)], warmup_secs: f64) -> (Option<f64>, Option<
         _ => false,
     };
     (s, med, flat)
+}
+
+/// Slope (KiB/min) over the last third of the samples.
+pub fn tail_slope(samples: &[(f64, u64)]) -> Option<f64> {
+    let tail: Vec<(f64, f64)> = samples[samples.len() - samples.len() / 3..]
+        .iter()
+        .map(|(t, kib)| (*t / 60.0, *kib as f64))
+        .collect();
+    slope(&tail)
 }
 
 /// Runs the soak and writes `soak.md` and `soak.json`; returns the path of `soak.md`.
@@ -249,6 +260,7 @@ pub fn run(opts: &SoakOptions) -> Result<PathBuf, ReportError> {
         faults,
         warmup_secs: warm,
         slope_kib_per_min: s,
+        tail_slope_kib_per_min: tail_slope(&report.rss_samples),
         median_rss_kib: med,
         flat,
         peer: report,
@@ -392,6 +404,7 @@ fn write(opts: &SoakOptions, r: &SoakResult) -> Result<PathBuf, ReportError> {
          | warm-up excluded | {warm:.0} s |\n\
          | RSS median after warm-up | {med} |\n\
          | RSS slope after warm-up | {slope} |\n\
+         | RSS slope over the last third | {tail} |\n\
          | flat (drift < 5 % of median) | {flat} |\n\
          | converged with a fresh list at the end | {conv} |\n\
          | convergence time after churn stopped | {conv_ms} |\n",
@@ -411,6 +424,10 @@ fn write(opts: &SoakOptions, r: &SoakResult) -> Result<PathBuf, ReportError> {
         med = mib(r.median_rss_kib),
         slope = r
             .slope_kib_per_min
+            .map(|s| format!("{s:+.1} KiB/min"))
+            .unwrap_or_else(|| "–".into()),
+        tail = r
+            .tail_slope_kib_per_min
             .map(|s| format!("{s:+.1} KiB/min"))
             .unwrap_or_else(|| "–".into()),
         flat = if r.flat { "yes" } else { "**no**" },
@@ -458,5 +475,23 @@ mod tests {
             "200 KiB per 5 s = 2400 KiB/min"
         );
         assert_eq!(assess(&[], 0.0), (None, None, false));
+        let levelling: Vec<(f64, u64)> = (0..90)
+            .map(|i| {
+                (
+                    f64::from(i) * 5.0,
+                    if i < 60 {
+                        100_000 + i as u64 * 100
+                    } else {
+                        106_000
+                    },
+                )
+            })
+            .collect();
+        assert_eq!(
+            tail_slope(&levelling),
+            Some(0.0),
+            "flat over the last third"
+        );
+        assert_eq!(tail_slope(&[]), None);
     }
 }
