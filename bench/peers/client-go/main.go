@@ -1,7 +1,11 @@
 // Command client-go-peer is the client-go peer of kinformer-bench: a SharedIndexInformer for
-// pods with two indexes and two handlers, running one workload (w1, w1t, w2, w3) against the
-// bench server and printing one JSON report on stdout, with the same fields as the Rust peers
-// (see crates/kinformer-bench/src/result.rs).
+// pods with two indexes and two handlers, running one workload (w1, w1t, w2, w3) against a
+// server reached through a kubeconfig (or a plain URL) and printing one JSON report on stdout,
+// with the same fields as the Rust peers (see crates/kinformer-bench/src/result.rs).
+//
+// -content-type protobuf (the default) is how client-go runs for built-in types in the field:
+// requests in protobuf, Accept "protobuf, then JSON". -content-type json forces JSON both ways.
+// The report's peer is "client-go" for protobuf and "client-go-json" for JSON.
 package main
 
 import (
@@ -25,6 +29,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 const tsAnnotation = "kinformer.bench/ts"
@@ -76,23 +81,62 @@ func steadyRSS() uint64 {
 	return rss()
 }
 
-func control(addr, cmd string) error {
+// control sends one command to the control port and returns the reply after "ok" (empty
+// for a bare "ok").
+func control(addr, cmd string) (string, error) {
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer c.Close()
 	if _, err := fmt.Fprintf(c, "%s\n", cmd); err != nil {
-		return err
+		return "", err
 	}
 	line, err := bufio.NewReader(c).ReadString('\n')
 	if err != nil {
-		return err
+		return "", err
 	}
-	if strings.TrimSpace(line) != "ok" {
-		return fmt.Errorf("control %q: %s", cmd, strings.TrimSpace(line))
+	line = strings.TrimSpace(line)
+	if line != "ok" && !strings.HasPrefix(line, "ok ") {
+		return "", fmt.Errorf("control %q: %s", cmd, line)
 	}
-	return nil
+	return strings.TrimSpace(strings.TrimPrefix(line, "ok")), nil
+}
+
+// relistTarget parses "rv=N" from a relist reply: the resourceVersion a relist must reach.
+func relistTarget(reply string) (uint64, bool) {
+	v, ok := strings.CutPrefix(reply, "rv=")
+	if !ok {
+		return 0, false
+	}
+	rv, err := strconv.ParseUint(v, 10, 64)
+	return rv, err == nil
+}
+
+// restConfig builds the client configuration from a kubeconfig and/or URL with client-side
+// rate limiting off, and the peer's name for the content type.
+func restConfig(url, kubeconfig, contentType string) (*rest.Config, string, error) {
+	if url == "" && kubeconfig == "" {
+		return nil, "", fmt.Errorf("need -kubeconfig or -url")
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags(url, kubeconfig)
+	if err != nil {
+		return nil, "", fmt.Errorf("kubeconfig: %v", err)
+	}
+	cfg.QPS = -1
+	cfg.Burst = 0
+	switch contentType {
+	case "protobuf":
+		cfg.ContentType = "application/vnd.kubernetes.protobuf"
+		cfg.AcceptContentTypes = "application/vnd.kubernetes.protobuf,application/json"
+		return cfg, "client-go", nil
+	case "json":
+		cfg.ContentType = "application/json"
+		cfg.AcceptContentTypes = "application/json"
+		return cfg, "client-go-json", nil
+	default:
+		return nil, "", fmt.Errorf("unknown -content-type %q (protobuf, json)", contentType)
+	}
 }
 
 type counters struct {
@@ -170,7 +214,9 @@ func u64(v uint64) *uint64   { return &v }
 
 func main() {
 	workload := flag.String("workload", "w1", "w1, w1t, w2 or w3")
-	url := flag.String("url", "", "API server base URL")
+	url := flag.String("url", "", "API server base URL (overrides the kubeconfig's server)")
+	kubeconfig := flag.String("kubeconfig", "", "kubeconfig (TLS, client certificates, tokens)")
+	contentType := flag.String("content-type", "protobuf", "protobuf (client-go's default for built-in types) or json")
 	ctl := flag.String("control", "", "control port address")
 	n := flag.Uint64("n", 0, "pods on the server")
 	updates := flag.Uint64("updates", 10000, "W2 updates")
@@ -178,13 +224,17 @@ func main() {
 	flag.Parse()
 	timeout := time.Duration(*timeoutSecs) * time.Second
 
-	cfg := &rest.Config{Host: *url, QPS: -1, ContentConfig: rest.ContentConfig{ContentType: "application/json", AcceptContentTypes: "application/json"}}
+	cfg, peerName, err := restConfig(*url, *kubeconfig, *contentType)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "client-go-peer: %v\n", err)
+		os.Exit(2)
+	}
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "client-go-peer: client: %v\n", err)
 		os.Exit(1)
 	}
-	rep := report{Peer: "client-go", Workload: *workload, N: *n}
+	rep := report{Peer: peerName, Workload: *workload, N: *n}
 	rep.BaselineRSSKiB = rss()
 
 	lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "pods", "", fields.Everything())
@@ -239,18 +289,28 @@ func main() {
 	case "w3":
 		resetPeak()
 		before := c.updatesMin()
-		if err := control(*ctl, "relist"); err != nil {
+		reply, err := control(*ctl, "relist")
+		if err != nil {
 			fmt.Fprintf(os.Stderr, "client-go-peer: %v\n", err)
 			os.Exit(1)
 		}
 		t := time.Now()
-		waitUntil(timeout, "relist", func() bool { return c.updatesMin() >= before+*n })
+		if target, ok := relistTarget(reply); ok {
+			// The server could not change every object unseen (a real server): the relist
+			// is done once the informer has listed at or after the compaction.
+			waitUntil(timeout, "relist", func() bool {
+				rv, err := strconv.ParseUint(informer.LastSyncResourceVersion(), 10, 64)
+				return err == nil && rv >= target
+			})
+		} else {
+			waitUntil(timeout, "relist", func() bool { return c.updatesMin() >= before+*n })
+		}
 		rep.RelistMs = f64(float64(time.Since(t).Nanoseconds()) / 1e6)
 		rep.RelistPeakRSSKiB = u64(peak())
 	case "w2":
 		before := c.updatesMin()
 		c.recording.Store(true)
-		if err := control(*ctl, fmt.Sprintf("update %d", *updates)); err != nil {
+		if _, err := control(*ctl, fmt.Sprintf("update %d", *updates)); err != nil {
 			fmt.Fprintf(os.Stderr, "client-go-peer: %v\n", err)
 			os.Exit(1)
 		}

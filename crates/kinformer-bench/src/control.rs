@@ -18,7 +18,13 @@
 //!   server. Watchers see ordinary `MODIFIED` events. Replies `ok` once started (not when
 //!   done).
 //!
-//! Anything else replies `error: ...`.
+//! * `drop` — drops every watch (each informer re-watches from its last resourceVersion).
+//! * `compact` — compacts the history up to the current revision and drops every watch: a
+//!   forced 410 and relist of unchanged objects.
+//! * `fail CODE COUNT` — the next COUNT list and watch requests for pods fail with HTTP CODE.
+//!
+//! Anything else replies `error: ...`. The real tier serves the same port from the
+//! orchestrator with its own commands ([`crate::real`]).
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
@@ -26,6 +32,7 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use kinformer_apiserver::RunningServer;
+use kinformer_apiserver::faults::{FailureRule, Verb};
 use serde_json::Value;
 
 /// Annotation carrying the server's write time (ns since the Unix epoch) in W2 updates.
@@ -52,9 +59,15 @@ pub fn send(addr: &str, command: &str) -> std::io::Result<String> {
     Ok(reply.trim().to_string())
 }
 
-/// Serves the control port on `listener` for `server` until the listener fails. Blocking: run
-/// it on its own thread.
+/// Serves the control port on `listener` for the embedded `server` until the listener fails.
+/// Blocking: run it on its own thread.
 pub fn serve(listener: TcpListener, server: Arc<RunningServer>) {
+    serve_with(listener, move |command| handle(command, &server));
+}
+
+/// Serves the control port on `listener`, answering each command line with `handle`, until
+/// the listener fails. Blocking: run it on its own thread.
+pub fn serve_with(listener: TcpListener, handle: impl Fn(&str) -> String) {
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };
         let mut line = String::new();
@@ -65,7 +78,7 @@ pub fn serve(listener: TcpListener, server: Arc<RunningServer>) {
         if reader.read_line(&mut line).is_err() {
             continue;
         }
-        let reply = handle(line.trim(), &server);
+        let reply = handle(line.trim());
         let mut stream = stream;
         let _ = stream.write_all(reply.as_bytes());
         let _ = stream.write_all(b"\n");
@@ -91,6 +104,29 @@ fn handle(command: &str, server: &Arc<RunningServer>) -> String {
             server.faults().drop_watches();
             server.faults().resume_watches();
             "ok".into()
+        }
+        (Some("drop"), None) => {
+            server.faults().drop_watches();
+            "ok".into()
+        }
+        (Some("compact"), None) => {
+            server.faults().compact_now();
+            server.faults().drop_watches();
+            "ok".into()
+        }
+        (Some("fail"), Some(code)) => {
+            let count = words.next().and_then(|c| c.parse::<u32>().ok());
+            match (code.parse::<u16>(), count) {
+                (Ok(code), Some(count)) => {
+                    for verb in [Verb::List, Verb::Watch] {
+                        server
+                            .faults()
+                            .fail_next(FailureRule::new(code, count).verb(verb).resource("pods"));
+                    }
+                    "ok".into()
+                }
+                _ => "error: usage: fail CODE COUNT".into(),
+            }
         }
         (Some("update"), Some(count)) => match count.parse::<usize>() {
             Ok(count) => match start_updates(server.clone(), count) {

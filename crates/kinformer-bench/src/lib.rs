@@ -1,8 +1,10 @@
 //! # kinformer-bench
 //!
-//! Side-by-side benchmarks of kinformer's `SharedIndexInformer`, kube-rs (`kube-runtime`
-//! watcher + reflector + store) and client-go's `SharedIndexInformer`, plus a decode-only
-//! floor, all against the embedded API server running in its own process.
+//! Side-by-side benchmarks of kinformer's `SharedIndexInformer` (built through the
+//! `SharedInformerFactory`, as the README builds it), kube-rs (`kube-runtime` watcher +
+//! reflector + store) and client-go's `SharedIndexInformer` (on protobuf, as in the field, and
+//! on JSON), plus decode-only floors, on two tiers: the embedded API server in its own
+//! process, and a real kube-apiserver v1.35.4 started by the e2e harness ([`real`]).
 //!
 //! One binary, several roles (see `kinformer-bench --help`):
 //!
@@ -12,16 +14,23 @@
 //!   ([`peers`]);
 //! * `report`: the orchestrator ([`report`]): starts servers, runs every peer and workload
 //!   several times interleaved, takes medians and writes Markdown and SVG charts to
-//!   `target/bench-report/`.
+//!   `target/bench-report/` ([`report_md`]);
+//! * `soak`: W5, churn at a constant object count with faults while sampling the kinformer
+//!   peer's RSS ([`soak`]).
 //!
 //! Each peer is its own process so the resident set size it reports is its own ([`rss`]).
 
 pub mod control;
+pub mod kubeconfig;
 pub mod peers;
+pub mod proxy;
+pub mod real;
 pub mod report;
+pub mod report_md;
 pub mod result;
 pub mod rss;
 pub mod server;
+pub mod soak;
 pub mod svg;
 
-pub use result::{PeerReport, Workload};
+pub use result::{Peer, PeerReport, Workload};

@@ -1,14 +1,17 @@
 //! `kinformer-bench`: side-by-side informer benchmarks (see the crate docs and
 //! docs/benchmarks.md).
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use kinformer_bench::Workload;
 use kinformer_bench::peers::{self, PeerArgs};
-use kinformer_bench::report::{self, ReportOptions};
+use kinformer_bench::report::{self, ReportOptions, Tier};
+use kinformer_bench::soak::{self, SoakOptions};
+use kinformer_bench::{Peer, Workload};
 
-/// Benchmarks kinformer, kube-rs and client-go informers against the embedded API server.
+/// Benchmarks kinformer, kube-rs and client-go informers against the embedded API server and
+/// a real kube-apiserver.
 #[derive(Debug, Parser)]
 #[command(name = "kinformer-bench")]
 struct Cli {
@@ -18,9 +21,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Cmd {
-    /// Run every peer and workload and write target/bench-report/.
+    /// Run every peer and workload on both tiers and write target/bench-report/.
     Report {
-        /// Small N and fewer runs, for a fast check.
+        /// The embedded tier only, N = 2,000, 2 runs: a fast check.
         #[arg(long)]
         quick: bool,
         /// Sizes N (comma-separated) instead of the defaults.
@@ -29,14 +32,50 @@ enum Cmd {
         /// Runs per peer and workload.
         #[arg(long)]
         runs: Option<usize>,
-        /// Workloads (comma-separated: w1,w1t,w3,w2).
+        /// Workloads (comma-separated).
         #[arg(long, value_delimiter = ',')]
         workloads: Option<Vec<Workload>>,
-        /// Leave the client-go peer out.
+        /// Tiers (comma-separated: embedded, real).
+        #[arg(long, value_delimiter = ',')]
+        tiers: Option<Vec<Tier>>,
+        /// Leave the client-go peers out.
         #[arg(long)]
         skip_go: bool,
+        /// W2 updates per run (embedded tier).
+        #[arg(long)]
+        updates: Option<u64>,
+        /// W2 updates per run on the real tier.
+        #[arg(long)]
+        real_updates: Option<u64>,
+        /// Output directory.
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
-    /// Run the bench server (embedded API server + control port).
+    /// W5: churn at a constant pod count with faults while sampling the kinformer peer's RSS.
+    Soak {
+        /// embedded or real.
+        #[arg(long, value_enum, default_value_t = Tier::Embedded)]
+        tier: Tier,
+        /// Pods kept on the server.
+        #[arg(long, default_value_t = 10_000)]
+        pods: u64,
+        /// Minutes of churn.
+        #[arg(long, default_value_t = 10.0)]
+        minutes: f64,
+        /// RSS sampling interval, seconds.
+        #[arg(long, default_value_t = 5)]
+        sample_secs: u64,
+        /// Churn ticks per second (each: one create, one delete, two updates).
+        #[arg(long, default_value_t = 20)]
+        rate: u32,
+        /// Seconds between faults.
+        #[arg(long, default_value_t = 30)]
+        fault_secs: u64,
+        /// Output directory.
+        #[arg(long, default_value = "target/bench-report")]
+        out: PathBuf,
+    },
+    /// Run the embedded bench server (API server + control port).
     Server {
         /// Pods to seed.
         #[arg(long, default_value_t = 0)]
@@ -45,17 +84,20 @@ enum Cmd {
         #[arg(long, default_value_t = 10)]
         seed_namespaces: usize,
     },
-    /// Run one peer on one workload; prints one JSON report.
+    /// Run one Rust peer on one workload; prints one JSON report.
     Peer {
-        /// kinformer, kube-rs or floor.
-        #[arg(long)]
-        peer: String,
-        /// w1, w1t, w2 or w3.
-        #[arg(long)]
+        /// The peer.
+        #[arg(long, value_enum)]
+        peer: Peer,
+        /// The workload.
+        #[arg(long, value_enum)]
         workload: Workload,
-        /// API server base URL.
+        /// Kubeconfig to connect with (TLS, client certificates, tokens).
         #[arg(long)]
-        url: String,
+        kubeconfig: Option<PathBuf>,
+        /// API server base URL (plain HTTP) when there is no kubeconfig.
+        #[arg(long)]
+        url: Option<String>,
         /// Control port address.
         #[arg(long)]
         control: Option<String>,
@@ -68,28 +110,25 @@ enum Cmd {
         /// Timeout of each wait, seconds.
         #[arg(long, default_value_t = 300)]
         timeout_secs: u64,
+        /// W5: RSS sampling interval, seconds.
+        #[arg(long, default_value_t = 5)]
+        sample_secs: u64,
     },
 }
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("kinformer-bench: runtime: {e}");
-            return std::process::ExitCode::FAILURE;
-        }
-    };
     let result: Result<(), String> = match cli.command {
         Cmd::Report {
             quick,
             sizes,
             runs,
             workloads,
+            tiers,
             skip_go,
+            updates,
+            real_updates,
+            out,
         } => {
             let mut opts = ReportOptions::new(quick);
             if let Some(s) = sizes {
@@ -101,38 +140,79 @@ fn main() -> std::process::ExitCode {
             if let Some(w) = workloads {
                 opts.workloads = w;
             }
+            if let Some(t) = tiers {
+                opts.tiers = t;
+            }
+            if let Some(u) = updates {
+                opts.w2_updates = u;
+            }
+            if let Some(u) = real_updates {
+                opts.real_w2_updates = u;
+            }
+            if let Some(o) = out {
+                opts.out_dir = o;
+            }
             opts.skip_go = skip_go;
             report::run(&opts)
                 .map(|p| println!("report written to {}", p.display()))
                 .map_err(|e| e.to_string())
         }
+        Cmd::Soak {
+            tier,
+            pods,
+            minutes,
+            sample_secs,
+            rate,
+            fault_secs,
+            out,
+        } => {
+            let opts = SoakOptions {
+                tier,
+                pods,
+                duration: Duration::from_secs_f64(minutes.max(0.0) * 60.0),
+                sample: Duration::from_secs(sample_secs.max(1)),
+                rate,
+                fault_secs: fault_secs.max(1),
+                out_dir: out,
+            };
+            soak::run(&opts)
+                .map(|p| println!("soak report written to {}", p.display()))
+                .map_err(|e| e.to_string())
+        }
         Cmd::Server {
             seed_pods,
             seed_namespaces,
-        } => rt
-            .block_on(kinformer_bench::server::run(seed_pods, seed_namespaces))
-            .map_err(|e| e.to_string()),
+        } => runtime().and_then(|rt| {
+            rt.block_on(kinformer_bench::server::run(seed_pods, seed_namespaces))
+                .map_err(|e| e.to_string())
+        }),
         Cmd::Peer {
             peer,
             workload,
+            kubeconfig,
             url,
             control,
             n,
             updates,
             timeout_secs,
+            sample_secs,
         } => {
             let args = PeerArgs {
+                kubeconfig,
                 url,
                 control,
                 n,
                 workload,
                 updates,
                 timeout: Duration::from_secs(timeout_secs),
+                sample: Duration::from_secs(sample_secs.max(1)),
             };
-            rt.block_on(peers::run(&peer, &args))
-                .map_err(|e| e.to_string())
-                .and_then(|r| serde_json::to_string(&r).map_err(|e| e.to_string()))
-                .map(|json| println!("{json}"))
+            runtime().and_then(|rt| {
+                rt.block_on(peers::run(peer, &args))
+                    .map_err(|e| e.to_string())
+                    .and_then(|r| serde_json::to_string(&r).map_err(|e| e.to_string()))
+                    .map(|json| println!("{json}"))
+            })
         }
     };
     match result {
@@ -142,4 +222,11 @@ fn main() -> std::process::ExitCode {
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("runtime: {e}"))
 }

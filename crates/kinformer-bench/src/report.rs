@@ -1,22 +1,78 @@
-//! `kinformer-bench report`: the orchestrator.
+//! `kinformer-bench report`: the orchestrator of both tiers.
 //!
-//! For each size N it starts one bench server process seeded with N pods, then runs every
-//! peer on W1, W1t and W3 `runs` times, interleaved (round r starts with peer r mod P, so
-//! noise hits every peer alike), and the floor on W1. W2 runs against its own server with
-//! [`W2_PODS`] pods. Medians of the runs go to `target/bench-report/report.md` (tables with
-//! ratios) and one SVG bar chart per workload; every raw run goes to `results.json`.
+//! * **Embedded** (fast, reproducible; the only tier of `--quick`): per size N one bench
+//!   server process ([`crate::server`]) seeded with N pods; W2 on its own server with
+//!   [`W2_PODS`] pods.
+//! * **Real**: kube-apiserver v1.35.4 started by the e2e harness ([`crate::real`]), pods
+//!   created through the API. W1 and W1t on an instance with the watch cache (as clusters
+//!   run); W3 on one without it behind a [`crate::proxy::Proxy`] (where a compaction forces
+//!   410 at once); W2 on a third with [`W2_PODS`] pods.
+//!
+//! Every peer runs `runs` times per workload, interleaved (round r starts with peer r mod P,
+//! so noise hits every peer alike), each its own process connecting through a kubeconfig.
+//! Medians go to `report.md` ([`crate::report_md`]), every raw run to `results.json`.
 
-use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
+use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::Duration;
 
-use crate::result::{PeerReport, Workload};
-use crate::svg::{bar_chart, fmt_num};
+use crate::real::{Harness, RealControl};
+use crate::result::{Peer, PeerReport, Workload};
 
-/// Pods on the W2 server.
+/// Pods on the W2 servers.
 pub const W2_PODS: u64 = 1_000;
+
+/// A tier: which server the peers talk to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum)]
+pub enum Tier {
+    /// The embedded API server in its own process.
+    Embedded,
+    /// kube-apiserver v1.35.4 from the e2e harness.
+    Real,
+}
+
+impl Tier {
+    /// The name used in results and the report.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tier::Embedded => "embedded",
+            Tier::Real => "real",
+        }
+    }
+
+    /// The informer peers run on this tier. The embedded server speaks JSON only, so client-go
+    /// runs there on JSON; on the real server it runs both ways.
+    pub fn informer_peers(self) -> &'static [Peer] {
+        match self {
+            Tier::Embedded => &[Peer::Kinformer, Peer::KubeRs, Peer::ClientGoJson],
+            Tier::Real => &[
+                Peer::Kinformer,
+                Peer::KubeRs,
+                Peer::ClientGo,
+                Peer::ClientGoJson,
+            ],
+        }
+    }
+}
+
+/// The peers of one workload on one tier: the informers, plus the workload's floors.
+pub fn peers_for(tier: Tier, workload: Workload, with_go: bool) -> Vec<Peer> {
+    let mut peers: Vec<Peer> = tier
+        .informer_peers()
+        .iter()
+        .copied()
+        .filter(|p| with_go || !p.is_go())
+        .collect();
+    match workload {
+        Workload::W1 => peers.extend([Peer::FloorPaged, Peer::FloorUnpaged]),
+        Workload::W2 => peers.push(Peer::FloorWatch),
+        Workload::W1t | Workload::W3 | Workload::W5 => {}
+    }
+    peers
+}
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -25,30 +81,42 @@ pub struct ReportOptions {
     pub sizes: Vec<u64>,
     /// Runs per peer and workload.
     pub runs: usize,
-    /// W2 updates per run.
+    /// W2 updates per run on the embedded tier.
     pub w2_updates: u64,
+    /// W2 updates per run on the real tier, where the API server's write rate (hundreds per
+    /// second on two shared cores) paces them.
+    pub real_w2_updates: u64,
     /// Where to write the report.
     pub out_dir: PathBuf,
-    /// Skip the client-go peer.
+    /// Skip the client-go peers.
     pub skip_go: bool,
-    /// Workloads to run.
+    /// Workloads to run (W5 is the `soak` command's).
     pub workloads: Vec<Workload>,
+    /// Tiers to run.
+    pub tiers: Vec<Tier>,
 }
 
 impl ReportOptions {
-    /// The full report (N = 10k, 50k, 100k; 5 runs) or the quick check (N = 2,000; 2 runs).
+    /// The full report (both tiers; N = 10k, 50k; 5 runs) or the quick check (embedded
+    /// tier only; N = 2,000; 2 runs).
     pub fn new(quick: bool) -> Self {
         Self {
             sizes: if quick {
                 vec![2_000]
             } else {
-                vec![10_000, 50_000, 100_000]
+                vec![10_000, 50_000]
             },
             runs: if quick { 2 } else { 5 },
             w2_updates: if quick { 5_000 } else { 20_000 },
+            real_w2_updates: if quick { 500 } else { 2_000 },
             out_dir: PathBuf::from("target/bench-report"),
             skip_go: false,
             workloads: vec![Workload::W1, Workload::W1t, Workload::W3, Workload::W2],
+            tiers: if quick {
+                vec![Tier::Embedded]
+            } else {
+                vec![Tier::Embedded, Tier::Real]
+            },
         }
     }
 }
@@ -62,6 +130,12 @@ pub enum ReportError {
     /// The server did not print its addresses.
     #[error("bench server did not start: {0}")]
     Server(String),
+    /// The real tier failed.
+    #[error(transparent)]
+    Real(#[from] crate::real::RealError),
+    /// A kubeconfig could not be written.
+    #[error(transparent)]
+    Kubeconfig(#[from] crate::kubeconfig::KubeconfigError),
 }
 
 /// A bench server child process; killed on drop.
@@ -147,6 +221,16 @@ pub fn build_go_peer() -> Option<PathBuf> {
     }
 }
 
+/// Parses a peer's stdout: the last line that is a JSON object.
+pub fn parse_peer_output(stdout: &str) -> Result<PeerReport, String> {
+    let line = stdout
+        .lines()
+        .rev()
+        .find(|l| l.trim_start().starts_with('{'))
+        .ok_or("no JSON on stdout")?;
+    serde_json::from_str::<PeerReport>(line).map_err(|e| format!("bad JSON {line:?}: {e}"))
+}
+
 /// Runs one peer process and parses its JSON report.
 fn run_peer(cmd: &mut Command, what: &str) -> Option<PeerReport> {
     let out = match cmd.stderr(Stdio::inherit()).output() {
@@ -160,418 +244,295 @@ fn run_peer(cmd: &mut Command, what: &str) -> Option<PeerReport> {
         eprintln!("{what}: exited with {}", out.status);
         return None;
     }
-    let text = String::from_utf8_lossy(&out.stdout);
-    match text.lines().rev().find(|l| l.trim_start().starts_with('{')) {
-        Some(line) => match serde_json::from_str::<PeerReport>(line) {
-            Ok(r) => Some(r),
-            Err(e) => {
-                eprintln!("{what}: bad JSON {line:?}: {e}");
-                None
-            }
-        },
-        None => {
-            eprintln!("{what}: no JSON on stdout");
+    match parse_peer_output(&String::from_utf8_lossy(&out.stdout)) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            eprintln!("{what}: {e}");
             None
         }
     }
 }
 
-/// The command running `peer` on `workload`.
-fn peer_command(
-    exe: &Path,
-    go: Option<&Path>,
-    peer: &str,
-    workload: Workload,
-    server: &ServerProcess,
-    n: u64,
-    updates: u64,
-) -> Command {
-    let mut cmd = if peer == "client-go" {
-        Command::new(go.unwrap_or(Path::new("client-go-peer")))
-    } else {
-        let mut c = Command::new(exe);
-        c.args(["peer", "--peer", peer]);
-        c
-    };
-    cmd.args([
-        "--workload",
-        workload.as_str(),
-        "--url",
-        &server.url,
-        "--control",
-        &server.control,
-        "--n",
-        &n.to_string(),
-        "--updates",
-        &updates.to_string(),
-    ]);
-    cmd
+/// Where the peers of one server connect.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    /// The kubeconfig.
+    pub kubeconfig: PathBuf,
+    /// The control port.
+    pub control: String,
 }
 
-/// Runs everything and writes the report; returns the path of `report.md`.
-///
-/// # Errors
-/// [`ReportError`] when a server cannot start or the output cannot be written.
-pub fn run(opts: &ReportOptions) -> Result<PathBuf, ReportError> {
-    let exe = std::env::current_exe().map_err(|e| ReportError::Io("current_exe".into(), e))?;
-    let go = if opts.skip_go { None } else { build_go_peer() };
-    let mut peers: Vec<&str> = vec!["kinformer", "kube-rs"];
-    if go.is_some() {
-        peers.push("client-go");
+/// The executables and settings every peer command needs.
+struct Runner<'a> {
+    exe: PathBuf,
+    go: Option<PathBuf>,
+    opts: &'a ReportOptions,
+}
+
+impl Runner<'_> {
+    /// The command running `peer` on `workload`.
+    fn command(
+        &self,
+        tier: Tier,
+        peer: Peer,
+        workload: Workload,
+        at: &Endpoint,
+        n: u64,
+    ) -> Command {
+        let updates = match tier {
+            Tier::Embedded => self.opts.w2_updates,
+            Tier::Real => self.opts.real_w2_updates,
+        };
+        let mut cmd = if peer.is_go() {
+            let mut c = Command::new(self.go.as_deref().unwrap_or(Path::new("client-go-peer")));
+            c.args([
+                "--content-type",
+                if peer == Peer::ClientGo {
+                    "protobuf"
+                } else {
+                    "json"
+                },
+            ]);
+            c
+        } else {
+            let mut c = Command::new(&self.exe);
+            c.args(["peer", "--peer", peer.as_str()]);
+            c
+        };
+        cmd.arg("--kubeconfig").arg(&at.kubeconfig).args([
+            "--workload",
+            workload.as_str(),
+            "--control",
+            &at.control,
+            "--n",
+            &n.to_string(),
+            "--updates",
+            &updates.to_string(),
+        ]);
+        cmd
     }
-    let mut results: Vec<PeerReport> = Vec::new();
-    let sized: Vec<Workload> = opts
-        .workloads
-        .iter()
-        .copied()
-        .filter(|w| *w != Workload::W2)
-        .collect();
-    for &n in &opts.sizes {
-        if sized.is_empty() {
-            break;
-        }
-        let server = start_server(&exe, n)?;
-        for round in 0..opts.runs {
-            for &w in &sized {
-                let mut order: Vec<&str> = peers.clone();
-                if w == Workload::W1 {
-                    order.push("floor");
-                }
+
+    /// Runs every round of `workloads` against one server and appends the results.
+    fn rounds(
+        &self,
+        tier: Tier,
+        workloads: &[Workload],
+        at: &Endpoint,
+        n: u64,
+        results: &mut Vec<PeerReport>,
+    ) {
+        for round in 0..self.opts.runs {
+            for &w in workloads {
+                let mut order = peers_for(tier, w, self.go.is_some());
                 let len = order.len();
-                order.rotate_left(round % len);
+                order.rotate_left(round % len.max(1));
                 for peer in order {
-                    let what = format!("{peer} {} n={n} run {}", w.as_str(), round + 1);
+                    let what = format!(
+                        "{} {} {} n={n} run {}",
+                        tier.as_str(),
+                        peer.as_str(),
+                        w.as_str(),
+                        round + 1
+                    );
                     eprintln!("running {what}");
-                    let mut cmd =
-                        peer_command(&exe, go.as_deref(), peer, w, &server, n, opts.w2_updates);
-                    if let Some(r) = run_peer(&mut cmd, &what) {
+                    if let Some(mut r) = run_peer(&mut self.command(tier, peer, w, at, n), &what) {
+                        r.tier = tier.as_str().to_string();
                         results.push(r);
+                    }
+                    if w == Workload::W2 {
+                        // let the previous writer's tail drain
+                        std::thread::sleep(Duration::from_millis(200));
                     }
                 }
             }
         }
     }
-    if opts.workloads.contains(&Workload::W2) {
-        let server = start_server(&exe, W2_PODS)?;
-        for round in 0..opts.runs {
-            let mut order = peers.clone();
-            let len = order.len();
-            order.rotate_left(round % len);
-            for peer in order {
-                let what = format!("{peer} w2 run {}", round + 1);
-                eprintln!("running {what}");
-                let mut cmd = peer_command(
-                    &exe,
-                    go.as_deref(),
-                    peer,
-                    Workload::W2,
-                    &server,
-                    W2_PODS,
-                    opts.w2_updates,
-                );
-                if let Some(r) = run_peer(&mut cmd, &what) {
-                    results.push(r);
-                }
-                std::thread::sleep(Duration::from_millis(200));
-            }
+}
+
+/// What the report says besides the figures (skipped tiers, writer rates).
+#[derive(Debug, Default, Clone)]
+pub struct Notes {
+    /// One line each.
+    pub lines: Vec<String>,
+    /// Real tier W2: the writer's achieved rates (writes/s), one per run.
+    pub real_writer_rates: Vec<f64>,
+}
+
+/// Runs everything and writes the report; returns the path of `report.md`.
+///
+/// # Errors
+/// [`ReportError`] when an embedded server cannot start or the output cannot be written.
+/// A real tier that cannot run (no Go, harness failure) is reported in the notes instead.
+pub fn run(opts: &ReportOptions) -> Result<PathBuf, ReportError> {
+    let exe = std::env::current_exe().map_err(|e| ReportError::Io("current_exe".into(), e))?;
+    std::fs::create_dir_all(&opts.out_dir)
+        .map_err(|e| ReportError::Io("create out dir".into(), e))?;
+    let go = if opts.skip_go { None } else { build_go_peer() };
+    let runner = Runner { exe, go, opts };
+    let mut results = Vec::new();
+    let mut notes = Notes::default();
+    if runner.go.is_none() {
+        notes
+            .lines
+            .push("client-go was left out (Go missing, the build failed, or --skip-go).".into());
+    }
+    if opts.tiers.contains(&Tier::Embedded) {
+        run_embedded(&runner, &mut results)?;
+    }
+    if opts.tiers.contains(&Tier::Real) {
+        let rt = tokio::runtime::Runtime::new()
+            .map_err(|e| ReportError::Io("tokio runtime".into(), e))?;
+        if let Err(e) = run_real(&runner, &rt, &mut results, &mut notes) {
+            eprintln!("real tier stopped: {e}");
+            notes
+                .lines
+                .push(format!("The real tier stopped early: {e}."));
         }
     }
-    write_report(opts, &results)
+    crate::report_md::write_report(opts, &results, &notes)
 }
 
-/// Median of the values `f` extracts (ignoring `None`).
-pub fn median(values: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
-    let mut v: Vec<f64> = values.into_iter().flatten().collect();
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let m = v.len() / 2;
-    Some(if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        (v[m - 1] + v[m]) / 2.0
-    })
-}
-
-type Key = (String, u64, String);
-
-fn medians(results: &[PeerReport], f: impl Fn(&PeerReport) -> Option<f64>) -> BTreeMap<Key, f64> {
-    let mut groups: BTreeMap<Key, Vec<Option<f64>>> = BTreeMap::new();
-    for r in results {
-        groups
-            .entry((r.workload.clone(), r.n, r.peer.clone()))
-            .or_default()
-            .push(f(r));
-    }
-    groups
-        .into_iter()
-        .filter_map(|(k, v)| median(v).map(|m| (k, m)))
+fn sized(opts: &ReportOptions, only: &[Workload]) -> Vec<Workload> {
+    opts.workloads
+        .iter()
+        .copied()
+        .filter(|w| only.contains(w))
         .collect()
 }
 
-fn cell(m: &BTreeMap<Key, f64>, w: &str, n: u64, peer: &str) -> Option<f64> {
-    m.get(&(w.to_string(), n, peer.to_string())).copied()
-}
-
-fn show(v: Option<f64>) -> String {
-    v.map(fmt_num).unwrap_or_else(|| "–".into())
-}
-
-fn ratio(a: Option<f64>, b: Option<f64>) -> String {
-    match (a, b) {
-        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}×", a / b),
-        _ => "–".into(),
-    }
-}
-
-const PEERS: [&str; 3] = ["kinformer", "kube-rs", "client-go"];
-
-fn sizes_of(results: &[PeerReport], w: &str) -> Vec<u64> {
-    let mut s: Vec<u64> = results
-        .iter()
-        .filter(|r| r.workload == w)
-        .map(|r| r.n)
-        .collect();
-    s.sort_unstable();
-    s.dedup();
-    s
-}
-
-#[allow(clippy::too_many_arguments)] // a private helper; the call sites read as a table
-fn chart(
-    out: &Path,
-    file: &str,
-    title: &str,
-    unit: &str,
-    m: &BTreeMap<Key, f64>,
-    w: &str,
-    sizes: &[u64],
-    peers: &[&str],
-) -> Result<(), ReportError> {
-    let groups: Vec<(String, Vec<(String, f64)>)> = sizes
-        .iter()
-        .map(|&n| {
-            let bars = peers
-                .iter()
-                .filter_map(|p| cell(m, w, n, p).map(|v| (p.to_string(), v)))
-                .collect();
-            (format!("N={}", fmt_num(n as f64)), bars)
-        })
-        .collect();
-    std::fs::write(out.join(file), bar_chart(title, unit, &groups))
-        .map_err(|e| ReportError::Io(file.into(), e))
-}
-
-/// Writes `report.md`, the SVG charts and `results.json` from raw results.
-///
-/// # Errors
-/// [`ReportError::Io`] when a file cannot be written.
-pub fn write_report(opts: &ReportOptions, results: &[PeerReport]) -> Result<PathBuf, ReportError> {
+fn run_embedded(runner: &Runner<'_>, results: &mut Vec<PeerReport>) -> Result<(), ReportError> {
+    let opts = runner.opts;
     let out = &opts.out_dir;
-    std::fs::create_dir_all(out).map_err(|e| ReportError::Io("create out dir".into(), e))?;
-    let raw = serde_json::to_string_pretty(results).unwrap_or_default();
-    std::fs::write(out.join("results.json"), raw)
-        .map_err(|e| ReportError::Io("results.json".into(), e))?;
-    let sync = medians(results, |r| r.sync_ms);
-    let peak = medians(results, |r| r.peak_rss_kib.map(|k| k as f64 / 1024.0));
-    let bpo = medians(results, |r| r.bytes_per_object);
-    let relist = medians(results, |r| r.relist_ms);
-    let relist_peak = medians(results, |r| {
-        r.relist_peak_rss_kib.map(|k| k as f64 / 1024.0)
-    });
-    let steady = medians(results, |r| r.steady_rss_kib.map(|k| k as f64 / 1024.0));
-    let eps = medians(results, |r| r.events_per_sec);
-    let p50 = medians(results, |r| r.latency_p50_us);
-    let p99 = medians(results, |r| r.latency_p99_us);
-    let mut md = String::new();
-    let runs = opts.runs;
-    md.push_str(&format!(
-        "Medians of {runs} runs per peer and workload (interleaved). Machine: {}. Date: {}.\n\n",
-        machine(),
-        date()
+    let workloads = sized(opts, &[Workload::W1, Workload::W1t, Workload::W3]);
+    for &n in &opts.sizes {
+        if workloads.is_empty() {
+            break;
+        }
+        let server = start_server(&runner.exe, n)?;
+        let kubeconfig = out.join(format!("kubeconfig-embedded-{n}"));
+        crate::kubeconfig::write_plain(&kubeconfig, &server.url)?;
+        let at = Endpoint {
+            kubeconfig,
+            control: server.control.clone(),
+        };
+        runner.rounds(Tier::Embedded, &workloads, &at, n, results);
+    }
+    if opts.workloads.contains(&Workload::W2) {
+        let server = start_server(&runner.exe, W2_PODS)?;
+        let kubeconfig = out.join("kubeconfig-embedded-w2");
+        crate::kubeconfig::write_plain(&kubeconfig, &server.url)?;
+        let at = Endpoint {
+            kubeconfig,
+            control: server.control.clone(),
+        };
+        runner.rounds(Tier::Embedded, &[Workload::W2], &at, W2_PODS, results);
+    }
+    Ok(())
+}
+
+/// Serves `control` on a free port from a background thread; returns the address.
+fn serve_control(control: Arc<RealControl>) -> Result<String, ReportError> {
+    let listener =
+        TcpListener::bind("127.0.0.1:0").map_err(|e| ReportError::Io("control port".into(), e))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| ReportError::Io("control port".into(), e))?
+        .to_string();
+    std::thread::spawn(move || crate::control::serve_with(listener, |c| control.handle(c)));
+    Ok(addr)
+}
+
+/// One seeded harness instance with its control port.
+fn real_instance(
+    rt: &tokio::runtime::Runtime,
+    name: &str,
+    watch_cache: bool,
+    pods: u64,
+    with_proxy: bool,
+    out: &Path,
+) -> Result<(Harness, Endpoint, Arc<RealControl>), ReportError> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../target/bench-e2e")
+        .join(name);
+    let harness = Harness::start(&dir, watch_cache)?;
+    let client = rt.block_on(crate::kubeconfig::client(&harness.kubeconfig))?;
+    let seeded = rt.block_on(crate::real::seed(&client, pods))?;
+    let (proxy, kubeconfig) = if with_proxy {
+        let proxy = rt
+            .block_on(crate::proxy::Proxy::start(harness.server))
+            .map_err(|e| ReportError::Io("proxy".into(), e))?;
+        let kc = out.join(format!("kubeconfig-real-{name}-proxy"));
+        crate::kubeconfig::rewrite_server(
+            &harness.kubeconfig,
+            &kc,
+            &format!("https://{}", proxy.addr()),
+        )?;
+        (Some(Arc::new(proxy)), kc)
+    } else {
+        (None, harness.kubeconfig.clone())
+    };
+    let control = Arc::new(RealControl::new(
+        rt.handle().clone(),
+        client,
+        seeded,
+        harness.compact_url.clone(),
+        proxy,
     ));
-    let w1_sizes = sizes_of(results, "w1");
-    md.push_str("### W1 — initial sync (ms until synced and every add handled)\n\n");
-    md.push_str("| N | floor | kinformer | kube-rs | client-go | kinformer / floor | kinformer / kube-rs | kinformer / client-go |\n|---|---|---|---|---|---|---|---|\n");
-    for &n in &w1_sizes {
-        let k = cell(&sync, "w1", n, "kinformer");
-        md.push_str(&format!(
-            "| {n} | {} | {} | {} | {} | {} | {} | {} |\n",
-            show(cell(&sync, "w1", n, "floor")),
-            show(k),
-            show(cell(&sync, "w1", n, "kube-rs")),
-            show(cell(&sync, "w1", n, "client-go")),
-            ratio(k, cell(&sync, "w1", n, "floor")),
-            ratio(k, cell(&sync, "w1", n, "kube-rs")),
-            ratio(k, cell(&sync, "w1", n, "client-go")),
-        ));
-    }
-    md.push_str("\nPeak RSS during W1 (MiB):\n\n| N | floor | kinformer | kube-rs | client-go |\n|---|---|---|---|---|\n");
-    for &n in &w1_sizes {
-        md.push_str(&format!(
-            "| {n} | {} | {} | {} | {} |\n",
-            show(cell(&peak, "w1", n, "floor")),
-            show(cell(&peak, "w1", n, "kinformer")),
-            show(cell(&peak, "w1", n, "kube-rs")),
-            show(cell(&peak, "w1", n, "client-go")),
-        ));
-    }
-    md.push_str("\n### W4 — memory per cached object after sync (bytes: (steady RSS − baseline RSS) / objects)\n\n");
-    md.push_str("| N | transform | kinformer | kube-rs | client-go | kinformer / kube-rs | kinformer / client-go |\n|---|---|---|---|---|---|---|\n");
-    for &n in &w1_sizes {
-        for (w, t) in [("w1", "none"), ("w1t", "drop managedFields")] {
-            let k = cell(&bpo, w, n, "kinformer");
-            md.push_str(&format!(
-                "| {n} | {t} | {} | {} | {} | {} | {} |\n",
-                show(k),
-                show(cell(&bpo, w, n, "kube-rs")),
-                show(cell(&bpo, w, n, "client-go")),
-                ratio(k, cell(&bpo, w, n, "kube-rs")),
-                ratio(k, cell(&bpo, w, n, "client-go")),
-            ));
+    let at = Endpoint {
+        kubeconfig,
+        control: serve_control(control.clone())?,
+    };
+    Ok((harness, at, control))
+}
+
+fn run_real(
+    runner: &Runner<'_>,
+    rt: &tokio::runtime::Runtime,
+    results: &mut Vec<PeerReport>,
+    notes: &mut Notes,
+) -> Result<(), ReportError> {
+    let opts = runner.opts;
+    let out = &opts.out_dir;
+    let w1 = sized(opts, &[Workload::W1, Workload::W1t]);
+    let w3 = sized(opts, &[Workload::W3]);
+    for &n in &opts.sizes {
+        if !w1.is_empty() {
+            let (_harness, at, _) = real_instance(rt, "cache", true, n, false, out)?;
+            runner.rounds(Tier::Real, &w1, &at, n, results);
+        }
+        if !w3.is_empty() {
+            let (_harness, at, _) = real_instance(rt, "nocache", false, n, true, out)?;
+            runner.rounds(Tier::Real, &w3, &at, n, results);
         }
     }
-    let w3_sizes = sizes_of(results, "w3");
-    md.push_str("\n### W3 — relist after a forced 410 (ms until synced again; peak RSS during the relist / steady RSS before it)\n\n");
-    md.push_str("| N | kinformer | kube-rs | client-go | kinformer peak/steady | kube-rs peak/steady | client-go peak/steady |\n|---|---|---|---|---|---|---|\n");
-    for &n in &w3_sizes {
-        let pr = |p: &str| ratio(cell(&relist_peak, "w3", n, p), cell(&steady, "w3", n, p));
-        md.push_str(&format!(
-            "| {n} | {} | {} | {} | {} | {} | {} |\n",
-            show(cell(&relist, "w3", n, "kinformer")),
-            show(cell(&relist, "w3", n, "kube-rs")),
-            show(cell(&relist, "w3", n, "client-go")),
-            pr("kinformer"),
-            pr("kube-rs"),
-            pr("client-go"),
-        ));
-    }
-    let w2_sizes = sizes_of(results, "w2");
-    md.push_str(&format!("\n### W2 — watch throughput ({} updates over {W2_PODS} cached pods; events/s per handler; write-to-handler latency)\n\n", opts.w2_updates));
-    md.push_str("| peer | events/s | p50 latency (µs) | p99 latency (µs) |\n|---|---|---|---|\n");
-    for &n in &w2_sizes {
-        for p in PEERS {
-            if cell(&eps, "w2", n, p).is_none() {
-                continue;
+    if opts.workloads.contains(&Workload::W2) {
+        let (_harness, at, control) = real_instance(rt, "w2", true, W2_PODS, false, out)?;
+        for round in 0..opts.runs {
+            let mut order = peers_for(Tier::Real, Workload::W2, runner.go.is_some());
+            let len = order.len();
+            order.rotate_left(round % len.max(1));
+            for peer in order {
+                let what = format!("real {} w2 run {}", peer.as_str(), round + 1);
+                eprintln!("running {what}");
+                *control.last_write_rate.lock() = None;
+                if let Some(mut r) = run_peer(
+                    &mut runner.command(Tier::Real, peer, Workload::W2, &at, W2_PODS),
+                    &what,
+                ) {
+                    r.tier = Tier::Real.as_str().to_string();
+                    results.push(r);
+                }
+                // the writer is done once every update has reached the peer
+                crate::real::wait_for(Duration::from_secs(10), || {
+                    control.last_write_rate.lock().is_some()
+                });
+                if let Some(rate) = *control.last_write_rate.lock() {
+                    notes.real_writer_rates.push(rate);
+                }
             }
-            md.push_str(&format!(
-                "| {p} | {} | {} | {} |\n",
-                show(cell(&eps, "w2", n, p)),
-                show(cell(&p50, "w2", n, p)),
-                show(cell(&p99, "w2", n, p)),
-            ));
         }
     }
-    md.push_str("\nCharts: w1-sync.svg, w1-peak-rss.svg, w4-bytes-per-object.svg, w4t-bytes-per-object.svg, w3-relist.svg, w2-events.svg.\n");
-    let all = ["floor", "kinformer", "kube-rs", "client-go"];
-    chart(
-        out,
-        "w1-sync.svg",
-        "W1 initial sync",
-        "ms, lower is better",
-        &sync,
-        "w1",
-        &w1_sizes,
-        &all,
-    )?;
-    chart(
-        out,
-        "w1-peak-rss.svg",
-        "W1 peak RSS",
-        "MiB, lower is better",
-        &peak,
-        "w1",
-        &w1_sizes,
-        &all,
-    )?;
-    chart(
-        out,
-        "w4-bytes-per-object.svg",
-        "W4 memory per object",
-        "bytes, lower is better",
-        &bpo,
-        "w1",
-        &w1_sizes,
-        &PEERS,
-    )?;
-    chart(
-        out,
-        "w4t-bytes-per-object.svg",
-        "W4 memory per object, managedFields dropped",
-        "bytes, lower is better",
-        &bpo,
-        "w1t",
-        &w1_sizes,
-        &PEERS,
-    )?;
-    chart(
-        out,
-        "w3-relist.svg",
-        "W3 relist after 410",
-        "ms, lower is better",
-        &relist,
-        "w3",
-        &w3_sizes,
-        &PEERS,
-    )?;
-    chart(
-        out,
-        "w2-events.svg",
-        "W2 watch throughput",
-        "events/s, higher is better",
-        &eps,
-        "w2",
-        &w2_sizes,
-        &PEERS,
-    )?;
-    let path = out.join("report.md");
-    std::fs::write(&path, md).map_err(|e| ReportError::Io("report.md".into(), e))?;
-    Ok(path)
-}
-
-fn machine() -> String {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|t| {
-            t.lines().find_map(|l| {
-                l.strip_prefix("model name")
-                    .map(|r| r.trim_start_matches([' ', '\t', ':']).to_string())
-            })
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
-    let cores = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(0);
-    format!("{cpu}, {cores} cores, {}", std::env::consts::OS)
-}
-
-fn date() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let days = secs / 86_400;
-    let (y, m, d) = civil(days as i64);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
-        (secs % 86_400) / 3600,
-        (secs % 3600) / 60
-    )
-}
-
-/// Days since 1970-01-01 to (year, month, day) (Howard Hinnant's algorithm).
-fn civil(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -579,15 +540,38 @@ mod tests {
     use super::*;
 
     #[test]
-    fn median_of_odd_and_even_counts_ignores_missing() {
-        assert_eq!(median([Some(3.0), None, Some(1.0), Some(2.0)]), Some(2.0));
-        assert_eq!(median([Some(4.0), Some(1.0)]), Some(2.5));
-        assert_eq!(median([None]), None);
+    fn peers_per_tier_and_workload() {
+        use Peer::*;
+        assert_eq!(
+            peers_for(Tier::Real, Workload::W1, true),
+            vec![
+                Kinformer,
+                KubeRs,
+                ClientGo,
+                ClientGoJson,
+                FloorPaged,
+                FloorUnpaged
+            ]
+        );
+        assert_eq!(
+            peers_for(Tier::Embedded, Workload::W2, true),
+            vec![Kinformer, KubeRs, ClientGoJson, FloorWatch]
+        );
+        assert_eq!(
+            peers_for(Tier::Real, Workload::W3, false),
+            vec![Kinformer, KubeRs]
+        );
     }
 
     #[test]
-    fn civil_dates() {
-        assert_eq!(civil(0), (1970, 1, 1));
-        assert_eq!(civil(20_254), (2025, 6, 15));
+    fn peer_output_is_the_last_json_line() {
+        let out = "log line\n{\"peer\":\"kinformer\",\"workload\":\"w1\",\"n\":3,\"objects\":3,\"baseline_rss_kib\":1,\"sync_ms\":2.5,\"peak_rss_kib\":null,\"steady_rss_kib\":null,\"bytes_per_object\":null,\"events_per_sec\":null,\"events\":null,\"latency_p50_us\":null,\"latency_p99_us\":null,\"relist_ms\":null,\"relist_peak_rss_kib\":null}\n";
+        let r = parse_peer_output(out).unwrap();
+        assert_eq!(
+            (r.peer.as_str(), r.n, r.sync_ms),
+            ("kinformer", 3, Some(2.5))
+        );
+        assert!(parse_peer_output("no json here").is_err());
+        assert!(parse_peer_output("{not json").is_err());
     }
 }

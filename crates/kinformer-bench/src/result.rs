@@ -3,7 +3,19 @@
 use serde::{Deserialize, Serialize};
 
 /// A workload (see docs/benchmarks.md for the exact definitions).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Workload {
     /// Initial sync of N pods; also gives memory per cached object without a transform (W4).
@@ -14,6 +26,8 @@ pub enum Workload {
     W2,
     /// Relist after a forced 410 with N objects cached.
     W3,
+    /// Soak: churn at a constant object count with faults; RSS sampled; convergence at the end.
+    W5,
 }
 
 impl Workload {
@@ -24,20 +38,68 @@ impl Workload {
             Workload::W1t => "w1t",
             Workload::W2 => "w2",
             Workload::W3 => "w3",
+            Workload::W5 => "w5",
         }
     }
 }
 
-impl std::str::FromStr for Workload {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "w1" => Ok(Workload::W1),
-            "w1t" => Ok(Workload::W1t),
-            "w2" => Ok(Workload::W2),
-            "w3" => Ok(Workload::W3),
-            other => Err(format!("unknown workload {other:?} (w1, w1t, w2, w3)")),
+/// A peer: one library (or floor) set up the same way on every server.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Peer {
+    /// kinformer built as the README builds it: `SharedInformerFactory`, `informer::<Pod>()`.
+    Kinformer,
+    /// kube-rs: `watcher` + `reflector`.
+    KubeRs,
+    /// client-go on protobuf (what client-go does for built-in types in the field).
+    ClientGo,
+    /// client-go forced onto JSON.
+    ClientGoJson,
+    /// W1 floor: pages of 500, each decoded on every core, no cache.
+    FloorPaged,
+    /// W1 floor: one response, decoded on every core while it downloads, no cache.
+    FloorUnpaged,
+    /// W2 floor: the same watch events decoded, no cache, no handlers.
+    FloorWatch,
+}
+
+impl Peer {
+    /// The command-line / JSON name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Peer::Kinformer => "kinformer",
+            Peer::KubeRs => "kube-rs",
+            Peer::ClientGo => "client-go",
+            Peer::ClientGoJson => "client-go-json",
+            Peer::FloorPaged => "floor-paged",
+            Peer::FloorUnpaged => "floor-unpaged",
+            Peer::FloorWatch => "floor-watch",
         }
+    }
+
+    /// Whether this peer is the Go binary.
+    pub fn is_go(self) -> bool {
+        matches!(self, Peer::ClientGo | Peer::ClientGoJson)
+    }
+
+    /// Whether this peer is a floor (no cache, no handlers).
+    pub fn is_floor(self) -> bool {
+        matches!(
+            self,
+            Peer::FloorPaged | Peer::FloorUnpaged | Peer::FloorWatch
+        )
     }
 }
 
@@ -46,8 +108,11 @@ impl std::str::FromStr for Workload {
 /// Memory figures are KiB of resident set size of the peer process.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct PeerReport {
-    /// `kinformer`, `kube-rs`, `client-go` or `floor`.
+    /// The peer's name ([`Peer::as_str`]).
     pub peer: String,
+    /// The tier (`embedded` or `real`), set by the orchestrator.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tier: String,
     /// The workload's name (`w1`, `w1t`, `w2`, `w3`).
     pub workload: String,
     /// Objects on the server when the run started.
@@ -76,6 +141,15 @@ pub struct PeerReport {
     pub relist_ms: Option<f64>,
     /// W3: peak RSS from the forced 410 until synced again.
     pub relist_peak_rss_kib: Option<u64>,
+    /// W5: `(seconds since sync, RSS KiB)` sampled every few seconds.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rss_samples: Vec<(f64, u64)>,
+    /// W5: whether the cache matched a fresh list once the churn stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub converged: Option<bool>,
+    /// W5: milliseconds from the end of the churn until the cache matched a fresh list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub convergence_ms: Option<f64>,
 }
 
 impl PeerReport {
@@ -102,7 +176,7 @@ impl PeerReport {
             "w1" | "w1t" => {
                 need(self.sync_ms.is_some(), "sync_ms");
                 need(self.peak_rss_kib.is_some(), "peak_rss_kib");
-                if self.peer != "floor" {
+                if !self.peer.starts_with("floor") {
                     need(self.steady_rss_kib.is_some(), "steady_rss_kib");
                     need(self.bytes_per_object.is_some(), "bytes_per_object");
                 }
@@ -117,6 +191,10 @@ impl PeerReport {
                 need(self.relist_ms.is_some(), "relist_ms");
                 need(self.relist_peak_rss_kib.is_some(), "relist_peak_rss_kib");
                 need(self.steady_rss_kib.is_some(), "steady_rss_kib");
+            }
+            "w5" => {
+                need(!self.rss_samples.is_empty(), "rss_samples");
+                need(self.converged.is_some(), "converged");
             }
             _ => need(false, "workload"),
         }
@@ -133,6 +211,23 @@ pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
     Some(sorted[rank.clamp(1, sorted.len()) - 1])
 }
 
+/// Least-squares slope of `(x, y)` points, `y` units per `x` unit; `None` with fewer than two
+/// distinct `x`.
+pub fn slope(points: &[(f64, f64)]) -> Option<f64> {
+    if points.len() < 2 {
+        return None;
+    }
+    let n = points.len() as f64;
+    let mx = points.iter().map(|p| p.0).sum::<f64>() / n;
+    let my = points.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    if sxx == 0.0 {
+        return None;
+    }
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    Some(sxy / sxx)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,6 +239,47 @@ mod tests {
         assert_eq!(percentile(&v, 99.0), Some(99.0));
         assert_eq!(percentile(&v, 100.0), Some(100.0));
         assert_eq!(percentile(&[], 50.0), None);
+    }
+
+    #[test]
+    fn slope_of_a_line_and_of_too_few_points() {
+        let line: Vec<(f64, f64)> = (0..10)
+            .map(|x| (f64::from(x), 3.0 * f64::from(x) + 7.0))
+            .collect();
+        assert!((slope(&line).unwrap() - 3.0).abs() < 1e-9);
+        let flat: Vec<(f64, f64)> = (0..10).map(|x| (f64::from(x), 5.0)).collect();
+        assert_eq!(slope(&flat), Some(0.0));
+        assert_eq!(slope(&[(1.0, 2.0)]), None);
+        assert_eq!(slope(&[(1.0, 2.0), (1.0, 3.0)]), None, "no spread in x");
+    }
+
+    #[test]
+    fn peer_names_round_trip_through_json() {
+        for p in [
+            Peer::Kinformer,
+            Peer::KubeRs,
+            Peer::ClientGo,
+            Peer::ClientGoJson,
+            Peer::FloorPaged,
+            Peer::FloorUnpaged,
+            Peer::FloorWatch,
+        ] {
+            let json = serde_json::to_string(&p).unwrap();
+            assert_eq!(json, format!("\"{}\"", p.as_str()));
+            assert_eq!(serde_json::from_str::<Peer>(&json).unwrap(), p);
+        }
+        assert!(Peer::ClientGoJson.is_go() && !Peer::Kinformer.is_go());
+        assert!(Peer::FloorWatch.is_floor() && !Peer::KubeRs.is_floor());
+    }
+
+    #[test]
+    fn w5_needs_samples_and_a_convergence_verdict() {
+        let mut r = PeerReport::new("kinformer", Workload::W5, 10);
+        r.baseline_rss_kib = 1;
+        assert_eq!(r.missing_fields(), vec!["rss_samples", "converged"]);
+        r.rss_samples.push((0.0, 1));
+        r.converged = Some(true);
+        assert!(r.missing_fields().is_empty());
     }
 
     #[test]

@@ -9,23 +9,19 @@ use std::io::{BufRead, Write};
 use std::net::TcpListener;
 use std::sync::Arc;
 
-use kinformer_apiserver::standalone::{StandaloneOptions, start_standalone};
-
 /// Runs the bench server with `pods` realistic pods over `namespaces` namespaces.
 ///
 /// # Errors
 /// The server could not start or seed, or the control port could not be bound.
 pub async fn run(pods: usize, namespaces: usize) -> Result<(), Box<dyn std::error::Error>> {
-    let opts = StandaloneOptions {
-        port: 0,
-        seed_pods: pods,
-        seed_namespaces: namespaces.max(1),
-        kubeconfig: None,
-        config: kinformer_apiserver::ServerConfig::default(),
-        // The peers are given the URL, not a kubeconfig: plain HTTP as before.
-        plain_http: true,
-    };
-    let server = Arc::new(start_standalone(opts).await?);
+    // Plain HTTP on a free port, chosen here explicitly: peers reach it through a kubeconfig
+    // the orchestrator writes for this URL.
+    let server =
+        kinformer_apiserver::start(kinformer_apiserver::ServerConfig::default().port(0)).await?;
+    if pods > 0 {
+        server.seed_pods(pods, namespaces.max(1))?;
+    }
+    let server = Arc::new(server);
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let control_addr = listener.local_addr()?;
     {

@@ -8,6 +8,7 @@ fn colour(peer: &str) -> &'static str {
         "kinformer" => "#2b7bba",
         "kube-rs" => "#e6862a",
         "client-go" => "#3a9e4f",
+        "client-go-json" => "#9bd08f",
         "floor" => "#8c8c8c",
         _ => "#aa4499",
     }

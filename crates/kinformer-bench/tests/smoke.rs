@@ -1,16 +1,29 @@
-//! Smoke test: the kinformer peer and the floor against a small embedded server (200 pods)
-//! report complete JSON for every workload they run. (The Go peer is not run in tests.)
+//! Smoke test: the kinformer peer (factory-built) and the floors against a small embedded
+//! server (200 pods), connecting through a kubeconfig as every peer does, report complete JSON
+//! for every workload they run. (The Go peer is not run in tests.)
 
 use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::Duration;
 
 use kinformer_bench::peers::{self, PeerArgs};
-use kinformer_bench::{PeerReport, Workload};
+use kinformer_bench::{Peer, PeerReport, Workload};
 
 const PODS: u64 = 200;
 
-async fn server() -> (Arc<kinformer_apiserver::RunningServer>, String) {
+struct Fixture {
+    _server: Arc<kinformer_apiserver::RunningServer>,
+    control: String,
+    kubeconfig: std::path::PathBuf,
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.kubeconfig);
+    }
+}
+
+async fn server(name: &str) -> Fixture {
     let server = kinformer_apiserver::start(kinformer_apiserver::ServerConfig::default())
         .await
         .expect("server starts");
@@ -20,22 +33,34 @@ async fn server() -> (Arc<kinformer_apiserver::RunningServer>, String) {
     let addr = listener.local_addr().expect("addr").to_string();
     let s = server.clone();
     std::thread::spawn(move || kinformer_bench::control::serve(listener, s));
-    (server, addr)
+    let kubeconfig = std::env::temp_dir().join(format!(
+        "kinformer-bench-smoke-{name}-{}",
+        std::process::id()
+    ));
+    kinformer_bench::kubeconfig::write_plain(&kubeconfig, &server.base_url()).expect("kubeconfig");
+    Fixture {
+        _server: server,
+        control: addr,
+        kubeconfig,
+    }
 }
 
-fn args(server: &kinformer_apiserver::RunningServer, control: &str, w: Workload) -> PeerArgs {
+fn args(f: &Fixture, w: Workload) -> PeerArgs {
     PeerArgs {
-        url: server.base_url(),
-        control: Some(control.to_string()),
+        kubeconfig: Some(f.kubeconfig.clone()),
+        url: None,
+        control: Some(f.control.clone()),
         n: PODS,
         workload: w,
         updates: 500,
         timeout: Duration::from_secs(60),
+        sample: Duration::from_secs(1),
     }
 }
 
 /// Round-trips through JSON as the orchestrator reads it, and checks completeness.
-fn check(report: PeerReport, peer: &str, w: Workload) {
+fn check(report: PeerReport, peer: Peer, w: Workload) {
+    let peer = peer.as_str();
     let json = serde_json::to_string(&report).expect("serializes");
     let back: PeerReport = serde_json::from_str(&json).expect("parses");
     // serde_json's default float parsing may land one ulp away from the printed value, so the
@@ -84,14 +109,19 @@ fn check(report: PeerReport, peer: &str, w: Workload) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kinformer_and_floor_report_complete_json() {
-    let (server, control) = server().await;
-    let floor = peers::run("floor", &args(&server, &control, Workload::W1))
-        .await
-        .expect("floor runs");
-    check(floor, "floor", Workload::W1);
+async fn kinformer_and_floors_report_complete_json() {
+    let f = server("k").await;
+    for (peer, w) in [
+        (Peer::FloorPaged, Workload::W1),
+        (Peer::FloorUnpaged, Workload::W1),
+    ] {
+        let r = peers::run(peer, &args(&f, w))
+            .await
+            .unwrap_or_else(|e| panic!("{peer:?}: {e}"));
+        check(r, peer, w);
+    }
     for w in [Workload::W1, Workload::W1t, Workload::W3, Workload::W2] {
-        let r = peers::run("kinformer", &args(&server, &control, w))
+        let r = peers::run(Peer::Kinformer, &args(&f, w))
             .await
             .unwrap_or_else(|e| panic!("kinformer {w:?}: {e}"));
         if w == Workload::W2 {
@@ -101,13 +131,46 @@ async fn kinformer_and_floor_report_complete_json() {
                 "every update reached the first handler"
             );
         }
-        check(r, "kinformer", w);
+        check(r, Peer::Kinformer, w);
+    }
+    let r = peers::run(Peer::FloorWatch, &args(&f, Workload::W2))
+        .await
+        .expect("the watch floor runs");
+    assert_eq!(r.events, Some(500), "the watch floor decoded every update");
+    check(r, Peer::FloorWatch, Workload::W2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kube_rs_relists_after_the_forced_410() {
+    let f = server("kr").await;
+    let r = peers::run(Peer::KubeRs, &args(&f, Workload::W3))
+        .await
+        .expect("kube-rs W3 runs");
+    check(r, Peer::KubeRs, Workload::W3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn peers_refuse_what_they_do_not_run() {
+    let f = server("u").await;
+    for (peer, w) in [
+        (Peer::ClientGo, Workload::W1),
+        (Peer::FloorPaged, Workload::W2),
+        (Peer::FloorWatch, Workload::W1),
+        (Peer::KubeRs, Workload::W5),
+    ] {
+        let err = peers::run(peer, &args(&f, w)).await;
+        assert!(
+            matches!(err, Err(peers::PeerError::Unsupported(p, _)) if p == peer.as_str()),
+            "{peer:?} {w:?}: {err:?}"
+        );
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn unknown_peer_is_an_error() {
-    let (server, control) = server().await;
-    let err = peers::run("nope", &args(&server, &control, Workload::W1)).await;
-    assert!(matches!(err, Err(peers::PeerError::UnknownPeer(p)) if p == "nope"));
+async fn a_missing_kubeconfig_is_a_client_error() {
+    let f = server("m").await;
+    let mut a = args(&f, Workload::W1);
+    a.kubeconfig = Some("/nonexistent/kubeconfig".into());
+    let err = peers::run(Peer::Kinformer, &a).await;
+    assert!(matches!(err, Err(peers::PeerError::Client(_))), "{err:?}");
 }

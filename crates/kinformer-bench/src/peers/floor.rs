@@ -1,42 +1,174 @@
-//! The floor: the same list pages (limit 500, continue tokens) fetched and decoded into
-//! `Pod`s, with no cache. Each page is dropped once decoded; the time is the least any client
-//! needs to get N pods into memory as typed objects.
+//! The floors: the least work any client must do to get the same objects into memory as the
+//! same types, with no cache and no handlers.
+//!
+//! * W1 (`floor-paged`, `floor-unpaged`): fetch every pod and decode it into `Pod`, dropping
+//!   each page once decoded. Both fetch modes decode on every core: each response is decoded
+//!   while it downloads, in batches on the blocking pool (kinformer's list decoder,
+//!   [`KubeListerWatcher`], used here without its informer). Unpaged asks for the whole list
+//!   at `resourceVersion=0` (served from the watch cache on a real server); paged asks for
+//!   pages of 500 with continue tokens. The report takes the faster of the two medians as
+//!   the floor, so an informer can only meet it, not beat it, unless the noise between runs
+//!   does.
+//! * W2 (`floor-watch`): one list to learn the resourceVersion, then one watch decoding every
+//!   event into `Pod` and counting it as both handlers would, with no cache.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::ListParams;
+use kinformer::KubeListerWatcher;
+use kinformer::reflector::{ListOptions, ListerWatcher, WatchEvent};
 
-use super::{PeerArgs, PeerError};
+use super::{Counters, PeerError, RunningPeer};
 use crate::result::PeerReport;
 use crate::rss;
 
-/// Lists every pod page by page and reports the time (`sync_ms`) and peak RSS.
-///
-/// # Errors
-/// [`PeerError::List`] when a page fails.
-pub async fn run(
-    client: kube::Client,
-    _args: &PeerArgs,
-    mut report: PeerReport,
-) -> Result<PeerReport, PeerError> {
-    let api: kube::Api<Pod> = kube::Api::all(client);
-    let t0 = Instant::now();
-    let mut params = ListParams::default().limit(500);
-    let mut decoded = 0u64;
-    loop {
-        let page = api
-            .list(&params)
-            .await
-            .map_err(|e| PeerError::List(e.to_string()))?;
-        decoded += page.items.len() as u64;
-        match page.metadata.continue_.filter(|c| !c.is_empty()) {
-            Some(token) => params = params.continue_token(&token),
-            None => break,
-        }
-    }
+/// Page size of the paged floor (client-go's and kube-rs's default page).
+pub const PAGE: u32 = 500;
+
+fn lister(client: kube::Client) -> KubeListerWatcher<Pod> {
+    KubeListerWatcher::<Pod>::new(kube::Api::all(client))
+}
+
+fn finish(mut report: PeerReport, t0: Instant, decoded: u64) -> PeerReport {
     report.sync_ms = Some(t0.elapsed().as_secs_f64() * 1000.0);
     report.peak_rss_kib = Some(rss::peak_kib());
     report.objects = decoded;
-    Ok(report)
+    report
+}
+
+/// Fetches every pod in pages of [`PAGE`], each decoded on every core, and reports the time
+/// (`sync_ms`) and peak RSS.
+///
+/// # Errors
+/// [`PeerError::List`] when a page fails.
+pub async fn run_paged(client: kube::Client, report: PeerReport) -> Result<PeerReport, PeerError> {
+    let lw = lister(client);
+    let t0 = Instant::now();
+    let mut options = ListOptions {
+        limit: Some(PAGE),
+        ..Default::default()
+    };
+    let mut decoded = 0u64;
+    loop {
+        let page = lw
+            .list_shared(&options)
+            .await
+            .map_err(|e| PeerError::List(e.to_string()))?;
+        decoded += page.items.len() as u64;
+        match page.continue_token {
+            Some(token) => options.continue_token = Some(token),
+            None => break,
+        }
+    }
+    Ok(finish(report, t0, decoded))
+}
+
+/// Fetches every pod in one response at `resourceVersion=0`, decoded on every core while it
+/// downloads, and reports the time (`sync_ms`) and peak RSS.
+///
+/// # Errors
+/// [`PeerError::List`] when the list fails.
+pub async fn run_unpaged(
+    client: kube::Client,
+    report: PeerReport,
+) -> Result<PeerReport, PeerError> {
+    let lw = lister(client);
+    let t0 = Instant::now();
+    let options = ListOptions {
+        resource_version: "0".into(),
+        ..Default::default()
+    };
+    let page = lw
+        .list_shared(&options)
+        .await
+        .map_err(|e| PeerError::List(e.to_string()))?;
+    let decoded = page.items.len() as u64;
+    drop(page);
+    Ok(finish(report, t0, decoded))
+}
+
+/// The W2 floor once started: objects seen by its list (dropped at once).
+pub struct WatchFloor {
+    listed: Arc<AtomicU64>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl RunningPeer for WatchFloor {
+    fn cached(&self) -> u64 {
+        self.listed.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for WatchFloor {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Lists once (decoding and dropping the items), marks itself synced, then decodes every
+/// watch event and counts it for both "handlers" (no cache); re-watches from the last
+/// resourceVersion when the server ends the watch.
+pub fn start_watch(client: kube::Client, counters: Arc<Counters>) -> WatchFloor {
+    let lw = lister(client);
+    let listed = Arc::new(AtomicU64::new(0));
+    let seen = listed.clone();
+    let task = tokio::spawn(async move {
+        let list = ListOptions {
+            resource_version: "0".into(),
+            ..Default::default()
+        };
+        let Ok(page) = lw.list_shared(&list).await else {
+            eprintln!("floor-watch: the list failed");
+            return;
+        };
+        let mut rv = page.resource_version.clone();
+        for _ in &page.items {
+            counters.on_add(0);
+        }
+        seen.store(page.items.len() as u64, Ordering::Relaxed);
+        drop(page);
+        counters.synced.store(true, Ordering::Relaxed);
+        loop {
+            let options = ListOptions {
+                resource_version: rv.clone(),
+                allow_watch_bookmarks: true,
+                ..Default::default()
+            };
+            let mut stream = match lw.watch(&options).await {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("floor-watch: watch failed: {e}");
+                    return;
+                }
+            };
+            while let Some(event) = stream.next().await {
+                match event {
+                    Ok(WatchEvent::Modified(pod)) => {
+                        rv = pod.metadata.resource_version.clone().unwrap_or(rv);
+                        counters.on_update(0, &pod);
+                        counters.on_update(1, &pod);
+                    }
+                    Ok(WatchEvent::Added(pod) | WatchEvent::Deleted(pod)) => {
+                        rv = pod.metadata.resource_version.clone().unwrap_or(rv);
+                    }
+                    Ok(WatchEvent::Bookmark {
+                        resource_version, ..
+                    }) => rv = resource_version,
+                    Ok(other) => {
+                        eprintln!("floor-watch: watch ended: {other:?}");
+                        return;
+                    }
+                    Err(e) if e.is_decode() => eprintln!("floor-watch: skipped: {e}"),
+                    Err(e) => {
+                        eprintln!("floor-watch: {e}");
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    WatchFloor { listed, task }
 }

@@ -1,33 +1,42 @@
-//! The kinformer peer: a `SharedIndexInformer<Pod>` over `KubeListerWatcher`, two indexes
-//! (namespace, node name), two handlers.
+//! The kinformer peer, built as the README builds it: a `SharedInformerFactory`,
+//! `factory.informer::<Pod>()` (which comes with the namespace index), a second index
+//! (`spec.nodeName`) and two handlers added on that informer, then `factory.start()`.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::{
-    IndexFunc, Indexers, KubeListerWatcher, NAMESPACE_INDEX, ResourceEventHandlerFuncs,
-    SharedIndexInformer, namespace_index_func,
+    IndexFunc, Indexers, ResourceEventHandlerFuncs, SharedIndexInformer, SharedInformerFactory,
 };
-use tokio_util::sync::CancellationToken;
 
 use super::{Counters, PeerError, RunningPeer};
 
-/// A started kinformer informer.
+/// A started factory and its pod informer.
 pub struct KinformerPeer {
+    factory: SharedInformerFactory,
     informer: SharedIndexInformer<Pod>,
-    cancel: CancellationToken,
+}
+
+impl KinformerPeer {
+    /// The pod informer.
+    pub fn informer(&self) -> &SharedIndexInformer<Pod> {
+        &self.informer
+    }
+
+    /// Stops every informer of the factory and waits for them.
+    pub async fn shutdown(&self) {
+        self.factory.shutdown().await;
+    }
 }
 
 impl RunningPeer for KinformerPeer {
     fn cached(&self) -> u64 {
         self.informer.get_indexer().list_keys().len() as u64
     }
-}
 
-impl Drop for KinformerPeer {
-    fn drop(&mut self) {
-        self.cancel.cancel();
+    fn last_sync_resource_version(&self) -> Option<u64> {
+        self.informer.last_sync_resource_version().parse().ok()
     }
 }
 
@@ -50,21 +59,21 @@ fn handler(counters: Arc<Counters>, h: usize) -> ResourceEventHandlerFuncs<Pod> 
         .on_update(move |_, new| c2.on_update(h, new))
 }
 
-/// Starts the informer on the current runtime.
+/// Builds the factory and informer and starts them on the current runtime.
 ///
 /// # Errors
-/// Never in practice (kept for symmetry with the other peers).
+/// [`PeerError::Client`] when the informer refuses an index, transform or handler.
 pub fn start(
     client: kube::Client,
     counters: Arc<Counters>,
     transform: bool,
 ) -> Result<KinformerPeer, PeerError> {
-    let lw = KubeListerWatcher::<Pod>::new(kube::Api::all(client));
-    let mut indexers: Indexers<Pod> = Indexers::new();
-    indexers.insert(NAMESPACE_INDEX.to_string(), namespace_index_func());
-    indexers.insert("node".to_string(), node_index());
-    let informer = SharedIndexInformer::builder(lw).indexers(indexers).build();
+    let factory = SharedInformerFactory::new(client);
+    let informer = factory.informer::<Pod>();
     let err = |e: kinformer::InformerError| PeerError::Client(e.to_string());
+    let mut indexers: Indexers<Pod> = Indexers::new();
+    indexers.insert("node".to_string(), node_index());
+    informer.add_indexers(indexers).map_err(err)?;
     if transform {
         informer
             .set_transform(|mut pod: Pod| {
@@ -79,12 +88,7 @@ pub fn start(
     informer
         .add_event_handler(handler(counters.clone(), 1))
         .map_err(err)?;
-    let cancel = CancellationToken::new();
-    {
-        let informer = informer.clone();
-        let cancel = cancel.clone();
-        tokio::spawn(async move { informer.run(cancel).await });
-    }
+    factory.start();
     {
         let signal = informer.synced_signal();
         tokio::spawn(async move {
@@ -92,5 +96,5 @@ pub fn start(
             counters.synced.store(true, Ordering::Relaxed);
         });
     }
-    Ok(KinformerPeer { informer, cancel })
+    Ok(KinformerPeer { factory, informer })
 }

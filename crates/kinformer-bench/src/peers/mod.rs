@@ -1,14 +1,17 @@
-//! The Rust peers (kinformer, kube-rs, the decode-only floor) and the workload driver they
+//! The Rust peers (kinformer, kube-rs, the decode-only floors) and the workload driver they
 //! share. The Go peer (bench/peers/client-go) implements the same workloads and JSON.
 //!
 //! Every informer peer runs with the same setup: two handlers (both count adds and updates;
 //! the first also records W2 latencies) and, where the library has indexes, two indexes
-//! (namespace and `spec.nodeName`). kube-rs's store has no indexes.
+//! (namespace and `spec.nodeName`). kube-rs's store has no indexes. Every peer connects
+//! through a kubeconfig ([`crate::kubeconfig`]).
 
 pub mod floor;
 pub mod kinformer_peer;
 pub mod kube_rs;
+pub mod soak;
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -17,7 +20,7 @@ use k8s_openapi::api::core::v1::Pod;
 use parking_lot::Mutex;
 
 use crate::control::{TS_ANNOTATION, now_nanos};
-use crate::result::{PeerReport, Workload, percentile};
+use crate::result::{Peer, PeerReport, Workload, percentile};
 use crate::rss;
 
 /// Why a peer run failed.
@@ -35,16 +38,18 @@ pub enum PeerError {
     /// A list failed (floor).
     #[error("list: {0}")]
     List(String),
-    /// The peer name is unknown.
-    #[error("unknown peer {0:?} (kinformer, kube-rs, floor)")]
-    UnknownPeer(String),
+    /// The peer is not a Rust peer or does not run this workload.
+    #[error("{0} does not run {1} here")]
+    Unsupported(&'static str, &'static str),
 }
 
 /// What a peer run is told.
 #[derive(Debug, Clone)]
 pub struct PeerArgs {
-    /// The API server's base URL.
-    pub url: String,
+    /// The kubeconfig to connect with (its current context).
+    pub kubeconfig: Option<PathBuf>,
+    /// The API server's base URL (plain HTTP, no credentials) when there is no kubeconfig.
+    pub url: Option<String>,
     /// The control port address (`127.0.0.1:PORT`); needed by W2 and W3.
     pub control: Option<String>,
     /// Pods on the server.
@@ -55,6 +60,8 @@ pub struct PeerArgs {
     pub updates: u64,
     /// Give up after this long in any one wait.
     pub timeout: Duration,
+    /// W5: RSS sampling interval.
+    pub sample: Duration,
 }
 
 /// Counters shared by a peer's handlers and the driver.
@@ -130,6 +137,10 @@ impl Counters {
 pub trait RunningPeer {
     /// Objects in the cache now.
     fn cached(&self) -> u64;
+    /// The resourceVersion of the library's last list or watch event, when it tells.
+    fn last_sync_resource_version(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Polls `cond` every millisecond until true or `timeout`.
@@ -148,52 +159,82 @@ async fn wait_until(
     Ok(())
 }
 
-/// Builds a kube client for `url` with kube's implicit 429/503/504 retries off.
+/// Builds a kube client from the kubeconfig (or, without one, for the plain URL) with kube's
+/// implicit 429/503/504 retries off.
 ///
 /// # Errors
-/// [`PeerError::Client`] for a bad URL.
-pub fn client(url: &str) -> Result<kube::Client, PeerError> {
+/// [`PeerError::Client`] for a bad kubeconfig or URL.
+pub async fn client(args: &PeerArgs) -> Result<kube::Client, PeerError> {
+    if let Some(path) = &args.kubeconfig {
+        return crate::kubeconfig::client(path)
+            .await
+            .map_err(|e| PeerError::Client(e.to_string()));
+    }
+    let url = args
+        .url
+        .as_deref()
+        .ok_or_else(|| PeerError::Client("need --kubeconfig or --url".into()))?;
     let uri: http::Uri = url.parse().map_err(|e| PeerError::Client(format!("{e}")))?;
     let mut config = kube::Config::new(uri);
     config.default_retry = false;
     kube::Client::try_from(config).map_err(|e| PeerError::Client(e.to_string()))
 }
 
-fn control(args: &PeerArgs, command: &str) -> Result<(), PeerError> {
+/// A relist reply `ok rv=N` (a real server, which cannot change every object unseen): the
+/// relist is done once the library has listed at or after N. `None` for a bare `ok`.
+pub fn relist_target(reply: &str) -> Option<u64> {
+    reply.strip_prefix("rv=")?.trim().parse().ok()
+}
+
+/// Sends `command` to the control port; returns what follows `ok` (trimmed).
+fn control(args: &PeerArgs, command: &str) -> Result<String, PeerError> {
     let addr = args
         .control
         .as_deref()
         .ok_or_else(|| PeerError::Control("no --control address".into()))?;
     let reply =
         crate::control::send(addr, command).map_err(|e| PeerError::Control(e.to_string()))?;
-    if reply == "ok" {
-        Ok(())
-    } else {
-        Err(PeerError::Control(reply))
+    match reply.strip_prefix("ok") {
+        Some(rest) if rest.is_empty() || rest.starts_with(' ') => Ok(rest.trim().to_string()),
+        _ => Err(PeerError::Control(reply)),
     }
 }
 
 /// Settling time before reading a steady-state RSS.
 const SETTLE: Duration = Duration::from_millis(500);
 
-/// Runs `peer` (`kinformer`, `kube-rs` or `floor`) on the workload and returns its report.
+/// Runs a Rust `peer` on the workload and returns its report.
 ///
 /// # Errors
-/// See [`PeerError`].
-pub async fn run(peer: &str, args: &PeerArgs) -> Result<PeerReport, PeerError> {
-    let client = client(&args.url)?;
-    let mut report = PeerReport::new(peer, args.workload, args.n);
+/// See [`PeerError`]; [`PeerError::Unsupported`] for the Go peers (their own binary), a floor
+/// on a workload it has no floor for, and W5 on anything but kinformer.
+pub async fn run(peer: Peer, args: &PeerArgs) -> Result<PeerReport, PeerError> {
+    let unsupported = || PeerError::Unsupported(peer.as_str(), args.workload.as_str());
+    let client = client(args).await?;
+    let mut report = PeerReport::new(peer.as_str(), args.workload, args.n);
     report.baseline_rss_kib = rss::current_kib();
-    if peer == "floor" {
-        return floor::run(client, args, report).await;
+    match (peer, args.workload) {
+        (Peer::FloorPaged, Workload::W1) => return floor::run_paged(client, report).await,
+        (Peer::FloorUnpaged, Workload::W1) => return floor::run_unpaged(client, report).await,
+        (Peer::FloorWatch, Workload::W2) | (Peer::Kinformer, _) | (Peer::KubeRs, _) => {}
+        _ => return Err(unsupported()),
+    }
+    if args.workload == Workload::W5 && peer != Peer::Kinformer {
+        return Err(unsupported());
     }
     let counters = Arc::new(Counters::default());
     let transform = args.workload == Workload::W1t;
     let t0 = Instant::now();
     let running: Box<dyn RunningPeer> = match peer {
-        "kinformer" => Box::new(kinformer_peer::start(client, counters.clone(), transform)?),
-        "kube-rs" => Box::new(kube_rs::start(client, counters.clone(), transform)?),
-        other => return Err(PeerError::UnknownPeer(other.to_string())),
+        Peer::Kinformer => {
+            let p = kinformer_peer::start(client.clone(), counters.clone(), transform)?;
+            if args.workload == Workload::W5 {
+                return soak::run(p, client, counters, args, report, t0).await;
+            }
+            Box::new(p)
+        }
+        Peer::KubeRs => Box::new(kube_rs::start(client, counters.clone(), transform)?),
+        _ => Box::new(floor::start_watch(client, counters.clone())),
     };
     let n = args.n;
     wait_until(args.timeout, "initial sync", || {
@@ -219,11 +260,16 @@ pub async fn run(peer: &str, args: &PeerArgs) -> Result<PeerReport, PeerError> {
             rss::reset_peak();
             let before = counters.updates_min();
             let inits = counters.init_done.load(Ordering::Relaxed);
-            control(args, "relist")?;
+            let target = relist_target(&control(args, "relist")?);
             let t = Instant::now();
             wait_until(args.timeout, "relist", || {
                 counters.init_done.load(Ordering::Relaxed) > inits
-                    || counters.updates_min() >= before + n
+                    || match target {
+                        Some(rv) => running
+                            .last_sync_resource_version()
+                            .is_some_and(|v| v >= rv),
+                        None => counters.updates_min() >= before + n,
+                    }
             })
             .await?;
             report.relist_ms = Some(t.elapsed().as_secs_f64() * 1000.0);
@@ -252,7 +298,21 @@ pub async fn run(peer: &str, args: &PeerArgs) -> Result<PeerReport, PeerError> {
             report.latency_p50_us = percentile(&lat, 50.0);
             report.latency_p99_us = percentile(&lat, 99.0);
         }
+        Workload::W5 => return Err(unsupported()),
     }
     report.objects = running.cached();
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relist_replies_with_and_without_a_target() {
+        assert_eq!(relist_target("rv=1234"), Some(1234));
+        assert_eq!(relist_target(""), None);
+        assert_eq!(relist_target("rv=x"), None);
+        assert_eq!(relist_target("revision=3"), None);
+    }
 }

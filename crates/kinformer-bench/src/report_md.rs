@@ -1,0 +1,614 @@
+//! Writes `report.md`, the SVG charts and `results.json` from raw results: both tiers side by
+//! side, headline ratios against client-go on protobuf on the real server.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+use crate::report::{Notes, ReportError, ReportOptions, W2_PODS};
+use crate::result::PeerReport;
+use crate::svg::{bar_chart, fmt_num};
+
+/// Median of the values (ignoring `None`).
+pub fn median(values: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
+    let mut v: Vec<f64> = values.into_iter().flatten().collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let m = v.len() / 2;
+    Some(if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    })
+}
+
+/// (tier, workload, n, peer).
+type Key = (String, String, u64, String);
+
+/// Medians of one measure per (tier, workload, n, peer).
+pub struct Medians(BTreeMap<Key, f64>);
+
+impl Medians {
+    /// Medians of what `f` extracts from each run.
+    pub fn of(results: &[PeerReport], f: impl Fn(&PeerReport) -> Option<f64>) -> Self {
+        Self::by(results, f, median)
+    }
+
+    /// Least values of what `f` extracts from each run (the floor's best run).
+    pub fn least(results: &[PeerReport], f: impl Fn(&PeerReport) -> Option<f64>) -> Self {
+        Self::by(results, f, |v| {
+            v.into_iter().flatten().min_by(f64::total_cmp)
+        })
+    }
+
+    fn by(
+        results: &[PeerReport],
+        f: impl Fn(&PeerReport) -> Option<f64>,
+        aggregate: impl Fn(Vec<Option<f64>>) -> Option<f64>,
+    ) -> Self {
+        let mut groups: BTreeMap<Key, Vec<Option<f64>>> = BTreeMap::new();
+        for r in results {
+            groups
+                .entry((r.tier.clone(), r.workload.clone(), r.n, r.peer.clone()))
+                .or_default()
+                .push(f(r));
+        }
+        Self(
+            groups
+                .into_iter()
+                .filter_map(|(k, v)| aggregate(v).map(|m| (k, m)))
+                .collect(),
+        )
+    }
+
+    /// One cell.
+    pub fn get(&self, tier: &str, w: &str, n: u64, peer: &str) -> Option<f64> {
+        self.0
+            .get(&(tier.to_string(), w.to_string(), n, peer.to_string()))
+            .copied()
+    }
+
+    /// The W1 floor: the faster of the paged and unpaged floors, with which one it was (on a
+    /// [`Medians::least`] table: the fastest run of either).
+    pub fn floor(&self, tier: &str, n: u64) -> Option<(f64, &'static str)> {
+        let paged = self.get(tier, "w1", n, "floor-paged").map(|v| (v, "paged"));
+        let unpaged = self
+            .get(tier, "w1", n, "floor-unpaged")
+            .map(|v| (v, "unpaged"));
+        match (paged, unpaged) {
+            (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+fn show(v: Option<f64>) -> String {
+    v.map(fmt_num).unwrap_or_else(|| "–".into())
+}
+
+/// `a / b` as `1.23×`, `–` when either is missing.
+pub fn ratio(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}×", a / b),
+        _ => "–".into(),
+    }
+}
+
+/// A plain sentence comparing kinformer's `k` with `other` where lower is better
+/// (`slower`/`faster` or `more`/`less`).
+pub fn verdict(k: f64, other: f64, worse: &str, better: &str) -> String {
+    if other <= 0.0 || k <= 0.0 {
+        return "not comparable".into();
+    }
+    let r = k / other;
+    if (r - 1.0).abs() < 0.05 {
+        format!("on par ({r:.2}×)")
+    } else if r > 1.0 {
+        format!("**{r:.2}× {worse}** (behind)")
+    } else {
+        format!("{:.2}× {better}", other / k)
+    }
+}
+
+fn sizes_of(results: &[PeerReport], tier: &str, w: &str) -> Vec<u64> {
+    let mut s: Vec<u64> = results
+        .iter()
+        .filter(|r| r.tier == tier && r.workload == w)
+        .map(|r| r.n)
+        .collect();
+    s.sort_unstable();
+    s.dedup();
+    s
+}
+
+const TIERS: [&str; 2] = ["real", "embedded"];
+const INFORMERS: [&str; 4] = ["kinformer", "kube-rs", "client-go", "client-go-json"];
+
+/// Everything the writer needs, computed once.
+struct Tables {
+    sync: Medians,
+    /// Fastest runs (the W1 floor is the fastest fetch seen).
+    sync_least: Medians,
+    peak: Medians,
+    bpo: Medians,
+    relist: Medians,
+    relist_peak: Medians,
+    steady: Medians,
+    eps: Medians,
+    p50: Medians,
+    p99: Medians,
+}
+
+impl Tables {
+    fn new(results: &[PeerReport]) -> Self {
+        let mib = |k: Option<u64>| k.map(|k| k as f64 / 1024.0);
+        Self {
+            sync: Medians::of(results, |r| r.sync_ms),
+            sync_least: Medians::least(results, |r| r.sync_ms),
+            peak: Medians::of(results, |r| mib(r.peak_rss_kib)),
+            bpo: Medians::of(results, |r| r.bytes_per_object),
+            relist: Medians::of(results, |r| r.relist_ms),
+            relist_peak: Medians::of(results, |r| mib(r.relist_peak_rss_kib)),
+            steady: Medians::of(results, |r| mib(r.steady_rss_kib)),
+            eps: Medians::of(results, |r| r.events_per_sec),
+            p50: Medians::of(results, |r| r.latency_p50_us),
+            p99: Medians::of(results, |r| r.latency_p99_us),
+        }
+    }
+}
+
+fn headline(md: &mut String, t: &Tables, results: &[PeerReport]) {
+    md.push_str("## Headline: kinformer against client-go on protobuf, real kube-apiserver\n\n");
+    let sizes = sizes_of(results, "real", "w1");
+    let has_cg = sizes
+        .iter()
+        .any(|&n| t.sync.get("real", "w1", n, "client-go").is_some());
+    if sizes.is_empty() || !has_cg {
+        md.push_str("The real tier (or client-go on it) did not run in this report, so there is no headline; see the notes.\n\n");
+        return;
+    }
+    let mut line =
+        |label: &str, k: Option<f64>, c: Option<f64>, unit: &str, worse: &str, better: &str| {
+            if let (Some(k), Some(c)) = (k, c) {
+                let _ = writeln!(
+                    md,
+                    "- {label}: kinformer {} {unit}, client-go {} {unit}: kinformer is {}.",
+                    fmt_num(k),
+                    fmt_num(c),
+                    verdict(k, c, worse, better)
+                );
+            }
+        };
+    for &n in &sizes {
+        line(
+            &format!("N = {n}, W1 sync"),
+            t.sync.get("real", "w1", n, "kinformer"),
+            t.sync.get("real", "w1", n, "client-go"),
+            "ms",
+            "slower",
+            "faster",
+        );
+        line(
+            &format!("N = {n}, W1 peak RSS"),
+            t.peak.get("real", "w1", n, "kinformer"),
+            t.peak.get("real", "w1", n, "client-go"),
+            "MiB",
+            "the memory",
+            "less memory",
+        );
+        line(
+            &format!("N = {n}, W4 bytes per cached pod"),
+            t.bpo.get("real", "w1", n, "kinformer"),
+            t.bpo.get("real", "w1", n, "client-go"),
+            "B",
+            "the memory",
+            "less memory",
+        );
+        line(
+            &format!("N = {n}, W4 with managedFields dropped"),
+            t.bpo.get("real", "w1t", n, "kinformer"),
+            t.bpo.get("real", "w1t", n, "client-go"),
+            "B",
+            "the memory",
+            "less memory",
+        );
+        line(
+            &format!("N = {n}, W3 relist"),
+            t.relist.get("real", "w3", n, "kinformer"),
+            t.relist.get("real", "w3", n, "client-go"),
+            "ms",
+            "slower",
+            "faster",
+        );
+    }
+    line(
+        "W2 p50 write-to-handler latency",
+        t.p50.get("real", "w2", W2_PODS, "kinformer"),
+        t.p50.get("real", "w2", W2_PODS, "client-go"),
+        "µs",
+        "slower",
+        "faster",
+    );
+    md.push('\n');
+}
+
+fn w1_tables(md: &mut String, t: &Tables, results: &[PeerReport]) {
+    md.push_str("## W1: initial sync (ms until synced and every add handled)\n\n");
+    md.push_str("The floor is the fastest run of two decode-only fetches on every core (pages of 500, or one unpaged response), no cache; the informers' columns are medians. kinformer / floor below 1.00× would be run-to-run noise.\n\n");
+    md.push_str("| tier | N | floor | kinformer | kube-rs | client-go (protobuf) | client-go (JSON) | kinformer / floor | kinformer / client-go (protobuf) | kinformer / client-go (JSON) |\n|---|---|---|---|---|---|---|---|---|---|\n");
+    for tier in TIERS {
+        for n in sizes_of(results, tier, "w1") {
+            let k = t.sync.get(tier, "w1", n, "kinformer");
+            let floor = t.sync_least.floor(tier, n);
+            let cg = t.sync.get(tier, "w1", n, "client-go");
+            let cgj = t.sync.get(tier, "w1", n, "client-go-json");
+            let _ = writeln!(
+                md,
+                "| {tier} | {n} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                floor
+                    .map(|(v, m)| format!("{} ({m})", fmt_num(v)))
+                    .unwrap_or_else(|| "–".into()),
+                show(k),
+                show(t.sync.get(tier, "w1", n, "kube-rs")),
+                show(cg),
+                show(cgj),
+                ratio(k, floor.map(|f| f.0)),
+                ratio(k, cg),
+                ratio(k, cgj),
+            );
+        }
+    }
+    md.push_str("\nPeak RSS during W1 (MiB):\n\n| tier | N | floor (paged) | floor (unpaged) | kinformer | kube-rs | client-go (protobuf) | client-go (JSON) |\n|---|---|---|---|---|---|---|---|\n");
+    for tier in TIERS {
+        for n in sizes_of(results, tier, "w1") {
+            let g = |p: &str| show(t.peak.get(tier, "w1", n, p));
+            let _ = writeln!(
+                md,
+                "| {tier} | {n} | {} | {} | {} | {} | {} | {} |",
+                g("floor-paged"),
+                g("floor-unpaged"),
+                g("kinformer"),
+                g("kube-rs"),
+                g("client-go"),
+                g("client-go-json"),
+            );
+        }
+    }
+}
+
+fn w4_table(md: &mut String, t: &Tables, results: &[PeerReport]) {
+    md.push_str("\n## W4: memory per cached pod after sync (bytes: (steady RSS − baseline RSS) / objects)\n\n");
+    md.push_str("| tier | N | transform | kinformer | kube-rs | client-go (protobuf) | client-go (JSON) | kinformer / client-go (protobuf) | kinformer / client-go (JSON) |\n|---|---|---|---|---|---|---|---|---|\n");
+    for tier in TIERS {
+        for n in sizes_of(results, tier, "w1") {
+            for (w, label) in [("w1", "none"), ("w1t", "drop managedFields")] {
+                let k = t.bpo.get(tier, w, n, "kinformer");
+                let _ = writeln!(
+                    md,
+                    "| {tier} | {n} | {label} | {} | {} | {} | {} | {} | {} |",
+                    show(k),
+                    show(t.bpo.get(tier, w, n, "kube-rs")),
+                    show(t.bpo.get(tier, w, n, "client-go")),
+                    show(t.bpo.get(tier, w, n, "client-go-json")),
+                    ratio(k, t.bpo.get(tier, w, n, "client-go")),
+                    ratio(k, t.bpo.get(tier, w, n, "client-go-json")),
+                );
+            }
+        }
+    }
+}
+
+fn w3_table(md: &mut String, t: &Tables, results: &[PeerReport]) {
+    md.push_str("\n## W3: relist after a forced 410 (ms until relisted; peak RSS during the relist / steady RSS before it)\n\n");
+    md.push_str("Embedded: every pod changed while watches were paused, done when N updates reached both handlers. Real (no watch cache, connections cut by a proxy after a compaction): unchanged pods, done when the library reports a list at or after the compaction.\n\n");
+    md.push_str("| tier | N | kinformer | kube-rs | client-go (protobuf) | client-go (JSON) | kinformer / client-go (protobuf) | kinformer peak/steady | kube-rs peak/steady | client-go peak/steady |\n|---|---|---|---|---|---|---|---|---|---|\n");
+    for tier in TIERS {
+        for n in sizes_of(results, tier, "w3") {
+            let pr = |p: &str| {
+                ratio(
+                    t.relist_peak.get(tier, "w3", n, p),
+                    t.steady.get(tier, "w3", n, p),
+                )
+            };
+            let g = |p: &str| t.relist.get(tier, "w3", n, p);
+            let cg_peak = if tier == "real" {
+                pr("client-go")
+            } else {
+                pr("client-go-json")
+            };
+            let _ = writeln!(
+                md,
+                "| {tier} | {n} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                show(g("kinformer")),
+                show(g("kube-rs")),
+                show(g("client-go")),
+                show(g("client-go-json")),
+                ratio(g("kinformer"), g("client-go")),
+                pr("kinformer"),
+                pr("kube-rs"),
+                cg_peak,
+            );
+        }
+    }
+}
+
+fn w2_table(md: &mut String, t: &Tables, opts: &ReportOptions, notes: &Notes) {
+    let _ = writeln!(
+        md,
+        "\n## W2: watch throughput ({} updates on the embedded tier, {} on the real one, over {W2_PODS} cached pods; events/s per handler; write-to-handler latency)\n",
+        opts.w2_updates, opts.real_w2_updates
+    );
+    md.push_str("The W2 floor decodes the same watch events with no cache and no handlers.\n\n");
+    md.push_str("| tier | peer | events/s | p50 latency (µs) | p99 latency (µs) | events/s ÷ floor | p50 ÷ floor p50 |\n|---|---|---|---|---|---|---|\n");
+    for tier in TIERS {
+        let n = W2_PODS;
+        let floor_eps = t.eps.get(tier, "w2", n, "floor-watch");
+        let floor_p50 = t.p50.get(tier, "w2", n, "floor-watch");
+        for p in INFORMERS.iter().chain(["floor-watch"].iter()) {
+            let eps = t.eps.get(tier, "w2", n, p);
+            if eps.is_none() {
+                continue;
+            }
+            let p50 = t.p50.get(tier, "w2", n, p);
+            let _ = writeln!(
+                md,
+                "| {tier} | {p} | {} | {} | {} | {} | {} |",
+                show(eps),
+                show(p50),
+                show(t.p99.get(tier, "w2", n, p)),
+                ratio(eps, floor_eps),
+                ratio(p50, floor_p50),
+            );
+        }
+    }
+    if let Some(rate) = median(notes.real_writer_rates.iter().map(|r| Some(*r))) {
+        let _ = writeln!(
+            md,
+            "\nReal tier: the writer (merge patches through the API, {} in flight) reached a median {} writes/s, so the real tier's events/s is the API server's write rate, not the informers' ceiling; its latency includes the write's own round trip.",
+            crate::real::WRITERS,
+            fmt_num(rate)
+        );
+    }
+}
+
+#[allow(clippy::too_many_arguments)] // a private helper; the call sites read as a table
+fn chart(
+    out: &Path,
+    file: &str,
+    title: &str,
+    unit: &str,
+    m: &Medians,
+    floor: Option<&Medians>,
+    (tier, w): (&str, &str),
+    sizes: &[u64],
+) -> Result<(), ReportError> {
+    if sizes.is_empty() {
+        return Ok(());
+    }
+    let groups: Vec<(String, Vec<(String, f64)>)> = sizes
+        .iter()
+        .map(|&n| {
+            let mut bars: Vec<(String, f64)> = INFORMERS
+                .iter()
+                .filter_map(|p| m.get(tier, w, n, p).map(|v| (p.to_string(), v)))
+                .collect();
+            if w == "w1"
+                && let Some((v, _)) = floor.and_then(|f| f.floor(tier, n))
+            {
+                bars.insert(0, ("floor".into(), v));
+            }
+            (format!("N={}", fmt_num(n as f64)), bars)
+        })
+        .collect();
+    std::fs::write(out.join(file), bar_chart(title, unit, &groups))
+        .map_err(|e| ReportError::Io(file.into(), e))
+}
+
+/// Writes `report.md`, the SVG charts and `results.json`.
+///
+/// # Errors
+/// [`ReportError::Io`] when a file cannot be written.
+pub fn write_report(
+    opts: &ReportOptions,
+    results: &[PeerReport],
+    notes: &Notes,
+) -> Result<PathBuf, ReportError> {
+    let out = &opts.out_dir;
+    std::fs::create_dir_all(out).map_err(|e| ReportError::Io("create out dir".into(), e))?;
+    let raw = serde_json::to_string_pretty(results).unwrap_or_default();
+    std::fs::write(out.join("results.json"), raw)
+        .map_err(|e| ReportError::Io("results.json".into(), e))?;
+    let t = Tables::new(results);
+    let mut md = String::new();
+    let _ = writeln!(
+        md,
+        "Medians of {} runs per peer and workload (interleaved). Machine: {}. Date: {}.\n",
+        opts.runs,
+        machine(),
+        date()
+    );
+    headline(&mut md, &t, results);
+    w1_tables(&mut md, &t, results);
+    w4_table(&mut md, &t, results);
+    w3_table(&mut md, &t, results);
+    w2_table(&mut md, &t, opts, notes);
+    if !notes.lines.is_empty() {
+        md.push_str("\n## Notes\n\n");
+        for l in &notes.lines {
+            let _ = writeln!(md, "- {l}");
+        }
+    }
+    let mut charts = Vec::new();
+    for tier in TIERS {
+        let w1 = sizes_of(results, tier, "w1");
+        let w3 = sizes_of(results, tier, "w3");
+        let specs = [
+            (
+                "w1-sync",
+                "W1 initial sync",
+                "ms, lower is better",
+                &t.sync,
+                "w1",
+                &w1,
+            ),
+            (
+                "w1-peak-rss",
+                "W1 peak RSS",
+                "MiB, lower is better",
+                &t.peak,
+                "w1",
+                &w1,
+            ),
+            (
+                "w4-bytes-per-object",
+                "W4 memory per pod",
+                "bytes, lower is better",
+                &t.bpo,
+                "w1",
+                &w1,
+            ),
+            (
+                "w3-relist",
+                "W3 relist after 410",
+                "ms, lower is better",
+                &t.relist,
+                "w3",
+                &w3,
+            ),
+        ];
+        for (file, title, unit, m, w, sizes) in specs {
+            if sizes.is_empty() {
+                continue;
+            }
+            let name = format!("{file}-{tier}.svg");
+            let floor = (file == "w1-sync").then_some(&t.sync_least);
+            chart(
+                out,
+                &name,
+                &format!("{title} ({tier} server)"),
+                unit,
+                m,
+                floor,
+                (tier, w),
+                sizes,
+            )?;
+            charts.push(name);
+        }
+    }
+    if !charts.is_empty() {
+        let _ = writeln!(md, "\nCharts: {}.", charts.join(", "));
+    }
+    let path = out.join("report.md");
+    std::fs::write(&path, md).map_err(|e| ReportError::Io("report.md".into(), e))?;
+    Ok(path)
+}
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines().find_map(|l| {
+                l.strip_prefix("model name")
+                    .map(|r| r.trim_start_matches([' ', '\t', ':']).to_string())
+            })
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0);
+    format!("{cpu}, {cores} cores, {}", std::env::consts::OS)
+}
+
+fn date() -> String {
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%d %H:%M UTC")
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_and_even_counts_ignores_missing() {
+        assert_eq!(median([Some(3.0), None, Some(1.0), Some(2.0)]), Some(2.0));
+        assert_eq!(median([Some(4.0), Some(1.0)]), Some(2.5));
+        assert_eq!(median([None]), None);
+    }
+
+    fn run(tier: &str, peer: &str, n: u64, sync: f64) -> PeerReport {
+        PeerReport {
+            peer: peer.into(),
+            tier: tier.into(),
+            workload: "w1".into(),
+            n,
+            sync_ms: Some(sync),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_floor_is_the_fastest_run_of_either_mode() {
+        let results = vec![
+            run("real", "floor-paged", 10, 300.0),
+            run("real", "floor-paged", 10, 200.0),
+            run("real", "floor-unpaged", 10, 250.0),
+            run("real", "floor-unpaged", 10, 400.0),
+        ];
+        let m = Medians::least(&results, |r| r.sync_ms);
+        assert_eq!(m.floor("real", 10), Some((200.0, "paged")));
+    }
+
+    #[test]
+    fn the_floor_is_the_faster_fetch_mode_per_tier() {
+        let results = vec![
+            run("real", "floor-paged", 10, 300.0),
+            run("real", "floor-paged", 10, 320.0),
+            run("real", "floor-unpaged", 10, 250.0),
+            run("embedded", "floor-paged", 10, 100.0),
+            run("embedded", "floor-unpaged", 10, 150.0),
+        ];
+        let m = Medians::of(&results, |r| r.sync_ms);
+        assert_eq!(m.floor("real", 10), Some((250.0, "unpaged")));
+        assert_eq!(m.floor("embedded", 10), Some((100.0, "paged")));
+        assert_eq!(m.floor("real", 99), None);
+        assert_eq!(m.get("real", "w1", 10, "floor-paged"), Some(310.0));
+    }
+
+    #[test]
+    fn verdicts_say_plainly_who_is_behind() {
+        assert_eq!(
+            verdict(1170.0, 951.0, "slower", "faster"),
+            "**1.23× slower** (behind)"
+        );
+        assert_eq!(verdict(500.0, 1000.0, "slower", "faster"), "2.00× faster");
+        assert_eq!(verdict(1000.0, 990.0, "slower", "faster"), "on par (1.01×)");
+        assert_eq!(ratio(Some(1.0), None), "–");
+        assert_eq!(ratio(Some(3.0), Some(2.0)), "1.50×");
+    }
+
+    #[test]
+    fn the_report_puts_both_tiers_side_by_side_and_headlines_the_real_one() {
+        let dir = std::env::temp_dir().join(format!("kb-report-{}", std::process::id()));
+        let mut opts = ReportOptions::new(true);
+        opts.out_dir = dir.clone();
+        let results = vec![
+            run("real", "kinformer", 10, 1170.0),
+            run("real", "client-go", 10, 951.0),
+            run("real", "floor-unpaged", 10, 900.0),
+            run("embedded", "kinformer", 10, 300.0),
+            run("embedded", "client-go-json", 10, 2000.0),
+        ];
+        let path = write_report(&opts, &results, &Notes::default()).unwrap();
+        let md = std::fs::read_to_string(path).unwrap();
+        assert!(
+            md.contains("kinformer is **1.23× slower** (behind)"),
+            "{md}"
+        );
+        assert!(md.contains("| real | 10 | 900 (unpaged) | 1170 |"), "{md}");
+        assert!(md.contains("| embedded | 10 | – | 300 |"), "{md}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
