@@ -20,7 +20,7 @@ use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::informer::SharedIndexInformer;
+use crate::informer::{QueueMode, SharedIndexInformer};
 use crate::reflector::{ListOptions, ListerWatcher};
 use crate::source::KubeListerWatcher;
 use crate::store::{Indexers, NAMESPACE_INDEX, namespace_index_func};
@@ -103,6 +103,7 @@ pub struct SharedInformerFactoryBuilder {
     custom_resync: HashMap<TypeId, Duration>,
     transform: Option<MetaTransform>,
     max_object_size: usize,
+    queue_mode: QueueMode,
 }
 
 impl SharedInformerFactoryBuilder {
@@ -152,6 +153,12 @@ impl SharedInformerFactoryBuilder {
         self.max_object_size = bytes;
         self
     }
+    /// The queue every informer runs on (default: client-go 1.36's in-order
+    /// [`QueueMode::RealFifo`]; [`QueueMode::DeltaFifo`] for client-go ≤ 1.35's order).
+    pub fn queue_mode(mut self, mode: QueueMode) -> Self {
+        self.queue_mode = mode;
+        self
+    }
     /// Builds the factory.
     pub fn build(self) -> SharedInformerFactory {
         SharedInformerFactory {
@@ -163,6 +170,7 @@ impl SharedInformerFactoryBuilder {
                 custom_resync: self.custom_resync,
                 transform: self.transform,
                 max_object_size: self.max_object_size,
+                queue_mode: self.queue_mode,
                 informers: Mutex::new(Vec::new()),
                 tasks: TaskTracker::new(),
                 cancel: CancellationToken::new(),
@@ -201,6 +209,7 @@ struct FactoryInner {
     custom_resync: HashMap<TypeId, Duration>,
     transform: Option<MetaTransform>,
     max_object_size: usize,
+    queue_mode: QueueMode,
     informers: Mutex<Vec<Registered>>,
     tasks: TaskTracker,
     cancel: CancellationToken,
@@ -231,6 +240,7 @@ impl SharedInformerFactory {
             custom_resync: HashMap::new(),
             transform: None,
             max_object_size: crate::source::DEFAULT_MAX_OBJECT_SIZE,
+            queue_mode: QueueMode::default(),
         }
     }
 
@@ -332,6 +342,7 @@ impl SharedInformerFactory {
         let mut indexers = Indexers::default();
         indexers.insert(NAMESPACE_INDEX.to_owned(), namespace_index_func());
         let informer = SharedIndexInformer::builder_shared(lw)
+            .queue_mode(self.inner.queue_mode)
             .resync_period(resync)
             .indexers(indexers)
             .build_named(name);

@@ -1,14 +1,14 @@
 //! # kinformer
 //!
 //! Kubernetes client-go's informer machinery (`tools/cache`) rebuilt in Rust: keys and
-//! tombstones, a Store/Indexer with multi-valued indexes, FIFO and DeltaFIFO with client-go's
-//! exact semantics, a Reflector, shared informers with many handlers, and an informer factory.
+//! tombstones, a Store/Indexer with multi-valued indexes, FIFO, DeltaFIFO and client-go 1.36's
+//! in-order RealFIFO with client-go's exact semantics, a Reflector, shared informers with many handlers, and an informer factory.
 //!
 //! ```text
-//!  API server ──list/watch──▶ ListerWatcher ──▶ Reflector ──Replace/Add/Update/Delete/Resync──▶ DeltaFifo
-//!                                                                                                  │ pop (one key's Deltas)
+//!  API server ──list/watch──▶ ListerWatcher ──▶ Reflector ──Replace/Add/Update/Delete/Resync──▶ RealFifo (default) | DeltaFifo
+//!                                                                                                  │ pop_batch (≤ 1,000 keys, in arrival order)
 //!                                                                                                  ▼
-//!  handlers ◀── Listener (one task + buffer per handler) ◀── Processor.distribute ◀── process loop ──▶ Indexer (the cache)
+//!  handlers ◀── Listener (one task + queue per handler or stream) ◀── Processor.distribute ◀── process loop ──▶ Indexer (one transaction per batch)
 //! ```
 //!
 //! Every arrow goes one way. The store is updated before any handler hears of the change.
@@ -33,7 +33,7 @@ pub mod workqueue;
 
 pub use factory::{InformerScope, SharedInformerFactory, SharedInformerFactoryBuilder};
 pub use informer::{
-    Event, EventStream, HandlerOptions, InformerError, ResourceEventHandler,
+    Event, EventStream, HandlerOptions, InformerError, QueueMode, ResourceEventHandler,
     ResourceEventHandlerFuncs, ResourceEventHandlerRegistration, SharedIndexInformer,
 };
 pub use object::{
@@ -42,7 +42,8 @@ pub use object::{
     namespace_name_key, resource_version, split_meta_namespace_key,
 };
 pub use queue::{
-    Delta, DeltaFifo, DeltaFifoOptions, DeltaType, Deltas, Fifo, QueueError, TransformFunc,
+    Delta, DeltaFifo, DeltaFifoOptions, DeltaType, Deltas, Fifo, QueueError, RealFifo,
+    RealFifoMode, RealFifoOptions, TransformFunc,
 };
 pub use reflector::{
     ListOptions, ListPage, ListWatch, ListWatchError, ListerWatcher, Reflector, ReflectorBuilder,

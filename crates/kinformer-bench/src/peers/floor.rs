@@ -19,7 +19,7 @@ use std::time::Instant;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::KubeListerWatcher;
-use kinformer::reflector::{ListOptions, ListerWatcher, WatchEvent};
+use kinformer::reflector::{ListOptions, ListerWatcher, ListerWatcherExt, WatchEvent};
 
 use super::{Counters, PeerError, RunningPeer};
 use crate::result::PeerReport;
@@ -54,7 +54,7 @@ pub async fn run_paged(client: kube::Client, report: PeerReport) -> Result<PeerR
     let mut decoded = 0u64;
     loop {
         let page = lw
-            .list_shared(&options)
+            .list_page(&options)
             .await
             .map_err(|e| PeerError::List(e.to_string()))?;
         decoded += page.items.len() as u64;
@@ -82,7 +82,7 @@ pub async fn run_unpaged(
         ..Default::default()
     };
     let page = lw
-        .list_shared(&options)
+        .list_page(&options)
         .await
         .map_err(|e| PeerError::List(e.to_string()))?;
     let decoded = page.items.len() as u64;
@@ -120,7 +120,7 @@ pub fn start_watch(client: kube::Client, counters: Arc<Counters>) -> WatchFloor 
             resource_version: "0".into(),
             ..Default::default()
         };
-        let Ok(page) = lw.list_shared(&list).await else {
+        let Ok(page) = lw.list_page(&list).await else {
             eprintln!("floor-watch: the list failed");
             return;
         };

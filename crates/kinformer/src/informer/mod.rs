@@ -10,6 +10,7 @@ mod event;
 mod handler;
 mod listener;
 mod processor;
+mod queue;
 mod shared_informer;
 mod stream;
 mod sync_tracker;
@@ -18,6 +19,7 @@ pub use event::Event;
 pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
 pub use listener::ResourceEventHandlerRegistration;
 pub use processor::MAX_LISTENER_BACKLOG;
+pub use queue::QueueMode;
 pub use shared_informer::{
     HandlerOptions, InformerError, MAX_QUEUED_DELTAS, MINIMUM_RESYNC_PERIOD, SharedIndexInformer,
     SharedIndexInformerBuilder,

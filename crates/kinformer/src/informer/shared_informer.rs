@@ -22,12 +22,13 @@ use super::processor::{Processor, determine_resync_period};
 /// a watch that stays unread for long, and the Reflector then watches again from its last
 /// resourceVersion, as after any closed watch.
 pub const MAX_QUEUED_DELTAS: usize = 1024;
+use super::queue::{InformerQueue, QueueMode};
 use super::stream::EventStream;
-use crate::queue::{DeltaFifo, DeltaFifoOptions, DeltaType, Deltas, QueueError, TransformFunc};
+use crate::queue::{DEFAULT_BATCH_SIZE, DeltaType, Deltas, Popped, QueueError, TransformFunc};
 use crate::reflector::{ListerWatcher, Reflector, ReflectorError};
-use crate::store::{Indexer, Indexers, Lister, StoreError};
+use crate::store::{Indexer, Indexers, Lister, StoreError, Transaction};
 use crate::wait::{SyncFlag, SyncSignal};
-use crate::{Object, ObjectOrTombstone, resource_version};
+use crate::{DeletedFinalStateUnknown, Object, ObjectOrTombstone, resource_version};
 
 /// client-go's `minimumResyncPeriod`: a handler may not ask to be resynced more often.
 pub const MINIMUM_RESYNC_PERIOD: Duration = Duration::from_secs(1);
@@ -99,6 +100,15 @@ static NEXT_INFORMER_ID: AtomicU64 = AtomicU64::new(1);
 /// - Eventually the cache holds the authoritative state of every object the list/watch covers,
 ///   and each handler is eventually notified of the final state of each object; intermediate
 ///   states may be skipped.
+/// - Order across objects depends on the [`QueueMode`]. With [`QueueMode::RealFifo`] (the
+///   default; client-go 1.36): notifications come in the order the server sent the changes,
+///   across objects; a deletion of an object never cached still reaches `on_delete`; a relist
+///   is applied in one step, and its deletions (tombstones) are told before its updates and
+///   adds; changes are applied in batches of up to 1,000 distinct keys, each batch to the cache
+///   in one transaction before its notifications. With [`QueueMode::DeltaFifo`] (client-go
+///   ≤ 1.35): each object's changes come together and in order, objects in the order of their
+///   first queued change; a deletion of an object never cached is dropped; a relist's deletions
+///   come after its updates and adds.
 /// - Each handler (and each [`EventStream`]) gets its notifications one at a time, in order,
 ///   on its own listener: a slow handler delays only itself, until it is
 ///   [`MAX_LISTENER_BACKLOG`](super::MAX_LISTENER_BACKLOG) live notifications behind. Then the
@@ -154,6 +164,7 @@ struct Inner<K: Object> {
     synced_signal: SyncSignal,
     next_listener_id: AtomicU64,
     default_handler_resync_period: Duration,
+    queue_mode: QueueMode,
 }
 
 struct State<K: Object> {
@@ -162,7 +173,7 @@ struct State<K: Object> {
     resync_check_period: Duration,
     transform: Option<TransformFunc<K>>,
     watch_error_handler: Option<WatchErrorHandler>,
-    reflector: Option<Arc<Reflector<K, Arc<DeltaFifo<K>>>>>,
+    reflector: Option<Arc<Reflector<K, Arc<InformerQueue<K>>>>>,
 }
 
 /// Builds a [`SharedIndexInformer`].
@@ -172,9 +183,16 @@ pub struct SharedIndexInformerBuilder<K: Object> {
     resync_period: Duration,
     indexers: Indexers<K>,
     name: Option<String>,
+    queue_mode: QueueMode,
 }
 
 impl<K: Object> SharedIndexInformerBuilder<K> {
+    /// The queue between the Reflector and the cache, and with it the order handlers see (see
+    /// [`QueueMode`]; default: client-go 1.36's in-order [`QueueMode::RealFifo`]).
+    pub fn queue_mode(mut self, mode: QueueMode) -> Self {
+        self.queue_mode = mode;
+        self
+    }
     /// The default resync period of handlers (and the initial resync check period). Zero (the
     /// default): never resync.
     pub fn resync_period(mut self, period: Duration) -> Self {
@@ -204,6 +222,7 @@ impl<K: Object> SharedIndexInformerBuilder<K> {
             self.lister_watcher,
             self.resync_period,
             self.indexers,
+            self.queue_mode,
         )
     }
     /// Builds the informer with an explicit name (for types without a static kind, such as
@@ -214,6 +233,7 @@ impl<K: Object> SharedIndexInformerBuilder<K> {
             self.lister_watcher,
             self.resync_period,
             self.indexers,
+            self.queue_mode,
         )
     }
 }
@@ -250,6 +270,7 @@ impl<K: Object> SharedIndexInformer<K> {
             resync_period: Duration::ZERO,
             indexers: Indexers::default(),
             name: None,
+            queue_mode: QueueMode::default(),
         }
     }
 
@@ -258,6 +279,7 @@ impl<K: Object> SharedIndexInformer<K> {
         lister_watcher: Arc<dyn ListerWatcher<K>>,
         resync_period: Duration,
         indexers: Indexers<K>,
+        queue_mode: QueueMode,
     ) -> Self {
         let (synced_flag, synced_signal) = SyncSignal::new(format!("informer {name}"));
         Self {
@@ -279,6 +301,7 @@ impl<K: Object> SharedIndexInformer<K> {
                 synced_signal,
                 next_listener_id: AtomicU64::new(1),
                 default_handler_resync_period: resync_period,
+                queue_mode,
                 name,
             }),
         }
@@ -603,13 +626,12 @@ impl<K: Object> SharedIndexInformer<K> {
                 tracing::warn!(informer = %inner.name, "the informer has already started; run more than once is not allowed");
                 return;
             }
-            let fifo = Arc::new(DeltaFifo::new(DeltaFifoOptions {
-                known_objects: Some(Arc::new(inner.indexer.clone())),
-                emit_delta_type_replaced: true,
-                transformer: state.transform.clone(),
-                max_queued_deltas: Some(MAX_QUEUED_DELTAS),
-                ..Default::default()
-            }));
+            let fifo = Arc::new(InformerQueue::new(
+                inner.queue_mode,
+                &inner.indexer,
+                state.transform.clone(),
+                MAX_QUEUED_DELTAS,
+            ));
             let processor = inner.processor.clone();
             let mut builder = Reflector::builder(inner.lister_watcher.clone(), fifo.clone())
                 .name(inner.name.clone())
@@ -656,7 +678,10 @@ impl<K: Object> SharedIndexInformer<K> {
                 _ = stop.cancelled() => break,
                 r = async {
                     inner.processor.wait_for_room().await;
-                    fifo.pop(|deltas, is_in_initial_list| self.handle_deltas(deltas, is_in_initial_list)).await
+                    match &*fifo {
+                        InformerQueue::Real(q) => q.pop_batch(DEFAULT_BATCH_SIZE, |popped, initial| self.handle_popped(popped, initial)).await,
+                        InformerQueue::Delta(q) => q.pop(|deltas, initial| self.handle_deltas(deltas, initial)).await,
+                    }
                 } => r,
             };
             match popped {
@@ -684,6 +709,111 @@ impl<K: Object> SharedIndexInformer<K> {
         if !self.inner.synced_flag.is_synced() {
             self.inner.synced_flag.mark_synced();
             self.inner.processor.distribute(&Event::Synced, false);
+        }
+    }
+
+    /// The notification for an object written to the cache over `old` (none: an add).
+    fn notify_upsert(&self, old: Option<Arc<K>>, obj: Arc<K>, is_in_initial_list: bool) {
+        let processor = &self.inner.processor;
+        match old {
+            Some(old) => {
+                let is_sync = resource_version(old.as_ref()) == resource_version(obj.as_ref());
+                processor.distribute(&Event::Update { old, new: obj }, is_sync);
+            }
+            None => processor.distribute(
+                &Event::Add {
+                    obj,
+                    is_in_initial_list,
+                },
+                false,
+            ),
+        }
+    }
+
+    /// client-go 1.36's `processDeltasInBatch` and its atomic entries: a batch goes to the
+    /// cache in one transaction, then its notifications go out in arrival order; a relist is
+    /// one swap whose deletions (tombstones) are told before its updates and adds; a resync
+    /// re-delivers every cached object.
+    fn handle_popped(&self, popped: Popped<K>, is_in_initial_list: bool) {
+        let inner = &self.inner;
+        let _deltas = inner.block_deltas.lock();
+        if !is_in_initial_list {
+            self.mark_synced_locked();
+        }
+        match popped {
+            Popped::Deltas(batch) => {
+                let txns = batch
+                    .iter()
+                    .map(|d| match d.delta_type() {
+                        DeltaType::Deleted => Transaction::Delete(d.delta.object.clone()),
+                        _ => match &d.delta.object {
+                            ObjectOrTombstone::Object(o) => Transaction::Update(o.clone()),
+                            // only deletions carry tombstones; refused below like a failed write
+                            ObjectOrTombstone::Tombstone(t) => {
+                                Transaction::Delete(ObjectOrTombstone::Tombstone(t.clone()))
+                            }
+                        },
+                    })
+                    .collect();
+                let outcome = inner.indexer.transaction(txns);
+                if let Some(e) = outcome.error() {
+                    tracing::error!(informer = %inner.name, error = %e, "some cache writes failed; their notifications are skipped");
+                }
+                for (d, result) in batch.into_iter().zip(outcome.into_results()) {
+                    let Ok(old) = result else { continue };
+                    match (d.delta.delta_type, d.delta.object) {
+                        (DeltaType::Deleted, obj) => {
+                            inner.processor.distribute(&Event::Delete(obj), false)
+                        }
+                        (_, ObjectOrTombstone::Object(obj)) => {
+                            self.notify_upsert(old, obj, is_in_initial_list)
+                        }
+                        (_, ObjectOrTombstone::Tombstone(_)) => {
+                            tracing::error!(informer = %inner.name, "a non-delete delta carried a tombstone; skipped");
+                        }
+                    }
+                }
+            }
+            Popped::ReplacedAll(all) => {
+                let objects: Vec<Arc<K>> = all.objects.iter().map(|(_, o)| o.clone()).collect();
+                let outcome = match inner
+                    .indexer
+                    .replace_reporting(objects, &all.resource_version)
+                {
+                    Ok(outcome) => outcome,
+                    Err(e) => {
+                        tracing::error!(informer = %inner.name, error = %e, "relist not applied to the cache");
+                        return;
+                    }
+                };
+                let mut removed = outcome.removed;
+                removed.sort_by(|a, b| a.0.cmp(&b.0));
+                for (key, obj) in removed {
+                    let tombstone = DeletedFinalStateUnknown {
+                        key,
+                        obj: Some(obj),
+                    };
+                    inner.processor.distribute(
+                        &Event::Delete(ObjectOrTombstone::Tombstone(tombstone)),
+                        false,
+                    );
+                }
+                for ((_, obj), old) in all.objects.into_iter().zip(outcome.previous) {
+                    self.notify_upsert(old, obj, is_in_initial_list);
+                }
+            }
+            Popped::SyncAll => {
+                for obj in inner.indexer.list() {
+                    inner.processor.distribute(
+                        &Event::Update {
+                            old: obj.clone(),
+                            new: obj,
+                        },
+                        true,
+                    );
+                }
+            }
+            Popped::Bookmark { resource_version } => inner.indexer.bookmark(&resource_version),
         }
     }
 
