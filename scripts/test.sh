@@ -14,13 +14,12 @@ echo "==> cargo test (unit, integration, property, doc tests, examples compiled)
 PROPTEST_CASES="${PROPTEST_CASES:-1000}" cargo test --workspace --all-targets
 cargo test --workspace --doc
 
-# The optional `metrics` feature of kinformer (prometheus-client): off above, on here. Only the
-# kinformer crate is rebuilt; the tests that differ with the feature are the metrics ones, the
-# controller's and the doc tests.
-echo "==> kinformer --features metrics: clippy, metrics/controller tests, doc tests"
-cargo clippy -p kinformer --all-targets --features metrics -- -D warnings
-cargo test -p kinformer --features metrics --lib --test metrics_prometheus --test controller_runner --test controller_embedded
-cargo test -p kinformer --features metrics --doc
+# The optional `metrics` feature of kinformer (prometheus-client): the workspace above builds it
+# on (the CLI's demo prints the informers' metrics), so here kinformer alone, without it, must
+# still build cleanly and pass its own tests.
+echo "==> kinformer without the metrics feature: clippy and tests"
+cargo clippy -p kinformer --all-targets -- -D warnings
+PROPTEST_CASES="${PROPTEST_CASES:-1000}" cargo test -p kinformer --lib --test controller_runner --test informer_order --test workqueue_queue
 
 # ---------------------------------------------------------------------------------------------
 # e2e tier: a real kube-apiserver v1.35.4 (+ embedded etcd) built from Go modules (e2e/start.sh,

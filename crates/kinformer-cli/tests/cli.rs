@@ -46,6 +46,12 @@ fn small_demo_converges_and_prints_a_summary() {
     );
     // Not a terminal: plain sync lines instead of progress bars.
     assert!(stdout.contains("synced pods"), "{stdout}");
+    // The informers' metrics: the 5 nodes cached (churn touches only pods), lists counted.
+    assert!(
+        stdout.contains(r#"informer_objects_cached{name="Node"} 5"#),
+        "{stdout}"
+    );
+    assert!(stdout.contains("informer_lists_total"), "{stdout}");
 }
 
 #[test]

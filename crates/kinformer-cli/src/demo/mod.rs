@@ -82,6 +82,12 @@ pub async fn run(args: DemoArgs) -> Result<(), CliError> {
             &[("mirror", None)],
         )?,
     ];
+    // The informers' own metrics (kinformer's `metrics` feature), printed with the summary.
+    let mut registry = prometheus_client::registry::Registry::default();
+    let metrics = kinformer::metrics::Metrics::new(&mut registry);
+    metrics.watch_informer(&pods);
+    metrics.watch_informer(&factory.informer::<Node>());
+    metrics.watch_informer(&factory.informer::<ConfigMap>());
     factory.start();
     sync_progress(&server, &tracked).await?;
 
@@ -178,6 +184,14 @@ pub async fn run(args: DemoArgs) -> Result<(), CliError> {
         "  converged {converge_ms} ms after churn; total {:.1}s",
         t0.elapsed().as_secs_f64()
     );
+    println!("metrics (a Prometheus scrape of the informers, as /metrics would serve it)");
+    for line in metrics
+        .encode(&registry)
+        .lines()
+        .filter(|l| l.starts_with("informer_"))
+    {
+        println!("  {line}");
+    }
     factory.shutdown().await;
     let mut problems = outcome.err().unwrap_or_default();
     if on_node != truth_node || of_app != truth_app {
