@@ -33,7 +33,7 @@ type Watches = Vec<Vec<Result<WatchEvent<Pod>, kinformer::reflector::ListWatchEr
 
 /// Runs an informer in `mode` over scripted lists and watches (the last watch stays open) until
 /// its handler has seen `expected` events; returns them as `"add ns/a@2"`, `"update ns/a@4"`,
-/// `"delete ns/c"` (a tombstone: `"delete? ns/c"`), and whether the cache ended with `cached`.
+/// `"delete ns/c"` (a tombstone: `"delete? ns/c"`).
 async fn events(mode: QueueMode, lists: Lists, watches: Watches, expected: usize) -> Vec<String> {
     let lists = Arc::new(Mutex::new(lists.into_iter()));
     let watches = Arc::new(Mutex::new(watches.into_iter()));
@@ -100,8 +100,7 @@ async fn events(mode: QueueMode, lists: Lists, watches: Watches, expected: usize
     tokio::time::sleep(Duration::from_secs(5)).await;
     cancel.cancel();
     run.await.unwrap();
-    let out = seen.lock().clone();
-    out
+    seen.lock().clone()
 }
 
 fn strs(s: &[&str]) -> Vec<String> {
