@@ -55,20 +55,13 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
     /// use futures::FutureExt;
     /// use k8s_openapi::api::core::v1::Pod;
     /// use kinformer::reflector::{ListPage, ListWatch, Reflector};
-    /// # struct Null;
-    /// # impl kinformer::ReflectorStore<Pod> for Null {
-    /// #     type Error = std::convert::Infallible;
-    /// #     fn add(&self, _: Arc<Pod>) -> Result<(), Self::Error> { Ok(()) }
-    /// #     fn update(&self, _: Arc<Pod>) -> Result<(), Self::Error> { Ok(()) }
-    /// #     fn delete(&self, _: Arc<Pod>) -> Result<(), Self::Error> { Ok(()) }
-    /// #     fn replace(&self, _: Vec<Arc<Pod>>, _: String) -> Result<(), Self::Error> { Ok(()) }
-    /// #     fn resync(&self) -> Result<(), Self::Error> { Ok(()) }
-    /// # }
+    /// use kinformer::store::{Indexer, ReplaceOnce};
     /// let lw = ListWatch::<Pod>::new(
     ///     |_| async { Ok(ListPage::new(vec![], "1")) }.boxed(),
     ///     |_| async { Ok(futures::StreamExt::boxed(futures::stream::pending())) }.boxed(),
     /// );
-    /// let reflector = Reflector::builder(Arc::new(lw), Null)
+    /// let cache: Indexer<Pod> = Indexer::default_namespaced();
+    /// let reflector = Reflector::builder(Arc::new(lw), ReplaceOnce::new(cache))
     ///     .name("pods")
     ///     .resync_period(Duration::from_secs(30))
     ///     .build();

@@ -120,7 +120,7 @@ pub trait ReplaceStore<K>: Send + Sync {
 /// use k8s_openapi::api::core::v1::Pod;
 /// use kinformer::store::{Indexer, ReplaceOnce};
 /// let cache: Indexer<Pod> = Indexer::default_namespaced();
-/// let store = ReplaceOnce::new(cache.clone());
+/// let store: ReplaceOnce<Pod, _> = ReplaceOnce::new(cache.clone());
 /// # let _ = store;
 /// ```
 pub struct ReplaceOnce<K, S> {
