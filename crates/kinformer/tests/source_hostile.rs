@@ -41,7 +41,7 @@ type Handler = Arc<dyn Fn(Req) -> BoxFuture<'static, ()> + Send + Sync>;
 
 /// Serves each request with `handler`, one request per connection; returns the base URL and
 /// the request targets in arrival order.
-async fn serve(handler: Handler) -> (String, Arc<Mutex<Vec<String>>>) {
+async fn serve(handler: Handler) -> (String, Seen) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let seen: Arc<Mutex<Vec<String>>> = Arc::default();
@@ -145,6 +145,17 @@ async fn wait_until(limit: Duration, step: Duration, what: &str, mut done: impl 
         );
         tokio::time::sleep(step).await;
     }
+}
+
+type Seen = Arc<Mutex<Vec<String>>>;
+
+/// The requests of one verb the server has seen: watches (`true`) or lists.
+fn targets(seen: &Seen, watch: bool) -> Vec<String> {
+    seen.lock()
+        .iter()
+        .filter(|t| t.contains("watch=true") == watch)
+        .cloned()
+        .collect()
 }
 
 fn names(informer: &SharedIndexInformer<Pod>) -> Vec<String> {
@@ -299,13 +310,7 @@ async fn an_endless_watch_line_ends_the_watch_at_the_limit() {
         Duration::from_secs(120),
         Duration::from_millis(10),
         "a second watch",
-        || {
-            seen.lock()
-                .iter()
-                .filter(|t| t.contains("watch=true"))
-                .count()
-                >= 2
-        },
+        || targets(&seen, true).len() >= 2,
     )
     .await;
     assert_eq!(names(&pods), ["ns/a", "ns/b", "ns/c"]);
@@ -361,13 +366,7 @@ async fn an_oversized_list_item_fails_the_list_and_the_informer_relists_keeping_
         Duration::from_secs(300),
         Duration::from_millis(10),
         "relists",
-        || {
-            seen.lock()
-                .iter()
-                .filter(|t| !t.contains("watch=true"))
-                .count()
-                >= 3
-        },
+        || targets(&seen, false).len() >= 3,
     )
     .await;
     // a failed list deletes nothing; "a" was delivered before the oversized item and is newer
@@ -426,21 +425,10 @@ async fn a_watch_body_cut_inside_an_event_is_an_incomplete_stream_and_the_inform
         Duration::from_secs(120),
         Duration::from_millis(10),
         "a second watch",
-        || {
-            seen.lock()
-                .iter()
-                .filter(|t| t.contains("watch=true"))
-                .count()
-                >= 2
-        },
+        || targets(&seen, true).len() >= 2,
     )
     .await;
-    let watches: Vec<String> = seen
-        .lock()
-        .iter()
-        .filter(|t| t.contains("watch=true"))
-        .cloned()
-        .collect();
+    let watches = targets(&seen, true);
     assert!(
         watches[1].contains("resourceVersion=11"),
         "watches again from the last complete event: {watches:?}"
@@ -473,11 +461,7 @@ async fn a_list_body_cut_inside_an_item_fails_the_list_and_the_informer_lists_ag
         || pods.has_synced(),
     )
     .await;
-    let lists = seen
-        .lock()
-        .iter()
-        .filter(|t| !t.contains("watch=true"))
-        .count();
+    let lists = targets(&seen, false).len();
     assert_eq!(lists, 2, "the cut list failed and was listed again");
     assert_eq!(names(&pods), ["ns/a", "ns/b", "ns/c"]);
     factory.shutdown().await;
@@ -507,13 +491,7 @@ async fn a_server_that_stalls_mid_line_is_dropped_and_watched_again() {
         Duration::from_secs(3600),
         Duration::from_secs(1),
         "a second watch",
-        || {
-            seen.lock()
-                .iter()
-                .filter(|t| t.contains("watch=true"))
-                .count()
-                >= 2
-        },
+        || targets(&seen, true).len() >= 2,
     )
     .await;
     assert_eq!(names(&pods), ["ns/a", "ns/b", "ns/c"]);
