@@ -742,24 +742,26 @@ impl<K: Object> SharedIndexInformer<K> {
         }
         match popped {
             Popped::Deltas(batch) => {
-                let txns = batch
-                    .iter()
-                    .map(|d| match d.delta_type() {
-                        DeltaType::Deleted => Transaction::Delete(d.delta.object.clone()),
-                        _ => match &d.delta.object {
-                            ObjectOrTombstone::Object(o) => Transaction::Update(o.clone()),
-                            // only deletions carry tombstones; refused below like a failed write
-                            ObjectOrTombstone::Tombstone(t) => {
-                                Transaction::Delete(ObjectOrTombstone::Tombstone(t.clone()))
-                            }
-                        },
-                    })
-                    .collect();
+                // One transaction for the batch; only deletions carry tombstones.
+                let mut kept = Vec::with_capacity(batch.len());
+                let mut txns = Vec::with_capacity(batch.len());
+                for d in batch {
+                    let txn = match (d.delta_type(), &d.delta.object) {
+                        (DeltaType::Deleted, obj) => Transaction::Delete(obj.clone()),
+                        (_, ObjectOrTombstone::Object(obj)) => Transaction::Update(obj.clone()),
+                        (_, ObjectOrTombstone::Tombstone(_)) => {
+                            tracing::error!(informer = %inner.name, "a non-delete delta carried a tombstone; skipped");
+                            continue;
+                        }
+                    };
+                    txns.push(txn);
+                    kept.push(d);
+                }
                 let outcome = inner.indexer.transaction(txns);
                 if let Some(e) = outcome.error() {
                     tracing::error!(informer = %inner.name, error = %e, "some cache writes failed; their notifications are skipped");
                 }
-                for (d, result) in batch.into_iter().zip(outcome.into_results()) {
+                for (d, result) in kept.into_iter().zip(outcome.into_results()) {
                     let Ok(old) = result else { continue };
                     match (d.delta.delta_type, d.delta.object) {
                         (DeltaType::Deleted, obj) => {
@@ -768,9 +770,8 @@ impl<K: Object> SharedIndexInformer<K> {
                         (_, ObjectOrTombstone::Object(obj)) => {
                             self.notify_upsert(old, obj, is_in_initial_list)
                         }
-                        (_, ObjectOrTombstone::Tombstone(_)) => {
-                            tracing::error!(informer = %inner.name, "a non-delete delta carried a tombstone; skipped");
-                        }
+                        // filtered out above
+                        (_, ObjectOrTombstone::Tombstone(_)) => {}
                     }
                 }
             }
@@ -833,20 +834,7 @@ impl<K: Object> SharedIndexInformer<K> {
                         continue;
                     };
                     match inner.indexer.upsert(obj.clone()) {
-                        Ok(Some(old)) => {
-                            let is_sync =
-                                resource_version(old.as_ref()) == resource_version(obj.as_ref());
-                            inner
-                                .processor
-                                .distribute(&Event::Update { old, new: obj }, is_sync);
-                        }
-                        Ok(None) => inner.processor.distribute(
-                            &Event::Add {
-                                obj,
-                                is_in_initial_list,
-                            },
-                            false,
-                        ),
+                        Ok(old) => self.notify_upsert(old, obj, is_in_initial_list),
                         Err(e) => {
                             tracing::error!(informer = %inner.name, error = %e, "cache update failed; object skipped")
                         }
