@@ -14,6 +14,13 @@ echo "==> cargo test (unit, integration, property, doc tests, examples compiled)
 PROPTEST_CASES="${PROPTEST_CASES:-1000}" cargo test --workspace --all-targets
 cargo test --workspace --doc
 
+# Informers run on client-go 1.36's RealFifo by default; client-go <= 1.35's DeltaFifo stays
+# selectable (QueueMode). Every test that builds an informer without choosing a mode runs again
+# with the default flipped (the property tests of the queues themselves do not depend on it, so
+# they run with fewer cases here).
+echo "==> cargo test again, informers on DeltaFifo by default (KINFORMER_QUEUE_MODE=delta-fifo)"
+KINFORMER_QUEUE_MODE=delta-fifo PROPTEST_CASES=64 cargo test --workspace --all-targets
+
 # The optional `metrics` feature of kinformer (prometheus-client): the workspace above builds it
 # on (the CLI's demo prints the informers' metrics), so here kinformer alone, without it, must
 # still build cleanly and pass its own tests.
@@ -74,6 +81,11 @@ echo "==> e2e: kinformer-e2e tests against the real server"
 KINFORMER_E2E_KUBECONFIG="$e2e_on/kubeconfig" \
     KINFORMER_E2E_NOCACHE_KUBECONFIG="$e2e_off/kubeconfig" \
     cargo test --workspace --test informers --test reflector
+echo "==> e2e: the informer tests again on DeltaFifo (KINFORMER_QUEUE_MODE=delta-fifo)"
+KINFORMER_QUEUE_MODE=delta-fifo \
+    KINFORMER_E2E_KUBECONFIG="$e2e_on/kubeconfig" \
+    KINFORMER_E2E_NOCACHE_KUBECONFIG="$e2e_off/kubeconfig" \
+    cargo test --workspace --test informers
 
 echo "==> e2e: differential check, embedded server vs recorded real kube-apiserver (e2e/diff.sh embedded)"
 # the standalone embedded server (what `cargo run -p kinformer-apiserver` runs), built with the

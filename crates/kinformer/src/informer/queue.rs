@@ -24,13 +24,55 @@ use crate::store::{Indexer, ReflectorStore};
 ///   come in the order their first queued change arrived; a deletion of an object never cached
 ///   is dropped; a relist's deletions come after its updates and adds. A list is applied to
 ///   the queue part by part while it downloads.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+///
+/// The default, for informers whose builder does not choose, is `RealFifo`. The environment
+/// variable `KINFORMER_QUEUE_MODE` (`real-fifo` or `delta-fifo`, read once per process) changes
+/// that default, as client-go ≤ 1.35 let `KUBE_FEATURE_InOrderInformers` choose the order
+/// without a code change; the test suite uses it to run the informer tests in both modes. An
+/// unrecognised value is logged and ignored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QueueMode {
     /// client-go 1.36's `RealFifo`, atomic and batched.
-    #[default]
     RealFifo,
     /// client-go ≤ 1.35's `DeltaFifo`.
     DeltaFifo,
+}
+
+/// The environment variable that changes [`QueueMode::default`].
+pub const QUEUE_MODE_ENV: &str = "KINFORMER_QUEUE_MODE";
+
+impl QueueMode {
+    /// Parses `real-fifo` / `delta-fifo` (case and `-`/`_` insensitive, the separator optional).
+    pub fn parse(value: &str) -> Option<Self> {
+        let v: String = value
+            .trim()
+            .chars()
+            .filter(|c| *c != '-' && *c != '_')
+            .collect::<String>()
+            .to_ascii_lowercase();
+        match v.as_str() {
+            "realfifo" => Some(Self::RealFifo),
+            "deltafifo" => Some(Self::DeltaFifo),
+            _ => None,
+        }
+    }
+}
+
+impl Default for QueueMode {
+    /// `RealFifo`, unless `KINFORMER_QUEUE_MODE` says otherwise (see the type's docs).
+    fn default() -> Self {
+        static DEFAULT: std::sync::OnceLock<QueueMode> = std::sync::OnceLock::new();
+        *DEFAULT.get_or_init(|| match std::env::var(QUEUE_MODE_ENV) {
+            Err(_) => QueueMode::RealFifo,
+            Ok(value) => QueueMode::parse(&value).unwrap_or_else(|| {
+                tracing::warn!(
+                    %value,
+                    "{QUEUE_MODE_ENV} is neither real-fifo nor delta-fifo; using real-fifo"
+                );
+                QueueMode::RealFifo
+            }),
+        })
+    }
 }
 
 /// The queue an informer runs on.
@@ -152,6 +194,24 @@ impl<K: Object> ReflectorStore<K> for InformerQueue<K> {
         match self {
             Self::Real(q) => ReflectorStore::update_resource_version(q, resource_version),
             Self::Delta(q) => ReflectorStore::update_resource_version(q, resource_version),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::QueueMode;
+
+    #[test]
+    fn queue_mode_parses_the_spellings_the_env_var_accepts() {
+        for s in ["real-fifo", "RealFifo", "real_fifo", " realfifo "] {
+            assert_eq!(QueueMode::parse(s), Some(QueueMode::RealFifo), "{s}");
+        }
+        for s in ["delta-fifo", "DeltaFifo", "DELTA_FIFO"] {
+            assert_eq!(QueueMode::parse(s), Some(QueueMode::DeltaFifo), "{s}");
+        }
+        for s in ["", "fifo", "delta", "real-fifo-2"] {
+            assert_eq!(QueueMode::parse(s), None, "{s}");
         }
     }
 }
