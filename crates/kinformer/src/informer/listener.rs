@@ -22,9 +22,28 @@ use tokio_util::task::TaskTracker;
 
 use super::event::Event;
 use super::handler::ResourceEventHandler;
-use super::processor::MAX_LISTENER_BACKLOG;
 use super::sync_tracker::SyncTracker;
 use crate::wait::SyncSignal;
+
+/// How far one handler may fall behind before the informer pauses delivery: the processor
+/// stops popping its queue while any listener holds this many undelivered notifications, and
+/// resumes once that listener is down to half. The queue then fills up to its own bound
+/// ([`MAX_QUEUED_DELTAS`](super::shared_informer::MAX_QUEUED_DELTAS)) and the Reflector stops
+/// reading the watch, so a burst that outruns a handler waits on the wire instead of in
+/// memory.
+///
+/// Initial-list adds (the informer's first list, and the cache replayed to a handler added
+/// late) do not count toward the bound: they hold only objects the cache holds, and a
+/// consumer may wait for the sync before it starts reading.
+///
+/// Handlers and [`EventStream`](super::EventStream)s are bounded alike (one listener type,
+/// one bookkeeping path).
+///
+/// **Deliberate difference from client-go**, whose listener buffers grow without bound: there
+/// a slow handler never delays the others but can exhaust memory (each notification keeps an
+/// old and a new object alive); here a handler more than this far behind briefly delays the
+/// others. Nothing is dropped, merged or reordered.
+pub const MAX_LISTENER_BACKLOG: usize = 1024;
 
 /// State a listener shares between the processor, its consumer and its registration handle.
 #[derive(Debug)]

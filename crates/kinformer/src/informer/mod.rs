@@ -17,8 +17,8 @@ mod sync_tracker;
 
 pub use event::Event;
 pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
+pub use listener::MAX_LISTENER_BACKLOG;
 pub use listener::ResourceEventHandlerRegistration;
-pub use processor::MAX_LISTENER_BACKLOG;
 pub use queue::{QUEUE_MODE_ENV, QueueMode};
 pub use shared_informer::{
     HandlerOptions, InformerError, MAX_QUEUED_DELTAS, MINIMUM_RESYNC_PERIOD, SharedIndexInformer,

@@ -12,26 +12,6 @@ use tokio_util::task::TaskTracker;
 use super::event::Event;
 use super::listener::Listener;
 
-/// How far one handler may fall behind before the informer pauses delivery: the processor
-/// stops popping its queue while any listener holds this many undelivered notifications, and
-/// resumes once that listener is down to half. The queue then fills up to its own bound
-/// ([`MAX_QUEUED_DELTAS`](super::shared_informer::MAX_QUEUED_DELTAS)) and the Reflector stops
-/// reading the watch, so a burst that outruns a handler waits on the wire instead of in
-/// memory.
-///
-/// Initial-list adds (the informer's first list, and the cache replayed to a handler added
-/// late) do not count toward the bound: they hold only objects the cache holds, and a
-/// consumer may wait for the sync before it starts reading.
-///
-/// Handlers and [`EventStream`](super::EventStream)s are bounded alike (one listener type,
-/// one bookkeeping path).
-///
-/// **Deliberate difference from client-go**, whose listener buffers grow without bound: there
-/// a slow handler never delays the others but can exhaust memory (each notification keeps an
-/// old and a new object alive); here a handler more than this far behind briefly delays the
-/// others. Nothing is dropped, merged or reordered.
-pub const MAX_LISTENER_BACKLOG: usize = 1024;
-
 /// The listeners of one informer. Distribution never blocks: each listener queues; the
 /// process loop waits for room ([`Processor::wait_for_room`]) before it pops the next item.
 pub(crate) struct Processor<K> {
@@ -58,7 +38,7 @@ impl<K: Send + Sync + 'static> Processor<K> {
         }
     }
 
-    /// Waits while any listener holds [`MAX_LISTENER_BACKLOG`] or more undelivered live
+    /// Waits while any listener holds [`MAX_LISTENER_BACKLOG`](super::MAX_LISTENER_BACKLOG) or more undelivered live
     /// events, until it is down to half (see the constant's docs). Cancel-safe.
     pub(crate) async fn wait_for_room(&self) {
         loop {

@@ -6,17 +6,12 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use super::backoff::{Backoff, BackoffConfig};
+use super::hooks::{ShouldResyncFn, WatchErrorHandler};
 use super::lister_watcher::ListerWatcher;
 use super::reflector_error::ReflectorError;
 use super::run::{Reflector, SyncState};
 use crate::object::Object;
 use crate::store::ReflectorStore;
-
-/// Decides, each time the resync timer fires, whether to call `store.resync()`.
-pub type ShouldResyncFn = Arc<dyn Fn() -> bool + Send + Sync>;
-
-/// Receives every error that ends a `list_and_watch` cycle (client-go's `WatchErrorHandler`).
-pub type WatchErrorHandler = Arc<dyn Fn(&ReflectorError) + Send + Sync>;
 
 /// client-go's `defaultMinWatchTimeout`: watches ask the server to close them after a random
 /// time in `[5 min, 10 min]`.

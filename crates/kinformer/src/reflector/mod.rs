@@ -41,6 +41,7 @@
 mod backoff;
 mod builder;
 mod error;
+mod hooks;
 mod lister_watcher;
 mod options;
 mod pager;
@@ -53,10 +54,10 @@ mod watch_list;
 pub use backoff::{Backoff, BackoffConfig};
 pub use builder::{
     DEFAULT_END_BOOKMARK_TIMEOUT, DEFAULT_MAX_INTERNAL_ERROR_RETRY_DURATION,
-    DEFAULT_MIN_WATCH_TIMEOUT, ReflectorBuilder, ShouldResyncFn, WatchErrorHandler,
-    default_watch_error_handler,
+    DEFAULT_MIN_WATCH_TIMEOUT, ReflectorBuilder, default_watch_error_handler,
 };
 pub use error::{ListWatchError, Status, StatusCause, TransportErrorKind};
+pub use hooks::{ShouldResyncFn, WatchErrorHandler};
 pub use lister_watcher::{
     INITIAL_EVENTS_END_ANNOTATION, ItemSink, ListMeta, ListPage, ListWatch, ListerWatcher,
     ListerWatcherExt, WatchEvent, WatchStream,

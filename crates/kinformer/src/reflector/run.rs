@@ -8,7 +8,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::backoff::Backoff;
-use super::builder::{ShouldResyncFn, WatchErrorHandler};
+use super::hooks::{ShouldResyncFn, WatchErrorHandler};
 use super::lister_watcher::ListerWatcher;
 use super::options::ListOptions;
 use super::pager::{DEFAULT_PAGE_SIZE, ListSink, list_pages};
