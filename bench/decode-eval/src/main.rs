@@ -6,8 +6,8 @@
 
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::List;
+use k8s_openapi::api::core::v1::Pod;
 use serde::Deserialize;
 
 #[derive(Deserialize)]
@@ -33,7 +33,10 @@ fn main() {
     let list = std::fs::read(&args[1]).expect("list body");
     let watch = std::fs::read(&args[2]).expect("watch body");
     let runs: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(5);
-    let lines: Vec<&[u8]> = watch.split(|b| *b == b'\n').filter(|l| !l.is_empty()).collect();
+    let lines: Vec<&[u8]> = watch
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .collect();
     println!(
         "list body {:.1} MB, watch {} events ({:.1} MB); best of {runs}, one thread",
         list.len() as f64 / 1e6,
@@ -47,29 +50,84 @@ fn main() {
             bytes as f64 / 1e6 / d.as_secs_f64()
         );
     };
-    report("serde_json", "list", best(runs, || {
-        serde_json::from_slice::<List<Pod>>(&list).unwrap().items.len()
-    }), list.len());
-    report("sonic-rs", "list", best(runs, || {
-        sonic_rs::from_slice::<List<Pod>>(&list).unwrap().items.len()
-    }), list.len());
-    report("simd-json", "list", best(runs, || {
-        let mut buf = list.clone(); // simd-json decodes in place
-        simd_json::serde::from_slice::<List<Pod>>(&mut buf).unwrap().items.len()
-    }), list.len());
-    report("serde_json", "watch", best(runs, || {
-        lines.iter().map(|l| serde_json::from_slice::<WatchEvent>(l).map(|e| e.object).unwrap()).count()
-    }), watch.len());
-    report("sonic-rs", "watch", best(runs, || {
-        lines.iter().map(|l| sonic_rs::from_slice::<WatchEvent>(l).map(|e| e.object).unwrap()).count()
-    }), watch.len());
-    report("simd-json", "watch", best(runs, || {
-        lines
-            .iter()
-            .map(|l| {
-                let mut buf = l.to_vec();
-                simd_json::serde::from_slice::<WatchEvent>(&mut buf).map(|e| e.object).unwrap()
-            })
-            .count()
-    }), watch.len());
+    report(
+        "serde_json",
+        "list",
+        best(runs, || {
+            serde_json::from_slice::<List<Pod>>(&list)
+                .unwrap()
+                .items
+                .len()
+        }),
+        list.len(),
+    );
+    report(
+        "sonic-rs",
+        "list",
+        best(runs, || {
+            sonic_rs::from_slice::<List<Pod>>(&list)
+                .unwrap()
+                .items
+                .len()
+        }),
+        list.len(),
+    );
+    report(
+        "simd-json",
+        "list",
+        best(runs, || {
+            let mut buf = list.clone(); // simd-json decodes in place
+            simd_json::serde::from_slice::<List<Pod>>(&mut buf)
+                .unwrap()
+                .items
+                .len()
+        }),
+        list.len(),
+    );
+    report(
+        "serde_json",
+        "watch",
+        best(runs, || {
+            lines
+                .iter()
+                .map(|l| {
+                    serde_json::from_slice::<WatchEvent>(l)
+                        .map(|e| e.object)
+                        .unwrap()
+                })
+                .count()
+        }),
+        watch.len(),
+    );
+    report(
+        "sonic-rs",
+        "watch",
+        best(runs, || {
+            lines
+                .iter()
+                .map(|l| {
+                    sonic_rs::from_slice::<WatchEvent>(l)
+                        .map(|e| e.object)
+                        .unwrap()
+                })
+                .count()
+        }),
+        watch.len(),
+    );
+    report(
+        "simd-json",
+        "watch",
+        best(runs, || {
+            lines
+                .iter()
+                .map(|l| {
+                    let mut buf = l.to_vec();
+                    simd_json::serde::from_slice::<WatchEvent>(&mut buf)
+                        .map(|e| e.object)
+                        .unwrap()
+                })
+                .count()
+        }),
+        watch.len(),
+    );
 }
