@@ -14,6 +14,9 @@ echo "==> cargo test (unit, integration, property, doc tests, examples compiled)
 PROPTEST_CASES="${PROPTEST_CASES:-1000}" cargo test --workspace --all-targets
 cargo test --workspace --doc
 
+echo "==> cargo doc (warnings denied: broken intra-doc links, missing docs)"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+
 # Informers run on client-go 1.36's RealFifo by default; client-go <= 1.35's DeltaFifo stays
 # selectable (QueueMode). Every test that builds an informer without choosing a mode runs again
 # with the default flipped (the property tests of the queues themselves do not depend on it, so

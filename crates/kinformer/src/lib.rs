@@ -13,6 +13,44 @@
 //!
 //! Every arrow goes one way. The store is updated before any handler hears of the change.
 //!
+//! ## Start here
+//!
+//! Most users need four names: a [`SharedInformerFactory`] (one shared informer per type,
+//! scoped by namespace or selectors, started together), the [`SharedIndexInformer`] it hands
+//! out (add handlers or [`EventStream`]s, add indexes, read its cache), a handler
+//! ([`ResourceEventHandlerFuncs`], or your own [`ResourceEventHandler`]) and a [`Lister`] or
+//! the [`Indexer`] for reads. Everything else is the machinery underneath, public so that it can
+//! be used on its own as in client-go: the queues ([`queue`]), the [`Reflector`] and the
+//! [`ListerWatcher`] seam ([`reflector`], [`source`]), the store ([`store`]).
+//!
+//! ```no_run
+//! use std::collections::HashMap;
+//! use std::sync::Arc;
+//!
+//! use k8s_openapi::api::core::v1::Pod;
+//! use kinformer::{IndexFunc, ResourceEventHandlerFuncs, SharedInformerFactory};
+//! use tokio_util::sync::CancellationToken;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let factory = SharedInformerFactory::new(kube::Client::try_default().await?);
+//! let pods = factory.informer::<Pod>();
+//! let by_node: IndexFunc<Pod> = Arc::new(|pod: &Pod| {
+//!     Ok(pod.spec.as_ref().and_then(|s| s.node_name.clone()).into_iter().collect())
+//! });
+//! pods.add_indexers(HashMap::from([("by-node".to_owned(), by_node)]))?;
+//! pods.add_event_handler(
+//!     ResourceEventHandlerFuncs::new()
+//!         .on_add(|pod: &Arc<Pod>, _initial| println!("add {:?}", pod.metadata.name))
+//!         .on_update(|_old, new| println!("update {:?}", new.metadata.name)),
+//! )?;
+//! factory.start();
+//! factory.wait_for_cache_sync(&CancellationToken::new()).await;
+//! let on_node = pods.get_indexer().by_index("by-node", "node-1")?;
+//! println!("{} pods on node-1", on_node.len());
+//! factory.shutdown().await;
+//! # Ok(()) }
+//! ```
+//!
 //! The other half of a controller: [`workqueue`] (client-go's `util/workqueue`: rate-limited,
 //! delaying, deduplicating queues) and [`controller`] (handlers that enqueue keys, N workers
 //! calling an async reconcile). With the `metrics` feature, `metrics` exports client-go's
