@@ -94,3 +94,8 @@ pub use store::{
     Requirement, StoreError, namespace_index_func, namespace_indexers,
 };
 pub use wait::{SyncSignal, wait_for_cache_sync, wait_for_named_cache_sync};
+
+/// The README's Rust examples, compiled as doc tests so they cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
