@@ -6,7 +6,9 @@
 //! (watch cache off, for pagination at `resourceVersion=0` and forced 410s); each test that
 //! lacks its server prints one line and passes.
 
+use kinformer::reflector::InitialListMode;
 use std::collections::BTreeMap;
+use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -113,7 +115,7 @@ async fn page_size_2_lists_in_pages_and_converges() {
     let reflector = Arc::new(
         Reflector::builder(lw.clone(), store.clone())
             .name("e2e-pages")
-            .page_size(2)
+            .page_size(NonZeroU32::new(2).unwrap())
             .build(),
     );
     let cancel = run(reflector);
@@ -189,7 +191,7 @@ async fn streaming_list_fills_the_store_without_a_list_request() {
     let reflector = Arc::new(
         Reflector::builder(lw.clone(), store.clone())
             .name("e2e-watchlist")
-            .use_watch_list(true)
+            .initial_list(InitialListMode::StreamingList)
             .build(),
     );
     let cancel = run(reflector);

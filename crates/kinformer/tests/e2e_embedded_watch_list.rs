@@ -5,6 +5,7 @@
 
 mod embedded_support;
 
+use kinformer::reflector::InitialListMode;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -33,7 +34,7 @@ async fn streaming_list_reflector_converges_under_faults() {
     let reflector = Arc::new(
         Reflector::builder(lw, ReplaceOnce::new(cache.clone()))
             .name("configmaps-watch-list")
-            .use_watch_list(true)
+            .initial_list(InitialListMode::StreamingList)
             .backoff(BackoffConfig {
                 initial: Duration::from_millis(10),
                 cap: Duration::from_millis(200),

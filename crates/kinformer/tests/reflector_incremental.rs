@@ -4,6 +4,7 @@
 
 mod reflector_support;
 
+use std::num::NonZeroU32;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -81,7 +82,9 @@ async fn each_page_is_queued_before_the_next_is_requested() {
             ))]))
         },
     );
-    let r = Reflector::builder(lw, f.clone()).page_size(3).build();
+    let r = Reflector::builder(lw, f.clone())
+        .page_size(NonZeroU32::new(3).unwrap())
+        .build();
     let _ = r.list_and_watch(&CancellationToken::new()).await;
     let first_page: Vec<String> = numbered_pods(3)
         .iter()
@@ -120,7 +123,9 @@ async fn a_list_failing_on_a_later_page_keeps_earlier_pages_and_deletes_nothing(
             ))]))
         },
     );
-    let r = Reflector::builder(lw, f.clone()).page_size(2).build();
+    let r = Reflector::builder(lw, f.clone())
+        .page_size(NonZeroU32::new(2).unwrap())
+        .build();
     let token = CancellationToken::new();
     let err = r.list_and_watch(&token).await.unwrap_err();
     assert!(matches!(err, ReflectorError::List(_)), "{err:?}");

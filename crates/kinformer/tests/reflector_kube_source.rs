@@ -4,6 +4,7 @@
 
 mod reflector_support;
 
+use kinformer::reflector::InitialListMode;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -338,7 +339,7 @@ async fn kube_streaming_list_through_the_reflector() {
     .await;
     let store = RecordingStore::new();
     let r = Reflector::builder(pods_lw(&url).await, store.clone())
-        .use_watch_list(true)
+        .initial_list(InitialListMode::StreamingList)
         .build();
     let err = r
         .list_and_watch(&CancellationToken::new())

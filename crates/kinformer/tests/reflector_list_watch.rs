@@ -3,6 +3,7 @@
 
 mod reflector_support;
 
+use std::num::NonZeroU32;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -200,7 +201,7 @@ async fn reflector_watch_list_page_size() {
     );
     let store = RecordingStore::new();
     let r = Reflector::builder(lw.clone(), store.clone())
-        .page_size(4)
+        .page_size(NonZeroU32::new(4).unwrap())
         .build();
     let token = CancellationToken::new();
     assert!(r.list_and_watch(&token).await.unwrap_err().is_expired());
@@ -365,7 +366,7 @@ async fn reflector_full_list_if_expired() {
     );
     let store = RecordingStore::new();
     let r = Reflector::builder(lw.clone(), store.clone())
-        .page_size(4)
+        .page_size(NonZeroU32::new(4).unwrap())
         .build();
     let token = CancellationToken::new();
     let _ = r.list_and_watch(&token).await;

@@ -4,6 +4,7 @@
 
 mod reflector_support;
 
+use kinformer::reflector::{EndBookmarkWait, InitialListMode};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,7 +23,7 @@ fn watch_list_reflector(
 ) -> Reflector<Pod, Arc<RecordingStore>> {
     Reflector::builder(lw, store)
         .name("watch-list")
-        .use_watch_list(true)
+        .initial_list(InitialListMode::StreamingList)
         .build()
 }
 
@@ -415,8 +416,8 @@ async fn watch_list_end_bookmark_timeout_falls_back_to_list_and_watch() {
     );
     let store = RecordingStore::new();
     let r = Reflector::builder(lw.clone(), store.clone())
-        .use_watch_list(true)
-        .end_bookmark_timeout(Some(Duration::from_secs(10)))
+        .initial_list(InitialListMode::StreamingList)
+        .end_bookmark_wait(EndBookmarkWait::After(Duration::from_secs(10)))
         .build();
     let start = tokio::time::Instant::now();
     r.list_and_watch(&token).await.unwrap();

@@ -1,5 +1,6 @@
 //! Building a [`Reflector`].
 
+use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,6 +24,34 @@ pub const DEFAULT_END_BOOKMARK_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// How long internal errors (500) on a watch are retried without a relist, unless configured.
 pub const DEFAULT_MAX_INTERNAL_ERROR_RETRY_DURATION: Duration = Duration::from_secs(30);
+
+/// How a Reflector gets its initial state, and the state again on every relist.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum InitialListMode {
+    /// A list (in pages or whole), then a watch from the list's resourceVersion: client-go's
+    /// default, and every API server's.
+    #[default]
+    ListThenWatch,
+    /// A streaming list (watch-list: one watch with `sendInitialEvents=true`, ended by a
+    /// bookmark), falling back to [`ListThenWatch`](Self::ListThenWatch) when the server does
+    /// not support it or the end bookmark does not come in time ([`EndBookmarkWait`]).
+    StreamingList,
+}
+
+/// How long a streaming list waits for the bookmark that ends its initial events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EndBookmarkWait {
+    /// Fall back to list+watch after this long.
+    After(Duration),
+    /// Wait as long as it takes (client-go's behaviour).
+    Forever,
+}
+
+impl Default for EndBookmarkWait {
+    fn default() -> Self {
+        Self::After(DEFAULT_END_BOOKMARK_TIMEOUT)
+    }
+}
 
 /// Builds a [`Reflector`]; start with [`Reflector::builder`].
 #[must_use]
@@ -100,11 +129,11 @@ impl<K: Object, S: ReflectorStore<K>> ReflectorBuilder<K, S> {
         self
     }
 
-    /// Lists in pages of this size (client-go's `WatchListPageSize`; 0 = the default rule:
-    /// pages of 500 for lists at `""`/`"0"` or when the server paginated the first list,
-    /// unpaginated otherwise).
-    pub fn page_size(mut self, size: u32) -> Self {
-        self.page_size = (size > 0).then_some(size);
+    /// Lists in pages of this size (client-go's `WatchListPageSize`). Without it, the default
+    /// rule applies: pages of 500 for lists at `""`/`"0"` or when the server paginated the
+    /// first list, unpaginated otherwise.
+    pub fn page_size(mut self, size: NonZeroU32) -> Self {
+        self.page_size = Some(size.get());
         self
     }
 
@@ -117,18 +146,21 @@ impl<K: Object, S: ReflectorStore<K>> ReflectorBuilder<K, S> {
         self
     }
 
-    /// Uses a streaming list (watch-list, `sendInitialEvents=true`) instead of list+watch.
-    /// Default: off (see the module docs for why).
-    pub fn use_watch_list(mut self, on: bool) -> Self {
-        self.use_watch_list = on;
+    /// How the Reflector gets its initial state and relists (default:
+    /// [`InitialListMode::ListThenWatch`]; see the module docs for why).
+    pub fn initial_list(mut self, mode: InitialListMode) -> Self {
+        self.use_watch_list = mode == InitialListMode::StreamingList;
         self
     }
 
     /// How long a streaming list may take to deliver the bookmark that ends its initial events
-    /// before the Reflector falls back to list+watch (`None` waits forever, as client-go does).
-    /// Default: [`DEFAULT_END_BOOKMARK_TIMEOUT`].
-    pub fn end_bookmark_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.end_bookmark_timeout = timeout;
+    /// before the Reflector falls back to list+watch. Default:
+    /// `EndBookmarkWait::After(DEFAULT_END_BOOKMARK_TIMEOUT)`.
+    pub fn end_bookmark_wait(mut self, wait: EndBookmarkWait) -> Self {
+        self.end_bookmark_timeout = match wait {
+            EndBookmarkWait::After(timeout) => Some(timeout),
+            EndBookmarkWait::Forever => None,
+        };
         self
     }
 

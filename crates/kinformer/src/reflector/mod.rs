@@ -21,8 +21,8 @@
 //! Kubernetes 1.32, and not every aggregated API server or test server does), and a server that
 //! silently ignores the option turns it into a plain watch that never sends the end bookmark.
 //! List+watch works against every server; turn streaming on with
-//! [`ReflectorBuilder::use_watch_list`] where you know the server supports it. If it fails, or
-//! its end bookmark does not arrive within [`ReflectorBuilder::end_bookmark_timeout`], the
+//! [`InitialListMode::StreamingList`] where you know the server supports it. If it fails, or
+//! its end bookmark does not arrive within [`ReflectorBuilder::end_bookmark_wait`], the
 //! Reflector falls back to list+watch and says why in the logs.
 //!
 //! # Differences from client-go
@@ -54,7 +54,8 @@ mod watch_list;
 pub use backoff::{Backoff, BackoffConfig};
 pub use builder::{
     DEFAULT_END_BOOKMARK_TIMEOUT, DEFAULT_MAX_INTERNAL_ERROR_RETRY_DURATION,
-    DEFAULT_MIN_WATCH_TIMEOUT, ReflectorBuilder, default_watch_error_handler,
+    DEFAULT_MIN_WATCH_TIMEOUT, EndBookmarkWait, InitialListMode, ReflectorBuilder,
+    default_watch_error_handler,
 };
 pub use error::{ListWatchError, Status, StatusCause, TransportErrorKind};
 pub use hooks::{ShouldResyncFn, WatchErrorHandler};
