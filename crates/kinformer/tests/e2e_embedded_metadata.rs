@@ -248,14 +248,15 @@ async fn metadata_informer_gets_only_metadata_and_behaves_as_a_full_informer() {
         cache.list().iter().all(|o| is_partial(o)),
         "relisted as metadata"
     );
-    let m = meta_seen.lock();
-    assert_eq!(
-        m.deletes, 350,
-        "deletions seen on the relist reached the handler"
-    );
-    assert_eq!(m.deletes, full_seen.lock().deletes);
-    assert_eq!(m.not_metadata, 0);
-    drop(m);
+    {
+        let m = meta_seen.lock();
+        assert_eq!(
+            m.deletes, 350,
+            "deletions seen on the relist reached the handler"
+        );
+        assert_eq!(m.deletes, full_seen.lock().deletes);
+        assert_eq!(m.not_metadata, 0);
+    }
     factory.shutdown().await;
     server.shutdown().await;
 }
@@ -381,9 +382,10 @@ async fn dynamic_metadata_informer_lists_and_watches_a_custom_resource() {
     .expect("converges");
     assert_eq!(meta.get_indexer().len(), 49);
     assert_eq!(full.get_indexer().len(), 49);
-    let s = seen.lock();
-    assert_eq!((s.adds, s.deletes, s.not_metadata), (50, 1, 0));
-    drop(s);
+    {
+        let s = seen.lock();
+        assert_eq!((s.adds, s.deletes, s.not_metadata), (50, 1, 0));
+    }
     factory.shutdown().await;
     server.shutdown().await;
 }
