@@ -356,25 +356,7 @@ impl SharedInformerFactory {
         resource: &ApiResource,
         namespaced: bool,
     ) -> SharedIndexInformer<PartialObjectMeta<DynamicObject>> {
-        let mut scope = self.inner.scope.clone();
-        if !namespaced {
-            scope.namespace = None;
-        }
-        let id = format!(
-            "{}/{}/{}",
-            resource.group, resource.version, resource.plural
-        );
-        let key = (TypeKey::DynamicMetadata(id), scope.clone());
-        let resync = self.inner.default_resync;
-        self.get_or_create(key, || {
-            let lw = KubeListerWatcher::<PartialObjectMeta<DynamicObject>>::for_scope(
-                self.inner.client.clone(),
-                scope.namespace.as_deref(),
-                resource,
-            );
-            let name = format!("{} (metadata){}", resource.kind, scope.describe());
-            self.new_informer(lw, &scope, resync, name)
-        })
+        self.dynamic(resource, namespaced)
     }
 
     /// The shared informer for a dynamic resource (a custom resource without a Rust type).
@@ -384,6 +366,21 @@ impl SharedInformerFactory {
         resource: &ApiResource,
         namespaced: bool,
     ) -> SharedIndexInformer<DynamicObject> {
+        self.dynamic(resource, namespaced)
+    }
+
+    /// The shared informer of a dynamic resource: `DynamicObject`s, or their metadata only
+    /// (`PartialObjectMeta<DynamicObject>`, a separate informer).
+    fn dynamic<K>(&self, resource: &ApiResource, namespaced: bool) -> SharedIndexInformer<K>
+    where
+        K: Resource<DynamicType = ApiResource>
+            + DeserializeOwned
+            + Clone
+            + Debug
+            + Send
+            + Sync
+            + 'static,
+    {
         let mut scope = self.inner.scope.clone();
         if !namespaced {
             scope.namespace = None;
@@ -392,15 +389,20 @@ impl SharedInformerFactory {
             "{}/{}/{}",
             resource.group, resource.version, resource.plural
         );
-        let key = (TypeKey::Dynamic(id), scope.clone());
+        let type_key = if K::metadata_api() {
+            TypeKey::DynamicMetadata(id)
+        } else {
+            TypeKey::Dynamic(id)
+        };
+        let key = (type_key, scope.clone());
         let resync = self.inner.default_resync;
         self.get_or_create(key, || {
-            let lw = KubeListerWatcher::<DynamicObject>::for_scope(
+            let lw = KubeListerWatcher::<K>::for_scope(
                 self.inner.client.clone(),
                 scope.namespace.as_deref(),
                 resource,
             );
-            let name = format!("{}{}", resource.kind, scope.describe());
+            let name = informer_name::<K>(&resource.kind, &scope);
             self.new_informer(lw, &scope, resync, name)
         })
     }
