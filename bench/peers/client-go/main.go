@@ -6,6 +6,11 @@
 // -content-type protobuf (the default) is how client-go runs for built-in types in the field:
 // requests in protobuf, Accept "protobuf, then JSON". -content-type json forces JSON both ways.
 // The report's peer is "client-go" for protobuf and "client-go-json" for JSON.
+//
+// -metadata runs client-go's metadata-only informer instead
+// (k8s.io/client-go/metadata/metadatainformer over metadata.NewForConfig, which asks for
+// PartialObjectMetadata in protobuf, then JSON): peer "client-go-metadata", with the namespace
+// index only (a PartialObjectMetadata has no spec.nodeName).
 package main
 
 import (
@@ -25,8 +30,11 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
@@ -154,11 +162,11 @@ func (c *counters) onUpdate(h int, obj interface{}) {
 	if h != 0 || !c.recording.Load() {
 		return
 	}
-	pod, ok := obj.(*v1.Pod)
-	if !ok {
+	m, err := meta.Accessor(obj)
+	if err != nil {
 		return
 	}
-	ts, err := strconv.ParseInt(pod.Annotations[tsAnnotation], 10, 64)
+	ts, err := strconv.ParseInt(m.GetAnnotations()[tsAnnotation], 10, 64)
 	if err != nil {
 		return
 	}
@@ -221,6 +229,7 @@ func main() {
 	n := flag.Uint64("n", 0, "pods on the server")
 	updates := flag.Uint64("updates", 10000, "W2 updates")
 	timeoutSecs := flag.Int("timeout-secs", 300, "timeout of each wait")
+	metadataOnly := flag.Bool("metadata", false, "client-go's metadata-only informer (metadatainformer)")
 	flag.Parse()
 	timeout := time.Duration(*timeoutSecs) * time.Second
 
@@ -229,28 +238,39 @@ func main() {
 		fmt.Fprintf(os.Stderr, "client-go-peer: %v\n", err)
 		os.Exit(2)
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "client-go-peer: client: %v\n", err)
-		os.Exit(1)
+	var informer cache.SharedIndexInformer
+	if *metadataOnly {
+		peerName = "client-go-metadata"
+		mc, err := metadata.NewForConfig(cfg)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "client-go-peer: metadata client: %v\n", err)
+			os.Exit(1)
+		}
+		informer = metadatainformer.NewFilteredMetadataInformer(mc, v1.SchemeGroupVersion.WithResource("pods"), "", 0,
+			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil).Informer()
+	} else {
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "client-go-peer: client: %v\n", err)
+			os.Exit(1)
+		}
+		lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "pods", "", fields.Everything())
+		informer = cache.NewSharedIndexInformer(lw, &v1.Pod{}, 0, cache.Indexers{
+			cache.NamespaceIndex: cache.MetaNamespaceIndexFunc,
+			"node": func(obj interface{}) ([]string, error) {
+				if p, ok := obj.(*v1.Pod); ok && p.Spec.NodeName != "" {
+					return []string{p.Spec.NodeName}, nil
+				}
+				return nil, nil
+			},
+		})
 	}
 	rep := report{Peer: peerName, Workload: *workload, N: *n}
 	rep.BaselineRSSKiB = rss()
-
-	lw := cache.NewListWatchFromClient(cs.CoreV1().RESTClient(), "pods", "", fields.Everything())
-	informer := cache.NewSharedIndexInformer(lw, &v1.Pod{}, 0, cache.Indexers{
-		cache.NamespaceIndex: cache.MetaNamespaceIndexFunc,
-		"node": func(obj interface{}) ([]string, error) {
-			if p, ok := obj.(*v1.Pod); ok && p.Spec.NodeName != "" {
-				return []string{p.Spec.NodeName}, nil
-			}
-			return nil, nil
-		},
-	})
 	if *workload == "w1t" {
 		_ = informer.SetTransform(func(obj interface{}) (interface{}, error) {
-			if p, ok := obj.(*v1.Pod); ok {
-				p.ManagedFields = nil
+			if m, err := meta.Accessor(obj); err == nil {
+				m.SetManagedFields(nil)
 			}
 			return obj, nil
 		})

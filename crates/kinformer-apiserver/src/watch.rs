@@ -47,6 +47,8 @@ pub struct WatchRequest {
     pub opts: ListOptions,
     /// Send objects as `Table`s (kubectl), with this `includeObject`.
     pub table: Option<IncludeObject>,
+    /// Send objects as `PartialObjectMetadata` (`Accept: ...;as=PartialObjectMetadata;...`).
+    pub metadata_only: bool,
 }
 
 fn push_event(buf: &mut BytesMut, ty: &str, object: &[u8]) {
@@ -84,12 +86,17 @@ struct Filter {
     namespace: Option<String>,
     opts: ListOptions,
     table: Option<(Arc<ResourceInfo>, IncludeObject)>,
+    metadata_only: bool,
 }
 
 impl Filter {
-    /// Writes one event, as a Table when the client asked for tables.
+    /// Writes one event, as a Table when the client asked for tables, as its
+    /// `PartialObjectMetadata` when it asked for metadata only.
     fn emit(&self, buf: &mut BytesMut, ty: &str, object: &[u8]) {
         match &self.table {
+            None if self.metadata_only => {
+                push_event(buf, ty, &crate::http::partial::metadata_object(object));
+            }
             None => push_event(buf, ty, object),
             Some((res, include)) => {
                 let v: serde_json::Value = serde_json::from_slice(object).unwrap_or_default();
@@ -97,6 +104,20 @@ impl Filter {
                 let t = table(res, std::slice::from_ref(&v), meta, *include);
                 push_event(buf, ty, &serde_json::to_vec(&t).unwrap_or_default());
             }
+        }
+    }
+
+    /// Writes a BOOKMARK: its object converted like every other for a metadata-only watch
+    /// (kube-apiserver converts bookmarks too), as is otherwise.
+    fn emit_bookmark(&self, buf: &mut BytesMut, object: &[u8]) {
+        if self.metadata_only && self.table.is_none() {
+            push_event(
+                buf,
+                "BOOKMARK",
+                &crate::http::partial::metadata_object(object),
+            );
+        } else {
+            push_event(buf, "BOOKMARK", object);
         }
     }
 
@@ -150,6 +171,7 @@ pub async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Sender<By
         namespace: req.namespace.clone().filter(|_| res.namespaced()),
         opts: req.opts.clone(),
         table: req.table.map(|inc| (res.clone(), inc)),
+        metadata_only: req.metadata_only,
     };
     let opts = &req.opts;
     let deadline = opts
@@ -204,7 +226,7 @@ pub async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Sender<By
         // the end bookmark only for a watch that allows bookmarks (kube-apiserver v1.35 sends
         // the initial events without it otherwise)
         if opts.send_initial_events == Some(true) && opts.allow_watch_bookmarks {
-            push_event(&mut buf, "BOOKMARK", &bookmark_object(&res, cursor, true));
+            filter.emit_bookmark(&mut buf, &bookmark_object(&res, cursor, true));
             if tx.send(buf.split().freeze()).await.is_err() {
                 return;
             }
@@ -269,7 +291,7 @@ pub async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Sender<By
             }
             if bookmark_due {
                 let mut buf = BytesMut::new();
-                push_event(&mut buf, "BOOKMARK", &bookmark_object(&res, cursor, false));
+                filter.emit_bookmark(&mut buf, &bookmark_object(&res, cursor, false));
                 if tx.send(buf.freeze()).await.is_err() {
                     return;
                 }

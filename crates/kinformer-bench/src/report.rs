@@ -43,16 +43,27 @@ impl Tier {
         }
     }
 
-    /// The informer peers run on this tier. The embedded server speaks JSON only, so client-go
-    /// runs there on JSON; on the real server it runs both ways.
+    /// The informer peers run on this tier (each on the workloads it [runs](Peer::runs)).
+    /// The embedded server speaks JSON only, so client-go runs there on JSON (its metadata
+    /// informer too); on the real server it runs both ways.
     pub fn informer_peers(self) -> &'static [Peer] {
         match self {
-            Tier::Embedded => &[Peer::Kinformer, Peer::KubeRs, Peer::ClientGoJson],
+            Tier::Embedded => &[
+                Peer::Kinformer,
+                Peer::KinformerMetadata,
+                Peer::KinformerDeltaFifo,
+                Peer::KubeRs,
+                Peer::ClientGoJson,
+                Peer::ClientGoMetadata,
+            ],
             Tier::Real => &[
                 Peer::Kinformer,
+                Peer::KinformerMetadata,
+                Peer::KinformerDeltaFifo,
                 Peer::KubeRs,
                 Peer::ClientGo,
                 Peer::ClientGoJson,
+                Peer::ClientGoMetadata,
             ],
         }
     }
@@ -64,7 +75,7 @@ pub fn peers_for(tier: Tier, workload: Workload, with_go: bool) -> Vec<Peer> {
         .informer_peers()
         .iter()
         .copied()
-        .filter(|p| with_go || !p.is_go())
+        .filter(|p| (with_go || !p.is_go()) && p.runs(workload))
         .collect();
     match workload {
         Workload::W1 => peers.extend([Peer::FloorPaged, Peer::FloorUnpaged]),
@@ -285,14 +296,12 @@ impl Runner<'_> {
         };
         let mut cmd = if peer.is_go() {
             let mut c = Command::new(self.go.as_deref().unwrap_or(Path::new("client-go-peer")));
-            c.args([
-                "--content-type",
-                if peer == Peer::ClientGo {
-                    "protobuf"
-                } else {
-                    "json"
-                },
-            ]);
+            match peer {
+                // the metadata client picks its own encodings (protobuf, then JSON)
+                Peer::ClientGoMetadata => c.arg("--metadata"),
+                Peer::ClientGo => c.args(["--content-type", "protobuf"]),
+                _ => c.args(["--content-type", "json"]),
+            };
             c
         } else {
             let mut c = Command::new(&self.exe);
@@ -546,20 +555,32 @@ mod tests {
             peers_for(Tier::Real, Workload::W1, true),
             vec![
                 Kinformer,
+                KinformerMetadata,
                 KubeRs,
                 ClientGo,
                 ClientGoJson,
+                ClientGoMetadata,
                 FloorPaged,
                 FloorUnpaged
             ]
         );
         assert_eq!(
+            peers_for(Tier::Embedded, Workload::W1t, false),
+            vec![Kinformer, KinformerMetadata, KubeRs]
+        );
+        assert_eq!(
             peers_for(Tier::Embedded, Workload::W2, true),
-            vec![Kinformer, KubeRs, ClientGoJson, FloorWatch]
+            vec![
+                Kinformer,
+                KinformerDeltaFifo,
+                KubeRs,
+                ClientGoJson,
+                FloorWatch
+            ]
         );
         assert_eq!(
             peers_for(Tier::Real, Workload::W3, false),
-            vec![Kinformer, KubeRs]
+            vec![Kinformer, KinformerDeltaFifo, KubeRs]
         );
     }
 

@@ -215,6 +215,14 @@ fn headline(md: &mut String, t: &Tables, results: &[PeerReport]) {
             "less memory",
         );
         line(
+            &format!("N = {n}, metadata-only informers, W4 bytes per cached pod"),
+            t.bpo.get("real", "w1", n, "kinformer-metadata"),
+            t.bpo.get("real", "w1", n, "client-go-metadata"),
+            "B",
+            "the memory",
+            "less memory",
+        );
+        line(
             &format!("N = {n}, W3 relist"),
             t.relist.get("real", "w3", n, "kinformer"),
             t.relist.get("real", "w3", n, "client-go"),
@@ -334,6 +342,82 @@ fn w3_table(md: &mut String, t: &Tables, results: &[PeerReport]) {
     }
 }
 
+/// The metadata-only informers' own rows: W1 sync and W4 bytes per cached object, without and
+/// with managedFields dropped, next to the full kinformer informer's bytes.
+fn metadata_table(md: &mut String, t: &Tables, results: &[PeerReport]) {
+    let any = results
+        .iter()
+        .any(|r| r.peer == "kinformer-metadata" || r.peer == "client-go-metadata");
+    if !any {
+        return;
+    }
+    md.push_str("\n## Metadata-only informers (W1 and W4)\n\n");
+    md.push_str("kinformer: `factory.metadata_informer::<Pod>()`; client-go: `metadatainformer` (protobuf on the real server, JSON on the embedded one). Both cache `PartialObjectMetadata` (metadata only, managedFields included unless dropped) with the namespace index and two handlers. Sync in ms, memory in bytes per cached pod; the full kinformer informer's bytes for comparison.\n\n");
+    md.push_str("| tier | N | transform | kinformer-metadata sync | client-go-metadata sync | kinformer-metadata B/pod | client-go-metadata B/pod | kinformer (full) B/pod | kinformer-metadata / client-go-metadata (B/pod) |\n|---|---|---|---|---|---|---|---|---|\n");
+    for tier in TIERS {
+        for n in sizes_of(results, tier, "w1") {
+            for (w, label) in [("w1", "none"), ("w1t", "drop managedFields")] {
+                let k = t.bpo.get(tier, w, n, "kinformer-metadata");
+                let c = t.bpo.get(tier, w, n, "client-go-metadata");
+                if k.is_none() && c.is_none() {
+                    continue;
+                }
+                let _ = writeln!(
+                    md,
+                    "| {tier} | {n} | {label} | {} | {} | {} | {} | {} | {} |",
+                    show(t.sync.get(tier, w, n, "kinformer-metadata")),
+                    show(t.sync.get(tier, w, n, "client-go-metadata")),
+                    show(k),
+                    show(c),
+                    show(t.bpo.get(tier, w, n, "kinformer")),
+                    ratio(k, c),
+                );
+            }
+        }
+    }
+}
+
+/// kinformer on its two queues: client-go 1.36's RealFifo (the default; batches of up to 1,000
+/// keys applied in one store transaction) and client-go ≤ 1.35's DeltaFifo, on W3 and W2.
+fn queue_modes_table(md: &mut String, t: &Tables, results: &[PeerReport]) {
+    if !results.iter().any(|r| r.peer == "kinformer-delta-fifo") {
+        return;
+    }
+    md.push_str(
+        "\n## kinformer's queue modes: RealFifo (default, batched) and DeltaFifo (W3, W2)\n\n",
+    );
+    md.push_str(
+        "| tier | measure | RealFifo | DeltaFifo | RealFifo / DeltaFifo |\n|---|---|---|---|---|\n",
+    );
+    let (rf, df) = ("kinformer", "kinformer-delta-fifo");
+    for tier in TIERS {
+        let mut row = |label: String, m: &Medians, w: &str, n: u64| {
+            let (a, b) = (m.get(tier, w, n, rf), m.get(tier, w, n, df));
+            if a.is_some() || b.is_some() {
+                let _ = writeln!(
+                    md,
+                    "| {tier} | {label} | {} | {} | {} |",
+                    show(a),
+                    show(b),
+                    ratio(a, b)
+                );
+            }
+        };
+        for n in sizes_of(results, tier, "w3") {
+            row(format!("W3 relist, N = {n} (ms)"), &t.relist, "w3", n);
+            row(
+                format!("W3 peak RSS during the relist, N = {n} (MiB)"),
+                &t.relist_peak,
+                "w3",
+                n,
+            );
+        }
+        row("W2 events/s".into(), &t.eps, "w2", W2_PODS);
+        row("W2 p50 latency (µs)".into(), &t.p50, "w2", W2_PODS);
+        row("W2 p99 latency (µs)".into(), &t.p99, "w2", W2_PODS);
+    }
+}
+
 fn w2_table(md: &mut String, t: &Tables, opts: &ReportOptions, notes: &Notes) {
     let _ = writeln!(
         md,
@@ -346,7 +430,10 @@ fn w2_table(md: &mut String, t: &Tables, opts: &ReportOptions, notes: &Notes) {
         let n = W2_PODS;
         let floor_eps = t.eps.get(tier, "w2", n, "floor-watch");
         let floor_p50 = t.p50.get(tier, "w2", n, "floor-watch");
-        for p in INFORMERS.iter().chain(["floor-watch"].iter()) {
+        for p in INFORMERS
+            .iter()
+            .chain(["kinformer-delta-fifo", "floor-watch"].iter())
+        {
             let eps = t.eps.get(tier, "w2", n, p);
             if eps.is_none() {
                 continue;
@@ -434,6 +521,8 @@ pub fn write_report(
     w4_table(&mut md, &t, results);
     w3_table(&mut md, &t, results);
     w2_table(&mut md, &t, opts, notes);
+    metadata_table(&mut md, &t, results);
+    queue_modes_table(&mut md, &t, results);
     if !notes.lines.is_empty() {
         md.push_str("\n## Notes\n\n");
         for l in &notes.lines {
@@ -609,6 +698,50 @@ mod tests {
         );
         assert!(md.contains("| real | 10 | 900 (unpaged) | 1170 |"), "{md}");
         assert!(md.contains("| embedded | 10 | – | 300 |"), "{md}");
+        assert!(
+            !md.contains("Metadata-only informers (W1"),
+            "no rows without runs"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn metadata_and_queue_mode_rows_have_their_own_tables() {
+        let dir = std::env::temp_dir().join(format!("kb-report-meta-{}", std::process::id()));
+        let mut opts = ReportOptions::new(true);
+        opts.out_dir = dir.clone();
+        let bpo = |peer: &str, w: &str, b: f64| PeerReport {
+            workload: w.into(),
+            bytes_per_object: Some(b),
+            ..run("real", peer, 10, 100.0)
+        };
+        let w3 = |peer: &str, ms: f64| PeerReport {
+            workload: "w3".into(),
+            relist_ms: Some(ms),
+            ..run("embedded", peer, 10, 0.0)
+        };
+        let results = vec![
+            bpo("kinformer", "w1", 50_000.0),
+            bpo("kinformer-metadata", "w1", 30_000.0),
+            bpo("client-go-metadata", "w1", 10_000.0),
+            bpo("kinformer-metadata", "w1t", 3_000.0),
+            w3("kinformer", 200.0),
+            w3("kinformer-delta-fifo", 400.0),
+        ];
+        let path = write_report(&opts, &results, &Notes::default()).unwrap();
+        let md = std::fs::read_to_string(path).unwrap();
+        assert!(
+            md.contains("| real | 10 | none | 100 | 100 | 30.0k | 10.0k | 50.0k | 3.00× |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| real | 10 | drop managedFields | 100 | – | 3000 | – | – | – |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| embedded | W3 relist, N = 10 (ms) | 200 | 400 | 0.50× |"),
+            "{md}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

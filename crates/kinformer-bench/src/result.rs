@@ -61,12 +61,20 @@ impl Workload {
 pub enum Peer {
     /// kinformer built as the README builds it: `SharedInformerFactory`, `informer::<Pod>()`.
     Kinformer,
+    /// kinformer's metadata-only informer from the same factory:
+    /// `metadata_informer::<Pod>()` (W1, W1t).
+    KinformerMetadata,
+    /// kinformer on client-go ≤ 1.35's queue: the factory with `QueueMode::DeltaFifo` (W2, W3).
+    KinformerDeltaFifo,
     /// kube-rs: `watcher` + `reflector`.
     KubeRs,
     /// client-go on protobuf (what client-go does for built-in types in the field).
     ClientGo,
     /// client-go forced onto JSON.
     ClientGoJson,
+    /// client-go's metadata informer (`k8s.io/client-go/metadata/metadatainformer`; protobuf
+    /// where the server has it) (W1, W1t).
+    ClientGoMetadata,
     /// W1 floor: pages of 500, each decoded on every core, no cache.
     FloorPaged,
     /// W1 floor: one response, decoded on every core while it downloads, no cache.
@@ -80,9 +88,12 @@ impl Peer {
     pub fn as_str(self) -> &'static str {
         match self {
             Peer::Kinformer => "kinformer",
+            Peer::KinformerMetadata => "kinformer-metadata",
+            Peer::KinformerDeltaFifo => "kinformer-delta-fifo",
             Peer::KubeRs => "kube-rs",
             Peer::ClientGo => "client-go",
             Peer::ClientGoJson => "client-go-json",
+            Peer::ClientGoMetadata => "client-go-metadata",
             Peer::FloorPaged => "floor-paged",
             Peer::FloorUnpaged => "floor-unpaged",
             Peer::FloorWatch => "floor-watch",
@@ -91,7 +102,25 @@ impl Peer {
 
     /// Whether this peer is the Go binary.
     pub fn is_go(self) -> bool {
-        matches!(self, Peer::ClientGo | Peer::ClientGoJson)
+        matches!(
+            self,
+            Peer::ClientGo | Peer::ClientGoJson | Peer::ClientGoMetadata
+        )
+    }
+
+    /// Whether this peer runs `workload`: the metadata-only peers run W1 and W1t (sync time
+    /// and memory per cached object), the DeltaFifo variant W2 and W3 (where the queue
+    /// matters), the floors their own workloads, every other peer all of them.
+    pub fn runs(self, workload: Workload) -> bool {
+        match self {
+            Peer::KinformerMetadata | Peer::ClientGoMetadata => {
+                matches!(workload, Workload::W1 | Workload::W1t)
+            }
+            Peer::KinformerDeltaFifo => matches!(workload, Workload::W2 | Workload::W3),
+            Peer::FloorPaged | Peer::FloorUnpaged => workload == Workload::W1,
+            Peer::FloorWatch => workload == Workload::W2,
+            Peer::Kinformer | Peer::KubeRs | Peer::ClientGo | Peer::ClientGoJson => true,
+        }
     }
 
     /// Whether this peer is a floor (no cache, no handlers).
@@ -257,9 +286,12 @@ mod tests {
     fn peer_names_round_trip_through_json() {
         for p in [
             Peer::Kinformer,
+            Peer::KinformerMetadata,
+            Peer::KinformerDeltaFifo,
             Peer::KubeRs,
             Peer::ClientGo,
             Peer::ClientGoJson,
+            Peer::ClientGoMetadata,
             Peer::FloorPaged,
             Peer::FloorUnpaged,
             Peer::FloorWatch,

@@ -415,3 +415,74 @@ async fn dynamic_informer_for_a_custom_resource_converges() {
     factory.shutdown().await;
     delete_namespace(&client, &ns).await;
 }
+
+/// Issue 17: a metadata-only informer from the factory (with its label selector and
+/// `strip_managed_fields`) gets `PartialObjectMetadata` from the real server and converges on
+/// a fresh metadata list after creates, updates, deletes and objects leaving the selection.
+#[tokio::test]
+async fn metadata_informer_converges_with_only_metadata() {
+    let Some((client, ns)) = setup(
+        "metadata_informer_converges_with_only_metadata",
+        "e2e-metadata",
+    )
+    .await
+    else {
+        return;
+    };
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    let pp = PostParams::default();
+    for i in 0..4 {
+        let mut p = pod(&format!("p{i}"));
+        let app = if i < 3 { "a" } else { "b" };
+        p.metadata.labels = Some(BTreeMap::from([("app".to_owned(), app.to_owned())]));
+        pods.create(&pp, &p).await.unwrap();
+    }
+    let factory = SharedInformerFactory::builder(client.clone())
+        .namespace(ns.clone())
+        .label_selector("app=a")
+        .strip_managed_fields()
+        .build();
+    let informer = factory.metadata_informer::<Pod>();
+    let synced = start_and_sync(&factory).await;
+    assert_eq!(synced.len(), 1, "{synced:?}");
+    let is_partial = |o: &kube::core::PartialObjectMeta<Pod>| {
+        o.types
+            .as_ref()
+            .is_some_and(|t| t.kind == "PartialObjectMetadata" && t.api_version == "meta.k8s.io/v1")
+    };
+    let listed = informer.get_store().list();
+    assert_eq!(listed.len(), 3, "the selection: p0..p2");
+    assert!(listed.iter().all(|o| is_partial(o)), "listed as metadata");
+    assert!(
+        listed.iter().all(|o| o.metadata.managed_fields.is_none()),
+        "managedFields stripped"
+    );
+
+    let mut p = pod("p4");
+    p.metadata.labels = Some(BTreeMap::from([("app".to_owned(), "a".to_owned())]));
+    pods.create(&pp, &p).await.unwrap();
+    let patch = PatchParams::default();
+    pods.patch("p0", &patch, &merge_labels(serde_json::json!({"x": "1"})))
+        .await
+        .unwrap();
+    pods.patch("p2", &patch, &merge_labels(serde_json::json!({"app": "b"})))
+        .await
+        .unwrap();
+    pods.delete("p1", &DeleteParams::default().grace_period(0))
+        .await
+        .unwrap();
+    let meta_api: Api<kube::core::PartialObjectMeta<Pod>> = Api::namespaced(client.clone(), &ns);
+    assert_converges(
+        &informer,
+        &meta_api,
+        &ListParams::default().labels("app=a"),
+        "pod metadata",
+    )
+    .await;
+    let cached = informer.get_store().list();
+    assert_eq!(cached.len(), 2, "p0 and p4 remain selected");
+    assert!(cached.iter().all(|o| is_partial(o)), "watched as metadata");
+    assert!(cached.iter().all(|o| o.metadata.managed_fields.is_none()));
+    factory.shutdown().await;
+    delete_namespace(&client, &ns).await;
+}

@@ -20,6 +20,7 @@
 mod admin;
 mod discovery;
 mod openapi;
+pub(crate) mod partial;
 mod path;
 mod resources;
 mod response;

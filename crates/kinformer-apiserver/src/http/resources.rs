@@ -7,6 +7,7 @@ use axum::response::Response;
 use http::{Method, header};
 use serde_json::{Value, json};
 
+use super::partial::{self, wants_metadata};
 use super::path::{Target, parse_path};
 use super::table::{IncludeObject, table, wants_table};
 use super::{discovery, openapi, response};
@@ -337,6 +338,9 @@ async fn serve_verb(
                 ));
             }
             let o = api.get(res, ns, name)?;
+            if wants_metadata(accept, false) {
+                return Ok((200, partial::object_response(&o)));
+            }
             if let Some(inc) = as_table {
                 let meta = json!({"resourceVersion": o.resource_version.to_string()});
                 let t = table(res, &[o.to_value()], meta, inc);
@@ -366,6 +370,9 @@ async fn serve_verb(
                 let t = table(res, &objs, Value::Object(meta), inc);
                 return Ok((200, response::json_value(200, &t)));
             }
+            if wants_metadata(accept, true) {
+                return Ok((200, partial::list_response(page)));
+            }
             Ok((200, response::list(res, page)))
         }
         Verb::Watch => {
@@ -378,6 +385,7 @@ async fn serve_verb(
                 namespace: c.namespace.clone(),
                 opts,
                 table: as_table,
+                metadata_only: wants_metadata(accept, false),
             };
             tokio::spawn(run_watch(ctx.clone(), wreq, tx));
             Ok((200, response::watch(rx)))

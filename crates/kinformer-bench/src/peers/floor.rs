@@ -148,8 +148,8 @@ pub fn start_watch(client: kube::Client, counters: Arc<Counters>) -> WatchFloor 
                 match event {
                     Ok(WatchEvent::Modified(pod)) => {
                         rv = pod.metadata.resource_version.clone().unwrap_or(rv);
-                        counters.on_update(0, &pod);
-                        counters.on_update(1, &pod);
+                        counters.on_update(0, &pod.metadata);
+                        counters.on_update(1, &pod.metadata);
                     }
                     Ok(WatchEvent::Added(pod) | WatchEvent::Deleted(pod)) => {
                         rv = pod.metadata.resource_version.clone().unwrap_or(rv);

@@ -1,26 +1,56 @@
-//! The kinformer peer, built as the README builds it: a `SharedInformerFactory`,
+//! The kinformer peers, built as the README builds them: a `SharedInformerFactory`,
 //! `factory.informer::<Pod>()` (which comes with the namespace index), a second index
 //! (`spec.nodeName`) and two handlers added on that informer, then `factory.start()`.
+//!
+//! Every kinformer peer is this build with one [`Variant`]: what it sets on the factory builder
+//! (a queue mode, a cache mode) and whether the informer is metadata-only
+//! (`factory.metadata_informer::<Pod>()`, which has no `spec` and so no node index). W1t turns
+//! on the factory's `strip_managed_fields()`, as a user would.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::{
-    IndexFunc, Indexers, ResourceEventHandlerFuncs, SharedIndexInformer, SharedInformerFactory,
+    IndexFunc, Indexers, Object, QueueMode, ResourceEventHandlerFuncs, SharedIndexInformer,
+    SharedInformerFactory, SharedInformerFactoryBuilder,
 };
 
 use super::{Counters, PeerError, RunningPeer};
+use crate::result::Peer;
 
-/// A started factory and its pod informer.
-pub struct KinformerPeer {
-    factory: SharedInformerFactory,
-    informer: SharedIndexInformer<Pod>,
+/// How one kinformer peer differs from the README's build.
+#[derive(Debug, Clone, Copy)]
+pub struct Variant {
+    /// Applied to the factory builder before `build()`.
+    pub factory: fn(SharedInformerFactoryBuilder) -> SharedInformerFactoryBuilder,
+    /// A metadata-only informer (`metadata_informer::<Pod>()`) instead of `informer::<Pod>()`.
+    pub metadata: bool,
 }
 
-impl KinformerPeer {
+impl Variant {
+    /// The variant of a kinformer peer; `None` for the other peers. A new variant is one arm
+    /// here (and its [`Peer`]).
+    pub fn of(peer: Peer) -> Option<Variant> {
+        let v = |factory, metadata| Some(Variant { factory, metadata });
+        match peer {
+            Peer::Kinformer => v(|b| b, false),
+            Peer::KinformerMetadata => v(|b| b, true),
+            Peer::KinformerDeltaFifo => v(|b| b.queue_mode(QueueMode::DeltaFifo), false),
+            _ => None,
+        }
+    }
+}
+
+/// A started factory and its pod informer (`K`: `Pod`, or `PartialObjectMeta<Pod>`).
+pub struct KinformerPeer<K: Object = Pod> {
+    factory: SharedInformerFactory,
+    informer: SharedIndexInformer<K>,
+}
+
+impl<K: Object> KinformerPeer<K> {
     /// The pod informer.
-    pub fn informer(&self) -> &SharedIndexInformer<Pod> {
+    pub fn informer(&self) -> &SharedIndexInformer<K> {
         &self.informer
     }
 
@@ -30,7 +60,7 @@ impl KinformerPeer {
     }
 }
 
-impl RunningPeer for KinformerPeer {
+impl<K: Object> RunningPeer for KinformerPeer<K> {
     fn cached(&self) -> u64 {
         self.informer.get_indexer().list_keys().len() as u64
     }
@@ -52,35 +82,67 @@ fn node_index() -> IndexFunc<Pod> {
     })
 }
 
-fn handler(counters: Arc<Counters>, h: usize) -> ResourceEventHandlerFuncs<Pod> {
+fn handler<K: Object>(counters: Arc<Counters>, h: usize) -> ResourceEventHandlerFuncs<K> {
     let c2 = counters.clone();
     ResourceEventHandlerFuncs::new()
         .on_add(move |_, _| counters.on_add(h))
-        .on_update(move |_, new| c2.on_update(h, new))
+        .on_update(move |_, new: &Arc<K>| c2.on_update(h, new.meta()))
 }
 
-/// Builds the factory and informer and starts them on the current runtime.
+fn factory(client: kube::Client, variant: Variant, strip: bool) -> SharedInformerFactory {
+    let mut builder = (variant.factory)(SharedInformerFactory::builder(client));
+    if strip {
+        builder = builder.strip_managed_fields();
+    }
+    builder.build()
+}
+
+/// Builds the factory and informer of `variant` and starts them on the current runtime;
+/// `strip` turns on the factory's `strip_managed_fields()` (W1t).
 ///
 /// # Errors
-/// [`PeerError::Client`] when the informer refuses an index, transform or handler.
+/// [`PeerError::Client`] when the informer refuses an index or handler.
 pub fn start(
     client: kube::Client,
     counters: Arc<Counters>,
-    transform: bool,
-) -> Result<KinformerPeer, PeerError> {
-    let factory = SharedInformerFactory::new(client);
+    variant: Variant,
+    strip: bool,
+) -> Result<Box<dyn RunningPeer>, PeerError> {
+    if variant.metadata {
+        let factory = factory(client, variant, strip);
+        let informer = factory.metadata_informer::<Pod>();
+        return Ok(Box::new(finish(factory, informer, None, counters)?));
+    }
+    Ok(Box::new(start_pods(client, counters, variant, strip)?))
+}
+
+/// [`start`] for a full pod informer (the soak drives its cache directly).
+///
+/// # Errors
+/// [`PeerError::Client`] when the informer refuses an index or handler.
+pub fn start_pods(
+    client: kube::Client,
+    counters: Arc<Counters>,
+    variant: Variant,
+    strip: bool,
+) -> Result<KinformerPeer<Pod>, PeerError> {
+    let factory = factory(client, variant, strip);
     let informer = factory.informer::<Pod>();
+    finish(factory, informer, Some(node_index()), counters)
+}
+
+/// Adds the node index (when there is one) and the two handlers, then starts the factory.
+fn finish<K: Object>(
+    factory: SharedInformerFactory,
+    informer: SharedIndexInformer<K>,
+    node: Option<IndexFunc<K>>,
+    counters: Arc<Counters>,
+) -> Result<KinformerPeer<K>, PeerError> {
     let err = |e: kinformer::InformerError| PeerError::Client(e.to_string());
-    let mut indexers: Indexers<Pod> = Indexers::new();
-    indexers.insert("node".to_string(), node_index());
-    informer.add_indexers(indexers).map_err(err)?;
-    if transform {
-        informer
-            .set_transform(|mut pod: Pod| {
-                pod.metadata.managed_fields = None;
-                pod
-            })
-            .map_err(err)?;
+    if let Some(node) = node {
+        let mut indexers: Indexers<K> = Indexers::new();
+        indexers.insert("node".to_string(), node);
+        informer.add_indexers(indexers).map_err(err)?;
     }
     informer
         .add_event_handler(handler(counters.clone(), 0))

@@ -38,8 +38,8 @@ fn handle(counters: &Counters, event: &Event<Pod>) {
             counters.on_add(1);
         }
         Event::Apply(pod) => {
-            counters.on_update(0, pod);
-            counters.on_update(1, pod);
+            counters.on_update(0, &pod.metadata);
+            counters.on_update(1, &pod.metadata);
         }
         Event::InitDone => {
             counters.synced.store(true, Ordering::Relaxed);

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::Pod;
+use kube::api::ObjectMeta;
 use parking_lot::Mutex;
 
 use crate::control::{TS_ANNOTATION, now_nanos};
@@ -103,14 +103,14 @@ impl Counters {
         }
     }
 
-    /// An update seen by handler `h`; the first handler records W2 latency.
-    pub fn on_update(&self, h: usize, pod: &Pod) {
+    /// An update seen by handler `h` (the object's metadata); the first handler records W2
+    /// latency.
+    pub fn on_update(&self, h: usize, meta: &ObjectMeta) {
         self.updates[h.min(1)].fetch_add(1, Ordering::Relaxed);
         if h != 0 || !self.recording.load(Ordering::Relaxed) {
             return;
         }
-        let written = pod
-            .metadata
+        let written = meta
             .annotations
             .as_ref()
             .and_then(|a| a.get(TS_ANNOTATION))
@@ -216,7 +216,8 @@ pub async fn run(peer: Peer, args: &PeerArgs) -> Result<PeerReport, PeerError> {
     match (peer, args.workload) {
         (Peer::FloorPaged, Workload::W1) => return floor::run_paged(client, report).await,
         (Peer::FloorUnpaged, Workload::W1) => return floor::run_unpaged(client, report).await,
-        (Peer::FloorWatch, Workload::W2) | (Peer::Kinformer, _) | (Peer::KubeRs, _) => {}
+        (Peer::FloorWatch, Workload::W2) | (Peer::KubeRs, _) => {}
+        (p, w) if p.runs(w) && kinformer_peer::Variant::of(p).is_some() => {}
         _ => return Err(unsupported()),
     }
     if args.workload == Workload::W5 && peer != Peer::Kinformer {
@@ -225,15 +226,15 @@ pub async fn run(peer: Peer, args: &PeerArgs) -> Result<PeerReport, PeerError> {
     let counters = Arc::new(Counters::default());
     let transform = args.workload == Workload::W1t;
     let t0 = Instant::now();
-    let running: Box<dyn RunningPeer> = match peer {
-        Peer::Kinformer => {
-            let p = kinformer_peer::start(client.clone(), counters.clone(), transform)?;
-            if args.workload == Workload::W5 {
-                return soak::run(p, client, counters, args, report, t0).await;
-            }
-            Box::new(p)
+    let running: Box<dyn RunningPeer> = match (peer, kinformer_peer::Variant::of(peer)) {
+        (_, Some(variant)) if args.workload == Workload::W5 => {
+            let p = kinformer_peer::start_pods(client.clone(), counters.clone(), variant, false)?;
+            return soak::run(p, client, counters, args, report, t0).await;
         }
-        Peer::KubeRs => Box::new(kube_rs::start(client, counters.clone(), transform)?),
+        (_, Some(variant)) => {
+            kinformer_peer::start(client.clone(), counters.clone(), variant, transform)?
+        }
+        (Peer::KubeRs, _) => Box::new(kube_rs::start(client, counters.clone(), transform)?),
         _ => Box::new(floor::start_watch(client, counters.clone())),
     };
     let n = args.n;

@@ -42,12 +42,43 @@ pub const DEFAULT_MAX_OBJECT_SIZE: usize = 16 << 20;
 
 type TweakFn = Arc<dyn Fn(&mut ListOptions) + Send + Sync>;
 
+/// The `Accept` header of a metadata-only list: the JSON clause client-go's metadata client
+/// sends (`k8s.io/client-go/metadata`), and what kube-rs sends for `PartialObjectMeta`. The
+/// server answers a `meta.k8s.io/v1` `PartialObjectMetadataList`.
+pub const METADATA_LIST_ACCEPT: &str =
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
+/// The `Accept` header of a metadata-only watch: every event carries a `meta.k8s.io/v1`
+/// `PartialObjectMetadata`.
+pub const METADATA_WATCH_ACCEPT: &str =
+    "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+/// The kind of the objects a metadata-only list or watch carries.
+const METADATA_KIND: &str = "PartialObjectMetadata";
+
 /// A [`ListerWatcher`] that lists and watches through a `kube::Client`.
 ///
 /// Works for typed resources (k8s-openapi types, `#[derive(CustomResource)]` types) and for
 /// `DynamicObject` with its `ApiResource`, namespaced or across all namespaces. It carries its
 /// own scope: label and field selectors and an options hook apply to every request it sends
 /// (client-go's `NewFilteredListWatchFromClient`), so nothing needs to wrap it.
+///
+/// # Metadata only
+///
+/// For `K = kube::core::PartialObjectMeta<R>` (any resource `R`, typed or `DynamicObject`; kube
+/// marks it with [`Resource::metadata_api`]) it lists and watches only metadata, as client-go's
+/// `metadatainformer` does: lists ask for a `PartialObjectMetadataList`
+/// ([`METADATA_LIST_ACCEPT`]), watches for `PartialObjectMetadata` events
+/// ([`METADATA_WATCH_ACCEPT`]), and the server strips everything but `metadata` before sending.
+/// It is the same source otherwise (selectors, tweak, size limit, paging, streaming list,
+/// bookmarks): only the `Accept` header and the expected kind differ.
+///
+/// ```no_run
+/// # async fn demo(client: kube::Client) {
+/// use k8s_openapi::api::core::v1::Pod;
+/// use kinformer::KubeListerWatcher;
+/// use kube::core::PartialObjectMeta;
+/// let lw = KubeListerWatcher::new(kube::Api::<PartialObjectMeta<Pod>>::all(client));
+/// # let _ = lw; }
+/// ```
 ///
 /// # Build the client without kube's retry layer
 ///
@@ -75,6 +106,8 @@ pub struct KubeListerWatcher<K> {
     field_selector: Option<String>,
     tweak: Option<TweakFn>,
     max_object_size: usize,
+    /// `(list, watch)` `Accept` headers for metadata-only requests; `None`: full objects.
+    accept: Option<(&'static str, &'static str)>,
     _k: PhantomData<fn() -> K>,
 }
 
@@ -88,6 +121,7 @@ impl<K> Clone for KubeListerWatcher<K> {
             field_selector: self.field_selector.clone(),
             tweak: self.tweak.clone(),
             max_object_size: self.max_object_size,
+            accept: self.accept,
             _k: PhantomData,
         }
     }
@@ -130,10 +164,16 @@ where
     }
 
     fn at(client: kube::Client, url_path: String, dyntype: &K::DynamicType) -> Self {
+        let metadata = K::metadata_api();
         Self {
             client,
             url_path,
-            kind: K::kind(dyntype).into_owned(),
+            kind: if metadata {
+                METADATA_KIND.to_owned()
+            } else {
+                K::kind(dyntype).into_owned()
+            },
+            accept: metadata.then_some((METADATA_LIST_ACCEPT, METADATA_WATCH_ACCEPT)),
             label_selector: None,
             field_selector: None,
             tweak: None,
@@ -165,6 +205,11 @@ where
     ) -> Self {
         self.tweak = Some(Arc::new(tweak));
         self
+    }
+
+    /// Whether this source lists and watches only metadata (`K` is a `PartialObjectMeta`).
+    pub fn is_metadata_only(&self) -> bool {
+        self.accept.is_some()
     }
 
     /// The most bytes one object may take on the wire (a watch event's line, a list item, a
@@ -201,7 +246,14 @@ where
             self.url_path,
             self.request_options(options).to_query(watch)
         );
-        let request = http::Request::get(uri)
+        let mut request = http::Request::get(uri);
+        if let Some((list, watch_accept)) = self.accept {
+            request = request.header(
+                http::header::ACCEPT,
+                if watch { watch_accept } else { list },
+            );
+        }
+        let request = request
             .body(Body::from(Vec::new()))
             .map_err(|e| ListWatchError::Decode(format!("cannot build request: {e}")))?;
         let response = self.client.send(request).await.map_err(from_kube_error)?;

@@ -7,5 +7,7 @@ mod list_stream;
 mod status;
 mod wire;
 
-pub use self::kube::{DEFAULT_MAX_OBJECT_SIZE, KubeListerWatcher};
+pub use self::kube::{
+    DEFAULT_MAX_OBJECT_SIZE, KubeListerWatcher, METADATA_LIST_ACCEPT, METADATA_WATCH_ACCEPT,
+};
 pub use self::wire::{decode_list, decode_watch_line};
