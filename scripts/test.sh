@@ -76,7 +76,8 @@ KINFORMER_E2E_KUBECONFIG="$e2e_on/kubeconfig" \
     cargo test --workspace --test informers --test reflector
 
 echo "==> e2e: differential check, embedded server vs recorded real kube-apiserver (e2e/diff.sh embedded)"
-# the standalone embedded server (what `cargo run -p kinformer-apiserver` runs), built with the
+# the standalone embedded server (`kinformer serve` built as kinformer-cli's `kinformer-apiserver`
+# binary: what `cargo run -p kinformer-cli --bin kinformer-apiserver` runs), built with the
 # workspace's features like the unit tier
 cargo build -q --workspace --bins
 embedded_dir="$(mktemp -d "${TMPDIR:-/tmp}/kinformer-embedded-XXXXXX")"

@@ -31,6 +31,7 @@
 //! ```
 
 pub mod api;
+mod config;
 pub mod context;
 mod crd;
 pub mod faults;
@@ -49,16 +50,14 @@ mod scale;
 pub mod seed;
 pub mod selector;
 pub mod server;
-pub mod standalone;
 pub mod status;
 pub mod store;
 mod tls;
 pub mod watch;
 
-pub use context::{RequestRecord, Settings};
+pub use context::RequestRecord;
 pub use faults::{FailureRule, Faults, Verb};
 pub use resource::{ResourceInfo, Scope};
 pub use server::{ObjectState, RunningServer, ServerConfig, ServerState, StartError, start};
-pub use standalone::{StandaloneOptions, serve_standalone};
 pub use status::ApiError;
 pub use store::HistoryConfig;

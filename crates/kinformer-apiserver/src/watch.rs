@@ -166,11 +166,11 @@ pub async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Sender<By
         Some(b) => b,
         None => rv.is_none(),
     };
-    let settings = &ctx.settings;
+    let config = &ctx.config;
     // Wait for a future resourceVersion, like the cacher, then give up with 504.
     if let Some(n) = rv
         && n > store.revision()
-        && !store.wait_for_revision(n, settings.too_large_wait).await
+        && !store.wait_for_revision(n, config.too_large_wait).await
     {
         let e = ApiError::too_large_resource_version(n, store.revision());
         let _ = tx.send(error_event(&e)).await;
@@ -193,7 +193,7 @@ pub async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Sender<By
         };
         cursor = read_rv;
         let mut buf = BytesMut::new();
-        for chunk in objs.chunks(settings.watch_batch.max(1)) {
+        for chunk in objs.chunks(config.watch_batch.max(1)) {
             for o in chunk.iter().filter(|o| filter.selects(o)) {
                 filter.emit(&mut buf, "ADDED", &o.bytes);
             }
@@ -224,7 +224,7 @@ pub async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Sender<By
         }
         cursor = start;
     }
-    let bookmark_every = settings.bookmark_interval;
+    let bookmark_every = config.bookmark_interval;
     let mut next_bookmark = Instant::now() + bookmark_every;
     // Whether writes may have happened since the last drain.
     let mut dirty = true;
@@ -250,7 +250,7 @@ pub async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Sender<By
             dirty = false;
             rev_rx.borrow_and_update();
             loop {
-                let (events, next) = match store.events_after(cursor, settings.watch_batch.max(1)) {
+                let (events, next) = match store.events_after(cursor, config.watch_batch.max(1)) {
                     Ok(r) => r,
                     // Fell behind compaction: close, as the cacher closes a slow watcher.
                     Err(_) => return,
@@ -263,7 +263,7 @@ pub async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Sender<By
                 if !buf.is_empty() && tx.send(buf.freeze()).await.is_err() {
                     return;
                 }
-                if events.len() < settings.watch_batch.max(1) {
+                if events.len() < config.watch_batch.max(1) {
                     break;
                 }
             }
