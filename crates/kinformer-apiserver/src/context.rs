@@ -27,7 +27,7 @@ pub struct RequestRecord {
 
 /// Shared state of one server.
 #[derive(Debug)]
-pub struct Context {
+pub(crate) struct Context {
     /// The verbs, registry and store.
     pub api: Arc<Api>,
     /// Fault state.

@@ -20,7 +20,7 @@ use crate::store::{HistoryConfig, Store};
 
 mod objects;
 
-pub use crate::config::ServerConfig;
+use crate::config::ServerConfig;
 pub use objects::{ObjectState, ServerState};
 
 /// Why the server could not start.

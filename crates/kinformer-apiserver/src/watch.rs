@@ -38,7 +38,7 @@ use crate::store::{EventType, ReadError, StoredEvent, StoredObject};
 
 /// A watch request, validated.
 #[derive(Debug, Clone)]
-pub struct WatchRequest {
+pub(crate) struct WatchRequest {
     /// The resource.
     pub resource: Arc<ResourceInfo>,
     /// Namespace scope (`None` = all namespaces or cluster-scoped).
@@ -59,7 +59,7 @@ fn push_event(buf: &mut BytesMut, ty: &str, object: &[u8]) {
 }
 
 /// The JSON of a BOOKMARK object at `rev`.
-pub fn bookmark_object(res: &ResourceInfo, rev: u64, initial_end: bool) -> Vec<u8> {
+pub(crate) fn bookmark_object(res: &ResourceInfo, rev: u64, initial_end: bool) -> Vec<u8> {
     // only the resourceVersion (and the end annotation): kube-apiserver v1.35 sends no
     // `creationTimestamp: null` on bookmarks (e2e/diff "initial-events-end")
     let mut meta = serde_json::json!({"resourceVersion": rev.to_string()});
@@ -73,7 +73,7 @@ pub fn bookmark_object(res: &ResourceInfo, rev: u64, initial_end: bool) -> Vec<u
 }
 
 /// One watch event on the wire (used for ERROR events too).
-pub fn error_event(err: &ApiError) -> Bytes {
+pub(crate) fn error_event(err: &ApiError) -> Bytes {
     let mut buf = BytesMut::new();
     push_event(&mut buf, "ERROR", &err.to_bytes());
     buf.freeze()
@@ -139,7 +139,7 @@ impl Filter {
 }
 
 /// Runs one watch, writing chunks to `tx` until the watch ends or the client goes away.
-pub async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Sender<Bytes>) {
+pub(crate) async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Sender<Bytes>) {
     let store = &ctx.api.store;
     let res = req.resource.clone();
     let mut drop_rx = ctx.faults.drop_signal();

@@ -172,7 +172,7 @@ fn metric_verb(verb: Verb, apply: bool) -> &'static str {
 }
 
 /// Serves a (non-admin) request.
-pub async fn handle(ctx: Arc<Context>, req: Request) -> Response {
+pub(super) async fn handle(ctx: Arc<Context>, req: Request) -> Response {
     let method = req.method().clone();
     let path = req.uri().path().to_string();
     let raw_query = req.uri().query().unwrap_or("").to_string();

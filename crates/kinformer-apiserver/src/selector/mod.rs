@@ -6,12 +6,12 @@
 
 mod field;
 
-pub use field::FieldSelector;
-pub use kinformer_selector::LabelSelector;
+pub(crate) use field::FieldSelector;
+pub(crate) use kinformer_selector::LabelSelector;
 
 /// A field selector that could not be parsed or cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SelectorError {
+pub(crate) enum SelectorError {
     /// The field selector is malformed.
     #[error("invalid field selector: {0}")]
     Field(String),
