@@ -11,14 +11,15 @@ use crate::resource::ResourceInfo;
 
 /// A failed API request: the `Status` the server answers with.
 ///
-/// Construct with the helpers ([`ApiError::not_found`], [`ApiError::conflict`], ...), which
-/// reproduce the messages of apimachinery's `errors.New*` functions.
+/// The server builds them with helpers that reproduce the messages of apimachinery's
+/// `errors.New*` functions; [`RunningServer`](crate::RunningServer)'s direct reads and writes
+/// return them as the HTTP API would answer.
 ///
 /// ```
 /// use kinformer_apiserver::ApiError;
-/// let e = ApiError::resource_expired("too old resource version: 5 (120)");
+/// let e = ApiError::new(410, "Expired", "too old resource version: 5 (120)");
 /// assert_eq!(e.code, 410);
-/// assert_eq!(e.reason, "Expired");
+/// assert_eq!(e.to_string(), "410 Expired: too old resource version: 5 (120)");
 /// ```
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{code} {reason}: {message}")]
@@ -353,4 +354,16 @@ pub(crate) fn success_status(res: &ResourceInfo, name: &str, uid: &str) -> Value
         m.insert("uid".into(), Value::String(uid.to_string()));
     }
     json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": d})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resource_expired_is_410_expired() {
+        let e = ApiError::resource_expired("too old resource version: 5 (120)");
+        assert_eq!(e.code, 410);
+        assert_eq!(e.reason, "Expired");
+    }
 }

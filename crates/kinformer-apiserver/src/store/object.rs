@@ -11,7 +11,7 @@ use serde_json::Value;
 /// `bytes` is the exact JSON served by GET and WATCH (with `kind`, `apiVersion` and
 /// `metadata.resourceVersion` filled in), so reads never re-encode. It always starts with
 /// `{"apiVersion":...,"kind":...,` (the type fields, `type_len` bytes after the `{`), so a LIST
-/// serves each item as `{` followed by [`StoredObject::untyped_tail`]: list items carry no
+/// serves each item as `{` followed by the bytes after the type fields: list items carry no
 /// `kind`/`apiVersion`, as kube-apiserver's do, at the cost of one extra byte copy call per item.
 /// `labels` and `fields` are extracted once at write time for selectors.
 #[derive(Debug, Clone, PartialEq)]
