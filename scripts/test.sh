@@ -91,7 +91,8 @@ KINFORMER_QUEUE_MODE=delta-fifo \
     cargo test --workspace --test informers
 
 echo "==> e2e: differential check, embedded server vs recorded real kube-apiserver (e2e/diff.sh embedded)"
-# the standalone embedded server (what `cargo run -p kinformer-apiserver` runs), built with the
+# the standalone embedded server (`kinformer serve` built as kinformer-cli's `kinformer-apiserver`
+# binary: what `cargo run -p kinformer-cli --bin kinformer-apiserver` runs), built with the
 # workspace's features like the unit tier
 cargo build -q --workspace --bins
 embedded_dir="$(mktemp -d "${TMPDIR:-/tmp}/kinformer-embedded-XXXXXX")"

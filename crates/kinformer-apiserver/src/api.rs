@@ -19,20 +19,20 @@ use crate::store::{Mutation, Store, StoredObject};
 
 /// The resource types the server serves.
 #[derive(Debug)]
-pub struct Registry {
+pub(crate) struct Registry {
     resources: RwLock<Vec<Arc<ResourceInfo>>>,
 }
 
 impl Registry {
     /// The built-in resources.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Registry {
             resources: RwLock::new(builtin_resources().into_iter().map(Arc::new).collect()),
         }
     }
 
     /// Adds (or replaces, by group and plural) a resource type.
-    pub fn register(&self, info: ResourceInfo) {
+    pub(crate) fn register(&self, info: ResourceInfo) {
         let mut r = self.resources.write();
         r.retain(|x| !(x.group == info.group && x.plural == info.plural));
         r.push(Arc::new(info));
@@ -46,12 +46,17 @@ impl Registry {
     }
 
     /// Every resource type.
-    pub fn all(&self) -> Vec<Arc<ResourceInfo>> {
+    pub(crate) fn all(&self) -> Vec<Arc<ResourceInfo>> {
         self.resources.read().clone()
     }
 
     /// Looks up by group, version and plural.
-    pub fn find(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceInfo>> {
+    pub(crate) fn find(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Option<Arc<ResourceInfo>> {
         self.resources
             .read()
             .iter()
@@ -60,7 +65,7 @@ impl Registry {
     }
 
     /// Looks up by `plural` or `plural.group` (kubectl style, e.g. `deployments.apps`).
-    pub fn find_by_name(&self, name: &str) -> Option<Arc<ResourceInfo>> {
+    pub(crate) fn find_by_name(&self, name: &str) -> Option<Arc<ResourceInfo>> {
         let (plural, group) = name.split_once('.').unwrap_or((name, ""));
         self.resources
             .read()
@@ -70,7 +75,7 @@ impl Registry {
     }
 
     /// Whether any resource exists in this group/version.
-    pub fn has_group_version(&self, group: &str, version: &str) -> bool {
+    pub(crate) fn has_group_version(&self, group: &str, version: &str) -> bool {
         self.resources
             .read()
             .iter()
@@ -86,7 +91,7 @@ impl Default for Registry {
 
 /// What a DELETE did.
 #[derive(Debug, Clone)]
-pub struct Deleted {
+pub(crate) struct Deleted {
     /// The object's final state (removed) or its new version (marked for deletion).
     pub object: Arc<StoredObject>,
     /// Whether the object is gone (false: it has finalizers and was only marked).
@@ -95,7 +100,7 @@ pub struct Deleted {
 
 /// The verbs over a registry and a store.
 #[derive(Debug)]
-pub struct Api {
+pub(crate) struct Api {
     /// Resource types.
     pub registry: Registry,
     /// Objects and history.
@@ -116,7 +121,7 @@ fn ns_of<'a>(res: &ResourceInfo, ns: Option<&'a str>) -> &'a str {
 impl Api {
     /// Creates an object; 409 AlreadyExists if the name is taken. `managedFields` are stored
     /// as given (no field manager).
-    pub fn create(
+    pub(crate) fn create(
         &self,
         res: &ResourceInfo,
         namespace: Option<&str>,
@@ -126,7 +131,7 @@ impl Api {
     }
 
     /// [`Api::create`] by a field manager (`managedFields` maintained when `writer` is set).
-    pub fn create_by(
+    pub(crate) fn create_by(
         &self,
         res: &ResourceInfo,
         namespace: Option<&str>,
@@ -235,7 +240,7 @@ impl Api {
     }
 
     /// Reads one object; 404 NotFound if absent.
-    pub fn get(
+    pub(crate) fn get(
         &self,
         res: &ResourceInfo,
         namespace: Option<&str>,
@@ -248,7 +253,7 @@ impl Api {
     }
 
     /// Replaces an object (PUT); 404 if absent, 409 Conflict on a stale resourceVersion.
-    pub fn update(
+    pub(crate) fn update(
         &self,
         res: &ResourceInfo,
         namespace: Option<&str>,
@@ -260,7 +265,7 @@ impl Api {
     }
 
     /// [`Api::update`] by a field manager (`managedFields` maintained when `writer` is set).
-    pub fn update_by(
+    pub(crate) fn update_by(
         &self,
         res: &ResourceInfo,
         namespace: Option<&str>,
@@ -302,22 +307,10 @@ impl Api {
     }
 
     /// Patches an object. Merge, JSON and strategic-merge patches need the object to exist
-    /// (404); an apply patch creates it when absent.
-    pub fn patch(
-        &self,
-        res: &ResourceInfo,
-        namespace: Option<&str>,
-        name: &str,
-        patch_type: PatchType,
-        patch: &[u8],
-        mode: UpdateMode,
-    ) -> Result<Arc<StoredObject>, ApiError> {
-        self.patch_by(res, namespace, name, patch_type, patch, mode, None)
-    }
-
-    /// [`Api::patch`] by a field manager (`managedFields` maintained when `writer` is set).
+    /// (404); an apply patch creates it when absent. `managedFields` are maintained when
+    /// `writer` (the field manager) is set.
     #[allow(clippy::too_many_arguments)]
-    pub fn patch_by(
+    pub(crate) fn patch_by(
         &self,
         res: &ResourceInfo,
         namespace: Option<&str>,
@@ -368,7 +361,7 @@ impl Api {
     }
 
     /// Deletes an object (or marks it for deletion if it has finalizers); 404 if absent.
-    pub fn delete(
+    pub(crate) fn delete(
         &self,
         res: &ResourceInfo,
         namespace: Option<&str>,
@@ -414,7 +407,7 @@ impl Api {
     }
 
     /// Deletes every object matching the options' selectors; returns what was deleted.
-    pub fn delete_collection(
+    pub(crate) fn delete_collection(
         &self,
         res: &ResourceInfo,
         namespace: Option<&str>,
@@ -445,7 +438,7 @@ impl Api {
     }
 
     /// Serves a LIST (see [`crate::list`] for the semantics).
-    pub async fn list(
+    pub(crate) async fn list(
         &self,
         res: &ResourceInfo,
         namespace: Option<&str>,

@@ -111,7 +111,7 @@ impl FailureRule {
 
 /// The mutable fault state consulted by the HTTP layer and the watch streams.
 #[derive(Debug)]
-pub struct FaultState {
+pub(crate) struct FaultState {
     rules: Mutex<Vec<FailureRule>>,
     latency: Mutex<Duration>,
     drop_tx: tokio::sync::watch::Sender<u64>,
@@ -131,7 +131,7 @@ impl Default for FaultState {
 
 impl FaultState {
     /// If a rule matches this request, consumes one of its failures and returns the error.
-    pub fn take_failure(&self, verb: Verb, resource: &str) -> Option<ApiError> {
+    pub(crate) fn take_failure(&self, verb: Verb, resource: &str) -> Option<ApiError> {
         let mut rules = self.rules.lock();
         let idx = rules.iter().position(|r| {
             r.count > 0
@@ -148,17 +148,17 @@ impl FaultState {
     }
 
     /// The latency added to every request.
-    pub fn latency(&self) -> Duration {
+    pub(crate) fn latency(&self) -> Duration {
         *self.latency.lock()
     }
 
     /// A receiver that changes whenever all watches must be dropped.
-    pub fn drop_signal(&self) -> tokio::sync::watch::Receiver<u64> {
+    pub(crate) fn drop_signal(&self) -> tokio::sync::watch::Receiver<u64> {
         self.drop_tx.subscribe()
     }
 
     /// A receiver of the "watch delivery paused" flag.
-    pub fn paused(&self) -> tokio::sync::watch::Receiver<bool> {
+    pub(crate) fn paused(&self) -> tokio::sync::watch::Receiver<bool> {
         self.paused_tx.subscribe()
     }
 }

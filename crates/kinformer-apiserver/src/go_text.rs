@@ -21,7 +21,7 @@ fn go_quote_char(c: u8) -> String {
 
 /// A JSON decoding error in encoding/json's words where the difference is cheap to bridge (an
 /// invalid first character); serde_json's text otherwise.
-pub fn go_json_error(raw: &[u8], e: &serde_json::Error) -> String {
+pub(crate) fn go_json_error(raw: &[u8], e: &serde_json::Error) -> String {
     let first = raw.iter().copied().find(|b| !b.is_ascii_whitespace());
     match first {
         None => "unexpected end of JSON input".to_string(),
@@ -43,7 +43,7 @@ pub fn go_json_error(raw: &[u8], e: &serde_json::Error) -> String {
 /// Go's `strconv` error text for a failed integer parse (`strconv.ParseInt: parsing "abc":
 /// invalid syntax`), which kube-apiserver returns verbatim for bad `limit` and
 /// `resourceVersion` parameters.
-pub fn go_parse_error(func: &str, input: &str, e: &std::num::ParseIntError) -> String {
+pub(crate) fn go_parse_error(func: &str, input: &str, e: &std::num::ParseIntError) -> String {
     use std::num::IntErrorKind;
     let why = match e.kind() {
         IntErrorKind::PosOverflow | IntErrorKind::NegOverflow => "value out of range",
@@ -54,7 +54,7 @@ pub fn go_parse_error(func: &str, input: &str, e: &std::num::ParseIntError) -> S
 
 /// apimachinery's `summarizeData` (at most 30 bytes): the body as text when it starts with
 /// `{`, else hex, with ` ...` when cut; `<empty>` for no body.
-pub fn summarize_data(data: &[u8]) -> String {
+pub(crate) fn summarize_data(data: &[u8]) -> String {
     const MAX: usize = 30;
     let cut = data.len() > MAX;
     let head = &data[..data.len().min(MAX)];

@@ -2,17 +2,6 @@
 
 use base64::Engine;
 
-/// A kubeconfig (YAML) with one cluster, user and context named `kinformer`, namespace
-/// `default`, no authentication (for a plain HTTP server).
-///
-/// ```
-/// let yaml = kinformer_apiserver::kubeconfig::kubeconfig_yaml("http://127.0.0.1:8080");
-/// assert!(yaml.contains("server: http://127.0.0.1:8080"));
-/// ```
-pub fn kubeconfig_yaml(server: &str) -> String {
-    yaml(server, None)
-}
-
 /// The kubeconfig for `server`; with `tls` = (CA PEM, token), the CA as
 /// `certificate-authority-data` and the token as the user's bearer token.
 pub(crate) fn yaml(server: &str, tls: Option<&(String, String)>) -> String {
@@ -47,7 +36,7 @@ mod tests {
         assert_eq!(cluster.certificate_authority_data.as_deref(), Some("UEVN"));
         let user = kc.auth_infos[0].auth_info.as_ref().unwrap();
         assert!(user.token.is_some());
-        let plain = kube::config::Kubeconfig::from_yaml(&kubeconfig_yaml("http://x")).unwrap();
+        let plain = kube::config::Kubeconfig::from_yaml(&yaml("http://x", None)).unwrap();
         assert!(
             plain.auth_infos[0]
                 .auth_info

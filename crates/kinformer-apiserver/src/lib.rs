@@ -1,21 +1,31 @@
 //! An embedded, in-memory Kubernetes API server, faithful enough that real clients (kubectl,
 //! client-go, kube-rs, the Python client) behave against it as against a real kube-apiserver.
 //!
+//! **Start here**: [`start`] a [`ServerConfig`] and get a [`RunningServer`]: its
+//! [`client`](RunningServer::client), its [`kubeconfig`](RunningServer::kubeconfig) for other
+//! clients, its [`faults`](RunningServer::faults), and direct reads and writes without HTTP
+//! ([`create`](RunningServer::create), [`state`](RunningServer::state),
+//! [`seed_pods`](RunningServer::seed_pods) with the realistic objects of [`seed`]). That is the
+//! whole public surface; everything below is the server's own business.
+//!
 //! - **Storage**: an MVCC store with one global revision (the resourceVersion), per-object
-//!   uid/creationTimestamp/generation, an event history with compaction; objects are kept as
-//!   pre-serialized JSON so LIST and WATCH serve bytes without re-encoding ([`store`]).
+//!   uid/creationTimestamp/generation, an event history with compaction ([`HistoryConfig`]);
+//!   objects are kept as pre-serialized JSON ([`StoredObject`]) so LIST and WATCH serve bytes
+//!   without re-encoding.
 //! - **Resources**: every listable kind of k8s-openapi's stable API versions, described from
 //!   the types, with `/status` and `/scale`; the access and token reviews; custom resources
 //!   from CustomResourceDefinitions created over the API (schema pruning, defaults,
-//!   validation) or registered at run time ([`resource`]).
+//!   validation) or registered at run time ([`ResourceInfo`]).
 //! - **Transport**: plain HTTP in process by default; TLS with a generated CA and a bearer
-//!   token with [`ServerConfig::tls`] (the standalone server's default), both in the kubeconfig.
-//!   `/metrics` counts requests like kube-apiserver's `apiserver_request_total`.
+//!   token with [`ServerConfig::tls`] ([`ServerConfig::standalone`], the default of
+//!   `kinformer serve`), both in the kubeconfig. `/metrics` counts requests like
+//!   kube-apiserver's `apiserver_request_total`.
 //! - **Verbs**: create, get, update, patch (merge, JSON, strategic with inferred merge keys, apply as merge),
-//!   delete, deletecollection, list, watch, with the real `Status` errors ([`status`]).
-//! - **List/watch semantics**: selectors, pagination, resourceVersion matching, bookmarks,
-//!   `sendInitialEvents`, 410 Gone and 504 "Too large resource version" ([`list`], [`watch`]).
-//! - **Fault injection** ([`Faults`]) from Rust and over HTTP ([`http`]).
+//!   delete, deletecollection, list, watch, with the real `Status` errors ([`ApiError`]).
+//! - **List/watch semantics**: label selectors (the grammar of the `kinformer-selector` crate,
+//!   shared with kinformer's listers), field selectors, pagination, resourceVersion matching,
+//!   bookmarks, `sendInitialEvents`, 410 Gone and 504 "Too large resource version".
+//! - **Fault injection** ([`Faults`]) from Rust and over HTTP (`/__kinformer/...`).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
@@ -30,35 +40,39 @@
 //! # Ok(()) }
 //! ```
 
-pub mod api;
-pub mod context;
+#![warn(unreachable_pub)]
+
+mod api;
+mod config;
+mod context;
 mod crd;
-pub mod faults;
-pub mod go_text;
-pub mod http;
-pub mod kubeconfig;
-pub mod list;
+mod faults;
+mod go_text;
+mod http;
+mod kubeconfig;
+mod list;
 mod metrics;
-pub mod objects;
-pub mod options;
-pub mod patch;
+mod objects;
+mod options;
+mod patch;
 mod proto;
-pub mod resource;
+mod resource;
 mod review;
 mod scale;
 pub mod seed;
-pub mod selector;
-pub mod server;
-pub mod standalone;
-pub mod status;
-pub mod store;
+mod selector;
+mod server;
+mod status;
+mod store;
 mod tls;
-pub mod watch;
+#[cfg(test)]
+mod untrusted_input;
+mod watch;
 
-pub use context::{RequestRecord, Settings};
+pub use config::ServerConfig;
+pub use context::RequestRecord;
 pub use faults::{FailureRule, Faults, Verb};
-pub use resource::{ResourceInfo, Scope};
-pub use server::{ObjectState, RunningServer, ServerConfig, ServerState, StartError, start};
-pub use standalone::{StandaloneOptions, serve_standalone};
+pub use resource::{ResourceInfo, ScaleInfo, Scope};
+pub use server::{ObjectState, RunningServer, ServerState, StartError, start};
 pub use status::ApiError;
-pub use store::HistoryConfig;
+pub use store::{HistoryConfig, StoredObject, encode_typed};

@@ -28,13 +28,13 @@ use crate::status::ApiError;
 use crate::store::{ReadError, Store, StoredObject};
 
 /// Real message for a list at a compacted resourceVersion.
-pub const EXPIRED_LIST: &str = "The resourceVersion for the provided list is too old.";
+pub(crate) const EXPIRED_LIST: &str = "The resourceVersion for the provided list is too old.";
 /// Real message for an expired continue token (a new token is included).
-pub const INCONSISTENT_CONTINUE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+pub(crate) const INCONSISTENT_CONTINUE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
 
 /// One page of a list.
 #[derive(Debug, Clone)]
-pub struct ListPage {
+pub(crate) struct ListPage {
     /// `metadata.resourceVersion` of the list.
     pub resource_version: u64,
     /// The items, in key order.
@@ -46,7 +46,7 @@ pub struct ListPage {
 }
 
 /// Encodes a continue token: base64url (no padding) of `{"v":"meta.k8s.io/v1","rv":N,"start":K}`.
-pub fn encode_continue(rv: i64, start: &str) -> String {
+pub(crate) fn encode_continue(rv: i64, start: &str) -> String {
     let raw = json!({"v": "meta.k8s.io/v1", "rv": rv, "start": start}).to_string();
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
 }
@@ -54,7 +54,7 @@ pub fn encode_continue(rv: i64, start: &str) -> String {
 /// Decodes a continue token into `(rv, start)`; 400 BadRequest when malformed, with
 /// kube-apiserver's messages (`invalid continue token: continue key is not valid: ...`; the
 /// base64 is decoded leniently like Go's `RawURLEncoding`, which ignores trailing bits).
-pub fn decode_continue(token: &str) -> Result<(i64, String), ApiError> {
+pub(crate) fn decode_continue(token: &str) -> Result<(i64, String), ApiError> {
     use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
     const LENIENT: GeneralPurpose = GeneralPurpose::new(
         &base64::alphabet::URL_SAFE,
@@ -106,7 +106,7 @@ pub fn decode_continue(token: &str) -> Result<(i64, String), ApiError> {
 }
 
 /// Whether an object passes the label and field selectors.
-pub fn matches(opts: &ListOptions, obj: &StoredObject) -> bool {
+pub(crate) fn matches(opts: &ListOptions, obj: &StoredObject) -> bool {
     opts.label_selector.matches(&obj.labels) && opts.field_selector.matches(|f| obj.field(f))
 }
 
@@ -120,7 +120,7 @@ fn read_error(e: ReadError) -> ApiError {
 }
 
 /// Serves one LIST request (after option validation) from `store`.
-pub async fn list(
+pub(crate) async fn list(
     store: &Store,
     res: &ResourceInfo,
     namespace: Option<&str>,

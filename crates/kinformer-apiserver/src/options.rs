@@ -9,7 +9,7 @@ use crate::status::ApiError;
 
 /// `resourceVersionMatch`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RvMatch {
+pub(crate) enum RvMatch {
     /// `NotOlderThan`.
     NotOlderThan,
     /// `Exact`.
@@ -18,7 +18,7 @@ pub enum RvMatch {
 
 /// Parsed list/watch options.
 #[derive(Debug, Clone, Default)]
-pub struct ListOptions {
+pub(crate) struct ListOptions {
     /// `labelSelector`.
     pub label_selector: LabelSelector,
     /// `fieldSelector`.
@@ -42,7 +42,7 @@ pub struct ListOptions {
 }
 
 /// Decodes `application/x-www-form-urlencoded` text (`+` is a space, `%XX` a byte).
-pub fn percent_decode(s: &str) -> String {
+pub(crate) fn percent_decode(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -69,7 +69,7 @@ pub fn percent_decode(s: &str) -> String {
 }
 
 /// Splits a query string into decoded key/value pairs (the last value of a repeated key wins).
-pub fn parse_query(q: Option<&str>) -> HashMap<String, String> {
+pub(crate) fn parse_query(q: Option<&str>) -> HashMap<String, String> {
     let mut m = HashMap::new();
     for pair in q.unwrap_or("").split('&').filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
@@ -183,7 +183,7 @@ fn violations(
 
 impl ListOptions {
     /// Parses and validates the query parameters of a list or watch request.
-    pub fn from_query(q: &HashMap<String, String>) -> Result<Self, ApiError> {
+    pub(crate) fn from_query(q: &HashMap<String, String>) -> Result<Self, ApiError> {
         let label_selector =
             LabelSelector::parse(q.get("labelSelector").map(|s| s.as_str()).unwrap_or(""))
                 .map_err(|e| ApiError::bad_request(e.to_string()))?;
@@ -247,7 +247,7 @@ impl ListOptions {
     }
 
     /// The numeric `resourceVersion`, if one other than "0" was given (400 if not a number).
-    pub fn numeric_rv(&self) -> Result<Option<u64>, ApiError> {
+    pub(crate) fn numeric_rv(&self) -> Result<Option<u64>, ApiError> {
         match self.resource_version.as_deref() {
             None | Some("0") => Ok(None),
             Some(s) => s.parse::<u64>().map(Some).map_err(|e| {

@@ -304,7 +304,7 @@ fn categories(group: &str, plural: &str) -> &'static [&'static str] {
 /// The built-in resources: every listable k8s-openapi type of a stable API version (the
 /// newest version of each resource), described from its type information, then the
 /// create-only review kinds.
-pub fn builtin_resources() -> Vec<ResourceInfo> {
+pub(crate) fn builtin_resources() -> Vec<ResourceInfo> {
     use k8s_openapi::api;
     macro_rules! types {
         ($($t:ty),* $(,)?) => { vec![$(from_type::<$t>()),*] };

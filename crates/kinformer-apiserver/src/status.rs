@@ -11,14 +11,15 @@ use crate::resource::ResourceInfo;
 
 /// A failed API request: the `Status` the server answers with.
 ///
-/// Construct with the helpers ([`ApiError::not_found`], [`ApiError::conflict`], ...), which
-/// reproduce the messages of apimachinery's `errors.New*` functions.
+/// The server builds them with helpers that reproduce the messages of apimachinery's
+/// `errors.New*` functions; [`RunningServer`](crate::RunningServer)'s direct reads and writes
+/// return them as the HTTP API would answer.
 ///
 /// ```
 /// use kinformer_apiserver::ApiError;
-/// let e = ApiError::resource_expired("too old resource version: 5 (120)");
+/// let e = ApiError::new(410, "Expired", "too old resource version: 5 (120)");
 /// assert_eq!(e.code, 410);
-/// assert_eq!(e.reason, "Expired");
+/// assert_eq!(e.to_string(), "410 Expired: too old resource version: 5 (120)");
 /// ```
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{code} {reason}: {message}")]
@@ -63,7 +64,7 @@ impl ApiError {
     }
 
     /// 404 NotFound: `pods "web-1" not found` (`deployments.apps "x" not found` for groups).
-    pub fn not_found(res: &ResourceInfo, name: &str) -> Self {
+    pub(crate) fn not_found(res: &ResourceInfo, name: &str) -> Self {
         let mut e = Self::new(
             404,
             "NotFound",
@@ -74,7 +75,7 @@ impl ApiError {
     }
 
     /// 404 NotFound for a path that names no known resource.
-    pub fn not_found_path() -> Self {
+    pub(crate) fn not_found_path() -> Self {
         let mut e = Self::new(
             404,
             "NotFound",
@@ -85,7 +86,7 @@ impl ApiError {
     }
 
     /// 409 AlreadyExists: `pods "web-1" already exists`.
-    pub fn already_exists(res: &ResourceInfo, name: &str) -> Self {
+    pub(crate) fn already_exists(res: &ResourceInfo, name: &str) -> Self {
         let mut e = Self::new(
             409,
             "AlreadyExists",
@@ -96,7 +97,7 @@ impl ApiError {
     }
 
     /// 409 Conflict: `Operation cannot be fulfilled on pods "web-1": <why>`.
-    pub fn conflict(res: &ResourceInfo, name: &str, why: &str) -> Self {
+    pub(crate) fn conflict(res: &ResourceInfo, name: &str, why: &str) -> Self {
         let mut e = Self::new(
             409,
             "Conflict",
@@ -115,7 +116,7 @@ impl ApiError {
     /// (`rest.BeforeDelete` builds the group-resource from the kind): `Operation cannot be
     /// fulfilled on ConfigMap "a": <why>`, with `details.kind` the kind (`Deployment.apps` and
     /// `details.group` for grouped kinds).
-    pub fn conflict_kind(res: &ResourceInfo, name: &str, why: &str) -> Self {
+    pub(crate) fn conflict_kind(res: &ResourceInfo, name: &str, why: &str) -> Self {
         let qualified = if res.group.is_empty() {
             res.kind.clone()
         } else {
@@ -139,7 +140,7 @@ impl ApiError {
     }
 
     /// 409 Conflict for a stale `metadata.resourceVersion` on update.
-    pub fn conflict_modified(res: &ResourceInfo, name: &str) -> Self {
+    pub(crate) fn conflict_modified(res: &ResourceInfo, name: &str) -> Self {
         Self::conflict(
             res,
             name,
@@ -150,7 +151,7 @@ impl ApiError {
     /// 422 Invalid: `Pod "x" is invalid: metadata.name: Required value: ...`, with one cause per
     /// field error as `(field, reason, message)`, e.g. `("metadata.name", "FieldValueRequired",
     /// "Required value: name or generateName is required")`.
-    pub fn invalid(
+    pub(crate) fn invalid(
         kind: &str,
         group: &str,
         name: &str,
@@ -199,12 +200,12 @@ impl ApiError {
     }
 
     /// 400 BadRequest with the given message.
-    pub fn bad_request(message: impl Into<String>) -> Self {
+    pub(crate) fn bad_request(message: impl Into<String>) -> Self {
         Self::new(400, "BadRequest", message)
     }
 
     /// 405 MethodNotAllowed, as the real server answers a verb a resource does not support.
-    pub fn method_not_allowed() -> Self {
+    pub(crate) fn method_not_allowed() -> Self {
         let mut e = Self::new(
             405,
             "MethodNotAllowed",
@@ -215,14 +216,14 @@ impl ApiError {
     }
 
     /// 410 Expired (`errors.NewResourceExpired`), e.g. `too old resource version: 5 (120)`.
-    pub fn resource_expired(message: impl Into<String>) -> Self {
+    pub(crate) fn resource_expired(message: impl Into<String>) -> Self {
         Self::new(410, "Expired", message)
     }
 
     /// 504 Timeout for a resourceVersion newer than the server's: `Timeout: Too large resource
     /// version: 200, current: 100`, with the `ResourceVersionTooLarge` cause and
     /// `retryAfterSeconds: 1`, as the real watch cache answers after waiting.
-    pub fn too_large_resource_version(requested: u64, current: u64) -> Self {
+    pub(crate) fn too_large_resource_version(requested: u64, current: u64) -> Self {
         let mut e = Self::new(
             504,
             "Timeout",
@@ -237,7 +238,7 @@ impl ApiError {
     }
 
     /// 500 InternalError: `Internal error occurred: <why>`.
-    pub fn internal(why: &str) -> Self {
+    pub(crate) fn internal(why: &str) -> Self {
         let mut e = Self::new(
             500,
             "InternalError",
@@ -248,12 +249,12 @@ impl ApiError {
     }
 
     /// 503 ServiceUnavailable.
-    pub fn service_unavailable(message: impl Into<String>) -> Self {
+    pub(crate) fn service_unavailable(message: impl Into<String>) -> Self {
         Self::new(503, "ServiceUnavailable", message)
     }
 
     /// 429 TooManyRequests with `Retry-After`.
-    pub fn too_many_requests(retry_after: u32) -> Self {
+    pub(crate) fn too_many_requests(retry_after: u32) -> Self {
         let mut e = Self::new(
             429,
             "TooManyRequests",
@@ -265,7 +266,7 @@ impl ApiError {
     }
 
     /// 415 UnsupportedMediaType for a PATCH with an unknown content type.
-    pub fn unsupported_media_type(content_type: &str) -> Self {
+    pub(crate) fn unsupported_media_type(content_type: &str) -> Self {
         Self::new(
             415,
             "UnsupportedMediaType",
@@ -277,7 +278,7 @@ impl ApiError {
 
     /// 415 UnsupportedMediaType for a create or update body in a media type the server does not
     /// decode (apiserver's `errUnsupportedMediaType`).
-    pub fn unsupported_body_media_type(accepted: &[&str]) -> Self {
+    pub(crate) fn unsupported_body_media_type(accepted: &[&str]) -> Self {
         Self::new(
             415,
             "UnsupportedMediaType",
@@ -289,7 +290,7 @@ impl ApiError {
     }
 
     /// 413 RequestEntityTooLarge.
-    pub fn too_large_body(limit: usize) -> Self {
+    pub(crate) fn too_large_body(limit: usize) -> Self {
         Self::new(
             413,
             "RequestEntityTooLarge",
@@ -298,7 +299,7 @@ impl ApiError {
     }
 
     /// An error for a fault injected with the given code (500, 503, 429, 410, or any other).
-    pub fn injected(code: u16, retry_after: Option<u32>) -> Self {
+    pub(crate) fn injected(code: u16, retry_after: Option<u32>) -> Self {
         match code {
             500 => Self::internal("injected fault"),
             503 => {
@@ -318,7 +319,7 @@ impl ApiError {
     }
 
     /// The `Status` object as JSON.
-    pub fn to_status(&self) -> Value {
+    pub(crate) fn to_status(&self) -> Value {
         let mut metadata = Map::new();
         if let Some(c) = &self.continue_token {
             metadata.insert("continue".into(), Value::String(c.clone()));
@@ -340,17 +341,29 @@ impl ApiError {
     }
 
     /// The `Status` object as JSON bytes.
-    pub fn to_bytes(&self) -> Vec<u8> {
+    pub(crate) fn to_bytes(&self) -> Vec<u8> {
         serde_json::to_vec(&self.to_status()).unwrap_or_default()
     }
 }
 
 /// A `Status` with `status: Success`, as returned by DELETE for resources that do not return the
 /// deleted object.
-pub fn success_status(res: &ResourceInfo, name: &str, uid: &str) -> Value {
+pub(crate) fn success_status(res: &ResourceInfo, name: &str, uid: &str) -> Value {
     let mut d = details(name, res);
     if let Value::Object(m) = &mut d {
         m.insert("uid".into(), Value::String(uid.to_string()));
     }
     json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": d})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resource_expired_is_410_expired() {
+        let e = ApiError::resource_expired("too old resource version: 5 (120)");
+        assert_eq!(e.code, 410);
+        assert_eq!(e.reason, "Expired");
+    }
 }

@@ -38,7 +38,7 @@ use crate::store::{EventType, ReadError, StoredEvent, StoredObject};
 
 /// A watch request, validated.
 #[derive(Debug, Clone)]
-pub struct WatchRequest {
+pub(crate) struct WatchRequest {
     /// The resource.
     pub resource: Arc<ResourceInfo>,
     /// Namespace scope (`None` = all namespaces or cluster-scoped).
@@ -61,7 +61,7 @@ fn push_event(buf: &mut BytesMut, ty: &str, object: &[u8]) {
 }
 
 /// The JSON of a BOOKMARK object at `rev`.
-pub fn bookmark_object(res: &ResourceInfo, rev: u64, initial_end: bool) -> Vec<u8> {
+pub(crate) fn bookmark_object(res: &ResourceInfo, rev: u64, initial_end: bool) -> Vec<u8> {
     // only the resourceVersion (and the end annotation): kube-apiserver v1.35 sends no
     // `creationTimestamp: null` on bookmarks (e2e/diff "initial-events-end")
     let mut meta = serde_json::json!({"resourceVersion": rev.to_string()});
@@ -75,7 +75,7 @@ pub fn bookmark_object(res: &ResourceInfo, rev: u64, initial_end: bool) -> Vec<u
 }
 
 /// One watch event on the wire (used for ERROR events too).
-pub fn error_event(err: &ApiError) -> Bytes {
+pub(crate) fn error_event(err: &ApiError) -> Bytes {
     let mut buf = BytesMut::new();
     push_event(&mut buf, "ERROR", &err.to_bytes());
     buf.freeze()
@@ -160,7 +160,7 @@ impl Filter {
 }
 
 /// Runs one watch, writing chunks to `tx` until the watch ends or the client goes away.
-pub async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Sender<Bytes>) {
+pub(crate) async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Sender<Bytes>) {
     let store = &ctx.api.store;
     let res = req.resource.clone();
     let mut drop_rx = ctx.faults.drop_signal();
@@ -188,11 +188,11 @@ pub async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Sender<By
         Some(b) => b,
         None => rv.is_none(),
     };
-    let settings = &ctx.settings;
+    let config = &ctx.config;
     // Wait for a future resourceVersion, like the cacher, then give up with 504.
     if let Some(n) = rv
         && n > store.revision()
-        && !store.wait_for_revision(n, settings.too_large_wait).await
+        && !store.wait_for_revision(n, config.too_large_wait).await
     {
         let e = ApiError::too_large_resource_version(n, store.revision());
         let _ = tx.send(error_event(&e)).await;
@@ -215,7 +215,7 @@ pub async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Sender<By
         };
         cursor = read_rv;
         let mut buf = BytesMut::new();
-        for chunk in objs.chunks(settings.watch_batch.max(1)) {
+        for chunk in objs.chunks(config.watch_batch.max(1)) {
             for o in chunk.iter().filter(|o| filter.selects(o)) {
                 filter.emit(&mut buf, "ADDED", &o.bytes);
             }
@@ -246,7 +246,7 @@ pub async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Sender<By
         }
         cursor = start;
     }
-    let bookmark_every = settings.bookmark_interval;
+    let bookmark_every = config.bookmark_interval;
     let mut next_bookmark = Instant::now() + bookmark_every;
     // Whether writes may have happened since the last drain.
     let mut dirty = true;
@@ -272,7 +272,7 @@ pub async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Sender<By
             dirty = false;
             rev_rx.borrow_and_update();
             loop {
-                let (events, next) = match store.events_after(cursor, settings.watch_batch.max(1)) {
+                let (events, next) = match store.events_after(cursor, config.watch_batch.max(1)) {
                     Ok(r) => r,
                     // Fell behind compaction: close, as the cacher closes a slow watcher.
                     Err(_) => return,
@@ -285,7 +285,7 @@ pub async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Sender<By
                 if !buf.is_empty() && tx.send(buf.freeze()).await.is_err() {
                     return;
                 }
-                if events.len() < settings.watch_batch.max(1) {
+                if events.len() < config.watch_batch.max(1) {
                     break;
                 }
             }

@@ -8,6 +8,9 @@ use common::*;
 use kinformer_apiserver::{ServerConfig, start};
 use serde_json::{Value, json};
 
+/// kube-apiserver's message for a continue token whose revision was compacted.
+const INCONSISTENT_CONTINUE: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
 fn names(list: &Value) -> Vec<String> {
     list["items"]
         .as_array()
@@ -264,10 +267,7 @@ async fn expired_continue_token_is_410_with_a_fresh_token() {
     assert_eq!(r.code, 410);
     let st = r.json();
     assert_eq!(st["reason"], "Expired");
-    assert_eq!(
-        st["message"],
-        kinformer_apiserver::list::INCONSISTENT_CONTINUE
-    );
+    assert_eq!(st["message"], INCONSISTENT_CONTINUE);
     let fresh = st["metadata"]["continue"].as_str().unwrap();
     // The fresh token continues at the latest revision (inconsistent, includes "e").
     let r = get(a, &format!("/api/v1/pods?limit=10&continue={}", enc(fresh)))

@@ -1,6 +1,7 @@
-//! The machine's kubectl (real client-go) against the standalone `kinformer-apiserver` binary,
-//! through the kubeconfig the binary writes (plain HTTP: the test also reads the admin
-//! endpoints directly; `kinformer-cli/tests/serve_clients.rs` covers TLS).
+//! The machine's kubectl (real client-go) against the server, through the kubeconfig the server
+//! writes ([`ServerConfig::kubeconfig`], as `kinformer serve --plain-http` starts it; plain HTTP:
+//! the test also reads the admin endpoints directly). `kinformer-cli/tests/serve_clients.rs`
+//! runs kubectl and other clients against the `kinformer serve` process with TLS.
 //!
 //! Skipped (with a message) when `kubectl` is not installed, unless
 //! `KINFORMER_REQUIRE_KUBECTL=1`, which makes a missing kubectl a failure.
@@ -12,9 +13,10 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use common::*;
+use kinformer_apiserver::{RunningServer, ServerConfig, start};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 
 fn kubectl_available() -> bool {
     let ok = std::process::Command::new("kubectl")
@@ -29,8 +31,10 @@ fn kubectl_available() -> bool {
     ok
 }
 
+/// A server started the way `kinformer serve --plain-http` starts one (seeded pods in
+/// `default`, a kubeconfig written for other clients), in this process.
 struct Standalone {
-    child: Child,
+    server: RunningServer,
     addr: std::net::SocketAddr,
     dir: PathBuf,
 }
@@ -43,35 +47,15 @@ impl Standalone {
             rand_suffix()
         ));
         std::fs::create_dir_all(&dir).unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_kinformer-apiserver"))
-            .args([
-                "--port",
-                "0",
-                "--plain-http",
-                "--seed-pods",
-                &seed.to_string(),
-                "--kubeconfig",
-            ])
-            .arg(dir.join("kubeconfig"))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let line = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
-            .await
-            .expect("server started")
-            .unwrap()
-            .unwrap();
-        let url = line
-            .strip_prefix("listening on http://")
-            .expect("listening line");
-        Standalone {
-            child,
-            addr: url.parse().unwrap(),
-            dir,
-        }
+        let server = start(
+            ServerConfig::default()
+                .seed_pods(seed, 1)
+                .kubeconfig(dir.join("kubeconfig")),
+        )
+        .await
+        .expect("server started");
+        let addr = server.addr();
+        Standalone { server, addr, dir }
     }
 
     fn kubectl(&self) -> Command {
@@ -94,8 +78,8 @@ impl Standalone {
         stdout
     }
 
-    async fn stop(mut self) {
-        let _ = self.child.kill().await;
+    async fn stop(self) {
+        self.server.shutdown().await;
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

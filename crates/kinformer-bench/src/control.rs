@@ -32,7 +32,7 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use kinformer_apiserver::RunningServer;
-use kinformer_apiserver::faults::{FailureRule, Verb};
+use kinformer_apiserver::{FailureRule, Verb};
 use serde_json::Value;
 
 /// Annotation carrying the server's write time (ns since the Unix epoch) in W2 updates.
@@ -172,7 +172,7 @@ impl Template {
         if let Some(ann) = ann.as_object_mut() {
             ann.insert(TS_ANNOTATION.into(), Value::String(TS_MARK.into()));
         }
-        let (bytes, type_len) = kinformer_apiserver::store::encode_typed(&obj);
+        let (bytes, type_len) = kinformer_apiserver::encode_typed(&obj);
         let find = |mark: &str| {
             bytes
                 .windows(mark.len())
@@ -231,7 +231,7 @@ impl Template {
     fn write(&self, server: &RunningServer) -> Result<(), String> {
         server
             .put_stored("pods", Some(&self.namespace), &self.name, |current, rev| {
-                Ok(kinformer_apiserver::store::StoredObject {
+                Ok(kinformer_apiserver::StoredObject {
                     bytes: bytes::Bytes::from(self.render(rev)),
                     type_len: self.type_len,
                     ..current.clone()

@@ -77,12 +77,13 @@ enum Cmd {
     },
     /// Run the embedded bench server (API server + control port).
     Server {
-        /// Pods to seed.
-        #[arg(long, default_value_t = 0)]
-        seed_pods: usize,
-        /// Namespaces to spread them over.
-        #[arg(long, default_value_t = 10)]
-        seed_namespaces: usize,
+        /// Pods to seed (default: none, as `kinformer serve`).
+        #[arg(long)]
+        seed_pods: Option<usize>,
+        /// Namespaces to spread them over (default: 1, `default`, as `kinformer serve`; the
+        /// report passes 10).
+        #[arg(long)]
+        seed_namespaces: Option<usize>,
     },
     /// Run one Rust peer on one workload; prints one JSON report.
     Peer {
@@ -183,7 +184,12 @@ fn main() -> std::process::ExitCode {
             seed_pods,
             seed_namespaces,
         } => runtime().and_then(|rt| {
-            rt.block_on(kinformer_bench::server::run(seed_pods, seed_namespaces))
+            let defaults = kinformer_apiserver::ServerConfig::default();
+            let config = defaults.clone().seed_pods(
+                seed_pods.unwrap_or(defaults.seed_pods),
+                seed_namespaces.unwrap_or(defaults.seed_namespaces),
+            );
+            rt.block_on(kinformer_bench::server::run(config))
                 .map_err(|e| e.to_string())
         }),
         Cmd::Peer {

@@ -9,18 +9,16 @@ use std::io::{BufRead, Write};
 use std::net::TcpListener;
 use std::sync::Arc;
 
-/// Runs the bench server with `pods` realistic pods over `namespaces` namespaces.
+use kinformer_apiserver::ServerConfig;
+
+/// Runs the bench server as `config` says (the in-process defaults, [`ServerConfig::default`]:
+/// plain HTTP on a free port, which peers reach through a kubeconfig the orchestrator writes for
+/// this URL; seeded with realistic pods as configured).
 ///
 /// # Errors
 /// The server could not start or seed, or the control port could not be bound.
-pub async fn run(pods: usize, namespaces: usize) -> Result<(), Box<dyn std::error::Error>> {
-    // Plain HTTP on a free port, chosen here explicitly: peers reach it through a kubeconfig
-    // the orchestrator writes for this URL.
-    let server =
-        kinformer_apiserver::start(kinformer_apiserver::ServerConfig::default().port(0)).await?;
-    if pods > 0 {
-        server.seed_pods(pods, namespaces.max(1))?;
-    }
+pub async fn run(config: ServerConfig) -> Result<(), Box<dyn std::error::Error>> {
+    let server = kinformer_apiserver::start(config).await?;
     let server = Arc::new(server);
     let listener = TcpListener::bind("127.0.0.1:0")?;
     let control_addr = listener.local_addr()?;

@@ -53,7 +53,9 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Demo(args) => demo::run(args).await,
-            Command::Serve(args) => serve::run(args).await,
+            Command::Serve(args) => serve::run(args)
+                .await
+                .map_err(|e| error::CliError::Embedded(error::with_causes(&e))),
             Command::Watch(args) => watch::run(args).await,
         }
     });

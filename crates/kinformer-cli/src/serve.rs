@@ -1,25 +1,26 @@
-//! `kinformer serve`: the embedded API server standalone, for kubectl and other clients: TLS
-//! and a bearer token by default (both in the kubeconfig it writes), its request counters at
-//! `/metrics`.
+//! `kinformer serve` (and the `kinformer-apiserver` binary, which is the same command): the
+//! embedded API server standalone, for kubectl and other clients: TLS and a bearer token by
+//! default (both in the kubeconfig it writes), its request counters at `/metrics`.
+//!
+//! Every default is [`ServerConfig::standalone`]'s: a flag left out keeps it.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
-use kinformer_apiserver::{StandaloneOptions, standalone::start_standalone};
+use kinformer_apiserver::{ServerConfig, StartError};
 
-use crate::error::{CliError, with_causes};
-
-/// Arguments of `kinformer serve`.
+/// Arguments of `kinformer serve` and of the `kinformer-apiserver` binary.
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
-    /// Port on 127.0.0.1 (0: a free one).
-    #[arg(long, default_value_t = 8080)]
-    pub port: u16,
-    /// Realistic pods to seed.
-    #[arg(long, default_value_t = 0)]
-    pub seed_pods: usize,
-    /// Namespaces to spread the seeded pods over.
-    #[arg(long, default_value_t = 4)]
-    pub seed_namespaces: usize,
+    /// Port on 127.0.0.1 (default: a free one).
+    #[arg(long)]
+    pub port: Option<u16>,
+    /// Realistic pods to seed (default: none).
+    #[arg(long)]
+    pub seed_pods: Option<usize>,
+    /// Namespaces to spread the seeded pods over: ns-0, ns-1, ... (default: 1, `default`).
+    #[arg(long)]
+    pub seed_namespaces: Option<usize>,
     /// Where to write the kubeconfig (default: a file in the temp directory).
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
@@ -27,23 +28,40 @@ pub struct ServeArgs {
     /// bearer token, both written to the kubeconfig).
     #[arg(long)]
     pub plain_http: bool,
+    /// BOOKMARK interval in seconds, at least 1 (default: 60, like a real server).
+    #[arg(long)]
+    pub bookmark_interval_secs: Option<u64>,
 }
 
-/// Runs the server until Ctrl-C or SIGTERM.
-pub async fn run(args: ServeArgs) -> Result<(), CliError> {
-    let kubeconfig = args.kubeconfig.unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("kinformer-{}.kubeconfig", std::process::id()))
-    });
-    let server = start_standalone(StandaloneOptions {
-        port: args.port,
-        seed_pods: args.seed_pods,
-        seed_namespaces: args.seed_namespaces,
-        kubeconfig: Some(kubeconfig.clone()),
-        config: Default::default(),
-        plain_http: args.plain_http,
-    })
-    .await
-    .map_err(|e| CliError::Embedded(with_causes(&e)))?;
+impl ServeArgs {
+    /// The server configuration: [`ServerConfig::standalone`] with the flags given applied, and
+    /// the kubeconfig path (given or the default one).
+    pub fn config(&self) -> (ServerConfig, PathBuf) {
+        let mut config = ServerConfig::standalone().tls(!self.plain_http);
+        if let Some(port) = self.port {
+            config = config.port(port);
+        }
+        config.seed_pods = self.seed_pods.unwrap_or(config.seed_pods);
+        config.seed_namespaces = self.seed_namespaces.unwrap_or(config.seed_namespaces);
+        if let Some(secs) = self.bookmark_interval_secs {
+            config = config.bookmark_interval(Duration::from_secs(secs.max(1)));
+        }
+        let kubeconfig = self.kubeconfig.clone().unwrap_or_else(|| {
+            std::env::temp_dir().join(format!("kinformer-{}.kubeconfig", std::process::id()))
+        });
+        (config.kubeconfig(kubeconfig.clone()), kubeconfig)
+    }
+}
+
+/// Starts the server as `args` say, prints where it listens, where its kubeconfig is and how
+/// to reach it (the first line is `kinformer API server listening on URL`), and runs it until
+/// Ctrl-C (SIGINT) or SIGTERM, then shuts down gracefully.
+///
+/// # Errors
+/// The server did not start, could not be seeded, or the kubeconfig could not be written.
+pub async fn run(args: ServeArgs) -> Result<(), StartError> {
+    let (config, kubeconfig) = args.config();
+    let server = kinformer_apiserver::start(config).await?;
     println!("kinformer API server listening on {}", server.base_url());
     println!("kubeconfig written to {}", kubeconfig.display());
     println!(
@@ -55,8 +73,30 @@ pub async fn run(args: ServeArgs) -> Result<(), CliError> {
         server.base_url()
     );
     println!("Ctrl-C to stop");
-    let _ = tokio::signal::ctrl_c().await;
+    wait_for_signal().await;
     server.shutdown().await;
     println!("stopped");
     Ok(())
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }

@@ -20,7 +20,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReferen
 use kinformer::controller::{Action, Controller, ControllerStats};
 use kinformer::{Indexer, SharedInformerFactory, split_meta_namespace_key};
 use kinformer_apiserver::RunningServer;
-use kinformer_apiserver::faults::{FailureRule, Verb};
+use kinformer_apiserver::{FailureRule, Verb};
 use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
 use tokio_util::sync::CancellationToken;
 

@@ -15,7 +15,7 @@ use crate::options::parse_query;
 use crate::status::ApiError;
 
 /// Serves an admin request.
-pub async fn handle(ctx: Arc<Context>, req: Request) -> Response {
+pub(super) async fn handle(ctx: Arc<Context>, req: Request) -> Response {
     match serve(ctx, req).await {
         Ok(v) => response::json_value(200, &v),
         Err(e) => response::error(&e),

@@ -20,7 +20,7 @@ const VERBS: &[&str] = &[
 ];
 
 /// `/api`.
-pub fn core_versions(address: &str) -> Value {
+pub(super) fn core_versions(address: &str) -> Value {
     json!({
         "kind": "APIVersions",
         "versions": ["v1"],
@@ -55,7 +55,7 @@ fn groups(registry: &Registry) -> BTreeMap<String, Vec<String>> {
 }
 
 /// `/apis`.
-pub fn group_list(registry: &Registry) -> Value {
+pub(super) fn group_list(registry: &Registry) -> Value {
     let gs: Vec<Value> = groups(registry)
         .iter()
         .map(|(g, vs)| group_entry(g, vs))
@@ -64,7 +64,7 @@ pub fn group_list(registry: &Registry) -> Value {
 }
 
 /// `/apis/{group}`.
-pub fn group(registry: &Registry, group: &str) -> Value {
+pub(super) fn group(registry: &Registry, group: &str) -> Value {
     let vs = groups(registry).remove(group).unwrap_or_default();
     let mut g = group_entry(group, &vs);
     g["kind"] = json!("APIGroup");
@@ -73,7 +73,7 @@ pub fn group(registry: &Registry, group: &str) -> Value {
 }
 
 /// `/api/v1` or `/apis/{group}/{version}`.
-pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Value {
+pub(super) fn resource_list(registry: &Registry, group: &str, version: &str) -> Value {
     let mut resources = Vec::new();
     for r in registry
         .all()
@@ -125,7 +125,7 @@ pub fn resource_list(registry: &Registry, group: &str, version: &str) -> Value {
 }
 
 /// `/version`.
-pub fn version() -> Value {
+pub(super) fn version() -> Value {
     json!({
         "major": "1",
         "minor": "35",

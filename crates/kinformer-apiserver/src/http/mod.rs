@@ -24,7 +24,7 @@ pub(crate) mod partial;
 mod path;
 mod resources;
 mod response;
-pub mod table;
+pub(crate) mod table;
 
 use std::sync::Arc;
 
@@ -44,10 +44,11 @@ fn public_path(path: &str) -> bool {
             .any(|p| path.starts_with(p))
 }
 
-pub use path::{Target, parse_path};
+#[cfg(test)]
+pub(crate) use path::parse_path;
 
 /// The server's router.
-pub fn router(ctx: Arc<Context>) -> Router {
+pub(crate) fn router(ctx: Arc<Context>) -> Router {
     Router::new().fallback(handle).with_state(ctx)
 }
 

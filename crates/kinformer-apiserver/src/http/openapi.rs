@@ -18,7 +18,7 @@ fn gv_path(group: &str, version: &str) -> String {
 }
 
 /// `/openapi/v3`: the index of group-version documents.
-pub fn index(registry: &Registry) -> Value {
+pub(super) fn index(registry: &Registry) -> Value {
     let mut paths = Map::new();
     for r in registry.all() {
         let p = gv_path(&r.group, &r.version);
@@ -31,7 +31,7 @@ pub fn index(registry: &Registry) -> Value {
 
 /// `/openapi/v3/{api/v1 | apis/g/v}`: one PATCH operation per resource, declaring the
 /// `fieldValidation` query parameter and its group-version-kind.
-pub fn group_version(registry: &Registry, gv: &str) -> Option<Value> {
+pub(super) fn group_version(registry: &Registry, gv: &str) -> Option<Value> {
     let mut paths = Map::new();
     for r in registry.all() {
         if gv_path(&r.group, &r.version) != gv {

@@ -7,7 +7,7 @@ use crate::resource::ResourceInfo;
 
 /// What a request path addresses.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Target {
+pub(crate) enum Target {
     /// `/api`.
     CoreVersions,
     /// `/apis`.
@@ -42,7 +42,7 @@ fn valid_segment(s: &str) -> bool {
 }
 
 /// Resolves a path against the registry.
-pub fn parse_path(registry: &Registry, path: &str) -> Target {
+pub(crate) fn parse_path(registry: &Registry, path: &str) -> Target {
     let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
     let (group, version, rest) = match segs.as_slice() {
         ["version"] => return Target::Version,

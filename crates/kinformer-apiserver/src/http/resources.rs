@@ -106,7 +106,7 @@ fn check_fields(res: &ResourceInfo, opts: &ListOptions) -> Result<(), ApiError> 
 }
 
 async fn read_body(ctx: &Context, req: Request) -> Result<bytes::Bytes, ApiError> {
-    let limit = ctx.settings.max_body_bytes;
+    let limit = ctx.config.max_body_bytes;
     axum::body::to_bytes(req.into_body(), limit)
         .await
         .map_err(|_| ApiError::too_large_body(limit))
@@ -173,7 +173,7 @@ fn metric_verb(verb: Verb, apply: bool) -> &'static str {
 }
 
 /// Serves a (non-admin) request.
-pub async fn handle(ctx: Arc<Context>, req: Request) -> Response {
+pub(super) async fn handle(ctx: Arc<Context>, req: Request) -> Response {
     let method = req.method().clone();
     let path = req.uri().path().to_string();
     let raw_query = req.uri().query().unwrap_or("").to_string();
@@ -193,7 +193,7 @@ pub async fn handle(ctx: Arc<Context>, req: Request) -> Response {
             code,
         });
     }
-    if ctx.settings.record_requests {
+    if ctx.config.record_requests {
         let mut log = ctx.requests.lock();
         if log.len() >= MAX_RECORDED_REQUESTS {
             // Bounded memory for long-running servers: forget the older half.
@@ -329,7 +329,7 @@ async fn serve_verb(
                 && n > api.store.revision()
                 && !api
                     .store
-                    .wait_for_revision(n, ctx.settings.too_large_wait)
+                    .wait_for_revision(n, ctx.config.too_large_wait)
                     .await
             {
                 return Err(ApiError::too_large_resource_version(
@@ -351,9 +351,7 @@ async fn serve_verb(
         Verb::List => {
             let opts = ListOptions::from_query(query)?;
             check_fields(res, &opts)?;
-            let page = api
-                .list(res, ns, &opts, ctx.settings.too_large_wait)
-                .await?;
+            let page = api.list(res, ns, &opts, ctx.config.too_large_wait).await?;
             if let Some(inc) = as_table {
                 let mut meta = serde_json::Map::new();
                 meta.insert(

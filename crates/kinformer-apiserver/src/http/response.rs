@@ -15,7 +15,7 @@ use crate::store::StoredObject;
 const LIST_CHUNK: usize = 256 * 1024;
 
 /// A JSON response with the given code.
-pub fn json_bytes(code: u16, body: impl Into<Body>) -> Response {
+pub(super) fn json_bytes(code: u16, body: impl Into<Body>) -> Response {
     let mut r = Response::new(body.into());
     *r.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     r.headers_mut().insert(
@@ -26,7 +26,7 @@ pub fn json_bytes(code: u16, body: impl Into<Body>) -> Response {
 }
 
 /// A Prometheus text exposition response.
-pub fn text(code: u16, body: String) -> Response {
+pub(super) fn text(code: u16, body: String) -> Response {
     let mut r = json_bytes(code, body);
     r.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -36,12 +36,12 @@ pub fn text(code: u16, body: String) -> Response {
 }
 
 /// A JSON value response.
-pub fn json_value(code: u16, v: &serde_json::Value) -> Response {
+pub(super) fn json_value(code: u16, v: &serde_json::Value) -> Response {
     json_bytes(code, serde_json::to_vec(v).unwrap_or_default())
 }
 
 /// An error as a `Status` response (with `Retry-After` when set).
-pub fn error(e: &ApiError) -> Response {
+pub(super) fn error(e: &ApiError) -> Response {
     let mut r = json_bytes(e.code, e.to_bytes());
     if let Some(s) = e.retry_after
         && let Ok(v) = HeaderValue::from_str(&s.to_string())
@@ -52,7 +52,7 @@ pub fn error(e: &ApiError) -> Response {
 }
 
 /// One stored object.
-pub fn object(code: u16, o: &StoredObject) -> Response {
+pub(super) fn object(code: u16, o: &StoredObject) -> Response {
     json_bytes(code, o.bytes.clone())
 }
 
@@ -81,7 +81,7 @@ fn list_header(
 }
 
 /// A list response, streamed in chunks built straight from the stored bytes.
-pub fn list(res: &ResourceInfo, page: ListPage) -> Response {
+pub(super) fn list(res: &ResourceInfo, page: ListPage) -> Response {
     let head = list_header(
         res,
         Some(page.resource_version),
@@ -92,7 +92,7 @@ pub fn list(res: &ResourceInfo, page: ListPage) -> Response {
 }
 
 /// A list of objects with only a resourceVersion (deletecollection).
-pub fn plain_list(res: &ResourceInfo, rv: u64, items: Vec<Arc<StoredObject>>) -> Response {
+pub(super) fn plain_list(res: &ResourceInfo, rv: u64, items: Vec<Arc<StoredObject>>) -> Response {
     items_body(list_header(res, Some(rv), None, None), items)
 }
 
@@ -141,7 +141,7 @@ fn items_body(head: Vec<u8>, items: Vec<Arc<StoredObject>>) -> Response {
 }
 
 /// A streaming watch response fed by `rx`.
-pub fn watch(rx: tokio::sync::mpsc::Receiver<Bytes>) -> Response {
+pub(super) fn watch(rx: tokio::sync::mpsc::Receiver<Bytes>) -> Response {
     let stream = futures::stream::unfold(rx, |mut rx| async move {
         rx.recv()
             .await

@@ -12,7 +12,7 @@ use crate::resource::ResourceInfo;
 
 /// What each row carries in `object` (`includeObject`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IncludeObject {
+pub(crate) enum IncludeObject {
     /// Nothing.
     None,
     /// A `PartialObjectMetadata` (the default).
@@ -23,7 +23,7 @@ pub enum IncludeObject {
 
 impl IncludeObject {
     /// Parses the `includeObject` query value (default `Metadata`).
-    pub fn parse(v: Option<&str>) -> Self {
+    pub(crate) fn parse(v: Option<&str>) -> Self {
         match v {
             Some("None") => IncludeObject::None,
             Some("Object") => IncludeObject::Object,
@@ -33,7 +33,7 @@ impl IncludeObject {
 }
 
 /// Whether the `Accept` header asks for a `meta.k8s.io/v1` Table.
-pub fn wants_table(accept: &str) -> bool {
+pub(crate) fn wants_table(accept: &str) -> bool {
     accept.split(',').any(|clause| {
         let parts: Vec<&str> = clause.split(';').map(|p| p.trim()).collect();
         parts.contains(&"as=Table") && parts.contains(&"g=meta.k8s.io") && parts.contains(&"v=v1")
@@ -71,7 +71,7 @@ fn columns(res: &ResourceInfo) -> Vec<Value> {
 }
 
 /// kubectl's short human duration ("45s", "5m10s", "3h", "12d").
-pub fn human_duration(secs: i64) -> String {
+pub(crate) fn human_duration(secs: i64) -> String {
     if secs < 0 {
         return "0s".into();
     }
@@ -213,7 +213,7 @@ fn row(res: &ResourceInfo, obj: &Value, include: IncludeObject) -> Value {
 }
 
 /// A Table of `objects` with the given list metadata.
-pub fn table(
+pub(crate) fn table(
     res: &ResourceInfo,
     objects: &[Value],
     metadata: Value,

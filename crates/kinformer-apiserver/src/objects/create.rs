@@ -10,8 +10,10 @@ use super::*;
 
 /// A new object ready to be created: name resolved (or generated from `generateName`),
 /// validated, with server-set metadata. Returns the storage key and the object.
-/// `managedFields` are kept as given (an in-process write without a field manager).
-pub fn prepare_create(
+/// `managedFields` are kept as given (an in-process write without a field manager). Tests
+/// only: the server writes through [`prepare_create_by`].
+#[cfg(test)]
+pub(crate) fn prepare_create(
     res: &ResourceInfo,
     path_ns: &str,
     obj: Map<String, Value>,
@@ -22,7 +24,7 @@ pub fn prepare_create(
 
 /// [`prepare_create`] by a field manager: with a `writer`, `metadata.managedFields` get its
 /// Update entry ([`super::managed_fields`]).
-pub fn prepare_create_by(
+pub(crate) fn prepare_create_by(
     res: &ResourceInfo,
     path_ns: &str,
     mut obj: Map<String, Value>,

@@ -13,7 +13,7 @@ fn set(spec: &mut Map<String, Value>, field: &str, v: Value) {
 }
 
 /// Fills the defaults of `obj` (a create or update body of `res`) in place.
-pub fn apply_defaults(res: &ResourceInfo, obj: &mut Map<String, Value>) {
+pub(crate) fn apply_defaults(res: &ResourceInfo, obj: &mut Map<String, Value>) {
     let (group, plural) = (res.group.as_str(), res.plural.as_str());
     if !matches!(
         (group, plural),

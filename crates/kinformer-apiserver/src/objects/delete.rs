@@ -10,7 +10,7 @@ use super::*;
 
 /// Preconditions of a DELETE (`DeleteOptions.preconditions`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Preconditions {
+pub(crate) struct Preconditions {
     /// Required `metadata.uid`.
     pub uid: Option<String>,
     /// Required `metadata.resourceVersion`.
@@ -19,7 +19,7 @@ pub struct Preconditions {
 
 /// What a delete resolves to.
 #[derive(Debug)]
-pub enum DeleteOutcome {
+pub(crate) enum DeleteOutcome {
     /// Remove the object; this is its final state (carrying the deletion revision).
     Remove(StoredObject),
     /// The object has finalizers: it was marked with `deletionTimestamp` (this new version).
@@ -29,7 +29,7 @@ pub enum DeleteOutcome {
 }
 
 /// Applies a delete of `old` at revision `rev`, checking preconditions (409 Conflict).
-pub fn prepare_delete(
+pub(crate) fn prepare_delete(
     res: &ResourceInfo,
     old: &StoredObject,
     pre: &Preconditions,

@@ -23,56 +23,52 @@ use serde_json::{Map, Value};
 use crate::resource::ResourceInfo;
 
 /// One path: encoded path elements (`f:spec`, `k:{"name":"a"}`, `v:"x"`).
-pub type FieldPath = Vec<String>;
+pub(crate) type FieldPath = Vec<String>;
 
 /// A set of field paths (structured-merge-diff's `fieldpath.Set`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FieldSet(BTreeSet<FieldPath>);
+pub(crate) struct FieldSet(BTreeSet<FieldPath>);
 
 impl FieldSet {
     /// The empty set.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         FieldSet::default()
     }
 
     /// Whether the set has no path.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
     /// Adds a path.
-    pub fn insert(&mut self, path: FieldPath) {
+    pub(crate) fn insert(&mut self, path: FieldPath) {
         self.0.insert(path);
     }
 
     /// Whether the set holds exactly this path.
-    pub fn contains(&self, path: &[String]) -> bool {
+    #[cfg(test)]
+    pub(crate) fn contains(&self, path: &[String]) -> bool {
         self.0.contains(path)
     }
 
     /// Paths in `self` or `other`.
-    pub fn union(&self, other: &FieldSet) -> FieldSet {
+    pub(crate) fn union(&self, other: &FieldSet) -> FieldSet {
         FieldSet(self.0.union(&other.0).cloned().collect())
     }
 
     /// Paths in `self` and not in `other` (exact paths: a path's children stay).
-    pub fn difference(&self, other: &FieldSet) -> FieldSet {
+    pub(crate) fn difference(&self, other: &FieldSet) -> FieldSet {
         FieldSet(self.0.difference(&other.0).cloned().collect())
     }
 
-    /// Paths in both.
-    pub fn intersection(&self, other: &FieldSet) -> FieldSet {
-        FieldSet(self.0.intersection(&other.0).cloned().collect())
-    }
-
     /// Keeps the paths for which `keep` holds.
-    pub fn filter(&self, keep: impl Fn(&FieldPath) -> bool) -> FieldSet {
+    pub(crate) fn filter(&self, keep: impl Fn(&FieldPath) -> bool) -> FieldSet {
         FieldSet(self.0.iter().filter(|p| keep(p)).cloned().collect())
     }
 
     /// Parses a `FieldsV1` object: `{}` marks a member leaf, `"."` marks the enclosing node a
     /// member when it also has children. Anything that is not an object is skipped.
-    pub fn from_fields_v1(v: &Value) -> FieldSet {
+    pub(crate) fn from_fields_v1(v: &Value) -> FieldSet {
         fn walk(v: &Value, path: &mut FieldPath, out: &mut BTreeSet<FieldPath>) {
             let Some(m) = v.as_object() else { return };
             for (k, child) in m {
@@ -99,7 +95,7 @@ impl FieldSet {
     }
 
     /// The `FieldsV1` object of the set.
-    pub fn to_fields_v1(&self) -> Value {
+    pub(crate) fn to_fields_v1(&self) -> Value {
         #[derive(Default)]
         struct Node {
             member: bool,
@@ -131,7 +127,7 @@ impl FieldSet {
 
 /// How a list merges, by schema.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ListType {
+pub(crate) enum ListType {
     /// Replaced as a whole (a leaf).
     Atomic,
     /// A set of scalars: items are `v:<json>`.
@@ -165,7 +161,7 @@ fn pod_spec_list(rest: &[&str]) -> ListType {
 
 /// The merge type of the list at `spath` (field names, `[]` for list items) in objects of
 /// `res`; atomic unless known.
-pub fn list_type(res: &ResourceInfo, spath: &[&str]) -> ListType {
+pub(crate) fn list_type(res: &ResourceInfo, spath: &[&str]) -> ListType {
     match spath {
         ["metadata", "finalizers"] => return ListType::Set,
         ["metadata", "ownerReferences"] => return ListType::Map(&["uid"]),
@@ -197,7 +193,7 @@ fn atomic_map(res: &ResourceInfo, spath: &[&str]) -> bool {
 
 /// What changed between two versions of an object.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Comparison {
+pub(crate) struct Comparison {
     /// Paths present only in the new version.
     pub added: FieldSet,
     /// Leaf paths present in both with different values.
@@ -351,7 +347,7 @@ impl Walker<'_> {
 
 /// Compares two versions of an object of `res` (both JSON objects; `old` may be Go's zero
 /// object of the kind for a create).
-pub fn compare(
+pub(crate) fn compare(
     res: &ResourceInfo,
     old: &Map<String, Value>,
     new: &Map<String, Value>,

@@ -33,7 +33,7 @@ use crate::resource::ResourceInfo;
 /// Who writes: the field manager (`fieldManager` parameter, else derived from the
 /// User-Agent) and the subresource written (`status`), if any.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Writer {
+pub(crate) struct Writer {
     /// `managedFields[].manager`.
     pub manager: String,
     /// `managedFields[].subresource` (`status` for `/status` writes).
@@ -45,12 +45,7 @@ const MANAGER_MAX_LEN: usize = 128;
 
 /// The manager name kube-apiserver derives from a User-Agent (`prefixFromUserAgent`): the text
 /// before the first `/`, without unprintable characters, cut to 128 bytes.
-///
-/// ```
-/// use kinformer_apiserver::objects::managed_fields::manager_from_user_agent;
-/// assert_eq!(manager_from_user_agent("kubectl/v1.35.0 (linux/amd64) kubernetes/abc"), "kubectl");
-/// ```
-pub fn manager_from_user_agent(user_agent: &str) -> String {
+pub(crate) fn manager_from_user_agent(user_agent: &str) -> String {
     let prefix = user_agent.split('/').next().unwrap_or("");
     let mut out = String::new();
     for c in prefix.chars() {
@@ -205,7 +200,7 @@ fn without_managed(obj: &Map<String, Value>) -> Map<String, Value> {
 
 /// Sets `new.metadata.managedFields` for an Update-operation write by `writer`: `old` is the
 /// stored object (`None` for a create), `new` the object about to be stored.
-pub fn update_managed_fields(
+pub(crate) fn update_managed_fields(
     res: &ResourceInfo,
     old: Option<&Map<String, Value>>,
     new: &mut Map<String, Value>,
@@ -306,6 +301,14 @@ mod tests {
     use super::*;
     use crate::objects::test_util::res;
     use serde_json::json;
+
+    #[test]
+    fn manager_is_the_user_agent_before_the_first_slash() {
+        assert_eq!(
+            manager_from_user_agent("kubectl/v1.35.0 (linux/amd64) kubernetes/abc"),
+            "kubectl"
+        );
+    }
 
     fn writer(m: &str) -> Writer {
         Writer {

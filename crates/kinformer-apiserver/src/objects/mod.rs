@@ -9,34 +9,22 @@ use crate::status::ApiError;
 use crate::store::{StoredObject, extra_fields};
 
 mod create;
-pub mod defaults;
+pub(crate) mod defaults;
 mod delete;
-pub mod fieldset;
-pub mod managed_fields;
-pub mod normalize;
+pub(crate) mod fieldset;
+pub(crate) mod managed_fields;
+pub(crate) mod normalize;
 mod update;
-pub mod validate;
+pub(crate) mod validate;
 
-pub use create::{prepare_create, prepare_create_by};
-pub use delete::{DeleteOutcome, Preconditions, prepare_delete};
-pub use managed_fields::Writer;
-pub use update::{UpdateMode, UpdateOutcome, prepare_update, prepare_update_by};
-
-/// Whether `s` is a DNS-1123 label (`[a-z0-9]([-a-z0-9]*[a-z0-9])?`, at most 63 characters).
-pub fn is_dns1123_label(s: &str) -> bool {
-    let b = s.as_bytes();
-    !b.is_empty()
-        && b.len() <= 63
-        && b[0].is_ascii_alphanumeric()
-        && b[b.len() - 1].is_ascii_alphanumeric()
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-}
-
-/// Whether `s` is a DNS-1123 subdomain (dot-separated labels, at most 253 characters).
-pub fn is_dns1123_subdomain(s: &str) -> bool {
-    s.len() <= 253 && s.split('.').all(is_dns1123_label)
-}
+#[cfg(test)]
+pub(crate) use create::prepare_create;
+pub(crate) use create::prepare_create_by;
+pub(crate) use delete::{DeleteOutcome, Preconditions, prepare_delete};
+pub(crate) use managed_fields::Writer;
+#[cfg(test)]
+pub(crate) use update::prepare_update;
+pub(crate) use update::{UpdateMode, UpdateOutcome, prepare_update_by};
 
 fn invalid(res: &ResourceInfo, name: &str, field: &str, reason: &str, msg: String) -> ApiError {
     ApiError::invalid(
@@ -67,7 +55,7 @@ fn unrecognized(res: &ResourceInfo, why: &str, body: &[u8]) -> ApiError {
 
 /// Parses a request body into a JSON object (400 BadRequest otherwise, with kube-apiserver's
 /// wording for bodies that are not JSON or not an object).
-pub fn decode_body(res: &ResourceInfo, body: &[u8]) -> Result<Map<String, Value>, ApiError> {
+pub(crate) fn decode_body(res: &ResourceInfo, body: &[u8]) -> Result<Map<String, Value>, ApiError> {
     let v: Value = serde_json::from_slice(body)
         .map_err(|e| unrecognized(res, &crate::go_text::go_json_error(body, &e), body))?;
     match v {
@@ -201,14 +189,14 @@ fn str_field<'a>(meta: &'a Map<String, Value>, f: &str) -> &'a str {
 }
 
 /// The current time as the API server formats timestamps (RFC 3339, seconds).
-pub fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     jiff::Timestamp::now()
         .strftime("%Y-%m-%dT%H:%M:%SZ")
         .to_string()
 }
 
 /// A random v4 UUID string.
-pub fn new_uid() -> String {
+pub(crate) fn new_uid() -> String {
     let b: [u8; 16] = rand::random();
     let mut b = b;
     b[6] = (b[6] & 0x0f) | 0x40;
@@ -276,7 +264,7 @@ fn set_type_meta(res: &ResourceInfo, obj: &mut Map<String, Value>) {
 }
 
 /// The storage key of an object.
-pub fn storage_key(res: &ResourceInfo, namespace: &str, name: &str) -> String {
+pub(crate) fn storage_key(res: &ResourceInfo, namespace: &str, name: &str) -> String {
     if res.namespaced() {
         format!("{namespace}/{name}")
     } else {
@@ -286,7 +274,7 @@ pub fn storage_key(res: &ResourceInfo, namespace: &str, name: &str) -> String {
 
 /// Rewrites `metadata.resourceVersion` in an object's JSON (used for watch events that
 /// present the previous state at a newer revision).
-pub fn with_resource_version(obj: &StoredObject, rev: u64) -> bytes::Bytes {
+pub(crate) fn with_resource_version(obj: &StoredObject, rev: u64) -> bytes::Bytes {
     obj.at_revision(rev).bytes
 }
 
@@ -297,18 +285,18 @@ pub(crate) mod test_util {
     use crate::resource::{ResourceInfo, builtin_resources};
 
     /// The built-in resource `plural` (a test's fixture; panics if there is none).
-    pub fn res(plural: &str) -> ResourceInfo {
+    pub(crate) fn res(plural: &str) -> ResourceInfo {
         builtin_resources()
             .into_iter()
             .find(|r| r.plural == plural)
             .unwrap()
     }
 
-    pub fn pods() -> ResourceInfo {
+    pub(crate) fn pods() -> ResourceInfo {
         res("pods")
     }
 
-    pub fn body(v: Value) -> Map<String, Value> {
+    pub(crate) fn body(v: Value) -> Map<String, Value> {
         v.as_object().unwrap().clone()
     }
 }

@@ -19,7 +19,7 @@ fn drop_if_empty(obj: &mut Map<String, Value>, field: &str) {
 }
 
 /// Normalizes a create or update body of `res` in place (see the module docs).
-pub fn normalize_body(res: &ResourceInfo, obj: &mut Map<String, Value>) {
+pub(crate) fn normalize_body(res: &ResourceInfo, obj: &mut Map<String, Value>) {
     if !res.group.is_empty() {
         return;
     }

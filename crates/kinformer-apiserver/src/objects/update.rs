@@ -10,7 +10,7 @@ use super::*;
 
 /// Which part of an object an update writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UpdateMode {
+pub(crate) enum UpdateMode {
     /// The main resource: `status` is kept from the stored object when the resource has a
     /// status subresource.
     Main,
@@ -22,7 +22,7 @@ pub enum UpdateMode {
 
 /// What an update resolves to.
 #[derive(Debug)]
-pub enum UpdateOutcome {
+pub(crate) enum UpdateOutcome {
     /// Store this new version.
     Write(StoredObject),
     /// Nothing changed: the stored object stays (no revision is used).
@@ -49,7 +49,9 @@ fn without(v: &Map<String, Value>, keys: &[&str]) -> Map<String, Value> {
 /// Applies an update of `old` to `new` (a full object body). Checks the name, namespace and
 /// `metadata.resourceVersion` precondition (409 Conflict when stale), keeps immutable metadata,
 /// bumps `generation` when anything but metadata and status changed, and detects no-op updates.
-pub fn prepare_update(
+/// Tests only: the server writes through [`prepare_update_by`].
+#[cfg(test)]
+pub(crate) fn prepare_update(
     res: &ResourceInfo,
     old: &StoredObject,
     new: Map<String, Value>,
@@ -62,7 +64,7 @@ pub fn prepare_update(
 /// [`prepare_update`] by a field manager: with a `writer`, `metadata.managedFields` are
 /// maintained for its Update operation ([`super::managed_fields`]); without one they are
 /// stored as given.
-pub fn prepare_update_by(
+pub(crate) fn prepare_update_by(
     res: &ResourceInfo,
     old: &StoredObject,
     mut new: Map<String, Value>,

@@ -13,7 +13,7 @@ use crate::resource::ResourceInfo;
 use crate::status::ApiError;
 
 /// One field error: `(field, reason, message)`.
-pub type Cause = (String, String, String);
+pub(crate) type Cause = (String, String, String);
 
 const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
 const DNS1123_SUBDOMAIN_FMT: &str =
@@ -64,7 +64,7 @@ fn matches_dns1123_label(s: &str) -> bool {
 }
 
 /// Messages for a DNS-1123 subdomain (`IsDNS1123Subdomain`).
-pub fn dns1123_subdomain_errors(s: &str) -> Vec<String> {
+pub(crate) fn dns1123_subdomain_errors(s: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if s.len() > 253 {
         errs.push(max_len_error(253));
@@ -80,7 +80,7 @@ pub fn dns1123_subdomain_errors(s: &str) -> Vec<String> {
 }
 
 /// Messages for a DNS-1123 label (`IsDNS1123Label`).
-pub fn dns1123_label_errors(s: &str) -> Vec<String> {
+pub(crate) fn dns1123_label_errors(s: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if s.len() > 63 {
         errs.push(max_len_error(63));
@@ -96,7 +96,7 @@ pub fn dns1123_label_errors(s: &str) -> Vec<String> {
 }
 
 /// Messages for a DNS-1035 label (`IsDNS1035Label`, service names).
-pub fn dns1035_label_errors(s: &str) -> Vec<String> {
+pub(crate) fn dns1035_label_errors(s: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if s.len() > 63 {
         errs.push(max_len_error(63));
@@ -128,7 +128,7 @@ fn matches_qualified_part(s: &str) -> bool {
 
 /// Messages for a qualified name, `[prefix/]name` (`IsQualifiedName`: label keys, annotation
 /// keys, finalizers).
-pub fn qualified_name_errors(s: &str) -> Vec<String> {
+pub(crate) fn qualified_name_errors(s: &str) -> Vec<String> {
     let mut errs = Vec::new();
     let name = match s.split_once('/') {
         None => s,
@@ -175,7 +175,7 @@ pub fn qualified_name_errors(s: &str) -> Vec<String> {
 }
 
 /// Messages for a label value (`IsValidLabelValue`).
-pub fn label_value_errors(s: &str) -> Vec<String> {
+pub(crate) fn label_value_errors(s: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if s.len() > 63 {
         errs.push(max_len_error(63));
@@ -191,7 +191,7 @@ pub fn label_value_errors(s: &str) -> Vec<String> {
 }
 
 /// Messages for a config map or secret data key (`IsConfigMapKey`).
-pub fn config_map_key_errors(s: &str) -> Vec<String> {
+pub(crate) fn config_map_key_errors(s: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if s.len() > 253 {
         errs.push(max_len_error(253));
@@ -254,7 +254,7 @@ const TOTAL_ANNOTATION_SIZE: usize = 256 * 1024;
 
 /// `ValidateObjectMeta`: every violated metadata rule of `meta` (whose name is already resolved
 /// from `generateName` when one was asked for).
-pub fn object_meta_causes(res: &ResourceInfo, meta: &Map<String, Value>) -> Vec<Cause> {
+pub(crate) fn object_meta_causes(res: &ResourceInfo, meta: &Map<String, Value>) -> Vec<Cause> {
     let mut causes = Vec::new();
     let s = |f: &str| meta.get(f).and_then(|v| v.as_str()).unwrap_or("");
     let generate = s("generateName");
@@ -333,7 +333,7 @@ pub fn object_meta_causes(res: &ResourceInfo, meta: &Map<String, Value>) -> Vec<
 
 /// Kind-specific rules: the data keys of config maps (`data`, `binaryData`) and secrets
 /// (`data`; `stringData` is merged into it before validation, see [`super::normalize`]).
-pub fn kind_causes(res: &ResourceInfo, obj: &Map<String, Value>) -> Vec<Cause> {
+pub(crate) fn kind_causes(res: &ResourceInfo, obj: &Map<String, Value>) -> Vec<Cause> {
     let bags: &[&str] = match (res.group.as_str(), res.plural.as_str()) {
         ("", "configmaps") => &["data", "binaryData"],
         ("", "secrets") => &["data", "stringData"],
@@ -373,7 +373,10 @@ pub fn kind_causes(res: &ResourceInfo, obj: &Map<String, Value>) -> Vec<Cause> {
 
 /// Validates an object about to be stored (create or update): 422 Invalid naming every
 /// violated rule, metadata first, as kube-apiserver's strategies do.
-pub fn validate_object(res: &ResourceInfo, obj: &Map<String, Value>) -> Result<(), ApiError> {
+pub(crate) fn validate_object(
+    res: &ResourceInfo,
+    obj: &Map<String, Value>,
+) -> Result<(), ApiError> {
     let empty = Map::new();
     let meta = obj
         .get("metadata")

@@ -5,7 +5,7 @@
 //! instead of reading them from type schemas (see [`strategic`]), and server-side apply is a
 //! merge patch that creates when absent, tracking no field managers.
 
-pub mod strategic;
+pub(crate) mod strategic;
 
 use serde_json::Value;
 
@@ -14,7 +14,7 @@ use crate::status::ApiError;
 
 /// The patch format, from the request's `Content-Type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PatchType {
+pub(crate) enum PatchType {
     /// `application/merge-patch+json`.
     Merge,
     /// `application/json-patch+json`.
@@ -27,7 +27,7 @@ pub enum PatchType {
 
 impl PatchType {
     /// Maps a content type to a patch type; `None` for unsupported types (415).
-    pub fn from_content_type(ct: &str) -> Option<Self> {
+    pub(crate) fn from_content_type(ct: &str) -> Option<Self> {
         let base = ct.split(';').next().unwrap_or("").trim();
         match base {
             "application/merge-patch+json" => Some(PatchType::Merge),
@@ -43,7 +43,7 @@ impl PatchType {
 
 /// Applies `patch` to `doc`. A malformed patch is 400 BadRequest; a JSON patch whose operation
 /// fails (missing path, failed `test`) is 422 Invalid, as the real server answers.
-pub fn apply_patch(
+pub(crate) fn apply_patch(
     res: &ResourceInfo,
     doc: &mut Value,
     patch_type: PatchType,

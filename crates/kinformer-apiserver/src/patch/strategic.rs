@@ -12,7 +12,7 @@
 use serde_json::{Map, Value};
 
 /// Candidate merge keys, in the order they are tried.
-pub const MERGE_KEYS: &[&str] = &[
+pub(crate) const MERGE_KEYS: &[&str] = &[
     "name",
     "mountPath",
     "containerPort",
@@ -97,7 +97,7 @@ fn reorder(list: &mut Value, order: &[Value]) {
 }
 
 /// Applies a strategic merge patch to `doc`.
-pub fn merge(doc: &mut Value, patch: &Value) {
+pub(crate) fn merge(doc: &mut Value, patch: &Value) {
     let Value::Object(p) = patch else {
         *doc = patch.clone();
         return;

@@ -6,7 +6,7 @@ use super::SelectorError;
 
 /// One field requirement.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FieldRequirement {
+pub(crate) struct FieldRequirement {
     /// Field path, e.g. `metadata.name`.
     pub field: String,
     /// `true` for `!=`.
@@ -16,14 +16,8 @@ pub struct FieldRequirement {
 }
 
 /// A parsed field selector (an empty one matches everything).
-///
-/// ```
-/// use kinformer_apiserver::selector::FieldSelector;
-/// let s = FieldSelector::parse("metadata.name=web-1,metadata.namespace!=kube-system").unwrap();
-/// assert!(s.matches(|f| match f { "metadata.name" => Some("web-1"), _ => Some("default") }));
-/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FieldSelector {
+pub(crate) struct FieldSelector {
     /// The requirements, all of which must hold.
     pub requirements: Vec<FieldRequirement>,
 }
@@ -69,7 +63,7 @@ fn split_unescaped(s: &str, sep: char) -> Vec<&str> {
 
 impl FieldSelector {
     /// Parses a selector; the empty string matches everything.
-    pub fn parse(input: &str) -> Result<Self, SelectorError> {
+    pub(crate) fn parse(input: &str) -> Result<Self, SelectorError> {
         let mut requirements = Vec::new();
         if input.trim().is_empty() {
             return Ok(FieldSelector { requirements });
@@ -100,7 +94,7 @@ impl FieldSelector {
     }
 
     /// Checks every field is in `supported`; the first unsupported one is an error.
-    pub fn check_supported(&self, supported: &[&str]) -> Result<(), SelectorError> {
+    pub(crate) fn check_supported(&self, supported: &[&str]) -> Result<(), SelectorError> {
         for r in &self.requirements {
             if !supported.contains(&r.field.as_str()) {
                 return Err(SelectorError::UnsupportedField(r.field.clone()));
@@ -111,7 +105,7 @@ impl FieldSelector {
 
     /// Whether the object's fields (looked up by `get`, `None` = absent = empty) satisfy every
     /// requirement.
-    pub fn matches<'a>(&self, get: impl Fn(&str) -> Option<&'a str>) -> bool {
+    pub(crate) fn matches<'a>(&self, get: impl Fn(&str) -> Option<&'a str>) -> bool {
         self.requirements.iter().all(|r| {
             let have = get(&r.field).unwrap_or("");
             (have == r.value) != r.negate
@@ -119,7 +113,7 @@ impl FieldSelector {
     }
 
     /// Whether the selector has no requirements.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.requirements.is_empty()
     }
 }
@@ -127,6 +121,16 @@ impl FieldSelector {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn requirements_on_several_fields_all_hold() {
+        let s =
+            FieldSelector::parse("metadata.name=web-1,metadata.namespace!=kube-system").unwrap();
+        assert!(s.matches(|f| match f {
+            "metadata.name" => Some("web-1"),
+            _ => Some("default"),
+        }));
+    }
 
     #[test]
     fn equals_and_not_equals() {

@@ -1,20 +1,17 @@
 //! Label and field selectors, parsed from untrusted query strings.
 //!
-//! Parsing never panics: a malformed selector is a [`SelectorError`], which the HTTP layer turns
-//! into a 400 BadRequest `Status`, as the real server does.
+//! Label selectors use the shared grammar of the `kinformer-selector` crate (the one kinformer's
+//! listers use); field selectors are parsed here. Parsing never panics: a malformed selector is
+//! an error, which the HTTP layer turns into a 400 BadRequest `Status`, as the real server does.
 
 mod field;
-mod label;
 
-pub use field::{FieldRequirement, FieldSelector};
-pub use label::{LabelRequirement, LabelSelector, Operator};
+pub(crate) use field::FieldSelector;
+pub(crate) use kinformer_selector::LabelSelector;
 
-/// A selector that could not be parsed.
+/// A field selector that could not be parsed or cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SelectorError {
-    /// The label selector is malformed.
-    #[error("unable to parse requirement: {0}")]
-    Label(String),
+pub(crate) enum SelectorError {
     /// The field selector is malformed.
     #[error("invalid field selector: {0}")]
     Field(String),

@@ -5,5 +5,7 @@
 mod mvcc;
 mod object;
 
-pub use mvcc::{EventType, HistoryConfig, Mutation, ReadError, Store, StoredEvent};
-pub use object::{COMMON_FIELDS, StoredObject, encode_typed, extra_fields};
+pub use mvcc::HistoryConfig;
+pub(crate) use mvcc::{EventType, Mutation, ReadError, Store, StoredEvent};
+pub(crate) use object::{COMMON_FIELDS, extra_fields};
+pub use object::{StoredObject, encode_typed};

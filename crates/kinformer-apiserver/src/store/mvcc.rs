@@ -21,7 +21,7 @@ use crate::status::ApiError;
 
 /// What happened to an object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EventType {
+pub(crate) enum EventType {
     /// Created.
     Added,
     /// Updated.
@@ -30,20 +30,9 @@ pub enum EventType {
     Deleted,
 }
 
-impl EventType {
-    /// The watch wire name: `ADDED`, `MODIFIED`, `DELETED`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventType::Added => "ADDED",
-            EventType::Modified => "MODIFIED",
-            EventType::Deleted => "DELETED",
-        }
-    }
-}
-
 /// One change, as kept in the history.
 #[derive(Debug, Clone)]
-pub struct StoredEvent {
+pub(crate) struct StoredEvent {
     /// Revision of the write.
     pub revision: u64,
     /// Resource (`plural` or `plural.group`).
@@ -79,7 +68,7 @@ impl Default for HistoryConfig {
 
 /// The result of the closure given to [`Store::mutate`].
 #[derive(Debug)]
-pub enum Mutation<T> {
+pub(crate) enum Mutation<T> {
     /// Store this object (create if absent, update otherwise).
     Put(Arc<StoredObject>, T),
     /// Delete the object; the given object is its final state carrying the new revision.
@@ -90,7 +79,7 @@ pub enum Mutation<T> {
 
 /// A read at a revision that cannot be served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum ReadError {
+pub(crate) enum ReadError {
     /// The revision is older than the oldest kept one.
     #[error("too old resource version: {requested} ({compacted})")]
     Compacted {
@@ -117,7 +106,7 @@ struct Inner {
 }
 
 /// The revisioned object store. Cheap to share behind an `Arc`; all methods take `&self`.
-pub struct Store {
+pub(crate) struct Store {
     inner: Mutex<Inner>,
     history_config: Mutex<HistoryConfig>,
     revision_tx: tokio::sync::watch::Sender<u64>,
@@ -136,7 +125,7 @@ impl std::fmt::Debug for Store {
 
 impl Store {
     /// An empty store at revision 1.
-    pub fn new(history: HistoryConfig) -> Self {
+    pub(crate) fn new(history: HistoryConfig) -> Self {
         let (revision_tx, _) = tokio::sync::watch::channel(1);
         Store {
             inner: Mutex::new(Inner {
@@ -151,46 +140,48 @@ impl Store {
     }
 
     /// The current revision (the resourceVersion of the latest write).
-    pub fn revision(&self) -> u64 {
+    pub(crate) fn revision(&self) -> u64 {
         self.inner.lock().revision
     }
 
     /// The compaction revision: events after it are kept, reads below it are 410 Gone.
-    pub fn compacted(&self) -> u64 {
+    #[cfg(test)]
+    pub(crate) fn compacted(&self) -> u64 {
         self.inner.lock().compacted
     }
 
     /// Number of events in the history.
-    pub fn history_len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn history_len(&self) -> usize {
         self.inner.lock().history.len()
     }
 
     /// Changes the history limits (applied at the next write).
-    pub fn set_history_config(&self, config: HistoryConfig) {
+    pub(crate) fn set_history_config(&self, config: HistoryConfig) {
         *self.history_config.lock() = config;
     }
 
     /// A receiver that observes the current revision after every write.
-    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+    pub(crate) fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
         self.revision_tx.subscribe()
     }
 
     /// Waits until the revision reaches `rv`, at most `timeout`; returns whether it did.
-    pub async fn wait_for_revision(&self, rv: u64, timeout: Duration) -> bool {
+    pub(crate) async fn wait_for_revision(&self, rv: u64, timeout: Duration) -> bool {
         let mut rx = self.subscribe();
         let fut = rx.wait_for(|r| *r >= rv);
         matches!(tokio::time::timeout(timeout, fut).await, Ok(Ok(_)))
     }
 
     /// The live object at `key`, if any.
-    pub fn get(&self, resource: &str, key: &str) -> Option<Arc<StoredObject>> {
+    pub(crate) fn get(&self, resource: &str, key: &str) -> Option<Arc<StoredObject>> {
         self.inner.lock().objects.get(resource)?.get(key).cloned()
     }
 
     /// Atomic read-modify-write of one key. `f` sees the live object and the revision a write
     /// would take, and decides what to do; it runs under the store lock, so writes are
     /// serialized like etcd transactions.
-    pub fn mutate<T>(
+    pub(crate) fn mutate<T>(
         &self,
         resource: &str,
         key: &str,
@@ -278,7 +269,7 @@ impl Store {
 
     /// Compacts the history up to `revision` (clamped to the current revision); returns the
     /// new compaction revision.
-    pub fn compact(&self, revision: u64) -> u64 {
+    pub(crate) fn compact(&self, revision: u64) -> u64 {
         let mut inner = self.inner.lock();
         let target = revision.min(inner.revision);
         while inner.history.front().is_some_and(|e| e.revision <= target) {
@@ -289,22 +280,14 @@ impl Store {
     }
 
     /// Compacts everything: the history becomes empty and only the current revision is readable.
-    pub fn compact_now(&self) -> u64 {
+    pub(crate) fn compact_now(&self) -> u64 {
         let rev = self.revision();
         self.compact(rev)
     }
 
-    /// Removes every object and event (a fresh store that keeps its revision counter).
-    pub fn clear(&self) {
-        let mut inner = self.inner.lock();
-        inner.objects.clear();
-        inner.history.clear();
-        inner.compacted = inner.revision;
-    }
-
     /// Objects of `resource` at revision `at` (`None` = now) whose key starts with `prefix`
     /// and is `>= start`, in key order, with the revision actually read.
-    pub fn list(
+    pub(crate) fn list(
         &self,
         resource: &str,
         at: Option<u64>,
@@ -318,7 +301,7 @@ impl Store {
     /// Like [`Store::list`], keeping only objects that pass `keep` (all when `None`), at most
     /// `limit` of them (0 = no limit); also returns how many more objects pass after the page. Only the
     /// page's objects are cloned, so paging through a large collection costs O(page) clones.
-    pub fn list_page(
+    pub(crate) fn list_page(
         &self,
         resource: &str,
         at: Option<u64>,
@@ -413,7 +396,7 @@ impl Store {
     /// Events after revision `cursor` (at most `max`), and the cursor to continue from: the
     /// last returned event's revision when truncated, else the current revision (every event up
     /// to it has been seen).
-    pub fn events_after(
+    pub(crate) fn events_after(
         &self,
         cursor: u64,
         max: usize,
@@ -436,7 +419,7 @@ impl Store {
     }
 
     /// Checks that a watch may start at `rv` (not compacted, not in the future).
-    pub fn check_watchable(&self, rv: u64) -> Result<(), ReadError> {
+    pub(crate) fn check_watchable(&self, rv: u64) -> Result<(), ReadError> {
         let inner = self.inner.lock();
         if rv < inner.compacted {
             return Err(ReadError::Compacted {
@@ -455,185 +438,4 @@ impl Store {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn obj(name: &str, rv: u64, v: i64) -> StoredObject {
-        StoredObject::from_value(
-            &json!({"metadata": {"name": name, "namespace": "ns"}, "v": v}),
-            "ns",
-            name,
-            "uid",
-            rv,
-            &[],
-        )
-    }
-
-    fn put(store: &Store, name: &str, v: i64) -> u64 {
-        store
-            .mutate("pods", &format!("ns/{name}"), |_, rev| {
-                Ok(Mutation::Put(Arc::new(obj(name, rev, v)), rev))
-            })
-            .unwrap()
-    }
-
-    fn del(store: &Store, name: &str) -> u64 {
-        store
-            .mutate("pods", &format!("ns/{name}"), |_, rev| {
-                Ok(Mutation::Delete(Arc::new(obj(name, rev, 0)), rev))
-            })
-            .unwrap()
-    }
-
-    #[test]
-    fn revisions_increase_by_one_per_write() {
-        let s = Store::new(HistoryConfig::default());
-        assert_eq!(s.revision(), 1);
-        assert_eq!(put(&s, "a", 1), 2);
-        assert_eq!(put(&s, "b", 1), 3);
-        assert_eq!(del(&s, "a"), 4);
-        assert_eq!(s.revision(), 4);
-        let nothing = s
-            .mutate("pods", "ns/b", |_, _| Ok(Mutation::Nothing(0u64)))
-            .unwrap();
-        assert_eq!(nothing, 0);
-        assert_eq!(s.revision(), 4, "a no-op write takes no revision");
-    }
-
-    #[test]
-    fn past_states_are_reconstructed() {
-        let s = Store::new(HistoryConfig::default());
-        put(&s, "a", 1); // 2
-        put(&s, "b", 1); // 3
-        put(&s, "a", 2); // 4
-        del(&s, "b"); // 5
-        let names = |at| {
-            let (rv, objs) = s.list("pods", Some(at), "", "").unwrap();
-            (
-                rv,
-                objs.iter()
-                    .map(|o| (o.name.clone(), o.resource_version))
-                    .collect::<Vec<_>>(),
-            )
-        };
-        assert_eq!(names(2), (2, vec![("a".into(), 2)]));
-        assert_eq!(names(3), (3, vec![("a".into(), 2), ("b".into(), 3)]));
-        assert_eq!(names(4), (4, vec![("a".into(), 4), ("b".into(), 3)]));
-        assert_eq!(names(5), (5, vec![("a".into(), 4)]));
-        assert_eq!(
-            s.list("pods", Some(6), "", "").unwrap_err(),
-            ReadError::Future {
-                requested: 6,
-                current: 5
-            }
-        );
-    }
-
-    #[test]
-    fn compaction_makes_old_revisions_gone() {
-        let s = Store::new(HistoryConfig::default());
-        put(&s, "a", 1);
-        put(&s, "a", 2);
-        put(&s, "a", 3); // 4
-        assert_eq!(s.compact(3), 3);
-        assert_eq!(
-            s.list("pods", Some(2), "", "").unwrap_err(),
-            ReadError::Compacted {
-                requested: 2,
-                compacted: 3
-            }
-        );
-        assert!(s.list("pods", Some(3), "", "").is_ok());
-        assert_eq!(
-            s.events_after(2, 10).unwrap_err(),
-            ReadError::Compacted {
-                requested: 2,
-                compacted: 3
-            }
-        );
-        let (evs, next) = s.events_after(3, 10).unwrap();
-        assert_eq!(evs.len(), 1);
-        assert_eq!(next, 4);
-    }
-
-    #[test]
-    fn history_is_bounded_by_count() {
-        let s = Store::new(HistoryConfig {
-            max_events: 3,
-            max_age: None,
-        });
-        for i in 0..10 {
-            put(&s, "a", i);
-        }
-        assert_eq!(s.history_len(), 3);
-        assert_eq!(s.compacted(), 8);
-        assert_eq!(s.revision(), 11);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn history_is_bounded_by_age() {
-        let s = Store::new(HistoryConfig {
-            max_events: 100,
-            max_age: Some(Duration::from_secs(60)),
-        });
-        put(&s, "a", 1); // 2
-        put(&s, "a", 2); // 3
-        tokio::time::advance(Duration::from_secs(61)).await;
-        put(&s, "a", 3); // 4
-        assert_eq!(s.history_len(), 1);
-        assert_eq!(s.compacted(), 3);
-    }
-
-    #[test]
-    fn prefix_and_start_bound_the_list() {
-        let s = Store::new(HistoryConfig::default());
-        for n in ["a", "b", "c"] {
-            put(&s, n, 1);
-        }
-        let (_, objs) = s.list("pods", None, "ns/", "ns/b").unwrap();
-        assert_eq!(
-            objs.iter().map(|o| o.name.as_str()).collect::<Vec<_>>(),
-            ["b", "c"]
-        );
-        let (_, objs) = s.list("pods", None, "other/", "").unwrap();
-        assert!(objs.is_empty());
-    }
-
-    #[test]
-    fn namespace_prefixes_do_not_leak_into_similar_names() {
-        let s = Store::new(HistoryConfig::default());
-        for ns in ["a", "a-b", "a0", "a.c", "ab"] {
-            let key = format!("{ns}/p");
-            s.mutate("pods", &key, |_, rev| {
-                let o = StoredObject::from_value(&json!({}), ns, "p", "u", rev, &[]);
-                Ok(Mutation::Put(Arc::new(o), ()))
-            })
-            .unwrap();
-        }
-        let (_, objs) = s.list("pods", None, "a/", "").unwrap();
-        assert_eq!(
-            objs.iter().map(|o| o.key.as_str()).collect::<Vec<_>>(),
-            ["a/p"]
-        );
-        let (_, objs, rest) = s.list_page("pods", None, "", "", 2, None).unwrap();
-        assert_eq!((objs.len(), rest), (2, 3));
-    }
-
-    #[test]
-    fn events_after_truncates_and_resumes() {
-        let s = Store::new(HistoryConfig::default());
-        for i in 0..5 {
-            put(&s, "a", i); // revs 2..=6
-        }
-        let (evs, next) = s.events_after(1, 2).unwrap();
-        assert_eq!(evs.iter().map(|e| e.revision).collect::<Vec<_>>(), [2, 3]);
-        assert_eq!(next, 3);
-        let (evs, next) = s.events_after(next, 10).unwrap();
-        assert_eq!(
-            evs.iter().map(|e| e.revision).collect::<Vec<_>>(),
-            [4, 5, 6]
-        );
-        assert_eq!(next, 6);
-    }
-}
+mod tests;

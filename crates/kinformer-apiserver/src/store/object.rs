@@ -11,7 +11,7 @@ use serde_json::Value;
 /// `bytes` is the exact JSON served by GET and WATCH (with `kind`, `apiVersion` and
 /// `metadata.resourceVersion` filled in), so reads never re-encode. It always starts with
 /// `{"apiVersion":...,"kind":...,` (the type fields, `type_len` bytes after the `{`), so a LIST
-/// serves each item as `{` followed by [`StoredObject::untyped_tail`]: list items carry no
+/// serves each item as `{` followed by the bytes after the type fields: list items carry no
 /// `kind`/`apiVersion`, as kube-apiserver's do, at the cost of one extra byte copy call per item.
 /// `labels` and `fields` are extracted once at write time for selectors.
 #[derive(Debug, Clone, PartialEq)]
@@ -80,11 +80,11 @@ pub fn encode_typed(value: &Value) -> (Vec<u8>, usize) {
 }
 
 /// Field paths every resource can be selected by.
-pub const COMMON_FIELDS: &[&str] = &["metadata.name", "metadata.namespace"];
+pub(crate) const COMMON_FIELDS: &[&str] = &["metadata.name", "metadata.namespace"];
 
 /// Extra field-selectable paths per resource (plural, group), mirroring the real server's
 /// field label conversion functions for the common cases.
-pub fn extra_fields(group: &str, plural: &str) -> &'static [&'static str] {
+pub(crate) fn extra_fields(group: &str, plural: &str) -> &'static [&'static str] {
     match (group, plural) {
         ("", "pods") => &[
             "spec.nodeName",
@@ -120,7 +120,7 @@ fn lookup<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
 
 impl StoredObject {
     /// Builds the stored form of `value` (which must already carry its final metadata).
-    pub fn from_value(
+    pub(crate) fn from_value(
         value: &Value,
         namespace: &str,
         name: &str,
@@ -172,14 +172,14 @@ impl StoredObject {
 
     /// The object's JSON without its opening `{` and type fields: a LIST item is `{` followed
     /// by this.
-    pub fn untyped_tail(&self) -> &[u8] {
+    pub(crate) fn untyped_tail(&self) -> &[u8] {
         self.bytes.get(1 + self.type_len..).unwrap_or(&[])
     }
 
     /// This version presented at another revision: the same object with
     /// `metadata.resourceVersion` set to `rev` (a DELETED event carries the last stored state at
     /// the deletion's revision).
-    pub fn at_revision(&self, rev: u64) -> StoredObject {
+    pub(crate) fn at_revision(&self, rev: u64) -> StoredObject {
         let mut v = self.to_value();
         if let Some(m) = v.get_mut("metadata").and_then(|m| m.as_object_mut()) {
             m.insert("resourceVersion".into(), Value::String(rev.to_string()));
@@ -195,7 +195,7 @@ impl StoredObject {
 
     /// The value of a field-selectable path (`metadata.name`, `metadata.namespace`, or one of
     /// the resource's extra fields); `None` when absent.
-    pub fn field(&self, path: &str) -> Option<&str> {
+    pub(crate) fn field(&self, path: &str) -> Option<&str> {
         match path {
             "metadata.name" => Some(&self.name),
             "metadata.namespace" => Some(&self.namespace),

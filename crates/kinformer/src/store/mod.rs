@@ -10,7 +10,6 @@ mod error;
 mod index_func;
 mod indexer;
 mod key_lister_getter;
-pub mod label_selector;
 mod lister;
 mod reflector_store;
 mod transaction;
@@ -21,6 +20,8 @@ pub use index_func::{
 };
 pub use indexer::Indexer;
 pub use key_lister_getter::KeyListerGetter;
+/// Label selectors (the `kinformer-selector` crate, shared with `kinformer-apiserver`).
+pub use kinformer_selector as label_selector;
 pub use label_selector::{LabelSelector, LabelSelectorError, Operator, Requirement};
 pub use lister::{Lister, NamespaceLister};
 pub use reflector_store::{ReflectorStore, ReplaceOnce, ReplaceStore};

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kinformer::{Indexer, Object, meta_namespace_key, resource_version};
 use kinformer_apiserver::RunningServer;
-use kinformer_apiserver::faults::{FailureRule, Verb};
+use kinformer_apiserver::{FailureRule, Verb};
 
 /// A tiny deterministic xorshift generator: the same seed gives the same faults and churn.
 pub struct Rng(u64);

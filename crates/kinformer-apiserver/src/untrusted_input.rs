@@ -1,14 +1,15 @@
-//! Untrusted input never panics: arbitrary selectors, continue tokens, paths, query strings and
+//! Untrusted input never panics (property tests over the request decoders, below the HTTP
+//! layer): arbitrary selectors, continue tokens, paths, query strings and
 //! bodies are either accepted or rejected with a 4xx `Status`.
 
-use kinformer_apiserver::api::Registry;
-use kinformer_apiserver::http::parse_path;
-use kinformer_apiserver::list::decode_continue;
-use kinformer_apiserver::objects::{decode_body, prepare_create};
-use kinformer_apiserver::options::{ListOptions, parse_query};
-use kinformer_apiserver::patch::{PatchType, apply_patch};
-use kinformer_apiserver::resource::builtin_resources;
-use kinformer_apiserver::selector::{FieldSelector, LabelSelector};
+use crate::api::Registry;
+use crate::http::parse_path;
+use crate::list::decode_continue;
+use crate::objects::{decode_body, prepare_create};
+use crate::options::{ListOptions, parse_query};
+use crate::patch::{PatchType, apply_patch};
+use crate::resource::builtin_resources;
+use crate::selector::{FieldSelector, LabelSelector};
 use proptest::prelude::*;
 
 proptest! {

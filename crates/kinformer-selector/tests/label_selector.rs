@@ -3,8 +3,9 @@
 
 use std::collections::BTreeMap;
 
+#[cfg(feature = "k8s")]
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as metav1;
-use kinformer::{LabelSelector, LabelSelectorError, Operator, Requirement};
+use kinformer_selector::{LabelSelector, LabelSelectorError, Operator, Requirement};
 
 fn set(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
@@ -503,7 +504,8 @@ fn syntax_errors_say_what_was_found_and_expected() {
     );
 }
 
-/// apimachinery's `LabelSelectorAsSelector`.
+/// apimachinery's `LabelSelectorAsSelector` (the `k8s` feature).
+#[cfg(feature = "k8s")]
 #[test]
 fn kubernetes_label_selector_converts() {
     let k8s = metav1::LabelSelector {

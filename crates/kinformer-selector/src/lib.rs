@@ -1,6 +1,8 @@
 //! Label selectors: the `app=web,tier in (front,back),!canary` language of `kubectl -l` and
 //! apimachinery's `labels.Selector`, parsed into a typed [`LabelSelector`] that listers filter
-//! with.
+//! with (`kinformer`, which re-exports this crate as `kinformer::store::label_selector`) and
+//! that the embedded API server filters lists and watches with (`kinformer-apiserver`). One
+//! grammar for both, so a selector means the same to the cache and to the server.
 //!
 //! A selector is a list of [`Requirement`]s that must all hold (comma means AND):
 //!
@@ -21,7 +23,7 @@
 //!
 //! ```
 //! use std::collections::BTreeMap;
-//! use kinformer::LabelSelector;
+//! use kinformer_selector::LabelSelector;
 //!
 //! let selector: LabelSelector = "app=web, tier in (front,back), !canary".parse().unwrap();
 //! assert_eq!(selector.to_string(), "app=web,!canary,tier in (back,front)");
@@ -29,6 +31,10 @@
 //! assert!(selector.matches(&labels));
 //! assert!("app in (web".parse::<LabelSelector>().is_err());
 //! ```
+//!
+//! The `k8s` feature adds [`LabelSelector::matches_object`] (any kube `Resource`) and the
+//! conversion from a Kubernetes `metav1::LabelSelector`; without it the crate depends on
+//! nothing but `thiserror`.
 
 mod parser;
 mod validation;
@@ -37,8 +43,10 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
+#[cfg(feature = "k8s")]
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as metav1;
-use kube::Resource;
+#[cfg(feature = "k8s")]
+use kube_core::Resource;
 
 /// Why a selector or requirement is invalid.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -82,7 +90,7 @@ pub enum LabelSelectorError {
     UnsupportedOperator(String),
 }
 
-pub(crate) fn validate_key(key: &str) -> Result<(), LabelSelectorError> {
+fn validate_key(key: &str) -> Result<(), LabelSelectorError> {
     match validation::label_key_problem(key) {
         Some(reason) => Err(LabelSelectorError::InvalidKey {
             key: key.to_owned(),
@@ -147,7 +155,7 @@ impl Requirement {
     /// and every value must be valid.
     ///
     /// ```
-    /// use kinformer::{Operator, Requirement};
+    /// use kinformer_selector::{Operator, Requirement};
     /// let r = Requirement::new("tier", Operator::In, ["front", "back"]).unwrap();
     /// assert_eq!(r.to_string(), "tier in (back,front)");
     /// assert!(Requirement::new("tier", Operator::Equals, ["a", "b"]).is_err());
@@ -353,6 +361,7 @@ impl LabelSelector {
 
     /// Whether the object's labels satisfy every requirement (no labels at all is the empty
     /// set of labels).
+    #[cfg(feature = "k8s")]
     pub fn matches_object<K: Resource>(&self, obj: &K) -> bool {
         if self.is_empty() {
             return true;
@@ -383,6 +392,7 @@ impl FromStr for LabelSelector {
     }
 }
 
+#[cfg(feature = "k8s")]
 impl TryFrom<&metav1::LabelSelector> for LabelSelector {
     type Error = LabelSelectorError;
 

@@ -1,0 +1,166 @@
+//! [`ServerConfig`]: how to run a server, in process or as its own process (`kinformer serve`,
+//! the `kinformer-apiserver` binary, the bench server). One type, one set of defaults.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::resource::ResourceInfo;
+use crate::store::HistoryConfig;
+
+/// How to run a server. Start from [`ServerConfig::default`] (in process: plain HTTP) or
+/// [`ServerConfig::standalone`] (its own process: TLS and a bearer token) and adjust.
+///
+/// Behaviour knobs (waits, bookmark interval, limits), what to serve, transport, and what to do
+/// once listening (seed pods, write a kubeconfig) are all here; [`start`](crate::start) applies
+/// them in that order.
+///
+/// ```
+/// use std::time::Duration;
+/// use kinformer_apiserver::ServerConfig;
+/// let config = ServerConfig::default()
+///     .bookmark_interval(Duration::from_secs(1))
+///     .too_large_wait(Duration::from_millis(100));
+/// assert_eq!(config.port, 0);
+/// ```
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Port on 127.0.0.1; 0 picks a free one.
+    pub port: u16,
+    /// Event history limits (automatic compaction).
+    pub history: HistoryConfig,
+    /// How long a request for a future resourceVersion waits before 504 "Too large resource
+    /// version" (the real watch cache waits 3 s).
+    pub too_large_wait: Duration,
+    /// Interval of BOOKMARK events on watches that allow them (real: about a minute).
+    pub bookmark_interval: Duration,
+    /// Most events sent in one chunk of a watch response.
+    pub watch_batch: usize,
+    /// Largest accepted request body.
+    pub max_body_bytes: usize,
+    /// Keep a log of requests (see [`RunningServer::requests`](crate::RunningServer::requests)).
+    pub record_requests: bool,
+    /// Extra resource types to serve from the start.
+    pub resources: Vec<ResourceInfo>,
+    /// Create `default`, `kube-system`, `kube-public` and `kube-node-lease` namespaces.
+    pub default_namespaces: bool,
+    /// Refuse creates in namespaces that do not exist (404), like the real server. Off by
+    /// default so tests can use any namespace without creating it first.
+    pub enforce_namespaces: bool,
+    /// Serve HTTPS with a certificate generated at start (its CA in [`RunningServer::kubeconfig`](crate::RunningServer::kubeconfig))
+    /// and require the bearer token [`RunningServer::token`](crate::RunningServer::token) (401 without it), like a real
+    /// server. Off by default in process (tests reach the plain HTTP address directly); the
+    /// standalone server (`kinformer serve`, `kinformer-apiserver`) turns it on.
+    pub tls: bool,
+    /// Realistic pods to seed once listening ([`RunningServer::seed_pods`](crate::RunningServer::seed_pods));
+    /// 0 seeds none.
+    pub seed_pods: usize,
+    /// Namespaces to spread the seeded pods over (`ns-0`, `ns-1`, ...; `default` when 0 or 1).
+    pub seed_namespaces: usize,
+    /// Where to write a kubeconfig for other clients once listening (readable by its owner
+    /// only: with TLS it holds the token); `None` writes none.
+    pub kubeconfig: Option<PathBuf>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            port: 0,
+            history: HistoryConfig::default(),
+            too_large_wait: Duration::from_secs(3),
+            bookmark_interval: Duration::from_secs(60),
+            watch_batch: 1000,
+            max_body_bytes: 3 * 1024 * 1024,
+            record_requests: true,
+            resources: Vec::new(),
+            default_namespaces: true,
+            enforce_namespaces: false,
+            tls: false,
+            seed_pods: 0,
+            seed_namespaces: 1,
+            kubeconfig: None,
+        }
+    }
+}
+
+impl ServerConfig {
+    /// The defaults of a server run as its own process (`kinformer serve`, the
+    /// `kinformer-apiserver` binary): [`ServerConfig::default`] with [`tls`](Self::tls) on,
+    /// like a real server. Everything else is shared with the in-process default.
+    ///
+    /// ```
+    /// use kinformer_apiserver::ServerConfig;
+    /// let config = ServerConfig::standalone();
+    /// assert!(config.tls);
+    /// assert!(!ServerConfig::default().tls);
+    /// assert_eq!(config.port, ServerConfig::default().port);
+    /// ```
+    pub fn standalone() -> Self {
+        ServerConfig {
+            tls: true,
+            ..ServerConfig::default()
+        }
+    }
+
+    /// Listens on this port (0: a free one).
+    #[must_use]
+    pub fn port(mut self, port: u16) -> Self {
+        self.port = port;
+        self
+    }
+    /// Sets the history limits.
+    #[must_use]
+    pub fn history(mut self, history: HistoryConfig) -> Self {
+        self.history = history;
+        self
+    }
+    /// Sets the BOOKMARK interval (real servers: about a minute).
+    #[must_use]
+    pub fn bookmark_interval(mut self, d: Duration) -> Self {
+        self.bookmark_interval = d;
+        self
+    }
+    /// Sets how long a future resourceVersion is waited for before 504 (real: 3 s).
+    #[must_use]
+    pub fn too_large_wait(mut self, d: Duration) -> Self {
+        self.too_large_wait = d;
+        self
+    }
+    /// Serves an extra resource type (custom resource).
+    #[must_use]
+    pub fn resource(mut self, info: ResourceInfo) -> Self {
+        self.resources.push(info);
+        self
+    }
+    /// Refuses creates in namespaces that do not exist (404 `namespaces "x" not found`).
+    #[must_use]
+    pub fn enforce_namespaces(mut self, on: bool) -> Self {
+        self.enforce_namespaces = on;
+        self
+    }
+    /// Serves HTTPS and requires a bearer token ([`ServerConfig::tls`]).
+    #[must_use]
+    pub fn tls(mut self, on: bool) -> Self {
+        self.tls = on;
+        self
+    }
+    /// Turns the request log on or off (on by default).
+    #[must_use]
+    pub fn record_requests(mut self, on: bool) -> Self {
+        self.record_requests = on;
+        self
+    }
+    /// Seeds `count` realistic pods over `namespaces` namespaces once listening
+    /// ([`ServerConfig::seed_pods`]).
+    #[must_use]
+    pub fn seed_pods(mut self, count: usize, namespaces: usize) -> Self {
+        self.seed_pods = count;
+        self.seed_namespaces = namespaces;
+        self
+    }
+    /// Writes a kubeconfig for other clients to `path` once listening.
+    #[must_use]
+    pub fn kubeconfig(mut self, path: impl Into<PathBuf>) -> Self {
+        self.kubeconfig = Some(path.into());
+        self
+    }
+}

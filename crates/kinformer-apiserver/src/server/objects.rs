@@ -1,0 +1,290 @@
+//! Reading and writing objects in process, without HTTP: typed and untyped create, update, get,
+//! delete, fast seeding, storage-level writes for load generators, and the exact server state
+//! tests compare caches with.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use super::RunningServer;
+use crate::context::Context;
+use crate::objects::{Preconditions, UpdateMode};
+use crate::resource::ResourceInfo;
+use crate::status::ApiError;
+
+/// One object as the server holds it (ground truth for tests).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ObjectState {
+    /// Namespace (empty for cluster-scoped).
+    pub namespace: String,
+    /// Name.
+    pub name: String,
+    /// `metadata.uid`.
+    pub uid: String,
+    /// `metadata.resourceVersion`.
+    pub resource_version: String,
+    /// The full object.
+    pub object: Value,
+}
+
+/// The exact current objects of a resource.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ServerState {
+    /// The store revision the state was read at.
+    pub resource_version: u64,
+    /// Objects in key order.
+    pub objects: Vec<ObjectState>,
+}
+
+fn resource_for<K: kube::Resource<DynamicType = ()>>(
+    ctx: &Context,
+) -> Result<Arc<ResourceInfo>, ApiError> {
+    let (g, v, p) = (K::group(&()), K::version(&()), K::plural(&()));
+    ctx.api
+        .registry
+        .find(&g, &v, &p)
+        .ok_or_else(ApiError::not_found_path)
+}
+
+fn to_map<T: Serialize>(obj: &T) -> Result<Map<String, Value>, ApiError> {
+    match serde_json::to_value(obj) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => Err(ApiError::bad_request("object is not a JSON object")),
+        Err(e) => Err(ApiError::bad_request(e.to_string())),
+    }
+}
+
+fn from_bytes<K: DeserializeOwned>(b: &[u8]) -> Result<K, ApiError> {
+    serde_json::from_slice(b)
+        .map_err(|e| ApiError::internal(&format!("cannot decode stored object: {e}")))
+}
+
+impl RunningServer {
+    fn find(&self, resource: &str) -> Result<Arc<ResourceInfo>, ApiError> {
+        self.ctx
+            .api
+            .registry
+            .find_by_name(resource)
+            .ok_or_else(ApiError::not_found_path)
+    }
+
+    /// Creates a typed object without HTTP (same rules as POST); returns it as stored.
+    pub fn create<K>(&self, obj: &K) -> Result<K, ApiError>
+    where
+        K: kube::Resource<DynamicType = ()> + Serialize + DeserializeOwned,
+    {
+        let res = resource_for::<K>(&self.ctx)?;
+        let ns = obj.meta().namespace.clone();
+        let o = self.ctx.api.create(&res, ns.as_deref(), to_map(obj)?)?;
+        from_bytes(&o.bytes)
+    }
+
+    /// Replaces a typed object without HTTP. Unlike PUT, writes `status` too (a storage-level
+    /// write for tests); the `resourceVersion` precondition still applies when set.
+    pub fn update<K>(&self, obj: &K) -> Result<K, ApiError>
+    where
+        K: kube::Resource<DynamicType = ()> + Serialize + DeserializeOwned,
+    {
+        let res = resource_for::<K>(&self.ctx)?;
+        let meta = obj.meta();
+        let name = meta.name.clone().unwrap_or_default();
+        let o = self.ctx.api.update(
+            &res,
+            meta.namespace.as_deref(),
+            &name,
+            to_map(obj)?,
+            UpdateMode::Raw,
+        )?;
+        from_bytes(&o.bytes)
+    }
+
+    /// Reads a typed object without HTTP.
+    pub fn get<K>(&self, namespace: Option<&str>, name: &str) -> Result<K, ApiError>
+    where
+        K: kube::Resource<DynamicType = ()> + DeserializeOwned,
+    {
+        let res = resource_for::<K>(&self.ctx)?;
+        let o = self.ctx.api.get(&res, namespace, name)?;
+        from_bytes(&o.bytes)
+    }
+
+    /// Deletes a typed object without HTTP (finalizers are honoured).
+    pub fn delete<K>(&self, namespace: Option<&str>, name: &str) -> Result<(), ApiError>
+    where
+        K: kube::Resource<DynamicType = ()>,
+    {
+        let res = resource_for::<K>(&self.ctx)?;
+        self.ctx
+            .api
+            .delete(&res, namespace, name, &Preconditions::default())?;
+        Ok(())
+    }
+
+    /// Creates an untyped object of `resource` (`pods`, `deployments.apps`, a registered
+    /// custom resource) without HTTP; returns the stored JSON.
+    pub fn create_value(
+        &self,
+        resource: &str,
+        namespace: Option<&str>,
+        obj: Value,
+    ) -> Result<Value, ApiError> {
+        let res = self.find(resource)?;
+        let Value::Object(m) = obj else {
+            return Err(ApiError::bad_request("object is not a JSON object"));
+        };
+        Ok(self.ctx.api.create(&res, namespace, m)?.to_value())
+    }
+
+    /// Replaces an untyped object without HTTP (storage-level, status included).
+    pub fn update_value(
+        &self,
+        resource: &str,
+        namespace: Option<&str>,
+        obj: Value,
+    ) -> Result<Value, ApiError> {
+        let res = self.find(resource)?;
+        let Value::Object(m) = obj else {
+            return Err(ApiError::bad_request("object is not a JSON object"));
+        };
+        let name = m
+            .get("metadata")
+            .and_then(|x| x.get("name"))
+            .and_then(|n| n.as_str())
+            .unwrap_or("")
+            .to_string();
+        Ok(self
+            .ctx
+            .api
+            .update(&res, namespace, &name, m, UpdateMode::Raw)?
+            .to_value())
+    }
+
+    /// Replaces an existing object at the storage layer, as a write straight into etcd would:
+    /// no validation, no defaults, no managedFields. `build` gets the stored version and the
+    /// revision this write takes, and returns the new version, whose JSON must carry that
+    /// revision as `metadata.resourceVersion` (a [`StoredObject`](crate::store::StoredObject)
+    /// keeps its key, name, namespace and uid from the old one). Watchers get a `MODIFIED`
+    /// event as for any update. Returns the revision written.
+    ///
+    /// For load generators (the benchmarks' watch-throughput writer), which need writes far
+    /// cheaper than the update handler's merge and checks.
+    ///
+    /// # Errors
+    /// 404 when the resource or the object does not exist; whatever `build` returns.
+    pub fn put_stored(
+        &self,
+        resource: &str,
+        namespace: Option<&str>,
+        name: &str,
+        build: impl FnOnce(
+            &crate::store::StoredObject,
+            u64,
+        ) -> Result<crate::store::StoredObject, ApiError>,
+    ) -> Result<u64, ApiError> {
+        let res = self.find(resource)?;
+        let ns = if res.namespaced() {
+            namespace.unwrap_or("")
+        } else {
+            ""
+        };
+        let key = crate::objects::storage_key(&res, ns, name);
+        self.ctx
+            .api
+            .store
+            .mutate(&res.group_resource(), &key, |current, rev| {
+                let Some(current) = current else {
+                    return Err(ApiError::not_found(&res, name));
+                };
+                let built = build(current, rev)?;
+                let next = crate::store::StoredObject {
+                    key: current.key.clone(),
+                    namespace: current.namespace.clone(),
+                    name: current.name.clone(),
+                    uid: current.uid.clone(),
+                    resource_version: rev,
+                    ..built
+                };
+                Ok(crate::store::Mutation::Put(Arc::new(next), rev))
+            })
+    }
+
+    /// Deletes an untyped object without HTTP.
+    pub fn delete_value(
+        &self,
+        resource: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Result<(), ApiError> {
+        let res = self.find(resource)?;
+        self.ctx
+            .api
+            .delete(&res, namespace, name, &Preconditions::default())?;
+        Ok(())
+    }
+
+    /// Creates many objects of `resource` without HTTP (fast seeding); returns the revision
+    /// after the last one.
+    pub fn seed(
+        &self,
+        resource: &str,
+        objects: impl IntoIterator<Item = Value>,
+    ) -> Result<u64, ApiError> {
+        let res = self.find(resource)?;
+        for obj in objects {
+            let Value::Object(m) = obj else {
+                return Err(ApiError::bad_request("object is not a JSON object"));
+            };
+            let ns = m
+                .get("metadata")
+                .and_then(|x| x.get("namespace"))
+                .and_then(|n| n.as_str())
+                .unwrap_or("default")
+                .to_string();
+            self.ctx.api.create(&res, Some(&ns), m)?;
+        }
+        Ok(self.revision())
+    }
+
+    /// Seeds `count` realistic pods ([`crate::seed::pod`]) named `pod-00000...` spread over
+    /// `namespaces` namespaces (`ns-0`, `ns-1`, ... created as needed; `default` when 1).
+    pub fn seed_pods(&self, count: usize, namespaces: usize) -> Result<u64, ApiError> {
+        let names = crate::seed::namespace_names(namespaces);
+        for ns in &names {
+            let _ = self.create_value("namespaces", None, crate::seed::namespace(ns));
+        }
+        let pods = (0..count)
+            .map(|i| crate::seed::pod(&names[i % names.len()], &format!("pod-{i:06}"), i));
+        self.seed("pods", pods)
+    }
+
+    /// The exact current objects of `resource` (optionally in one namespace), with their
+    /// resourceVersions: the ground truth a client cache must converge to.
+    pub fn state(&self, resource: &str, namespace: Option<&str>) -> Result<ServerState, ApiError> {
+        let res = self.find(resource)?;
+        let prefix = match namespace {
+            Some(ns) if res.namespaced() => format!("{ns}/"),
+            _ => String::new(),
+        };
+        let (rv, objs) = self
+            .ctx
+            .api
+            .store
+            .list(&res.group_resource(), None, &prefix, "")
+            .map_err(|e| ApiError::internal(&e.to_string()))?;
+        Ok(ServerState {
+            resource_version: rv,
+            objects: objs
+                .iter()
+                .map(|o| ObjectState {
+                    namespace: o.namespace.clone(),
+                    name: o.name.clone(),
+                    uid: o.uid.clone(),
+                    resource_version: o.resource_version.to_string(),
+                    object: o.to_value(),
+                })
+                .collect(),
+        })
+    }
+}
