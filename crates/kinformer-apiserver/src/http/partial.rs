@@ -27,7 +27,7 @@ const ITEMS_PER_CHUNK: usize = 256;
 
 /// Whether `accept` asks for metadata only: a list when `list` (`as=PartialObjectMetadataList`),
 /// one object or watch events otherwise (`as=PartialObjectMetadata`), in `meta.k8s.io/v1`.
-pub fn wants_metadata(accept: &str, list: bool) -> bool {
+pub(crate) fn wants_metadata(accept: &str, list: bool) -> bool {
     let want = if list {
         "as=PartialObjectMetadataList"
     } else {
@@ -59,19 +59,19 @@ fn push_metadata_object(buf: &mut BytesMut, object: &[u8]) {
 }
 
 /// `object` (a stored object's JSON) as a `PartialObjectMetadata`.
-pub fn metadata_object(object: &[u8]) -> Bytes {
+pub(crate) fn metadata_object(object: &[u8]) -> Bytes {
     let mut buf = BytesMut::new();
     push_metadata_object(&mut buf, object);
     buf.freeze()
 }
 
 /// A JSON response holding one object's `PartialObjectMetadata`.
-pub fn object_response(o: &StoredObject) -> Response {
+pub(crate) fn object_response(o: &StoredObject) -> Response {
     super::response::json_bytes(200, metadata_object(&o.bytes))
 }
 
 /// A `PartialObjectMetadataList` response for `page`, streamed in chunks.
-pub fn list_response(page: ListPage) -> Response {
+pub(crate) fn list_response(page: ListPage) -> Response {
     let mut meta = serde_json::Map::new();
     meta.insert(
         "resourceVersion".into(),
