@@ -16,6 +16,7 @@ use std::time::Duration;
 use kube::Resource;
 use kube::api::{ApiResource, DynamicObject, ObjectMeta};
 use parking_lot::Mutex;
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -23,7 +24,7 @@ use tokio_util::task::TaskTracker;
 use crate::informer::{QueueMode, SharedIndexInformer};
 use crate::reflector::{ListOptions, ListerWatcher};
 use crate::source::KubeListerWatcher;
-use crate::store::{Indexers, NAMESPACE_INDEX, namespace_index_func};
+use crate::store::{CacheMode, Indexers, NAMESPACE_INDEX, namespace_index_func};
 use crate::wait::{SyncSignal, wait_for_cache_sync};
 
 type TweakFn = Arc<dyn Fn(&mut ListOptions) + Send + Sync>;
@@ -104,9 +105,17 @@ pub struct SharedInformerFactoryBuilder {
     transform: Option<MetaTransform>,
     max_object_size: usize,
     queue_mode: QueueMode,
+    cache_mode: CacheMode,
 }
 
 impl SharedInformerFactoryBuilder {
+    /// How every informer's cache holds its objects (default [`CacheMode::Full`];
+    /// [`CacheMode::Lean`] keeps them compressed and decodes on demand: far less memory,
+    /// dearer reads, see [`CacheMode`]).
+    pub fn cache_mode(mut self, mode: CacheMode) -> Self {
+        self.cache_mode = mode;
+        self
+    }
     /// Only this namespace (client-go's `WithNamespace`).
     pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
         self.scope.namespace = Some(namespace.into());
@@ -171,6 +180,7 @@ impl SharedInformerFactoryBuilder {
                 transform: self.transform,
                 max_object_size: self.max_object_size,
                 queue_mode: self.queue_mode,
+                cache_mode: self.cache_mode,
                 informers: Mutex::new(Vec::new()),
                 tasks: TaskTracker::new(),
                 cancel: CancellationToken::new(),
@@ -210,6 +220,7 @@ struct FactoryInner {
     transform: Option<MetaTransform>,
     max_object_size: usize,
     queue_mode: QueueMode,
+    cache_mode: CacheMode,
     informers: Mutex<Vec<Registered>>,
     tasks: TaskTracker,
     cancel: CancellationToken,
@@ -241,6 +252,7 @@ impl SharedInformerFactory {
             transform: None,
             max_object_size: crate::source::DEFAULT_MAX_OBJECT_SIZE,
             queue_mode: QueueMode::default(),
+            cache_mode: CacheMode::default(),
         }
     }
 
@@ -248,7 +260,14 @@ impl SharedInformerFactory {
     /// namespace index).
     pub fn informer<K>(&self) -> SharedIndexInformer<K>
     where
-        K: Resource<DynamicType = ()> + DeserializeOwned + Clone + Debug + Send + Sync + 'static,
+        K: Resource<DynamicType = ()>
+            + Serialize
+            + DeserializeOwned
+            + Clone
+            + Debug
+            + Send
+            + Sync
+            + 'static,
         K::Scope: 'static,
     {
         self.informer_with_scope::<K>(self.inner.scope.clone())
@@ -257,7 +276,14 @@ impl SharedInformerFactory {
     /// The shared informer for `K` in another scope (namespace, selectors).
     pub fn informer_with_scope<K>(&self, scope: InformerScope) -> SharedIndexInformer<K>
     where
-        K: Resource<DynamicType = ()> + DeserializeOwned + Clone + Debug + Send + Sync + 'static,
+        K: Resource<DynamicType = ()>
+            + Serialize
+            + DeserializeOwned
+            + Clone
+            + Debug
+            + Send
+            + Sync
+            + 'static,
         K::Scope: 'static,
     {
         let cluster_scoped =
@@ -326,7 +352,7 @@ impl SharedInformerFactory {
         name: String,
     ) -> SharedIndexInformer<K>
     where
-        K: crate::Object + Clone + Debug + DeserializeOwned,
+        K: crate::Object + Clone + Debug + Serialize + DeserializeOwned,
     {
         lw = lw.with_max_object_size(self.inner.max_object_size);
         if let Some(l) = &scope.label_selector {
@@ -343,6 +369,7 @@ impl SharedInformerFactory {
         indexers.insert(NAMESPACE_INDEX.to_owned(), namespace_index_func());
         let informer = SharedIndexInformer::builder_shared(lw)
             .queue_mode(self.inner.queue_mode)
+            .cache_mode(self.inner.cache_mode)
             .resync_period(resync)
             .indexers(indexers)
             .build_named(name);

@@ -26,7 +26,7 @@ use super::queue::{InformerQueue, QueueMode};
 use super::stream::EventStream;
 use crate::queue::{DEFAULT_BATCH_SIZE, DeltaType, Deltas, Popped, QueueError, TransformFunc};
 use crate::reflector::{ListerWatcher, Reflector, ReflectorError};
-use crate::store::{Indexer, Indexers, Lister, StoreError, Transaction};
+use crate::store::{CacheMode, Indexer, Indexers, Lister, StoreError, Transaction};
 use crate::wait::{SyncFlag, SyncSignal};
 use crate::{DeletedFinalStateUnknown, Object, ObjectOrTombstone, resource_version};
 
@@ -184,9 +184,37 @@ pub struct SharedIndexInformerBuilder<K: Object> {
     indexers: Indexers<K>,
     name: Option<String>,
     queue_mode: QueueMode,
+    make_indexer: MakeIndexer<K>,
 }
 
+/// Builds the informer's cache: `Indexer::new` or `Indexer::new_lean`.
+type MakeIndexer<K> = fn(crate::KeyFunc<K>, Indexers<K>) -> Indexer<K>;
+
 impl<K: Object> SharedIndexInformerBuilder<K> {
+    /// How the cache holds its objects (default [`CacheMode::Full`]). [`CacheMode::Lean`]
+    /// keeps them compressed and decodes them on demand: far less memory, dearer reads (see
+    /// [`CacheMode`]). Handlers still receive decoded objects.
+    ///
+    /// ```
+    /// use k8s_openapi::api::core::v1::Pod;
+    /// use kinformer::{ListWatch, SharedIndexInformer};
+    /// use kinformer::store::CacheMode;
+    /// # fn lw() -> ListWatch<Pod> { unimplemented!() }
+    /// # fn demo() {
+    /// let informer = SharedIndexInformer::builder(lw()).cache_mode(CacheMode::Lean).build();
+    /// assert_eq!(informer.get_indexer().cache_mode(), CacheMode::Lean);
+    /// # }
+    /// ```
+    pub fn cache_mode(mut self, mode: CacheMode) -> Self
+    where
+        K: serde::Serialize + serde::de::DeserializeOwned,
+    {
+        self.make_indexer = match mode {
+            CacheMode::Full => Indexer::new,
+            CacheMode::Lean => Indexer::new_lean,
+        };
+        self
+    }
     /// The queue between the Reflector and the cache, and with it the order handlers see (see
     /// [`QueueMode`]; default: client-go 1.36's in-order [`QueueMode::RealFifo`]).
     pub fn queue_mode(mut self, mode: QueueMode) -> Self {
@@ -221,7 +249,7 @@ impl<K: Object> SharedIndexInformerBuilder<K> {
             name,
             self.lister_watcher,
             self.resync_period,
-            self.indexers,
+            (self.make_indexer)(crate::meta_namespace_key_func(), self.indexers),
             self.queue_mode,
         )
     }
@@ -232,7 +260,7 @@ impl<K: Object> SharedIndexInformerBuilder<K> {
             name.into(),
             self.lister_watcher,
             self.resync_period,
-            self.indexers,
+            (self.make_indexer)(crate::meta_namespace_key_func(), self.indexers),
             self.queue_mode,
         )
     }
@@ -271,6 +299,7 @@ impl<K: Object> SharedIndexInformer<K> {
             indexers: Indexers::default(),
             name: None,
             queue_mode: QueueMode::default(),
+            make_indexer: Indexer::new,
         }
     }
 
@@ -278,14 +307,14 @@ impl<K: Object> SharedIndexInformer<K> {
         name: String,
         lister_watcher: Arc<dyn ListerWatcher<K>>,
         resync_period: Duration,
-        indexers: Indexers<K>,
+        indexer: Indexer<K>,
         queue_mode: QueueMode,
     ) -> Self {
         let (synced_flag, synced_signal) = SyncSignal::new(format!("informer {name}"));
         Self {
             inner: Arc::new(Inner {
                 id: NEXT_INFORMER_ID.fetch_add(1, Ordering::Relaxed),
-                indexer: Indexer::new(crate::meta_namespace_key_func(), indexers),
+                indexer,
                 lister_watcher,
                 processor: Arc::new(Processor::new()),
                 state: Mutex::new(State {

@@ -11,6 +11,7 @@ mod index_func;
 mod indexer;
 mod key_lister_getter;
 pub mod label_selector;
+mod lean;
 mod lister;
 mod reflector_store;
 mod transaction;
@@ -22,6 +23,7 @@ pub use index_func::{
 pub use indexer::Indexer;
 pub use key_lister_getter::KeyListerGetter;
 pub use label_selector::{LabelSelector, LabelSelectorError, Operator, Requirement};
+pub use lean::CacheMode;
 pub use lister::{Lister, NamespaceLister};
 pub use reflector_store::{ReflectorStore, ReplaceOnce, ReplaceStore};
 pub use transaction::{ReplaceOutcome, Transaction, TransactionError, TransactionOutcome};
