@@ -61,6 +61,8 @@ impl Workload {
 pub enum Peer {
     /// kinformer built as the README builds it: `SharedInformerFactory`, `informer::<Pod>()`.
     Kinformer,
+    /// The same with the factory's `cache_mode(CacheMode::Lean)`: objects kept compressed.
+    KinformerLean,
     /// kube-rs: `watcher` + `reflector`.
     KubeRs,
     /// client-go on protobuf (what client-go does for built-in types in the field).
@@ -80,6 +82,7 @@ impl Peer {
     pub fn as_str(self) -> &'static str {
         match self {
             Peer::Kinformer => "kinformer",
+            Peer::KinformerLean => "kinformer-lean",
             Peer::KubeRs => "kube-rs",
             Peer::ClientGo => "client-go",
             Peer::ClientGoJson => "client-go-json",

@@ -59,7 +59,8 @@ fn handler(counters: Arc<Counters>, h: usize) -> ResourceEventHandlerFuncs<Pod> 
         .on_update(move |_, new| c2.on_update(h, new))
 }
 
-/// Builds the factory and informer and starts them on the current runtime.
+/// Builds the factory and informer and starts them on the current runtime; `lean`: the
+/// factory's informers keep their caches in [`CacheMode::Lean`](kinformer::store::CacheMode).
 ///
 /// # Errors
 /// [`PeerError::Client`] when the informer refuses an index, transform or handler.
@@ -67,8 +68,15 @@ pub fn start(
     client: kube::Client,
     counters: Arc<Counters>,
     transform: bool,
+    lean: bool,
 ) -> Result<KinformerPeer, PeerError> {
-    let factory = SharedInformerFactory::new(client);
+    let factory = if lean {
+        SharedInformerFactory::builder(client)
+            .cache_mode(kinformer::store::CacheMode::Lean)
+            .build()
+    } else {
+        SharedInformerFactory::new(client)
+    };
     let informer = factory.informer::<Pod>();
     let err = |e: kinformer::InformerError| PeerError::Client(e.to_string());
     let mut indexers: Indexers<Pod> = Indexers::new();

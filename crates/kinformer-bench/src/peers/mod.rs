@@ -216,18 +216,21 @@ pub async fn run(peer: Peer, args: &PeerArgs) -> Result<PeerReport, PeerError> {
     match (peer, args.workload) {
         (Peer::FloorPaged, Workload::W1) => return floor::run_paged(client, report).await,
         (Peer::FloorUnpaged, Workload::W1) => return floor::run_unpaged(client, report).await,
-        (Peer::FloorWatch, Workload::W2) | (Peer::Kinformer, _) | (Peer::KubeRs, _) => {}
+        (Peer::FloorWatch, Workload::W2)
+        | (Peer::Kinformer | Peer::KinformerLean, _)
+        | (Peer::KubeRs, _) => {}
         _ => return Err(unsupported()),
     }
-    if args.workload == Workload::W5 && peer != Peer::Kinformer {
+    if args.workload == Workload::W5 && !matches!(peer, Peer::Kinformer | Peer::KinformerLean) {
         return Err(unsupported());
     }
     let counters = Arc::new(Counters::default());
     let transform = args.workload == Workload::W1t;
     let t0 = Instant::now();
     let running: Box<dyn RunningPeer> = match peer {
-        Peer::Kinformer => {
-            let p = kinformer_peer::start(client.clone(), counters.clone(), transform)?;
+        Peer::Kinformer | Peer::KinformerLean => {
+            let lean = peer == Peer::KinformerLean;
+            let p = kinformer_peer::start(client.clone(), counters.clone(), transform, lean)?;
             if args.workload == Workload::W5 {
                 return soak::run(p, client, counters, args, report, t0).await;
             }

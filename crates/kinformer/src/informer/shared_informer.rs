@@ -22,11 +22,11 @@ use super::processor::{Processor, determine_resync_period};
 /// a watch that stays unread for long, and the Reflector then watches again from its last
 /// resourceVersion, as after any closed watch.
 pub const MAX_QUEUED_DELTAS: usize = 1024;
-use super::queue::{InformerQueue, QueueMode};
+use super::queue::{InformerQueue, LeanLists, QueueMode};
 use super::stream::EventStream;
 use crate::queue::{DEFAULT_BATCH_SIZE, DeltaType, Deltas, Popped, QueueError, TransformFunc};
 use crate::reflector::{ListerWatcher, Reflector, ReflectorError};
-use crate::store::{CacheMode, Indexer, Indexers, Lister, StoreError, Transaction};
+use crate::store::{CacheMode, Indexer, Indexers, Lister, StagedReplace, StoreError, Transaction};
 use crate::wait::{SyncFlag, SyncSignal};
 use crate::{DeletedFinalStateUnknown, Object, ObjectOrTombstone, resource_version};
 
@@ -708,7 +708,7 @@ impl<K: Object> SharedIndexInformer<K> {
                 r = async {
                     inner.processor.wait_for_room().await;
                     match &*fifo {
-                        InformerQueue::Real(q) => q.pop_batch(DEFAULT_BATCH_SIZE, |popped, initial| self.handle_popped(popped, initial)).await,
+                        InformerQueue::Real(q, lean) => q.pop_batch(DEFAULT_BATCH_SIZE, |popped, initial| self.handle_popped(popped, initial, lean.as_ref())).await,
                         InformerQueue::Delta(q) => q.pop(|deltas, initial| self.handle_deltas(deltas, initial)).await,
                     }
                 } => r,
@@ -763,7 +763,12 @@ impl<K: Object> SharedIndexInformer<K> {
     /// cache in one transaction, then its notifications go out in arrival order; a relist is
     /// one swap whose deletions (tombstones) are told before its updates and adds; a resync
     /// re-delivers every cached object.
-    fn handle_popped(&self, popped: Popped<K>, is_in_initial_list: bool) {
+    fn handle_popped(
+        &self,
+        popped: Popped<K>,
+        is_in_initial_list: bool,
+        lean: Option<&LeanLists<K>>,
+    ) {
         let inner = &self.inner;
         let _deltas = inner.block_deltas.lock();
         if !is_in_initial_list {
@@ -803,6 +808,10 @@ impl<K: Object> SharedIndexInformer<K> {
                         (_, ObjectOrTombstone::Tombstone(_)) => {}
                     }
                 }
+            }
+            Popped::ReplacedAll(all) if lean.is_some() => {
+                let staged = lean.and_then(LeanLists::take_ready);
+                self.apply_staged(staged, &all.resource_version, is_in_initial_list);
             }
             Popped::ReplacedAll(all) => {
                 let objects: Vec<Arc<K>> = all.objects.iter().map(|(_, o)| o.clone()).collect();
@@ -844,6 +853,47 @@ impl<K: Object> SharedIndexInformer<K> {
                 }
             }
             Popped::Bookmark { resource_version } => inner.indexer.bookmark(&resource_version),
+        }
+    }
+
+    /// A lean-mode relist: installs the relist staged while it downloaded (see
+    /// [`LeanLists`]), then notifies as a full-mode relist does, decoding one object at a time.
+    fn apply_staged(
+        &self,
+        staged: Option<StagedReplace<K>>,
+        resource_version: &str,
+        is_in_initial_list: bool,
+    ) {
+        let inner = &self.inner;
+        let Some(staged) = staged else {
+            tracing::error!(informer = %inner.name, "a lean relist was popped without its staged objects; skipped");
+            return;
+        };
+        let outcome = match inner.indexer.install_staged(staged, resource_version) {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                tracing::error!(informer = %inner.name, error = %e, "relist not applied to the cache");
+                return;
+            }
+        };
+        for (key, stored) in outcome.removed() {
+            let tombstone = DeletedFinalStateUnknown {
+                key: key.to_string(),
+                obj: inner.indexer.staged_object(&key, &stored),
+            };
+            inner.processor.distribute(
+                &Event::Delete(ObjectOrTombstone::Tombstone(tombstone)),
+                false,
+            );
+        }
+        for (key, stored) in &outcome.listed {
+            let Some(obj) = inner.indexer.staged_object(key, stored) else {
+                continue;
+            };
+            let old = outcome
+                .previous(key)
+                .and_then(|old| inner.indexer.staged_object(key, old));
+            self.notify_upsert(old, obj, is_in_initial_list);
         }
     }
 

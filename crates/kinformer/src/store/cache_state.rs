@@ -22,7 +22,7 @@ use super::lean::{LeanCodec, Stored};
 pub(super) type Index = HashMap<String, HashSet<Arc<str>>>;
 
 /// One stored object with the values it is filed under.
-pub(super) struct Entry<K> {
+pub(crate) struct Entry<K> {
     pub(super) key: Arc<str>,
     pub(super) obj: Stored<K>,
     /// Per slot, in slot order: sorted, de-duplicated indexed values.
@@ -297,28 +297,57 @@ pub(super) fn build_replacement<K>(
     list: Vec<Arc<K>>,
     codec: Option<&LeanCodec<K>>,
 ) -> Result<Replacement<K>, StoreError> {
-    let mut entries: HashMap<Arc<str>, Entry<K>> = HashMap::with_capacity(list.len());
-    let mut indexes: Vec<Index> = (0..funcs.len()).map(|_| Index::new()).collect();
+    let mut replacement = Replacement::empty(funcs.len(), list.len());
     for obj in list {
         let key = key_func(&obj)?;
-        let values = all_index_values(funcs.iter().map(|(n, f)| (n.as_str(), f)), &obj, &key)?;
-        let obj = to_stored(codec, &obj, &key)?;
-        if let Some(earlier) = entries.get_mut(key.as_str()) {
+        replacement.push(funcs, key, &obj, codec)?;
+    }
+    Ok(replacement)
+}
+
+impl<K> Replacement<K> {
+    /// An empty replacement for `slots` index functions.
+    pub(super) fn empty(slots: usize, capacity: usize) -> Self {
+        Self {
+            entries: HashMap::with_capacity(capacity),
+            indexes: (0..slots).map(|_| Index::new()).collect(),
+        }
+    }
+
+    /// Keys, indexes and stores `obj` under `key`; a later object with the same key as an
+    /// earlier one wins, as in client-go (it builds a map). Returns the key and the stored form.
+    pub(super) fn push(
+        &mut self,
+        funcs: &[(String, IndexFunc<K>)],
+        key: String,
+        obj: &Arc<K>,
+        codec: Option<&LeanCodec<K>>,
+    ) -> Result<(Arc<str>, Stored<K>), StoreError> {
+        let values = all_index_values(funcs.iter().map(|(n, f)| (n.as_str(), f)), obj, &key)?;
+        let stored = to_stored(codec, obj, &key)?;
+        if let Some(earlier) = self.entries.get_mut(key.as_str()) {
             // A duplicate key: the later object replaces the earlier one and its index entries.
-            for ((index, old), new) in indexes.iter_mut().zip(&earlier.values).zip(&values) {
+            for ((index, old), new) in self.indexes.iter_mut().zip(&earlier.values).zip(&values) {
                 refile(index, &earlier.key, old, new);
             }
-            earlier.obj = obj;
+            earlier.obj = stored.clone();
             earlier.values = values;
-            continue;
+            return Ok((earlier.key.clone(), stored));
         }
         let key: Arc<str> = key.into();
-        for (index, new) in indexes.iter_mut().zip(&values) {
+        for (index, new) in self.indexes.iter_mut().zip(&values) {
             file(index, &key, new);
         }
-        entries.insert(key.clone(), Entry { key, obj, values });
+        self.entries.insert(
+            key.clone(),
+            Entry {
+                key: key.clone(),
+                obj: stored.clone(),
+                values,
+            },
+        );
+        Ok((key, stored))
     }
-    Ok(Replacement { entries, indexes })
 }
 
 impl<K> CacheState<K> {

@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::cache_state::{
-    CacheState, Entry, build_replacement, from_stored, index_values, to_stored,
+    CacheState, Entry, Replacement, build_replacement, from_stored, index_values, to_stored,
 };
 use super::error::StoreError;
 use super::index_func::{IndexFunc, Indexers, namespace_indexers};
@@ -333,19 +333,36 @@ impl<K: Object> Indexer<K> {
         list: Vec<Arc<K>>,
         resource_version: &str,
     ) -> Result<HashMap<Arc<str>, Entry<K>>, StoreError> {
-        let funcs: Vec<(String, IndexFunc<K>)> = {
-            let state = self.inner.state.read();
-            state
-                .funcs()
-                .map(|(n, f)| (n.to_owned(), f.clone()))
-                .collect()
-        };
+        let funcs = self.index_funcs();
         let replacement = build_replacement(
             &self.inner.key_func,
             &funcs,
             list,
             self.inner.codec.as_deref(),
         )?;
+        self.install(replacement, resource_version)
+    }
+
+    /// The index functions, in slot order (for building a replacement outside the lock).
+    pub(super) fn index_funcs(&self) -> Vec<(String, IndexFunc<K>)> {
+        let state = self.inner.state.read();
+        state
+            .funcs()
+            .map(|(n, f)| (n.to_owned(), f.clone()))
+            .collect()
+    }
+
+    /// Lean mode's codec, `None` in full mode.
+    pub(super) fn codec(&self) -> Option<&LeanCodec<K>> {
+        self.inner.codec.as_deref()
+    }
+
+    /// Swaps in a replacement built outside the lock, returning the previous contents.
+    pub(super) fn install(
+        &self,
+        replacement: Replacement<K>,
+        resource_version: &str,
+    ) -> Result<HashMap<Arc<str>, Entry<K>>, StoreError> {
         let mut state = self.inner.state.write();
         let old = state.install(replacement)?;
         state.resource_version =

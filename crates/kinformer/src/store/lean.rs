@@ -49,7 +49,7 @@ pub enum CacheMode {
 }
 
 /// One stored object: decoded (full mode) or encoded (lean mode).
-pub(super) enum Stored<K> {
+pub(crate) enum Stored<K> {
     Full(Arc<K>),
     Lean(Arc<[u8]>),
 }

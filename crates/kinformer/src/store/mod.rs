@@ -14,6 +14,7 @@ pub mod label_selector;
 mod lean;
 mod lister;
 mod reflector_store;
+mod staged;
 mod transaction;
 
 pub use error::StoreError;
@@ -26,4 +27,5 @@ pub use label_selector::{LabelSelector, LabelSelectorError, Operator, Requiremen
 pub use lean::CacheMode;
 pub use lister::{Lister, NamespaceLister};
 pub use reflector_store::{ReflectorStore, ReplaceOnce, ReplaceStore};
+pub(crate) use staged::StagedReplace;
 pub use transaction::{ReplaceOutcome, Transaction, TransactionError, TransactionOutcome};
