@@ -138,6 +138,9 @@ type Keyed<K> = (
     Transaction<K>,
 );
 
+/// A transaction's write as applied under the lock: the key and stored form it replaced.
+type Applied<K> = Result<Option<(String, Stored<K>)>, StoreError>;
+
 impl<K: Object> Indexer<K> {
     /// [`replace`](Self::replace), also reporting what each listed object replaced and what the
     /// list removed, computed from the previous contents after the swap (one acquisition of
@@ -244,36 +247,35 @@ impl<K: Object> Indexer<K> {
                 (key, stored, txn)
             })
             .collect();
-        let applied: Vec<Result<Option<(String, Stored<K>)>, StoreError>> =
-            self.with_state_mut(|state| {
-                keyed
-                    .into_iter()
-                    .map(|(key, stored, txn)| {
-                        let key = key?;
-                        match (txn, stored) {
-                            (Transaction::Add(obj) | Transaction::Update(obj), Some(stored)) => {
-                                let old = state.upsert(key.clone(), &obj, stored?)?;
-                                Self::note_resource_version(state, &obj);
-                                Ok(old.map(|old| (key, old)))
-                            }
-                            (Transaction::Delete(target), _) => {
-                                let old = state.remove(&key);
-                                if let ObjectOrTombstone::Object(obj) = &target {
-                                    Self::note_resource_version(state, obj);
-                                }
-                                Ok(old.map(|old| (key, old)))
-                            }
-                            // An add or update always carries its stored form (built above).
-                            (Transaction::Add(_) | Transaction::Update(_), None) => {
-                                Err(StoreError::Codec {
-                                    key: Some(key),
-                                    message: "the object was not encoded".into(),
-                                })
-                            }
+        let applied: Vec<Applied<K>> = self.with_state_mut(|state| {
+            keyed
+                .into_iter()
+                .map(|(key, stored, txn)| {
+                    let key = key?;
+                    match (txn, stored) {
+                        (Transaction::Add(obj) | Transaction::Update(obj), Some(stored)) => {
+                            let old = state.upsert(key.clone(), &obj, stored?)?;
+                            Self::note_resource_version(state, &obj);
+                            Ok(old.map(|old| (key, old)))
                         }
-                    })
-                    .collect()
-            });
+                        (Transaction::Delete(target), _) => {
+                            let old = state.remove(&key);
+                            if let ObjectOrTombstone::Object(obj) = &target {
+                                Self::note_resource_version(state, obj);
+                            }
+                            Ok(old.map(|old| (key, old)))
+                        }
+                        // An add or update always carries its stored form (built above).
+                        (Transaction::Add(_) | Transaction::Update(_), None) => {
+                            Err(StoreError::Codec {
+                                key: Some(key),
+                                message: "the object was not encoded".into(),
+                            })
+                        }
+                    }
+                })
+                .collect()
+        });
         // Decode what was replaced or removed (lean mode) after the lock is released.
         let results = applied
             .into_iter()
