@@ -347,3 +347,49 @@ async fn lean_cache_notifies_and_caches_as_the_full_cache_does() {
         lean.2
     );
 }
+
+/// A lean informer resyncs every cached object (decoded from the cache) as an update with an
+/// unchanged resource version.
+#[tokio::test(start_paused = true)]
+async fn lean_cache_resyncs_every_object() {
+    let lw = ListWatch::<Pod>::new(
+        |_| async { Ok(ListPage::new(vec![pod("a", "1"), pod("b", "2")], "2")) }.boxed(),
+        |_| async { Ok(futures::stream::pending().boxed()) }.boxed(),
+    );
+    let informer = SharedIndexInformer::builder(lw)
+        .cache_mode(CacheMode::Lean)
+        .resync_period(Duration::from_secs(1))
+        .build();
+    let resynced: Arc<Mutex<Vec<String>>> = Arc::default();
+    let r = resynced.clone();
+    informer
+        .add_event_handler(ResourceEventHandlerFuncs::new().on_update(
+            move |old: &Arc<Pod>, new: &Arc<Pod>| {
+                assert_eq!(
+                    resource_version(old.as_ref()),
+                    resource_version(new.as_ref())
+                );
+                r.lock().push(new.metadata.name.clone().unwrap());
+            },
+        ))
+        .unwrap();
+    let cancel = CancellationToken::new();
+    let run = tokio::spawn({
+        let (i, c) = (informer.clone(), cancel.clone());
+        async move { i.run(c).await }
+    });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while resynced.lock().len() < 2 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{:?}",
+            resynced.lock()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    cancel.cancel();
+    run.await.unwrap();
+    let mut names = resynced.lock()[..2].to_vec();
+    names.sort();
+    assert_eq!(names, strs(&["a", "b"]));
+}

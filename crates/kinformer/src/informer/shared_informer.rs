@@ -841,6 +841,21 @@ impl<K: Object> SharedIndexInformer<K> {
                     self.notify_upsert(old, obj, is_in_initial_list);
                 }
             }
+            Popped::SyncAll if lean.is_some() => {
+                // One object decoded at a time, not the whole cache at once.
+                for key in inner.indexer.list_keys() {
+                    let Some(obj) = inner.indexer.get_by_key(&key) else {
+                        continue;
+                    };
+                    inner.processor.distribute(
+                        &Event::Update {
+                            old: obj.clone(),
+                            new: obj,
+                        },
+                        true,
+                    );
+                }
+            }
             Popped::SyncAll => {
                 for obj in inner.indexer.list() {
                     inner.processor.distribute(
