@@ -23,9 +23,12 @@ use serde::de::DeserializeOwned;
 ///
 /// # What reads cost in lean mode
 ///
-/// A read that finds no live copy decodes the object (LZ4, then `serde_json`): on the order of
-/// 10–50 µs for a pod, so `get_by_key` costs about that, and `list` and `by_index` that much
-/// per object returned (see the `store` criterion benchmark for figures on this machine).
+/// A read that finds no live copy decodes the object (LZ4, then `serde_json`), so it costs
+/// what decoding the object costs, per object returned. Measured by the `lean` criterion
+/// benchmark on 10,000 realistic pods (3.7 KB of JSON each, with managedFields, stored in
+/// 240 bytes each) with two indexes, on a loaded 2-core machine (full mode in brackets):
+/// `get_by_key` 26 µs (0.3 µs), `list` of all 10,000 618 ms (0.37 ms), `by_index` returning
+/// 100 pods 2.8–3.2 ms (4 µs); adding 10,000 pods 264 ms (12 ms).
 /// Decoded objects are shared: while anyone (a handler, a reader, the informer's queue) holds
 /// the `Arc` of an object's current version, every read returns that same `Arc` without
 /// decoding. Decoding happens outside the cache's lock. Writes encode (`serde_json`, then LZ4)
