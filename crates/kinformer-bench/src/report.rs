@@ -50,6 +50,7 @@ impl Tier {
         match self {
             Tier::Embedded => &[
                 Peer::Kinformer,
+                Peer::KinformerLean,
                 Peer::KinformerMetadata,
                 Peer::KinformerDeltaFifo,
                 Peer::KubeRs,
@@ -58,6 +59,7 @@ impl Tier {
             ],
             Tier::Real => &[
                 Peer::Kinformer,
+                Peer::KinformerLean,
                 Peer::KinformerMetadata,
                 Peer::KinformerDeltaFifo,
                 Peer::KubeRs,
@@ -555,6 +557,7 @@ mod tests {
             peers_for(Tier::Real, Workload::W1, true),
             vec![
                 Kinformer,
+                KinformerLean,
                 KinformerMetadata,
                 KubeRs,
                 ClientGo,
@@ -566,7 +569,7 @@ mod tests {
         );
         assert_eq!(
             peers_for(Tier::Embedded, Workload::W1t, false),
-            vec![Kinformer, KinformerMetadata, KubeRs]
+            vec![Kinformer, KinformerLean, KinformerMetadata, KubeRs]
         );
         assert_eq!(
             peers_for(Tier::Embedded, Workload::W2, true),
@@ -580,7 +583,7 @@ mod tests {
         );
         assert_eq!(
             peers_for(Tier::Real, Workload::W3, false),
-            vec![Kinformer, KinformerDeltaFifo, KubeRs]
+            vec![Kinformer, KinformerLean, KinformerDeltaFifo, KubeRs]
         );
     }
 

@@ -124,7 +124,13 @@ fn sizes_of(results: &[PeerReport], tier: &str, w: &str) -> Vec<u64> {
 }
 
 const TIERS: [&str; 2] = ["real", "embedded"];
-const INFORMERS: [&str; 4] = ["kinformer", "kube-rs", "client-go", "client-go-json"];
+const INFORMERS: [&str; 5] = [
+    "kinformer",
+    "kinformer-lean",
+    "kube-rs",
+    "client-go",
+    "client-go-json",
+];
 
 /// Everything the writer needs, computed once.
 struct Tables {
@@ -210,6 +216,22 @@ fn headline(md: &mut String, t: &Tables, results: &[PeerReport]) {
             &format!("N = {n}, W4 with managedFields dropped"),
             t.bpo.get("real", "w1t", n, "kinformer"),
             t.bpo.get("real", "w1t", n, "client-go"),
+            "B",
+            "the memory",
+            "less memory",
+        );
+        line(
+            &format!("N = {n}, lean cache (`CacheMode::Lean`), W1 sync"),
+            t.sync.get("real", "w1", n, "kinformer-lean"),
+            t.sync.get("real", "w1", n, "client-go"),
+            "ms",
+            "slower",
+            "faster",
+        );
+        line(
+            &format!("N = {n}, lean cache (`CacheMode::Lean`), W4 bytes per cached pod"),
+            t.bpo.get("real", "w1", n, "kinformer-lean"),
+            t.bpo.get("real", "w1", n, "client-go"),
             "B",
             "the memory",
             "less memory",

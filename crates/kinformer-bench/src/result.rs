@@ -66,6 +66,8 @@ pub enum Peer {
     KinformerMetadata,
     /// kinformer on client-go ≤ 1.35's queue: the factory with `QueueMode::DeltaFifo` (W2, W3).
     KinformerDeltaFifo,
+    /// The same with the factory's `cache_mode(CacheMode::Lean)`: objects kept compressed.
+    KinformerLean,
     /// kube-rs: `watcher` + `reflector`.
     KubeRs,
     /// client-go on protobuf (what client-go does for built-in types in the field).
@@ -90,6 +92,7 @@ impl Peer {
             Peer::Kinformer => "kinformer",
             Peer::KinformerMetadata => "kinformer-metadata",
             Peer::KinformerDeltaFifo => "kinformer-delta-fifo",
+            Peer::KinformerLean => "kinformer-lean",
             Peer::KubeRs => "kube-rs",
             Peer::ClientGo => "client-go",
             Peer::ClientGoJson => "client-go-json",
@@ -117,6 +120,7 @@ impl Peer {
                 matches!(workload, Workload::W1 | Workload::W1t)
             }
             Peer::KinformerDeltaFifo => matches!(workload, Workload::W2 | Workload::W3),
+            Peer::KinformerLean => matches!(workload, Workload::W1 | Workload::W1t | Workload::W3),
             Peer::FloorPaged | Peer::FloorUnpaged => workload == Workload::W1,
             Peer::FloorWatch => workload == Workload::W2,
             Peer::Kinformer | Peer::KubeRs | Peer::ClientGo | Peer::ClientGoJson => true,

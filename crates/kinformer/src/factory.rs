@@ -17,6 +17,7 @@ use kube::Resource;
 use kube::api::{ApiResource, DynamicObject, ObjectMeta};
 use kube::core::PartialObjectMeta;
 use parking_lot::Mutex;
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -24,7 +25,7 @@ use tokio_util::task::TaskTracker;
 use crate::informer::{QueueMode, SharedIndexInformer};
 use crate::reflector::{ListOptions, ListerWatcher};
 use crate::source::KubeListerWatcher;
-use crate::store::{Indexers, NAMESPACE_INDEX, namespace_index_func};
+use crate::store::{CacheMode, Indexers, NAMESPACE_INDEX, namespace_index_func};
 use crate::wait::{SyncSignal, wait_for_cache_sync};
 
 type TweakFn = Arc<dyn Fn(&mut ListOptions) + Send + Sync>;
@@ -107,9 +108,17 @@ pub struct SharedInformerFactoryBuilder {
     strip_managed_fields: bool,
     max_object_size: usize,
     queue_mode: QueueMode,
+    cache_mode: CacheMode,
 }
 
 impl SharedInformerFactoryBuilder {
+    /// How every informer's cache holds its objects (default [`CacheMode::Full`];
+    /// [`CacheMode::Lean`] keeps them compressed and decodes on demand: far less memory,
+    /// dearer reads, see [`CacheMode`]).
+    pub fn cache_mode(mut self, mode: CacheMode) -> Self {
+        self.cache_mode = mode;
+        self
+    }
     /// Only this namespace (client-go's `WithNamespace`).
     pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
         self.scope.namespace = Some(namespace.into());
@@ -194,6 +203,7 @@ impl SharedInformerFactoryBuilder {
                 transform: compose_strip(self.transform, self.strip_managed_fields),
                 max_object_size: self.max_object_size,
                 queue_mode: self.queue_mode,
+                cache_mode: self.cache_mode,
                 informers: Mutex::new(Vec::new()),
                 tasks: TaskTracker::new(),
                 cancel: CancellationToken::new(),
@@ -252,6 +262,7 @@ struct FactoryInner {
     transform: Option<MetaTransform>,
     max_object_size: usize,
     queue_mode: QueueMode,
+    cache_mode: CacheMode,
     informers: Mutex<Vec<Registered>>,
     tasks: TaskTracker,
     cancel: CancellationToken,
@@ -284,6 +295,7 @@ impl SharedInformerFactory {
             strip_managed_fields: false,
             max_object_size: crate::source::DEFAULT_MAX_OBJECT_SIZE,
             queue_mode: QueueMode::default(),
+            cache_mode: CacheMode::default(),
         }
     }
 
@@ -291,7 +303,14 @@ impl SharedInformerFactory {
     /// namespace index).
     pub fn informer<K>(&self) -> SharedIndexInformer<K>
     where
-        K: Resource<DynamicType = ()> + DeserializeOwned + Clone + Debug + Send + Sync + 'static,
+        K: Resource<DynamicType = ()>
+            + Serialize
+            + DeserializeOwned
+            + Clone
+            + Debug
+            + Send
+            + Sync
+            + 'static,
         K::Scope: 'static,
     {
         self.informer_with_scope::<K>(self.inner.scope.clone())
@@ -300,7 +319,14 @@ impl SharedInformerFactory {
     /// The shared informer for `K` in another scope (namespace, selectors).
     pub fn informer_with_scope<K>(&self, scope: InformerScope) -> SharedIndexInformer<K>
     where
-        K: Resource<DynamicType = ()> + DeserializeOwned + Clone + Debug + Send + Sync + 'static,
+        K: Resource<DynamicType = ()>
+            + Serialize
+            + DeserializeOwned
+            + Clone
+            + Debug
+            + Send
+            + Sync
+            + 'static,
         K::Scope: 'static,
     {
         let cluster_scoped =
@@ -374,6 +400,7 @@ impl SharedInformerFactory {
     fn dynamic<K>(&self, resource: &ApiResource, namespaced: bool) -> SharedIndexInformer<K>
     where
         K: Resource<DynamicType = ApiResource>
+            + Serialize
             + DeserializeOwned
             + Clone
             + Debug
@@ -426,7 +453,7 @@ impl SharedInformerFactory {
         name: String,
     ) -> SharedIndexInformer<K>
     where
-        K: crate::Object + Clone + Debug + DeserializeOwned,
+        K: crate::Object + Clone + Debug + Serialize + DeserializeOwned,
     {
         lw = lw.with_max_object_size(self.inner.max_object_size);
         if let Some(l) = &scope.label_selector {
@@ -443,6 +470,7 @@ impl SharedInformerFactory {
         indexers.insert(NAMESPACE_INDEX.to_owned(), namespace_index_func());
         let informer = SharedIndexInformer::builder_shared(lw)
             .queue_mode(self.inner.queue_mode)
+            .cache_mode(self.inner.cache_mode)
             .resync_period(resync)
             .indexers(indexers)
             .build_named(name);

@@ -11,6 +11,7 @@ use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::informer::{QueueMode, ResourceEventHandlerFuncs, SharedIndexInformer};
 use kinformer::reflector::{ListPage, ListWatch, Status, WatchEvent};
+use kinformer::store::CacheMode;
 use kinformer::{ObjectOrTombstone, resource_version};
 use kube::api::ObjectMeta;
 use parking_lot::Mutex;
@@ -35,6 +36,22 @@ type Watches = Vec<Vec<Result<WatchEvent<Pod>, kinformer::reflector::ListWatchEr
 /// its handler has seen `expected` events; returns them as `"add ns/a@2"`, `"update ns/a@4"`,
 /// `"delete ns/c"` (a tombstone: `"delete? ns/c"`).
 async fn events(mode: QueueMode, lists: Lists, watches: Watches, expected: usize) -> Vec<String> {
+    events_in(mode, CacheMode::Full, lists, watches, expected)
+        .await
+        .0
+}
+
+/// [`events`] with a cache mode; also returns the cache's objects at the end (sorted
+/// `name@rv`) and, per update, the old object's resource version, and per tombstone whether
+/// it carried the final state.
+async fn events_in(
+    mode: QueueMode,
+    cache: CacheMode,
+    lists: Lists,
+    watches: Watches,
+    expected: usize,
+) -> (Vec<String>, Vec<String>, Vec<String>) {
+    let details: Arc<Mutex<Vec<String>>> = Arc::default();
     let lists = Arc::new(Mutex::new(lists.into_iter()));
     let watches = Arc::new(Mutex::new(watches.into_iter()));
     let lw = ListWatch::<Pod>::new(
@@ -53,9 +70,13 @@ async fn events(mode: QueueMode, lists: Lists, watches: Watches, expected: usize
             .boxed()
         },
     );
-    let informer = SharedIndexInformer::builder(lw).queue_mode(mode).build();
+    let informer = SharedIndexInformer::builder(lw)
+        .queue_mode(mode)
+        .cache_mode(cache)
+        .build();
     let seen: Arc<Mutex<Vec<String>>> = Arc::default();
     let s = (seen.clone(), seen.clone(), seen.clone());
+    let d = (details.clone(), details.clone());
     informer
         .add_event_handler(
             ResourceEventHandlerFuncs::new()
@@ -66,7 +87,9 @@ async fn events(mode: QueueMode, lists: Lists, watches: Watches, expected: usize
                         resource_version(p.as_ref())
                     ))
                 })
-                .on_update(move |_, p| {
+                .on_update(move |old, p| {
+                    d.0.lock()
+                        .push(format!("old@{}", resource_version(old.as_ref())));
                     s.1.lock().push(format!(
                         "update ns/{}@{}",
                         p.metadata.name.as_deref().unwrap(),
@@ -74,6 +97,10 @@ async fn events(mode: QueueMode, lists: Lists, watches: Watches, expected: usize
                     ))
                 })
                 .on_delete(move |o| {
+                    if let ObjectOrTombstone::Tombstone(t) = o {
+                        d.1.lock()
+                            .push(format!("final state known: {}", t.obj.is_some()));
+                    }
                     let line = match o {
                         ObjectOrTombstone::Object(_) => format!("delete {}", o.key().unwrap()),
                         ObjectOrTombstone::Tombstone(_) => format!("delete? {}", o.key().unwrap()),
@@ -100,7 +127,21 @@ async fn events(mode: QueueMode, lists: Lists, watches: Watches, expected: usize
     tokio::time::sleep(Duration::from_secs(5)).await;
     cancel.cancel();
     run.await.unwrap();
-    seen.lock().clone()
+    let mut cached: Vec<String> = informer
+        .get_indexer()
+        .list()
+        .iter()
+        .map(|p| {
+            format!(
+                "{}@{}",
+                p.metadata.name.as_deref().unwrap(),
+                resource_version(p.as_ref())
+            )
+        })
+        .collect();
+    cached.sort();
+    let details = details.lock().clone();
+    (seen.lock().clone(), cached, details)
 }
 
 fn strs(s: &[&str]) -> Vec<String> {
@@ -263,4 +304,92 @@ async fn the_cache_is_written_before_the_handler_is_called_in_both_modes() {
         assert_eq!(calls.load(Ordering::SeqCst), 198, "{mode:?}");
         assert_eq!(stale.load(Ordering::SeqCst), 0, "{mode:?}");
     }
+}
+
+/// A lean cache notifies exactly as the full one does, on both queues: a list, watch events,
+/// and a relist with a deletion (its tombstone carries the decoded final state) and an update
+/// (its old object decoded from the cache); the caches end up equal.
+#[tokio::test(start_paused = true)]
+async fn lean_cache_notifies_and_caches_as_the_full_cache_does() {
+    let lists = || {
+        vec![
+            ListPage::new(vec![pod("a", "1"), pod("b", "1")], "1"),
+            ListPage::new(vec![pod("b", "5"), pod("c", "5"), pod("d", "5")], "5"),
+        ]
+    };
+    let watches = || {
+        vec![
+            vec![
+                Ok(WatchEvent::Modified(pod("a", "2"))),
+                Ok(WatchEvent::Error(Status::expired("too old"))),
+            ],
+            vec![
+                Ok(WatchEvent::Deleted(pod("d", "6"))),
+                Ok(WatchEvent::Added(pod("e", "7"))),
+            ],
+        ]
+    };
+    for mode in [QueueMode::RealFifo, QueueMode::DeltaFifo] {
+        let full = events_in(mode, CacheMode::Full, lists(), watches(), 9).await;
+        let lean = events_in(mode, CacheMode::Lean, lists(), watches(), 9).await;
+        assert_eq!(lean, full, "{mode:?}");
+        assert_eq!(lean.1, strs(&["b@5", "c@5", "e@7"]), "{mode:?}");
+        assert!(
+            lean.2.contains(&"old@1".to_string()),
+            "{mode:?}: {:?}",
+            lean.2
+        );
+    }
+    let lean = events_in(QueueMode::RealFifo, CacheMode::Lean, lists(), watches(), 9).await;
+    assert!(
+        lean.2.contains(&"final state known: true".to_string()),
+        "{:?}",
+        lean.2
+    );
+}
+
+/// A lean informer resyncs every cached object (decoded from the cache) as an update with an
+/// unchanged resource version.
+#[tokio::test(start_paused = true)]
+async fn lean_cache_resyncs_every_object() {
+    let lw = ListWatch::<Pod>::new(
+        |_| async { Ok(ListPage::new(vec![pod("a", "1"), pod("b", "2")], "2")) }.boxed(),
+        |_| async { Ok(futures::stream::pending().boxed()) }.boxed(),
+    );
+    let informer = SharedIndexInformer::builder(lw)
+        .cache_mode(CacheMode::Lean)
+        .resync_period(Duration::from_secs(1))
+        .build();
+    let resynced: Arc<Mutex<Vec<String>>> = Arc::default();
+    let r = resynced.clone();
+    informer
+        .add_event_handler(ResourceEventHandlerFuncs::new().on_update(
+            move |old: &Arc<Pod>, new: &Arc<Pod>| {
+                assert_eq!(
+                    resource_version(old.as_ref()),
+                    resource_version(new.as_ref())
+                );
+                r.lock().push(new.metadata.name.clone().unwrap());
+            },
+        ))
+        .unwrap();
+    let cancel = CancellationToken::new();
+    let run = tokio::spawn({
+        let (i, c) = (informer.clone(), cancel.clone());
+        async move { i.run(c).await }
+    });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while resynced.lock().len() < 2 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{:?}",
+            resynced.lock()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    cancel.cancel();
+    run.await.unwrap();
+    let mut names = resynced.lock()[..2].to_vec();
+    names.sort();
+    assert_eq!(names, strs(&["a", "b"]));
 }

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use k8s_openapi::api::core::v1::Pod;
+use kinformer::store::CacheMode;
 use kinformer::{
     IndexFunc, Indexers, Object, QueueMode, ResourceEventHandlerFuncs, SharedIndexInformer,
     SharedInformerFactory, SharedInformerFactoryBuilder,
@@ -37,6 +38,7 @@ impl Variant {
             Peer::Kinformer => v(|b| b, false),
             Peer::KinformerMetadata => v(|b| b, true),
             Peer::KinformerDeltaFifo => v(|b| b.queue_mode(QueueMode::DeltaFifo), false),
+            Peer::KinformerLean => v(|b| b.cache_mode(CacheMode::Lean), false),
             _ => None,
         }
     }

@@ -22,11 +22,11 @@ use super::processor::{Processor, determine_resync_period};
 /// a watch that stays unread for long, and the Reflector then watches again from its last
 /// resourceVersion, as after any closed watch.
 pub const MAX_QUEUED_DELTAS: usize = 1024;
-use super::queue::{InformerQueue, QueueMode};
+use super::queue::{InformerQueue, LeanLists, QueueMode};
 use super::stream::EventStream;
 use crate::queue::{DEFAULT_BATCH_SIZE, DeltaType, Deltas, Popped, QueueError, TransformFunc};
 use crate::reflector::{ListerWatcher, Reflector, ReflectorError};
-use crate::store::{Indexer, Indexers, Lister, StoreError, Transaction};
+use crate::store::{CacheMode, Indexer, Indexers, Lister, StagedReplace, StoreError, Transaction};
 use crate::wait::{SyncFlag, SyncSignal};
 use crate::{DeletedFinalStateUnknown, Object, ObjectOrTombstone, resource_version};
 
@@ -184,9 +184,37 @@ pub struct SharedIndexInformerBuilder<K: Object> {
     indexers: Indexers<K>,
     name: Option<String>,
     queue_mode: QueueMode,
+    make_indexer: MakeIndexer<K>,
 }
 
+/// Builds the informer's cache: `Indexer::new` or `Indexer::new_lean`.
+type MakeIndexer<K> = fn(crate::KeyFunc<K>, Indexers<K>) -> Indexer<K>;
+
 impl<K: Object> SharedIndexInformerBuilder<K> {
+    /// How the cache holds its objects (default [`CacheMode::Full`]). [`CacheMode::Lean`]
+    /// keeps them compressed and decodes them on demand: far less memory, dearer reads (see
+    /// [`CacheMode`]). Handlers still receive decoded objects.
+    ///
+    /// ```
+    /// use k8s_openapi::api::core::v1::Pod;
+    /// use kinformer::{ListWatch, SharedIndexInformer};
+    /// use kinformer::store::CacheMode;
+    /// # fn lw() -> ListWatch<Pod> { unimplemented!() }
+    /// # fn demo() {
+    /// let informer = SharedIndexInformer::builder(lw()).cache_mode(CacheMode::Lean).build();
+    /// assert_eq!(informer.get_indexer().cache_mode(), CacheMode::Lean);
+    /// # }
+    /// ```
+    pub fn cache_mode(mut self, mode: CacheMode) -> Self
+    where
+        K: serde::Serialize + serde::de::DeserializeOwned,
+    {
+        self.make_indexer = match mode {
+            CacheMode::Full => Indexer::new,
+            CacheMode::Lean => Indexer::new_lean,
+        };
+        self
+    }
     /// The queue between the Reflector and the cache, and with it the order handlers see (see
     /// [`QueueMode`]; default: client-go 1.36's in-order [`QueueMode::RealFifo`]).
     pub fn queue_mode(mut self, mode: QueueMode) -> Self {
@@ -221,7 +249,7 @@ impl<K: Object> SharedIndexInformerBuilder<K> {
             name,
             self.lister_watcher,
             self.resync_period,
-            self.indexers,
+            (self.make_indexer)(crate::meta_namespace_key_func(), self.indexers),
             self.queue_mode,
         )
     }
@@ -232,7 +260,7 @@ impl<K: Object> SharedIndexInformerBuilder<K> {
             name.into(),
             self.lister_watcher,
             self.resync_period,
-            self.indexers,
+            (self.make_indexer)(crate::meta_namespace_key_func(), self.indexers),
             self.queue_mode,
         )
     }
@@ -271,6 +299,7 @@ impl<K: Object> SharedIndexInformer<K> {
             indexers: Indexers::default(),
             name: None,
             queue_mode: QueueMode::default(),
+            make_indexer: Indexer::new,
         }
     }
 
@@ -278,14 +307,14 @@ impl<K: Object> SharedIndexInformer<K> {
         name: String,
         lister_watcher: Arc<dyn ListerWatcher<K>>,
         resync_period: Duration,
-        indexers: Indexers<K>,
+        indexer: Indexer<K>,
         queue_mode: QueueMode,
     ) -> Self {
         let (synced_flag, synced_signal) = SyncSignal::new(format!("informer {name}"));
         Self {
             inner: Arc::new(Inner {
                 id: NEXT_INFORMER_ID.fetch_add(1, Ordering::Relaxed),
-                indexer: Indexer::new(crate::meta_namespace_key_func(), indexers),
+                indexer,
                 lister_watcher,
                 processor: Arc::new(Processor::new()),
                 state: Mutex::new(State {
@@ -679,7 +708,7 @@ impl<K: Object> SharedIndexInformer<K> {
                 r = async {
                     inner.processor.wait_for_room().await;
                     match &*fifo {
-                        InformerQueue::Real(q) => q.pop_batch(DEFAULT_BATCH_SIZE, |popped, initial| self.handle_popped(popped, initial)).await,
+                        InformerQueue::Real(q, lean) => q.pop_batch(DEFAULT_BATCH_SIZE, |popped, initial| self.handle_popped(popped, initial, lean.as_ref())).await,
                         InformerQueue::Delta(q) => q.pop(|deltas, initial| self.handle_deltas(deltas, initial)).await,
                     }
                 } => r,
@@ -734,7 +763,12 @@ impl<K: Object> SharedIndexInformer<K> {
     /// cache in one transaction, then its notifications go out in arrival order; a relist is
     /// one swap whose deletions (tombstones) are told before its updates and adds; a resync
     /// re-delivers every cached object.
-    fn handle_popped(&self, popped: Popped<K>, is_in_initial_list: bool) {
+    fn handle_popped(
+        &self,
+        popped: Popped<K>,
+        is_in_initial_list: bool,
+        lean: Option<&LeanLists<K>>,
+    ) {
         let inner = &self.inner;
         let _deltas = inner.block_deltas.lock();
         if !is_in_initial_list {
@@ -775,6 +809,10 @@ impl<K: Object> SharedIndexInformer<K> {
                     }
                 }
             }
+            Popped::ReplacedAll(all) if lean.is_some() => {
+                let staged = lean.and_then(LeanLists::take_ready);
+                self.apply_staged(staged, &all.resource_version, is_in_initial_list);
+            }
             Popped::ReplacedAll(all) => {
                 let objects: Vec<Arc<K>> = all.objects.iter().map(|(_, o)| o.clone()).collect();
                 let outcome = match inner
@@ -803,6 +841,21 @@ impl<K: Object> SharedIndexInformer<K> {
                     self.notify_upsert(old, obj, is_in_initial_list);
                 }
             }
+            Popped::SyncAll if lean.is_some() => {
+                // One object decoded at a time, not the whole cache at once.
+                for key in inner.indexer.list_keys() {
+                    let Some(obj) = inner.indexer.get_by_key(&key) else {
+                        continue;
+                    };
+                    inner.processor.distribute(
+                        &Event::Update {
+                            old: obj.clone(),
+                            new: obj,
+                        },
+                        true,
+                    );
+                }
+            }
             Popped::SyncAll => {
                 for obj in inner.indexer.list() {
                     inner.processor.distribute(
@@ -815,6 +868,47 @@ impl<K: Object> SharedIndexInformer<K> {
                 }
             }
             Popped::Bookmark { resource_version } => inner.indexer.bookmark(&resource_version),
+        }
+    }
+
+    /// A lean-mode relist: installs the relist staged while it downloaded (see
+    /// [`LeanLists`]), then notifies as a full-mode relist does, decoding one object at a time.
+    fn apply_staged(
+        &self,
+        staged: Option<StagedReplace<K>>,
+        resource_version: &str,
+        is_in_initial_list: bool,
+    ) {
+        let inner = &self.inner;
+        let Some(staged) = staged else {
+            tracing::error!(informer = %inner.name, "a lean relist was popped without its staged objects; skipped");
+            return;
+        };
+        let outcome = match inner.indexer.install_staged(staged, resource_version) {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                tracing::error!(informer = %inner.name, error = %e, "relist not applied to the cache");
+                return;
+            }
+        };
+        for (key, stored) in outcome.removed() {
+            let tombstone = DeletedFinalStateUnknown {
+                key: key.to_string(),
+                obj: inner.indexer.staged_object(&key, &stored),
+            };
+            inner.processor.distribute(
+                &Event::Delete(ObjectOrTombstone::Tombstone(tombstone)),
+                false,
+            );
+        }
+        for (key, stored) in &outcome.listed {
+            let Some(obj) = inner.indexer.staged_object(key, stored) else {
+                continue;
+            };
+            let old = outcome
+                .previous(key)
+                .and_then(|old| inner.indexer.staged_object(key, old));
+            self.notify_upsert(old, obj, is_in_initial_list);
         }
     }
 

@@ -16,14 +16,15 @@ use std::sync::Arc;
 
 use super::error::StoreError;
 use super::index_func::{IndexFunc, Indexers};
+use super::lean::{LeanCodec, Stored};
 
 /// An inverted index: indexed value → keys of the objects filed under it.
 pub(super) type Index = HashMap<String, HashSet<Arc<str>>>;
 
 /// One stored object with the values it is filed under.
-pub(super) struct Entry<K> {
+pub(crate) struct Entry<K> {
     pub(super) key: Arc<str>,
-    pub(super) obj: Arc<K>,
+    pub(super) obj: Stored<K>,
     /// Per slot, in slot order: sorted, de-duplicated indexed values.
     pub(super) values: Vec<Vec<String>>,
 }
@@ -40,6 +41,43 @@ pub(super) struct CacheState<K> {
     pub(super) entries: HashMap<Arc<str>, Entry<K>>,
     pub(super) slots: Vec<IndexSlot<K>>,
     pub(super) resource_version: Option<String>,
+    /// Lean mode's codec; `None` in full mode.
+    pub(super) codec: Option<Arc<LeanCodec<K>>>,
+}
+
+/// The form `obj` is stored in: itself in full mode, encoded in lean mode.
+pub(super) fn to_stored<K>(
+    codec: Option<&LeanCodec<K>>,
+    obj: &Arc<K>,
+    key: &str,
+) -> Result<Stored<K>, StoreError> {
+    match codec {
+        None => Ok(Stored::Full(obj.clone())),
+        Some(codec) => codec
+            .encode(obj)
+            .map(Stored::Lean)
+            .map_err(|message| StoreError::Codec {
+                key: Some(key.to_owned()),
+                message,
+            }),
+    }
+}
+
+/// The decoded object of a stored one.
+pub(super) fn from_stored<K>(
+    codec: Option<&LeanCodec<K>>,
+    stored: &Stored<K>,
+    key: &str,
+) -> Result<Arc<K>, StoreError> {
+    let error = |message| StoreError::Codec {
+        key: Some(key.to_owned()),
+        message,
+    };
+    match (stored, codec) {
+        (Stored::Full(obj), _) => Ok(obj.clone()),
+        (Stored::Lean(blob), Some(codec)) => codec.decode(blob).map_err(error),
+        (Stored::Lean(_), None) => Err(error("an encoded object in a full-mode cache".into())),
+    }
 }
 
 /// Runs one index function and normalizes its output (sorted, no duplicates).
@@ -131,7 +169,7 @@ pub(super) fn refile(index: &mut Index, key: &Arc<str>, old: &[String], new: &[S
 
 impl<K> CacheState<K> {
     /// An empty state with `indexers` registered, slots ordered by name.
-    pub(super) fn new(indexers: Indexers<K>) -> Self {
+    pub(super) fn new(indexers: Indexers<K>, codec: Option<Arc<LeanCodec<K>>>) -> Self {
         let mut slots: Vec<IndexSlot<K>> = indexers
             .into_iter()
             .map(|(name, func)| IndexSlot {
@@ -145,6 +183,7 @@ impl<K> CacheState<K> {
             entries: HashMap::new(),
             slots,
             resource_version: None,
+            codec,
         }
     }
 
@@ -161,31 +200,40 @@ impl<K> CacheState<K> {
         self.slots.iter().map(|s| (s.name.as_str(), &s.func))
     }
 
-    /// Stores `obj` under `key`, returning the previous object. Computes every indexed value
-    /// before changing anything, so a failing index function leaves the state untouched.
+    /// Stores `stored` (the stored form of `obj`) under `key`, returning the previous stored
+    /// object. Computes every indexed value before changing anything, so a failing index
+    /// function leaves the state untouched.
     pub(super) fn upsert(
         &mut self,
         key: String,
-        obj: Arc<K>,
-    ) -> Result<Option<Arc<K>>, StoreError> {
-        let values = all_index_values(self.funcs(), &obj, &key)?;
+        obj: &K,
+        stored: Stored<K>,
+    ) -> Result<Option<Stored<K>>, StoreError> {
+        let values = all_index_values(self.funcs(), obj, &key)?;
         if let Some(entry) = self.entries.get_mut(key.as_str()) {
             for ((slot, old), new) in self.slots.iter_mut().zip(&entry.values).zip(&values) {
                 refile(&mut slot.index, &entry.key, old, new);
             }
             entry.values = values;
-            return Ok(Some(std::mem::replace(&mut entry.obj, obj)));
+            return Ok(Some(std::mem::replace(&mut entry.obj, stored)));
         }
         let key: Arc<str> = key.into();
         for (slot, new) in self.slots.iter_mut().zip(&values) {
             file(&mut slot.index, &key, new);
         }
-        self.entries.insert(key.clone(), Entry { key, obj, values });
+        self.entries.insert(
+            key.clone(),
+            Entry {
+                key,
+                obj: stored,
+                values,
+            },
+        );
         Ok(None)
     }
 
     /// Removes the object under `key`, returning it.
-    pub(super) fn remove(&mut self, key: &str) -> Option<Arc<K>> {
+    pub(super) fn remove(&mut self, key: &str) -> Option<Stored<K>> {
         let entry = self.entries.remove(key)?;
         for (slot, old) in self.slots.iter_mut().zip(&entry.values) {
             unfile(&mut slot.index, key, old);
@@ -210,11 +258,9 @@ impl<K> CacheState<K> {
         let mut per_entry: Vec<(Arc<str>, Vec<Vec<String>>)> =
             Vec::with_capacity(self.entries.len());
         for entry in self.entries.values() {
-            let values = all_index_values(
-                added.iter().map(|(n, f)| (n.as_str(), f)),
-                &entry.obj,
-                &entry.key,
-            )?;
+            let obj = from_stored(self.codec.as_deref(), &entry.obj, &entry.key)?;
+            let values =
+                all_index_values(added.iter().map(|(n, f)| (n.as_str(), f)), &obj, &entry.key)?;
             per_entry.push((entry.key.clone(), values));
         }
         let first_new = self.slots.len();
@@ -249,28 +295,59 @@ pub(super) fn build_replacement<K>(
     key_func: &crate::object::KeyFunc<K>,
     funcs: &[(String, IndexFunc<K>)],
     list: Vec<Arc<K>>,
+    codec: Option<&LeanCodec<K>>,
 ) -> Result<Replacement<K>, StoreError> {
-    let mut entries: HashMap<Arc<str>, Entry<K>> = HashMap::with_capacity(list.len());
-    let mut indexes: Vec<Index> = (0..funcs.len()).map(|_| Index::new()).collect();
+    let mut replacement = Replacement::empty(funcs.len(), list.len());
     for obj in list {
         let key = key_func(&obj)?;
-        let values = all_index_values(funcs.iter().map(|(n, f)| (n.as_str(), f)), &obj, &key)?;
-        if let Some(earlier) = entries.get_mut(key.as_str()) {
+        replacement.push(funcs, key, &obj, codec)?;
+    }
+    Ok(replacement)
+}
+
+impl<K> Replacement<K> {
+    /// An empty replacement for `slots` index functions.
+    pub(super) fn empty(slots: usize, capacity: usize) -> Self {
+        Self {
+            entries: HashMap::with_capacity(capacity),
+            indexes: (0..slots).map(|_| Index::new()).collect(),
+        }
+    }
+
+    /// Keys, indexes and stores `obj` under `key`; a later object with the same key as an
+    /// earlier one wins, as in client-go (it builds a map). Returns the key and the stored form.
+    pub(super) fn push(
+        &mut self,
+        funcs: &[(String, IndexFunc<K>)],
+        key: String,
+        obj: &Arc<K>,
+        codec: Option<&LeanCodec<K>>,
+    ) -> Result<(Arc<str>, Stored<K>), StoreError> {
+        let values = all_index_values(funcs.iter().map(|(n, f)| (n.as_str(), f)), obj, &key)?;
+        let stored = to_stored(codec, obj, &key)?;
+        if let Some(earlier) = self.entries.get_mut(key.as_str()) {
             // A duplicate key: the later object replaces the earlier one and its index entries.
-            for ((index, old), new) in indexes.iter_mut().zip(&earlier.values).zip(&values) {
+            for ((index, old), new) in self.indexes.iter_mut().zip(&earlier.values).zip(&values) {
                 refile(index, &earlier.key, old, new);
             }
-            earlier.obj = obj;
+            earlier.obj = stored.clone();
             earlier.values = values;
-            continue;
+            return Ok((earlier.key.clone(), stored));
         }
         let key: Arc<str> = key.into();
-        for (index, new) in indexes.iter_mut().zip(&values) {
+        for (index, new) in self.indexes.iter_mut().zip(&values) {
             file(index, &key, new);
         }
-        entries.insert(key.clone(), Entry { key, obj, values });
+        self.entries.insert(
+            key.clone(),
+            Entry {
+                key: key.clone(),
+                obj: stored.clone(),
+                values,
+            },
+        );
+        Ok((key, stored))
     }
-    Ok(Replacement { entries, indexes })
 }
 
 impl<K> CacheState<K> {
@@ -290,7 +367,8 @@ impl<K> CacheState<K> {
                 .collect();
             let mut extra = Vec::with_capacity(replacement.entries.len());
             for entry in replacement.entries.values() {
-                let values = all_index_values(late.iter().copied(), &entry.obj, &entry.key)?;
+                let obj = from_stored(self.codec.as_deref(), &entry.obj, &entry.key)?;
+                let values = all_index_values(late.iter().copied(), &obj, &entry.key)?;
                 extra.push((entry.key.clone(), values));
             }
             replacement
@@ -404,9 +482,12 @@ mod tests {
             Arc::new(("b", "x")),
             Arc::new(("a", "y")),
         ];
-        let r = build_replacement(&key_func(), &funcs, list).unwrap();
+        let r = build_replacement(&key_func(), &funcs, list, None).unwrap();
         assert_eq!(r.entries.len(), 2);
-        assert_eq!(*r.entries["a"].obj, ("a", "y"));
+        let Stored::Full(a) = &r.entries["a"].obj else {
+            panic!("full mode stores objects decoded")
+        };
+        assert_eq!(**a, ("a", "y"));
         assert_eq!(keys_of(&r.indexes[0], "x"), ["b"]);
         assert_eq!(keys_of(&r.indexes[0], "y"), ["a"]);
     }
@@ -414,12 +495,12 @@ mod tests {
     /// `replace` builds outside the lock; an indexer added meanwhile is filled in on install.
     #[test]
     fn install_indexes_a_replacement_with_indexers_added_meanwhile() {
-        let mut state = CacheState::new(Indexers::from([("v".to_owned(), by_value())]));
+        let mut state = CacheState::new(Indexers::from([("v".to_owned(), by_value())]), None);
         let funcs: Vec<(String, IndexFunc<Obj>)> = state
             .funcs()
             .map(|(n, f)| (n.to_owned(), f.clone()))
             .collect();
-        let r = build_replacement(&key_func(), &funcs, vec![Arc::new(("a", "x"))]).unwrap();
+        let r = build_replacement(&key_func(), &funcs, vec![Arc::new(("a", "x"))], None).unwrap();
         let by_key: IndexFunc<Obj> = Arc::new(|o: &Obj| Ok(vec![o.0.to_owned()]));
         state
             .add_indexers(Indexers::from([("k".to_owned(), by_key)]))
@@ -436,13 +517,16 @@ mod tests {
     /// If an indexer added meanwhile fails on the replacement, nothing is installed.
     #[test]
     fn install_fails_cleanly_when_a_late_indexer_fails() {
-        let mut state = CacheState::new(Indexers::from([("v".to_owned(), by_value())]));
-        state.upsert("old".into(), Arc::new(("old", "o"))).unwrap();
+        let mut state = CacheState::new(Indexers::from([("v".to_owned(), by_value())]), None);
+        let old = Arc::new(("old", "o"));
+        state
+            .upsert("old".into(), &old, Stored::Full(old.clone()))
+            .unwrap();
         let funcs: Vec<(String, IndexFunc<Obj>)> = state
             .funcs()
             .map(|(n, f)| (n.to_owned(), f.clone()))
             .collect();
-        let r = build_replacement(&key_func(), &funcs, vec![Arc::new(("bad", "x"))]).unwrap();
+        let r = build_replacement(&key_func(), &funcs, vec![Arc::new(("bad", "x"))], None).unwrap();
         let picky: IndexFunc<Obj> = Arc::new(|o: &Obj| {
             if o.0 == "bad" {
                 Err("bad".into())

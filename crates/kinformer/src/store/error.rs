@@ -24,6 +24,16 @@ pub enum StoreError {
         #[source]
         source: IndexFuncError,
     },
+    /// A lean-mode cache ([`CacheMode::Lean`](super::CacheMode::Lean)) could not encode an
+    /// object it was given (the write then changes nothing), or decode one it holds (when an
+    /// index added later needs it).
+    #[error("lean cache: {message} ({key})", key = key.as_deref().unwrap_or("a query object"))]
+    Codec {
+        /// The key of the object.
+        key: Option<String>,
+        /// What went wrong.
+        message: String,
+    },
     /// No index of this name is registered (client-go: "Index with name %s does not exist").
     #[error("index with name {0:?} does not exist")]
     UnknownIndex(String),

@@ -7,10 +7,16 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 
-use super::cache_state::{CacheState, Entry, build_replacement, index_values};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::cache_state::{
+    CacheState, Entry, Replacement, build_replacement, from_stored, index_values, to_stored,
+};
 use super::error::StoreError;
 use super::index_func::{IndexFunc, Indexers, namespace_indexers};
 use super::key_lister_getter::KeyListerGetter;
+use super::lean::{CacheMode, LeanCodec, Stored};
 use super::reflector_store::ReplaceStore;
 use crate::object::{KeyError, KeyFunc, Object, meta_namespace_key_func, resource_version};
 
@@ -71,6 +77,24 @@ pub struct Indexer<K> {
 struct Inner<K> {
     key_func: KeyFunc<K>,
     state: RwLock<CacheState<K>>,
+    /// Lean mode's codec (also in the state, for writes that need it under the lock).
+    codec: Option<Arc<LeanCodec<K>>>,
+}
+
+/// An object read out of the cache under its lock: ready, or still to decode (after the lock
+/// is released).
+pub(super) enum Pick<K> {
+    Ready(Arc<K>),
+    Encoded(Arc<str>, Stored<K>),
+}
+
+impl<K> Pick<K> {
+    pub(super) fn of(entry: &Entry<K>) -> Self {
+        match &entry.obj {
+            Stored::Full(obj) => Self::Ready(obj.clone()),
+            lean => Self::Encoded(entry.key.clone(), lean.clone()),
+        }
+    }
 }
 
 impl<K> Clone for Indexer<K> {
@@ -95,6 +119,7 @@ impl<K> fmt::Debug for Indexer<K> {
                     .collect::<Vec<_>>(),
             )
             .field("resource_version", &state.resource_version)
+            .field("lean", &self.inner.codec.is_some())
             .finish()
     }
 }
@@ -104,12 +129,66 @@ impl<K: Object> Indexer<K> {
     /// `indexers` (client-go's `NewIndexer`). Pass `Indexers::new()` for a plain store
     /// (client-go's `NewStore`).
     pub fn new(key_func: KeyFunc<K>, indexers: Indexers<K>) -> Self {
+        Self::with_codec(key_func, indexers, None)
+    }
+
+    fn with_codec(
+        key_func: KeyFunc<K>,
+        indexers: Indexers<K>,
+        codec: Option<Arc<LeanCodec<K>>>,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 key_func,
-                state: RwLock::new(CacheState::new(indexers)),
+                state: RwLock::new(CacheState::new(indexers, codec.clone())),
+                codec,
             }),
         }
+    }
+
+    /// How this cache holds its objects ([`CacheMode::Full`] unless built by
+    /// [`new_lean`](Self::new_lean) or [`with_cache_mode`](Self::with_cache_mode)).
+    pub fn cache_mode(&self) -> CacheMode {
+        match self.inner.codec {
+            Some(_) => CacheMode::Lean,
+            None => CacheMode::Full,
+        }
+    }
+
+    /// The bytes the stored objects take in their encoded form: their sum in lean mode, `None`
+    /// in full mode (objects are not encoded there). Keys, indexes and the allocator's own
+    /// overhead come on top.
+    pub fn encoded_bytes(&self) -> Option<usize> {
+        self.inner.codec.as_ref()?;
+        let state = self.inner.state.read();
+        Some(state.entries.values().map(|e| e.obj.encoded_len()).sum())
+    }
+
+    /// The stored form of `obj` (filed under `key`).
+    pub(super) fn to_stored(&self, obj: &Arc<K>, key: &str) -> Result<Stored<K>, StoreError> {
+        to_stored(self.inner.codec.as_deref(), obj, key)
+    }
+
+    /// The object of a stored form, or `None` (logged) when it cannot be decoded.
+    pub(super) fn decoded(&self, key: &str, stored: &Stored<K>) -> Option<Arc<K>> {
+        match from_stored(self.inner.codec.as_deref(), stored, key) {
+            Ok(obj) => Some(obj),
+            Err(error) => {
+                tracing::error!(%key, %error, "lean cache: a stored object cannot be decoded; left out of the read (it stays cached)");
+                None
+            }
+        }
+    }
+
+    /// The objects of `picked`, decoding the encoded ones (call it without holding the lock).
+    pub(super) fn finish(&self, picked: Vec<Pick<K>>) -> Vec<Arc<K>> {
+        picked
+            .into_iter()
+            .filter_map(|p| match p {
+                Pick::Ready(obj) => Some(obj),
+                Pick::Encoded(key, stored) => self.decoded(&key, &stored),
+            })
+            .collect()
     }
 
     /// What informers use: keys from [`meta_namespace_key`](crate::meta_namespace_key) and the
@@ -163,11 +242,12 @@ impl<K: Object> Indexer<K> {
     /// [`StoreError::Key`] or [`StoreError::IndexFunc`]; the cache is then unchanged.
     pub fn upsert(&self, obj: Arc<K>) -> Result<Option<Arc<K>>, StoreError> {
         let key = self.key_of(&obj)?;
+        let stored = self.to_stored(&obj, &key)?;
         let mut state = self.inner.state.write();
-        let rv_source = obj.clone();
-        let old = state.upsert(key, obj)?;
-        Self::note_resource_version(&mut state, &rv_source);
-        Ok(old)
+        let old = state.upsert(key.clone(), &obj, stored)?;
+        Self::note_resource_version(&mut state, &obj);
+        drop(state);
+        Ok(old.and_then(|old| self.decoded(&key, &old)))
     }
 
     /// Removes the object with `obj`'s key and returns it, if it was there (client-go's
@@ -181,7 +261,8 @@ impl<K: Object> Indexer<K> {
         let mut state = self.inner.state.write();
         let old = state.remove(&key);
         Self::note_resource_version(&mut state, obj);
-        Ok(old)
+        drop(state);
+        Ok(old.and_then(|old| self.decoded(&key, &old)))
     }
 
     /// Removes the object stored under `key` and returns it, if it was there. This is how a
@@ -192,13 +273,16 @@ impl<K: Object> Indexer<K> {
     /// # Errors
     /// None today; the `Result` leaves room for stores that can fail.
     pub fn delete_by_key(&self, key: &str) -> Result<Option<Arc<K>>, StoreError> {
-        Ok(self.inner.state.write().remove(key))
+        let old = self.inner.state.write().remove(key);
+        Ok(old.and_then(|old| self.decoded(key, &old)))
     }
 
     /// Every stored object, in no particular order.
     pub fn list(&self) -> Vec<Arc<K>> {
         let state = self.inner.state.read();
-        state.entries.values().map(|e| e.obj.clone()).collect()
+        let picked: Vec<Pick<K>> = state.entries.values().map(Pick::of).collect();
+        drop(state);
+        self.finish(picked)
     }
 
     /// Every stored key, in no particular order.
@@ -219,7 +303,12 @@ impl<K: Object> Indexer<K> {
     /// The object stored under `key`.
     pub fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
         let state = self.inner.state.read();
-        state.entries.get(key).map(|e| e.obj.clone())
+        let picked = Pick::of(state.entries.get(key)?);
+        drop(state);
+        match picked {
+            Pick::Ready(obj) => Some(obj),
+            Pick::Encoded(key, stored) => self.decoded(&key, &stored),
+        }
     }
 
     /// Replaces everything with `list`, taken at `resource_version` (client-go's `Replace`).
@@ -244,14 +333,36 @@ impl<K: Object> Indexer<K> {
         list: Vec<Arc<K>>,
         resource_version: &str,
     ) -> Result<HashMap<Arc<str>, Entry<K>>, StoreError> {
-        let funcs: Vec<(String, IndexFunc<K>)> = {
-            let state = self.inner.state.read();
-            state
-                .funcs()
-                .map(|(n, f)| (n.to_owned(), f.clone()))
-                .collect()
-        };
-        let replacement = build_replacement(&self.inner.key_func, &funcs, list)?;
+        let funcs = self.index_funcs();
+        let replacement = build_replacement(
+            &self.inner.key_func,
+            &funcs,
+            list,
+            self.inner.codec.as_deref(),
+        )?;
+        self.install(replacement, resource_version)
+    }
+
+    /// The index functions, in slot order (for building a replacement outside the lock).
+    pub(super) fn index_funcs(&self) -> Vec<(String, IndexFunc<K>)> {
+        let state = self.inner.state.read();
+        state
+            .funcs()
+            .map(|(n, f)| (n.to_owned(), f.clone()))
+            .collect()
+    }
+
+    /// Lean mode's codec, `None` in full mode.
+    pub(super) fn codec(&self) -> Option<&LeanCodec<K>> {
+        self.inner.codec.as_deref()
+    }
+
+    /// Swaps in a replacement built outside the lock, returning the previous contents.
+    pub(super) fn install(
+        &self,
+        replacement: Replacement<K>,
+        resource_version: &str,
+    ) -> Result<HashMap<Arc<str>, Entry<K>>, StoreError> {
         let mut state = self.inner.state.write();
         let old = state.install(replacement)?;
         state.resource_version =
@@ -307,14 +418,14 @@ impl<K: Object> Indexer<K> {
         let state = self.inner.state.read();
         let slot = state.slot(index_name)?;
         let values = index_values(&slot.name, &slot.func, obj, None)?;
-        let objects = match values.as_slice() {
+        let picked: Vec<Pick<K>> = match values.as_slice() {
             // The common case: one value, whose key set needs no de-duplication.
             [value] => slot
                 .index
                 .get(value.as_str())
                 .map(|keys| {
                     keys.iter()
-                        .filter_map(|k| state.entries.get(k).map(|e| e.obj.clone()))
+                        .filter_map(|k| state.entries.get(k).map(Pick::of))
                         .collect()
                 })
                 .unwrap_or_default(),
@@ -327,11 +438,12 @@ impl<K: Object> Indexer<K> {
                     }
                 }
                 keys.into_iter()
-                    .filter_map(|k| state.entries.get(k).map(|e| e.obj.clone()))
+                    .filter_map(|k| state.entries.get(k).map(Pick::of))
                     .collect()
             }
         };
-        Ok(objects)
+        drop(state);
+        Ok(self.finish(picked))
     }
 
     /// The keys of the stored objects filed under `indexed_value` in `index_name`, sorted
@@ -381,15 +493,17 @@ impl<K: Object> Indexer<K> {
     ) -> Result<Vec<Arc<K>>, StoreError> {
         let state = self.inner.state.read();
         let slot = state.slot(index_name)?;
-        Ok(slot
+        let picked: Vec<Pick<K>> = slot
             .index
             .get(indexed_value)
             .map(|keys| {
                 keys.iter()
-                    .filter_map(|k| state.entries.get(k).map(|e| e.obj.clone()))
+                    .filter_map(|k| state.entries.get(k).map(Pick::of))
                     .collect()
             })
-            .unwrap_or_default())
+            .unwrap_or_default();
+        drop(state);
+        Ok(self.finish(picked))
     }
 
     /// The registered index functions by name (client-go's `GetIndexers`).
@@ -416,6 +530,43 @@ impl<K: Object> Indexer<K> {
     /// index is added.
     pub fn add_indexers(&self, indexers: Indexers<K>) -> Result<(), StoreError> {
         self.inner.state.write().add_indexers(indexers)
+    }
+}
+
+impl<K: Object + Serialize + DeserializeOwned> Indexer<K> {
+    /// An empty cache in lean mode ([`CacheMode::Lean`]): objects are kept compressed and
+    /// decoded on demand. Otherwise as [`new`](Self::new).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use k8s_openapi::api::core::v1::Pod;
+    /// use kube::api::ObjectMeta;
+    /// use kinformer::{Indexer, meta_namespace_key_func, namespace_indexers};
+    /// use kinformer::store::CacheMode;
+    ///
+    /// let cache = Indexer::<Pod>::new_lean(meta_namespace_key_func(), namespace_indexers());
+    /// let pod = Arc::new(Pod {
+    ///     metadata: ObjectMeta { namespace: Some("prod".into()), name: Some("web-0".into()), ..Default::default() },
+    ///     ..Default::default()
+    /// });
+    /// cache.add(pod.clone()).unwrap();
+    /// assert_eq!(cache.cache_mode(), CacheMode::Lean);
+    /// // While the written Arc lives, reads share it; afterwards they decode a copy.
+    /// assert!(Arc::ptr_eq(&cache.get_by_key("prod/web-0").unwrap(), &pod));
+    /// drop(pod);
+    /// assert_eq!(cache.get_by_key("prod/web-0").unwrap().metadata.name.as_deref(), Some("web-0"));
+    /// assert!(cache.encoded_bytes().unwrap() > 0);
+    /// ```
+    pub fn new_lean(key_func: KeyFunc<K>, indexers: Indexers<K>) -> Self {
+        Self::with_codec(key_func, indexers, Some(Arc::new(LeanCodec::new())))
+    }
+
+    /// An empty cache in the given mode: [`new`](Self::new) or [`new_lean`](Self::new_lean).
+    pub fn with_cache_mode(key_func: KeyFunc<K>, indexers: Indexers<K>, mode: CacheMode) -> Self {
+        match mode {
+            CacheMode::Full => Self::new(key_func, indexers),
+            CacheMode::Lean => Self::new_lean(key_func, indexers),
+        }
     }
 }
 

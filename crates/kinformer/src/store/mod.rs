@@ -10,8 +10,10 @@ mod error;
 mod index_func;
 mod indexer;
 mod key_lister_getter;
+mod lean;
 mod lister;
 mod reflector_store;
+mod staged;
 mod transaction;
 
 pub use error::StoreError;
@@ -23,6 +25,8 @@ pub use key_lister_getter::KeyListerGetter;
 /// Label selectors (the `kinformer-selector` crate, shared with `kinformer-apiserver`).
 pub use kinformer_selector as label_selector;
 pub use label_selector::{LabelSelector, LabelSelectorError, Operator, Requirement};
+pub use lean::CacheMode;
 pub use lister::{Lister, NamespaceLister};
 pub use reflector_store::{ReflectorStore, ReplaceOnce, ReplaceStore};
+pub(crate) use staged::StagedReplace;
 pub use transaction::{ReplaceOutcome, Transaction, TransactionError, TransactionOutcome};

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::error::StoreError;
 use super::indexer::Indexer;
+use super::lean::Stored;
 use crate::object::{Object, ObjectOrTombstone};
 
 /// One write of a transaction (client-go's `Transaction` with its `TransactionType`).
@@ -130,6 +131,16 @@ impl<K> fmt::Debug for ReplaceOutcome<K> {
     }
 }
 
+/// A transaction's write with its key and, for an add or update, its stored form.
+type Keyed<K> = (
+    Result<String, StoreError>,
+    Option<Result<Stored<K>, StoreError>>,
+    Transaction<K>,
+);
+
+/// A transaction's write as applied under the lock: the key and stored form it replaced.
+type Applied<K> = Result<Option<(String, Stored<K>)>, StoreError>;
+
 impl<K: Object> Indexer<K> {
     /// [`replace`](Self::replace), also reporting what each listed object replaced and what the
     /// list removed, computed from the previous contents after the swap (one acquisition of
@@ -169,13 +180,19 @@ impl<K: Object> Indexer<K> {
         let old = self.swap(list, resource_version)?;
         let previous = keys
             .iter()
-            .map(|key| old.get(key.as_str()).map(|e| e.obj.clone()))
+            .map(|key| {
+                old.get(key.as_str())
+                    .and_then(|e| self.decoded(key, &e.obj))
+            })
             .collect();
         let listed: HashSet<&str> = keys.iter().map(String::as_str).collect();
         let removed = old
             .into_iter()
             .filter(|(key, _)| !listed.contains(&**key))
-            .map(|(key, entry)| (key.to_string(), entry.obj))
+            .filter_map(|(key, entry)| {
+                let obj = self.decoded(&key, &entry.obj)?;
+                Some((key.to_string(), obj))
+            })
             .collect();
         Ok(ReplaceOutcome { previous, removed })
     }
@@ -211,7 +228,7 @@ impl<K: Object> Indexer<K> {
     /// assert_eq!(cache.len(), 1);
     /// ```
     pub fn transaction(&self, txns: Vec<Transaction<K>>) -> TransactionOutcome<K> {
-        let keyed: Vec<(Result<String, StoreError>, Transaction<K>)> = txns
+        let keyed: Vec<Keyed<K>> = txns
             .into_iter()
             .map(|txn| {
                 let key = match &txn {
@@ -219,31 +236,51 @@ impl<K: Object> Indexer<K> {
                     Transaction::Delete(ObjectOrTombstone::Object(obj)) => self.key_of(obj),
                     Transaction::Delete(ObjectOrTombstone::Tombstone(t)) => Ok(t.key.clone()),
                 };
-                (key.map_err(StoreError::from), txn)
+                let key = key.map_err(StoreError::from);
+                // Encode before the lock is taken (lean mode).
+                let stored = match (&key, &txn) {
+                    (Ok(key), Transaction::Add(obj) | Transaction::Update(obj)) => {
+                        Some(self.to_stored(obj, key))
+                    }
+                    _ => None,
+                };
+                (key, stored, txn)
             })
             .collect();
-        let results = self.with_state_mut(|state| {
+        let applied: Vec<Applied<K>> = self.with_state_mut(|state| {
             keyed
                 .into_iter()
-                .map(|(key, txn)| {
+                .map(|(key, stored, txn)| {
                     let key = key?;
-                    match txn {
-                        Transaction::Add(obj) | Transaction::Update(obj) => {
-                            let old = state.upsert(key, obj.clone())?;
+                    match (txn, stored) {
+                        (Transaction::Add(obj) | Transaction::Update(obj), Some(stored)) => {
+                            let old = state.upsert(key.clone(), &obj, stored?)?;
                             Self::note_resource_version(state, &obj);
-                            Ok(old)
+                            Ok(old.map(|old| (key, old)))
                         }
-                        Transaction::Delete(target) => {
+                        (Transaction::Delete(target), _) => {
                             let old = state.remove(&key);
                             if let ObjectOrTombstone::Object(obj) = &target {
                                 Self::note_resource_version(state, obj);
                             }
-                            Ok(old)
+                            Ok(old.map(|old| (key, old)))
+                        }
+                        // An add or update always carries its stored form (built above).
+                        (Transaction::Add(_) | Transaction::Update(_), None) => {
+                            Err(StoreError::Codec {
+                                key: Some(key),
+                                message: "the object was not encoded".into(),
+                            })
                         }
                     }
                 })
                 .collect()
         });
+        // Decode what was replaced or removed (lean mode) after the lock is released.
+        let results = applied
+            .into_iter()
+            .map(|r| r.map(|old| old.and_then(|(key, old)| self.decoded(&key, &old))))
+            .collect();
         TransactionOutcome { results }
     }
 }

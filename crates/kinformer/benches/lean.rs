@@ -1,0 +1,119 @@
+//! Reads of 10,000 realistic pods (with managedFields, from `kinformer_apiserver::seed`) in both
+//! cache modes: `get_by_key`, `list`, `by_index`, and the writes that fill the cache. Prints the
+//! stored bytes per object of the lean mode next to the pods' JSON size.
+//!
+//! In lean mode nothing holds the decoded pods between iterations, so every read decodes: the
+//! figures are the cost of a read that finds no live copy.
+//!
+//! Run briefly with `cargo bench -p kinformer --bench lean -- --warm-up-time 1 --measurement-time 3`.
+
+use std::hint::black_box;
+use std::sync::Arc;
+
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use k8s_openapi::api::core::v1::Pod;
+use kinformer::store::CacheMode;
+use kinformer::{IndexFunc, Indexer, Indexers, meta_namespace_key_func, namespace_indexers};
+
+const PODS: usize = 10_000;
+const NAMESPACES: usize = 100;
+
+fn pods() -> Vec<Pod> {
+    (0..PODS)
+        .map(|i| {
+            let ns = format!("ns-{}", i % NAMESPACES);
+            let value = kinformer_apiserver::seed::pod(&ns, &format!("pod-{i}"), i);
+            serde_json::from_value(value).expect("a seed pod decodes")
+        })
+        .collect()
+}
+
+/// Two indexes, as the benchmark's informer peers have: namespace and `spec.nodeName`.
+fn indexer(mode: CacheMode) -> Indexer<Pod> {
+    let mut indexers: Indexers<Pod> = namespace_indexers();
+    let by_node: IndexFunc<Pod> = Arc::new(|p: &Pod| {
+        Ok(p.spec
+            .as_ref()
+            .and_then(|s| s.node_name.clone())
+            .into_iter()
+            .collect())
+    });
+    indexers.insert("node".into(), by_node);
+    Indexer::with_cache_mode(meta_namespace_key_func(), indexers, mode)
+}
+
+fn populated(mode: CacheMode, pods: &[Pod]) -> Indexer<Pod> {
+    let idx = indexer(mode);
+    for p in pods {
+        idx.add(Arc::new(p.clone())).unwrap();
+    }
+    idx
+}
+
+fn benches(c: &mut Criterion) {
+    let pods = pods();
+    let json: usize = pods
+        .iter()
+        .map(|p| serde_json::to_vec(p).unwrap().len())
+        .sum();
+    let lean = populated(CacheMode::Lean, &pods);
+    let stored = lean.encoded_bytes().unwrap();
+    println!(
+        "lean: {PODS} pods, JSON {:.0} B/pod, stored (compressed) {:.0} B/pod ({:.1}x smaller)",
+        json as f64 / PODS as f64,
+        stored as f64 / PODS as f64,
+        json as f64 / stored as f64
+    );
+    drop(lean);
+
+    for mode in [CacheMode::Full, CacheMode::Lean] {
+        let name = match mode {
+            CacheMode::Full => "full",
+            CacheMode::Lean => "lean",
+        };
+        let mut group = c.benchmark_group(format!("cache_{name}"));
+        group.sample_size(10);
+
+        group.throughput(Throughput::Elements(PODS as u64));
+        group.bench_function("add_10k_pods", |b| {
+            b.iter_batched(
+                || {
+                    let fresh: Vec<Arc<Pod>> = pods.iter().cloned().map(Arc::new).collect();
+                    (indexer(mode), fresh)
+                },
+                |(idx, fresh)| {
+                    for p in fresh {
+                        idx.add(p).unwrap();
+                    }
+                    idx
+                },
+                BatchSize::LargeInput,
+            )
+        });
+
+        let idx = populated(mode, &pods);
+        group.bench_function("list_10k", |b| b.iter(|| black_box(idx.list())));
+
+        group.throughput(Throughput::Elements(1));
+        group.bench_function("get_by_key", |b| {
+            let mut i = 0usize;
+            b.iter(|| {
+                i = (i + 7919) % PODS;
+                let key = format!("ns-{}/pod-{i}", i % NAMESPACES);
+                black_box(idx.get_by_key(&key))
+            })
+        });
+
+        group.throughput(Throughput::Elements(100));
+        group.bench_function("by_index_namespace_100_of_10k", |b| {
+            b.iter(|| black_box(idx.by_index("namespace", black_box("ns-42")).unwrap()))
+        });
+        group.bench_function("by_index_node_100_of_10k", |b| {
+            b.iter(|| black_box(idx.by_index("node", black_box("node-042")).unwrap()))
+        });
+        group.finish();
+    }
+}
+
+criterion_group!(lean, benches);
+criterion_main!(lean);
