@@ -50,6 +50,10 @@ enum Cmd {
         /// Output directory.
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Run nothing: render report.md from a results.json / results.partial.json written
+        /// earlier (sizes, tiers and output directory as given).
+        #[arg(long)]
+        from_results: Option<PathBuf>,
     },
     /// W5: churn at a constant pod count with faults while sampling the kinformer peer's RSS.
     Soak {
@@ -130,6 +134,7 @@ fn main() -> std::process::ExitCode {
             updates,
             real_updates,
             out,
+            from_results,
         } => {
             let mut opts = ReportOptions::new(quick);
             if let Some(s) = sizes {
@@ -154,9 +159,12 @@ fn main() -> std::process::ExitCode {
                 opts.out_dir = o;
             }
             opts.skip_go = skip_go;
-            report::run(&opts)
-                .map(|p| println!("report written to {}", p.display()))
-                .map_err(|e| e.to_string())
+            match from_results {
+                Some(file) => report::render(&opts, &file),
+                None => report::run(&opts),
+            }
+            .map(|p| println!("report written to {}", p.display()))
+            .map_err(|e| e.to_string())
         }
         Cmd::Soak {
             tier,

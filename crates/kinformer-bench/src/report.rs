@@ -349,6 +349,7 @@ impl Runner<'_> {
                     if let Some(mut r) = run_peer(&mut self.command(tier, peer, w, at, n), &what) {
                         r.tier = tier.as_str().to_string();
                         results.push(r);
+                        checkpoint(&self.opts.out_dir, results);
                     }
                     if w == Workload::W2 {
                         // let the previous writer's tail drain
@@ -358,6 +359,41 @@ impl Runner<'_> {
             }
         }
     }
+}
+
+/// Writes every run so far to `results.partial.json`, so a report cut short keeps its raw data
+/// (`report --from-results` renders it). A failure to write is logged, not fatal.
+pub fn checkpoint(out_dir: &Path, results: &[PeerReport]) {
+    let raw = serde_json::to_string(results).unwrap_or_default();
+    if let Err(e) = std::fs::write(out_dir.join("results.partial.json"), raw) {
+        eprintln!("could not write results.partial.json: {e}");
+    }
+}
+
+/// Renders `report.md` and the charts from a `results.json` or `results.partial.json` written
+/// earlier (the notes of that run, such as the real writer's rates, are not kept there).
+///
+/// # Errors
+/// [`ReportError::Io`] when the file cannot be read or parsed, or the output written.
+pub fn render(opts: &ReportOptions, results_file: &Path) -> Result<PathBuf, ReportError> {
+    let raw = std::fs::read(results_file)
+        .map_err(|e| ReportError::Io(results_file.display().to_string(), e))?;
+    let results: Vec<PeerReport> = serde_json::from_slice(&raw).map_err(|e| {
+        ReportError::Io(
+            results_file.display().to_string(),
+            std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+        )
+    })?;
+    std::fs::create_dir_all(&opts.out_dir)
+        .map_err(|e| ReportError::Io("create out dir".into(), e))?;
+    let notes = Notes {
+        lines: vec![format!(
+            "Rendered from {} (the notes of the original run are not kept there).",
+            results_file.display()
+        )],
+        ..Notes::default()
+    };
+    crate::report_md::write_report(opts, &results, &notes)
 }
 
 /// What the report says besides the figures (skipped tiers, writer rates).
@@ -532,6 +568,7 @@ fn run_real(
                 ) {
                     r.tier = Tier::Real.as_str().to_string();
                     results.push(r);
+                    checkpoint(&runner.opts.out_dir, results);
                 }
                 // the writer is done once every update has reached the peer
                 crate::real::wait_for(Duration::from_secs(10), || {
