@@ -635,4 +635,33 @@ mod tests {
         assert!(parse_peer_output("no json here").is_err());
         assert!(parse_peer_output("{not json").is_err());
     }
+
+    #[test]
+    fn checkpointed_results_render_into_a_report() {
+        let dir =
+            std::env::temp_dir().join(format!("kinformer-bench-render-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let run = |peer: &str, sync: f64| PeerReport {
+            peer: peer.into(),
+            workload: "w1".into(),
+            tier: "embedded".into(),
+            n: 2_000,
+            objects: 2_000,
+            sync_ms: Some(sync),
+            bytes_per_object: Some(1_000.0),
+            ..PeerReport::default()
+        };
+        checkpoint(&dir, &[run("kinformer", 90.0), run("kube-rs", 140.0)]);
+        let mut opts = ReportOptions::new(true);
+        opts.out_dir = dir.join("out");
+        let md = render(&opts, &dir.join("results.partial.json")).unwrap();
+        let text = std::fs::read_to_string(md).unwrap();
+        assert!(text.contains("Rendered from"), "{text}");
+        assert!(
+            text.contains("| kube-rs |") || text.contains("kube-rs"),
+            "{text}"
+        );
+        assert!(render(&opts, &dir.join("missing.json")).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
