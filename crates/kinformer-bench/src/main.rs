@@ -38,6 +38,10 @@ enum Cmd {
         /// Tiers (comma-separated: embedded, real).
         #[arg(long, value_delimiter = ',')]
         tiers: Option<Vec<Tier>>,
+        /// Only these peers (comma-separated), e.g. to re-measure one and render it with an
+        /// earlier run's results (`--from-results`).
+        #[arg(long, value_delimiter = ',')]
+        peers: Option<Vec<Peer>>,
         /// Leave the client-go peers out.
         #[arg(long)]
         skip_go: bool,
@@ -130,6 +134,7 @@ fn main() -> std::process::ExitCode {
             runs,
             workloads,
             tiers,
+            peers,
             skip_go,
             updates,
             real_updates,
@@ -149,6 +154,7 @@ fn main() -> std::process::ExitCode {
             if let Some(t) = tiers {
                 opts.tiers = t;
             }
+            opts.peers = peers;
             if let Some(u) = updates {
                 opts.w2_updates = u;
             }

@@ -107,6 +107,20 @@ pub struct ReportOptions {
     pub workloads: Vec<Workload>,
     /// Tiers to run.
     pub tiers: Vec<Tier>,
+    /// Only these peers (all when `None`), e.g. to re-measure one peer and render its runs
+    /// together with an earlier report's (`--from-results`).
+    pub peers: Option<Vec<Peer>>,
+}
+
+impl ReportOptions {
+    /// The peers of `tier` and `workload` that this run includes.
+    fn peers(&self, tier: Tier, workload: Workload, with_go: bool) -> Vec<Peer> {
+        let mut all = peers_for(tier, workload, with_go);
+        if let Some(only) = &self.peers {
+            all.retain(|p| only.contains(p));
+        }
+        all
+    }
 }
 
 impl ReportOptions {
@@ -130,6 +144,7 @@ impl ReportOptions {
             } else {
                 vec![Tier::Embedded, Tier::Real]
             },
+            peers: None,
         }
     }
 }
@@ -334,7 +349,7 @@ impl Runner<'_> {
     ) {
         for round in 0..self.opts.runs {
             for &w in workloads {
-                let mut order = peers_for(tier, w, self.go.is_some());
+                let mut order = self.opts.peers(tier, w, self.go.is_some());
                 let len = order.len();
                 order.rotate_left(round % len.max(1));
                 for peer in order {
@@ -555,7 +570,9 @@ fn run_real(
     if opts.workloads.contains(&Workload::W2) {
         let (_harness, at, control) = real_instance(rt, "w2", true, W2_PODS, false, out)?;
         for round in 0..opts.runs {
-            let mut order = peers_for(Tier::Real, Workload::W2, runner.go.is_some());
+            let mut order = runner
+                .opts
+                .peers(Tier::Real, Workload::W2, runner.go.is_some());
             let len = order.len();
             order.rotate_left(round % len.max(1));
             for peer in order {

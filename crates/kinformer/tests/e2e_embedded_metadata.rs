@@ -380,8 +380,25 @@ async fn dynamic_metadata_informer_lists_and_watches_a_custom_resource() {
     })
     .await
     .expect("converges");
+    // the full informer is a separate watch: wait for it too before comparing
+    wait_converged(&server, "widgets.example.com", LIMIT, || {
+        cache_view(&full.get_indexer())
+    })
+    .await
+    .expect("the full informer converges");
     assert_eq!(meta.get_indexer().len(), 49);
     assert_eq!(full.get_indexer().len(), 49);
+    // the cache is updated before its handlers hear of the change: wait for the handler
+    let handler_saw_the_delete = tokio::time::timeout(LIMIT, async {
+        while seen.lock().deletes < 1 {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert!(
+        handler_saw_the_delete.is_ok(),
+        "the handler never saw the delete"
+    );
     {
         let s = seen.lock();
         assert_eq!((s.adds, s.deletes, s.not_metadata), (50, 1, 0));

@@ -15,9 +15,7 @@ use super::cache_state::{
 };
 use super::error::StoreError;
 use super::index_func::{IndexFunc, Indexers, namespace_indexers};
-use super::key_lister_getter::KeyListerGetter;
 use super::lean::{CacheMode, LeanCodec, Stored};
-use super::reflector_store::ReplaceStore;
 use crate::object::{KeyError, KeyFunc, Object, meta_namespace_key_func, resource_version};
 
 /// A thread-safe cache of objects by key, with any number of named indexes: client-go's
@@ -371,7 +369,7 @@ impl<K: Object> Indexer<K> {
     }
 
     /// Does nothing: a plain store has nothing to resync (client-go's `Resync`, deprecated
-    /// there for stores). Kept so an Indexer can stand where a [`ReplaceStore`] is expected.
+    /// there for stores). Kept so an Indexer can stand where a [`ReplaceStore`](super::ReplaceStore) is expected.
     ///
     /// # Errors
     /// Never.
@@ -567,36 +565,5 @@ impl<K: Object + Serialize + DeserializeOwned> Indexer<K> {
             CacheMode::Full => Self::new(key_func, indexers),
             CacheMode::Lean => Self::new_lean(key_func, indexers),
         }
-    }
-}
-
-impl<K: Object> KeyListerGetter<K> for Indexer<K> {
-    fn list_keys(&self) -> Vec<String> {
-        Indexer::list_keys(self)
-    }
-    fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
-        Indexer::get_by_key(self, key)
-    }
-}
-
-impl<K: Object> ReplaceStore<K> for Indexer<K> {
-    type Error = StoreError;
-    fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
-        Indexer::add(self, obj)
-    }
-    fn update(&self, obj: Arc<K>) -> Result<(), StoreError> {
-        Indexer::update(self, obj)
-    }
-    fn delete(&self, obj: Arc<K>) -> Result<(), StoreError> {
-        Indexer::delete(self, &obj).map(drop)
-    }
-    fn replace(&self, list: Vec<Arc<K>>, resource_version: String) -> Result<(), StoreError> {
-        Indexer::replace(self, list, &resource_version)
-    }
-    fn resync(&self) -> Result<(), StoreError> {
-        Indexer::resync(self)
-    }
-    fn update_resource_version(&self, resource_version: &str) {
-        self.bookmark(resource_version);
     }
 }

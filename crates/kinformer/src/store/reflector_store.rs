@@ -5,6 +5,9 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use parking_lot::Mutex;
 
+use super::{Indexer, StoreError};
+use crate::object::Object;
+
 /// What a Reflector writes into: client-go's `Store` as seen by `Reflector.ListAndWatch`
 /// (`Add`, `Update`, `Delete`, `Replace`, `Resync`) and its `ResourceVersionUpdater`, with the
 /// list taken in parts as it arrives.
@@ -184,5 +187,27 @@ impl<K: Send + Sync, S: ReplaceStore<K>> ReflectorStore<K> for ReplaceOnce<K, S>
     }
     fn update_resource_version(&self, resource_version: &str) {
         self.store.update_resource_version(resource_version)
+    }
+}
+
+impl<K: Object> ReplaceStore<K> for Indexer<K> {
+    type Error = StoreError;
+    fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        Indexer::add(self, obj)
+    }
+    fn update(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        Indexer::update(self, obj)
+    }
+    fn delete(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        Indexer::delete(self, &obj).map(drop)
+    }
+    fn replace(&self, list: Vec<Arc<K>>, resource_version: String) -> Result<(), StoreError> {
+        Indexer::replace(self, list, &resource_version)
+    }
+    fn resync(&self) -> Result<(), StoreError> {
+        Indexer::resync(self)
+    }
+    fn update_resource_version(&self, resource_version: &str) {
+        self.bookmark(resource_version);
     }
 }

@@ -1,0 +1,315 @@
+//! The informer's run loop: the Reflector fills the queue, the loop pops it, applies each
+//! batch (or each object's deltas) to the cache and notifies the listeners.
+
+use super::*;
+
+impl<K: Object> SharedIndexInformer<K> {
+    /// Runs the informer until `cancel` is cancelled: the reflector keeps a DeltaFifo filled,
+    /// the process loop applies it to the cache and notifies the handlers. When it returns,
+    /// every task it started (reflector, listeners) has finished. Calling it a second time
+    /// logs a warning and returns at once.
+    pub async fn run(&self, cancel: CancellationToken) {
+        let inner = &self.inner;
+        let (fifo, reflector) = {
+            let mut state = inner.state.lock();
+            if state.started {
+                tracing::warn!(informer = %inner.name, "the informer has already started; run more than once is not allowed");
+                return;
+            }
+            let fifo = Arc::new(InformerQueue::new(
+                inner.queue_mode,
+                &inner.indexer,
+                state.transform.clone(),
+                MAX_QUEUED_DELTAS,
+            ));
+            let processor = inner.processor.clone();
+            let mut builder = Reflector::builder(inner.lister_watcher.clone(), fifo.clone())
+                .name(inner.name.clone())
+                .resync_period(state.resync_check_period)
+                .should_resync(move || processor.should_resync());
+            if let Some(h) = state.watch_error_handler.clone() {
+                builder = builder.watch_error_handler(move |e| h(e));
+            }
+            let reflector = Arc::new(builder.build());
+            state.reflector = Some(reflector.clone());
+            state.started = true;
+            (fifo, reflector)
+        };
+        inner.processor.start();
+
+        let tasks = tokio_util::task::TaskTracker::new();
+        let stop = cancel.child_token();
+        tasks.spawn({
+            let reflector = reflector.clone();
+            let stop = stop.clone();
+            async move { reflector.run(stop).await }
+        });
+        // An empty initial list syncs the queue without anything to pop.
+        tasks.spawn({
+            let this = self.clone();
+            let fifo = fifo.clone();
+            let stop = stop.clone();
+            async move {
+                let mut synced = fifo.synced_watch();
+                tokio::select! {
+                    _ = stop.cancelled() => {}
+                    Ok(_) = synced.wait_for(|s| *s) => {
+                        let _deltas = this.inner.block_deltas.lock();
+                        this.mark_synced_locked();
+                    }
+                }
+            }
+        });
+        tasks.close();
+
+        loop {
+            let popped = tokio::select! {
+                biased;
+                _ = stop.cancelled() => break,
+                r = async {
+                    inner.processor.wait_for_room().await;
+                    match &*fifo {
+                        InformerQueue::Real(q, lean) => q.pop_batch(DEFAULT_BATCH_SIZE, |popped, initial| self.handle_popped(popped, initial, lean.as_ref())).await,
+                        InformerQueue::Delta(q) => q.pop(|deltas, initial| self.handle_deltas(deltas, initial)).await,
+                    }
+                } => r,
+            };
+            match popped {
+                Ok(()) => {}
+                Err(QueueError::Closed) => break,
+                Err(e) => tracing::error!(informer = %inner.name, error = %e, "pop failed"),
+            }
+            if fifo.has_synced() && !inner.synced_flag.is_synced() {
+                let _deltas = inner.block_deltas.lock();
+                self.mark_synced_locked();
+            }
+        }
+
+        inner.state.lock().stopped = true;
+        stop.cancel();
+        fifo.close();
+        tasks.wait().await;
+        inner.processor.shutdown().await;
+        tracing::debug!(informer = %inner.name, "informer stopped");
+    }
+
+    /// Marks the informer synced and tells every listener, in its queue order. Caller holds
+    /// `block_deltas`.
+    pub(super) fn mark_synced_locked(&self) {
+        if !self.inner.synced_flag.is_synced() {
+            self.inner.synced_flag.mark_synced();
+            self.inner.processor.distribute(&Event::Synced, false);
+        }
+    }
+
+    /// The notification for an object written to the cache over `old` (none: an add).
+    pub(super) fn notify_upsert(&self, old: Option<Arc<K>>, obj: Arc<K>, is_in_initial_list: bool) {
+        let processor = &self.inner.processor;
+        match old {
+            Some(old) => {
+                let is_sync = resource_version(old.as_ref()) == resource_version(obj.as_ref());
+                processor.distribute(&Event::Update { old, new: obj }, is_sync);
+            }
+            None => processor.distribute(
+                &Event::Add {
+                    obj,
+                    is_in_initial_list,
+                },
+                false,
+            ),
+        }
+    }
+
+    /// client-go 1.36's `processDeltasInBatch` and its atomic entries: a batch goes to the
+    /// cache in one transaction, then its notifications go out in arrival order; a relist is
+    /// one swap whose deletions (tombstones) are told before its updates and adds; a resync
+    /// re-delivers every cached object.
+    pub(super) fn handle_popped(
+        &self,
+        popped: Popped<K>,
+        is_in_initial_list: bool,
+        lean: Option<&LeanLists<K>>,
+    ) {
+        let inner = &self.inner;
+        let _deltas = inner.block_deltas.lock();
+        if !is_in_initial_list {
+            self.mark_synced_locked();
+        }
+        match popped {
+            Popped::Deltas(batch) => {
+                // One transaction for the batch; only deletions carry tombstones.
+                let mut kept = Vec::with_capacity(batch.len());
+                let mut txns = Vec::with_capacity(batch.len());
+                for d in batch {
+                    let txn = match (d.delta_type(), &d.delta.object) {
+                        (DeltaType::Deleted, obj) => Transaction::Delete(obj.clone()),
+                        (_, ObjectOrTombstone::Object(obj)) => Transaction::Update(obj.clone()),
+                        (_, ObjectOrTombstone::Tombstone(_)) => {
+                            tracing::error!(informer = %inner.name, "a non-delete delta carried a tombstone; skipped");
+                            continue;
+                        }
+                    };
+                    txns.push(txn);
+                    kept.push(d);
+                }
+                let outcome = inner.indexer.transaction(txns);
+                if let Some(e) = outcome.error() {
+                    tracing::error!(informer = %inner.name, error = %e, "some cache writes failed; their notifications are skipped");
+                }
+                for (d, result) in kept.into_iter().zip(outcome.into_results()) {
+                    let Ok(old) = result else { continue };
+                    match (d.delta.delta_type, d.delta.object) {
+                        (DeltaType::Deleted, obj) => {
+                            inner.processor.distribute(&Event::Delete(obj), false)
+                        }
+                        (_, ObjectOrTombstone::Object(obj)) => {
+                            self.notify_upsert(old, obj, is_in_initial_list)
+                        }
+                        // filtered out above
+                        (_, ObjectOrTombstone::Tombstone(_)) => {}
+                    }
+                }
+            }
+            Popped::ReplacedAll(all) if lean.is_some() => {
+                let staged = lean.and_then(LeanLists::take_ready);
+                self.apply_staged(staged, &all.resource_version, is_in_initial_list);
+            }
+            Popped::ReplacedAll(all) => {
+                let objects: Vec<Arc<K>> = all.objects.iter().map(|(_, o)| o.clone()).collect();
+                let outcome = match inner
+                    .indexer
+                    .replace_reporting(objects, &all.resource_version)
+                {
+                    Ok(outcome) => outcome,
+                    Err(e) => {
+                        tracing::error!(informer = %inner.name, error = %e, "relist not applied to the cache");
+                        return;
+                    }
+                };
+                let mut removed = outcome.removed;
+                removed.sort_by(|a, b| a.0.cmp(&b.0));
+                for (key, obj) in removed {
+                    let tombstone = DeletedFinalStateUnknown {
+                        key,
+                        obj: Some(obj),
+                    };
+                    inner.processor.distribute(
+                        &Event::Delete(ObjectOrTombstone::Tombstone(tombstone)),
+                        false,
+                    );
+                }
+                for ((_, obj), old) in all.objects.into_iter().zip(outcome.previous) {
+                    self.notify_upsert(old, obj, is_in_initial_list);
+                }
+            }
+            Popped::SyncAll if lean.is_some() => {
+                // One object decoded at a time, not the whole cache at once.
+                for key in inner.indexer.list_keys() {
+                    let Some(obj) = inner.indexer.get_by_key(&key) else {
+                        continue;
+                    };
+                    inner.processor.distribute(
+                        &Event::Update {
+                            old: obj.clone(),
+                            new: obj,
+                        },
+                        true,
+                    );
+                }
+            }
+            Popped::SyncAll => {
+                for obj in inner.indexer.list() {
+                    inner.processor.distribute(
+                        &Event::Update {
+                            old: obj.clone(),
+                            new: obj,
+                        },
+                        true,
+                    );
+                }
+            }
+            Popped::Bookmark { resource_version } => inner.indexer.bookmark(&resource_version),
+        }
+    }
+
+    /// A lean-mode relist: installs the relist staged while it downloaded (see
+    /// [`LeanLists`]), then notifies as a full-mode relist does, decoding one object at a time.
+    pub(super) fn apply_staged(
+        &self,
+        staged: Option<StagedReplace<K>>,
+        resource_version: &str,
+        is_in_initial_list: bool,
+    ) {
+        let inner = &self.inner;
+        let Some(staged) = staged else {
+            tracing::error!(informer = %inner.name, "a lean relist was popped without its staged objects; skipped");
+            return;
+        };
+        let outcome = match inner.indexer.install_staged(staged, resource_version) {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                tracing::error!(informer = %inner.name, error = %e, "relist not applied to the cache");
+                return;
+            }
+        };
+        for (key, stored) in outcome.removed() {
+            let tombstone = DeletedFinalStateUnknown {
+                key: key.to_string(),
+                obj: inner.indexer.staged_object(&key, &stored),
+            };
+            inner.processor.distribute(
+                &Event::Delete(ObjectOrTombstone::Tombstone(tombstone)),
+                false,
+            );
+        }
+        for (key, stored) in &outcome.listed {
+            let Some(obj) = inner.indexer.staged_object(key, stored) else {
+                continue;
+            };
+            let old = outcome
+                .previous(key)
+                .and_then(|old| inner.indexer.staged_object(key, old));
+            self.notify_upsert(old, obj, is_in_initial_list);
+        }
+    }
+
+    /// client-go's `processDeltas`: apply one key's deltas to the cache, then notify.
+    pub(super) fn handle_deltas(&self, deltas: Deltas<K>, is_in_initial_list: bool) {
+        let inner = &self.inner;
+        let _deltas = inner.block_deltas.lock();
+        if !is_in_initial_list {
+            // The queue had synced before this item was popped.
+            self.mark_synced_locked();
+        }
+        for delta in deltas {
+            match delta.delta_type {
+                DeltaType::Sync | DeltaType::Replaced | DeltaType::Added | DeltaType::Updated => {
+                    let ObjectOrTombstone::Object(obj) = delta.object else {
+                        tracing::error!(informer = %inner.name, "a non-delete delta carried a tombstone; skipped");
+                        continue;
+                    };
+                    match inner.indexer.upsert(obj.clone()) {
+                        Ok(old) => self.notify_upsert(old, obj, is_in_initial_list),
+                        Err(e) => {
+                            tracing::error!(informer = %inner.name, error = %e, "cache update failed; object skipped")
+                        }
+                    }
+                }
+                DeltaType::Deleted => {
+                    let removed = match delta.object.key() {
+                        Ok(key) => inner.indexer.delete_by_key(&key),
+                        Err(e) => Err(e.into()),
+                    };
+                    match removed {
+                        Ok(_) => inner
+                            .processor
+                            .distribute(&Event::Delete(delta.object), false),
+                        Err(e) => {
+                            tracing::error!(informer = %inner.name, error = %e, "cache delete failed; skipped")
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
