@@ -376,41 +376,6 @@ impl Runner<'_> {
     }
 }
 
-/// Writes every run so far to `results.partial.json`, so a report cut short keeps its raw data
-/// (`report --from-results` renders it). A failure to write is logged, not fatal.
-pub fn checkpoint(out_dir: &Path, results: &[PeerReport]) {
-    let raw = serde_json::to_string(results).unwrap_or_default();
-    if let Err(e) = std::fs::write(out_dir.join("results.partial.json"), raw) {
-        eprintln!("could not write results.partial.json: {e}");
-    }
-}
-
-/// Renders `report.md` and the charts from a `results.json` or `results.partial.json` written
-/// earlier (the notes of that run, such as the real writer's rates, are not kept there).
-///
-/// # Errors
-/// [`ReportError::Io`] when the file cannot be read or parsed, or the output written.
-pub fn render(opts: &ReportOptions, results_file: &Path) -> Result<PathBuf, ReportError> {
-    let raw = std::fs::read(results_file)
-        .map_err(|e| ReportError::Io(results_file.display().to_string(), e))?;
-    let results: Vec<PeerReport> = serde_json::from_slice(&raw).map_err(|e| {
-        ReportError::Io(
-            results_file.display().to_string(),
-            std::io::Error::new(std::io::ErrorKind::InvalidData, e),
-        )
-    })?;
-    std::fs::create_dir_all(&opts.out_dir)
-        .map_err(|e| ReportError::Io("create out dir".into(), e))?;
-    let notes = Notes {
-        lines: vec![format!(
-            "Rendered from {} (the notes of the original run are not kept there).",
-            results_file.display()
-        )],
-        ..Notes::default()
-    };
-    crate::report_md::write_report(opts, &results, &notes)
-}
-
 /// What the report says besides the figures (skipped tiers, writer rates).
 #[derive(Debug, Default, Clone)]
 pub struct Notes {
@@ -600,85 +565,8 @@ fn run_real(
     Ok(())
 }
 
+mod render;
+pub use render::{checkpoint, render};
+
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn peers_per_tier_and_workload() {
-        use Peer::*;
-        assert_eq!(
-            peers_for(Tier::Real, Workload::W1, true),
-            vec![
-                Kinformer,
-                KinformerLean,
-                KinformerMetadata,
-                KubeRs,
-                ClientGo,
-                ClientGoJson,
-                ClientGoMetadata,
-                FloorPaged,
-                FloorUnpaged
-            ]
-        );
-        assert_eq!(
-            peers_for(Tier::Embedded, Workload::W1t, false),
-            vec![Kinformer, KinformerLean, KinformerMetadata, KubeRs]
-        );
-        assert_eq!(
-            peers_for(Tier::Embedded, Workload::W2, true),
-            vec![
-                Kinformer,
-                KinformerDeltaFifo,
-                KubeRs,
-                ClientGoJson,
-                FloorWatch
-            ]
-        );
-        assert_eq!(
-            peers_for(Tier::Real, Workload::W3, false),
-            vec![Kinformer, KinformerLean, KinformerDeltaFifo, KubeRs]
-        );
-    }
-
-    #[test]
-    fn peer_output_is_the_last_json_line() {
-        let out = "log line\n{\"peer\":\"kinformer\",\"workload\":\"w1\",\"n\":3,\"objects\":3,\"baseline_rss_kib\":1,\"sync_ms\":2.5,\"peak_rss_kib\":null,\"steady_rss_kib\":null,\"bytes_per_object\":null,\"events_per_sec\":null,\"events\":null,\"latency_p50_us\":null,\"latency_p99_us\":null,\"relist_ms\":null,\"relist_peak_rss_kib\":null}\n";
-        let r = parse_peer_output(out).unwrap();
-        assert_eq!(
-            (r.peer.as_str(), r.n, r.sync_ms),
-            ("kinformer", 3, Some(2.5))
-        );
-        assert!(parse_peer_output("no json here").is_err());
-        assert!(parse_peer_output("{not json").is_err());
-    }
-
-    #[test]
-    fn checkpointed_results_render_into_a_report() {
-        let dir =
-            std::env::temp_dir().join(format!("kinformer-bench-render-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let run = |peer: &str, sync: f64| PeerReport {
-            peer: peer.into(),
-            workload: "w1".into(),
-            tier: "embedded".into(),
-            n: 2_000,
-            objects: 2_000,
-            sync_ms: Some(sync),
-            bytes_per_object: Some(1_000.0),
-            ..PeerReport::default()
-        };
-        checkpoint(&dir, &[run("kinformer", 90.0), run("kube-rs", 140.0)]);
-        let mut opts = ReportOptions::new(true);
-        opts.out_dir = dir.join("out");
-        let md = render(&opts, &dir.join("results.partial.json")).unwrap();
-        let text = std::fs::read_to_string(md).unwrap();
-        assert!(text.contains("Rendered from"), "{text}");
-        assert!(
-            text.contains("| kube-rs |") || text.contains("kube-rs"),
-            "{text}"
-        );
-        assert!(render(&opts, &dir.join("missing.json")).is_err());
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-}
+mod tests;
