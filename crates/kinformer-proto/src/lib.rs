@@ -1,0 +1,303 @@
+//! # kinformer-proto
+//!
+//! Kubernetes' protobuf encoding (`application/vnd.kubernetes.protobuf`) for every built-in
+//! kind, transcoded to and from JSON, so that code which holds objects as JSON (the embedded
+//! API server, serde types such as k8s-openapi's) can speak protobuf on the wire as client-go
+//! and kube-apiserver do.
+//!
+//! There is no generated code per kind. A table read off Kubernetes' own Go types
+//! ([`gen/`](https://example.invalid/kinformer), `go run .`, by reflection over every kind
+//! client-go registers) holds, for each message, its fields in Go struct order with their
+//! protobuf numbers, JSON names, `omitempty`, inline and pointer flags, and the types with a
+//! JSON form of their own (`Time`, `MicroTime`, `Duration`, `Quantity`, `IntOrString`,
+//! `RawExtension`/`FieldsV1`, the JSON-schema unions). One decoder and one encoder walk it.
+//!
+//! - Decoding writes the JSON Go writes for the object decoded from the same bytes: absent
+//!   fields are Go's zero values, so a non-`omitempty` field is written even when the sender
+//!   left it out. The round-trip fixtures (objects filled by apimachinery's API fuzzer for every
+//!   kind, encoded by Go) hold this to Go's own output.
+//! - Encoding writes the fields the JSON carries; what is absent is left to the reader's zero
+//!   value, which is what Go would have written for it.
+//!
+//! Input is untrusted: every length is checked, nesting is bounded, the JSON written is at most
+//! 64 times the input plus 1 MiB, and malformed input is a [`ProtoError`], never a panic.
+//!
+//! ```
+//! use kinformer_proto::{object_from_json, object_to_json};
+//!
+//! let pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+//!     "metadata": {"name": "web", "labels": {"app": "web"}},
+//!     "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
+//! let bytes = object_from_json(&pod).unwrap();
+//! assert!(bytes.starts_with(b"k8s\0"));
+//! let back: serde_json::Value = serde_json::from_slice(&object_to_json(&bytes).unwrap()).unwrap();
+//! assert_eq!(back["spec"]["containers"][0]["image"], "nginx");
+//! ```
+
+mod decode;
+mod encode;
+mod gotime;
+mod schema;
+#[allow(clippy::all)]
+mod table;
+mod wire;
+
+use serde_json::Value;
+
+pub use schema::MessageRef;
+
+/// The media type of Kubernetes protobuf bodies.
+pub const MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf";
+/// The media type of a protobuf watch stream (length-prefixed frames).
+pub const WATCH_MEDIA_TYPE: &str = "application/vnd.kubernetes.protobuf;stream=watch";
+/// The magic prefix of every protobuf object body.
+pub const MAGIC: &[u8; 4] = b"k8s\0";
+
+/// Why bytes or JSON could not be transcoded.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProtoError {
+    /// The bytes end inside a field.
+    #[error("protobuf: truncated input")]
+    Truncated,
+    /// The bytes are not a valid encoding of the message.
+    #[error("protobuf: {0}")]
+    Malformed(&'static str),
+    /// The body does not start with the `k8s\0` envelope.
+    #[error("protobuf: missing the k8s envelope")]
+    NoEnvelope,
+    /// The kind has no protobuf message (custom resources, unknown kinds).
+    #[error("protobuf: no message for {api_version} {kind}")]
+    UnknownKind {
+        /// The envelope's or the object's `apiVersion`.
+        api_version: String,
+        /// The envelope's or the object's `kind`.
+        kind: String,
+    },
+    /// The JSON is not of the message's shape, or embedded JSON is invalid.
+    #[error("json: {0}")]
+    Json(String),
+    /// Decoding would write more than the output limit.
+    #[error("protobuf: the decoded JSON would exceed {limit} bytes")]
+    TooLarge {
+        /// The limit that was reached.
+        limit: usize,
+    },
+}
+
+/// A decoded `k8s\0` envelope (`runtime.Unknown`): the type and the raw message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Envelope<'a> {
+    /// `apiVersion` of the type meta.
+    pub api_version: &'a str,
+    /// `kind` of the type meta.
+    pub kind: &'a str,
+    /// The object's message bytes.
+    pub raw: &'a [u8],
+}
+
+fn utf8(b: &[u8]) -> Result<&str, ProtoError> {
+    std::str::from_utf8(b).map_err(|_| ProtoError::Malformed("type meta is not UTF-8"))
+}
+
+impl<'a> Envelope<'a> {
+    /// Reads the envelope at the front of a protobuf body.
+    pub fn parse(body: &'a [u8]) -> Result<Envelope<'a>, ProtoError> {
+        let inner = body.strip_prefix(MAGIC).ok_or(ProtoError::NoEnvelope)?;
+        let mut env = Envelope {
+            api_version: "",
+            kind: "",
+            raw: &[],
+        };
+        for r in wire::Fields::new(inner) {
+            match r? {
+                (1, wire::WireValue::Bytes(tm)) => {
+                    for r in wire::Fields::new(tm) {
+                        match r? {
+                            (1, wire::WireValue::Bytes(b)) => env.api_version = utf8(b)?,
+                            (2, wire::WireValue::Bytes(b)) => env.kind = utf8(b)?,
+                            _ => {}
+                        }
+                    }
+                }
+                (2, wire::WireValue::Bytes(b)) => env.raw = b,
+                _ => {}
+            }
+        }
+        Ok(env)
+    }
+
+    /// The message of the envelope's kind.
+    pub fn message(&self) -> Result<MessageRef, ProtoError> {
+        MessageRef::for_kind(self.api_version, self.kind).ok_or_else(|| ProtoError::UnknownKind {
+            api_version: self.api_version.to_owned(),
+            kind: self.kind.to_owned(),
+        })
+    }
+}
+
+/// Wraps a message in the `k8s\0` envelope, as Go's protobuf serializer does.
+pub fn envelope(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(raw.len() + api_version.len() + kind.len() + 16);
+    out.extend_from_slice(MAGIC);
+    let start = wire::begin_nested(&mut out, 1);
+    wire::put_bytes(&mut out, 1, api_version.as_bytes());
+    wire::put_bytes(&mut out, 2, kind.as_bytes());
+    wire::end_nested(&mut out, start);
+    wire::put_bytes(&mut out, 2, raw);
+    wire::put_bytes(&mut out, 3, b"");
+    wire::put_bytes(&mut out, 4, b"");
+    out
+}
+
+/// A message as a JSON object (no `apiVersion`/`kind`: those are the envelope's).
+pub fn message_to_json(msg: MessageRef, raw: &[u8]) -> Result<Vec<u8>, ProtoError> {
+    let mut d = decode::Decoder::new(raw.len());
+    d.message(msg, raw, 0)?;
+    Ok(d.out)
+}
+
+/// A message as a JSON object that starts with the given `apiVersion` and `kind`.
+pub fn typed_message_to_json(
+    api_version: &str,
+    kind: &str,
+    msg: MessageRef,
+    raw: &[u8],
+) -> Result<Vec<u8>, ProtoError> {
+    let mut d = decode::Decoder::new(raw.len());
+    d.out.extend_from_slice(b"{\"apiVersion\":");
+    let _ = serde_json::to_writer(&mut d.out, api_version);
+    d.out.extend_from_slice(b",\"kind\":");
+    let _ = serde_json::to_writer(&mut d.out, kind);
+    let mut first = false;
+    d.fields(msg.get(), raw, &mut first, 0)?;
+    d.out.push(b'}');
+    Ok(d.out)
+}
+
+/// A whole protobuf body (envelope included) as the JSON of the object, with its
+/// `apiVersion` and `kind`.
+pub fn object_to_json(body: &[u8]) -> Result<Vec<u8>, ProtoError> {
+    let env = Envelope::parse(body)?;
+    typed_message_to_json(env.api_version, env.kind, env.message()?, env.raw)
+}
+
+/// A JSON object as message `msg` (no envelope); fields it does not know are dropped.
+pub fn message_from_json(msg: MessageRef, obj: &Value) -> Result<Vec<u8>, ProtoError> {
+    let Value::Object(map) = obj else {
+        return Err(ProtoError::Json("expected an object".into()));
+    };
+    let mut out = Vec::with_capacity(256);
+    encode::message(msg, map, &mut out, 0)?;
+    Ok(out)
+}
+
+/// A JSON object with `apiVersion` and `kind` as a whole protobuf body (envelope included).
+pub fn object_from_json(obj: &Value) -> Result<Vec<u8>, ProtoError> {
+    let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
+    let msg = MessageRef::for_kind(api_version, kind).ok_or_else(|| ProtoError::UnknownKind {
+        api_version: api_version.to_owned(),
+        kind: kind.to_owned(),
+    })?;
+    Ok(envelope(api_version, kind, &message_from_json(msg, obj)?))
+}
+
+/// The parts of a list message (`PodList`, ...): its `ListMeta` bytes and each item's message
+/// bytes, in order, without decoding them (so that items can be decoded one by one, or in
+/// parallel).
+pub fn list_parts(raw: &[u8]) -> Result<(&[u8], Vec<&[u8]>), ProtoError> {
+    let mut meta: &[u8] = &[];
+    let mut items = Vec::new();
+    for r in wire::Fields::new(raw) {
+        match r? {
+            (1, wire::WireValue::Bytes(b)) => meta = b,
+            (2, wire::WireValue::Bytes(b)) => items.push(b),
+            (1 | 2, _) => return Err(ProtoError::Malformed("list field of the wrong wire type")),
+            _ => {}
+        }
+    }
+    Ok((meta, items))
+}
+
+/// `ListMeta` as JSON.
+pub fn list_meta_to_json(meta: &[u8]) -> Result<Vec<u8>, ProtoError> {
+    let msg = MessageRef::for_kind("v1", "List")
+        .and_then(|l| l.get().fields.iter().find(|f| f.json == "metadata"))
+        .and_then(|f| match f.kind {
+            schema::Kind::Msg(m) => Some(MessageRef(m)),
+            _ => None,
+        })
+        .ok_or(ProtoError::Malformed("ListMeta is missing from the table"))?;
+    message_to_json(msg, meta)
+}
+
+/// Writes a list message from its `ListMeta` JSON and the items' message bytes (each already
+/// encoded, e.g. cached per object).
+pub fn list_message<'a>(
+    list_meta: &Value,
+    items: impl IntoIterator<Item = &'a [u8]>,
+) -> Result<Vec<u8>, ProtoError> {
+    let mut out = Vec::new();
+    let meta = MessageRef::for_kind("v1", "List")
+        .and_then(|l| l.get().fields.iter().find(|f| f.json == "metadata"))
+        .and_then(|f| match f.kind {
+            schema::Kind::Msg(m) => Some(MessageRef(m)),
+            _ => None,
+        })
+        .ok_or(ProtoError::Malformed("ListMeta is missing from the table"))?;
+    wire::put_bytes(&mut out, 1, &message_from_json(meta, list_meta)?);
+    for item in items {
+        wire::put_bytes(&mut out, 2, item);
+    }
+    Ok(out)
+}
+
+/// One watch event as a protobuf watch-stream frame: a 4-byte big-endian length, then a
+/// `WatchEvent` (`type`, and the object's whole protobuf body as raw bytes) in the envelope
+/// with `event_api_version` (the watched resource's group version, as kube-apiserver writes).
+pub fn watch_frame(event_api_version: &str, event_type: &str, object_body: &[u8]) -> Vec<u8> {
+    let mut ev = Vec::with_capacity(object_body.len() + 32);
+    wire::put_bytes(&mut ev, 1, event_type.as_bytes());
+    let start = wire::begin_nested(&mut ev, 2);
+    wire::put_bytes(&mut ev, 1, object_body);
+    wire::end_nested(&mut ev, start);
+    let body = envelope(event_api_version, "WatchEvent", &ev);
+    let mut out = Vec::with_capacity(body.len() + 4);
+    out.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    out.extend_from_slice(&body);
+    out
+}
+
+/// A decoded watch frame: the event type and the object's whole protobuf body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WatchEvent<'a> {
+    /// `ADDED`, `MODIFIED`, `DELETED`, `BOOKMARK` or `ERROR`.
+    pub event_type: &'a str,
+    /// The object's protobuf body (envelope included).
+    pub object: &'a [u8],
+}
+
+impl<'a> WatchEvent<'a> {
+    /// Reads one frame's payload (the bytes after the 4-byte length).
+    pub fn parse(frame: &'a [u8]) -> Result<WatchEvent<'a>, ProtoError> {
+        let env = Envelope::parse(frame)?;
+        let mut ev = WatchEvent {
+            event_type: "",
+            object: &[],
+        };
+        for r in wire::Fields::new(env.raw) {
+            match r? {
+                (1, wire::WireValue::Bytes(b)) => ev.event_type = utf8(b)?,
+                (2, wire::WireValue::Bytes(raw_ext)) => {
+                    for r in wire::Fields::new(raw_ext) {
+                        if let (1, wire::WireValue::Bytes(b)) = r? {
+                            ev.object = b;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(ev)
+    }
+}
