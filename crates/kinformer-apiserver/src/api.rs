@@ -297,11 +297,11 @@ impl Api {
         Ok(match o {
             UpdateOutcome::Unchanged => Mutation::Nothing(current.clone()),
             UpdateOutcome::Write(obj) => {
-                let obj = Arc::new(obj);
+                let obj: Arc<StoredObject> = Arc::from(obj);
                 Mutation::Put(obj.clone(), obj)
             }
             UpdateOutcome::Delete { response, last } => {
-                Mutation::Delete(Arc::new(last), Arc::new(response))
+                Mutation::Delete(Arc::from(last), Arc::from(response))
             }
         })
     }

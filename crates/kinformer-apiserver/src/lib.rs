@@ -75,4 +75,4 @@ pub use faults::{FailureRule, Faults, Verb};
 pub use resource::{ResourceInfo, ScaleInfo, Scope};
 pub use server::{ObjectState, RunningServer, ServerState, StartError, start};
 pub use status::ApiError;
-pub use store::{HistoryConfig, StoredObject, encode_typed};
+pub use store::{HistoryConfig, ProtoCache, StoredObject, encode_typed};

@@ -49,6 +49,8 @@ pub(crate) struct WatchRequest {
     pub table: Option<IncludeObject>,
     /// Send objects as `PartialObjectMetadata` (`Accept: ...;as=PartialObjectMetadata;...`).
     pub metadata_only: bool,
+    /// Send protobuf frames (`Accept` put protobuf first and the kind has a message).
+    pub protobuf: bool,
 }
 
 fn push_event(buf: &mut BytesMut, ty: &str, object: &[u8]) {
@@ -74,22 +76,60 @@ pub(crate) fn bookmark_object(res: &ResourceInfo, rev: u64, initial_end: bool) -
     .unwrap_or_default()
 }
 
-/// One watch event on the wire (used for ERROR events too).
-pub(crate) fn error_event(err: &ApiError) -> Bytes {
-    let mut buf = BytesMut::new();
-    push_event(&mut buf, "ERROR", &err.to_bytes());
-    buf.freeze()
-}
-
 struct Filter {
     resource: String,
     namespace: Option<String>,
     opts: ListOptions,
     table: Option<(Arc<ResourceInfo>, IncludeObject)>,
     metadata_only: bool,
+    /// For a protobuf watch: the resource and its group version, which frames carry.
+    protobuf: Option<(Arc<ResourceInfo>, String)>,
 }
 
 impl Filter {
+    /// Writes one event whose object is JSON: a JSON line, or a protobuf frame.
+    fn push(&self, buf: &mut BytesMut, ty: &str, object: &[u8]) {
+        match &self.protobuf {
+            None => push_event(buf, ty, object),
+            Some((_, gv)) => match crate::proto::watch_frame(gv, ty, object) {
+                Some(f) => buf.put_slice(&f),
+                None => self.push_unencodable(buf),
+            },
+        }
+    }
+
+    /// An object with no protobuf form: an ERROR event instead, after which the client
+    /// relists (and a list of it is answered in JSON, which the client also accepts).
+    fn push_unencodable(&self, buf: &mut BytesMut) {
+        tracing::warn!(resource = %self.resource, "watch event has no protobuf form; sending an ERROR");
+        self.push(
+            buf,
+            "ERROR",
+            &ApiError::internal("object has no protobuf form").to_bytes(),
+        );
+    }
+
+    /// One watch event carrying an error `Status`.
+    fn error(&self, err: &ApiError) -> Bytes {
+        let mut buf = BytesMut::new();
+        self.push(&mut buf, "ERROR", &err.to_bytes());
+        buf.freeze()
+    }
+
+    /// Writes one event of a stored object version (its cached protobuf message when the
+    /// watch is protobuf).
+    fn emit_stored(&self, buf: &mut BytesMut, ty: &str, o: &StoredObject) {
+        match &self.protobuf {
+            Some((res, gv)) if self.table.is_none() && !self.metadata_only => {
+                match crate::proto::object_body(res, o) {
+                    Some(body) => buf.put_slice(&kinformer_proto::watch_frame(gv, ty, &body)),
+                    None => self.push_unencodable(buf),
+                }
+            }
+            _ => self.emit(buf, ty, &o.bytes),
+        }
+    }
+
     /// Writes one event, as a Table when the client asked for tables, as its
     /// `PartialObjectMetadata` when it asked for metadata only.
     fn emit(&self, buf: &mut BytesMut, ty: &str, object: &[u8]) {
@@ -97,7 +137,7 @@ impl Filter {
             None if self.metadata_only => {
                 push_event(buf, ty, &crate::http::partial::metadata_object(object));
             }
-            None => push_event(buf, ty, object),
+            None => self.push(buf, ty, object),
             Some((res, include)) => {
                 let v: serde_json::Value = serde_json::from_slice(object).unwrap_or_default();
                 let meta = serde_json::json!({"resourceVersion": v["metadata"]["resourceVersion"]});
@@ -116,6 +156,8 @@ impl Filter {
                 "BOOKMARK",
                 &crate::http::partial::metadata_object(object),
             );
+        } else if self.table.is_none() {
+            self.push(buf, "BOOKMARK", object);
         } else {
             push_event(buf, "BOOKMARK", object);
         }
@@ -133,20 +175,20 @@ impl Filter {
         match ev.event_type {
             EventType::Added => {
                 if self.selects(&ev.object) {
-                    self.emit(buf, "ADDED", &ev.object.bytes);
+                    self.emit_stored(buf, "ADDED", &ev.object);
                 }
             }
             EventType::Deleted => {
                 if self.selects(&ev.object) {
-                    self.emit(buf, "DELETED", &ev.object.bytes);
+                    self.emit_stored(buf, "DELETED", &ev.object);
                 }
             }
             EventType::Modified => {
                 let cur = self.selects(&ev.object);
                 let prev = ev.prev.as_ref().is_some_and(|p| self.selects(p));
                 match (prev, cur) {
-                    (true, true) => self.emit(buf, "MODIFIED", &ev.object.bytes),
-                    (false, true) => self.emit(buf, "ADDED", &ev.object.bytes),
+                    (true, true) => self.emit_stored(buf, "MODIFIED", &ev.object),
+                    (false, true) => self.emit_stored(buf, "ADDED", &ev.object),
                     (true, false) => {
                         if let Some(p) = &ev.prev {
                             self.emit(buf, "DELETED", &with_resource_version(p, ev.revision));
@@ -172,6 +214,7 @@ pub(crate) async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Se
         opts: req.opts.clone(),
         table: req.table.map(|inc| (res.clone(), inc)),
         metadata_only: req.metadata_only,
+        protobuf: req.protobuf.then(|| (res.clone(), res.api_version())),
     };
     let opts = &req.opts;
     let deadline = opts
@@ -180,7 +223,7 @@ pub(crate) async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Se
     let rv = match opts.numeric_rv() {
         Ok(rv) => rv,
         Err(e) => {
-            let _ = tx.send(error_event(&e)).await;
+            let _ = tx.send(filter.error(&e)).await;
             return;
         }
     };
@@ -195,7 +238,7 @@ pub(crate) async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Se
         && !store.wait_for_revision(n, config.too_large_wait).await
     {
         let e = ApiError::too_large_resource_version(n, store.revision());
-        let _ = tx.send(error_event(&e)).await;
+        let _ = tx.send(filter.error(&e)).await;
         return;
     }
     let mut cursor;
@@ -208,7 +251,7 @@ pub(crate) async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Se
             Ok(r) => r,
             Err(e) => {
                 let _ = tx
-                    .send(error_event(&ApiError::internal(&e.to_string())))
+                    .send(filter.error(&ApiError::internal(&e.to_string())))
                     .await;
                 return;
             }
@@ -217,7 +260,7 @@ pub(crate) async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Se
         let mut buf = BytesMut::new();
         for chunk in objs.chunks(config.watch_batch.max(1)) {
             for o in chunk.iter().filter(|o| filter.selects(o)) {
-                filter.emit(&mut buf, "ADDED", &o.bytes);
+                filter.emit_stored(&mut buf, "ADDED", o);
             }
             if !buf.is_empty() && tx.send(buf.split().freeze()).await.is_err() {
                 return;
@@ -241,7 +284,7 @@ pub(crate) async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Se
             let e = ApiError::resource_expired(format!(
                 "too old resource version: {requested} ({compacted})"
             ));
-            let _ = tx.send(error_event(&e)).await;
+            let _ = tx.send(filter.error(&e)).await;
             return;
         }
         cursor = start;

@@ -330,8 +330,8 @@ async fn list_options_violations_are_reported_together() {
     s.shutdown().await;
 }
 
-/// A body in a media type the server does not decode (kubectl's typed generators send
-/// protobuf) is 415 with apiserver's message; a JSON content type with parameters is fine.
+/// A body in a media type the server does not decode is 415 with apiserver's message; a body
+/// that says protobuf but is not is 400; a JSON content type with parameters is fine.
 #[tokio::test]
 async fn non_json_bodies_are_unsupported_media_types() {
     let s = start(ServerConfig::default()).await.unwrap();
@@ -341,7 +341,7 @@ async fn non_json_bodies_are_unsupported_media_types() {
         a,
         "POST",
         "/api/v1/namespaces/default/configmaps",
-        Some("application/vnd.kubernetes.protobuf"),
+        Some("text/plain"),
         body.as_bytes(),
     )
     .await;
@@ -352,6 +352,15 @@ async fn non_json_bodies_are_unsupported_media_types() {
                "message": "the body of the request was in an unknown format - accepted media types include: application/json",
                "reason": "UnsupportedMediaType", "code": 415})
     );
+    let r = request(
+        a,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        Some("application/vnd.kubernetes.protobuf"),
+        body.as_bytes(),
+    )
+    .await;
+    assert_eq!(r.code, 400, "{}", String::from_utf8_lossy(&r.body));
     let r = request(
         a,
         "POST",

@@ -259,6 +259,127 @@ fn kubectl_through_the_written_kubeconfig() {
         "3"
     );
 
+    // kubectl's imperative generators send protobuf for built-in kinds.
+    s.kubectl_ok(&["create", "namespace", "team-a"]);
+    s.kubectl_ok(&[
+        "create",
+        "configmap",
+        "cfg",
+        "-n",
+        "team-a",
+        "--from-literal=a=1",
+    ]);
+    s.kubectl_ok(&[
+        "create",
+        "secret",
+        "generic",
+        "pw",
+        "-n",
+        "team-a",
+        "--from-literal=p=x",
+    ]);
+    s.kubectl_ok(&[
+        "create",
+        "deployment",
+        "api",
+        "-n",
+        "team-a",
+        "--image=nginx",
+        "--replicas=2",
+    ]);
+    s.kubectl_ok(&["create", "serviceaccount", "bot", "-n", "team-a"]);
+    s.kubectl_ok(&[
+        "create",
+        "role",
+        "reader",
+        "-n",
+        "team-a",
+        "--verb=get",
+        "--resource=pods",
+    ]);
+    s.kubectl_ok(&[
+        "create",
+        "rolebinding",
+        "bot-reads",
+        "-n",
+        "team-a",
+        "--role=reader",
+        "--serviceaccount=team-a:bot",
+    ]);
+    s.kubectl_ok(&[
+        "create",
+        "job",
+        "once-more",
+        "-n",
+        "team-a",
+        "--image=busybox",
+    ]);
+    assert_eq!(
+        s.kubectl_ok(&[
+            "get",
+            "configmap",
+            "cfg",
+            "-n",
+            "team-a",
+            "-o",
+            "jsonpath={.data.a}"
+        ]),
+        "1"
+    );
+    assert_eq!(
+        s.kubectl_ok(&[
+            "get",
+            "secret",
+            "pw",
+            "-n",
+            "team-a",
+            "-o",
+            "jsonpath={.data.p}"
+        ]),
+        "eA=="
+    );
+    assert_eq!(
+        s.kubectl_ok(&[
+            "get",
+            "deploy",
+            "api",
+            "-n",
+            "team-a",
+            "-o",
+            "jsonpath={.spec.replicas} {.spec.template.spec.containers[0].image}"
+        ]),
+        "2 nginx"
+    );
+    assert_eq!(
+        s.kubectl_ok(&[
+            "get",
+            "rolebinding",
+            "bot-reads",
+            "-n",
+            "team-a",
+            "-o",
+            "jsonpath={.subjects[0].name}"
+        ]),
+        "bot"
+    );
+    s.kubectl_ok(&["scale", "deployment", "api", "-n", "team-a", "--replicas=0"]);
+    assert_eq!(
+        s.kubectl_ok(&[
+            "get",
+            "deploy",
+            "api",
+            "-n",
+            "team-a",
+            "-o",
+            "jsonpath={.spec.replicas}"
+        ]),
+        "0"
+    );
+    assert!(
+        s.kubectl_ok(&["get", "namespaces", "-o", "name"])
+            .contains("namespace/team-a")
+    );
+
     // Watching a lease with kubectl.
     let mut watch = Command::new("kubectl")
         .env("KUBECONFIG", s.kubeconfig())

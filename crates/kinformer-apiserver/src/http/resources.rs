@@ -112,9 +112,9 @@ async fn read_body(ctx: &Context, req: Request) -> Result<bytes::Bytes, ApiError
         .map_err(|_| ApiError::too_large_body(limit))
 }
 
-/// Create and update bodies must be JSON (the default when no Content-Type is sent): any other
-/// media type (kubectl's typed generators send protobuf) is 415 UnsupportedMediaType with
-/// kube-apiserver's message, not a decoding error.
+/// Create and update bodies that are not protobuf of a built-in kind must be JSON (the default
+/// when no Content-Type is sent): any other media type (protobuf for a custom resource, YAML)
+/// is 415 UnsupportedMediaType with kube-apiserver's message, not a decoding error.
 fn check_body_media_type(req: &Request) -> Result<(), ApiError> {
     let ct = req
         .headers()
@@ -126,6 +126,30 @@ fn check_body_media_type(req: &Request) -> Result<(), ApiError> {
         Ok(())
     } else {
         Err(ApiError::unsupported_body_media_type(&["application/json"]))
+    }
+}
+
+/// A create or update body: JSON (or no Content-Type), or protobuf for a kind that has a
+/// protobuf form (client-go's typed clients and kubectl's generators send it).
+async fn read_object(
+    ctx: &Context,
+    req: Request,
+    res: &ResourceInfo,
+) -> Result<serde_json::Map<String, Value>, ApiError> {
+    let protobuf = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(crate::proto::is_protobuf)
+        && crate::proto::decodable(res);
+    if !protobuf {
+        check_body_media_type(&req)?;
+    }
+    let body = read_body(ctx, req).await?;
+    if protobuf {
+        crate::proto::decode(res, &body)
+    } else {
+        decode_body(res, &body)
     }
 }
 
@@ -292,6 +316,7 @@ async fn serve_verb(
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
+    let pb = crate::proto::wants_protobuf(accept, res);
     let as_table = wants_table(accept)
         .then(|| IncludeObject::parse(query.get("includeObject").map(|s| s.as_str())));
     let mode = if c.subresource.as_deref() == Some("status") {
@@ -346,7 +371,7 @@ async fn serve_verb(
                 let t = table(res, &[o.to_value()], meta, inc);
                 return Ok((200, response::json_value(200, &t)));
             }
-            Ok((200, response::object(200, &o)))
+            Ok((200, response::object_as(200, res, &o, pb)))
         }
         Verb::List => {
             let opts = ListOptions::from_query(query)?;
@@ -371,7 +396,7 @@ async fn serve_verb(
             if wants_metadata(accept, true) {
                 return Ok((200, partial::list_response(page)));
             }
-            Ok((200, response::list(res, page)))
+            Ok((200, response::list(res, page, pb)))
         }
         Verb::Watch => {
             let opts = ListOptions::from_query(query)?;
@@ -384,39 +409,27 @@ async fn serve_verb(
                 opts,
                 table: as_table,
                 metadata_only: wants_metadata(accept, false),
+                protobuf: pb,
             };
             tokio::spawn(run_watch(ctx.clone(), wreq, tx));
-            Ok((200, response::watch(rx)))
+            Ok((200, response::watch(rx, pb)))
         }
         Verb::Create => {
-            let protobuf = req
-                .headers()
-                .get(header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(crate::proto::is_protobuf)
-                && crate::proto::decodable(res);
-            if !protobuf {
-                check_body_media_type(&req)?;
-            }
-            let body = read_body(ctx, req).await?;
-            let obj = if protobuf {
-                crate::proto::decode(res, &body)?
-            } else {
-                decode_body(res, &body)?
-            };
+            let obj = read_object(ctx, req, res).await?;
             if res.create_only {
                 let answer = crate::review::answer(res, obj, ctx.token.as_deref())?;
+                if pb && let Ok(b) = kinformer_proto::object_from_json(&answer) {
+                    return Ok((201, response::protobuf(201, b)));
+                }
                 return Ok((201, response::json_value(201, &answer)));
             }
             let o = api.create_by(res, ns, obj, Some(&writer))?;
-            Ok((201, response::object(201, &o)))
+            Ok((201, response::object_as(201, res, &o, pb)))
         }
         Verb::Update => {
-            check_body_media_type(&req)?;
-            let body = read_body(ctx, req).await?;
-            let obj = decode_body(res, &body)?;
+            let obj = read_object(ctx, req, res).await?;
             let o = api.update_by(res, ns, name, obj, mode, Some(&writer))?;
-            Ok((200, response::object(200, &o)))
+            Ok((200, response::object_as(200, res, &o, pb)))
         }
         Verb::Patch => {
             let ct = req
@@ -431,7 +444,7 @@ async fn serve_verb(
             let existed = api.get(res, ns, name).is_ok();
             let o = api.patch_by(res, ns, name, pt, &body, mode, Some(&writer))?;
             let code = if existed { 200 } else { 201 };
-            Ok((code, response::object(code, &o)))
+            Ok((code, response::object_as(code, res, &o, pb)))
         }
         Verb::Delete => {
             let body = read_body(ctx, req).await?;
@@ -441,7 +454,7 @@ async fn serve_verb(
                 let s = success_status(res, name, &d.object.uid);
                 Ok((200, response::json_value(200, &s)))
             } else {
-                Ok((200, response::object(200, &d.object)))
+                Ok((200, response::object_as(200, res, &d.object, pb)))
             }
         }
         Verb::DeleteCollection => {
@@ -449,7 +462,7 @@ async fn serve_verb(
             check_fields(res, &opts)?;
             let deleted = api.delete_collection(res, ns, &opts)?;
             let rv = api.store.revision();
-            Ok((200, response::plain_list(res, rv, deleted)))
+            Ok((200, response::plain_list(res, rv, deleted, pb)))
         }
     }
 }

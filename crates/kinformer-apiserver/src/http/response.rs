@@ -25,6 +25,25 @@ pub(super) fn json_bytes(code: u16, body: impl Into<Body>) -> Response {
     r
 }
 
+/// A protobuf body (`application/vnd.kubernetes.protobuf`) with the given code.
+pub(super) fn protobuf(code: u16, body: Vec<u8>) -> Response {
+    let mut r = json_bytes(code, body);
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(crate::proto::MEDIA_TYPE),
+    );
+    r
+}
+
+/// One stored object: protobuf when the client asked for it and the object has that form,
+/// JSON otherwise.
+pub(super) fn object_as(code: u16, res: &ResourceInfo, o: &StoredObject, pb: bool) -> Response {
+    match pb.then(|| crate::proto::object_body(res, o)).flatten() {
+        Some(b) => protobuf(code, b),
+        None => object(code, o),
+    }
+}
+
 /// A Prometheus text exposition response.
 pub(super) fn text(code: u16, body: String) -> Response {
     let mut r = json_bytes(code, body);
@@ -56,12 +75,12 @@ pub(super) fn object(code: u16, o: &StoredObject) -> Response {
     json_bytes(code, o.bytes.clone())
 }
 
-fn list_header(
-    res: &ResourceInfo,
+/// A list's `ListMeta`.
+fn list_meta(
     page_rv: Option<u64>,
     cont: Option<&str>,
     remaining: Option<u64>,
-) -> Vec<u8> {
+) -> serde_json::Value {
     let mut meta = serde_json::Map::new();
     if let Some(rv) = page_rv {
         meta.insert("resourceVersion".into(), rv.to_string().into());
@@ -72,6 +91,10 @@ fn list_header(
     if let Some(n) = remaining {
         meta.insert("remainingItemCount".into(), n.into());
     }
+    serde_json::Value::Object(meta)
+}
+
+fn list_header(res: &ResourceInfo, meta: serde_json::Value) -> Vec<u8> {
     let head = serde_json::json!({"kind": res.list_kind(), "apiVersion": res.api_version(), "metadata": meta});
     let mut s = serde_json::to_vec(&head).unwrap_or_default();
     // Reopen the object to append the items.
@@ -80,20 +103,37 @@ fn list_header(
     s
 }
 
-/// A list response, streamed in chunks built straight from the stored bytes.
-pub(super) fn list(res: &ResourceInfo, page: ListPage) -> Response {
-    let head = list_header(
-        res,
+/// A list response: JSON streamed in chunks built straight from the stored bytes, or one
+/// protobuf body of the items' cached messages when the client asked for protobuf.
+pub(super) fn list(res: &ResourceInfo, page: ListPage, pb: bool) -> Response {
+    let meta = list_meta(
         Some(page.resource_version),
         page.continue_token.as_deref(),
         page.remaining_item_count,
     );
-    items_body(head, page.items)
+    list_of(res, meta, page.items, pb)
 }
 
 /// A list of objects with only a resourceVersion (deletecollection).
-pub(super) fn plain_list(res: &ResourceInfo, rv: u64, items: Vec<Arc<StoredObject>>) -> Response {
-    items_body(list_header(res, Some(rv), None, None), items)
+pub(super) fn plain_list(
+    res: &ResourceInfo,
+    rv: u64,
+    items: Vec<Arc<StoredObject>>,
+    pb: bool,
+) -> Response {
+    list_of(res, list_meta(Some(rv), None, None), items, pb)
+}
+
+fn list_of(
+    res: &ResourceInfo,
+    meta: serde_json::Value,
+    items: Vec<Arc<StoredObject>>,
+    pb: bool,
+) -> Response {
+    if pb && let Some(b) = crate::proto::list_body(res, &meta, &items) {
+        return protobuf(200, b);
+    }
+    items_body(list_header(res, meta), items)
 }
 
 fn items_body(head: Vec<u8>, items: Vec<Arc<StoredObject>>) -> Response {
@@ -140,8 +180,8 @@ fn items_body(head: Vec<u8>, items: Vec<Arc<StoredObject>>) -> Response {
     r
 }
 
-/// A streaming watch response fed by `rx`.
-pub(super) fn watch(rx: tokio::sync::mpsc::Receiver<Bytes>) -> Response {
+/// A streaming watch response fed by `rx`: JSON lines, or protobuf frames when `pb`.
+pub(super) fn watch(rx: tokio::sync::mpsc::Receiver<Bytes>, pb: bool) -> Response {
     let stream = futures::stream::unfold(rx, |mut rx| async move {
         rx.recv()
             .await
@@ -150,7 +190,11 @@ pub(super) fn watch(rx: tokio::sync::mpsc::Receiver<Bytes>) -> Response {
     let mut r = Response::new(Body::from_stream(stream));
     r.headers_mut().insert(
         header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
+        HeaderValue::from_static(if pb {
+            crate::proto::WATCH_MEDIA_TYPE
+        } else {
+            "application/json"
+        }),
     );
     r.headers_mut().insert(
         header::CACHE_CONTROL,

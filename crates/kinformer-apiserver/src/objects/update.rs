@@ -24,7 +24,7 @@ pub(crate) enum UpdateMode {
 #[derive(Debug)]
 pub(crate) enum UpdateOutcome {
     /// Store this new version.
-    Write(StoredObject),
+    Write(Box<StoredObject>),
     /// Nothing changed: the stored object stays (no revision is used).
     Unchanged,
     /// The last finalizer was removed from an object being deleted: it is deleted, as
@@ -33,9 +33,9 @@ pub(crate) enum UpdateOutcome {
     /// stored state, finalizers still listed, at the deletion's revision).
     Delete {
         /// What the update request is answered with.
-        response: StoredObject,
+        response: Box<StoredObject>,
         /// The DELETED event's object.
-        last: StoredObject,
+        last: Box<StoredObject>,
     },
 }
 
@@ -192,13 +192,13 @@ pub(crate) fn prepare_update_by(
             old.resource_version,
         );
         return Ok(UpdateOutcome::Delete {
-            response,
-            last: old.at_revision(rev),
+            response: Box::new(response),
+            last: Box::new(old.at_revision(rev)),
         });
     }
     meta.insert("resourceVersion".into(), Value::String(rev.to_string()));
     let obj = finish(res, result, &old.namespace, &old.name, &old.uid, rev);
-    Ok(UpdateOutcome::Write(obj))
+    Ok(UpdateOutcome::Write(Box::new(obj)))
 }
 
 #[cfg(test)]

@@ -36,6 +36,34 @@ pub struct StoredObject {
     /// Length of the type fields (`"apiVersion":..,"kind":..,`) right after the opening `{` of
     /// `bytes`; 0 when the object has none.
     pub type_len: usize,
+    /// This version's protobuf message, encoded from `bytes` the first time a protobuf client
+    /// reads it. A clone starts empty, so `..current.clone()` with new `bytes` never serves a
+    /// stale encoding.
+    pub proto: ProtoCache,
+}
+
+/// The protobuf form of one stored object version, encoded once on first use (see
+/// [`StoredObject::proto`]). Empty when cloned; never part of equality.
+#[derive(Debug, Default)]
+pub struct ProtoCache(std::sync::OnceLock<Option<Bytes>>);
+
+impl ProtoCache {
+    /// The cached message, or `encode`'s result (kept, `None` included).
+    pub(crate) fn get_or_encode(&self, encode: impl FnOnce() -> Option<Bytes>) -> Option<Bytes> {
+        self.0.get_or_init(encode).clone()
+    }
+}
+
+impl Clone for ProtoCache {
+    fn clone(&self) -> Self {
+        ProtoCache::default()
+    }
+}
+
+impl PartialEq for ProtoCache {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 /// Serializes a JSON object with `apiVersion` and `kind` first; returns the bytes and the
@@ -167,6 +195,7 @@ impl StoredObject {
             fields,
             bytes: Bytes::from(bytes),
             type_len,
+            proto: ProtoCache::default(),
         }
     }
 

@@ -31,10 +31,8 @@ func main() {
 	if err != nil {
 		fail("kubeconfig: %v", err)
 	}
-	// client-go's typed clients write built-in kinds as protobuf by default; the embedded
-	// server reads protobuf only for the access reviews so far (lists, watches and responses
-	// are JSON, which client-go negotiates), so writes are sent as JSON.
-	cfg.ContentType = "application/json"
+	// Unmodified: client-go's typed clients speak protobuf for built-in kinds (requests,
+	// responses, lists and watch frames), as they do against kube-apiserver.
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		fail("clientset: %v", err)
@@ -68,6 +66,29 @@ func main() {
 		case seen = <-added:
 		case <-ctx.Done():
 			fail("the lease informer did not see the new lease")
+		}
+	}
+	got, err := cs.CoordinationV1().Leases("default").Get(ctx, "from-client-go", metav1.GetOptions{})
+	if err != nil {
+		fail("get lease: %v", err)
+	}
+	holder := "client-go"
+	got.Spec.HolderIdentity = &holder
+	if _, err := cs.CoordinationV1().Leases("default").Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+		fail("update lease: %v", err)
+	}
+	for {
+		obj, exists, err := leases.GetStore().GetByKey("default/from-client-go")
+		if err != nil {
+			fail("store: %v", err)
+		}
+		if l, ok := obj.(*coordinationv1.Lease); exists && ok && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == holder {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			fail("the lease informer did not see the update")
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
 	out, _ := json.Marshal(map[string]any{"pods": len(pods.GetStore().List()), "lease": seen})
