@@ -5,6 +5,12 @@
 //! cannot express everything a Reflector sends (kube drops `resourceVersion=0` when a `limit` is
 //! set, and has no `resourceVersionMatch` for watches without `sendInitialEvents`).
 //!
+//! Built-in kinds are asked for in protobuf first, as client-go asks ([`WireFormat`]): a
+//! protobuf list is cut into items while it downloads (`proto_list`) and a protobuf watch into
+//! frames (`frames`); each item or event is transcoded to JSON by `kinformer-proto` and decoded
+//! by the same code as a JSON response, so the two wire formats cannot differ in what they
+//! accept. A server that answers JSON is read as JSON.
+//!
 //! Responses are decoded straight into `K`, never through a `serde_json::Value` tree (see
 //! `wire`): a list while it downloads (items are found by a small scanner and decoded in
 //! parallel batches, see `list_stream`), a watch line in one pass (framing in `frames`). They
@@ -25,8 +31,9 @@ use kube::Resource;
 use kube::client::Body;
 use serde::de::DeserializeOwned;
 
-use super::frames::watch_lines;
-use super::list_stream::ListStreamDecoder;
+use super::frames::{watch_frames, watch_lines};
+use super::list_stream::{ListBody, ListStreamDecoder};
+use super::proto_list::ProtoListDecoder;
 use super::status::{error_from_response, from_kube_error};
 use crate::reflector::{
     ItemSink, ListMeta, ListOptions, ListWatchError, ListerWatcher, WatchStream,
@@ -53,6 +60,23 @@ pub const METADATA_WATCH_ACCEPT: &str =
     "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
 /// The kind of the objects a metadata-only list or watch carries.
 const METADATA_KIND: &str = "PartialObjectMetadata";
+/// The `Accept` header of lists and watches of built-in kinds: protobuf first, JSON as the
+/// fallback, as client-go's typed clients ask.
+pub const PROTOBUF_ACCEPT: &str = "application/vnd.kubernetes.protobuf, application/json";
+
+/// What a [`KubeListerWatcher`] asks the server to send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum WireFormat {
+    /// Protobuf for built-in kinds (every kind client-go registers), JSON for the rest
+    /// (custom resources, metadata-only requests), as client-go does. The default. The bytes
+    /// are transcoded to JSON and decoded by the same code as a JSON response (see
+    /// `kinformer-proto`), so both formats give the same objects and the same errors; a
+    /// server that answers JSON anyway is read as JSON.
+    #[default]
+    Protobuf,
+    /// JSON only.
+    Json,
+}
 
 /// A [`ListerWatcher`] that lists and watches through a `kube::Client`.
 ///
@@ -108,6 +132,9 @@ pub struct KubeListerWatcher<K> {
     max_object_size: usize,
     /// `(list, watch)` `Accept` headers for metadata-only requests; `None`: full objects.
     accept: Option<(&'static str, &'static str)>,
+    /// The protobuf message of `K`, when it has one and the request is not metadata-only.
+    proto: Option<kinformer_proto::MessageRef>,
+    wire: WireFormat,
     _k: PhantomData<fn() -> K>,
 }
 
@@ -122,6 +149,8 @@ impl<K> Clone for KubeListerWatcher<K> {
             tweak: self.tweak.clone(),
             max_object_size: self.max_object_size,
             accept: self.accept,
+            proto: self.proto,
+            wire: self.wire,
             _k: PhantomData,
         }
     }
@@ -174,6 +203,15 @@ where
                 K::kind(dyntype).into_owned()
             },
             accept: metadata.then_some((METADATA_LIST_ACCEPT, METADATA_WATCH_ACCEPT)),
+            proto: (!metadata)
+                .then(|| {
+                    kinformer_proto::MessageRef::for_kind(
+                        &K::api_version(dyntype),
+                        &K::kind(dyntype),
+                    )
+                })
+                .flatten(),
+            wire: WireFormat::default(),
             label_selector: None,
             field_selector: None,
             tweak: None,
@@ -205,6 +243,20 @@ where
     ) -> Self {
         self.tweak = Some(Arc::new(tweak));
         self
+    }
+
+    /// What to ask the server to send (default [`WireFormat::Protobuf`]: protobuf for built-in
+    /// kinds, as client-go).
+    #[must_use]
+    pub fn with_wire_format(mut self, wire: WireFormat) -> Self {
+        self.wire = wire;
+        self
+    }
+
+    /// Whether requests ask for protobuf (a built-in kind, full objects, and
+    /// [`WireFormat::Protobuf`]).
+    pub fn asks_protobuf(&self) -> bool {
+        self.wire == WireFormat::Protobuf && self.proto.is_some()
     }
 
     /// Whether this source lists and watches only metadata (`K` is a `PartialObjectMeta`).
@@ -252,6 +304,8 @@ where
                 http::header::ACCEPT,
                 if watch { watch_accept } else { list },
             );
+        } else if self.asks_protobuf() {
+            request = request.header(http::header::ACCEPT, PROTOBUF_ACCEPT);
         }
         let request = request
             .body(Body::from(Vec::new()))
@@ -261,6 +315,23 @@ where
             return Ok(response);
         }
         Err(error_from_response(response).await)
+    }
+
+    /// `K`'s message when the response is protobuf (the server chooses, from the `Accept`
+    /// this source sent); `None` for JSON.
+    fn protobuf_response(
+        &self,
+        response: &http::Response<Body>,
+    ) -> Option<kinformer_proto::MessageRef> {
+        let ct = response
+            .headers()
+            .get(http::header::CONTENT_TYPE)?
+            .to_str()
+            .ok()?;
+        let media = ct.split(';').next()?.trim();
+        (self.asks_protobuf() && media.eq_ignore_ascii_case(kinformer_proto::MEDIA_TYPE))
+            .then_some(self.proto)
+            .flatten()
     }
 }
 
@@ -285,8 +356,18 @@ where
             Frame(F),
         }
         let response = self.get(options, false).await?;
+        let mut decoder: Box<dyn ListBody<K>> = match self.protobuf_response(&response) {
+            Some(item) => Box::new(ProtoListDecoder::<K>::new(
+                &self.kind,
+                item,
+                self.max_object_size,
+            )),
+            None => Box::new(ListStreamDecoder::<K>::new(
+                &self.kind,
+                self.max_object_size,
+            )),
+        };
         let mut body = response.into_body();
-        let mut decoder = ListStreamDecoder::<K>::new(&self.kind, self.max_object_size);
         let mut jobs: VecDeque<Job<K>> = VecDeque::new();
         // decoded items that may not leave yet
         let mut held: Vec<Arc<K>> = Vec::new();
@@ -368,8 +449,13 @@ where
         let options = options.clone();
         async move {
             let response = self.get(&options, true).await?;
+            let protobuf = self.protobuf_response(&response).is_some();
             let body = response.into_body().into_data_stream();
-            Ok(watch_lines(body, self.kind.clone(), self.max_object_size))
+            Ok(if protobuf {
+                watch_frames(body, self.kind.clone(), self.max_object_size)
+            } else {
+                watch_lines(body, self.kind.clone(), self.max_object_size)
+            })
         }
         .boxed()
     }

@@ -85,7 +85,7 @@ impl<K: DeserializeOwned + Clone> ListStreamDecoder<K> {
             phase: Phase::Head,
             envelope: Vec::new(),
             item: Vec::new(),
-            raw: RawItems::starting_at(0),
+            raw: RawItems::starting_at(0, None),
             count: 0,
             _k: std::marker::PhantomData,
             depth: 0,
@@ -123,7 +123,7 @@ impl<K: DeserializeOwned + Clone> ListStreamDecoder<K> {
     /// relative to other batches is the caller's to keep.
     pub(crate) fn take_raw(&mut self, min: usize) -> Option<RawItems> {
         (self.error.is_none() && !self.raw.is_empty() && self.raw.len() >= min)
-            .then(|| std::mem::replace(&mut self.raw, RawItems::starting_at(self.count)))
+            .then(|| std::mem::replace(&mut self.raw, RawItems::starting_at(self.count, None)))
     }
 
     /// Decodes and takes the complete items, if there are at least `min` and the list is
@@ -205,7 +205,7 @@ impl<K: DeserializeOwned + Clone> ListStreamDecoder<K> {
         }
         self.item = Vec::new();
         self.envelope = Vec::new();
-        self.raw = RawItems::starting_at(self.count);
+        self.raw = RawItems::starting_at(self.count, None);
     }
 
     /// Ends the body: parses the envelope and returns the page.
@@ -413,25 +413,66 @@ impl<K: DeserializeOwned + Clone> ListStreamDecoder<K> {
     }
 }
 
-/// Complete list items, not decoded yet: their JSON back to back.
+/// A list body being decoded as it arrives, in either wire format: JSON
+/// ([`ListStreamDecoder`]) or protobuf ([`ProtoListDecoder`](super::proto_list::ProtoListDecoder)).
+/// Both cut out complete items ([`RawItems`]) that are decoded elsewhere, in parallel.
+pub(crate) trait ListBody<K>: Send {
+    /// Feeds the next chunk of the body.
+    fn push(&mut self, chunk: &[u8]);
+    /// Whether the list is known to be of the expected kind, so items may leave early.
+    fn kind_verified(&self) -> bool;
+    /// The error that has failed the list so far.
+    fn error(&self) -> Option<ListWatchError>;
+    /// The complete items not decoded yet, if at least `min`.
+    fn take_raw(&mut self, min: usize) -> Option<RawItems>;
+    /// Ends the body: the page with the items not taken yet.
+    fn finish(self: Box<Self>) -> Result<ListPage<Arc<K>>, ListWatchError>;
+}
+
+impl<K: DeserializeOwned + Clone + Send + 'static> ListBody<K> for ListStreamDecoder<K> {
+    fn push(&mut self, chunk: &[u8]) {
+        ListStreamDecoder::push(self, chunk);
+    }
+
+    fn kind_verified(&self) -> bool {
+        ListStreamDecoder::kind_verified(self)
+    }
+
+    fn error(&self) -> Option<ListWatchError> {
+        ListStreamDecoder::error(self)
+    }
+
+    fn take_raw(&mut self, min: usize) -> Option<RawItems> {
+        ListStreamDecoder::take_raw(self, min)
+    }
+
+    fn finish(self: Box<Self>) -> Result<ListPage<Arc<K>>, ListWatchError> {
+        ListStreamDecoder::finish(*self)
+    }
+}
+
+/// Complete list items, not decoded yet: their bytes back to back, JSON or (when `proto` names
+/// the item message) protobuf messages, which are transcoded to JSON first.
 #[derive(Debug)]
 pub(crate) struct RawItems {
     bytes: Vec<u8>,
     ends: Vec<usize>,
     /// The list index of the first item (for error messages).
     first: usize,
+    proto: Option<kinformer_proto::MessageRef>,
 }
 
 impl RawItems {
-    fn starting_at(first: usize) -> Self {
+    pub(crate) fn starting_at(first: usize, proto: Option<kinformer_proto::MessageRef>) -> Self {
         Self {
             bytes: Vec::new(),
             ends: Vec::new(),
             first,
+            proto,
         }
     }
 
-    fn push(&mut self, item: &[u8]) {
+    pub(crate) fn push(&mut self, item: &[u8]) {
         self.bytes.extend_from_slice(item);
         self.ends.push(self.bytes.len());
     }
@@ -441,7 +482,7 @@ impl RawItems {
         self.ends.len()
     }
 
-    fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.ends.is_empty()
     }
 
@@ -461,7 +502,21 @@ impl RawItems {
         let mut out = Vec::with_capacity(self.ends.len());
         let mut start = 0;
         for (i, &end) in self.ends.iter().enumerate() {
-            let obj: K = serde_json::from_slice(&self.bytes[start..end]).map_err(|e| {
+            let item = &self.bytes[start..end];
+            let json;
+            let item = match self.proto {
+                None => item,
+                Some(msg) => {
+                    json = kinformer_proto::message_to_json(msg, item).map_err(|e| {
+                        ListWatchError::Decode(format!(
+                            "cannot decode {kind}List: item {}: {e}",
+                            self.first + i
+                        ))
+                    })?;
+                    &json[..]
+                }
+            };
+            let obj: K = serde_json::from_slice(item).map_err(|e| {
                 ListWatchError::Decode(format!(
                     "cannot decode {kind}List: item {}: {e}",
                     self.first + i

@@ -4,10 +4,12 @@
 mod frames;
 mod kube;
 mod list_stream;
+mod proto_list;
 mod status;
 mod wire;
 
 pub use self::kube::{
     DEFAULT_MAX_OBJECT_SIZE, KubeListerWatcher, METADATA_LIST_ACCEPT, METADATA_WATCH_ACCEPT,
+    PROTOBUF_ACCEPT, WireFormat,
 };
 pub use self::wire::{decode_list, decode_watch_line};
