@@ -44,21 +44,24 @@ impl Tier {
     }
 
     /// The informer peers run on this tier (each on the workloads it [runs](Peer::runs)).
-    /// The embedded server speaks JSON only, so client-go runs there on JSON (its metadata
-    /// informer too); on the real server it runs both ways.
+    /// Both servers speak protobuf for built-in kinds, so client-go and kinformer run both
+    /// ways on both tiers.
     pub fn informer_peers(self) -> &'static [Peer] {
         match self {
             Tier::Embedded => &[
                 Peer::Kinformer,
+                Peer::KinformerJson,
                 Peer::KinformerLean,
                 Peer::KinformerMetadata,
                 Peer::KinformerDeltaFifo,
                 Peer::KubeRs,
+                Peer::ClientGo,
                 Peer::ClientGoJson,
                 Peer::ClientGoMetadata,
             ],
             Tier::Real => &[
                 Peer::Kinformer,
+                Peer::KinformerJson,
                 Peer::KinformerLean,
                 Peer::KinformerMetadata,
                 Peer::KinformerDeltaFifo,

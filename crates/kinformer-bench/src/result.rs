@@ -68,6 +68,9 @@ pub enum Peer {
     KinformerDeltaFifo,
     /// The same with the factory's `cache_mode(CacheMode::Lean)`: objects kept compressed.
     KinformerLean,
+    /// kinformer on JSON (`wire_format(WireFormat::Json)`), as before it spoke protobuf (W1,
+    /// W1t, W2).
+    KinformerJson,
     /// kube-rs: `watcher` + `reflector`.
     KubeRs,
     /// client-go on protobuf (what client-go does for built-in types in the field).
@@ -93,6 +96,7 @@ impl Peer {
             Peer::KinformerMetadata => "kinformer-metadata",
             Peer::KinformerDeltaFifo => "kinformer-delta-fifo",
             Peer::KinformerLean => "kinformer-lean",
+            Peer::KinformerJson => "kinformer-json",
             Peer::KubeRs => "kube-rs",
             Peer::ClientGo => "client-go",
             Peer::ClientGoJson => "client-go-json",
@@ -121,6 +125,7 @@ impl Peer {
             }
             Peer::KinformerDeltaFifo => matches!(workload, Workload::W2 | Workload::W3),
             Peer::KinformerLean => matches!(workload, Workload::W1 | Workload::W1t | Workload::W3),
+            Peer::KinformerJson => matches!(workload, Workload::W1 | Workload::W1t | Workload::W2),
             Peer::FloorPaged | Peer::FloorUnpaged => workload == Workload::W1,
             Peer::FloorWatch => workload == Workload::W2,
             Peer::Kinformer | Peer::KubeRs | Peer::ClientGo | Peer::ClientGoJson => true,
@@ -292,6 +297,7 @@ mod tests {
             Peer::Kinformer,
             Peer::KinformerMetadata,
             Peer::KinformerDeltaFifo,
+            Peer::KinformerJson,
             Peer::KubeRs,
             Peer::ClientGo,
             Peer::ClientGoJson,

@@ -7,7 +7,7 @@ use base64::Engine;
 use serde_json::{Map, Value};
 
 use crate::ProtoError;
-use crate::decode::MAX_DEPTH;
+use crate::de::MAX_DEPTH;
 use crate::gotime;
 use crate::schema::{Kind, MessageRef};
 use crate::wire::{begin_nested, end_nested, put_bytes, put_key, put_varint_field};

@@ -34,7 +34,7 @@
 //! assert_eq!(back["spec"]["containers"][0]["image"], "nginx");
 //! ```
 
-mod decode;
+mod de;
 mod encode;
 mod gotime;
 mod schema;
@@ -44,6 +44,7 @@ mod wire;
 
 use serde_json::Value;
 
+pub use de::MessageDeserializer;
 pub use schema::MessageRef;
 
 /// The media type of Kubernetes protobuf bodies.
@@ -76,12 +77,10 @@ pub enum ProtoError {
     /// The JSON is not of the message's shape, or embedded JSON is invalid.
     #[error("json: {0}")]
     Json(String),
-    /// Decoding would write more than the output limit.
-    #[error("protobuf: the decoded JSON would exceed {limit} bytes")]
-    TooLarge {
-        /// The limit that was reached.
-        limit: usize,
-    },
+    /// The input expands past what its size allows (about four values per input byte):
+    /// empty messages that stand for many zero values each.
+    #[error("protobuf: the input expands past its limit")]
+    TooLarge,
 }
 
 /// A decoded `k8s\0` envelope (`runtime.Unknown`): the type and the raw message.
@@ -151,27 +150,28 @@ pub fn envelope(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
 
 /// A message as a JSON object (no `apiVersion`/`kind`: those are the envelope's).
 pub fn message_to_json(msg: MessageRef, raw: &[u8]) -> Result<Vec<u8>, ProtoError> {
-    let mut d = decode::Decoder::new(raw.len());
-    d.message(msg, raw, 0)?;
-    Ok(d.out)
+    to_json(MessageDeserializer::new(msg, raw))
 }
 
 /// A message as a JSON object that starts with the given `apiVersion` and `kind`.
-pub fn typed_message_to_json(
-    api_version: &str,
-    kind: &str,
+pub fn typed_message_to_json<'a>(
+    api_version: &'a str,
+    kind: &'a str,
     msg: MessageRef,
-    raw: &[u8],
+    raw: &'a [u8],
 ) -> Result<Vec<u8>, ProtoError> {
-    let mut d = decode::Decoder::new(raw.len());
-    d.out.extend_from_slice(b"{\"apiVersion\":");
-    let _ = serde_json::to_writer(&mut d.out, api_version);
-    d.out.extend_from_slice(b",\"kind\":");
-    let _ = serde_json::to_writer(&mut d.out, kind);
-    let mut first = false;
-    d.fields(msg.get(), raw, &mut first, 0)?;
-    d.out.push(b'}');
-    Ok(d.out)
+    to_json(MessageDeserializer::new(msg, raw).typed(api_version, kind))
+}
+
+/// The JSON writer: the deserializer's one walk, transcoded into serde_json.
+fn to_json(mut d: MessageDeserializer<'_>) -> Result<Vec<u8>, ProtoError> {
+    let mut out = Vec::with_capacity(d.input_len().saturating_mul(2));
+    let mut ser = serde_json::Serializer::new(&mut out);
+    match serde_transcode::transcode(&mut d, &mut ser) {
+        Ok(()) => Ok(out),
+        Err(_) if d.budget_exhausted() => Err(ProtoError::TooLarge),
+        Err(e) => Err(ProtoError::Json(e.to_string())),
+    }
 }
 
 /// A whole protobuf body (envelope included) as the JSON of the object, with its

@@ -24,7 +24,7 @@ use tokio_util::task::TaskTracker;
 
 use crate::informer::{QueueMode, SharedIndexInformer};
 use crate::reflector::{ListOptions, ListerWatcher};
-use crate::source::KubeListerWatcher;
+use crate::source::{KubeListerWatcher, WireFormat};
 use crate::store::{CacheMode, Indexers, NAMESPACE_INDEX, namespace_index_func};
 use crate::wait::{SyncSignal, wait_for_cache_sync};
 
@@ -109,9 +109,18 @@ pub struct SharedInformerFactoryBuilder {
     max_object_size: usize,
     queue_mode: QueueMode,
     cache_mode: CacheMode,
+    wire_format: WireFormat,
 }
 
 impl SharedInformerFactoryBuilder {
+    /// What every informer's source asks the server to send (default
+    /// [`WireFormat::Protobuf`]: protobuf for built-in kinds, JSON for custom resources, as
+    /// client-go; see [`KubeListerWatcher::with_wire_format`]).
+    pub fn wire_format(mut self, wire: WireFormat) -> Self {
+        self.wire_format = wire;
+        self
+    }
+
     /// How every informer's cache holds its objects (default [`CacheMode::Full`];
     /// [`CacheMode::Lean`] keeps them compressed and decodes on demand: far less memory,
     /// dearer reads, see [`CacheMode`]).
@@ -204,6 +213,7 @@ impl SharedInformerFactoryBuilder {
                 max_object_size: self.max_object_size,
                 queue_mode: self.queue_mode,
                 cache_mode: self.cache_mode,
+                wire_format: self.wire_format,
                 informers: Mutex::new(Vec::new()),
                 tasks: TaskTracker::new(),
                 cancel: CancellationToken::new(),
@@ -263,6 +273,7 @@ struct FactoryInner {
     max_object_size: usize,
     queue_mode: QueueMode,
     cache_mode: CacheMode,
+    wire_format: WireFormat,
     informers: Mutex<Vec<Registered>>,
     tasks: TaskTracker,
     cancel: CancellationToken,
@@ -296,6 +307,7 @@ impl SharedInformerFactory {
             max_object_size: crate::source::DEFAULT_MAX_OBJECT_SIZE,
             queue_mode: QueueMode::default(),
             cache_mode: CacheMode::default(),
+            wire_format: WireFormat::default(),
         }
     }
 
@@ -455,7 +467,9 @@ impl SharedInformerFactory {
     where
         K: crate::Object + Clone + Debug + Serialize + DeserializeOwned,
     {
-        lw = lw.with_max_object_size(self.inner.max_object_size);
+        lw = lw
+            .with_max_object_size(self.inner.max_object_size)
+            .with_wire_format(self.inner.wire_format);
         if let Some(l) = &scope.label_selector {
             lw = lw.with_label_selector(l.clone());
         }

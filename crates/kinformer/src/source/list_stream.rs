@@ -503,20 +503,15 @@ impl RawItems {
         let mut start = 0;
         for (i, &end) in self.ends.iter().enumerate() {
             let item = &self.bytes[start..end];
-            let json;
-            let item = match self.proto {
-                None => item,
+            let obj: K = match self.proto {
+                None => serde_json::from_slice(item).map_err(|e| e.to_string()),
+                // protobuf straight into K: no JSON text in between
                 Some(msg) => {
-                    json = kinformer_proto::message_to_json(msg, item).map_err(|e| {
-                        ListWatchError::Decode(format!(
-                            "cannot decode {kind}List: item {}: {e}",
-                            self.first + i
-                        ))
-                    })?;
-                    &json[..]
+                    K::deserialize(&mut kinformer_proto::MessageDeserializer::new(msg, item))
+                        .map_err(|e| e.to_string())
                 }
-            };
-            let obj: K = serde_json::from_slice(item).map_err(|e| {
+            }
+            .map_err(|e| {
                 ListWatchError::Decode(format!(
                     "cannot decode {kind}List: item {}: {e}",
                     self.first + i
