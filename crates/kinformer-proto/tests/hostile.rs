@@ -73,7 +73,7 @@ fn output_is_bounded_for_amplifying_input() {
     match object_to_json(&body) {
         Ok(json) => assert!(json.len() <= body.len() * 64 + (1 << 20)),
         Err(e) => assert!(
-            matches!(e, kinformer_proto::ProtoError::TooLarge { .. }),
+            matches!(e, kinformer_proto::ProtoError::TooLarge),
             "{e}"
         ),
     }
