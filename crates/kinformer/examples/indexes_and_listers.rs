@@ -39,7 +39,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     factory.start();
     factory.wait_for_cache_sync(&CancellationToken::new()).await;
 
-    let indexer = pods.get_indexer();
+    let indexer = pods.indexer();
     println!(
         "{} nodes carry pods",
         indexer.list_index_func_values("by-node").len()

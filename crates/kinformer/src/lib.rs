@@ -45,7 +45,7 @@
 //! )?;
 //! factory.start();
 //! factory.wait_for_cache_sync(&CancellationToken::new()).await;
-//! let on_node = pods.get_indexer().by_index("by-node", "node-1")?;
+//! let on_node = pods.indexer().by_index("by-node", "node-1")?;
 //! println!("{} pods on node-1", on_node.len());
 //! factory.shutdown().await;
 //! # Ok(()) }

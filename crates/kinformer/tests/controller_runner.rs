@@ -11,7 +11,6 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kinformer::controller::{Action, Controller, ControllerError};
 use kinformer::informer::SharedIndexInformer;
-use kinformer::store::Indexers;
 use parking_lot::Mutex;
 use support::{FakeControllerSource, pod, settle};
 use tokio::task::JoinHandle;
@@ -21,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 const MS: Duration = Duration::from_millis(1);
 
 fn informer(source: &FakeControllerSource) -> SharedIndexInformer<Pod> {
-    SharedIndexInformer::new(source.clone(), Duration::ZERO, Indexers::default())
+    SharedIndexInformer::builder(source.clone()).build()
 }
 
 /// Runs `informers` until `cancel`.
@@ -71,7 +70,7 @@ async fn reconciles_every_object_after_sync() {
         let (seen, pods) = (seen.clone(), pods.clone());
         spawn_controller(controller, &cancel, move |key| {
             seen.lock()
-                .push((key, pods.has_synced(), pods.get_store().len()));
+                .push((key, pods.has_synced(), pods.indexer().len()));
             async { Ok(Action::await_change()) }
         })
     };

@@ -58,7 +58,9 @@ fn set(names: &[&str]) -> BTreeSet<String> {
 }
 
 fn informer(source: &FakeControllerSource, resync: Duration) -> SharedIndexInformer<Pod> {
-    SharedIndexInformer::new(source.clone(), resync, Indexers::default())
+    SharedIndexInformer::builder(source.clone())
+        .resync_period(resync)
+        .build()
 }
 
 struct Running {
@@ -93,13 +95,22 @@ async fn listener_resync_periods() {
     let l2 = TestListener::new();
     let l3 = TestListener::new();
     informer
-        .add_event_handler_with_resync_period(l1.clone(), Duration::ZERO)
+        .add_event_handler_with(
+            l1.clone(),
+            HandlerOptions::default().resync_period(Duration::ZERO),
+        )
         .unwrap();
     informer
-        .add_event_handler_with_resync_period(l2.clone(), Duration::from_secs(2))
+        .add_event_handler_with(
+            l2.clone(),
+            HandlerOptions::default().resync_period(Duration::from_secs(2)),
+        )
         .unwrap();
     informer
-        .add_event_handler_with_resync_period(l3.clone(), Duration::from_secs(3))
+        .add_event_handler_with(
+            l3.clone(),
+            HandlerOptions::default().resync_period(Duration::from_secs(3)),
+        )
         .unwrap();
     let running = run(&informer);
     settle().await;
@@ -130,7 +141,10 @@ async fn resync_check_period() {
     let source = FakeControllerSource::new();
     let informer = informer(&source, Duration::from_secs(12 * 3600));
     let h1 = informer
-        .add_event_handler_with_resync_period(TestListener::new(), Duration::ZERO)
+        .add_event_handler_with(
+            TestListener::new(),
+            HandlerOptions::default().resync_period(Duration::ZERO),
+        )
         .unwrap();
     assert_eq!(
         informer.resync_check_period(),
@@ -139,14 +153,20 @@ async fn resync_check_period() {
     assert_eq!(h1.resync_period(), Duration::ZERO);
 
     let h2 = informer
-        .add_event_handler_with_resync_period(TestListener::new(), Duration::from_secs(60))
+        .add_event_handler_with(
+            TestListener::new(),
+            HandlerOptions::default().resync_period(Duration::from_secs(60)),
+        )
         .unwrap();
     assert_eq!(informer.resync_check_period(), Duration::from_secs(60));
     assert_eq!(h1.resync_period(), Duration::ZERO);
     assert_eq!(h2.resync_period(), Duration::from_secs(60));
 
     let h3 = informer
-        .add_event_handler_with_resync_period(TestListener::new(), Duration::from_secs(55))
+        .add_event_handler_with(
+            TestListener::new(),
+            HandlerOptions::default().resync_period(Duration::from_secs(55)),
+        )
         .unwrap();
     assert_eq!(informer.resync_check_period(), Duration::from_secs(55));
     assert_eq!(h1.resync_period(), Duration::ZERO);
@@ -154,7 +174,10 @@ async fn resync_check_period() {
     assert_eq!(h3.resync_period(), Duration::from_secs(55));
 
     let h4 = informer
-        .add_event_handler_with_resync_period(TestListener::new(), Duration::from_secs(5))
+        .add_event_handler_with(
+            TestListener::new(),
+            HandlerOptions::default().resync_period(Duration::from_secs(5)),
+        )
         .unwrap();
     assert_eq!(informer.resync_check_period(), Duration::from_secs(5));
     assert_eq!(h1.resync_period(), Duration::ZERO);
@@ -169,7 +192,10 @@ async fn resync_period_rules_after_start_and_minimum() {
     let informer = informer(&source, Duration::from_secs(10));
     // below the minimum of 1s → raised to 1s, and lowers the check period before start
     let h = informer
-        .add_event_handler_with_resync_period(TestListener::new(), Duration::from_millis(10))
+        .add_event_handler_with(
+            TestListener::new(),
+            HandlerOptions::default().resync_period(Duration::from_millis(10)),
+        )
         .unwrap();
     assert_eq!(h.resync_period(), Duration::from_secs(1));
     assert_eq!(informer.resync_check_period(), Duration::from_secs(1));
@@ -181,7 +207,10 @@ async fn resync_period_rules_after_start_and_minimum() {
     let running2 = run(&informer2);
     settle().await;
     let late = informer2
-        .add_event_handler_with_resync_period(TestListener::new(), Duration::from_secs(2))
+        .add_event_handler_with(
+            TestListener::new(),
+            HandlerOptions::default().resync_period(Duration::from_secs(2)),
+        )
         .unwrap();
     assert_eq!(late.resync_period(), Duration::from_secs(30));
     assert_eq!(informer2.resync_check_period(), Duration::from_secs(30));
@@ -196,7 +225,10 @@ async fn informer_with_zero_period_never_resyncs() {
     let informer = informer(&source, Duration::ZERO);
     let l = TestListener::new();
     let h = informer
-        .add_event_handler_with_resync_period(l.clone(), Duration::from_secs(5))
+        .add_event_handler_with(
+            l.clone(),
+            HandlerOptions::default().resync_period(Duration::from_secs(5)),
+        )
         .unwrap();
     assert_eq!(h.resync_period(), Duration::ZERO);
     let running = run(&informer);
@@ -217,10 +249,16 @@ async fn shared_informer_watch_disruption() {
     let no_resync = TestListener::new();
     let resync = TestListener::new();
     informer
-        .add_event_handler_with_resync_period(no_resync.clone(), Duration::ZERO)
+        .add_event_handler_with(
+            no_resync.clone(),
+            HandlerOptions::default().resync_period(Duration::ZERO),
+        )
         .unwrap();
     informer
-        .add_event_handler_with_resync_period(resync.clone(), Duration::from_secs(1))
+        .add_event_handler_with(
+            resync.clone(),
+            HandlerOptions::default().resync_period(Duration::from_secs(1)),
+        )
         .unwrap();
     let running = run(&informer);
     settle().await;
@@ -245,7 +283,7 @@ async fn shared_informer_watch_disruption() {
     settle().await;
     assert_eq!(no_resync.names(), set(&["pod2", "pod3"]));
     assert!(resync.names().is_superset(&set(&["pod1", "pod2", "pod3"])));
-    let cached: BTreeSet<String> = informer.get_store().list_keys().into_iter().collect();
+    let cached: BTreeSet<String> = informer.indexer().list_keys().into_iter().collect();
     assert_eq!(cached, set(&["pod1", "pod2", "pod3"]));
     running.stop().await;
 }
@@ -491,7 +529,7 @@ async fn handler_sync_waits_for_its_own_backlog() {
     }
     let informer = informer(&source, Duration::ZERO);
     let slow = informer
-        .add_event_handler_with_options(
+        .add_event_handler_with(
             ResourceEventHandlerFuncs::new().on_add(|_: &Arc<Pod>, _| {}),
             HandlerOptions::default().name("slow"),
         )
@@ -523,7 +561,7 @@ async fn event_stream_yields_initial_list_then_synced_then_live() {
                 // the cache already holds what the stream yields
                 assert!(
                     informer
-                        .get_store()
+                        .indexer()
                         .get_by_key(obj.metadata.name.as_deref().unwrap())
                         .is_some()
                 );
@@ -594,6 +632,6 @@ async fn relist_delete_reaches_handlers_as_tombstone() {
     tokio::time::sleep(Duration::from_secs(2)).await;
     settle().await;
     assert_eq!(*deleted.lock(), vec![("pod2".to_string(), true)]);
-    assert!(informer.get_store().get_by_key("pod2").is_none());
+    assert!(informer.indexer().get_by_key("pod2").is_none());
     running.stop().await;
 }

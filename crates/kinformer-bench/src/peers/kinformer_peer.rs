@@ -64,7 +64,7 @@ impl<K: Object> KinformerPeer<K> {
 
 impl<K: Object> RunningPeer for KinformerPeer<K> {
     fn cached(&self) -> u64 {
-        self.informer.get_indexer().list_keys().len() as u64
+        self.informer.indexer().list_keys().len() as u64
     }
 
     fn last_sync_resource_version(&self) -> Option<u64> {

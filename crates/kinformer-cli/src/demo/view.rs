@@ -119,16 +119,16 @@ impl Tracked {
             let options = HandlerOptions::default()
                 .name(view.name.clone())
                 .blocking(delay.is_some());
-            let reg = informer.add_event_handler_with_options(funcs, options)?;
+            let reg = informer.add_event_handler_with(funcs, options)?;
             tracked.push(TrackedHandler { view, reg });
         }
         let (i1, i2, i3) = (informer.clone(), informer.clone(), informer.clone());
         Ok(Tracked {
             resource,
-            len: Box::new(move || i1.get_indexer().len()),
+            len: Box::new(move || i1.indexer().len()),
             synced: Box::new(move || i2.has_synced()),
             cache: Box::new(move || {
-                i3.get_indexer()
+                i3.indexer()
                     .list()
                     .iter()
                     .filter_map(|o| {
