@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
-use kinformer::{IndexFunc, LabelSelector, SharedInformerFactory};
+use kinformer::{IndexFunc, SharedInformerFactory, store::LabelSelector};
 use tokio_util::sync::CancellationToken;
 
 #[tokio::main]

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kinformer::queue::{DeltaFifo, DeltaFifoOptions, DeltaType, Deltas, QueueError};
-use kinformer::{DeletedFinalStateUnknown, ObjectOrTombstone, ReflectorStore};
+use kinformer::{DeletedFinalStateUnknown, ObjectOrTombstone, store::ReflectorStore};
 
 use DeltaType::{Added, Deleted, Replaced, Sync, Updated};
 use delta_fifo_support::*;
@@ -472,9 +472,9 @@ fn test_delta_fifo_key_of() {
     .into();
     assert_eq!(f.key_of(&b).unwrap(), "B");
     // client-go's Deltas cases: the key of a Deltas is the key of its newest object.
-    let c = Deltas::from(vec![kinformer::Delta::new(Added, obj("C", 0))]);
+    let c = Deltas::from(vec![kinformer::queue::Delta::new(Added, obj("C", 0))]);
     assert_eq!(f.key_of(&c.newest().unwrap().object).unwrap(), "C");
-    let d = Deltas::from(vec![kinformer::Delta {
+    let d = Deltas::from(vec![kinformer::queue::Delta {
         delta_type: Deleted,
         object: DeletedFinalStateUnknown {
             key: "D".into(),

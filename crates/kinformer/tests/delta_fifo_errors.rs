@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kinformer::queue::{DeltaFifo, DeltaFifoOptions, DeltaType, QueueError};
-use kinformer::{KeyListerGetter, ReflectorStore};
+use kinformer::{store::KeyListerGetter, store::ReflectorStore};
 
 use DeltaType::{Added, Deleted, Replaced, Sync, Updated};
 use delta_fifo_support::*;

@@ -22,7 +22,7 @@ use embedded_support::*;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kinformer::{
     IndexFuncError, Indexer, Indexers, Object, ObjectOrTombstone, ResourceEventHandlerFuncs,
-    SharedIndexInformer, SharedInformerFactory, meta_namespace_key, resource_version,
+    SharedIndexInformer, SharedInformerFactory, meta_namespace_key, object::resource_version,
 };
 use kinformer_apiserver::{ResourceInfo, RunningServer, Scope, ServerConfig};
 use kube::api::{ApiResource, DynamicObject};

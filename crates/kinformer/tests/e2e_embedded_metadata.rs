@@ -18,7 +18,7 @@ use embedded_support::*;
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::{
     ObjectOrTombstone, ResourceEventHandlerFuncs, SharedInformerFactory, meta_namespace_key,
-    resource_version,
+    object::resource_version,
 };
 use kinformer_apiserver::{RunningServer, ServerConfig};
 use kube::Resource;

@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kinformer::informer::{QueueMode, ResourceEventHandlerFuncs, SharedIndexInformer};
 use kinformer::reflector::{ListPage, ListWatch, Status, WatchEvent};
 use kinformer::store::CacheMode;
-use kinformer::{ObjectOrTombstone, resource_version};
+use kinformer::{ObjectOrTombstone, object::resource_version};
 use kube::api::ObjectMeta;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;

@@ -10,8 +10,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kinformer::ReflectorStore;
 use kinformer::queue::{Popped, RealFifo, RealFifoMode, RealFifoOptions};
+use kinformer::store::ReflectorStore;
 
 use delta_fifo_support::obj;
 use real_fifo_support::*;

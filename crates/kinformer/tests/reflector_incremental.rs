@@ -10,7 +10,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::queue::{DeltaFifo, DeltaFifoOptions, DeltaType};
 use kinformer::reflector::{Reflector, ReflectorError, Status, WatchEvent};
-use kinformer::{KeyListerGetter, ObjectOrTombstone};
+use kinformer::{ObjectOrTombstone, store::KeyListerGetter};
 use parking_lot::Mutex;
 use reflector_support::*;
 use tokio_util::sync::CancellationToken;

@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kinformer::reflector::{
     ListOptions, ListerWatcher, ListerWatcherExt, Reflector, ReflectorError,
 };
-use kinformer::{KubeListerWatcher, WatchEvent};
+use kinformer::{KubeListerWatcher, reflector::WatchEvent};
 use kube::api::{ApiResource, DynamicObject};
 use parking_lot::Mutex;
 use reflector_support::*;

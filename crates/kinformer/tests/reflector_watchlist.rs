@@ -32,9 +32,9 @@ fn end(rv: &str) -> WatchEvent<Pod> {
 }
 
 fn no_list(
-    _: &kinformer::ListOptions,
+    _: &kinformer::reflector::ListOptions,
     _: usize,
-) -> Result<kinformer::ListPage<Pod>, ListWatchError> {
+) -> Result<kinformer::reflector::ListPage<Pod>, ListWatchError> {
     panic!("no LIST request expected")
 }
 

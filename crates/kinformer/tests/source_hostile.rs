@@ -17,7 +17,9 @@ use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::informer::{QueueMode, ResourceEventHandlerFuncs};
 use kinformer::reflector::{ListOptions, ListWatchError, ListerWatcher, ListerWatcherExt};
-use kinformer::{KubeListerWatcher, SharedIndexInformer, SharedInformerFactory, WatchEvent};
+use kinformer::{
+    KubeListerWatcher, SharedIndexInformer, SharedInformerFactory, reflector::WatchEvent,
+};
 use parking_lot::Mutex;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;

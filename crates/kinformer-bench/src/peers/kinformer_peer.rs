@@ -13,8 +13,8 @@ use std::sync::atomic::Ordering;
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::store::CacheMode;
 use kinformer::{
-    IndexFunc, Indexers, Object, QueueMode, ResourceEventHandlerFuncs, SharedIndexInformer,
-    SharedInformerFactory, SharedInformerFactoryBuilder,
+    IndexFunc, Indexers, Object, ResourceEventHandlerFuncs, SharedIndexInformer,
+    SharedInformerFactory, factory::SharedInformerFactoryBuilder, informer::QueueMode,
 };
 
 use super::{Counters, PeerError, RunningPeer};

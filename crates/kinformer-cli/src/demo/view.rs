@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use kinformer::{
     HandlerOptions, InformerError, Object, ResourceEventHandlerFuncs,
-    ResourceEventHandlerRegistration, SharedIndexInformer, meta_namespace_key, resource_version,
+    ResourceEventHandlerRegistration, SharedIndexInformer, meta_namespace_key,
+    object::resource_version,
 };
 use parking_lot::Mutex;
 

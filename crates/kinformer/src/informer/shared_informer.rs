@@ -24,11 +24,12 @@ use super::processor::{Processor, determine_resync_period};
 pub const MAX_QUEUED_DELTAS: usize = 1024;
 use super::queue::{InformerQueue, LeanLists, QueueMode};
 use super::stream::EventStream;
+use crate::object::resource_version;
 use crate::queue::{DEFAULT_BATCH_SIZE, DeltaType, Deltas, Popped, QueueError, TransformFunc};
 use crate::reflector::{ListerWatcher, Reflector, ReflectorError};
 use crate::store::{CacheMode, Indexer, Indexers, Lister, StagedReplace, StoreError, Transaction};
 use crate::wait::{SyncFlag, SyncSignal};
-use crate::{DeletedFinalStateUnknown, Object, ObjectOrTombstone, resource_version};
+use crate::{DeletedFinalStateUnknown, Object, ObjectOrTombstone};
 
 mod builder;
 mod options;
@@ -141,7 +142,8 @@ impl<K: Object> SharedIndexInformer<K> {
     /// ```
     /// use std::time::Duration;
     /// use k8s_openapi::api::core::v1::Pod;
-    /// use kinformer::{ListWatch, SharedIndexInformer};
+    /// use kinformer::SharedIndexInformer;
+    /// use kinformer::reflector::ListWatch;
     /// use kinformer::store::namespace_indexers;
     /// # fn lw() -> ListWatch<Pod> { unimplemented!() }
     /// # fn demo() {

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kinformer::{Indexer, Object, meta_namespace_key, resource_version};
+use kinformer::{Indexer, Object, meta_namespace_key, object::resource_version};
 use kinformer_apiserver::RunningServer;
 use kinformer_apiserver::{FailureRule, Verb};
 

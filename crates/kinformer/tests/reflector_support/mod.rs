@@ -13,7 +13,7 @@ use kinformer::reflector::{
     ItemSink, ListMeta, ListOptions, ListPage, ListWatchError, ListerWatcher, WatchEvent,
     WatchStream,
 };
-use kinformer::{ReflectorStore, resource_version};
+use kinformer::{object::resource_version, store::ReflectorStore};
 use kube::api::ObjectMeta;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;

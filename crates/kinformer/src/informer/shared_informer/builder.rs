@@ -23,7 +23,7 @@ pub struct SharedIndexInformerBuilder<K: Object, N = KindName> {
 pub struct KindName;
 
 /// Builds the informer's cache: `Indexer::new` or `Indexer::new_lean`.
-pub(super) type MakeIndexer<K> = fn(crate::KeyFunc<K>, Indexers<K>) -> Indexer<K>;
+pub(super) type MakeIndexer<K> = fn(crate::object::KeyFunc<K>, Indexers<K>) -> Indexer<K>;
 
 impl<K: Object, N> SharedIndexInformerBuilder<K, N> {
     /// How the cache holds its objects (default [`CacheMode::Full`]). [`CacheMode::Lean`]
@@ -32,7 +32,8 @@ impl<K: Object, N> SharedIndexInformerBuilder<K, N> {
     ///
     /// ```
     /// use k8s_openapi::api::core::v1::Pod;
-    /// use kinformer::{ListWatch, SharedIndexInformer};
+    /// use kinformer::SharedIndexInformer;
+    /// use kinformer::reflector::ListWatch;
     /// use kinformer::store::CacheMode;
     /// # fn lw() -> ListWatch<Pod> { unimplemented!() }
     /// # fn demo() {
@@ -72,7 +73,8 @@ impl<K: Object, N> SharedIndexInformerBuilder<K, N> {
     ///
     /// ```
     /// use kube::api::DynamicObject;
-    /// use kinformer::{ListWatch, SharedIndexInformer};
+    /// use kinformer::SharedIndexInformer;
+    /// use kinformer::reflector::ListWatch;
     /// # fn lw() -> ListWatch<DynamicObject> { unimplemented!() }
     /// # fn demo() {
     /// let informer = SharedIndexInformer::builder(lw()).name("widgets").build();
@@ -95,7 +97,7 @@ impl<K: Object, N> SharedIndexInformerBuilder<K, N> {
             name,
             self.lister_watcher,
             self.resync_period,
-            (self.make_indexer)(crate::meta_namespace_key_func(), self.indexers),
+            (self.make_indexer)(crate::object::meta_namespace_key_func(), self.indexers),
             self.queue_mode,
         )
     }
