@@ -1,7 +1,6 @@
 //! Retries, backoff, watch timeouts and the resync timer, ported from client-go's
 //! `reflector_test.go` (each test names the case it ports), with paused tokio time.
 
-mod reflector_support;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,7 +9,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kinformer::reflector::{
     BackoffConfig, ListWatchError, Reflector, ReflectorError, Status, WatchEvent,
 };
-use reflector_support::*;
+use crate::support::*;
 use tokio_util::sync::CancellationToken;
 
 fn reflector(

@@ -1,7 +1,6 @@
 //! `Reflector::run`: backoff between cycles and its reset, relists after a 410, very short
 //! watches, garbage in the stream, sharing, and cancellation.
 
-mod reflector_support;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,7 +11,7 @@ use kinformer::reflector::{
     BackoffConfig, ListWatchError, Reflector, ReflectorError, Status, WatchEvent,
 };
 use parking_lot::Mutex;
-use reflector_support::*;
+use crate::support::*;
 use tokio_util::sync::CancellationToken;
 
 type Errors = Arc<Mutex<Vec<String>>>;

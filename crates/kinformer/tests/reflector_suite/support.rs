@@ -1,6 +1,5 @@
 //! Shared test scaffolding for the reflector tests: a recording store and a scripted,
 //! recording ListerWatcher.
-#![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -92,9 +91,6 @@ impl RecordingStore {
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect()
-    }
-    pub fn names(&self) -> Vec<String> {
-        self.content.lock().keys().cloned().collect()
     }
     pub fn resync_count(&self) -> usize {
         self.resyncs.load(Ordering::SeqCst)

@@ -2,7 +2,6 @@
 //! streams (garbage included) and error statuses; the Reflector must skip or retry, never panic,
 //! and the store keeps what it had.
 
-mod reflector_support;
 
 use kinformer::reflector::InitialListMode;
 use std::sync::Arc;
@@ -14,7 +13,7 @@ use kinformer::reflector::{
 use kinformer::{KubeListerWatcher, reflector::WatchEvent};
 use kube::api::{ApiResource, DynamicObject};
 use parking_lot::Mutex;
-use reflector_support::*;
+use crate::support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 

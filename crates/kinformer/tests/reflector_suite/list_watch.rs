@@ -1,7 +1,6 @@
 //! The list+watch protocol: the exact request sequence for each rule, ported from client-go's
 //! `reflector_test.go` (each test names the case it ports).
 
-mod reflector_support;
 
 use std::num::NonZeroU32;
 use std::sync::Arc;
@@ -11,7 +10,7 @@ use kinformer::reflector::{
     ListPage, ListWatchError, Reflector, ReflectorError, Status, WatchEvent,
 };
 use parking_lot::Mutex;
-use reflector_support::*;
+use crate::support::*;
 use tokio_util::sync::CancellationToken;
 
 fn reflector(

@@ -2,7 +2,6 @@
 //! (`TestWatchList` scenarios, `TestWatchListResourceVersion`) and the "UseWatchList enabled"
 //! case of `TestReflectorListAndWatch`, plus the end-bookmark timeout we add.
 
-mod reflector_support;
 
 use kinformer::reflector::{EndBookmarkWait, InitialListMode};
 use std::collections::BTreeMap;
@@ -14,7 +13,7 @@ use kinformer::reflector::{
     INITIAL_EVENTS_END_ANNOTATION, ListWatchError, Reflector, ReflectorError, Status,
     TransportErrorKind, WatchEvent,
 };
-use reflector_support::*;
+use crate::support::*;
 use tokio_util::sync::CancellationToken;
 
 fn watch_list_reflector(

@@ -2,7 +2,6 @@
 //! reach the queue as they arrive, a failed list keeps what it delivered and deletes nothing,
 //! and a complete list detects deletions as one `replace` does.
 
-mod reflector_support;
 
 use std::num::NonZeroU32;
 use std::sync::Arc;
@@ -12,7 +11,7 @@ use kinformer::queue::{DeltaFifo, DeltaFifoOptions, DeltaType};
 use kinformer::reflector::{Reflector, ReflectorError, Status, WatchEvent};
 use kinformer::{ObjectOrTombstone, store::KeyListerGetter};
 use parking_lot::Mutex;
-use reflector_support::*;
+use crate::support::*;
 use tokio_util::sync::CancellationToken;
 
 /// Known objects: what the test says the cache holds.
