@@ -1,16 +1,15 @@
 //! The list+watch protocol: the exact request sequence for each rule, ported from client-go's
 //! `reflector_test.go` (each test names the case it ports).
 
-
 use std::num::NonZeroU32;
 use std::sync::Arc;
 
+use crate::support::*;
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::reflector::{
     ListPage, ListWatchError, Reflector, ReflectorError, Status, WatchEvent,
 };
 use parking_lot::Mutex;
-use crate::support::*;
 use tokio_util::sync::CancellationToken;
 
 fn reflector(

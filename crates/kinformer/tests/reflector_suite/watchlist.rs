@@ -1,19 +1,19 @@
 //! The streaming list (watch-list), ported from client-go's `reflector_watchlist_test.go`
-//! (`TestWatchList` scenarios, `TestWatchListResourceVersion`) and the "UseWatchList enabled"
-//! case of `TestReflectorListAndWatch`, plus the end-bookmark timeout we add.
-
+//! (`TestWatchList`, `TestWatchListResourceVersion`) and the "UseWatchList enabled" case of
+//! `TestReflectorListAndWatch`, as one table of [`Scenario`]s; plus two behaviours of ours
+//! with setups of their own (the end-bookmark timeout, a 410 on a streaming list).
 
 use kinformer::reflector::{EndBookmarkWait, InitialListMode};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::*;
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::reflector::{
-    INITIAL_EVENTS_END_ANNOTATION, ListWatchError, Reflector, ReflectorError, Status,
-    TransportErrorKind, WatchEvent,
+    INITIAL_EVENTS_END_ANNOTATION, ListOptions, ListPage, ListWatchError, Reflector,
+    ReflectorError, Status, TransportErrorKind, WatchEvent,
 };
-use crate::support::*;
 use tokio_util::sync::CancellationToken;
 
 fn watch_list_reflector(
@@ -30,280 +30,194 @@ fn end(rv: &str) -> WatchEvent<Pod> {
     WatchEvent::initial_events_end(rv)
 }
 
-fn no_list(
-    _: &kinformer::reflector::ListOptions,
-    _: usize,
-) -> Result<kinformer::reflector::ListPage<Pod>, ListWatchError> {
-    panic!("no LIST request expected")
+/// A watch script that serves `events` on every watch, then cancels the run.
+fn serve(events: Vec<WatchEvent<Pod>>) -> ScenarioWatch {
+    Box::new(move |_, _, t| Ok(events_then_cancel(events.clone(), t.clone())))
 }
 
-// "the reflector won't be synced if the bookmark event has been received" (i.e. has not)
-#[tokio::test(start_paused = true)]
-async fn watch_list_not_synced_without_bookmark() {
-    let token = CancellationToken::new();
-    let t = token.clone();
-    let lw = ScriptedLw::new(no_list, move |_, _| {
+/// client-go's fallback cases: the streaming list fails with `err`; the list+watch that follows
+/// lists p1 at "1" and watches p2.
+fn fallback(err: ListWatchError) -> ScenarioWatch {
+    Box::new(move |o, _, t| {
+        if o.send_initial_events == Some(true) {
+            return Err(err.clone());
+        }
         Ok(events_then_cancel(
-            vec![WatchEvent::Added(pod("p1", "1"))],
+            vec![WatchEvent::Added(pod("p2", "2"))],
             t.clone(),
         ))
-    });
-    let store = RecordingStore::new();
-    let r = watch_list_reflector(lw.clone(), store.clone());
-    r.list_and_watch(&token).await.unwrap();
-    assert_eq!(
-        lw.requests_without_timeouts(300, 600),
-        vec![watch_list_opts("")]
-    );
-    assert!(
-        store.ops().is_empty(),
-        "nothing reaches the store before the bookmark"
-    );
-    assert_eq!(r.last_sync_resource_version(), "");
-}
-
-// "the reflector uses the old LIST/WATCH semantics if the UseWatchList is turned off"
-#[tokio::test(start_paused = true)]
-async fn watch_list_turned_off_uses_list_and_watch() {
-    let token = CancellationToken::new();
-    let t = token.clone();
-    let lw = ScriptedLw::new(
-        |_, _| Ok(list_of("1", vec![pod("p1", "1")])),
-        move |_, _| {
-            t.cancel();
-            Ok(events_then_pending(vec![]))
-        },
-    );
-    let store = RecordingStore::new();
-    let r = Reflector::builder(lw.clone(), store.clone()).build();
-    r.list_and_watch(&token).await.unwrap();
-    assert_eq!(
-        lw.requests_without_timeouts(300, 600),
-        vec![list_opts("0", Some(500), None), watch_opts("1")]
-    );
-    assert_eq!(store.content(), name_rv_pairs(&[("p1", "1")]));
-}
-
-async fn fallback_case(err: ListWatchError) {
-    let token = CancellationToken::new();
-    let t = token.clone();
-    let lw = ScriptedLw::new(
-        |_, _| Ok(list_of("1", vec![pod("p1", "1")])),
-        move |o, _| {
-            if o.send_initial_events == Some(true) {
-                return Err(err.clone());
-            }
-            Ok(events_then_cancel(
-                vec![WatchEvent::Added(pod("p2", "2"))],
-                t.clone(),
-            ))
-        },
-    );
-    let store = RecordingStore::new();
-    let r = watch_list_reflector(lw.clone(), store.clone());
-    r.list_and_watch(&token).await.unwrap();
-    assert_eq!(
-        lw.requests_without_timeouts(300, 600),
-        vec![
-            watch_list_opts(""),
-            list_opts("0", Some(500), None),
-            watch_opts("1")
-        ]
-    );
-    assert_eq!(store.content(), name_rv_pairs(&[("p1", "1"), ("p2", "2")]));
-}
-
-// "returning any other error than apierrors.NewInvalid forces fallback"
-#[tokio::test(start_paused = true)]
-async fn watch_list_any_other_error_forces_fallback() {
-    fallback_case(ListWatchError::Transport {
-        kind: TransportErrorKind::Other,
-        message: "dummy error".into(),
     })
-    .await;
 }
 
-// "the reflector can fall back to old LIST/WATCH semantics when a server doesn't support streaming"
-#[tokio::test(start_paused = true)]
-async fn watch_list_falls_back_when_server_does_not_support_streaming() {
-    fallback_case(Status::invalid("streaming is not allowed").into()).await;
+fn list_p1_at_1(_: &ListOptions, _: usize) -> Result<ListPage<Pod>, ListWatchError> {
+    Ok(list_of("1", vec![pod("p1", "1")]))
 }
 
-// "prove that the reflector is synced after receiving a bookmark event"
+/// client-go's `TestWatchList` (every case, named as there), `TestWatchListResourceVersion`
+/// and the "UseWatchList enabled" case of `TestReflectorListAndWatch`: one table, one loop.
 #[tokio::test(start_paused = true)]
-async fn watch_list_synced_after_bookmark() {
-    let token = CancellationToken::new();
-    let t = token.clone();
-    let lw = ScriptedLw::new(no_list, move |_, _| {
-        Ok(events_then_cancel(
-            vec![
+async fn watch_list() {
+    use InitialListMode::StreamingList;
+    run_scenarios(vec![
+        Scenario {
+            name: "TestWatchList/the reflector won't be synced if the bookmark event has been received",
+            initial_list: StreamingList,
+            watch: serve(vec![WatchEvent::Added(pod("p1", "1"))]),
+            requests: Some(vec![watch_list_opts("")]),
+            // nothing reaches the store before the bookmark
+            ops: Some(vec![]),
+            last_sync_rv: Some(""),
+            ..Default::default()
+        },
+        Scenario {
+            name: "TestWatchList/the reflector uses the old LIST/WATCH semantics if the UseWatchList is turned off",
+            initial_list: InitialListMode::ListThenWatch,
+            list: list_p1_at_1,
+            watch: Box::new(|_, _, t| {
+                t.cancel();
+                Ok(events_then_pending(vec![]))
+            }),
+            requests: Some(vec![list_opts("0", Some(500), None), watch_opts("1")]),
+            content: Some(name_rv_pairs(&[("p1", "1")])),
+            ..Default::default()
+        },
+        Scenario {
+            name: "TestWatchList/returning any other error than apierrors.NewInvalid forces fallback",
+            initial_list: StreamingList,
+            list: list_p1_at_1,
+            watch: fallback(ListWatchError::Transport {
+                kind: TransportErrorKind::Other,
+                message: "dummy error".into(),
+            }),
+            requests: Some(vec![
+                watch_list_opts(""),
+                list_opts("0", Some(500), None),
+                watch_opts("1"),
+            ]),
+            content: Some(name_rv_pairs(&[("p1", "1"), ("p2", "2")])),
+            ..Default::default()
+        },
+        Scenario {
+            name: "TestWatchList/the reflector can fall back to old LIST/WATCH semantics when a server doesn't support streaming",
+            initial_list: StreamingList,
+            list: list_p1_at_1,
+            watch: fallback(Status::invalid("streaming is not allowed").into()),
+            requests: Some(vec![
+                watch_list_opts(""),
+                list_opts("0", Some(500), None),
+                watch_opts("1"),
+            ]),
+            content: Some(name_rv_pairs(&[("p1", "1"), ("p2", "2")])),
+            ..Default::default()
+        },
+        Scenario {
+            name: "TestWatchList/prove that the reflector is synced after receiving a bookmark event",
+            initial_list: StreamingList,
+            watch: serve(vec![
                 WatchEvent::Added(pod("p1", "1")),
                 WatchEvent::Added(pod("p2", "2")),
                 end("2"),
-            ],
-            t.clone(),
-        ))
-    });
-    let store = RecordingStore::new();
-    let r = watch_list_reflector(lw.clone(), store.clone());
-    r.list_and_watch(&token).await.unwrap();
-    assert_eq!(
-        lw.requests_without_timeouts(300, 600),
-        vec![watch_list_opts("")]
-    );
-    assert_eq!(
-        store.ops(),
-        vec![Op::Replace(
-            name_rv_pairs(&[("p1", "1"), ("p2", "2")]),
-            "2".into()
-        )]
-    );
-    assert_eq!(r.last_sync_resource_version(), "2");
-}
-
-// "check if Updates and Deletes events are propagated during streaming (until the bookmark is received)"
-#[tokio::test(start_paused = true)]
-async fn watch_list_updates_and_deletes_during_streaming() {
-    let token = CancellationToken::new();
-    let t = token.clone();
-    let lw = ScriptedLw::new(no_list, move |_, _| {
-        Ok(events_then_cancel(
-            vec![
+            ]),
+            requests: Some(vec![watch_list_opts("")]),
+            ops: Some(vec![Op::Replace(
+                name_rv_pairs(&[("p1", "1"), ("p2", "2")]),
+                "2".into(),
+            )]),
+            last_sync_rv: Some("2"),
+            ..Default::default()
+        },
+        Scenario {
+            name: "TestWatchList/check if Updates and Deletes events are propagated during streaming (until the bookmark is received)",
+            initial_list: StreamingList,
+            watch: serve(vec![
                 WatchEvent::Added(pod("p1", "1")),
                 WatchEvent::Added(pod("p2", "2")),
                 WatchEvent::Modified(pod("p1", "3")),
                 WatchEvent::Added(pod("p3", "4")),
                 WatchEvent::Deleted(pod("p3", "5")),
                 end("5"),
-            ],
-            t.clone(),
-        ))
-    });
-    let store = RecordingStore::new();
-    let r = watch_list_reflector(lw.clone(), store.clone());
-    r.list_and_watch(&token).await.unwrap();
-    assert_eq!(lw.count(Verb::Watch), 1);
-    assert_eq!(
-        store.ops(),
-        vec![Op::Replace(
-            name_rv_pairs(&[("p1", "3"), ("p2", "2")]),
-            "5".into()
-        )]
-    );
-}
-
-// "checks if the reflector retries 429"
-#[tokio::test(start_paused = true)]
-async fn watch_list_retries_429() {
-    let token = CancellationToken::new();
-    let t = token.clone();
-    let lw = ScriptedLw::new(no_list, move |_, n| {
-        if n < 3 {
-            return Err(Status::too_many_requests("busy, check again later", 1).into());
-        }
-        Ok(events_then_cancel(
-            vec![WatchEvent::Added(pod("p1", "1")), end("2")],
-            t.clone(),
-        ))
-    });
-    let store = RecordingStore::new();
-    let r = watch_list_reflector(lw.clone(), store.clone());
-    r.list_and_watch(&token).await.unwrap();
-    assert_eq!(
-        lw.requests_without_timeouts(300, 600),
-        vec![watch_list_opts(""); 3]
-    );
-    assert_eq!(store.content(), name_rv_pairs(&[("p1", "1")]));
-}
-
-// "check if stopping a watcher before sync results in creating a new watch-list request"
-#[tokio::test(start_paused = true)]
-async fn watch_list_stopped_before_sync_makes_a_new_watch_list_request() {
-    let token = CancellationToken::new();
-    let t = token.clone();
-    let lw = ScriptedLw::new(no_list, move |_, n| match n {
-        1 => Ok(events_then_close(vec![WatchEvent::Added(pod("p1", "1"))])),
-        _ => Ok(events_then_cancel(
-            vec![WatchEvent::Added(pod("p1", "1")), end("1")],
-            t.clone(),
-        )),
-    });
-    let store = RecordingStore::new();
-    let r = watch_list_reflector(lw.clone(), store.clone());
-    r.list_and_watch(&token).await.unwrap();
-    assert_eq!(
-        lw.requests_without_timeouts(300, 600),
-        vec![watch_list_opts(""); 2]
-    );
-    assert_eq!(store.content(), name_rv_pairs(&[("p1", "1")]));
-}
-
-// "stopping a watcher after synchronization results in creating a new watch request"
-#[tokio::test(start_paused = true)]
-async fn watch_list_stopped_after_sync_makes_a_new_watch_request() {
-    let token = CancellationToken::new();
-    let t = token.clone();
-    let lw = ScriptedLw::new(no_list, move |_, n| match n {
-        1 => Ok(events_then_close(vec![
-            WatchEvent::Added(pod("p1", "1")),
-            WatchEvent::Added(pod("p2", "2")),
-            end("2"),
-            WatchEvent::Added(pod("p3", "3")),
-        ])),
-        _ => Ok(events_then_cancel(
-            vec![WatchEvent::Added(pod("p4", "4"))],
-            t.clone(),
-        )),
-    });
-    let store = RecordingStore::new();
-    let r = watch_list_reflector(lw.clone(), store.clone());
-    r.list_and_watch(&token).await.unwrap();
-    assert_eq!(
-        lw.requests_without_timeouts(300, 600),
-        vec![watch_list_opts(""), watch_opts("3")]
-    );
-    assert_eq!(
-        store.content(),
-        name_rv_pairs(&[("p1", "1"), ("p2", "2"), ("p3", "3"), ("p4", "4")])
-    );
-}
-
-// "expiring an established watcher results in returning an error from the reflector"
-#[tokio::test(start_paused = true)]
-async fn watch_list_expiring_an_established_watcher_returns_an_error() {
-    let lw = ScriptedLw::new(no_list, |_, n| match n {
-        1 => Ok(events_then_close(vec![
-            WatchEvent::Added(pod("p1", "1")),
-            end("2"),
-            WatchEvent::Added(pod("p3", "3")),
-        ])),
-        _ => Err(Status::expired("rv already expired").into()),
-    });
-    let store = RecordingStore::new();
-    let r = watch_list_reflector(lw.clone(), store.clone());
-    let err = r
-        .list_and_watch(&CancellationToken::new())
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(&err, ReflectorError::Watch(e) if e.is_expired()),
-        "{err:?}"
-    );
-    assert_eq!(
-        lw.requests_without_timeouts(300, 600),
-        vec![watch_list_opts(""), watch_opts("3")]
-    );
-    assert_eq!(store.content(), name_rv_pairs(&[("p1", "1"), ("p3", "3")]));
-}
-
-// "prove that the reflector is checking the value of the initialEventsEnd annotation"
-#[tokio::test(start_paused = true)]
-async fn watch_list_checks_the_initial_events_end_annotation_value() {
-    let token = CancellationToken::new();
-    let t = token.clone();
-    let lw = ScriptedLw::new(no_list, move |_, _| {
-        Ok(events_then_cancel(
-            vec![
+            ]),
+            watches: Some(1),
+            ops: Some(vec![Op::Replace(
+                name_rv_pairs(&[("p1", "3"), ("p2", "2")]),
+                "5".into(),
+            )]),
+            ..Default::default()
+        },
+        Scenario {
+            name: "TestWatchList/checks if the reflector retries 429",
+            initial_list: StreamingList,
+            watch: Box::new(|_, n, t| {
+                if n < 3 {
+                    return Err(Status::too_many_requests("busy, check again later", 1).into());
+                }
+                Ok(events_then_cancel(
+                    vec![WatchEvent::Added(pod("p1", "1")), end("2")],
+                    t.clone(),
+                ))
+            }),
+            requests: Some(vec![watch_list_opts(""); 3]),
+            content: Some(name_rv_pairs(&[("p1", "1")])),
+            ..Default::default()
+        },
+        Scenario {
+            name: "TestWatchList/check if stopping a watcher before sync results in creating a new watch-list request",
+            initial_list: StreamingList,
+            watch: Box::new(|_, n, t| match n {
+                1 => Ok(events_then_close(vec![WatchEvent::Added(pod("p1", "1"))])),
+                _ => Ok(events_then_cancel(
+                    vec![WatchEvent::Added(pod("p1", "1")), end("1")],
+                    t.clone(),
+                )),
+            }),
+            requests: Some(vec![watch_list_opts(""); 2]),
+            content: Some(name_rv_pairs(&[("p1", "1")])),
+            ..Default::default()
+        },
+        Scenario {
+            name: "TestWatchList/stopping a watcher after synchronization results in creating a new watch request",
+            initial_list: StreamingList,
+            watch: Box::new(|_, n, t| match n {
+                1 => Ok(events_then_close(vec![
+                    WatchEvent::Added(pod("p1", "1")),
+                    WatchEvent::Added(pod("p2", "2")),
+                    end("2"),
+                    WatchEvent::Added(pod("p3", "3")),
+                ])),
+                _ => Ok(events_then_cancel(
+                    vec![WatchEvent::Added(pod("p4", "4"))],
+                    t.clone(),
+                )),
+            }),
+            requests: Some(vec![watch_list_opts(""), watch_opts("3")]),
+            content: Some(name_rv_pairs(&[
+                ("p1", "1"),
+                ("p2", "2"),
+                ("p3", "3"),
+                ("p4", "4"),
+            ])),
+            ..Default::default()
+        },
+        Scenario {
+            name: "TestWatchList/expiring an established watcher results in returning an error from the reflector",
+            initial_list: StreamingList,
+            watch: Box::new(|_, n, _| match n {
+                1 => Ok(events_then_close(vec![
+                    WatchEvent::Added(pod("p1", "1")),
+                    end("2"),
+                    WatchEvent::Added(pod("p3", "3")),
+                ])),
+                _ => Err(Status::expired("rv already expired").into()),
+            }),
+            error: Some(|e| matches!(e, ReflectorError::Watch(e) if e.is_expired())),
+            requests: Some(vec![watch_list_opts(""), watch_opts("3")]),
+            content: Some(name_rv_pairs(&[("p1", "1"), ("p3", "3")])),
+            ..Default::default()
+        },
+        Scenario {
+            name: "TestWatchList/prove that the reflector is checking the value of the initialEventsEnd annotation",
+            initial_list: StreamingList,
+            watch: serve(vec![
                 WatchEvent::Added(pod("p1", "1")),
                 WatchEvent::Added(pod("p2", "2")),
                 WatchEvent::Bookmark {
@@ -313,88 +227,69 @@ async fn watch_list_checks_the_initial_events_end_annotation_value() {
                         "false".to_owned(),
                     )]),
                 },
-            ],
-            t.clone(),
-        ))
-    });
-    let store = RecordingStore::new();
-    let r = watch_list_reflector(lw.clone(), store.clone());
-    r.list_and_watch(&token).await.unwrap();
-    assert_eq!(lw.count(Verb::Watch), 1);
-    assert!(
-        store.ops().is_empty(),
-        "\"false\" does not end the initial events"
-    );
-}
-
-// client-go TestWatchListResourceVersion: "empty resource version", "empty resource version
-// without bookmark event", "non empty resource version with bookmark event and initial events
-// annotation".
-#[tokio::test(start_paused = true)]
-async fn watch_list_resource_version() {
-    let cases: Vec<(Vec<WatchEvent<Pod>>, &str)> = vec![
-        (vec![], ""),
-        (vec![WatchEvent::Added(pod("p1", "1"))], ""),
-        (vec![WatchEvent::Added(pod("p1", "1")), end("2")], "2"),
-    ];
-    for (events, expected) in cases {
-        let token = CancellationToken::new();
-        let t = token.clone();
-        let lw = ScriptedLw::new(no_list, move |_, _| {
-            Ok(events_then_cancel(events.clone(), t.clone()))
-        });
-        let r = watch_list_reflector(lw, RecordingStore::new());
-        r.list_and_watch(&token).await.unwrap();
-        assert_eq!(r.last_sync_resource_version(), expected);
-    }
-}
-
-// client-go TestReflectorListAndWatch / "UseWatchList enabled": after the end bookmark the same
-// stream carries on as the watch.
-#[tokio::test(start_paused = true)]
-async fn reflector_list_and_watch_use_watch_list_enabled() {
-    let token = CancellationToken::new();
-    let t = token.clone();
-    let lw = ScriptedLw::new(no_list, move |_, n| {
-        assert_eq!(n, 1, "only one watch expected");
-        Ok(events_then_cancel(
-            vec![
-                WatchEvent::Added(pod("foo", "1")),
-                end("1"),
-                WatchEvent::Modified(pod("foo", "2")),
-                WatchEvent::Added(pod("bar", "3")),
-                WatchEvent::Added(pod("baz", "4")),
-                WatchEvent::Added(pod("qux", "5")),
-                WatchEvent::Added(pod("zoo", "6")),
-            ],
-            t.clone(),
-        ))
-    });
-    let store = RecordingStore::new();
-    let r = watch_list_reflector(lw.clone(), store.clone());
-    r.list_and_watch(&token).await.unwrap();
-    assert_eq!(
-        lw.requests_without_timeouts(300, 600),
-        vec![watch_list_opts("")]
-    );
-    assert_eq!(
-        store.ops()[..2],
-        [
-            Op::Replace(name_rv_pairs(&[("foo", "1")]), "1".into()),
-            Op::Update("foo".into(), "2".into()),
-        ]
-    );
-    assert_eq!(
-        store.content(),
-        name_rv_pairs(&[
-            ("bar", "3"),
-            ("baz", "4"),
-            ("foo", "2"),
-            ("qux", "5"),
-            ("zoo", "6")
-        ])
-    );
-    assert_eq!(r.last_sync_resource_version(), "6");
+            ]),
+            watches: Some(1),
+            // "false" does not end the initial events
+            ops: Some(vec![]),
+            ..Default::default()
+        },
+        Scenario {
+            name: "TestWatchListResourceVersion/empty resource version",
+            initial_list: StreamingList,
+            watch: serve(vec![]),
+            last_sync_rv: Some(""),
+            ..Default::default()
+        },
+        Scenario {
+            name: "TestWatchListResourceVersion/empty resource version without bookmark event",
+            initial_list: StreamingList,
+            watch: serve(vec![WatchEvent::Added(pod("p1", "1"))]),
+            last_sync_rv: Some(""),
+            ..Default::default()
+        },
+        Scenario {
+            name: "TestWatchListResourceVersion/non empty resource version with bookmark event and initial events annotation",
+            initial_list: StreamingList,
+            watch: serve(vec![WatchEvent::Added(pod("p1", "1")), end("2")]),
+            last_sync_rv: Some("2"),
+            ..Default::default()
+        },
+        // After the end bookmark the same stream carries on as the watch.
+        Scenario {
+            name: "TestReflectorListAndWatch/UseWatchList enabled",
+            initial_list: StreamingList,
+            watch: Box::new(|_, n, t| {
+                assert_eq!(n, 1, "only one watch expected");
+                Ok(events_then_cancel(
+                    vec![
+                        WatchEvent::Added(pod("foo", "1")),
+                        end("1"),
+                        WatchEvent::Modified(pod("foo", "2")),
+                        WatchEvent::Added(pod("bar", "3")),
+                        WatchEvent::Added(pod("baz", "4")),
+                        WatchEvent::Added(pod("qux", "5")),
+                        WatchEvent::Added(pod("zoo", "6")),
+                    ],
+                    t.clone(),
+                ))
+            }),
+            requests: Some(vec![watch_list_opts("")]),
+            first_ops: Some(vec![
+                Op::Replace(name_rv_pairs(&[("foo", "1")]), "1".into()),
+                Op::Update("foo".into(), "2".into()),
+            ]),
+            content: Some(name_rv_pairs(&[
+                ("bar", "3"),
+                ("baz", "4"),
+                ("foo", "2"),
+                ("qux", "5"),
+                ("zoo", "6"),
+            ])),
+            last_sync_rv: Some("6"),
+            ..Default::default()
+        },
+    ])
+    .await;
 }
 
 // Our addition: a server that ignores sendInitialEvents never sends the end bookmark; after the
