@@ -1,5 +1,7 @@
 //! The list+watch protocol: the exact request sequence for each rule, ported from client-go's
-//! `reflector_test.go` (each test names the case it ports).
+//! `reflector_test.go` as tables whose rows carry client-go's test names: single runs
+//! ([`Scenario`]s), cycles that share a store (`TestReflectorListAndWatchWithErrors`, a table
+//! in client-go too) and relists.
 
 use std::num::NonZeroU32;
 use std::sync::Arc;
@@ -7,7 +9,7 @@ use std::sync::Arc;
 use crate::support::*;
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::reflector::{
-    ListPage, ListWatchError, Reflector, ReflectorError, Status, WatchEvent,
+    ListOptions, ListPage, ListWatchError, Reflector, ReflectorError, Status, WatchEvent,
 };
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
@@ -19,52 +21,72 @@ fn reflector(
     Reflector::builder(lw, store).name("test-reflector").build()
 }
 
-// client-go TestReflectorListAndWatch / "UseWatchList disabled"
+fn list_foo_at_1(_: &ListOptions, _: usize) -> Result<ListPage<Pod>, ListWatchError> {
+    Ok(list_of("1", vec![pod("foo", "1")]))
+}
+
+fn empty_list_at_10(_: &ListOptions, _: usize) -> Result<ListPage<Pod>, ListWatchError> {
+    Ok(list_of("10", vec![]))
+}
+
+/// One list+watch run each: client-go's `TestReflectorListAndWatch` ("UseWatchList disabled";
+/// the enabled case is in the watch-list table) and `TestReflectorResourceVersionUpdate`.
 #[tokio::test(start_paused = true)]
-async fn reflector_list_and_watch_use_watch_list_disabled() {
-    let token = CancellationToken::new();
-    let t = token.clone();
-    let lw = ScriptedLw::new(
-        |_, _| Ok(list_of("1", vec![pod("foo", "1")])),
-        move |_, n| {
-            assert_eq!(n, 1, "only one watch expected");
-            Ok(events_then_cancel(
-                vec![
-                    WatchEvent::Modified(pod("foo", "2")),
-                    WatchEvent::Added(pod("bar", "3")),
-                    WatchEvent::Added(pod("baz", "4")),
-                    WatchEvent::Added(pod("qux", "5")),
-                    WatchEvent::Added(pod("zoo", "6")),
-                ],
-                t.clone(),
-            ))
+async fn list_and_watch() {
+    run_scenarios(vec![
+        Scenario {
+            name: "TestReflectorListAndWatch/UseWatchList disabled",
+            list: list_foo_at_1,
+            watch: Box::new(|_, n, t| {
+                assert_eq!(n, 1, "only one watch expected");
+                Ok(events_then_cancel(
+                    vec![
+                        WatchEvent::Modified(pod("foo", "2")),
+                        WatchEvent::Added(pod("bar", "3")),
+                        WatchEvent::Added(pod("baz", "4")),
+                        WatchEvent::Added(pod("qux", "5")),
+                        WatchEvent::Added(pod("zoo", "6")),
+                    ],
+                    t.clone(),
+                ))
+            }),
+            requests: Some(vec![list_opts("0", Some(500), None), watch_opts("1")]),
+            first_ops: Some(vec![
+                Op::Replace(name_rv_pairs(&[("foo", "1")]), "1".into()),
+                Op::Update("foo".into(), "2".into()),
+            ]),
+            content: Some(name_rv_pairs(&[
+                ("bar", "3"),
+                ("baz", "4"),
+                ("foo", "2"),
+                ("qux", "5"),
+                ("zoo", "6"),
+            ])),
+            last_sync_rv: Some("6"),
+            ..Default::default()
         },
-    );
-    let store = RecordingStore::new();
-    let r = reflector(lw.clone(), store.clone());
-    r.list_and_watch(&token).await.unwrap();
-    assert_eq!(
-        lw.requests_without_timeouts(300, 600),
-        vec![list_opts("0", Some(500), None), watch_opts("1")]
-    );
-    assert_eq!(
-        store.ops()[..2],
-        [
-            Op::Replace(name_rv_pairs(&[("foo", "1")]), "1".into()),
-            Op::Update("foo".into(), "2".into()),
-        ]
-    );
-    assert_eq!(
-        store.content(),
-        name_rv_pairs(&[
-            ("bar", "3"),
-            ("baz", "4"),
-            ("foo", "2"),
-            ("qux", "5"),
-            ("zoo", "6")
-        ])
-    );
-    assert_eq!(r.last_sync_resource_version(), "6");
+        // Every event's resourceVersion reaches update_resource_version (the pods are named
+        // here; nameless objects are skipped by design).
+        Scenario {
+            name: "TestReflectorResourceVersionUpdate",
+            list: empty_list_at_10,
+            watch: Box::new(|_, _, t| {
+                Ok(events_then_cancel(
+                    vec![
+                        WatchEvent::Added(pod("a", "10")),
+                        WatchEvent::Modified(pod("a", "20")),
+                        WatchEvent::bookmark("30"),
+                        WatchEvent::Deleted(pod("a", "40")),
+                    ],
+                    t.clone(),
+                ))
+            }),
+            rv_updates: Some(vec!["10", "20", "30", "40"]),
+            last_sync_rv: Some("40"),
+            ..Default::default()
+        },
+    ])
+    .await;
 }
 
 // client-go TestReflectorListAndWatchWithErrors: consecutive cycles share one store; list and
@@ -173,269 +195,237 @@ async fn reflector_list_and_watch_with_errors() {
     }
 }
 
-// client-go TestReflectorWatchListPageSize: a configured page size paginates every list
-// (here: the first list, then a relist at "10").
-#[tokio::test(start_paused = true)]
-async fn reflector_watch_list_page_size() {
-    let pods = numbered_pods(10);
-    let lw = ScriptedLw::new(
-        move |o, _| {
-            assert_eq!(o.limit, Some(4));
-            Ok(
-                match (o.resource_version.as_str(), o.continue_token.as_deref()) {
-                    ("0", None) => list_of("10", vec![]),
-                    (_, None) => list_of("10", pods[0..4].to_vec()).with_continue("C1"),
-                    (_, Some("C1")) => list_of("10", pods[4..8].to_vec()).with_continue("C2"),
-                    (_, Some("C2")) => list_of("10", pods[8..10].to_vec()),
-                    other => panic!("unexpected {other:?}"),
-                },
-            )
-        },
-        |_, _| {
-            Ok(events_then_close(vec![WatchEvent::Error(Status::expired(
-                "gone",
-            ))]))
-        },
-    );
-    let store = RecordingStore::new();
-    let r = Reflector::builder(lw.clone(), store.clone())
-        .page_size(NonZeroU32::new(4).unwrap())
-        .build();
-    let token = CancellationToken::new();
-    assert!(r.list_and_watch(&token).await.unwrap_err().is_expired());
-    assert!(r.list_and_watch(&token).await.unwrap_err().is_expired());
-    assert_eq!(store.content().len(), 10);
-    let lists: Vec<_> = lw
-        .requests_without_timeouts(300, 600)
-        .into_iter()
-        .filter(|(v, _)| *v == Verb::List)
-        .collect();
-    assert_eq!(
-        lists,
-        vec![
-            list_opts("0", Some(4), None),
-            list_opts("10", Some(4), None),
-            list_opts("", Some(4), Some("C1")),
-            list_opts("", Some(4), Some("C2")),
-        ]
-    );
+type ListScript =
+    Box<dyn FnMut(&ListOptions, usize) -> Result<ListPage<Pod>, ListWatchError> + Send>;
+
+/// A relist case: list+watch cycles on one Reflector and store, each cycle's watch ending in a
+/// 410 so the next one lists again.
+struct Relist {
+    /// The client-go test this row ports.
+    name: &'static str,
+    page_size: Option<u32>,
+    list: ListScript,
+    /// The store's size after each cycle (one entry per cycle; `None`: not checked then).
+    sizes: Vec<Option<usize>>,
+    /// The resourceVersion of every LIST request, in order.
+    list_rvs: Option<Vec<&'static str>>,
+    /// Every LIST request, in order.
+    lists: Option<Vec<(Verb, ListOptions)>>,
+    last_sync_rv: Option<&'static str>,
 }
 
-// client-go TestReflectorNotPaginatingNotConsistentReads: a relist at a specific version is
-// not paginated.
-#[tokio::test(start_paused = true)]
-async fn reflector_not_paginating_not_consistent_reads() {
-    let lw = ScriptedLw::new(
-        |o, _| match o.resource_version.as_str() {
-            "0" => Ok(list_of("10", vec![])),
-            "10" => {
-                assert_eq!(o.limit, None);
-                Ok(list_of("10", numbered_pods(10)))
-            }
-            other => panic!("unexpected rv {other}"),
-        },
-        |_, _| {
-            Ok(events_then_close(vec![WatchEvent::Error(Status::expired(
-                "gone",
-            ))]))
-        },
-    );
-    let store = RecordingStore::new();
-    let r = reflector(lw.clone(), store.clone());
-    let token = CancellationToken::new();
-    let _ = r.list_and_watch(&token).await;
-    let _ = r.list_and_watch(&token).await;
-    assert_eq!(store.content().len(), 10);
-    assert_eq!(lw.list_rvs(), vec!["0", "10"]);
-}
-
-// client-go TestReflectorPaginatingNonConsistentReadsIfWatchCacheDisabled: when the first list
-// at "0" came back paginated (no watch cache), relists keep paginating with 500.
-#[tokio::test(start_paused = true)]
-async fn reflector_paginating_non_consistent_reads_if_watch_cache_disabled() {
-    let pods = numbered_pods(10);
-    let lw = ScriptedLw::new(
-        move |o, _| {
-            assert_eq!(o.limit, Some(500));
-            Ok(match o.continue_token.as_deref() {
-                None => list_of("10", pods[0..4].to_vec()).with_continue("C1"),
-                Some("C1") => list_of("10", pods[4..8].to_vec()).with_continue("C2"),
-                Some("C2") => list_of("10", pods[8..10].to_vec()),
-                other => panic!("unexpected {other:?}"),
-            })
-        },
-        |_, _| {
-            Ok(events_then_close(vec![WatchEvent::Error(Status::expired(
-                "gone",
-            ))]))
-        },
-    );
-    let store = RecordingStore::new();
-    let r = reflector(lw.clone(), store.clone());
-    let token = CancellationToken::new();
-    let _ = r.list_and_watch(&token).await;
-    assert_eq!(store.content().len(), 10);
-    let _ = r.list_and_watch(&token).await;
-    assert_eq!(store.content().len(), 10);
-    assert_eq!(lw.list_rvs(), vec!["0", "", "", "10", "", ""]);
-}
-
-// client-go TestReflectorResyncWithResourceVersion: a relist asks for the last synced version.
-#[tokio::test(start_paused = true)]
-async fn reflector_resync_with_resource_version() {
-    let pods = numbered_pods(8);
-    let lw = ScriptedLw::new(
-        move |o, _| match o.resource_version.as_str() {
-            "0" => Ok(list_of("10", pods[0..4].to_vec())),
-            "10" => Ok(list_of("11", pods[0..8].to_vec())),
-            other => panic!("unexpected rv {other}"),
-        },
-        |_, _| {
-            Ok(events_then_close(vec![WatchEvent::Error(Status::expired(
-                "gone",
-            ))]))
-        },
-    );
-    let store = RecordingStore::new();
-    let r = reflector(lw.clone(), store.clone());
-    let token = CancellationToken::new();
-    let _ = r.list_and_watch(&token).await;
-    assert_eq!(store.content().len(), 4);
-    let _ = r.list_and_watch(&token).await;
-    assert_eq!(store.content().len(), 8);
-    assert_eq!(lw.list_rvs(), vec!["0", "10"]);
-}
-
-// client-go TestReflectorExpiredExactResourceVersion: a 410 on a relist lists again at "".
-#[tokio::test(start_paused = true)]
-async fn reflector_expired_exact_resource_version() {
-    let pods = numbered_pods(8);
-    let lw = ScriptedLw::new(
-        move |o, _| match o.resource_version.as_str() {
-            "0" => Ok(list_of("10", pods[0..4].to_vec())),
-            "10" => Err(
-                Status::expired("The resourceVersion for the provided watch is too old.").into(),
-            ),
-            "" => Ok(list_of("11", pods[0..8].to_vec())),
-            other => panic!("unexpected rv {other}"),
-        },
-        |_, _| {
-            Ok(events_then_close(vec![WatchEvent::Error(Status::expired(
-                "gone",
-            ))]))
-        },
-    );
-    let store = RecordingStore::new();
-    let r = reflector(lw.clone(), store.clone());
-    let token = CancellationToken::new();
-    let _ = r.list_and_watch(&token).await;
-    assert_eq!(store.content().len(), 4);
-    let _ = r.list_and_watch(&token).await;
-    assert_eq!(store.content().len(), 8);
-    assert_eq!(lw.list_rvs(), vec!["0", "10", ""]);
-    assert_eq!(r.last_sync_resource_version(), "11");
-}
-
-// client-go TestReflectorFullListIfExpired: an expired continue token → one full list at the
-// original version.
-#[tokio::test(start_paused = true)]
-async fn reflector_full_list_if_expired() {
-    let pods = numbered_pods(8);
-    let lw = ScriptedLw::new(
-        move |o, _| match (
-            o.resource_version.as_str(),
-            o.continue_token.as_deref(),
-            o.limit,
-        ) {
-            ("0", None, Some(4)) => Ok(list_of("10", pods[0..4].to_vec())),
-            ("10", None, Some(4)) => Ok(list_of("11", pods[0..4].to_vec()).with_continue("C1")),
-            ("", Some("C1"), Some(4)) => Err(Status::expired(
-                "The resourceVersion for the provided watch is too old.",
-            )
-            .into()),
-            ("10", None, None) => Ok(list_of("11", pods[0..8].to_vec())),
-            other => panic!("unexpected list options {other:?}"),
-        },
-        |_, _| {
-            Ok(events_then_close(vec![WatchEvent::Error(Status::expired(
-                "gone",
-            ))]))
-        },
-    );
-    let store = RecordingStore::new();
-    let r = Reflector::builder(lw.clone(), store.clone())
-        .page_size(NonZeroU32::new(4).unwrap())
-        .build();
-    let token = CancellationToken::new();
-    let _ = r.list_and_watch(&token).await;
-    assert_eq!(store.content().len(), 4);
-    let _ = r.list_and_watch(&token).await;
-    assert_eq!(store.content().len(), 8);
-    assert_eq!(lw.list_rvs(), vec!["0", "10", "", "10"]);
-}
-
-// client-go TestReflectorFullListIfTooLarge: the three shapes of "too large resource version"
-// each make the Reflector list again at "".
-#[tokio::test(start_paused = true)]
-async fn reflector_full_list_if_too_large() {
-    let version = Arc::new(Mutex::new(30));
-    let lw = ScriptedLw::new(
-        move |o, _| match o.resource_version.as_str() {
-            "0" => Ok(list_of("20", vec![])),
-            "20" => Err(Status::timeout("too large resource version")
-                .with_cause("ResourceVersionTooLarge", "")
-                .into()),
-            "30" => Err(Status::timeout("too large resource version")
-                .with_cause("", "Too large resource version")
-                .into()),
-            "40" => Err(Status::timeout("Too large resource version").into()),
-            "" => {
-                let mut v = version.lock();
-                let rv = v.to_string();
-                *v += 10;
-                Ok(list_of(&rv, vec![]))
-            }
-            other => panic!("unexpected rv {other}"),
-        },
-        |_, _| {
-            Ok(events_then_close(vec![WatchEvent::Error(Status::expired(
-                "gone",
-            ))]))
-        },
-    );
-    let r = reflector(lw.clone(), RecordingStore::new());
-    let token = CancellationToken::new();
-    for _ in 0..4 {
-        let _ = r.list_and_watch(&token).await;
+impl Default for Relist {
+    fn default() -> Self {
+        Self {
+            name: "",
+            page_size: None,
+            list: Box::new(no_list),
+            sizes: vec![],
+            list_rvs: None,
+            lists: None,
+            last_sync_rv: None,
+        }
     }
-    assert_eq!(lw.list_rvs(), vec!["0", "20", "", "30", "", "40", ""]);
 }
 
-// client-go TestReflectorResourceVersionUpdate: every event's resourceVersion reaches
-// update_resource_version (the pods are named here; nameless objects are skipped by design).
+fn too_old() -> ListWatchError {
+    Status::expired("The resourceVersion for the provided watch is too old.").into()
+}
+
+/// The relist rules of client-go's `reflector_test.go`: pagination, the version a relist asks
+/// for, and what a 410 or a "too large resource version" makes it ask next.
 #[tokio::test(start_paused = true)]
-async fn reflector_resource_version_update() {
-    let token = CancellationToken::new();
-    let t = token.clone();
-    let lw = ScriptedLw::new(
-        |_, _| Ok(list_of("10", vec![])),
-        move |_, _| {
-            Ok(events_then_cancel(
-                vec![
-                    WatchEvent::Added(pod("a", "10")),
-                    WatchEvent::Modified(pod("a", "20")),
-                    WatchEvent::bookmark("30"),
-                    WatchEvent::Deleted(pod("a", "40")),
-                ],
-                t.clone(),
-            ))
+async fn relist() {
+    let pods = numbered_pods(10);
+    let p = move |r: std::ops::Range<usize>| pods[r].to_vec();
+    let version = Arc::new(Mutex::new(30));
+    let table = vec![
+        // A configured page size paginates every list (here: the first list, then a relist
+        // at "10").
+        Relist {
+            name: "TestReflectorWatchListPageSize",
+            page_size: Some(4),
+            list: Box::new({
+                let p = p.clone();
+                move |o, _| {
+                    assert_eq!(o.limit, Some(4));
+                    Ok(
+                        match (o.resource_version.as_str(), o.continue_token.as_deref()) {
+                            ("0", None) => list_of("10", vec![]),
+                            (_, None) => list_of("10", p(0..4)).with_continue("C1"),
+                            (_, Some("C1")) => list_of("10", p(4..8)).with_continue("C2"),
+                            (_, Some("C2")) => list_of("10", p(8..10)),
+                            other => panic!("unexpected {other:?}"),
+                        },
+                    )
+                }
+            }),
+            sizes: vec![None, Some(10)],
+            lists: Some(vec![
+                list_opts("0", Some(4), None),
+                list_opts("10", Some(4), None),
+                list_opts("", Some(4), Some("C1")),
+                list_opts("", Some(4), Some("C2")),
+            ]),
+            ..Default::default()
         },
-    );
-    let store = RecordingStore::new();
-    let r = reflector(lw, store.clone());
-    r.list_and_watch(&token).await.unwrap();
-    assert_eq!(store.rv_updates(), vec!["10", "20", "30", "40"]);
-    assert_eq!(r.last_sync_resource_version(), "40");
+        // A relist at a specific version is not paginated.
+        Relist {
+            name: "TestReflectorNotPaginatingNotConsistentReads",
+            list: Box::new({
+                let p = p.clone();
+                move |o, _| match o.resource_version.as_str() {
+                    "0" => Ok(list_of("10", vec![])),
+                    "10" => {
+                        assert_eq!(o.limit, None);
+                        Ok(list_of("10", p(0..10)))
+                    }
+                    other => panic!("unexpected rv {other}"),
+                }
+            }),
+            sizes: vec![None, Some(10)],
+            list_rvs: Some(vec!["0", "10"]),
+            ..Default::default()
+        },
+        // When the first list at "0" came back paginated (no watch cache), relists keep
+        // paginating with 500.
+        Relist {
+            name: "TestReflectorPaginatingNonConsistentReadsIfWatchCacheDisabled",
+            list: Box::new({
+                let p = p.clone();
+                move |o, _| {
+                    assert_eq!(o.limit, Some(500));
+                    Ok(match o.continue_token.as_deref() {
+                        None => list_of("10", p(0..4)).with_continue("C1"),
+                        Some("C1") => list_of("10", p(4..8)).with_continue("C2"),
+                        Some("C2") => list_of("10", p(8..10)),
+                        other => panic!("unexpected {other:?}"),
+                    })
+                }
+            }),
+            sizes: vec![Some(10), Some(10)],
+            list_rvs: Some(vec!["0", "", "", "10", "", ""]),
+            ..Default::default()
+        },
+        // A relist asks for the last synced version.
+        Relist {
+            name: "TestReflectorResyncWithResourceVersion",
+            list: Box::new({
+                let p = p.clone();
+                move |o, _| match o.resource_version.as_str() {
+                    "0" => Ok(list_of("10", p(0..4))),
+                    "10" => Ok(list_of("11", p(0..8))),
+                    other => panic!("unexpected rv {other}"),
+                }
+            }),
+            sizes: vec![Some(4), Some(8)],
+            list_rvs: Some(vec!["0", "10"]),
+            ..Default::default()
+        },
+        // A 410 on a relist lists again at "".
+        Relist {
+            name: "TestReflectorExpiredExactResourceVersion",
+            list: Box::new({
+                let p = p.clone();
+                move |o, _| match o.resource_version.as_str() {
+                    "0" => Ok(list_of("10", p(0..4))),
+                    "10" => Err(too_old()),
+                    "" => Ok(list_of("11", p(0..8))),
+                    other => panic!("unexpected rv {other}"),
+                }
+            }),
+            sizes: vec![Some(4), Some(8)],
+            list_rvs: Some(vec!["0", "10", ""]),
+            last_sync_rv: Some("11"),
+            ..Default::default()
+        },
+        // An expired continue token → one full list at the original version.
+        Relist {
+            name: "TestReflectorFullListIfExpired",
+            page_size: Some(4),
+            list: Box::new({
+                let p = p.clone();
+                move |o, _| match (
+                    o.resource_version.as_str(),
+                    o.continue_token.as_deref(),
+                    o.limit,
+                ) {
+                    ("0", None, Some(4)) => Ok(list_of("10", p(0..4))),
+                    ("10", None, Some(4)) => Ok(list_of("11", p(0..4)).with_continue("C1")),
+                    ("", Some("C1"), Some(4)) => Err(too_old()),
+                    ("10", None, None) => Ok(list_of("11", p(0..8))),
+                    other => panic!("unexpected list options {other:?}"),
+                }
+            }),
+            sizes: vec![Some(4), Some(8)],
+            list_rvs: Some(vec!["0", "10", "", "10"]),
+            ..Default::default()
+        },
+        // The three shapes of "too large resource version" each make the Reflector list again
+        // at "".
+        Relist {
+            name: "TestReflectorFullListIfTooLarge",
+            list: Box::new(move |o, _| match o.resource_version.as_str() {
+                "0" => Ok(list_of("20", vec![])),
+                "20" => Err(Status::timeout("too large resource version")
+                    .with_cause("ResourceVersionTooLarge", "")
+                    .into()),
+                "30" => Err(Status::timeout("too large resource version")
+                    .with_cause("", "Too large resource version")
+                    .into()),
+                "40" => Err(Status::timeout("Too large resource version").into()),
+                "" => {
+                    let mut v = version.lock();
+                    let rv = v.to_string();
+                    *v += 10;
+                    Ok(list_of(&rv, vec![]))
+                }
+                other => panic!("unexpected rv {other}"),
+            }),
+            sizes: vec![None; 4],
+            list_rvs: Some(vec!["0", "20", "", "30", "", "40", ""]),
+            ..Default::default()
+        },
+    ];
+    for case in table {
+        let name = case.name;
+        let lw = ScriptedLw::new(case.list, |_, _| {
+            Ok(events_then_close(vec![WatchEvent::Error(Status::expired(
+                "gone",
+            ))]))
+        });
+        let store = RecordingStore::new();
+        let mut builder = Reflector::builder(lw.clone(), store.clone()).name(name);
+        if let Some(size) = case.page_size {
+            builder = builder.page_size(NonZeroU32::new(size).unwrap());
+        }
+        let r = builder.build();
+        let token = CancellationToken::new();
+        for (cycle, size) in case.sizes.into_iter().enumerate() {
+            let result = r.list_and_watch(&token).await;
+            assert!(
+                result.as_ref().is_err_and(|e| e.is_expired()),
+                "{name}, cycle {cycle}: every cycle ends with the watch's 410, got {result:?}"
+            );
+            if let Some(size) = size {
+                assert_eq!(store.content().len(), size, "{name}, cycle {cycle}");
+            }
+        }
+        if let Some(rvs) = case.list_rvs {
+            assert_eq!(lw.list_rvs(), rvs, "{name}");
+        }
+        if let Some(lists) = case.lists {
+            let got: Vec<_> = lw
+                .requests_without_timeouts(300, 600)
+                .into_iter()
+                .filter(|(v, _)| *v == Verb::List)
+                .collect();
+            assert_eq!(got, lists, "{name}");
+        }
+        if let Some(rv) = case.last_sync_rv {
+            assert_eq!(r.last_sync_resource_version(), rv, "{name}");
+        }
+    }
 }
 
 // client-go NewFilteredListWatchFromClient's optionsModifier: the tweak applies to every list
@@ -443,7 +433,7 @@ async fn reflector_resource_version_update() {
 #[tokio::test(start_paused = true)]
 async fn list_watch_tweak_options_apply_to_list_and_watch() {
     use futures::FutureExt;
-    use kinformer::reflector::{ListOptions, ListWatch, ListerWatcher, ListerWatcherExt};
+    use kinformer::reflector::{ListWatch, ListerWatcher, ListerWatcherExt};
     let seen: Arc<Mutex<Vec<ListOptions>>> = Arc::default();
     let (s1, s2) = (seen.clone(), seen.clone());
     let lw: ListWatch<Pod> = ListWatch::new(
