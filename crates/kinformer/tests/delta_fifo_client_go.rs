@@ -1,5 +1,9 @@
 //! Ports of client-go's `tools/cache/delta_fifo_test.go`: same inputs, same expected outputs.
 //! client-go's `testFifoObject{name, val}` is a ConfigMap named `name` with `data.val = val`.
+//!
+//! The scenarios that drive one queue through adds, updates, deletes, replaces and resyncs and
+//! check what comes out are one table of [`Script`]s run by one loop; the concurrency, the
+//! transformer, `KeyOf` and closing keep setups of their own.
 
 mod delta_fifo_support;
 
@@ -22,11 +26,7 @@ async fn pop(f: &DeltaFifo<ConfigMap>) -> Deltas<ConfigMap> {
     f.pop(|d, _| d).await.expect("an item")
 }
 
-async fn pop_newest_val(f: &DeltaFifo<ConfigMap>) -> i64 {
-    let d = pop(f).await;
-    val(d.newest().unwrap().object.object().unwrap())
-}
-
+/// client-go's `TestDeltaFIFO_basic`: two producers, one consumer, each producer's order kept.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn test_delta_fifo_basic() {
     let f = Arc::new(fifo());
@@ -64,139 +64,503 @@ async fn test_delta_fifo_basic() {
     b.await.unwrap();
 }
 
-#[tokio::test]
-async fn test_delta_fifo_replace_with_delete_delta_in() {
-    let old = obj("foo", 1);
-    let new = obj("foo", 2);
-    let f = fifo_known(vec![old.clone()], false);
-    f.delete(old).unwrap();
-    f.replace(vec![new], String::new()).unwrap();
-    assert_eq!(
-        pop_desc(&f).await,
-        exp(&[(Deleted, "foo=1"), (Sync, "foo=2")])
-    );
+type Expected = &'static [(DeltaType, &'static str)];
+
+/// One step of a [`Script`]: an operation on the queue, or a check of what it holds.
+enum Step {
+    Add(&'static str, i64),
+    Update(&'static str, i64),
+    Delete(&'static str, i64),
+    /// `replace(objects, resourceVersion)`.
+    Replace(&'static [(&'static str, i64)], &'static str),
+    Resync,
+    /// Pops one item; its deltas are exactly these.
+    Pop(Expected),
+    /// Pops one item from the initial list (`is_in_initial_list`); its deltas are exactly these.
+    PopInitial(Expected),
+    /// Pops one item; its newest object has this `val`.
+    PopNewest(i64),
+    /// Nothing more to pop within 50 ms (client-go: "got a second value").
+    NothingToPop,
+    /// `get_by_key(key)` holds exactly these deltas.
+    Get(&'static str, Expected),
+    /// `get` of this name finds nothing (client-go: "item was not removed").
+    Gone(&'static str),
+    /// `list()`, described as `name=val`.
+    List(&'static [&'static str]),
+    ListKeys(&'static [&'static str]),
+    /// `has_synced()` and the synced watch both say this.
+    Synced(bool),
+    Empty,
 }
 
-#[tokio::test]
-async fn test_delta_fifo_replace_makes_deletions_for_objects_only_in_queue() {
-    type Ops = fn(&DeltaFifo<ConfigMap>, &Arc<ConfigMap>, &Arc<ConfigMap>);
-    type Case = (&'static str, bool, Ops, Vec<(DeltaType, &'static str)>);
-    let table: Vec<Case> = vec![
-        (
-            "Added object should be deleted on Replace",
-            false,
-            |f, o, _| {
-                f.add(o.clone()).unwrap();
-                f.replace(vec![], "0".into()).unwrap();
-            },
-            vec![(Added, "foo=2"), (Deleted, "tombstone(foo, foo=2)")],
-        ),
-        (
-            "Replaced object should have only a single Delete",
-            true,
-            |f, o, _| {
-                f.add(o.clone()).unwrap();
-                f.replace(vec![o.clone()], "0".into()).unwrap();
-                f.replace(vec![], "0".into()).unwrap();
-            },
-            vec![
-                (Added, "foo=2"),
-                (Replaced, "foo=2"),
-                (Deleted, "tombstone(foo, foo=2)"),
-            ],
-        ),
-        (
-            "Deleted object should have only a single Delete",
-            false,
-            |f, o, _| {
-                f.add(o.clone()).unwrap();
-                f.delete(o.clone()).unwrap();
-                f.replace(vec![], "0".into()).unwrap();
-            },
-            vec![(Added, "foo=2"), (Deleted, "foo=2")],
-        ),
-        (
-            "Synced objects should have a single delete",
-            false,
-            |f, o, _| {
-                f.add(o.clone()).unwrap();
-                f.replace(vec![o.clone()], "0".into()).unwrap();
-                f.replace(vec![o.clone()], "0".into()).unwrap();
-                f.replace(vec![], "0".into()).unwrap();
-            },
-            vec![
-                (Added, "foo=2"),
-                (Sync, "foo=2"),
-                (Sync, "foo=2"),
-                (Deleted, "tombstone(foo, foo=2)"),
-            ],
-        ),
-        (
-            "Added objects should have a single delete on multiple Replaces",
-            false,
-            |f, o, _| {
-                f.add(o.clone()).unwrap();
-                f.replace(vec![], "0".into()).unwrap();
-                f.replace(vec![], "1".into()).unwrap();
-            },
-            vec![(Added, "foo=2"), (Deleted, "tombstone(foo, foo=2)")],
-        ),
-        (
-            "Added and deleted and added object should be deleted",
-            false,
-            |f, o, v2| {
-                f.add(o.clone()).unwrap();
-                f.delete(o.clone()).unwrap();
-                f.add(v2.clone()).unwrap();
-                f.replace(vec![], "0".into()).unwrap();
-            },
-            vec![
-                (Added, "foo=2"),
-                (Deleted, "foo=2"),
-                (Added, "foo=3"),
-                (Deleted, "tombstone(foo, foo=3)"),
-            ],
-        ),
-    ];
-    let o = obj("foo", 2);
-    let v2 = obj("foo", 3);
-    for (name, emit, ops, expected) in table {
-        for with_known in [true, false] {
-            let f = if with_known {
-                fifo_known(vec![], emit)
-            } else {
-                DeltaFifo::new(DeltaFifoOptions {
-                    emit_delta_type_replaced: emit,
-                    ..Default::default()
-                })
-            };
-            ops(&f, &o, &v2);
-            assert_eq!(
-                pop_desc(&f).await,
-                exp(&expected),
-                "{name} (known objects: {with_known})"
-            );
-            assert!(f.is_empty(), "{name}: no extra deltas");
+/// A ported scenario: a queue (client-go's `literalListerGetter` of known objects or none, and
+/// whether Replace emits `Replaced`), the steps run on it in order.
+struct Script {
+    /// The client-go test (and case) this row ports.
+    name: &'static str,
+    known: Option<&'static [(&'static str, i64)]>,
+    emit_replaced: bool,
+    steps: Vec<Step>,
+}
+
+fn objs(items: &[(&str, i64)]) -> Vec<Arc<ConfigMap>> {
+    items.iter().map(|(n, v)| obj(n, *v)).collect()
+}
+
+async fn run_scripts(table: Vec<Script>) {
+    for Script {
+        name,
+        known,
+        emit_replaced,
+        steps,
+    } in table
+    {
+        let f = match known {
+            Some(known) => fifo_known(objs(known), emit_replaced),
+            None => DeltaFifo::new(DeltaFifoOptions {
+                emit_delta_type_replaced: emit_replaced,
+                ..Default::default()
+            }),
+        };
+        for (i, step) in steps.into_iter().enumerate() {
+            let at = format!("{name}, step {i}");
+            match step {
+                Step::Add(n, v) => f.add(obj(n, v)).unwrap(),
+                Step::Update(n, v) => f.update(obj(n, v)).unwrap(),
+                Step::Delete(n, v) => f.delete(obj(n, v)).unwrap(),
+                Step::Replace(list, rv) => f.replace(objs(list), rv.into()).unwrap(),
+                Step::Resync => f.resync().unwrap(),
+                Step::Pop(expected) => assert_eq!(pop_desc(&f).await, exp(expected), "{at}"),
+                Step::PopInitial(expected) => {
+                    let (d, initial) = f.pop(|d, initial| (d, initial)).await.unwrap();
+                    assert_eq!(describe_deltas(&d), exp(expected), "{at}");
+                    assert!(initial, "{at}: expected an initial list item");
+                }
+                Step::PopNewest(expected) => {
+                    let d = pop(&f).await;
+                    let newest = val(d.newest().unwrap().object.object().unwrap());
+                    assert_eq!(newest, expected, "{at}");
+                }
+                Step::NothingToPop => {
+                    let second = tokio::time::timeout(Duration::from_millis(50), pop(&f)).await;
+                    assert!(second.is_err(), "{at}: got a second value");
+                }
+                Step::Get(key, expected) => {
+                    let d = f.get_by_key(key).unwrap();
+                    assert_eq!(describe_deltas(&d), exp(expected), "{at}");
+                }
+                Step::Gone(n) => assert!(
+                    f.get(&obj(n, 0)).unwrap().is_none(),
+                    "{at}: item was not removed"
+                ),
+                Step::List(expected) => {
+                    let list: Vec<String> = f.list().iter().map(describe).collect();
+                    assert_eq!(list, expected, "{at}");
+                }
+                Step::ListKeys(expected) => assert_eq!(f.list_keys(), expected, "{at}"),
+                Step::Synced(expected) => {
+                    assert_eq!(f.has_synced(), expected, "{at}");
+                    assert_eq!(*f.synced_watch().borrow(), expected, "{at} (watch)");
+                }
+                Step::Empty => assert!(f.is_empty(), "{at}: no extra deltas"),
+            }
         }
     }
 }
 
+/// client-go's `TestDeltaFIFOW_ReplaceMakesDeletionsForObjectsOnlyInQueue` runs each case with
+/// and without an (empty) known-objects lister: two rows per case.
+fn with_and_without_known(
+    name: &'static str,
+    emit_replaced: bool,
+    steps: fn() -> Vec<Step>,
+) -> [Script; 2] {
+    [
+        Script {
+            name,
+            known: Some(&[]),
+            emit_replaced,
+            steps: steps(),
+        },
+        Script {
+            name,
+            known: None,
+            emit_replaced,
+            steps: steps(),
+        },
+    ]
+}
+
+const FOO_BAR_BAZ: &[(&str, i64)] = &[("foo", 5), ("bar", 6), ("baz", 7)];
+
 #[tokio::test(start_paused = true)]
-async fn test_delta_fifo_add_update() {
-    let f = fifo();
-    f.add(obj("foo", 10)).unwrap();
-    f.update(obj("foo", 12)).unwrap();
-    f.delete(obj("foo", 15)).unwrap();
-    let list: Vec<String> = f.list().iter().map(describe).collect();
-    assert_eq!(list, ["foo=15"]);
-    assert_eq!(f.list_keys(), ["foo"]);
-    assert_eq!(pop_newest_val(&f).await, 15);
-    let second = tokio::time::timeout(Duration::from_millis(50), pop(&f)).await;
-    assert!(second.is_err(), "got a second value");
-    assert!(
-        f.get(&obj("foo", 0)).unwrap().is_none(),
-        "item was not removed"
-    );
+async fn delta_fifo_scripts() {
+    use Step::*;
+    let mut table = vec![
+        Script {
+            name: "TestDeltaFIFO_replaceWithDeleteDeltaIn",
+            known: Some(&[("foo", 1)]),
+            emit_replaced: false,
+            steps: vec![
+                Delete("foo", 1),
+                Replace(&[("foo", 2)], ""),
+                Pop(&[(Deleted, "foo=1"), (Sync, "foo=2")]),
+            ],
+        },
+        Script {
+            name: "TestDeltaFIFO_addUpdate",
+            known: None,
+            emit_replaced: false,
+            steps: vec![
+                Add("foo", 10),
+                Update("foo", 12),
+                Delete("foo", 15),
+                List(&["foo=15"]),
+                ListKeys(&["foo"]),
+                PopNewest(15),
+                NothingToPop,
+                Gone("foo"),
+            ],
+        },
+        Script {
+            name: "TestDeltaFIFO_enqueueingNoLister",
+            known: None,
+            emit_replaced: false,
+            steps: vec![
+                Add("foo", 10),
+                Update("bar", 15),
+                Add("qux", 17),
+                Delete("qux", 18),
+                // baz does not exist: its deletion enqueues nothing.
+                Delete("baz", 20),
+                PopNewest(10),
+                PopNewest(15),
+                PopNewest(18),
+                Empty,
+            ],
+        },
+        Script {
+            name: "TestDeltaFIFO_enqueueingWithLister",
+            known: Some(FOO_BAR_BAZ),
+            emit_replaced: false,
+            steps: vec![
+                Add("foo", 10),
+                Update("bar", 15),
+                // baz is known, so its deletion is enqueued.
+                Delete("baz", 20),
+                PopNewest(10),
+                PopNewest(15),
+                PopNewest(20),
+                Empty,
+            ],
+        },
+        Script {
+            name: "TestDeltaFIFO_addReplace",
+            known: None,
+            emit_replaced: false,
+            steps: vec![
+                Add("foo", 10),
+                Replace(&[("foo", 15)], "0"),
+                PopNewest(15),
+                NothingToPop,
+                Gone("foo"),
+            ],
+        },
+        Script {
+            name: "TestDeltaFIFO_ResyncNonExisting",
+            known: Some(&[("foo", 5)]),
+            emit_replaced: false,
+            steps: vec![
+                Delete("foo", 10),
+                Resync,
+                Get("foo", &[(Deleted, "foo=10")]),
+            ],
+        },
+        Script {
+            name: "TestDeltaFIFO_Resync",
+            known: Some(&[("foo", 5)]),
+            emit_replaced: false,
+            steps: vec![Resync, Get("foo", &[(Sync, "foo=5")])],
+        },
+        Script {
+            name: "TestDeltaFIFO_DeleteExistingNonPropagated",
+            known: Some(&[]),
+            emit_replaced: false,
+            steps: vec![
+                Add("foo", 5),
+                Delete("foo", 6),
+                Get("foo", &[(Added, "foo=5"), (Deleted, "foo=6")]),
+            ],
+        },
+        Script {
+            name: "TestDeltaFIFO_ReplaceMakesDeletions/a pre-existing deletion",
+            known: Some(FOO_BAR_BAZ),
+            emit_replaced: false,
+            steps: vec![
+                Delete("baz", 10),
+                Replace(&[("foo", 5)], "0"),
+                Pop(&[(Deleted, "baz=10")]),
+                Pop(&[(Sync, "foo=5")]),
+                Pop(&[(Deleted, "tombstone(bar, bar=6)")]),
+            ],
+        },
+        Script {
+            name: "TestDeltaFIFO_ReplaceMakesDeletions/starting with an add instead",
+            known: Some(FOO_BAR_BAZ),
+            emit_replaced: false,
+            steps: vec![
+                Add("baz", 10),
+                Replace(&[("foo", 5)], "0"),
+                Pop(&[(Added, "baz=10"), (Deleted, "tombstone(baz, baz=10)")]),
+                Pop(&[(Sync, "foo=5")]),
+                Pop(&[(Deleted, "tombstone(bar, bar=6)")]),
+            ],
+        },
+        Script {
+            name: "TestDeltaFIFO_ReplaceMakesDeletions/deleting and recreating in the queue, then a replace deletes it",
+            known: Some(FOO_BAR_BAZ),
+            emit_replaced: false,
+            steps: vec![
+                Delete("bar", 6),
+                Add("bar", 100),
+                Replace(&[("foo", 5)], "0"),
+                Pop(&[
+                    (Deleted, "bar=6"),
+                    (Added, "bar=100"),
+                    // the newest queued object, not the known one
+                    (Deleted, "tombstone(bar, bar=100)"),
+                ]),
+                Pop(&[(Sync, "foo=5")]),
+                Pop(&[(Deleted, "tombstone(baz, baz=7)")]),
+            ],
+        },
+        Script {
+            name: "TestDeltaFIFO_ReplaceMakesDeletions/syncing first, so the deletion uses the latest version",
+            known: Some(FOO_BAR_BAZ),
+            emit_replaced: false,
+            steps: vec![
+                Replace(&[("bar", 100), ("foo", 5)], "0"),
+                Replace(&[("foo", 5)], "0"),
+                Pop(&[(Sync, "bar=100"), (Deleted, "tombstone(bar, bar=100)")]),
+                Pop(&[(Sync, "foo=5"), (Sync, "foo=5")]),
+                Pop(&[(Deleted, "tombstone(baz, baz=7)")]),
+            ],
+        },
+        Script {
+            name: "TestDeltaFIFO_ReplaceMakesDeletions/without known objects",
+            known: None,
+            emit_replaced: false,
+            steps: vec![
+                Add("baz", 10),
+                Replace(&[("foo", 5)], "0"),
+                Pop(&[(Added, "baz=10"), (Deleted, "tombstone(baz, baz=10)")]),
+                Pop(&[(Sync, "foo=5")]),
+                Empty,
+            ],
+        },
+        Script {
+            name: "TestDeltaFIFO_ReplaceMakesDeletionsReplaced",
+            known: Some(FOO_BAR_BAZ),
+            emit_replaced: true,
+            steps: vec![
+                Delete("baz", 10),
+                Replace(&[("foo", 6)], "0"),
+                Pop(&[(Deleted, "baz=10")]),
+                Pop(&[(Replaced, "foo=6")]),
+                Pop(&[(Deleted, "tombstone(bar, bar=6)")]),
+            ],
+        },
+        Script {
+            name: "TestDeltaFIFO_ReplaceDeltaType",
+            known: Some(&[("foo", 5)]),
+            emit_replaced: true,
+            steps: vec![Replace(&[("foo", 5)], "0"), Pop(&[(Replaced, "foo=5")])],
+        },
+        Script {
+            name: "TestDeltaFIFO_UpdateResyncRace",
+            known: Some(&[("foo", 5)]),
+            emit_replaced: false,
+            steps: vec![Update("foo", 6), Resync, Pop(&[(Updated, "foo=6")])],
+        },
+        Script {
+            name: "TestDeltaFIFO_HasSyncedCorrectOnDeletion",
+            known: Some(FOO_BAR_BAZ),
+            emit_replaced: false,
+            steps: vec![
+                Replace(&[("foo", 5)], "0"),
+                Synced(false),
+                PopInitial(&[(Sync, "foo=5")]),
+                Synced(false),
+                PopInitial(&[(Deleted, "tombstone(bar, bar=6)")]),
+                Synced(false),
+                PopInitial(&[(Deleted, "tombstone(baz, baz=7)")]),
+                Synced(true),
+            ],
+        },
+        Script {
+            name: "TestDeltaFIFO_detectLineJumpers",
+            known: None,
+            emit_replaced: false,
+            steps: vec![
+                Add("foo", 10),
+                Add("bar", 1),
+                Add("foo", 11),
+                Add("foo", 13),
+                Add("zab", 30),
+                PopNewest(13),
+                Add("foo", 14), // foo must not jump back in line
+                PopNewest(1),
+                PopNewest(30),
+                PopNewest(14),
+            ],
+        },
+    ];
+    // TestDeltaFIFO_HasSynced, case by case.
+    for (name, steps) in [
+        ("TestDeltaFIFO_HasSynced/empty", vec![Synced(false)]),
+        (
+            "TestDeltaFIFO_HasSynced/Add",
+            vec![Add("a", 1), Synced(true)],
+        ),
+        (
+            "TestDeltaFIFO_HasSynced/empty Replace",
+            vec![Replace(&[], "0"), Synced(true)],
+        ),
+        (
+            "TestDeltaFIFO_HasSynced/Replace, nothing popped",
+            vec![Replace(&[("a", 1), ("b", 2)], "0"), Synced(false)],
+        ),
+        (
+            "TestDeltaFIFO_HasSynced/Replace, one of two popped",
+            vec![
+                Replace(&[("a", 1), ("b", 2)], "0"),
+                PopNewest(1),
+                Synced(false),
+            ],
+        ),
+        (
+            "TestDeltaFIFO_HasSynced/Replace, both popped",
+            vec![
+                Replace(&[("a", 1), ("b", 2)], "0"),
+                PopNewest(1),
+                PopNewest(2),
+                Synced(true),
+            ],
+        ),
+        // Duplicate keys in one list (a broken API server) count once.
+        (
+            "TestDeltaFIFO_HasSynced/duplicate keys in one Replace",
+            vec![
+                Replace(&[("a", 1), ("a", 2)], "0"),
+                PopNewest(2),
+                Synced(true),
+            ],
+        ),
+    ] {
+        table.push(Script {
+            name,
+            known: None,
+            emit_replaced: false,
+            steps,
+        });
+    }
+    // TestDeltaFIFOW_ReplaceMakesDeletionsForObjectsOnlyInQueue, with and without known objects;
+    // each ends with nothing more queued.
+    table.extend(with_and_without_known(
+        "TestDeltaFIFOW_ReplaceMakesDeletionsForObjectsOnlyInQueue/Added object should be deleted on Replace",
+        false,
+        || {
+            vec![
+                Add("foo", 2),
+                Replace(&[], "0"),
+                Pop(&[(Added, "foo=2"), (Deleted, "tombstone(foo, foo=2)")]),
+                Empty,
+            ]
+        },
+    ));
+    table.extend(with_and_without_known(
+        "TestDeltaFIFOW_ReplaceMakesDeletionsForObjectsOnlyInQueue/Replaced object should have only a single Delete",
+        true,
+        || {
+            vec![
+                Add("foo", 2),
+                Replace(&[("foo", 2)], "0"),
+                Replace(&[], "0"),
+                Pop(&[
+                    (Added, "foo=2"),
+                    (Replaced, "foo=2"),
+                    (Deleted, "tombstone(foo, foo=2)"),
+                ]),
+                Empty,
+            ]
+        },
+    ));
+    table.extend(with_and_without_known(
+        "TestDeltaFIFOW_ReplaceMakesDeletionsForObjectsOnlyInQueue/Deleted object should have only a single Delete",
+        false,
+        || {
+            vec![
+                Add("foo", 2),
+                Delete("foo", 2),
+                Replace(&[], "0"),
+                Pop(&[(Added, "foo=2"), (Deleted, "foo=2")]),
+                Empty,
+            ]
+        },
+    ));
+    table.extend(with_and_without_known(
+        "TestDeltaFIFOW_ReplaceMakesDeletionsForObjectsOnlyInQueue/Synced objects should have a single delete",
+        false,
+        || {
+            vec![
+                Add("foo", 2),
+                Replace(&[("foo", 2)], "0"),
+                Replace(&[("foo", 2)], "0"),
+                Replace(&[], "0"),
+                Pop(&[
+                    (Added, "foo=2"),
+                    (Sync, "foo=2"),
+                    (Sync, "foo=2"),
+                    (Deleted, "tombstone(foo, foo=2)"),
+                ]),
+                Empty,
+            ]
+        },
+    ));
+    table.extend(with_and_without_known(
+        "TestDeltaFIFOW_ReplaceMakesDeletionsForObjectsOnlyInQueue/Added objects should have a single delete on multiple Replaces",
+        false,
+        || {
+            vec![
+                Add("foo", 2),
+                Replace(&[], "0"),
+                Replace(&[], "1"),
+                Pop(&[(Added, "foo=2"), (Deleted, "tombstone(foo, foo=2)")]),
+                Empty,
+            ]
+        },
+    ));
+    table.extend(with_and_without_known(
+        "TestDeltaFIFOW_ReplaceMakesDeletionsForObjectsOnlyInQueue/Added and deleted and added object should be deleted",
+        false,
+        || {
+            vec![
+                Add("foo", 2),
+                Delete("foo", 2),
+                Add("foo", 3),
+                Replace(&[], "0"),
+                Pop(&[
+                    (Added, "foo=2"),
+                    (Deleted, "foo=2"),
+                    (Added, "foo=3"),
+                    (Deleted, "tombstone(foo, foo=3)"),
+                ]),
+                Empty,
+            ]
+        },
+    ));
+    run_scripts(table).await;
 }
 
 fn xfrm_count(o: &ConfigMap) -> u32 {
@@ -252,214 +616,6 @@ async fn test_delta_fifo_transformer() {
     }
 }
 
-#[tokio::test]
-async fn test_delta_fifo_enqueueing_no_lister() {
-    let f = fifo();
-    f.add(obj("foo", 10)).unwrap();
-    f.update(obj("bar", 15)).unwrap();
-    f.add(obj("qux", 17)).unwrap();
-    f.delete(obj("qux", 18)).unwrap();
-    // baz does not exist: its deletion enqueues nothing.
-    f.delete(obj("baz", 20)).unwrap();
-    for expected in [10, 15, 18] {
-        assert_eq!(pop_newest_val(&f).await, expected);
-    }
-    assert!(f.is_empty());
-}
-
-#[tokio::test]
-async fn test_delta_fifo_enqueueing_with_lister() {
-    let f = fifo_known(vec![obj("foo", 5), obj("bar", 6), obj("baz", 7)], false);
-    f.add(obj("foo", 10)).unwrap();
-    f.update(obj("bar", 15)).unwrap();
-    // baz is known, so its deletion is enqueued.
-    f.delete(obj("baz", 20)).unwrap();
-    for expected in [10, 15, 20] {
-        assert_eq!(pop_newest_val(&f).await, expected);
-    }
-    assert!(f.is_empty());
-}
-
-#[tokio::test(start_paused = true)]
-async fn test_delta_fifo_add_replace() {
-    let f = fifo();
-    f.add(obj("foo", 10)).unwrap();
-    f.replace(vec![obj("foo", 15)], "0".into()).unwrap();
-    assert_eq!(pop_newest_val(&f).await, 15);
-    let second = tokio::time::timeout(Duration::from_millis(50), pop(&f)).await;
-    assert!(second.is_err(), "got a second value");
-    assert!(
-        f.get(&obj("foo", 0)).unwrap().is_none(),
-        "item was not removed"
-    );
-}
-
-#[test]
-fn test_delta_fifo_resync_non_existing() {
-    let f = fifo_known(vec![obj("foo", 5)], false);
-    f.delete(obj("foo", 10)).unwrap();
-    f.resync().unwrap();
-    let d = f.get_by_key("foo").unwrap();
-    assert_eq!(describe_deltas(&d), exp(&[(Deleted, "foo=10")]));
-}
-
-#[test]
-fn test_delta_fifo_resync() {
-    let f = fifo_known(vec![obj("foo", 5)], false);
-    f.resync().unwrap();
-    let d = f.get_by_key("foo").unwrap();
-    assert_eq!(describe_deltas(&d), exp(&[(Sync, "foo=5")]));
-}
-
-#[test]
-fn test_delta_fifo_delete_existing_non_propagated() {
-    let f = fifo_known(vec![], false);
-    f.add(obj("foo", 5)).unwrap();
-    f.delete(obj("foo", 6)).unwrap();
-    let d = f.get_by_key("foo").unwrap();
-    assert_eq!(d.len(), 2);
-    assert_eq!(d.newest().unwrap().delta_type, Deleted);
-}
-
-fn foo_bar_baz() -> Vec<Arc<ConfigMap>> {
-    vec![obj("foo", 5), obj("bar", 6), obj("baz", 7)]
-}
-
-#[tokio::test]
-async fn test_delta_fifo_replace_makes_deletions() {
-    // A pre-existing deletion.
-    let f = fifo_known(foo_bar_baz(), false);
-    f.delete(obj("baz", 10)).unwrap();
-    f.replace(vec![obj("foo", 5)], "0".into()).unwrap();
-    assert_eq!(pop_desc(&f).await, exp(&[(Deleted, "baz=10")]));
-    assert_eq!(pop_desc(&f).await, exp(&[(Sync, "foo=5")]));
-    assert_eq!(
-        pop_desc(&f).await,
-        exp(&[(Deleted, "tombstone(bar, bar=6)")])
-    );
-
-    // Starting with an add instead.
-    let f = fifo_known(foo_bar_baz(), false);
-    f.add(obj("baz", 10)).unwrap();
-    f.replace(vec![obj("foo", 5)], "0".into()).unwrap();
-    assert_eq!(
-        pop_desc(&f).await,
-        exp(&[(Added, "baz=10"), (Deleted, "tombstone(baz, baz=10)")])
-    );
-    assert_eq!(pop_desc(&f).await, exp(&[(Sync, "foo=5")]));
-    assert_eq!(
-        pop_desc(&f).await,
-        exp(&[(Deleted, "tombstone(bar, bar=6)")])
-    );
-
-    // Deleting and recreating in the queue, then a replace deletes it.
-    let f = fifo_known(foo_bar_baz(), false);
-    f.delete(obj("bar", 6)).unwrap();
-    f.add(obj("bar", 100)).unwrap();
-    f.replace(vec![obj("foo", 5)], "0".into()).unwrap();
-    assert_eq!(
-        pop_desc(&f).await,
-        exp(&[
-            (Deleted, "bar=6"),
-            (Added, "bar=100"),
-            // the newest queued object, not the known one
-            (Deleted, "tombstone(bar, bar=100)"),
-        ])
-    );
-    assert_eq!(pop_desc(&f).await, exp(&[(Sync, "foo=5")]));
-    assert_eq!(
-        pop_desc(&f).await,
-        exp(&[(Deleted, "tombstone(baz, baz=7)")])
-    );
-
-    // Syncing first, so the deletion uses the latest version.
-    let f = fifo_known(foo_bar_baz(), false);
-    f.replace(vec![obj("bar", 100), obj("foo", 5)], "0".into())
-        .unwrap();
-    f.replace(vec![obj("foo", 5)], "0".into()).unwrap();
-    assert_eq!(
-        pop_desc(&f).await,
-        exp(&[(Sync, "bar=100"), (Deleted, "tombstone(bar, bar=100)")])
-    );
-    assert_eq!(pop_desc(&f).await, exp(&[(Sync, "foo=5"), (Sync, "foo=5")]));
-    assert_eq!(
-        pop_desc(&f).await,
-        exp(&[(Deleted, "tombstone(baz, baz=7)")])
-    );
-
-    // Without known objects.
-    let f = fifo();
-    f.add(obj("baz", 10)).unwrap();
-    f.replace(vec![obj("foo", 5)], "0".into()).unwrap();
-    assert_eq!(
-        pop_desc(&f).await,
-        exp(&[(Added, "baz=10"), (Deleted, "tombstone(baz, baz=10)")])
-    );
-    assert_eq!(pop_desc(&f).await, exp(&[(Sync, "foo=5")]));
-    assert!(f.is_empty());
-}
-
-#[tokio::test]
-async fn test_delta_fifo_replace_makes_deletions_replaced() {
-    let f = fifo_known(foo_bar_baz(), true);
-    f.delete(obj("baz", 10)).unwrap();
-    f.replace(vec![obj("foo", 6)], "0".into()).unwrap();
-    assert_eq!(pop_desc(&f).await, exp(&[(Deleted, "baz=10")]));
-    assert_eq!(pop_desc(&f).await, exp(&[(Replaced, "foo=6")]));
-    assert_eq!(
-        pop_desc(&f).await,
-        exp(&[(Deleted, "tombstone(bar, bar=6)")])
-    );
-}
-
-#[tokio::test]
-async fn test_delta_fifo_replace_delta_type() {
-    let f = fifo_known(vec![obj("foo", 5)], true);
-    f.replace(vec![obj("foo", 5)], "0".into()).unwrap();
-    assert_eq!(pop_desc(&f).await, exp(&[(Replaced, "foo=5")]));
-}
-
-#[tokio::test]
-async fn test_delta_fifo_update_resync_race() {
-    let f = fifo_known(vec![obj("foo", 5)], false);
-    f.update(obj("foo", 6)).unwrap();
-    f.resync().unwrap();
-    assert_eq!(pop_desc(&f).await, exp(&[(Updated, "foo=6")]));
-}
-
-#[tokio::test]
-async fn test_delta_fifo_has_synced_correct_on_deletion() {
-    let f = fifo_known(foo_bar_baz(), false);
-    f.replace(vec![obj("foo", 5)], "0".into()).unwrap();
-    let expected = [
-        exp(&[(Sync, "foo=5")]),
-        exp(&[(Deleted, "tombstone(bar, bar=6)")]),
-        exp(&[(Deleted, "tombstone(baz, baz=7)")]),
-    ];
-    for e in expected {
-        assert!(!f.has_synced());
-        let (d, initial) = f.pop(|d, initial| (d, initial)).await.unwrap();
-        assert_eq!(describe_deltas(&d), e);
-        assert!(initial, "expected an initial list item");
-    }
-    assert!(f.has_synced());
-}
-
-#[tokio::test]
-async fn test_delta_fifo_detect_line_jumpers() {
-    let f = fifo();
-    f.add(obj("foo", 10)).unwrap();
-    f.add(obj("bar", 1)).unwrap();
-    f.add(obj("foo", 11)).unwrap();
-    f.add(obj("foo", 13)).unwrap();
-    f.add(obj("zab", 30)).unwrap();
-    assert_eq!(pop_newest_val(&f).await, 13);
-    f.add(obj("foo", 14)).unwrap(); // foo must not jump back in line
-    assert_eq!(pop_newest_val(&f).await, 1);
-    assert_eq!(pop_newest_val(&f).await, 30);
-    assert_eq!(pop_newest_val(&f).await, 14);
-}
-
 #[test]
 fn test_delta_fifo_key_of() {
     let f = fifo();
@@ -483,45 +639,6 @@ fn test_delta_fifo_key_of() {
         .into(),
     }]);
     assert_eq!(f.key_of(&d.newest().unwrap().object).unwrap(), "D");
-}
-
-#[tokio::test]
-async fn test_delta_fifo_has_synced() {
-    enum Act {
-        Add(&'static str, i64),
-        Replace(Vec<(&'static str, i64)>),
-        Pop,
-    }
-    use Act::*;
-    let cases: Vec<(Vec<Act>, bool)> = vec![
-        (vec![], false),
-        (vec![Add("a", 1)], true),
-        (vec![Replace(vec![])], true),
-        (vec![Replace(vec![("a", 1), ("b", 2)])], false),
-        (vec![Replace(vec![("a", 1), ("b", 2)]), Pop], false),
-        (vec![Replace(vec![("a", 1), ("b", 2)]), Pop, Pop], true),
-        // Duplicate keys in one list (a broken API server) count once.
-        (vec![Replace(vec![("a", 1), ("a", 2)]), Pop], true),
-    ];
-    for (i, (actions, expected)) in cases.into_iter().enumerate() {
-        let f = fifo();
-        for a in actions {
-            match a {
-                Add(n, v) => f.add(obj(n, v)).unwrap(),
-                Replace(list) => f
-                    .replace(
-                        list.into_iter().map(|(n, v)| obj(n, v)).collect(),
-                        "0".into(),
-                    )
-                    .unwrap(),
-                Pop => {
-                    pop(&f).await;
-                }
-            }
-        }
-        assert_eq!(f.has_synced(), expected, "case {i}");
-        assert_eq!(*f.synced_watch().borrow(), expected, "case {i} (watch)");
-    }
 }
 
 #[tokio::test(start_paused = true)]
