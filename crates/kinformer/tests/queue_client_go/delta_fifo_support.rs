@@ -1,7 +1,6 @@
 //! Helpers shared by the DeltaFifo test files: client-go's `testFifoObject{name, val}` as a
 //! ConfigMap named `name` with `data.val = val`, readable descriptions of deltas, and
 //! client-go's `literalListerGetter`.
-#![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

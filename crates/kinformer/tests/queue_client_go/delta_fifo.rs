@@ -5,8 +5,6 @@
 //! check what comes out are one table of [`Script`]s run by one loop; the concurrency, the
 //! transformer, `KeyOf` and closing keep setups of their own.
 
-mod delta_fifo_support;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -15,8 +13,8 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kinformer::queue::{DeltaFifo, DeltaFifoOptions, DeltaType, Deltas, QueueError};
 use kinformer::{DeletedFinalStateUnknown, ObjectOrTombstone, store::ReflectorStore};
 
+use crate::delta_fifo_support::*;
 use DeltaType::{Added, Deleted, Replaced, Sync, Updated};
-use delta_fifo_support::*;
 
 fn val(o: &ConfigMap) -> i64 {
     o.data.as_ref().unwrap()["val"].parse().unwrap()
