@@ -9,7 +9,8 @@ use std::sync::Arc;
 use crate::support::*;
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::reflector::{
-    ListOptions, ListPage, ListWatchError, Reflector, ReflectorError, Status, WatchEvent,
+    InitialListMode, ListOptions, ListPage, ListWatchError, Reflector, ReflectorError, Status,
+    WatchEvent,
 };
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
@@ -29,42 +30,76 @@ fn empty_list_at_10(_: &ListOptions, _: usize) -> Result<ListPage<Pod>, ListWatc
     Ok(list_of("10", vec![]))
 }
 
-/// One list+watch run each: client-go's `TestReflectorListAndWatch` ("UseWatchList disabled";
-/// the enabled case is in the watch-list table) and `TestReflectorResourceVersionUpdate`.
+/// What the server sends in client-go's `TestReflectorListAndWatch` after its first object
+/// (foo at "1"): the same in both cases.
+fn later_events() -> Vec<WatchEvent<Pod>> {
+    vec![
+        WatchEvent::Modified(pod("foo", "2")),
+        WatchEvent::Added(pod("bar", "3")),
+        WatchEvent::Added(pod("baz", "4")),
+        WatchEvent::Added(pod("qux", "5")),
+        WatchEvent::Added(pod("zoo", "6")),
+    ]
+}
+
+/// client-go's `TestReflectorListAndWatch`: whether the first state comes from a list or a
+/// streaming list, the store sees the same operations and ends with the same content.
+fn reflector_list_and_watch(
+    name: &'static str,
+    initial_list: InitialListMode,
+    list: fn(&ListOptions, usize) -> Result<ListPage<Pod>, ListWatchError>,
+    first_events: Vec<WatchEvent<Pod>>,
+    requests: Vec<(Verb, ListOptions)>,
+) -> Scenario {
+    Scenario {
+        name,
+        initial_list,
+        list,
+        watch: Box::new(move |_, n, t| {
+            assert_eq!(n, 1, "only one watch expected");
+            let events = first_events.iter().cloned().chain(later_events()).collect();
+            Ok(events_then_cancel(events, t.clone()))
+        }),
+        requests: Some(requests),
+        first_ops: Some(vec![
+            Op::Replace(name_rv_pairs(&[("foo", "1")]), "1".into()),
+            Op::Update("foo".into(), "2".into()),
+        ]),
+        content: Some(name_rv_pairs(&[
+            ("bar", "3"),
+            ("baz", "4"),
+            ("foo", "2"),
+            ("qux", "5"),
+            ("zoo", "6"),
+        ])),
+        last_sync_rv: Some("6"),
+        ..Default::default()
+    }
+}
+
+/// One list+watch run each: client-go's `TestReflectorListAndWatch` (both cases) and
+/// `TestReflectorResourceVersionUpdate`.
 #[tokio::test(start_paused = true)]
 async fn list_and_watch() {
     run_scenarios(vec![
-        Scenario {
-            name: "TestReflectorListAndWatch/UseWatchList disabled",
-            list: list_foo_at_1,
-            watch: Box::new(|_, n, t| {
-                assert_eq!(n, 1, "only one watch expected");
-                Ok(events_then_cancel(
-                    vec![
-                        WatchEvent::Modified(pod("foo", "2")),
-                        WatchEvent::Added(pod("bar", "3")),
-                        WatchEvent::Added(pod("baz", "4")),
-                        WatchEvent::Added(pod("qux", "5")),
-                        WatchEvent::Added(pod("zoo", "6")),
-                    ],
-                    t.clone(),
-                ))
-            }),
-            requests: Some(vec![list_opts("0", Some(500), None), watch_opts("1")]),
-            first_ops: Some(vec![
-                Op::Replace(name_rv_pairs(&[("foo", "1")]), "1".into()),
-                Op::Update("foo".into(), "2".into()),
-            ]),
-            content: Some(name_rv_pairs(&[
-                ("bar", "3"),
-                ("baz", "4"),
-                ("foo", "2"),
-                ("qux", "5"),
-                ("zoo", "6"),
-            ])),
-            last_sync_rv: Some("6"),
-            ..Default::default()
-        },
+        reflector_list_and_watch(
+            "TestReflectorListAndWatch/UseWatchList disabled",
+            InitialListMode::ListThenWatch,
+            list_foo_at_1,
+            vec![],
+            vec![list_opts("0", Some(500), None), watch_opts("1")],
+        ),
+        // After the end bookmark the same stream carries on as the watch.
+        reflector_list_and_watch(
+            "TestReflectorListAndWatch/UseWatchList enabled",
+            InitialListMode::StreamingList,
+            no_list,
+            vec![
+                WatchEvent::Added(pod("foo", "1")),
+                WatchEvent::initial_events_end("1"),
+            ],
+            vec![watch_list_opts("")],
+        ),
         // Every event's resourceVersion reaches update_resource_version (the pods are named
         // here; nameless objects are skipped by design).
         Scenario {

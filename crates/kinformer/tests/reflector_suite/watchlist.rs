@@ -1,6 +1,6 @@
 //! The streaming list (watch-list), ported from client-go's `reflector_watchlist_test.go`
-//! (`TestWatchList`, `TestWatchListResourceVersion`) and the "UseWatchList enabled" case of
-//! `TestReflectorListAndWatch`, as one table of [`Scenario`]s; plus two behaviours of ours
+//! (`TestWatchList`, `TestWatchListResourceVersion`) as one table of [`Scenario`]s; plus two
+//! behaviours of ours
 //! with setups of their own (the end-bookmark timeout, a 410 on a streaming list).
 
 use kinformer::reflector::{EndBookmarkWait, InitialListMode};
@@ -53,8 +53,9 @@ fn list_p1_at_1(_: &ListOptions, _: usize) -> Result<ListPage<Pod>, ListWatchErr
     Ok(list_of("1", vec![pod("p1", "1")]))
 }
 
-/// client-go's `TestWatchList` (every case, named as there), `TestWatchListResourceVersion`
-/// and the "UseWatchList enabled" case of `TestReflectorListAndWatch`: one table, one loop.
+/// client-go's `TestWatchList` (every case, named as there) and `TestWatchListResourceVersion`:
+/// one table, one loop. (`TestReflectorListAndWatch`'s "UseWatchList enabled" is in
+/// `list_watch.rs`, beside "UseWatchList disabled".)
 #[tokio::test(start_paused = true)]
 async fn watch_list() {
     use InitialListMode::StreamingList;
@@ -252,40 +253,6 @@ async fn watch_list() {
             initial_list: StreamingList,
             watch: serve(vec![WatchEvent::Added(pod("p1", "1")), end("2")]),
             last_sync_rv: Some("2"),
-            ..Default::default()
-        },
-        // After the end bookmark the same stream carries on as the watch.
-        Scenario {
-            name: "TestReflectorListAndWatch/UseWatchList enabled",
-            initial_list: StreamingList,
-            watch: Box::new(|_, n, t| {
-                assert_eq!(n, 1, "only one watch expected");
-                Ok(events_then_cancel(
-                    vec![
-                        WatchEvent::Added(pod("foo", "1")),
-                        end("1"),
-                        WatchEvent::Modified(pod("foo", "2")),
-                        WatchEvent::Added(pod("bar", "3")),
-                        WatchEvent::Added(pod("baz", "4")),
-                        WatchEvent::Added(pod("qux", "5")),
-                        WatchEvent::Added(pod("zoo", "6")),
-                    ],
-                    t.clone(),
-                ))
-            }),
-            requests: Some(vec![watch_list_opts("")]),
-            first_ops: Some(vec![
-                Op::Replace(name_rv_pairs(&[("foo", "1")]), "1".into()),
-                Op::Update("foo".into(), "2".into()),
-            ]),
-            content: Some(name_rv_pairs(&[
-                ("bar", "3"),
-                ("baz", "4"),
-                ("foo", "2"),
-                ("qux", "5"),
-                ("zoo", "6"),
-            ])),
-            last_sync_rv: Some("6"),
             ..Default::default()
         },
     ])
