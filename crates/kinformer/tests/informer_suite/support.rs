@@ -1,5 +1,4 @@
 //! Test support: a fake API endpoint (client-go's `FakeControllerSource`) and recording handlers.
-#![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -25,18 +24,6 @@ pub fn pod(name: &str) -> Pod {
         },
         ..Default::default()
     }
-}
-
-/// A pod with labels.
-pub fn labeled_pod(name: &str, labels: &[(&str, &str)]) -> Pod {
-    let mut p = pod(name);
-    p.metadata.labels = Some(
-        labels
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-    );
-    p
 }
 
 #[derive(Clone)]
@@ -92,12 +79,6 @@ impl FakeControllerSource {
     }
     pub fn set_list_error(&self, status: Option<Status>) {
         self.state.lock().list_error = status;
-    }
-    pub fn list_count(&self) -> u64 {
-        self.state.lock().lists
-    }
-    pub fn items(&self) -> BTreeMap<String, Pod> {
-        self.state.lock().items.clone()
     }
 
     fn change(&self, c: Change, broadcast: bool) {

@@ -2,17 +2,15 @@
 //! Requeue semantics follow controller-runtime's `pkg/internal/controller/controller_test.go`
 //! (the cases named below); the backoff is client-go's default controller rate limiter.
 
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::{FakeControllerSource, pod, settle};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kinformer::controller::{Action, Controller, ControllerError};
 use kinformer::informer::SharedIndexInformer;
 use parking_lot::Mutex;
-use support::{FakeControllerSource, pod, settle};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;

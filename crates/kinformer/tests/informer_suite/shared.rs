@@ -1,12 +1,11 @@
 //! Ports of client-go's `shared_informer_test.go` scenarios, on paused tokio time.
 
-mod support;
-
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use crate::support::{FakeControllerSource, pod, settle};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::ObjectOrTombstone;
@@ -17,7 +16,6 @@ use kinformer::informer::{
 use kinformer::store::Indexers;
 use kinformer::wait::wait_for_cache_sync;
 use parking_lot::Mutex;
-use support::{FakeControllerSource, pod, settle};
 use tokio_util::sync::CancellationToken;
 
 /// client-go's `testListener`: records the names it is called with on add and update.
