@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use crate::support::{FakeControllerSource, pod, settle};
+use crate::support::{FakeControllerSource, caught_up, pod, wait_until};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::ObjectOrTombstone;
@@ -111,14 +111,14 @@ async fn listener_resync_periods() {
         )
         .unwrap();
     let running = run(&informer);
-    settle().await;
+    caught_up(&informer).await;
     for l in [&l1, &l2, &l3] {
         assert_eq!(l.names(), set(&["pod1", "pod2"]));
         l.reset();
     }
     // advance so listener2 gets a resync
     tokio::time::sleep(Duration::from_secs(2) - Duration::from_millis(1)).await;
-    settle().await;
+    caught_up(&informer).await;
     assert_eq!(l2.names(), set(&["pod1", "pod2"]));
     assert_eq!(l1.count(), 0);
     assert_eq!(l3.count(), 0);
@@ -127,7 +127,7 @@ async fn listener_resync_periods() {
     }
     // advance so listener3 gets a resync
     tokio::time::sleep(Duration::from_secs(1) - Duration::from_millis(1)).await;
-    settle().await;
+    caught_up(&informer).await;
     assert_eq!(l3.names(), set(&["pod1", "pod2"]));
     assert_eq!(l1.count(), 0);
     assert_eq!(l2.count(), 0);
@@ -198,12 +198,12 @@ async fn resync_period_rules_after_start_and_minimum() {
     assert_eq!(h.resync_period(), Duration::from_secs(1));
     assert_eq!(informer.resync_check_period(), Duration::from_secs(1));
     let running = run(&informer);
-    settle().await;
+    caught_up(&informer).await;
     // informer created with period 0 never resyncs: covered below; after start a smaller
     // period cannot lower the check period any more
     let informer2 = self::informer(&source, Duration::from_secs(30));
     let running2 = run(&informer2);
-    settle().await;
+    caught_up(&informer2).await;
     let late = informer2
         .add_event_handler_with(
             TestListener::new(),
@@ -230,10 +230,10 @@ async fn informer_with_zero_period_never_resyncs() {
         .unwrap();
     assert_eq!(h.resync_period(), Duration::ZERO);
     let running = run(&informer);
-    settle().await;
+    caught_up(&informer).await;
     assert_eq!(l.count(), 1);
     tokio::time::sleep(Duration::from_secs(60)).await;
-    settle().await;
+    caught_up(&informer).await;
     assert_eq!(l.count(), 1, "no resync may happen");
     running.stop().await;
 }
@@ -259,14 +259,14 @@ async fn shared_informer_watch_disruption() {
         )
         .unwrap();
     let running = run(&informer);
-    settle().await;
+    caught_up(&informer).await;
     assert_eq!(no_resync.names(), set(&["pod1", "pod2"]));
     assert_eq!(resync.names(), set(&["pod1", "pod2"]));
 
     // Add pod3, bump pod2, without telling the watch: only a relist will see them.
     source.add_drop_watch(pod("pod3"));
     source.modify_drop_watch(pod("pod2"));
-    settle().await;
+    caught_up(&informer).await;
     assert_eq!(no_resync.names(), set(&["pod1", "pod2"]));
     no_resync.reset();
     resync.reset();
@@ -276,9 +276,9 @@ async fn shared_informer_watch_disruption() {
     // the listener whose resync is due.
     source.reset_watch();
     tokio::time::sleep(Duration::from_millis(1000)).await;
-    settle().await;
+    caught_up(&informer).await;
     tokio::time::sleep(Duration::from_millis(1601)).await;
-    settle().await;
+    caught_up(&informer).await;
     assert_eq!(no_resync.names(), set(&["pod2", "pod3"]));
     assert!(resync.names().is_superset(&set(&["pod1", "pod2", "pod3"])));
     let cached: BTreeSet<String> = informer.indexer().list_keys().into_iter().collect();
@@ -303,7 +303,7 @@ async fn shared_informer_error_handling() {
         })
         .unwrap();
     let running = run(&informer);
-    settle().await;
+    caught_up(&informer).await;
     assert!(errors.load(Ordering::SeqCst) >= 1);
     assert!(!informer.has_synced());
     // errors after start are refused
@@ -329,7 +329,7 @@ async fn shared_informer_transformer() {
     let l = TestListener::new();
     informer.add_event_handler(l.clone()).unwrap();
     let running = run(&informer);
-    settle().await;
+    caught_up(&informer).await;
     assert_eq!(l.names(), set(&["pod1-transformed", "pod2-transformed"]));
     assert!(matches!(
         informer.set_transform(|p: Pod| p),
@@ -370,12 +370,12 @@ async fn shared_informer_multiple_registration() {
     let r2 = informer.add_event_handler(l.clone()).unwrap();
     assert_eq!(informer.handler_count(), 2);
     let running = run(&informer);
-    settle().await;
+    caught_up(&informer).await;
     // the same handler registered twice is called twice
     assert_eq!(l.count(), 2);
     informer.remove_event_handler(&r1).unwrap();
     source.add(pod("pod2"));
-    settle().await;
+    caught_up(&informer).await;
     assert_eq!(l.count(), 3, "only the remaining registration is notified");
     assert!(r2.has_synced());
     informer.remove_event_handler(&r2).unwrap();
@@ -388,7 +388,7 @@ async fn add_on_stopped_shared_informer() {
     let source = FakeControllerSource::new();
     let informer = informer(&source, Duration::ZERO);
     let running = run(&informer);
-    settle().await;
+    caught_up(&informer).await;
     running.stop().await;
     assert!(informer.is_stopped());
     assert!(matches!(
@@ -408,7 +408,7 @@ async fn remove_on_stopped_shared_informer() {
     let informer = informer(&source, Duration::ZERO);
     let h = informer.add_event_handler(TestListener::new()).unwrap();
     let running = run(&informer);
-    settle().await;
+    caught_up(&informer).await;
     running.stop().await;
     informer.remove_event_handler(&h).unwrap();
     assert!(h.is_stopped());
@@ -422,11 +422,11 @@ async fn remove_while_active() {
     let l = TestListener::new();
     let h = informer.add_event_handler(l.clone()).unwrap();
     let running = run(&informer);
-    settle().await;
+    caught_up(&informer).await;
     assert_eq!(l.names(), set(&["pod1"]));
     informer.remove_event_handler(&h).unwrap();
     source.add(pod("pod2"));
-    settle().await;
+    caught_up(&informer).await;
     assert_eq!(l.names(), set(&["pod1"]), "nothing after removal");
     tokio::time::timeout(Duration::from_secs(5), h.stopped())
         .await
@@ -443,7 +443,7 @@ async fn add_while_active() {
     let l1 = TestListener::new();
     let h1 = informer.add_event_handler(l1.clone()).unwrap();
     let running = run(&informer);
-    settle().await;
+    caught_up(&informer).await;
     assert!(informer.has_synced() && h1.has_synced());
 
     // a late handler first gets the cache as initial-list adds, then live events
@@ -459,7 +459,7 @@ async fn add_while_active() {
         .await
         .unwrap();
     source.add(pod("pod3"));
-    settle().await;
+    caught_up(&informer).await;
     let mut got = initial.lock().clone();
     let last = got.pop().unwrap();
     got.sort();
@@ -485,9 +485,10 @@ async fn event_panics_are_caught_and_counted() {
         }))
         .unwrap();
     let running = run(&informer);
-    settle().await;
+    wait_until("the handler's panic is caught", || hp.panics() == 1).await;
+    // the listener backs off after a panic before it carries on
     tokio::time::sleep(Duration::from_secs(2)).await;
-    settle().await;
+    caught_up(&informer).await;
     assert_eq!(hp.panics(), 1);
     assert_eq!(hp.handled(), 2, "the listener carries on after a panic");
     assert!(hp.has_synced(), "a panic still counts the item as handled");
@@ -503,7 +504,7 @@ async fn shutdown_leaves_no_task_and_stops_handlers() {
     let informer = informer(&source, Duration::from_secs(1));
     let h = informer.add_event_handler(TestListener::new()).unwrap();
     let running = run(&informer);
-    settle().await;
+    caught_up(&informer).await;
     assert!(h.has_synced());
     running.stop().await;
     assert!(h.is_stopped());
@@ -623,12 +624,12 @@ async fn relist_delete_reaches_handlers_as_tombstone() {
         ))
         .unwrap();
     let running = run(&informer);
-    settle().await;
+    caught_up(&informer).await;
     // delete pod2 without telling the watch, then drop the watch: the relist finds it gone
     source.change_delete_silently("pod2");
     source.reset_watch();
     tokio::time::sleep(Duration::from_secs(2)).await;
-    settle().await;
+    caught_up(&informer).await;
     assert_eq!(*deleted.lock(), vec![("pod2".to_string(), true)]);
     assert!(informer.indexer().get_by_key("pod2").is_none());
     running.stop().await;

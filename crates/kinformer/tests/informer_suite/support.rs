@@ -1,5 +1,6 @@
 //! Test support: a fake API endpoint (client-go's `FakeControllerSource`) and recording handlers.
 
+use kinformer::SharedIndexInformer;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -179,8 +180,9 @@ fn tokio_stream_from<T: Send + 'static>(
     futures::stream::poll_fn(move |cx| rx.poll_recv(cx)).boxed()
 }
 
-/// Lets every task run without moving (paused) time noticeably.
-pub async fn settle() {
+/// One round on paused time: the ready tasks run; once every task waits, the clock moves 1 ms;
+/// the tasks that woke run.
+async fn round() {
     for _ in 0..50 {
         tokio::task::yield_now().await;
     }
@@ -188,6 +190,28 @@ pub async fn settle() {
     for _ in 0..50 {
         tokio::task::yield_now().await;
     }
+}
+
+/// Runs rounds until `what` holds (`done` says whether it does): at least one, at most a
+/// hundred (then it panics naming `what`).
+pub async fn wait_until(what: &str, done: impl Fn() -> bool) {
+    for _ in 0..100 {
+        round().await;
+        if done() {
+            return;
+        }
+    }
+    panic!("gave up waiting until {what}");
+}
+
+/// Waits until `informer` has caught up: nothing queued between its Reflector and its cache,
+/// and every notification handed to a handler or stream handled.
+pub async fn caught_up(informer: &SharedIndexInformer<Pod>) {
+    let what = format!("informer {} has caught up", informer.name());
+    wait_until(&what, || {
+        informer.queued_deltas() == 0 && informer.handler_backlogs().iter().all(|(_, n)| *n == 0)
+    })
+    .await;
 }
 
 impl FakeControllerSource {
