@@ -36,17 +36,29 @@ fn serve(events: Vec<WatchEvent<Pod>>) -> ScenarioWatch {
 }
 
 /// client-go's fallback cases: the streaming list fails with `err`; the list+watch that follows
-/// lists p1 at "1" and watches p2.
-fn fallback(err: ListWatchError) -> ScenarioWatch {
-    Box::new(move |o, _, t| {
-        if o.send_initial_events == Some(true) {
-            return Err(err.clone());
-        }
-        Ok(events_then_cancel(
-            vec![WatchEvent::Added(pod("p2", "2"))],
-            t.clone(),
-        ))
-    })
+/// lists p1 at "1" and watches p2, and both reach the store.
+fn fallback(name: &'static str, err: ListWatchError) -> Scenario {
+    Scenario {
+        name,
+        initial_list: InitialListMode::StreamingList,
+        list: list_p1_at_1,
+        watch: Box::new(move |o, _, t| {
+            if o.send_initial_events == Some(true) {
+                return Err(err.clone());
+            }
+            Ok(events_then_cancel(
+                vec![WatchEvent::Added(pod("p2", "2"))],
+                t.clone(),
+            ))
+        }),
+        requests: Some(vec![
+            watch_list_opts(""),
+            list_opts("0", Some(500), None),
+            watch_opts("1"),
+        ]),
+        content: Some(name_rv_pairs(&[("p1", "1"), ("p2", "2")])),
+        ..Default::default()
+    }
 }
 
 fn list_p1_at_1(_: &ListOptions, _: usize) -> Result<ListPage<Pod>, ListWatchError> {
@@ -82,35 +94,17 @@ async fn watch_list() {
             content: Some(name_rv_pairs(&[("p1", "1")])),
             ..Default::default()
         },
-        Scenario {
-            name: "TestWatchList/returning any other error than apierrors.NewInvalid forces fallback",
-            initial_list: StreamingList,
-            list: list_p1_at_1,
-            watch: fallback(ListWatchError::Transport {
+        fallback(
+            "TestWatchList/returning any other error than apierrors.NewInvalid forces fallback",
+            ListWatchError::Transport {
                 kind: TransportErrorKind::Other,
                 message: "dummy error".into(),
-            }),
-            requests: Some(vec![
-                watch_list_opts(""),
-                list_opts("0", Some(500), None),
-                watch_opts("1"),
-            ]),
-            content: Some(name_rv_pairs(&[("p1", "1"), ("p2", "2")])),
-            ..Default::default()
-        },
-        Scenario {
-            name: "TestWatchList/the reflector can fall back to old LIST/WATCH semantics when a server doesn't support streaming",
-            initial_list: StreamingList,
-            list: list_p1_at_1,
-            watch: fallback(Status::invalid("streaming is not allowed").into()),
-            requests: Some(vec![
-                watch_list_opts(""),
-                list_opts("0", Some(500), None),
-                watch_opts("1"),
-            ]),
-            content: Some(name_rv_pairs(&[("p1", "1"), ("p2", "2")])),
-            ..Default::default()
-        },
+            },
+        ),
+        fallback(
+            "TestWatchList/the reflector can fall back to old LIST/WATCH semantics when a server doesn't support streaming",
+            Status::invalid("streaming is not allowed").into(),
+        ),
         Scenario {
             name: "TestWatchList/prove that the reflector is synced after receiving a bookmark event",
             initial_list: StreamingList,
