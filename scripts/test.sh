@@ -29,7 +29,7 @@ KINFORMER_QUEUE_MODE=delta-fifo PROPTEST_CASES=64 cargo test --workspace --all-t
 # still build cleanly and pass its own tests.
 echo "==> kinformer without the metrics feature: clippy and tests"
 cargo clippy -p kinformer --all-targets -- -D warnings
-PROPTEST_CASES="${PROPTEST_CASES:-1000}" cargo test -p kinformer --lib --test controller_runner --test informer_order --test workqueue_queue
+PROPTEST_CASES="${PROPTEST_CASES:-1000}" cargo test -p kinformer --lib --test informer_suite --test informer_order --test workqueue_queue
 
 # ---------------------------------------------------------------------------------------------
 # e2e tier: a real kube-apiserver v1.35.4 (+ embedded etcd) built from Go modules (e2e/start.sh,

@@ -1,14 +1,16 @@
-//! WATCH semantics over raw HTTP.
+//! WATCH semantics over raw HTTP: one table of scripted watches (each row a fresh server, a
+//! few writes, a watch, and the events it must deliver in order), one loop; plus shutdown and
+//! a long stream, which need setups of their own.
 
 mod common;
 
 use std::time::Duration;
 
 use common::*;
-use kinformer_apiserver::{ServerConfig, start};
-use serde_json::json;
+use kinformer_apiserver::{RunningServer, ServerConfig, start};
+use serde_json::{Value, json};
 
-fn ev(e: &serde_json::Value) -> (String, String) {
+fn ev(e: &Value) -> (String, String) {
     (
         e["type"].as_str().unwrap().to_string(),
         e["object"]["metadata"]["name"]
@@ -18,423 +20,419 @@ fn ev(e: &serde_json::Value) -> (String, String) {
     )
 }
 
-#[tokio::test]
-async fn watch_from_resource_version_delivers_later_events_in_order() {
-    let s = start(ServerConfig::default()).await.unwrap();
-    let a = s.addr();
-    post(
-        a,
-        "/api/v1/namespaces/default/pods",
-        &pod_json("before", json!({})),
-    )
-    .await;
-    let rv = s.revision();
-    post(
-        a,
-        "/api/v1/namespaces/default/pods",
-        &pod_json("p", json!({})),
-    )
-    .await;
-    post(
-        a,
-        "/api/v1/namespaces/default/configmaps",
-        &json!({"metadata": {"name": "other-resource"}}),
-    )
-    .await;
-    request(
-        a,
-        "PATCH",
-        "/api/v1/namespaces/default/pods/p",
-        Some("application/merge-patch+json"),
-        br#"{"metadata":{"labels":{"x":"y"}}}"#,
-    )
-    .await;
-    let mut w = watch(
-        a,
-        &format!("/api/v1/namespaces/default/pods?watch=true&resourceVersion={rv}"),
-    )
-    .await;
-    assert_eq!(w.code, 200);
-    let e1 = w.next_within(SECS).await.unwrap();
-    assert_eq!(ev(&e1), ("ADDED".into(), "p".into()));
-    assert_eq!(
-        ev(&w.next_within(SECS).await.unwrap()),
-        ("MODIFIED".into(), "p".into())
-    );
-    // Live events follow.
-    request(a, "DELETE", "/api/v1/namespaces/default/pods/p", None, b"").await;
-    let d = w.next_within(SECS).await.unwrap();
-    assert_eq!(ev(&d), ("DELETED".into(), "p".into()));
-    assert_eq!(
-        d["object"]["metadata"]["resourceVersion"],
-        s.revision().to_string(),
-        "a deletion carries the deletion revision"
-    );
-    let rvs: Vec<u64> = [&e1, &d]
-        .iter()
-        .map(|e| {
-            e["object"]["metadata"]["resourceVersion"]
-                .as_str()
-                .unwrap()
-                .parse()
-                .unwrap()
-        })
-        .collect();
-    assert!(rvs[0] < rvs[1]);
-    s.shutdown().await;
+fn rv_of(e: &Value) -> u64 {
+    e["object"]["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap()
 }
 
-#[tokio::test]
-async fn watch_from_empty_or_zero_starts_with_synthetic_added_events() {
-    let s = start(ServerConfig::default()).await.unwrap();
-    let a = s.addr();
-    for n in ["a", "b"] {
-        post(
-            a,
-            "/api/v1/namespaces/default/pods",
-            &pod_json(n, json!({})),
-        )
-        .await;
-    }
-    for q in ["watch=true", "watch=true&resourceVersion=0"] {
-        let mut w = watch(a, &format!("/api/v1/namespaces/default/pods?{q}")).await;
-        assert_eq!(
-            ev(&w.next_within(SECS).await.unwrap()),
-            ("ADDED".into(), "a".into())
-        );
-        assert_eq!(
-            ev(&w.next_within(SECS).await.unwrap()),
-            ("ADDED".into(), "b".into())
-        );
-        assert!(w.quiet_for(Duration::from_millis(50)).await);
-    }
-    s.shutdown().await;
+/// What a script has seen so far.
+struct Ctx {
+    s: RunningServer,
+    /// The revision remembered by [`Step::Mark`].
+    mark: u64,
+    /// The revision [`Step::Compact`] compacted to.
+    compacted: u64,
+    watch: Option<WatchStream>,
+    /// Every event read from the watches, in order.
+    events: Vec<Value>,
 }
 
-#[tokio::test]
-async fn too_old_resource_version_is_an_error_event_with_410() {
-    let s = start(ServerConfig::default()).await.unwrap();
-    let a = s.addr();
-    post(
-        a,
-        "/api/v1/namespaces/default/pods",
-        &pod_json("a", json!({})),
-    )
-    .await;
-    post(
-        a,
-        "/api/v1/namespaces/default/pods",
-        &pod_json("b", json!({})),
-    )
-    .await;
-    let compacted = s.faults().compact_now();
-    let mut w = watch(
-        a,
-        "/api/v1/namespaces/default/pods?watch=true&resourceVersion=2",
-    )
-    .await;
-    assert_eq!(w.code, 200);
-    let e = w.next_within(SECS).await.unwrap();
-    assert_eq!(
-        e,
-        json!({"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-               "message": format!("too old resource version: 2 ({compacted})"), "reason": "Expired", "code": 410}})
-    );
-    assert!(
-        w.next_within(SECS).await.is_none(),
-        "the stream ends after the error"
-    );
-    s.shutdown().await;
+/// One step of a watch script.
+enum Step {
+    /// Creates the pod `name` with `labels` in `namespace`.
+    Pod(&'static str, &'static str, Value),
+    /// Creates the ConfigMap `name` in `default` (another resource: moves the revision only).
+    ConfigMap(&'static str),
+    /// Merge-patches the pod `default/name` with this body.
+    Patch(&'static str, &'static str),
+    /// Deletes the pod `default/name`.
+    Delete(&'static str),
+    /// Remembers the current revision as `{mark}`.
+    Mark,
+    /// Compacts the history now.
+    Compact,
+    /// Opens a watch at this path: `{mark}` is the marked revision, `{now}` the current one,
+    /// `{future}` ten past the current one.
+    Watch(&'static str),
+    /// The watch's HTTP status.
+    Code(u16),
+    /// The next event has this type and object name.
+    Next(&'static str, &'static str),
+    /// The next event passes this check.
+    Event(fn(&Ctx, &Value)),
+    /// One of the next `n` events has this type (the events before it are skipped).
+    Within(usize, &'static str),
+    /// A check of everything seen so far.
+    Check(fn(&Ctx)),
+    /// Nothing arrives for this many milliseconds.
+    Quiet(u64),
+    /// The stream ends.
+    Ends,
+    /// A GET of this path answers this status code, with this reason when given.
+    Get(&'static str, u16, Option<&'static str>),
 }
 
-#[tokio::test]
-async fn future_resource_version_is_an_error_event_with_504() {
-    let s = start(ServerConfig::default().too_large_wait(Duration::from_millis(20)))
-        .await
-        .unwrap();
-    let cur = s.revision();
-    let mut w = watch(
-        s.addr(),
-        &format!("/api/v1/pods?watch=true&resourceVersion={}", cur + 10),
-    )
-    .await;
-    let e = w.next_within(SECS).await.unwrap();
-    assert_eq!(e["type"], "ERROR");
-    assert_eq!(e["object"]["code"], 504);
-    assert_eq!(e["object"]["reason"], "Timeout");
-    assert_eq!(
-        e["object"]["message"],
-        format!(
-            "Timeout: Too large resource version: {}, current: {cur}",
-            cur + 10
-        )
-    );
-    assert_eq!(
-        e["object"]["details"]["causes"][0]["reason"],
-        "ResourceVersionTooLarge"
-    );
-    s.shutdown().await;
+struct Script {
+    name: &'static str,
+    config: ServerConfig,
+    steps: Vec<Step>,
 }
 
-#[tokio::test]
-async fn bookmarks_carry_the_current_revision() {
-    let s = start(ServerConfig::default().bookmark_interval(Duration::from_millis(100)))
-        .await
-        .unwrap();
-    let a = s.addr();
-    let rv = s.revision();
-    let mut w = watch(a, &format!("/api/v1/namespaces/default/pods?watch=true&resourceVersion={rv}&allowWatchBookmarks=true")).await;
-    // A write to another resource moves the revision; the bookmark reports it.
-    post(
-        a,
-        "/api/v1/namespaces/default/configmaps",
-        &json!({"metadata": {"name": "c"}}),
-    )
-    .await;
-    let b = w.next_within(SECS).await.unwrap();
-    assert_eq!(b["type"], "BOOKMARK");
-    assert_eq!(b["object"]["kind"], "Pod");
-    assert_eq!(b["object"]["apiVersion"], "v1");
-    assert_eq!(
-        b["object"]["metadata"]["resourceVersion"],
-        s.revision().to_string()
-    );
-    // Without allowWatchBookmarks: no bookmarks.
-    let mut w = watch(
-        a,
-        &format!(
-            "/api/v1/namespaces/default/pods?watch=true&resourceVersion={}",
-            s.revision()
-        ),
-    )
-    .await;
-    assert!(w.quiet_for(Duration::from_millis(300)).await);
-    s.shutdown().await;
-}
-
-#[tokio::test]
-async fn send_initial_events_ends_with_an_annotated_bookmark() {
-    let s = start(ServerConfig::default()).await.unwrap();
-    let a = s.addr();
-    for n in ["a", "b"] {
-        post(
-            a,
-            "/api/v1/namespaces/default/pods",
-            &pod_json(n, json!({})),
-        )
-        .await;
-    }
-    let rv = s.revision();
-    let mut w = watch(a, "/api/v1/namespaces/default/pods?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true").await;
-    assert_eq!(
-        ev(&w.next_within(SECS).await.unwrap()),
-        ("ADDED".into(), "a".into())
-    );
-    assert_eq!(
-        ev(&w.next_within(SECS).await.unwrap()),
-        ("ADDED".into(), "b".into())
-    );
-    let b = w.next_within(SECS).await.unwrap();
-    assert_eq!(b["type"], "BOOKMARK");
-    assert_eq!(
-        b["object"]["metadata"]["annotations"],
-        json!({"k8s.io/initial-events-end": "true"})
-    );
-    assert_eq!(b["object"]["metadata"]["resourceVersion"], rv.to_string());
-    post(
-        a,
-        "/api/v1/namespaces/default/pods",
-        &pod_json("c", json!({})),
-    )
-    .await;
-    assert_eq!(
-        ev(&w.next_within(SECS).await.unwrap()),
-        ("ADDED".into(), "c".into())
-    );
-    // Invalid combinations are 422 responses, not streams.
-    let r = get(a, "/api/v1/pods?watch=true&sendInitialEvents=true").await;
-    assert_eq!(r.code, 422);
-    s.shutdown().await;
-}
-
-/// kube-apiserver v1.35 (e2e/diff "initial-events-end / invalid-no-bookmarks"): a streaming
-/// list without `allowWatchBookmarks` is accepted; the initial ADDED events come, the end
-/// bookmark does not, live events follow. The end bookmark carries only kind, apiVersion,
-/// resourceVersion and the annotation (no `creationTimestamp: null`).
-#[tokio::test]
-async fn send_initial_events_without_bookmarks_sends_no_end_bookmark() {
-    let s = start(ServerConfig::default()).await.unwrap();
-    let a = s.addr();
-    post(
-        a,
-        "/api/v1/namespaces/default/pods",
-        &pod_json("a", json!({})),
-    )
-    .await;
-    let mut w = watch(
-        a,
-        "/api/v1/namespaces/default/pods?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan",
-    )
-    .await;
-    assert_eq!(
-        ev(&w.next_within(SECS).await.unwrap()),
-        ("ADDED".into(), "a".into())
-    );
-    post(
-        a,
-        "/api/v1/namespaces/default/pods",
-        &pod_json("b", json!({})),
-    )
-    .await;
-    // the next event is the live ADDED, not a BOOKMARK
-    assert_eq!(
-        ev(&w.next_within(SECS).await.unwrap()),
-        ("ADDED".into(), "b".into())
-    );
-
-    let mut w = watch(
-        a,
-        "/api/v1/namespaces/default/pods?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true",
-    )
-    .await;
-    let mut bookmark = None;
-    for _ in 0..3 {
-        let e = w.next_within(SECS).await.unwrap();
-        if e["type"] == "BOOKMARK" {
-            bookmark = Some(e);
-            break;
+async fn run_scripts(table: Vec<Script>) {
+    for Script {
+        name,
+        config,
+        steps,
+    } in table
+    {
+        let s = start(config).await.unwrap();
+        let mut c = Ctx {
+            s,
+            mark: 0,
+            compacted: 0,
+            watch: None,
+            events: Vec::new(),
+        };
+        let a = c.s.addr();
+        for (i, step) in steps.into_iter().enumerate() {
+            let at = format!("{name}, step {i}");
+            match step {
+                Step::Pod(ns, n, labels) => {
+                    post(
+                        a,
+                        &format!("/api/v1/namespaces/{ns}/pods"),
+                        &pod_json(n, labels),
+                    )
+                    .await;
+                }
+                Step::ConfigMap(n) => {
+                    post(
+                        a,
+                        "/api/v1/namespaces/default/configmaps",
+                        &json!({"metadata": {"name": n}}),
+                    )
+                    .await;
+                }
+                Step::Patch(n, body) => {
+                    request(
+                        a,
+                        "PATCH",
+                        &format!("/api/v1/namespaces/default/pods/{n}"),
+                        Some("application/merge-patch+json"),
+                        body.as_bytes(),
+                    )
+                    .await;
+                }
+                Step::Delete(n) => {
+                    let path = format!("/api/v1/namespaces/default/pods/{n}");
+                    request(a, "DELETE", &path, None, b"").await;
+                }
+                Step::Mark => c.mark = c.s.revision(),
+                Step::Compact => c.compacted = c.s.faults().compact_now(),
+                Step::Watch(path) => {
+                    let now = c.s.revision();
+                    let path = path
+                        .replace("{mark}", &c.mark.to_string())
+                        .replace("{now}", &now.to_string())
+                        .replace("{future}", &(now + 10).to_string());
+                    c.watch = Some(watch(a, &path).await);
+                }
+                Step::Code(code) => assert_eq!(c.watch.as_ref().unwrap().code, code, "{at}"),
+                Step::Next(kind, n) => {
+                    let e = next(&mut c, &at).await;
+                    assert_eq!(ev(&e), (kind.into(), n.into()), "{at}");
+                }
+                Step::Event(check) => {
+                    let e = next(&mut c, &at).await;
+                    check(&c, &e);
+                }
+                Step::Within(n, kind) => {
+                    let mut found = false;
+                    for _ in 0..n {
+                        if next(&mut c, &at).await["type"] == kind {
+                            found = true;
+                            break;
+                        }
+                    }
+                    assert!(found, "{at}: no {kind} within {n} events");
+                }
+                Step::Check(check) => check(&c),
+                Step::Quiet(ms) => assert!(
+                    c.watch
+                        .as_mut()
+                        .unwrap()
+                        .quiet_for(Duration::from_millis(ms))
+                        .await,
+                    "{at}: an event arrived"
+                ),
+                Step::Ends => assert!(
+                    c.watch.as_mut().unwrap().next_within(SECS).await.is_none(),
+                    "{at}: the stream goes on"
+                ),
+                Step::Get(path, code, reason) => {
+                    let r = get(a, path).await;
+                    assert_eq!(r.code, code, "{at}: {path}");
+                    if let Some(reason) = reason {
+                        assert_eq!(r.json()["reason"], reason, "{at}: {path}");
+                    }
+                }
+            }
         }
+        c.s.shutdown().await;
     }
-    let b = bookmark.expect("an end bookmark after the initial events");
-    let meta = b["object"]["metadata"].as_object().unwrap();
-    let mut keys: Vec<_> = meta.keys().cloned().collect();
-    keys.sort();
-    assert_eq!(keys, ["annotations", "resourceVersion"]);
-    s.shutdown().await;
+}
+
+/// The next event of the open watch (within 5 s), recorded in `c.events`.
+async fn next(c: &mut Ctx, at: &str) -> Value {
+    let e = c
+        .watch
+        .as_mut()
+        .expect("a watch is open")
+        .next_within(SECS)
+        .await;
+    let e = e.unwrap_or_else(|| panic!("{at}: the stream ended"));
+    c.events.push(e.clone());
+    e
 }
 
 #[tokio::test]
-async fn selectors_turn_moves_into_added_and_deleted() {
-    let s = start(ServerConfig::default()).await.unwrap();
-    let a = s.addr();
-    post(
-        a,
-        "/api/v1/namespaces/default/pods",
-        &pod_json("p", json!({"app": "web"})),
-    )
-    .await;
-    let rv = s.revision();
-    let mut w = watch(a, &format!("/api/v1/namespaces/default/pods?watch=true&resourceVersion={rv}&labelSelector=app%3Dweb")).await;
-    let patch = |v: &'static str| async move {
-        request(
-            a,
-            "PATCH",
-            "/api/v1/namespaces/default/pods/p",
-            Some("application/merge-patch+json"),
-            format!(r#"{{"metadata":{{"labels":{{"app":"{v}"}}}}}}"#).as_bytes(),
-        )
-        .await
-    };
-    patch("db").await; // leaves the selector
-    let e = w.next_within(SECS).await.unwrap();
-    assert_eq!(ev(&e), ("DELETED".into(), "p".into()));
-    assert_eq!(
-        e["object"]["metadata"]["labels"]["app"], "web",
-        "the previous state"
-    );
-    assert_eq!(
-        e["object"]["metadata"]["resourceVersion"],
-        s.revision().to_string(),
-        "at the new revision"
-    );
-    patch("other").await; // outside to outside: nothing
-    patch("web").await; // enters the selector
-    let e = w.next_within(SECS).await.unwrap();
-    assert_eq!(ev(&e), ("ADDED".into(), "p".into()));
-    request(
-        a,
-        "PATCH",
-        "/api/v1/namespaces/default/pods/p",
-        Some("application/merge-patch+json"),
-        br#"{"metadata":{"annotations":{"x":"1"}}}"#,
-    )
-    .await;
-    assert_eq!(
-        ev(&w.next_within(SECS).await.unwrap()),
-        ("MODIFIED".into(), "p".into())
-    );
-    // Field selectors on watch.
-    let mut w = watch(
-        a,
-        &format!(
-            "/api/v1/pods?watch=true&resourceVersion={}&fieldSelector=metadata.name%3Dq",
-            s.revision()
+async fn watch_scripts() {
+    use Step::*;
+    let mut table = vec![Script {
+        name: "watch from a resourceVersion delivers later events in order",
+        config: ServerConfig::default(),
+        steps: vec![
+            Pod("default", "before", json!({})),
+            Mark,
+            Pod("default", "p", json!({})),
+            ConfigMap("other-resource"),
+            Patch("p", r#"{"metadata":{"labels":{"x":"y"}}}"#),
+            Watch("/api/v1/namespaces/default/pods?watch=true&resourceVersion={mark}"),
+            Code(200),
+            Next("ADDED", "p"),
+            Next("MODIFIED", "p"),
+            // Live events follow.
+            Delete("p"),
+            Next("DELETED", "p"),
+            Check(|c| {
+                assert_eq!(
+                    c.events[2]["object"]["metadata"]["resourceVersion"],
+                    c.s.revision().to_string(),
+                    "a deletion carries the deletion revision"
+                );
+                assert!(rv_of(&c.events[0]) < rv_of(&c.events[2]));
+            }),
+        ],
+    }];
+    for (name, path) in [
+        (
+            "watch from empty starts with synthetic ADDED events",
+            "/api/v1/namespaces/default/pods?watch=true",
         ),
-    )
-    .await;
-    post(
-        a,
-        "/api/v1/namespaces/default/pods",
-        &pod_json("p2", json!({})),
-    )
-    .await;
-    post(
-        a,
-        "/api/v1/namespaces/default/pods",
-        &pod_json("q", json!({})),
-    )
-    .await;
-    assert_eq!(
-        ev(&w.next_within(SECS).await.unwrap()),
-        ("ADDED".into(), "q".into())
-    );
-    s.shutdown().await;
-}
-
-#[tokio::test]
-async fn namespace_scoped_watch_ignores_other_namespaces() {
-    let s = start(ServerConfig::default()).await.unwrap();
-    let a = s.addr();
-    let mut w = watch(
-        a,
-        &format!(
-            "/api/v1/namespaces/default/pods?watch=true&resourceVersion={}",
-            s.revision()
+        (
+            "watch from 0 starts with synthetic ADDED events",
+            "/api/v1/namespaces/default/pods?watch=true&resourceVersion=0",
         ),
-    )
-    .await;
-    post(
-        a,
-        "/api/v1/namespaces/kube-system/pods",
-        &pod_json("sys", json!({})),
-    )
-    .await;
-    post(
-        a,
-        "/api/v1/namespaces/default/pods",
-        &pod_json("mine", json!({})),
-    )
-    .await;
-    assert_eq!(
-        ev(&w.next_within(SECS).await.unwrap()),
-        ("ADDED".into(), "mine".into())
-    );
-    s.shutdown().await;
-}
-
-#[tokio::test]
-async fn timeout_seconds_ends_the_stream() {
-    let s = start(ServerConfig::default()).await.unwrap();
-    let mut w = watch(
-        s.addr(),
-        &format!(
-            "/api/v1/pods?watch=true&resourceVersion={}&timeoutSeconds=1",
-            s.revision()
-        ),
-    )
-    .await;
-    assert!(w.next_within(SECS).await.is_none());
-    s.shutdown().await;
+    ] {
+        table.push(Script {
+            name,
+            config: ServerConfig::default(),
+            steps: vec![
+                Pod("default", "a", json!({})),
+                Pod("default", "b", json!({})),
+                Watch(path),
+                Next("ADDED", "a"),
+                Next("ADDED", "b"),
+                Quiet(50),
+            ],
+        });
+    }
+    table.extend([
+        Script {
+            name: "a too old resourceVersion is an ERROR event with 410, then the end",
+            config: ServerConfig::default(),
+            steps: vec![
+                Pod("default", "a", json!({})),
+                Pod("default", "b", json!({})),
+                Compact,
+                Watch("/api/v1/namespaces/default/pods?watch=true&resourceVersion=2"),
+                Code(200),
+                Event(|c, e| {
+                    assert_eq!(
+                        *e,
+                        json!({"type": "ERROR", "object": {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                               "message": format!("too old resource version: 2 ({})", c.compacted), "reason": "Expired", "code": 410}})
+                    );
+                }),
+                // the stream ends after the error
+                Ends,
+            ],
+        },
+        Script {
+            name: "a future resourceVersion is an ERROR event with 504",
+            config: ServerConfig::default().too_large_wait(Duration::from_millis(20)),
+            steps: vec![
+                Mark,
+                Watch("/api/v1/pods?watch=true&resourceVersion={future}"),
+                Event(|c, e| {
+                    let cur = c.mark;
+                    assert_eq!(e["type"], "ERROR");
+                    assert_eq!(e["object"]["code"], 504);
+                    assert_eq!(e["object"]["reason"], "Timeout");
+                    assert_eq!(
+                        e["object"]["message"],
+                        format!(
+                            "Timeout: Too large resource version: {}, current: {cur}",
+                            cur + 10
+                        )
+                    );
+                    assert_eq!(
+                        e["object"]["details"]["causes"][0]["reason"],
+                        "ResourceVersionTooLarge"
+                    );
+                }),
+            ],
+        },
+        Script {
+            name: "bookmarks carry the current revision",
+            config: ServerConfig::default().bookmark_interval(Duration::from_millis(100)),
+            steps: vec![
+                Mark,
+                Watch("/api/v1/namespaces/default/pods?watch=true&resourceVersion={mark}&allowWatchBookmarks=true"),
+                // A write to another resource moves the revision; the bookmark reports it.
+                ConfigMap("c"),
+                Event(|c, b| {
+                    assert_eq!(b["type"], "BOOKMARK");
+                    assert_eq!(b["object"]["kind"], "Pod");
+                    assert_eq!(b["object"]["apiVersion"], "v1");
+                    assert_eq!(
+                        b["object"]["metadata"]["resourceVersion"],
+                        c.s.revision().to_string()
+                    );
+                }),
+                // Without allowWatchBookmarks: no bookmarks.
+                Watch("/api/v1/namespaces/default/pods?watch=true&resourceVersion={now}"),
+                Quiet(300),
+            ],
+        },
+        Script {
+            name: "sendInitialEvents ends with an annotated bookmark",
+            config: ServerConfig::default(),
+            steps: vec![
+                Pod("default", "a", json!({})),
+                Pod("default", "b", json!({})),
+                Mark,
+                Watch("/api/v1/namespaces/default/pods?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"),
+                Next("ADDED", "a"),
+                Next("ADDED", "b"),
+                Event(|c, b| {
+                    assert_eq!(b["type"], "BOOKMARK");
+                    assert_eq!(
+                        b["object"]["metadata"]["annotations"],
+                        json!({"k8s.io/initial-events-end": "true"})
+                    );
+                    assert_eq!(b["object"]["metadata"]["resourceVersion"], c.mark.to_string());
+                }),
+                Pod("default", "c", json!({})),
+                Next("ADDED", "c"),
+                // Invalid combinations are 422 responses, not streams.
+                Get("/api/v1/pods?watch=true&sendInitialEvents=true", 422, None),
+            ],
+        },
+        // kube-apiserver v1.35 (e2e/diff "initial-events-end / invalid-no-bookmarks"): a
+        // streaming list without `allowWatchBookmarks` is accepted; the initial ADDED events
+        // come, the end bookmark does not, live events follow. The end bookmark carries only
+        // kind, apiVersion, resourceVersion and the annotation (no `creationTimestamp: null`).
+        Script {
+            name: "sendInitialEvents without bookmarks sends no end bookmark",
+            config: ServerConfig::default(),
+            steps: vec![
+                Pod("default", "a", json!({})),
+                Watch("/api/v1/namespaces/default/pods?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan"),
+                Next("ADDED", "a"),
+                Pod("default", "b", json!({})),
+                // the next event is the live ADDED, not a BOOKMARK
+                Next("ADDED", "b"),
+                Watch("/api/v1/namespaces/default/pods?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"),
+                // an end bookmark after the initial events
+                Within(3, "BOOKMARK"),
+                Check(|c| {
+                    let b = c.events.last().unwrap();
+                    let meta = b["object"]["metadata"].as_object().unwrap();
+                    let mut keys: Vec<_> = meta.keys().cloned().collect();
+                    keys.sort();
+                    assert_eq!(keys, ["annotations", "resourceVersion"]);
+                }),
+            ],
+        },
+        Script {
+            name: "selectors turn moves into ADDED and DELETED",
+            config: ServerConfig::default(),
+            steps: vec![
+                Pod("default", "p", json!({"app": "web"})),
+                Mark,
+                Watch("/api/v1/namespaces/default/pods?watch=true&resourceVersion={mark}&labelSelector=app%3Dweb"),
+                Patch("p", r#"{"metadata":{"labels":{"app":"db"}}}"#), // leaves the selector
+                Event(|c, e| {
+                    assert_eq!(ev(e), ("DELETED".into(), "p".into()));
+                    assert_eq!(
+                        e["object"]["metadata"]["labels"]["app"], "web",
+                        "the previous state"
+                    );
+                    assert_eq!(
+                        e["object"]["metadata"]["resourceVersion"],
+                        c.s.revision().to_string(),
+                        "at the new revision"
+                    );
+                }),
+                Patch("p", r#"{"metadata":{"labels":{"app":"other"}}}"#), // outside to outside: nothing
+                Patch("p", r#"{"metadata":{"labels":{"app":"web"}}}"#), // enters the selector
+                Next("ADDED", "p"),
+                Patch("p", r#"{"metadata":{"annotations":{"x":"1"}}}"#),
+                Next("MODIFIED", "p"),
+                // Field selectors on watch.
+                Watch("/api/v1/pods?watch=true&resourceVersion={now}&fieldSelector=metadata.name%3Dq"),
+                Pod("default", "p2", json!({})),
+                Pod("default", "q", json!({})),
+                Next("ADDED", "q"),
+            ],
+        },
+        Script {
+            name: "a namespace-scoped watch ignores other namespaces",
+            config: ServerConfig::default(),
+            steps: vec![
+                Watch("/api/v1/namespaces/default/pods?watch=true&resourceVersion={now}"),
+                Pod("kube-system", "sys", json!({})),
+                Pod("default", "mine", json!({})),
+                Next("ADDED", "mine"),
+            ],
+        },
+        Script {
+            name: "timeoutSeconds ends the stream",
+            config: ServerConfig::default(),
+            steps: vec![
+                Watch("/api/v1/pods?watch=true&resourceVersion={now}&timeoutSeconds=1"),
+                Ends,
+            ],
+        },
+        Script {
+            name: "malformed watch parameters are 400 responses",
+            config: ServerConfig::default(),
+            steps: [
+                "/api/v1/pods?watch=true&timeoutSeconds=abc",
+                "/api/v1/pods?watch=true&resourceVersion=xyz",
+                "/api/v1/pods?watch=true&labelSelector=a%20in%20(",
+                "/api/v1/pods?watch=true&fieldSelector=spec.nope%3D1",
+                "/api/v1/pods?watch=true&allowWatchBookmarks=perhaps",
+            ]
+            .map(|path| Get(path, 400, Some("BadRequest")))
+            .into(),
+        },
+    ]);
+    run_scripts(table).await;
 }
 
 #[tokio::test]
@@ -476,24 +474,6 @@ async fn many_events_arrive_complete_and_in_order() {
             .unwrap();
         assert!(r > last);
         last = r;
-    }
-    s.shutdown().await;
-}
-
-#[tokio::test]
-async fn malformed_watch_parameters_are_400_responses() {
-    let s = start(ServerConfig::default()).await.unwrap();
-    let a = s.addr();
-    for q in [
-        "watch=true&timeoutSeconds=abc",
-        "watch=true&resourceVersion=xyz",
-        "watch=true&labelSelector=a%20in%20(",
-        "watch=true&fieldSelector=spec.nope%3D1",
-        "watch=true&allowWatchBookmarks=perhaps",
-    ] {
-        let r = get(a, &format!("/api/v1/pods?{q}")).await;
-        assert_eq!(r.code, 400, "{q}");
-        assert_eq!(r.json()["reason"], "BadRequest", "{q}");
     }
     s.shutdown().await;
 }

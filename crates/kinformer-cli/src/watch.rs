@@ -269,7 +269,7 @@ impl View {
         let Some(label) = &self.index_by else {
             return;
         };
-        let indexer = informer.get_indexer();
+        let indexer = informer.indexer();
         let mut values = indexer.list_index_func_values(INDEX);
         values.sort();
         println!("index by label {label:?}: {} values", values.len());

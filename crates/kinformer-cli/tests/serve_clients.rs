@@ -486,7 +486,7 @@ async fn kube_rs_and_kinformer_informers_converge() {
         .unwrap();
     let converged = tokio::time::timeout(Duration::from_secs(30), async {
         loop {
-            if dynamic.get_indexer().len() == 2 && leases.get_indexer().len() == 1 {
+            if dynamic.indexer().len() == 2 && leases.indexer().len() == 1 {
                 return;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -496,8 +496,8 @@ async fn kube_rs_and_kinformer_informers_converge() {
     assert!(
         converged.is_ok(),
         "widgets {} leases {}",
-        dynamic.get_indexer().len(),
-        leases.get_indexer().len()
+        dynamic.indexer().len(),
+        leases.indexer().len()
     );
     factory.shutdown().await;
 }

@@ -28,4 +28,4 @@ pub use env::{
 };
 pub use store::MapStore;
 
-pub use kinformer::{ListerWatcher, ReflectorStore};
+pub use kinformer::{reflector::ListerWatcher, store::ReflectorStore};

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use kinformer::{Object, ReflectorStore, meta_namespace_key};
+use kinformer::{Object, meta_namespace_key, store::ReflectorStore};
 use parking_lot::Mutex;
 
 /// What a bare Reflector writes into in the e2e tests: `namespace/name` → object, plus how many
@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 /// ```
 /// use std::sync::Arc;
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use kinformer::ReflectorStore;
+/// use kinformer::store::ReflectorStore;
 /// use kinformer_e2e::MapStore;
 /// let store = MapStore::<ConfigMap>::default();
 /// let mut cm = ConfigMap::default();

@@ -67,7 +67,7 @@ async fn assert_converges<K>(
 {
     let last = Arc::new(parking_lot::Mutex::new((BTreeMap::new(), BTreeMap::new())));
     let converged = eventually(CONVERGE, || {
-        let cache = snapshot(informer.get_store().list().iter().map(|o| o.as_ref()));
+        let cache = snapshot(informer.indexer().list().iter().map(|o| o.as_ref()));
         let api = api.clone();
         let params = params.clone();
         let last = last.clone();
@@ -148,8 +148,8 @@ async fn factory_pods_and_configmaps_converge_after_create_update_delete() {
     let synced = start_and_sync(&factory).await;
     assert_eq!(synced.len(), 2, "{synced:?}");
     assert!(synced.values().all(|s| *s), "{synced:?}");
-    assert_eq!(pod_informer.get_store().list().len(), 3);
-    assert_eq!(cm_informer.get_store().list().len(), 3);
+    assert_eq!(pod_informer.indexer().list().len(), 3);
+    assert_eq!(cm_informer.indexer().list().len(), 3);
 
     // live changes
     pods.create(&pp, &pod("p3")).await.unwrap();
@@ -258,7 +258,7 @@ async fn label_selector_informer_follows_objects_moving_in_and_out() {
     let informer = factory.informer::<ConfigMap>();
     start_and_sync(&factory).await;
     let keys = |i: &SharedIndexInformer<ConfigMap>| {
-        let mut k = i.get_store().list_keys();
+        let mut k = i.indexer().list_keys();
         k.sort();
         k
     };
@@ -391,7 +391,7 @@ async fn dynamic_informer_for_a_custom_resource_converges() {
     let informer = factory.dynamic_informer(&ar, true);
     let synced = start_and_sync(&factory).await;
     assert!(synced.values().all(|s| *s), "{synced:?}");
-    assert_eq!(informer.get_store().list().len(), 2);
+    assert_eq!(informer.indexer().list().len(), 2);
 
     widgets.create(&pp, &widget("w2", 2)).await.unwrap();
     widgets
@@ -408,7 +408,7 @@ async fn dynamic_informer_for_a_custom_resource_converges() {
         .unwrap();
     assert_converges(&informer, &widgets, &ListParams::default(), "widgets").await;
     let w0: Arc<DynamicObject> = informer
-        .get_store()
+        .indexer()
         .get_by_key(&format!("{ns}/w0"))
         .expect("w0 cached");
     assert_eq!(w0.data["spec"]["size"], serde_json::json!(10));
@@ -450,7 +450,7 @@ async fn metadata_informer_converges_with_only_metadata() {
             .as_ref()
             .is_some_and(|t| t.kind == "PartialObjectMetadata" && t.api_version == "meta.k8s.io/v1")
     };
-    let listed = informer.get_store().list();
+    let listed = informer.indexer().list();
     assert_eq!(listed.len(), 3, "the selection: p0..p2");
     assert!(listed.iter().all(|o| is_partial(o)), "listed as metadata");
     assert!(
@@ -479,7 +479,7 @@ async fn metadata_informer_converges_with_only_metadata() {
         "pod metadata",
     )
     .await;
-    let cached = informer.get_store().list();
+    let cached = informer.indexer().list();
     assert_eq!(cached.len(), 2, "p0 and p4 remain selected");
     assert!(cached.iter().all(|o| is_partial(o)), "watched as metadata");
     assert!(cached.iter().all(|o| o.metadata.managed_fields.is_none()));

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kinformer::{KubeListerWatcher, Reflector};
+use kinformer::{KubeListerWatcher, reflector::Reflector};
 use kinformer_e2e::{
     CountingListerWatcher, E2eEnv, MapStore, NOCACHE_KUBECONFIG_VAR, WATCHCACHE_KUBECONFIG_VAR,
     create_namespace, delete_namespace, eventually, server_snapshot,

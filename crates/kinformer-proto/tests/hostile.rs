@@ -72,9 +72,6 @@ fn output_is_bounded_for_amplifying_input() {
     let body = kinformer_proto::envelope("v1", "Pod", &raw);
     match object_to_json(&body) {
         Ok(json) => assert!(json.len() <= body.len() * 64 + (1 << 20)),
-        Err(e) => assert!(
-            matches!(e, kinformer_proto::ProtoError::TooLarge),
-            "{e}"
-        ),
+        Err(e) => assert!(matches!(e, kinformer_proto::ProtoError::TooLarge), "{e}"),
     }
 }

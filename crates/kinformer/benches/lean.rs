@@ -13,7 +13,9 @@ use std::sync::Arc;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::store::CacheMode;
-use kinformer::{IndexFunc, Indexer, Indexers, meta_namespace_key_func, namespace_indexers};
+use kinformer::{
+    IndexFunc, Indexer, Indexers, namespace_indexers, object::meta_namespace_key_func,
+};
 
 const PODS: usize = 10_000;
 const NAMESPACES: usize = 100;

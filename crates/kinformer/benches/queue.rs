@@ -14,7 +14,7 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kinformer::queue::{
     DEFAULT_BATCH_SIZE, DeltaFifo, DeltaFifoOptions, Fifo, RealFifo, RealFifoMode, RealFifoOptions,
 };
-use kinformer::{KeyListerGetter, meta_namespace_key};
+use kinformer::{meta_namespace_key, store::KeyListerGetter};
 use kube::api::ObjectMeta;
 
 fn make(i: usize) -> Arc<ConfigMap> {

@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use k8s_openapi::api::core::v1::{Pod, PodSpec};
-use kinformer::{IndexFunc, Indexer, Indexers, meta_namespace_key_func, namespace_indexers};
+use kinformer::{
+    IndexFunc, Indexer, Indexers, namespace_indexers, object::meta_namespace_key_func,
+};
 use kube::api::ObjectMeta;
 
 const PODS: usize = 10_000;

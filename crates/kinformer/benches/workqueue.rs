@@ -87,7 +87,7 @@ fn controller_end_to_end(c: &mut Criterion) {
         let done = Arc::new(AtomicU64::new(0));
         let seen = Arc::new(Mutex::new(HashMap::<String, u64>::new()));
         let cancel = CancellationToken::new();
-        let cache = configmaps.get_store();
+        let cache = configmaps.indexer();
         let (t, d) = (target.clone(), done.clone());
         let c2 = cancel.clone();
         tokio::spawn(async move {

@@ -241,8 +241,8 @@ pub async fn run(
     let deployments = factory.informer::<Deployment>();
     let configmaps = factory.informer::<ConfigMap>();
     let ctx = Context {
-        deployments: deployments.get_store(),
-        configmaps: configmaps.get_store(),
+        deployments: deployments.indexer(),
+        configmaps: configmaps.indexer(),
         client: server.client(),
     };
     #[allow(unused_mut)]

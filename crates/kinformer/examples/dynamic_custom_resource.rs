@@ -50,7 +50,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             _ = &mut deadline => break,
         }
     }
-    println!("cache holds {} widgets", widgets.get_indexer().len());
+    println!("cache holds {} widgets", widgets.indexer().len());
     drop(events);
     factory.shutdown().await;
     server.shutdown().await;

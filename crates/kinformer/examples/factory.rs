@@ -31,9 +31,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     namespaces.synced_signal().wait().await;
     println!(
         "{} pods, {} config maps, {} namespaces",
-        pods.get_indexer().len(),
-        configmaps.get_indexer().len(),
-        namespaces.get_indexer().len()
+        pods.indexer().len(),
+        configmaps.indexer().len(),
+        namespaces.indexer().len()
     );
     factory.shutdown().await;
     server.shutdown().await;

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
-use kinformer::{IndexFunc, LabelSelector, SharedInformerFactory};
+use kinformer::{IndexFunc, SharedInformerFactory, store::LabelSelector};
 use tokio_util::sync::CancellationToken;
 
 #[tokio::main]
@@ -39,7 +39,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     factory.start();
     factory.wait_for_cache_sync(&CancellationToken::new()).await;
 
-    let indexer = pods.get_indexer();
+    let indexer = pods.indexer();
     println!(
         "{} nodes carry pods",
         indexer.list_index_func_values("by-node").len()

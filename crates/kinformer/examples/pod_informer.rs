@@ -18,7 +18,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     server.seed_pods(100, 2)?;
 
     let lw = KubeListerWatcher::<Pod>::new(kube::Api::all(server.client()));
-    let informer = SharedIndexInformer::new(lw, Duration::ZERO, namespace_indexers());
+    let informer = SharedIndexInformer::builder(lw)
+        .indexers(namespace_indexers())
+        .build();
     let adds = Arc::new(AtomicUsize::new(0));
     let a = adds.clone();
     informer.add_event_handler(
@@ -39,7 +41,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         async move { informer.run(cancel).await }
     });
     informer.synced_signal().wait().await;
-    println!("synced: {} pods in the cache", informer.get_indexer().len());
+    println!("synced: {} pods in the cache", informer.indexer().len());
 
     // A change on the server reaches the handlers.
     server.delete::<Pod>(Some("ns-0"), "pod-000000")?;

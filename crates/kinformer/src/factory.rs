@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::informer::{QueueMode, SharedIndexInformer};
-use crate::reflector::{ListOptions, ListerWatcher};
+use crate::reflector::ListOptions;
 use crate::source::{KubeListerWatcher, WireFormat};
 use crate::store::{CacheMode, Indexers, NAMESPACE_INDEX, namespace_index_func};
 use crate::wait::{SyncSignal, wait_for_cache_sync};
@@ -254,7 +254,7 @@ fn compose_strip(transform: Option<MetaTransform>, strip: bool) -> Option<MetaTr
 /// factory.start();
 /// let synced = factory.wait_for_cache_sync(&CancellationToken::new()).await;
 /// assert!(synced.values().all(|s| *s));
-/// println!("{} pods", pods.get_store().len());
+/// println!("{} pods", pods.indexer().len());
 /// factory.shutdown().await;
 /// # Ok(()) }
 /// ```
@@ -479,15 +479,15 @@ impl SharedInformerFactory {
         if let Some(t) = self.inner.tweak.clone() {
             lw = lw.with_tweak_options(move |o| t(o));
         }
-        let lw: Arc<dyn ListerWatcher<K>> = Arc::new(lw);
         let mut indexers = Indexers::default();
         indexers.insert(NAMESPACE_INDEX.to_owned(), namespace_index_func());
-        let informer = SharedIndexInformer::builder_shared(lw)
+        let informer = SharedIndexInformer::builder(lw)
             .queue_mode(self.inner.queue_mode)
             .cache_mode(self.inner.cache_mode)
             .resync_period(resync)
             .indexers(indexers)
-            .build_named(name);
+            .name(name)
+            .build();
         if let Some(t) = self.inner.transform.clone() {
             let _ = informer.set_transform(move |mut obj: K| {
                 t(obj.meta_mut());

@@ -15,13 +15,29 @@
 //!
 //! ## Start here
 //!
-//! Most users need four names: a [`SharedInformerFactory`] (one shared informer per type,
-//! scoped by namespace or selectors, started together), the [`SharedIndexInformer`] it hands
-//! out (add handlers or [`EventStream`]s, add indexes, read its cache), a handler
-//! ([`ResourceEventHandlerFuncs`], or your own [`ResourceEventHandler`]) and a [`Lister`] or
-//! the [`Indexer`] for reads. Everything else is the machinery underneath, public so that it can
-//! be used on its own as in client-go: the queues ([`queue`]), the [`Reflector`] and the
-//! [`ListerWatcher`] seam ([`reflector`], [`source`]), the store ([`store`]).
+//! The crate root holds what a controller names; everything else is reached through its module.
+//!
+//! - [`SharedInformerFactory`]: one shared informer per type, scoped by namespace or selectors,
+//!   started together. Or build one informer yourself with [`SharedIndexInformer::builder`]
+//!   over a [`KubeListerWatcher`].
+//! - [`SharedIndexInformer`]: add handlers ([`add_event_handler`](SharedIndexInformer::add_event_handler),
+//!   with [`HandlerOptions`] through
+//!   [`add_event_handler_with`](SharedIndexInformer::add_event_handler_with)) or
+//!   [`EventStream`]s ([`stream`](SharedIndexInformer::stream)), add indexes, read its cache
+//!   ([`indexer`](SharedIndexInformer::indexer), [`lister`](SharedIndexInformer::lister)),
+//!   wait for it with [`wait_for_cache_sync`].
+//! - Handlers: [`ResourceEventHandlerFuncs`] (closures), or your own [`ResourceEventHandler`];
+//!   a deletion arrives as an [`ObjectOrTombstone`] ([`DeletedFinalStateUnknown`] when the
+//!   final state was missed).
+//! - Reads: a [`Lister`] / [`NamespaceLister`], or the [`Indexer`] with your [`Indexers`]
+//!   ([`IndexFunc`], [`namespace_indexers`]).
+//! - Keys: [`meta_namespace_key`], [`deletion_handling_meta_namespace_key`] (for a handler's
+//!   deletions) and [`split_meta_namespace_key`] (in a reconcile).
+//!
+//! Everything else is the machinery underneath, public so that it can be used on its own as in
+//! client-go: the queues ([`queue`]), the [`Reflector`](reflector::Reflector) and the
+//! [`ListerWatcher`](reflector::ListerWatcher) seam ([`reflector`], [`source`]), the store
+//! ([`store`]), the informer's options ([`informer`], [`factory`]), sync signals ([`wait`]).
 //!
 //! ```no_run
 //! use std::collections::HashMap;
@@ -45,7 +61,7 @@
 //! )?;
 //! factory.start();
 //! factory.wait_for_cache_sync(&CancellationToken::new()).await;
-//! let on_node = pods.get_indexer().by_index("by-node", "node-1")?;
+//! let on_node = pods.indexer().by_index("by-node", "node-1")?;
 //! println!("{} pods on node-1", on_node.len());
 //! factory.shutdown().await;
 //! # Ok(()) }
@@ -69,31 +85,22 @@ pub mod store;
 pub mod wait;
 pub mod workqueue;
 
-pub use factory::{InformerScope, SharedInformerFactory, SharedInformerFactoryBuilder};
+// The "start here" set: what a controller names. Everything else is reached through its module.
+pub use factory::SharedInformerFactory;
 pub use informer::{
-    Event, EventStream, HandlerOptions, InformerError, QueueMode, ResourceEventHandler,
+    Event, EventStream, HandlerOptions, InformerError, ResourceEventHandler,
     ResourceEventHandlerFuncs, ResourceEventHandlerRegistration, SharedIndexInformer,
 };
 pub use object::{
-    DeletedFinalStateUnknown, ExplicitKey, KeyError, KeyFunc, Object, ObjectOrTombstone,
-    deletion_handling_meta_namespace_key, meta_namespace_key, meta_namespace_key_func,
-    namespace_name_key, resource_version, split_meta_namespace_key,
-};
-pub use queue::{
-    Delta, DeltaFifo, DeltaFifoOptions, DeltaType, Deltas, Fifo, QueueError, RealFifo,
-    RealFifoMode, RealFifoOptions, TransformFunc,
-};
-pub use reflector::{
-    ListOptions, ListPage, ListWatch, ListWatchError, ListerWatcher, Reflector, ReflectorBuilder,
-    ReflectorError, WatchEvent,
+    DeletedFinalStateUnknown, KeyError, Object, ObjectOrTombstone,
+    deletion_handling_meta_namespace_key, meta_namespace_key, split_meta_namespace_key,
 };
 pub use source::KubeListerWatcher;
 pub use store::{
-    IndexFunc, IndexFuncError, Indexer, Indexers, KeyListerGetter, LabelSelector,
-    LabelSelectorError, Lister, NAMESPACE_INDEX, NamespaceLister, Operator, ReflectorStore,
-    Requirement, StoreError, namespace_index_func, namespace_indexers,
+    IndexFunc, IndexFuncError, Indexer, Indexers, Lister, NamespaceLister, StoreError,
+    namespace_indexers,
 };
-pub use wait::{SyncSignal, wait_for_cache_sync, wait_for_named_cache_sync};
+pub use wait::wait_for_cache_sync;
 
 /// The README's Rust examples, compiled as doc tests so they cannot drift from the API.
 #[cfg(doctest)]

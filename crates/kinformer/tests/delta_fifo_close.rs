@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kinformer::ExplicitKey;
+use kinformer::object::ExplicitKey;
 use kinformer::queue::{DeltaFifo, Fifo, QueueError};
 use kube::api::ObjectMeta;
 
@@ -18,7 +18,7 @@ fn make(name: &str) -> Arc<ConfigMap> {
     })
 }
 
-fn key_of(d: &kinformer::Deltas<ConfigMap>) -> String {
+fn key_of(d: &kinformer::queue::Deltas<ConfigMap>) -> String {
     d.newest().unwrap().object.key().unwrap()
 }
 

@@ -31,24 +31,36 @@ fn seq(o: &ConfigMap) -> u64 {
         .unwrap()
 }
 
-/// Each producer writes distinct keys `p{i}-{n}`; every one must come out, each producer's in
-/// the order it wrote them.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn distinct_keys_preserve_per_producer_order_and_lose_nothing() {
-    let fifo = Arc::new(DeltaFifo::<ConfigMap>::default());
-    let producers: Vec<_> = (0..PRODUCERS)
+/// Spawns [`PRODUCERS`] tasks; producer `p` calls `write(fifo, p, n)` for `n` in
+/// `0..PER_PRODUCER`, yielding every `yield_every` writes.
+fn spawn_producers(
+    fifo: &Arc<DeltaFifo<ConfigMap>>,
+    yield_every: u64,
+    write: fn(&DeltaFifo<ConfigMap>, usize, u64),
+) -> Vec<tokio::task::JoinHandle<()>> {
+    (0..PRODUCERS)
         .map(|p| {
             let fifo = fifo.clone();
             tokio::spawn(async move {
                 for n in 0..PER_PRODUCER {
-                    fifo.add(make(format!("p{p}-{n}"), n)).unwrap();
-                    if n % 64 == 0 {
+                    write(&fifo, p, n);
+                    if n % yield_every == 0 {
                         tokio::task::yield_now().await;
                     }
                 }
             })
         })
-        .collect();
+        .collect()
+}
+
+/// Each producer writes distinct keys `p{i}-{n}`; every one must come out, each producer's in
+/// the order it wrote them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn distinct_keys_preserve_per_producer_order_and_lose_nothing() {
+    let fifo = Arc::new(DeltaFifo::<ConfigMap>::default());
+    let producers = spawn_producers(&fifo, 64, |fifo, p, n| {
+        fifo.add(make(format!("p{p}-{n}"), n)).unwrap();
+    });
 
     let consumer = {
         let fifo = fifo.clone();
@@ -98,19 +110,9 @@ async fn distinct_keys_preserve_per_producer_order_and_lose_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn one_key_per_producer_accumulates_every_update_in_order() {
     let fifo = Arc::new(DeltaFifo::<ConfigMap>::default());
-    let producers: Vec<_> = (0..PRODUCERS)
-        .map(|p| {
-            let fifo = fifo.clone();
-            tokio::spawn(async move {
-                for n in 0..PER_PRODUCER {
-                    fifo.update(make(format!("p{p}"), n)).unwrap();
-                    if n % 16 == 0 {
-                        tokio::task::yield_now().await;
-                    }
-                }
-            })
-        })
-        .collect();
+    let producers = spawn_producers(&fifo, 16, |fifo, p, n| {
+        fifo.update(make(format!("p{p}"), n)).unwrap();
+    });
 
     let consumer = {
         let fifo = fifo.clone();

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use futures::FutureExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kinformer::queue::{DeltaFifo, DeltaFifoOptions, DeltaType, QueueError};
-use kinformer::{KeyListerGetter, ObjectOrTombstone};
+use kinformer::{ObjectOrTombstone, store::KeyListerGetter};
 use kube::api::ObjectMeta;
 use parking_lot::Mutex;
 

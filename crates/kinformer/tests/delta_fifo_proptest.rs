@@ -11,7 +11,7 @@ use std::sync::Arc;
 use futures::FutureExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kinformer::queue::{DeltaFifo, DeltaFifoOptions, DeltaType, Deltas, QueueError};
-use kinformer::{KeyListerGetter, ObjectOrTombstone};
+use kinformer::{ObjectOrTombstone, store::KeyListerGetter};
 use kube::api::ObjectMeta;
 use parking_lot::Mutex;
 use proptest::prelude::*;
@@ -285,7 +285,7 @@ fn run(ops: Vec<Op>, with_known: bool, emit_replaced: bool, transformed: bool) {
                     .get_or_insert_default()
                     .insert("xf".into(), n.to_string());
                 Arc::new(o)
-            }) as kinformer::TransformFunc<ConfigMap>
+            }) as kinformer::queue::TransformFunc<ConfigMap>
         }),
         ..Default::default()
     });

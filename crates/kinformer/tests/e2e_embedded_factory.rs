@@ -22,7 +22,7 @@ use embedded_support::*;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kinformer::{
     IndexFuncError, Indexer, Indexers, Object, ObjectOrTombstone, ResourceEventHandlerFuncs,
-    SharedIndexInformer, SharedInformerFactory, meta_namespace_key, resource_version,
+    SharedIndexInformer, SharedInformerFactory, meta_namespace_key, object::resource_version,
 };
 use kinformer_apiserver::{ResourceInfo, RunningServer, Scope, ServerConfig};
 use kube::api::{ApiResource, DynamicObject};
@@ -289,7 +289,7 @@ async fn wait_for_cache_sync_right_after_start_waits_for_every_informer() {
     assert_eq!(synced.len(), 2, "both informers are reported: {synced:?}");
     assert!(synced.values().all(|s| *s), "both synced: {synced:?}");
     assert_eq!(
-        pods.get_indexer().len(),
+        pods.indexer().len(),
         50,
         "the pods are cached when it returns"
     );
@@ -312,10 +312,7 @@ async fn factory_handlers_caches_and_indexes_converge_through_churn_and_faults()
     let pods: SharedIndexInformer<Pod> = factory.informer::<Pod>();
     let configmaps: SharedIndexInformer<ConfigMap> = factory.informer::<ConfigMap>();
     assert!(
-        factory
-            .informer::<Pod>()
-            .get_indexer()
-            .has_index("namespace"),
+        factory.informer::<Pod>().indexer().has_index("namespace"),
         "the factory's informers carry a namespace index"
     );
     pods.add_indexers(label_index("by-app", "app"))
@@ -324,9 +321,9 @@ async fn factory_handlers_caches_and_indexes_converge_through_churn_and_faults()
         .add_indexers(label_index("by-tier", "tier"))
         .expect("config map label index");
 
-    let (h, pod_log) = recording_handler(pods.get_indexer());
+    let (h, pod_log) = recording_handler(pods.indexer());
     pods.add_event_handler(h).expect("pod handler");
-    let (h, cm_log) = recording_handler(configmaps.get_indexer());
+    let (h, cm_log) = recording_handler(configmaps.indexer());
     configmaps.add_event_handler(h).expect("config map handler");
 
     factory.start();
@@ -337,13 +334,10 @@ async fn factory_handlers_caches_and_indexes_converge_through_churn_and_faults()
         "every informer syncs: {synced:?}"
     );
     let sync_time = started.elapsed();
-    assert_eq!(
-        pods.get_indexer().len() + configmaps.get_indexer().len(),
-        20_000
-    );
+    assert_eq!(pods.indexer().len() + configmaps.indexer().len(), 20_000);
 
     // a late handler replays the cache, then follows live events
-    let (h, late_log) = recording_handler(pods.get_indexer());
+    let (h, late_log) = recording_handler(pods.indexer());
     let late = pods.add_event_handler(h).expect("late pod handler");
 
     let rounds = [
@@ -367,8 +361,8 @@ async fn factory_handlers_caches_and_indexes_converge_through_churn_and_faults()
         for fault in faults {
             fault.finish(&server);
         }
-        let pod_cache = pods.get_indexer();
-        let cm_cache = configmaps.get_indexer();
+        let pod_cache = pods.indexer();
+        let cm_cache = configmaps.indexer();
         let expected = &pods_churn.expected;
         wait_converged_to(&server, "pods", expected, CONVERGE_LIMIT, || {
             cache_view(&pod_cache)
@@ -391,25 +385,25 @@ async fn factory_handlers_caches_and_indexes_converge_through_churn_and_faults()
     assert_handler_converges(&server, "pods", pe, "late pods", &late_log).await;
     assert_handler_converges(&server, "configmaps", ce, "configmaps", &cm_log).await;
     let pod_state = server_view(&server, "pods");
-    assert_eq!(cache_view(&pods.get_indexer()), pod_state);
+    assert_eq!(cache_view(&pods.indexer()), pod_state);
     assert_eq!(
-        cache_view(&configmaps.get_indexer()),
+        cache_view(&configmaps.indexer()),
         server_view(&server, "configmaps")
     );
-    assert_eq!(pods.get_indexer().len(), pods_churn.live.len());
-    assert_eq!(configmaps.get_indexer().len(), cms.live.len());
+    assert_eq!(pods.indexer().len(), pods_churn.live.len());
+    assert_eq!(configmaps.indexer().len(), cms.live.len());
 
-    assert_label_index(&server, "pods", &pods.get_indexer(), "by-app", "app");
+    assert_label_index(&server, "pods", &pods.indexer(), "by-app", "app");
     assert_label_index(
         &server,
         "configmaps",
-        &configmaps.get_indexer(),
+        &configmaps.indexer(),
         "by-tier",
         "tier",
     );
     // the namespace index agrees too
     for ns in kinformer_apiserver::seed::namespace_names(8) {
-        let mut have = pods.get_indexer().index_keys("namespace", &ns).unwrap();
+        let mut have = pods.indexer().index_keys("namespace", &ns).unwrap();
         have.sort();
         let want: Vec<_> = pod_state
             .keys()
@@ -469,16 +463,13 @@ async fn dynamic_informer_for_a_registered_custom_resource_converges() {
         plural: "widgets".into(),
     };
     let widgets = factory.dynamic_informer(&ar, true);
-    let (h, log) = recording_handler::<DynamicObject>(widgets.get_indexer());
+    let (h, log) = recording_handler::<DynamicObject>(widgets.indexer());
     widgets.add_event_handler(h).expect("widget handler");
     factory.start();
     let synced = factory.wait_for_cache_sync(&deadline(SYNC_LIMIT)).await;
     assert!(synced.values().all(|s| *s), "synced: {synced:?}");
-    assert_eq!(widgets.get_indexer().len(), 500);
-    let cached = widgets
-        .get_indexer()
-        .get_by_key("ns-1/w-0001")
-        .expect("w-0001");
+    assert_eq!(widgets.indexer().len(), 500);
+    let cached = widgets.indexer().get_by_key("ns-1/w-0001").expect("w-0001");
     assert_eq!(
         cached.data["spec"]["size"], 1,
         "the dynamic object keeps its fields"
@@ -523,14 +514,14 @@ async fn dynamic_informer_for_a_registered_custom_resource_converges() {
                 _ => {}
             }
         }
-        let cache = widgets.get_indexer();
+        let cache = widgets.indexer();
         wait_converged(&server, "widgets.example.com", CONVERGE_LIMIT, || {
             cache_view(&cache)
         })
         .await
         .unwrap_or_else(|d| panic!("widgets after {fault:?}: never converged: {d}"));
     }
-    assert_eq!(widgets.get_indexer().len(), live.len());
+    assert_eq!(widgets.indexer().len(), live.len());
     let expected = server_view(&server, "widgets.example.com");
     assert_handler_converges(&server, "widgets.example.com", &expected, "widgets", &log).await;
     factory.shutdown().await;

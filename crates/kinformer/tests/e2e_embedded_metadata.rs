@@ -18,7 +18,7 @@ use embedded_support::*;
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::{
     ObjectOrTombstone, ResourceEventHandlerFuncs, SharedInformerFactory, meta_namespace_key,
-    resource_version,
+    object::resource_version,
 };
 use kinformer_apiserver::{RunningServer, ServerConfig};
 use kube::Resource;
@@ -127,7 +127,7 @@ async fn metadata_informer_gets_only_metadata_and_behaves_as_a_full_informer() {
     assert!(
         factory
             .metadata_informer::<Pod>()
-            .get_indexer()
+            .indexer()
             .has_index("namespace"),
         "the same shared informer, with the factory's namespace index"
     );
@@ -143,14 +143,14 @@ async fn metadata_informer_gets_only_metadata_and_behaves_as_a_full_informer() {
     assert!(synced.contains_key("Pod (metadata)"), "{synced:?}");
 
     // The initial list: 10,000 metadata objects, equal to the full informer's metadata.
-    let cache = meta.get_indexer();
+    let cache = meta.indexer();
     assert_eq!(cache.len(), 10_000);
     let listed = cache.list();
     assert!(listed.iter().all(|o| is_partial(o)), "listed as metadata");
     for o in listed.iter().step_by(97) {
         let key = meta_namespace_key(o.as_ref()).expect("key");
         let pod = full
-            .get_indexer()
+            .indexer()
             .get_by_key(&key)
             .expect("full informer has it");
         assert_eq!(&o.metadata, pod.meta(), "{key}: same metadata");
@@ -164,7 +164,7 @@ async fn metadata_informer_gets_only_metadata_and_behaves_as_a_full_informer() {
             .by_index("namespace", "ns-0")
             .expect("namespace index")
             .len(),
-        full.get_indexer()
+        full.indexer()
             .by_index("namespace", "ns-0")
             .expect("namespace index")
             .len()
@@ -285,7 +285,7 @@ async fn strip_managed_fields_drops_them_after_the_factory_transform() {
     let raw: Pod = server.get(Some("ns-0"), "pod-000000").expect("get pod");
     let managers = raw.metadata.managed_fields.as_ref().map_or(0, Vec::len);
     assert!(managers > 0, "the server's pods carry managedFields");
-    for o in pods.get_indexer().list() {
+    for o in pods.indexer().list() {
         assert!(o.metadata.managed_fields.is_none(), "stripped from pods");
         assert_eq!(
             o.metadata.annotations.as_ref().unwrap()["test/managers"],
@@ -293,9 +293,9 @@ async fn strip_managed_fields_drops_them_after_the_factory_transform() {
             "the transform ran first"
         );
     }
-    assert_eq!(meta.get_indexer().len(), 200);
+    assert_eq!(meta.indexer().len(), 200);
     assert!(
-        meta.get_indexer()
+        meta.indexer()
             .list()
             .iter()
             .all(|o| o.metadata.managed_fields.is_none()),
@@ -309,7 +309,7 @@ async fn strip_managed_fields_drops_them_after_the_factory_transform() {
         .insert("touched".into(), "yes".into());
     let stored = server.update(&pod).expect("update");
     let rv = stored.metadata.resource_version.clone().unwrap_or_default();
-    let cache = pods.get_indexer();
+    let cache = pods.indexer();
     let deadline_at = std::time::Instant::now() + LIMIT;
     loop {
         let cached = cache.get_by_key("ns-0/pod-000000").expect("cached");
@@ -376,18 +376,18 @@ async fn dynamic_metadata_informer_lists_and_watches_a_custom_resource() {
         .delete_value("widgets.example.com", Some("default"), "w-00")
         .expect("delete");
     wait_converged(&server, "widgets.example.com", LIMIT, || {
-        cache_view(&meta.get_indexer())
+        cache_view(&meta.indexer())
     })
     .await
     .expect("converges");
     // the full informer is a separate watch: wait for it too before comparing
     wait_converged(&server, "widgets.example.com", LIMIT, || {
-        cache_view(&full.get_indexer())
+        cache_view(&full.indexer())
     })
     .await
     .expect("the full informer converges");
-    assert_eq!(meta.get_indexer().len(), 49);
-    assert_eq!(full.get_indexer().len(), 49);
+    assert_eq!(meta.indexer().len(), 49);
+    assert_eq!(full.indexer().len(), 49);
     // the cache is updated before its handlers hear of the change: wait for the handler
     let handler_saw_the_delete = tokio::time::timeout(LIMIT, async {
         while seen.lock().deletes < 1 {

@@ -158,7 +158,7 @@ async fn a_factory_informer_over_protobuf_syncs_ten_thousand_pods() {
     .expect("synced");
     let want = server_view(&server, "pods");
     assert_eq!(want.len(), PODS);
-    let got = cache_view(&pods.get_indexer());
+    let got = cache_view(&pods.indexer());
     assert!(want == got, "{}", diff(&want, &got));
     factory.shutdown().await;
     server.shutdown().await;

@@ -13,7 +13,7 @@ use embedded_support::*;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kinformer::reflector::BackoffConfig;
 use kinformer::store::ReplaceOnce;
-use kinformer::{Indexer, KubeListerWatcher, Reflector};
+use kinformer::{Indexer, KubeListerWatcher, reflector::Reflector};
 use kinformer_apiserver::ServerConfig;
 use tokio_util::sync::CancellationToken;
 

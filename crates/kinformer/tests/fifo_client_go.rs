@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kinformer::ExplicitKey;
+use kinformer::object::ExplicitKey;
 use kinformer::queue::{Fifo, QueueError};
 use kinformer::store::ReplaceStore;
 use kube::api::ObjectMeta;

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
-use kinformer::{IndexFunc, Indexer, Indexers, meta_namespace_key_func};
+use kinformer::{IndexFunc, Indexer, Indexers, object::meta_namespace_key_func};
 use kube::api::ObjectMeta;
 
 /// client-go's `testIndexFunc`: the `foo` label.

@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kinformer::{
-    IndexFunc, IndexFuncError, Indexer, Indexers, NAMESPACE_INDEX, StoreError, meta_namespace_key,
-    meta_namespace_key_func, namespace_index_func,
+    IndexFunc, IndexFuncError, Indexer, Indexers, StoreError, meta_namespace_key,
+    object::meta_namespace_key_func, store::NAMESPACE_INDEX, store::namespace_index_func,
 };
 use kube::api::ObjectMeta;
 use proptest::prelude::*;

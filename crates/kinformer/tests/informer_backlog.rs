@@ -61,10 +61,10 @@ async fn assert_paused_at_the_bound(
         backlog() >= MAX_LISTENER_BACKLOG - 2
     })
     .await;
-    let (cached, behind) = (informer.get_store().len(), backlog());
+    let (cached, behind) = (informer.indexer().len(), backlog());
     tokio::time::sleep(Duration::from_secs(5)).await;
     assert_eq!(
-        (informer.get_store().len(), backlog()),
+        (informer.indexer().len(), backlog()),
         (cached, behind),
         "paused"
     );
@@ -129,7 +129,7 @@ async fn event_stream_slower_than_the_informer_ends_synced_with_every_event_in_o
         most_behind <= MAX_LISTENER_BACKLOG,
         "bounded: {most_behind}"
     );
-    assert_eq!(informer.get_store().len(), EVENTS);
+    assert_eq!(informer.indexer().len(), EVENTS);
     assert!(registration.has_synced());
 
     cancel.cancel();
@@ -161,7 +161,7 @@ async fn handler_slower_than_the_informer_ends_synced_with_every_event_in_order(
     let (gate_tx, gate_rx) = std::sync::mpsc::channel::<()>();
     let gate = Mutex::new(Some(gate_rx));
     let registration = informer
-        .add_event_handler_with_options(
+        .add_event_handler_with(
             ResourceEventHandlerFuncs::new().on_add({
                 let seen = seen.clone();
                 move |pod: &Arc<Pod>, _initial| {
@@ -187,7 +187,7 @@ async fn handler_slower_than_the_informer_ends_synced_with_every_event_in_order(
     })
     .await;
     // paused: two looks 300 ms apart agree
-    let look = || (informer.get_store().len(), registration.backlog());
+    let look = || (informer.indexer().len(), registration.backlog());
     let (mut cached, mut behind) = look();
     loop {
         tokio::time::sleep(Duration::from_millis(300)).await;

@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kinformer::informer::{QueueMode, ResourceEventHandlerFuncs, SharedIndexInformer};
 use kinformer::reflector::{ListPage, ListWatch, Status, WatchEvent};
 use kinformer::store::CacheMode;
-use kinformer::{ObjectOrTombstone, resource_version};
+use kinformer::{ObjectOrTombstone, object::resource_version};
 use kube::api::ObjectMeta;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
@@ -128,7 +128,7 @@ async fn events_in(
     cancel.cancel();
     run.await.unwrap();
     let mut cached: Vec<String> = informer
-        .get_indexer()
+        .indexer()
         .list()
         .iter()
         .map(|p| {
@@ -274,7 +274,7 @@ async fn the_cache_is_written_before_the_handler_is_called_in_both_modes() {
             },
         );
         let informer = SharedIndexInformer::builder(lw).queue_mode(mode).build();
-        let cache = informer.get_store();
+        let cache = informer.indexer();
         let stale = Arc::new(AtomicUsize::new(0));
         let calls = Arc::new(AtomicUsize::new(0));
         let (st, ca) = (stale.clone(), calls.clone());
@@ -295,7 +295,7 @@ async fn the_cache_is_written_before_the_handler_is_called_in_both_modes() {
             let (i, c) = (informer.clone(), cancel.clone());
             async move { i.run(c).await }
         });
-        while informer.get_store().get_by_key("ns/b").is_none() {
+        while informer.indexer().get_by_key("ns/b").is_none() {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         tokio::time::sleep(Duration::from_secs(1)).await;

@@ -16,9 +16,9 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry};
 use kinformer::store::{CacheMode, Transaction};
 use kinformer::{
-    DeletedFinalStateUnknown, IndexFunc, IndexFuncError, Indexer, Indexers, NAMESPACE_INDEX,
-    ObjectOrTombstone, StoreError, meta_namespace_key, meta_namespace_key_func,
-    namespace_index_func,
+    DeletedFinalStateUnknown, IndexFunc, IndexFuncError, Indexer, Indexers, ObjectOrTombstone,
+    StoreError, meta_namespace_key, object::meta_namespace_key_func, store::NAMESPACE_INDEX,
+    store::namespace_index_func,
 };
 use kube::api::ObjectMeta;
 use proptest::prelude::*;

@@ -13,7 +13,7 @@ use kinformer::queue::{DEFAULT_BATCH_SIZE, DeltaType, Popped, RealFifo};
 use kinformer::store::Transaction;
 use kinformer::{
     DeletedFinalStateUnknown, IndexFunc, Indexer, Indexers, ObjectOrTombstone,
-    meta_namespace_key_func, resource_version,
+    object::meta_namespace_key_func, object::resource_version,
 };
 use kube::api::ObjectMeta;
 

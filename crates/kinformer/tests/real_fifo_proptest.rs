@@ -12,7 +12,7 @@ use std::sync::Arc;
 use futures::FutureExt;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kinformer::queue::{DeltaType, Popped, QueueError, RealFifo, RealFifoMode, RealFifoOptions};
-use kinformer::{KeyListerGetter, ObjectOrTombstone};
+use kinformer::{ObjectOrTombstone, store::KeyListerGetter};
 use kube::api::ObjectMeta;
 use parking_lot::Mutex;
 use proptest::prelude::*;
@@ -353,7 +353,7 @@ fn run(ops: Vec<Op>, atomic: bool, bookmarks: bool, transformed: bool) {
                     .get_or_insert_default()
                     .insert("xf".into(), n.to_string());
                 Arc::new(o)
-            }) as kinformer::TransformFunc<ConfigMap>
+            }) as kinformer::queue::TransformFunc<ConfigMap>
         }),
         ..Default::default()
     });

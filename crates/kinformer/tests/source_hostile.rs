@@ -17,7 +17,9 @@ use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::informer::{QueueMode, ResourceEventHandlerFuncs};
 use kinformer::reflector::{ListOptions, ListWatchError, ListerWatcher, ListerWatcherExt};
-use kinformer::{KubeListerWatcher, SharedIndexInformer, SharedInformerFactory, WatchEvent};
+use kinformer::{
+    KubeListerWatcher, SharedIndexInformer, SharedInformerFactory, reflector::WatchEvent,
+};
 use parking_lot::Mutex;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -159,7 +161,7 @@ fn targets(seen: &Seen, watch: bool) -> Vec<String> {
 }
 
 fn names(informer: &SharedIndexInformer<Pod>) -> Vec<String> {
-    let mut keys = informer.get_store().list_keys();
+    let mut keys = informer.indexer().list_keys();
     keys.sort();
     keys
 }
@@ -254,7 +256,7 @@ async fn a_factory_informer_applies_the_list_while_it_downloads() {
         0,
         "every add was an initial-list add"
     );
-    assert_eq!(pods.get_store().len(), ITEMS);
+    assert_eq!(pods.indexer().len(), ITEMS);
     factory.shutdown().await;
 }
 
@@ -371,7 +373,7 @@ async fn an_oversized_list_item_fails_the_list_and_the_informer_relists_keeping_
     .await;
     // a failed list deletes nothing; "a" was delivered before the oversized item and is newer
     assert_eq!(names(&pods), ["ns/a", "ns/b", "ns/c"]);
-    let a = pods.get_store().get_by_key("ns/a").unwrap();
+    let a = pods.indexer().get_by_key("ns/a").unwrap();
     assert!(
         ["10", "20"].contains(&a.metadata.resource_version.as_deref().unwrap()),
         "{a:?}"

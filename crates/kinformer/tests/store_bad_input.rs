@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::{
-    IndexFunc, IndexFuncError, Indexer, Indexers, KeyError, Lister, NAMESPACE_INDEX, StoreError,
-    meta_namespace_key_func, namespace_index_func,
+    IndexFunc, IndexFuncError, Indexer, Indexers, KeyError, Lister, StoreError,
+    object::meta_namespace_key_func, store::NAMESPACE_INDEX, store::namespace_index_func,
 };
 use kube::api::ObjectMeta;
 

@@ -10,7 +10,7 @@ use std::error::Error as _;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kinformer::{IndexFunc, Indexer, Indexers, KeyError, KeyFunc, StoreError};
+use kinformer::{IndexFunc, Indexer, Indexers, KeyError, StoreError, object::KeyFunc};
 use kube::api::ObjectMeta;
 
 /// client-go's `testStoreObject{id, val}`.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kinformer::{IndexFunc, Indexer, NAMESPACE_INDEX, meta_namespace_key};
+use kinformer::{IndexFunc, Indexer, meta_namespace_key, store::NAMESPACE_INDEX};
 use kube::api::ObjectMeta;
 
 const WRITERS: usize = 4;

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::store::ReplaceOnce;
 use kinformer::{
-    IndexFunc, Indexer, Indexers, KeyListerGetter, NAMESPACE_INDEX, ReflectorStore,
-    meta_namespace_key_func,
+    IndexFunc, Indexer, Indexers, object::meta_namespace_key_func, store::KeyListerGetter,
+    store::NAMESPACE_INDEX, store::ReflectorStore,
 };
 use kube::api::ObjectMeta;
 

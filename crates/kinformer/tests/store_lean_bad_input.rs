@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use kinformer::store::{CacheMode, Transaction};
-use kinformer::{Indexer, StoreError, meta_namespace_key_func, namespace_indexers};
+use kinformer::{Indexer, StoreError, namespace_indexers, object::meta_namespace_key_func};
 use kube::api::ObjectMeta;
 use serde::de::Error as _;
 use serde::ser::Error as _;

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kinformer::{
-    Indexer, Indexers, KeyError, LabelSelector, Lister, NAMESPACE_INDEX, meta_namespace_key_func,
+    Indexer, Indexers, KeyError, Lister, object::meta_namespace_key_func, store::LabelSelector,
+    store::NAMESPACE_INDEX,
 };
 use kube::api::ObjectMeta;
 

@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kinformer::store::{Transaction, TransactionError};
 use kinformer::{
-    DeletedFinalStateUnknown, IndexFunc, Indexer, Indexers, KeyError, KeyFunc, ObjectOrTombstone,
-    StoreError,
+    DeletedFinalStateUnknown, IndexFunc, Indexer, Indexers, KeyError, ObjectOrTombstone,
+    StoreError, object::KeyFunc,
 };
 use kube::api::ObjectMeta;
 

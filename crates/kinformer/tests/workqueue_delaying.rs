@@ -8,8 +8,10 @@ use kinformer::workqueue::{DelayingQueue, ItemExponentialFailureRateLimiter, Rat
 
 const MS: Duration = Duration::from_millis(1);
 
-/// Lets the waiting loop run (client-go's `waitForWaitingQueueToFill` / `waitForAdded`).
-async fn settle() {
+/// Lets the delaying queue's waiting loop take its turn: it sees the entries added since its
+/// last turn and moves the due ones into the queue (client-go's `waitForWaitingQueueToFill` /
+/// `waitForAdded`; the loop's state is not observable from here, so this yields to it).
+async fn waiting_loop_turn() {
     for _ in 0..20 {
         tokio::task::yield_now().await;
     }
@@ -17,7 +19,7 @@ async fn settle() {
 
 async fn step(d: Duration) {
     tokio::time::advance(d).await;
-    settle().await;
+    waiting_loop_turn().await;
 }
 
 /// client-go `TestSimpleQueue`.
@@ -25,7 +27,7 @@ async fn step(d: Duration) {
 async fn test_simple_queue() {
     let q = DelayingQueue::<&str>::new();
     q.add_after("foo", 50 * MS);
-    settle().await;
+    waiting_loop_turn().await;
     assert_eq!(q.len(), 0, "should not have added");
     step(60 * MS).await;
     assert_eq!(q.len(), 1, "should have added");
@@ -43,7 +45,7 @@ async fn test_deduping() {
     let q = DelayingQueue::<&str>::new();
     q.add_after("foo", 50 * MS);
     q.add_after("foo", 70 * MS);
-    settle().await;
+    waiting_loop_turn().await;
     assert_eq!(q.len(), 0);
     // At 60 ms the first request fired.
     step(60 * MS).await;
@@ -57,7 +59,7 @@ async fn test_deduping() {
     // The other order: the earlier request moves the entry forward.
     q.add_after("foo", 50 * MS);
     q.add_after("foo", 30 * MS);
-    settle().await;
+    waiting_loop_turn().await;
     assert_eq!(q.len(), 0);
     step(40 * MS).await;
     assert_eq!(q.len(), 1);
@@ -73,7 +75,7 @@ async fn test_add_two_fire_early() {
     let q = DelayingQueue::<&str>::new();
     q.add_after("foo", 1000 * MS);
     q.add_after("bar", 50 * MS);
-    settle().await;
+    waiting_loop_turn().await;
     assert_eq!(q.len(), 0);
     step(60 * MS).await;
     assert_eq!(q.len(), 1);
@@ -96,7 +98,7 @@ async fn test_copy_shifting() {
     q.add_after("foo", 1000 * MS);
     q.add_after("bar", 500 * MS);
     q.add_after("baz", 250 * MS);
-    settle().await;
+    waiting_loop_turn().await;
     assert_eq!(q.len(), 0);
     step(2000 * MS).await;
     assert_eq!(q.len(), 3);
@@ -151,7 +153,7 @@ async fn dropping_the_queue_ends_the_waiting_loop() {
         .num_alive_tasks();
     let q = DelayingQueue::<&str>::new();
     q.add_after("foo", 50 * MS);
-    settle().await;
+    waiting_loop_turn().await;
     assert_eq!(
         tokio::runtime::Handle::current()
             .metrics()
@@ -159,7 +161,7 @@ async fn dropping_the_queue_ends_the_waiting_loop() {
         before + 1
     );
     drop(q);
-    settle().await;
+    waiting_loop_turn().await;
     assert_eq!(
         tokio::runtime::Handle::current()
             .metrics()

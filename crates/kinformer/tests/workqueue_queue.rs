@@ -209,9 +209,14 @@ async fn test_collapse_while_processing() {
     assert!(touched.lock().is_empty());
 }
 
-/// client-go `TestQueueDrainageUsingShutDownWithDrain`: the drain waits for both `done`s.
-#[tokio::test(start_paused = true)]
-async fn test_queue_drainage_using_shut_down_with_drain() {
+/// client-go's drain tests' setup: "foo" and "bar" taken by workers (not done), then
+/// `shut_down_with_drain` running in a task, returned once the queue says it is shutting down.
+async fn draining_with_two_in_flight() -> (
+    Queue<&'static str>,
+    &'static str,
+    &'static str,
+    tokio::task::JoinHandle<()>,
+) {
     let q: Queue<&str> = Queue::new();
     q.add("foo");
     q.add("bar");
@@ -224,6 +229,13 @@ async fn test_queue_drainage_using_shut_down_with_drain() {
     while !q.shutting_down() {
         tokio::task::yield_now().await;
     }
+    (q, a, b, drain)
+}
+
+/// client-go `TestQueueDrainageUsingShutDownWithDrain`: the drain waits for both `done`s.
+#[tokio::test(start_paused = true)]
+async fn test_queue_drainage_using_shut_down_with_drain() {
+    let (q, a, b, drain) = draining_with_two_in_flight().await;
     assert_eq!(q.get().await, None);
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(!drain.is_finished(), "drain returned with items in flight");
@@ -253,18 +265,7 @@ async fn test_no_queue_drainage_using_shut_down() {
 /// client-go `TestForceQueueShutdownUsingShutDown`: `shut_down` releases a waiting drain.
 #[tokio::test(start_paused = true)]
 async fn test_force_queue_shutdown_using_shut_down() {
-    let q: Queue<&str> = Queue::new();
-    q.add("foo");
-    q.add("bar");
-    let _a = q.get().await.unwrap();
-    let _b = q.get().await.unwrap();
-    let drain = {
-        let q = q.clone();
-        tokio::spawn(async move { q.shut_down_with_drain().await })
-    };
-    while !q.shutting_down() {
-        tokio::task::yield_now().await;
-    }
+    let (q, _a, _b, drain) = draining_with_two_in_flight().await;
     assert_eq!(q.get().await, None);
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert!(!drain.is_finished());

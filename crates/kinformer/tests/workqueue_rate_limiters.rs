@@ -57,17 +57,10 @@ fn test_item_exponential_failure_rate_limiter_over_flow() {
     assert_eq!(limiter.when(&"overflow2"), Duration::from_secs(3_600_000));
 }
 
-/// client-go `TestItemFastSlowRateLimiter`.
-#[test]
-fn test_item_fast_slow_rate_limiter() {
-    let limiter = ItemFastSlowRateLimiter::new(5 * MS, Duration::from_secs(10), 3);
-    for want in [
-        5 * MS,
-        5 * MS,
-        5 * MS,
-        Duration::from_secs(10),
-        Duration::from_secs(10),
-    ] {
+/// The script client-go runs on a fast/slow limiter (5 ms for three tries, then `slow`): "one"
+/// five times, "two" twice, then "one" forgotten.
+fn check_fast_then_slow(limiter: &dyn RateLimiter<&'static str>, slow: Duration) {
+    for want in [5 * MS, 5 * MS, 5 * MS, slow, slow] {
         assert_eq!(limiter.when(&"one"), want);
     }
     assert_eq!(limiter.num_requeues(&"one"), 5);
@@ -79,7 +72,14 @@ fn test_item_fast_slow_rate_limiter() {
     assert_eq!(limiter.when(&"one"), 5 * MS);
 }
 
-/// client-go `TestMaxOfRateLimiter`.
+/// client-go `TestItemFastSlowRateLimiter`.
+#[test]
+fn test_item_fast_slow_rate_limiter() {
+    let limiter = ItemFastSlowRateLimiter::new(5 * MS, Duration::from_secs(10), 3);
+    check_fast_then_slow(&limiter, Duration::from_secs(10));
+}
+
+/// client-go `TestMaxOfRateLimiter`: the fast/slow limiter dominates the exponential one.
 #[test]
 fn test_max_of_rate_limiter() {
     let limiter = MaxOfRateLimiter::new(vec![
@@ -93,22 +93,7 @@ fn test_max_of_rate_limiter() {
             Duration::from_secs(1),
         )),
     ]);
-    for want in [
-        5 * MS,
-        5 * MS,
-        5 * MS,
-        Duration::from_secs(3),
-        Duration::from_secs(3),
-    ] {
-        assert_eq!(limiter.when(&"one"), want);
-    }
-    assert_eq!(limiter.num_requeues(&"one"), 5);
-    assert_eq!(limiter.when(&"two"), 5 * MS);
-    assert_eq!(limiter.when(&"two"), 5 * MS);
-    assert_eq!(limiter.num_requeues(&"two"), 2);
-    limiter.forget(&"one");
-    assert_eq!(limiter.num_requeues(&"one"), 0);
-    assert_eq!(limiter.when(&"one"), 5 * MS);
+    check_fast_then_slow(&limiter, Duration::from_secs(3));
 }
 
 /// client-go's test `StepRateLimiter`: `base` for the first `threshold` calls overall, then

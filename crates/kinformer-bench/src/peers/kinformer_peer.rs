@@ -14,8 +14,8 @@ use k8s_openapi::api::core::v1::Pod;
 use kinformer::source::WireFormat;
 use kinformer::store::CacheMode;
 use kinformer::{
-    IndexFunc, Indexers, Object, QueueMode, ResourceEventHandlerFuncs, SharedIndexInformer,
-    SharedInformerFactory, SharedInformerFactoryBuilder,
+    IndexFunc, Indexers, Object, ResourceEventHandlerFuncs, SharedIndexInformer,
+    SharedInformerFactory, factory::SharedInformerFactoryBuilder, informer::QueueMode,
 };
 
 use super::{Counters, PeerError, RunningPeer};
@@ -66,7 +66,7 @@ impl<K: Object> KinformerPeer<K> {
 
 impl<K: Object> RunningPeer for KinformerPeer<K> {
     fn cached(&self) -> u64 {
-        self.informer.get_indexer().list_keys().len() as u64
+        self.informer.indexer().list_keys().len() as u64
     }
 
     fn last_sync_resource_version(&self) -> Option<u64> {

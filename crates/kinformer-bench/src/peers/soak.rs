@@ -120,7 +120,7 @@ pub async fn run(
     let t = Instant::now();
     let deadline = t + args.timeout;
     loop {
-        let cache = versions(peer.informer().get_indexer().list().iter().map(|p| &**p));
+        let cache = versions(peer.informer().indexer().list().iter().map(|p| &**p));
         let diff = match server_versions(&client).await {
             Ok(server) => difference(&cache, &server),
             Err(e) => e.to_string(),

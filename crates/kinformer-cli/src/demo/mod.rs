@@ -145,7 +145,7 @@ pub async fn run(args: DemoArgs) -> Result<(), CliError> {
     let converge_ms = converge_start.elapsed().as_millis();
 
     // Summary.
-    let indexer = pods.get_indexer();
+    let indexer = pods.indexer();
     let node0 = "node-000";
     let on_node = indexer
         .by_index(BY_NODE, node0)

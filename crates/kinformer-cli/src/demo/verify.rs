@@ -1,5 +1,6 @@
 //! Convergence checks: a cache or a handler's view against the server's exact state.
 
+use kinformer::object::namespace_name_key;
 use kinformer_apiserver::RunningServer;
 
 use super::view::KeyRvs;
@@ -12,12 +13,10 @@ pub fn truth(server: &RunningServer, resource: &str) -> KeyRvs {
             s.objects
                 .into_iter()
                 .map(|o| {
-                    let key = if o.namespace.is_empty() {
-                        o.name
-                    } else {
-                        format!("{}/{}", o.namespace, o.name)
-                    };
-                    (key, o.resource_version)
+                    (
+                        namespace_name_key(&o.namespace, &o.name),
+                        o.resource_version,
+                    )
                 })
                 .collect()
         })

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use kinformer::{
     HandlerOptions, InformerError, Object, ResourceEventHandlerFuncs,
-    ResourceEventHandlerRegistration, SharedIndexInformer, meta_namespace_key, resource_version,
+    ResourceEventHandlerRegistration, SharedIndexInformer, meta_namespace_key,
+    object::resource_version,
 };
 use parking_lot::Mutex;
 
@@ -119,16 +120,16 @@ impl Tracked {
             let options = HandlerOptions::default()
                 .name(view.name.clone())
                 .blocking(delay.is_some());
-            let reg = informer.add_event_handler_with_options(funcs, options)?;
+            let reg = informer.add_event_handler_with(funcs, options)?;
             tracked.push(TrackedHandler { view, reg });
         }
         let (i1, i2, i3) = (informer.clone(), informer.clone(), informer.clone());
         Ok(Tracked {
             resource,
-            len: Box::new(move || i1.get_indexer().len()),
+            len: Box::new(move || i1.indexer().len()),
             synced: Box::new(move || i2.has_synced()),
             cache: Box::new(move || {
-                i3.get_indexer()
+                i3.indexer()
                     .list()
                     .iter()
                     .filter_map(|o| {

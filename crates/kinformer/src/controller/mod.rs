@@ -30,7 +30,7 @@
 //!     .owns(factory.informer::<ConfigMap>())
 //!     .workers(2);
 //! factory.start();
-//! let cache = deployments.get_store();
+//! let cache = deployments.indexer();
 //! controller
 //!     .run(CancellationToken::new(), move |key: String| {
 //!         let found = cache.get_by_key(&key).is_some();

@@ -21,7 +21,7 @@ pub use listener::MAX_LISTENER_BACKLOG;
 pub use listener::ResourceEventHandlerRegistration;
 pub use queue::{QUEUE_MODE_ENV, QueueMode};
 pub use shared_informer::{
-    HandlerOptions, InformerError, MAX_QUEUED_DELTAS, MINIMUM_RESYNC_PERIOD, SharedIndexInformer,
-    SharedIndexInformerBuilder,
+    HandlerOptions, InformerError, KindName, MAX_QUEUED_DELTAS, MINIMUM_RESYNC_PERIOD,
+    SharedIndexInformer, SharedIndexInformerBuilder,
 };
 pub use stream::EventStream;

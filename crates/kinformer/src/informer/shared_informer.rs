@@ -24,17 +24,18 @@ use super::processor::{Processor, determine_resync_period};
 pub const MAX_QUEUED_DELTAS: usize = 1024;
 use super::queue::{InformerQueue, LeanLists, QueueMode};
 use super::stream::EventStream;
+use crate::object::resource_version;
 use crate::queue::{DEFAULT_BATCH_SIZE, DeltaType, Deltas, Popped, QueueError, TransformFunc};
 use crate::reflector::{ListerWatcher, Reflector, ReflectorError};
 use crate::store::{CacheMode, Indexer, Indexers, Lister, StagedReplace, StoreError, Transaction};
 use crate::wait::{SyncFlag, SyncSignal};
-use crate::{DeletedFinalStateUnknown, Object, ObjectOrTombstone, resource_version};
+use crate::{DeletedFinalStateUnknown, Object, ObjectOrTombstone};
 
 mod builder;
 mod options;
 mod process;
 
-pub use builder::SharedIndexInformerBuilder;
+pub use builder::{KindName, SharedIndexInformerBuilder};
 pub use options::{HandlerOptions, InformerError};
 
 /// client-go's `minimumResyncPeriod`: a handler may not ask to be resynced more often.
@@ -51,7 +52,7 @@ static NEXT_INFORMER_ID: AtomicU64 = AtomicU64::new(1);
 /// These are client-go's guarantees, written down on its `SharedInformer` type, and they hold
 /// here:
 ///
-/// - The cache (the [`Indexer`] returned by [`get_indexer`](Self::get_indexer)) is updated
+/// - The cache (the [`Indexer`] returned by [`indexer`](Self::indexer)) is updated
 ///   *before* any handler hears of a change. A handler may therefore read a state of the cache
 ///   that is newer than the notification it is handling.
 /// - Eventually the cache holds the authoritative state of every object the list/watch covers,
@@ -134,37 +135,39 @@ struct State<K: Object> {
 }
 
 impl<K: Object> SharedIndexInformer<K> {
-    /// client-go's `NewSharedIndexInformer`.
-    pub fn new(
-        lister_watcher: impl ListerWatcher<K> + 'static,
-        default_resync_period: Duration,
-        indexers: Indexers<K>,
-    ) -> Self
-    where
-        K::DynamicType: Default,
-    {
-        Self::builder(lister_watcher)
-            .resync_period(default_resync_period)
-            .indexers(indexers)
-            .build()
-    }
-
-    /// A builder.
+    /// The one way to make an informer (client-go's `NewSharedIndexInformer` and
+    /// `NewSharedIndexInformerWithOptions`): a builder over `lister_watcher`, with the
+    /// defaults of client-go (no resync, no indexes) and the in-order [`QueueMode::RealFifo`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use k8s_openapi::api::core::v1::Pod;
+    /// use kinformer::SharedIndexInformer;
+    /// use kinformer::reflector::ListWatch;
+    /// use kinformer::store::namespace_indexers;
+    /// # fn lw() -> ListWatch<Pod> { unimplemented!() }
+    /// # fn demo() {
+    /// let informer = SharedIndexInformer::builder(lw())
+    ///     .resync_period(Duration::from_secs(30))
+    ///     .indexers(namespace_indexers())
+    ///     .build();
+    /// assert_eq!(informer.name(), "Pod");
+    /// # }
+    /// ```
+    ///
+    /// A shared `Arc<dyn ListerWatcher<K>>` is a `ListerWatcher<K>` too. Types without a
+    /// static kind (`DynamicObject`) are named with
+    /// [`name`](SharedIndexInformerBuilder::name) before [`build`](SharedIndexInformerBuilder::build).
+    #[doc(alias = "NewSharedIndexInformer")]
+    #[doc(alias = "NewSharedIndexInformerWithOptions")]
     pub fn builder(
         lister_watcher: impl ListerWatcher<K> + 'static,
     ) -> SharedIndexInformerBuilder<K> {
-        Self::builder_shared(Arc::new(lister_watcher))
-    }
-
-    /// A builder over a shared ListerWatcher.
-    pub fn builder_shared(
-        lister_watcher: Arc<dyn ListerWatcher<K>>,
-    ) -> SharedIndexInformerBuilder<K> {
         SharedIndexInformerBuilder {
-            lister_watcher,
+            lister_watcher: Arc::new(lister_watcher),
             resync_period: Duration::ZERO,
             indexers: Indexers::default(),
-            name: None,
+            name: builder::KindName,
             queue_mode: QueueMode::default(),
             make_indexer: Indexer::new,
         }
@@ -208,7 +211,8 @@ impl<K: Object> SharedIndexInformer<K> {
         &self.inner.name
     }
 
-    /// Adds a handler with the informer's default resync period.
+    /// Adds a handler with the informer's default resync period (client-go's
+    /// `AddEventHandler`).
     ///
     /// # Errors
     /// [`InformerError::Stopped`] when the informer has stopped.
@@ -216,25 +220,11 @@ impl<K: Object> SharedIndexInformer<K> {
         &self,
         handler: impl ResourceEventHandler<K>,
     ) -> Result<ResourceEventHandlerRegistration, InformerError> {
-        self.add_event_handler_with_options(handler, HandlerOptions::default())
+        self.add_event_handler_with(handler, HandlerOptions::default())
     }
 
-    /// Adds a handler with its own resync period.
-    ///
-    /// # Errors
-    /// [`InformerError::Stopped`] when the informer has stopped.
-    pub fn add_event_handler_with_resync_period(
-        &self,
-        handler: impl ResourceEventHandler<K>,
-        resync_period: Duration,
-    ) -> Result<ResourceEventHandlerRegistration, InformerError> {
-        self.add_event_handler_with_options(
-            handler,
-            HandlerOptions::default().resync_period(resync_period),
-        )
-    }
-
-    /// Adds a handler with options (client-go's `AddEventHandlerWithOptions`).
+    /// Adds a handler with options: its own resync period, a name, a dedicated thread
+    /// (client-go's `AddEventHandlerWithOptions` and `AddEventHandlerWithResyncPeriod`).
     ///
     /// Resync periods follow client-go: below [`MINIMUM_RESYNC_PERIOD`] is raised to it; a
     /// period below the informer's resync check period lowers the check period if the informer
@@ -243,7 +233,9 @@ impl<K: Object> SharedIndexInformer<K> {
     ///
     /// # Errors
     /// [`InformerError::Stopped`] when the informer has stopped.
-    pub fn add_event_handler_with_options(
+    #[doc(alias = "AddEventHandlerWithOptions")]
+    #[doc(alias = "AddEventHandlerWithResyncPeriod")]
+    pub fn add_event_handler_with(
         &self,
         handler: impl ResourceEventHandler<K>,
         options: HandlerOptions,
@@ -261,22 +253,21 @@ impl<K: Object> SharedIndexInformer<K> {
         Ok(registration)
     }
 
-    /// Registers an [`EventStream`]: the informer's notifications as an async stream.
+    /// Registers an [`EventStream`]: the informer's notifications as an async stream, with the
+    /// informer's default resync period.
     ///
     /// # Errors
     /// [`InformerError::Stopped`] when the informer has stopped.
     pub fn stream(&self) -> Result<EventStream<K>, InformerError> {
-        self.stream_with_options(HandlerOptions::default())
+        self.stream_with(HandlerOptions::default())
     }
 
-    /// [`stream`](Self::stream) with options (resync period, name).
+    /// [`stream`](Self::stream) with options (resync period, name; a stream has no thread of
+    /// its own, so `blocking` does not apply).
     ///
     /// # Errors
     /// [`InformerError::Stopped`] when the informer has stopped.
-    pub fn stream_with_options(
-        &self,
-        options: HandlerOptions,
-    ) -> Result<EventStream<K>, InformerError> {
+    pub fn stream_with(&self, options: HandlerOptions) -> Result<EventStream<K>, InformerError> {
         let (registration, queue) = self.add_listener(options, |queue| (None, queue))?;
         Ok(EventStream::new(
             queue,
@@ -434,13 +425,13 @@ impl<K: Object> SharedIndexInformer<K> {
         Ok(())
     }
 
-    /// The cache (client-go's `GetStore`).
-    pub fn get_store(&self) -> Indexer<K> {
-        self.inner.indexer.clone()
-    }
-
-    /// The cache with its indexes (client-go's `GetIndexer`).
-    pub fn get_indexer(&self) -> Indexer<K> {
+    /// The cache with its indexes (client-go's `GetIndexer` and `GetStore`, which return the
+    /// same cache there too): cheap to clone, shared with the informer.
+    #[doc(alias = "GetIndexer")]
+    #[doc(alias = "GetStore")]
+    #[doc(alias = "get_indexer")]
+    #[doc(alias = "get_store")]
+    pub fn indexer(&self) -> Indexer<K> {
         self.inner.indexer.clone()
     }
 

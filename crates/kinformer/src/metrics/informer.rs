@@ -30,7 +30,7 @@ impl<K: crate::Object> InformerProbe for crate::SharedIndexInformer<K> {
         self.name().to_owned()
     }
     fn objects_cached(&self) -> usize {
-        self.get_store().len()
+        self.indexer().len()
     }
     fn queued_items(&self) -> usize {
         self.queued_deltas()

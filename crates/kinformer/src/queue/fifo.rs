@@ -39,7 +39,8 @@ use crate::store::ReplaceStore;
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
-/// use kinformer::{ExplicitKey, queue::Fifo};
+/// use kinformer::object::ExplicitKey;
+/// use kinformer::queue::Fifo;
 /// let fifo = Fifo::for_explicit_keys();
 /// fifo.add(ExplicitKey("a".into())).unwrap();
 /// fifo.add(ExplicitKey("b".into())).unwrap();

@@ -1,7 +1,7 @@
 //! The Reflector and what it talks to: client-go's `reflector.go`, `listwatch.go` and
 //! `tools/pager`.
 //!
-//! A [`Reflector`] keeps a [`ReflectorStore`](crate::ReflectorStore) (the informer's
+//! A [`Reflector`] keeps a [`ReflectorStore`](crate::store::ReflectorStore) (the informer's
 //! `DeltaFifo`, or a plain store) in step with the API server. It lists everything once, hands
 //! the list to the store as it arrives (`replace_begin`, `replace_part`..., `replace_end`), then
 //! watches from the list's resourceVersion and

@@ -92,7 +92,7 @@ impl From<&str> for IndexFuncError {
 /// use k8s_openapi::api::core::v1::Pod;
 /// use kube::api::ObjectMeta;
 /// let pod = Pod { metadata: ObjectMeta { namespace: Some("prod".into()), ..Default::default() }, ..Default::default() };
-/// let by_namespace = kinformer::namespace_index_func::<Pod>();
+/// let by_namespace = kinformer::store::namespace_index_func::<Pod>();
 /// assert_eq!(by_namespace(&pod).unwrap(), vec!["prod".to_string()]);
 /// ```
 pub fn namespace_index_func<K: Object>() -> IndexFunc<K> {

@@ -52,7 +52,8 @@ use crate::object::{KeyError, KeyFunc, Object, meta_namespace_key_func, resource
 /// use std::sync::Arc;
 /// use k8s_openapi::api::core::v1::Pod;
 /// use kube::api::ObjectMeta;
-/// use kinformer::{Indexer, NAMESPACE_INDEX};
+/// use kinformer::Indexer;
+/// use kinformer::store::NAMESPACE_INDEX;
 ///
 /// let pod = |ns: &str, name: &str| Arc::new(Pod {
 ///     metadata: ObjectMeta { namespace: Some(ns.into()), name: Some(name.into()), ..Default::default() },
@@ -539,7 +540,8 @@ impl<K: Object + Serialize + DeserializeOwned> Indexer<K> {
     /// use std::sync::Arc;
     /// use k8s_openapi::api::core::v1::Pod;
     /// use kube::api::ObjectMeta;
-    /// use kinformer::{Indexer, meta_namespace_key_func, namespace_indexers};
+    /// use kinformer::object::meta_namespace_key_func;
+    /// use kinformer::{Indexer, namespace_indexers};
     /// use kinformer::store::CacheMode;
     ///
     /// let cache = Indexer::<Pod>::new_lean(meta_namespace_key_func(), namespace_indexers());

@@ -37,14 +37,14 @@ use serde::de::DeserializeOwned;
 ///
 /// # In an informer
 ///
-/// An informer on the default queue ([`QueueMode::RealFifo`](crate::QueueMode::RealFifo)) in
+/// An informer on the default queue ([`QueueMode::RealFifo`](crate::informer::QueueMode::RealFifo)) in
 /// lean mode never holds a list decoded: each part is keyed, indexed and encoded as it
 /// downloads (its decoded objects dropped at once), the relist is installed in one swap when
 /// it pops, and its objects are decoded one at a time to notify handlers. (With the default
 /// mode's queue holding the whole decoded list until the swap, glibc's allocator keeps the
 /// process's resident memory near that peak long after the list is freed.) A handler slower
 /// than the informer still holds the decoded objects queued for it. On
-/// [`QueueMode::DeltaFifo`](crate::QueueMode::DeltaFifo) the queue holds a list's objects
+/// [`QueueMode::DeltaFifo`](crate::informer::QueueMode::DeltaFifo) the queue holds a list's objects
 /// decoded until they are popped.
 ///
 /// Lean mode pays off for large informers whose objects are read rarely compared with how

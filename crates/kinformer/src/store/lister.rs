@@ -19,7 +19,8 @@ use crate::object::{Object, namespace_name_key};
 /// use std::{collections::BTreeMap, sync::Arc};
 /// use k8s_openapi::api::core::v1::Pod;
 /// use kube::api::ObjectMeta;
-/// use kinformer::{Indexer, LabelSelector, Lister};
+/// use kinformer::store::LabelSelector;
+/// use kinformer::{Indexer, Lister};
 ///
 /// let pod = |ns: &str, name: &str, app: &str| Arc::new(Pod {
 ///     metadata: ObjectMeta {

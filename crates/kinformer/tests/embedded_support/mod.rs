@@ -3,11 +3,12 @@
 
 #![allow(dead_code)]
 
+use kinformer::object::namespace_name_key;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kinformer::{Indexer, Object, meta_namespace_key, resource_version};
+use kinformer::{Indexer, Object, meta_namespace_key, object::resource_version};
 use kinformer_apiserver::RunningServer;
 use kinformer_apiserver::{FailureRule, Verb};
 
@@ -58,12 +59,10 @@ pub fn server_view(server: &RunningServer, resource: &str) -> BTreeMap<String, S
         .objects
         .into_iter()
         .map(|o| {
-            let key = if o.namespace.is_empty() {
-                o.name
-            } else {
-                format!("{}/{}", o.namespace, o.name)
-            };
-            (key, o.resource_version)
+            (
+                namespace_name_key(&o.namespace, &o.name),
+                o.resource_version,
+            )
         })
         .collect()
 }

@@ -2,33 +2,43 @@
 
 use super::*;
 
-/// Builds a [`SharedIndexInformer`].
+/// Builds a [`SharedIndexInformer`]; made by [`SharedIndexInformer::builder`].
+///
+/// `N` records whether the informer has been given a [`name`](Self::name): until then the
+/// informer is named after its kind, which needs a type with a static kind
+/// (`K::DynamicType: Default`, true of every k8s-openapi type and custom resource); a
+/// `DynamicObject` informer is named before it is built.
 #[must_use]
-pub struct SharedIndexInformerBuilder<K: Object> {
+pub struct SharedIndexInformerBuilder<K: Object, N = KindName> {
     pub(super) lister_watcher: Arc<dyn ListerWatcher<K>>,
     pub(super) resync_period: Duration,
     pub(super) indexers: Indexers<K>,
-    pub(super) name: Option<String>,
+    pub(super) name: N,
     pub(super) queue_mode: QueueMode,
     pub(super) make_indexer: MakeIndexer<K>,
 }
 
-/// Builds the informer's cache: `Indexer::new` or `Indexer::new_lean`.
-pub(super) type MakeIndexer<K> = fn(crate::KeyFunc<K>, Indexers<K>) -> Indexer<K>;
+/// The name of an informer that was not named: its kind (see [`SharedIndexInformerBuilder`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct KindName;
 
-impl<K: Object> SharedIndexInformerBuilder<K> {
+/// Builds the informer's cache: `Indexer::new` or `Indexer::new_lean`.
+pub(super) type MakeIndexer<K> = fn(crate::object::KeyFunc<K>, Indexers<K>) -> Indexer<K>;
+
+impl<K: Object, N> SharedIndexInformerBuilder<K, N> {
     /// How the cache holds its objects (default [`CacheMode::Full`]). [`CacheMode::Lean`]
     /// keeps them compressed and decodes them on demand: far less memory, dearer reads (see
     /// [`CacheMode`]). Handlers still receive decoded objects.
     ///
     /// ```
     /// use k8s_openapi::api::core::v1::Pod;
-    /// use kinformer::{ListWatch, SharedIndexInformer};
+    /// use kinformer::SharedIndexInformer;
+    /// use kinformer::reflector::ListWatch;
     /// use kinformer::store::CacheMode;
     /// # fn lw() -> ListWatch<Pod> { unimplemented!() }
     /// # fn demo() {
     /// let informer = SharedIndexInformer::builder(lw()).cache_mode(CacheMode::Lean).build();
-    /// assert_eq!(informer.get_indexer().cache_mode(), CacheMode::Lean);
+    /// assert_eq!(informer.indexer().cache_mode(), CacheMode::Lean);
     /// # }
     /// ```
     pub fn cache_mode(mut self, mode: CacheMode) -> Self
@@ -58,36 +68,58 @@ impl<K: Object> SharedIndexInformerBuilder<K> {
         self.indexers = indexers;
         self
     }
-    /// A name for logs (defaults to the kind).
-    pub fn name(mut self, name: impl Into<String>) -> Self {
-        self.name = Some(name.into());
-        self
+    /// A name for logs, diagnostics and the handlers' default names (defaults to the kind).
+    /// Required for a type without a static kind:
+    ///
+    /// ```
+    /// use kube::api::DynamicObject;
+    /// use kinformer::SharedIndexInformer;
+    /// use kinformer::reflector::ListWatch;
+    /// # fn lw() -> ListWatch<DynamicObject> { unimplemented!() }
+    /// # fn demo() {
+    /// let informer = SharedIndexInformer::builder(lw()).name("widgets").build();
+    /// assert_eq!(informer.name(), "widgets");
+    /// # }
+    /// ```
+    pub fn name(self, name: impl Into<String>) -> SharedIndexInformerBuilder<K, String> {
+        SharedIndexInformerBuilder {
+            lister_watcher: self.lister_watcher,
+            resync_period: self.resync_period,
+            indexers: self.indexers,
+            name: name.into(),
+            queue_mode: self.queue_mode,
+            make_indexer: self.make_indexer,
+        }
     }
-    /// Builds the informer; nothing runs until [`SharedIndexInformer::run`].
-    pub fn build(self) -> SharedIndexInformer<K>
-    where
-        K::DynamicType: Default,
-    {
-        let name = self
-            .name
-            .unwrap_or_else(|| K::kind(&K::DynamicType::default()).into_owned());
+
+    fn build_as(self, name: String) -> SharedIndexInformer<K> {
         SharedIndexInformer::from_parts(
             name,
             self.lister_watcher,
             self.resync_period,
-            (self.make_indexer)(crate::meta_namespace_key_func(), self.indexers),
+            (self.make_indexer)(crate::object::meta_namespace_key_func(), self.indexers),
             self.queue_mode,
         )
     }
-    /// Builds the informer with an explicit name (for types without a static kind, such as
-    /// `DynamicObject`).
-    pub fn build_named(self, name: impl Into<String>) -> SharedIndexInformer<K> {
-        SharedIndexInformer::from_parts(
-            name.into(),
-            self.lister_watcher,
-            self.resync_period,
-            (self.make_indexer)(crate::meta_namespace_key_func(), self.indexers),
-            self.queue_mode,
-        )
+}
+
+impl<K: Object> SharedIndexInformerBuilder<K, KindName>
+where
+    K::DynamicType: Default,
+{
+    /// Builds the informer, named after its kind; nothing runs until
+    /// [`SharedIndexInformer::run`].
+    pub fn build(self) -> SharedIndexInformer<K> {
+        let name = K::kind(&K::DynamicType::default()).into_owned();
+        self.build_as(name)
+    }
+}
+
+impl<K: Object> SharedIndexInformerBuilder<K, String> {
+    /// Builds the informer under the name it was given; nothing runs until
+    /// [`SharedIndexInformer::run`].
+    pub fn build(mut self) -> SharedIndexInformer<K> {
+        let name = std::mem::take(&mut self.name);
+        self.build_as(name)
     }
 }

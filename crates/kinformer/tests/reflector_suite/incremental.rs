@@ -2,17 +2,15 @@
 //! reach the queue as they arrive, a failed list keeps what it delivered and deletes nothing,
 //! and a complete list detects deletions as one `replace` does.
 
-mod reflector_support;
-
 use std::num::NonZeroU32;
 use std::sync::Arc;
 
+use crate::support::*;
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::queue::{DeltaFifo, DeltaFifoOptions, DeltaType};
 use kinformer::reflector::{Reflector, ReflectorError, Status, WatchEvent};
-use kinformer::{KeyListerGetter, ObjectOrTombstone};
+use kinformer::{ObjectOrTombstone, store::KeyListerGetter};
 use parking_lot::Mutex;
-use reflector_support::*;
 use tokio_util::sync::CancellationToken;
 
 /// Known objects: what the test says the cache holds.

@@ -1,18 +1,16 @@
 //! `Reflector::run`: backoff between cycles and its reset, relists after a 410, very short
 //! watches, garbage in the stream, sharing, and cancellation.
 
-mod reflector_support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::*;
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::reflector::{
     BackoffConfig, ListWatchError, Reflector, ReflectorError, Status, WatchEvent,
 };
 use parking_lot::Mutex;
-use reflector_support::*;
 use tokio_util::sync::CancellationToken;
 
 type Errors = Arc<Mutex<Vec<String>>>;

@@ -1,14 +1,13 @@
 //! Helpers shared by the DeltaFifo test files: client-go's `testFifoObject{name, val}` as a
 //! ConfigMap named `name` with `data.val = val`, readable descriptions of deltas, and
 //! client-go's `literalListerGetter`.
-#![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kinformer::queue::{DeltaFifo, DeltaFifoOptions, DeltaType, Deltas};
-use kinformer::{KeyListerGetter, ObjectOrTombstone};
+use kinformer::{ObjectOrTombstone, store::KeyListerGetter};
 use kube::api::ObjectMeta;
 
 pub fn obj(name: &str, val: i64) -> Arc<ConfigMap> {

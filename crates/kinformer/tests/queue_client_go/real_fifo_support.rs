@@ -1,7 +1,6 @@
 //! Helpers shared by the RealFifo test files, on top of `delta_fifo_support` (client-go's
 //! `testFifoObject` as a ConfigMap, `literalListerGetter`): queues in either mode and readable
 //! descriptions of what they pop.
-#![allow(dead_code)]
 
 use std::sync::Arc;
 

@@ -1,6 +1,6 @@
 //! Test support: a fake API endpoint (client-go's `FakeControllerSource`) and recording handlers.
-#![allow(dead_code)]
 
+use kinformer::SharedIndexInformer;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -25,18 +25,6 @@ pub fn pod(name: &str) -> Pod {
         },
         ..Default::default()
     }
-}
-
-/// A pod with labels.
-pub fn labeled_pod(name: &str, labels: &[(&str, &str)]) -> Pod {
-    let mut p = pod(name);
-    p.metadata.labels = Some(
-        labels
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect(),
-    );
-    p
 }
 
 #[derive(Clone)]
@@ -92,12 +80,6 @@ impl FakeControllerSource {
     }
     pub fn set_list_error(&self, status: Option<Status>) {
         self.state.lock().list_error = status;
-    }
-    pub fn list_count(&self) -> u64 {
-        self.state.lock().lists
-    }
-    pub fn items(&self) -> BTreeMap<String, Pod> {
-        self.state.lock().items.clone()
     }
 
     fn change(&self, c: Change, broadcast: bool) {
@@ -198,8 +180,9 @@ fn tokio_stream_from<T: Send + 'static>(
     futures::stream::poll_fn(move |cx| rx.poll_recv(cx)).boxed()
 }
 
-/// Lets every task run without moving (paused) time noticeably.
-pub async fn settle() {
+/// One round on paused time: the ready tasks run; once every task waits, the clock moves 1 ms;
+/// the tasks that woke run.
+async fn round() {
     for _ in 0..50 {
         tokio::task::yield_now().await;
     }
@@ -207,6 +190,28 @@ pub async fn settle() {
     for _ in 0..50 {
         tokio::task::yield_now().await;
     }
+}
+
+/// Runs rounds until `what` holds (`done` says whether it does): at least one, at most a
+/// hundred (then it panics naming `what`).
+pub async fn wait_until(what: &str, done: impl Fn() -> bool) {
+    for _ in 0..100 {
+        round().await;
+        if done() {
+            return;
+        }
+    }
+    panic!("gave up waiting until {what}");
+}
+
+/// Waits until `informer` has caught up: nothing queued between its Reflector and its cache,
+/// and every notification handed to a handler or stream handled.
+pub async fn caught_up(informer: &SharedIndexInformer<Pod>) {
+    let what = format!("informer {} has caught up", informer.name());
+    wait_until(&what, || {
+        informer.queued_deltas() == 0 && informer.handler_backlogs().iter().all(|(_, n)| *n == 0)
+    })
+    .await;
 }
 
 impl FakeControllerSource {

@@ -2,18 +2,15 @@
 //! Requeue semantics follow controller-runtime's `pkg/internal/controller/controller_test.go`
 //! (the cases named below); the backoff is client-go's default controller rate limiter.
 
-mod support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::{FakeControllerSource, pod, wait_until};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kinformer::controller::{Action, Controller, ControllerError};
 use kinformer::informer::SharedIndexInformer;
-use kinformer::store::Indexers;
 use parking_lot::Mutex;
-use support::{FakeControllerSource, pod, settle};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -21,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 const MS: Duration = Duration::from_millis(1);
 
 fn informer(source: &FakeControllerSource) -> SharedIndexInformer<Pod> {
-    SharedIndexInformer::new(source.clone(), Duration::ZERO, Indexers::default())
+    SharedIndexInformer::builder(source.clone()).build()
 }
 
 /// Runs `informers` until `cancel`.
@@ -71,12 +68,15 @@ async fn reconciles_every_object_after_sync() {
         let (seen, pods) = (seen.clone(), pods.clone());
         spawn_controller(controller, &cancel, move |key| {
             seen.lock()
-                .push((key, pods.has_synced(), pods.get_store().len()));
+                .push((key, pods.has_synced(), pods.indexer().len()));
             async { Ok(Action::await_change()) }
         })
     };
     start(&cancel, &[pods]);
-    settle().await;
+    wait_until("a reconcile of each of the three pods", || {
+        stats.successes() == 3
+    })
+    .await;
     let mut seen = seen.lock().clone();
     seen.sort();
     assert_eq!(
@@ -260,7 +260,11 @@ async fn owned_and_watched_objects_enqueue_their_owner() {
         async { Ok(Action::await_change()) }
     });
     start(&cancel, &[p, c, o]);
-    settle().await;
+    let reconciles = |n: usize| {
+        let calls = calls.clone();
+        move || calls.lock().len() == n
+    };
+    wait_until("the parent's first reconcile", reconciles(1)).await;
     let keys = |calls: &Calls| {
         calls
             .lock()
@@ -270,14 +274,17 @@ async fn owned_and_watched_objects_enqueue_their_owner() {
     };
     assert_eq!(keys(&calls), vec!["parent"]);
     children.add(owned_by("child", "parent"));
-    settle().await;
+    wait_until("the reconcile for the new child", reconciles(2)).await;
     assert_eq!(keys(&calls), vec!["parent", "parent"]);
     children.add(pod("orphan"));
     children.delete(owned_by("child", "parent"));
-    settle().await;
+    wait_until("the reconcile for the deleted child", reconciles(3)).await;
     assert_eq!(keys(&calls), vec!["parent", "parent", "parent"]);
     others.add(pod("x"));
-    settle().await;
+    wait_until("the mapped key's reconcile", || {
+        calls.lock().last().is_some_and(|(_, k)| k == "mapped-x")
+    })
+    .await;
     assert_eq!(keys(&calls).last().map(String::as_str), Some("mapped-x"));
     cancel.cancel();
     run.await.unwrap().unwrap();
@@ -297,6 +304,7 @@ async fn shutdown_drains_in_flight_work_within_a_deadline() {
         let cancel = CancellationToken::new();
         let controller =
             Controller::new("test", pods.clone()).shutdown_timeout(Duration::from_secs(5));
+        let stats = controller.stats();
         let finished = Arc::new(Mutex::new(false));
         let run = {
             let finished = finished.clone();
@@ -310,7 +318,10 @@ async fn shutdown_drains_in_flight_work_within_a_deadline() {
             })
         };
         start(&cancel, &[pods]);
-        settle().await;
+        wait_until("the reconcile of \"slow\" is in flight", || {
+            stats.active_workers() == 1
+        })
+        .await;
         cancel.cancel();
         let result = run.await.unwrap();
         if want_timeout {
@@ -341,7 +352,12 @@ async fn cancelled_before_sync_runs_nothing() {
     let run = spawn_controller(controller, &cancel, |_key| async {
         Ok(Action::await_change())
     });
-    settle().await;
+    // The informer never runs: the controller can only wait for it.
+    wait_until(
+        "the controller has started (and reconciled nothing)",
+        || stats.reconciles() == 0,
+    )
+    .await;
     cancel.cancel();
     assert!(matches!(
         run.await.unwrap(),

@@ -3,9 +3,6 @@
 //! `TestRealFIFO_ReplaceAtomic`, `TestRealFIFO_ReplaceAtomicPop`, `TestRealFIFO_ResyncAtomic`),
 //! plus kinformer's own: relists taken in parts, the bound, close and sync publication.
 
-mod delta_fifo_support;
-mod real_fifo_support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,8 +10,8 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kinformer::queue::{QueueError, RealFifo, RealFifoMode, RealFifoOptions};
 use kinformer::{KeyError, meta_namespace_key};
 
-use delta_fifo_support::obj;
-use real_fifo_support::*;
+use crate::delta_fifo_support::obj;
+use crate::real_fifo_support::*;
 
 const UNLIMITED: usize = 999_999;
 

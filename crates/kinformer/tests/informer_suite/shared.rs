@@ -1,12 +1,11 @@
 //! Ports of client-go's `shared_informer_test.go` scenarios, on paused tokio time.
 
-mod support;
-
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use crate::support::{FakeControllerSource, caught_up, pod, wait_until};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::ObjectOrTombstone;
@@ -17,7 +16,6 @@ use kinformer::informer::{
 use kinformer::store::Indexers;
 use kinformer::wait::wait_for_cache_sync;
 use parking_lot::Mutex;
-use support::{FakeControllerSource, pod, settle};
 use tokio_util::sync::CancellationToken;
 
 /// client-go's `testListener`: records the names it is called with on add and update.
@@ -58,7 +56,9 @@ fn set(names: &[&str]) -> BTreeSet<String> {
 }
 
 fn informer(source: &FakeControllerSource, resync: Duration) -> SharedIndexInformer<Pod> {
-    SharedIndexInformer::new(source.clone(), resync, Indexers::default())
+    SharedIndexInformer::builder(source.clone())
+        .resync_period(resync)
+        .build()
 }
 
 struct Running {
@@ -93,23 +93,32 @@ async fn listener_resync_periods() {
     let l2 = TestListener::new();
     let l3 = TestListener::new();
     informer
-        .add_event_handler_with_resync_period(l1.clone(), Duration::ZERO)
+        .add_event_handler_with(
+            l1.clone(),
+            HandlerOptions::default().resync_period(Duration::ZERO),
+        )
         .unwrap();
     informer
-        .add_event_handler_with_resync_period(l2.clone(), Duration::from_secs(2))
+        .add_event_handler_with(
+            l2.clone(),
+            HandlerOptions::default().resync_period(Duration::from_secs(2)),
+        )
         .unwrap();
     informer
-        .add_event_handler_with_resync_period(l3.clone(), Duration::from_secs(3))
+        .add_event_handler_with(
+            l3.clone(),
+            HandlerOptions::default().resync_period(Duration::from_secs(3)),
+        )
         .unwrap();
     let running = run(&informer);
-    settle().await;
+    caught_up(&informer).await;
     for l in [&l1, &l2, &l3] {
         assert_eq!(l.names(), set(&["pod1", "pod2"]));
         l.reset();
     }
     // advance so listener2 gets a resync
     tokio::time::sleep(Duration::from_secs(2) - Duration::from_millis(1)).await;
-    settle().await;
+    caught_up(&informer).await;
     assert_eq!(l2.names(), set(&["pod1", "pod2"]));
     assert_eq!(l1.count(), 0);
     assert_eq!(l3.count(), 0);
@@ -118,7 +127,7 @@ async fn listener_resync_periods() {
     }
     // advance so listener3 gets a resync
     tokio::time::sleep(Duration::from_secs(1) - Duration::from_millis(1)).await;
-    settle().await;
+    caught_up(&informer).await;
     assert_eq!(l3.names(), set(&["pod1", "pod2"]));
     assert_eq!(l1.count(), 0);
     assert_eq!(l2.count(), 0);
@@ -130,7 +139,10 @@ async fn resync_check_period() {
     let source = FakeControllerSource::new();
     let informer = informer(&source, Duration::from_secs(12 * 3600));
     let h1 = informer
-        .add_event_handler_with_resync_period(TestListener::new(), Duration::ZERO)
+        .add_event_handler_with(
+            TestListener::new(),
+            HandlerOptions::default().resync_period(Duration::ZERO),
+        )
         .unwrap();
     assert_eq!(
         informer.resync_check_period(),
@@ -139,14 +151,20 @@ async fn resync_check_period() {
     assert_eq!(h1.resync_period(), Duration::ZERO);
 
     let h2 = informer
-        .add_event_handler_with_resync_period(TestListener::new(), Duration::from_secs(60))
+        .add_event_handler_with(
+            TestListener::new(),
+            HandlerOptions::default().resync_period(Duration::from_secs(60)),
+        )
         .unwrap();
     assert_eq!(informer.resync_check_period(), Duration::from_secs(60));
     assert_eq!(h1.resync_period(), Duration::ZERO);
     assert_eq!(h2.resync_period(), Duration::from_secs(60));
 
     let h3 = informer
-        .add_event_handler_with_resync_period(TestListener::new(), Duration::from_secs(55))
+        .add_event_handler_with(
+            TestListener::new(),
+            HandlerOptions::default().resync_period(Duration::from_secs(55)),
+        )
         .unwrap();
     assert_eq!(informer.resync_check_period(), Duration::from_secs(55));
     assert_eq!(h1.resync_period(), Duration::ZERO);
@@ -154,7 +172,10 @@ async fn resync_check_period() {
     assert_eq!(h3.resync_period(), Duration::from_secs(55));
 
     let h4 = informer
-        .add_event_handler_with_resync_period(TestListener::new(), Duration::from_secs(5))
+        .add_event_handler_with(
+            TestListener::new(),
+            HandlerOptions::default().resync_period(Duration::from_secs(5)),
+        )
         .unwrap();
     assert_eq!(informer.resync_check_period(), Duration::from_secs(5));
     assert_eq!(h1.resync_period(), Duration::ZERO);
@@ -169,19 +190,25 @@ async fn resync_period_rules_after_start_and_minimum() {
     let informer = informer(&source, Duration::from_secs(10));
     // below the minimum of 1s → raised to 1s, and lowers the check period before start
     let h = informer
-        .add_event_handler_with_resync_period(TestListener::new(), Duration::from_millis(10))
+        .add_event_handler_with(
+            TestListener::new(),
+            HandlerOptions::default().resync_period(Duration::from_millis(10)),
+        )
         .unwrap();
     assert_eq!(h.resync_period(), Duration::from_secs(1));
     assert_eq!(informer.resync_check_period(), Duration::from_secs(1));
     let running = run(&informer);
-    settle().await;
+    caught_up(&informer).await;
     // informer created with period 0 never resyncs: covered below; after start a smaller
     // period cannot lower the check period any more
     let informer2 = self::informer(&source, Duration::from_secs(30));
     let running2 = run(&informer2);
-    settle().await;
+    caught_up(&informer2).await;
     let late = informer2
-        .add_event_handler_with_resync_period(TestListener::new(), Duration::from_secs(2))
+        .add_event_handler_with(
+            TestListener::new(),
+            HandlerOptions::default().resync_period(Duration::from_secs(2)),
+        )
         .unwrap();
     assert_eq!(late.resync_period(), Duration::from_secs(30));
     assert_eq!(informer2.resync_check_period(), Duration::from_secs(30));
@@ -196,14 +223,17 @@ async fn informer_with_zero_period_never_resyncs() {
     let informer = informer(&source, Duration::ZERO);
     let l = TestListener::new();
     let h = informer
-        .add_event_handler_with_resync_period(l.clone(), Duration::from_secs(5))
+        .add_event_handler_with(
+            l.clone(),
+            HandlerOptions::default().resync_period(Duration::from_secs(5)),
+        )
         .unwrap();
     assert_eq!(h.resync_period(), Duration::ZERO);
     let running = run(&informer);
-    settle().await;
+    caught_up(&informer).await;
     assert_eq!(l.count(), 1);
     tokio::time::sleep(Duration::from_secs(60)).await;
-    settle().await;
+    caught_up(&informer).await;
     assert_eq!(l.count(), 1, "no resync may happen");
     running.stop().await;
 }
@@ -217,20 +247,26 @@ async fn shared_informer_watch_disruption() {
     let no_resync = TestListener::new();
     let resync = TestListener::new();
     informer
-        .add_event_handler_with_resync_period(no_resync.clone(), Duration::ZERO)
+        .add_event_handler_with(
+            no_resync.clone(),
+            HandlerOptions::default().resync_period(Duration::ZERO),
+        )
         .unwrap();
     informer
-        .add_event_handler_with_resync_period(resync.clone(), Duration::from_secs(1))
+        .add_event_handler_with(
+            resync.clone(),
+            HandlerOptions::default().resync_period(Duration::from_secs(1)),
+        )
         .unwrap();
     let running = run(&informer);
-    settle().await;
+    caught_up(&informer).await;
     assert_eq!(no_resync.names(), set(&["pod1", "pod2"]));
     assert_eq!(resync.names(), set(&["pod1", "pod2"]));
 
     // Add pod3, bump pod2, without telling the watch: only a relist will see them.
     source.add_drop_watch(pod("pod3"));
     source.modify_drop_watch(pod("pod2"));
-    settle().await;
+    caught_up(&informer).await;
     assert_eq!(no_resync.names(), set(&["pod1", "pod2"]));
     no_resync.reset();
     resync.reset();
@@ -240,12 +276,12 @@ async fn shared_informer_watch_disruption() {
     // the listener whose resync is due.
     source.reset_watch();
     tokio::time::sleep(Duration::from_millis(1000)).await;
-    settle().await;
+    caught_up(&informer).await;
     tokio::time::sleep(Duration::from_millis(1601)).await;
-    settle().await;
+    caught_up(&informer).await;
     assert_eq!(no_resync.names(), set(&["pod2", "pod3"]));
     assert!(resync.names().is_superset(&set(&["pod1", "pod2", "pod3"])));
-    let cached: BTreeSet<String> = informer.get_store().list_keys().into_iter().collect();
+    let cached: BTreeSet<String> = informer.indexer().list_keys().into_iter().collect();
     assert_eq!(cached, set(&["pod1", "pod2", "pod3"]));
     running.stop().await;
 }
@@ -267,7 +303,7 @@ async fn shared_informer_error_handling() {
         })
         .unwrap();
     let running = run(&informer);
-    settle().await;
+    caught_up(&informer).await;
     assert!(errors.load(Ordering::SeqCst) >= 1);
     assert!(!informer.has_synced());
     // errors after start are refused
@@ -293,7 +329,7 @@ async fn shared_informer_transformer() {
     let l = TestListener::new();
     informer.add_event_handler(l.clone()).unwrap();
     let running = run(&informer);
-    settle().await;
+    caught_up(&informer).await;
     assert_eq!(l.names(), set(&["pod1-transformed", "pod2-transformed"]));
     assert!(matches!(
         informer.set_transform(|p: Pod| p),
@@ -334,12 +370,12 @@ async fn shared_informer_multiple_registration() {
     let r2 = informer.add_event_handler(l.clone()).unwrap();
     assert_eq!(informer.handler_count(), 2);
     let running = run(&informer);
-    settle().await;
+    caught_up(&informer).await;
     // the same handler registered twice is called twice
     assert_eq!(l.count(), 2);
     informer.remove_event_handler(&r1).unwrap();
     source.add(pod("pod2"));
-    settle().await;
+    caught_up(&informer).await;
     assert_eq!(l.count(), 3, "only the remaining registration is notified");
     assert!(r2.has_synced());
     informer.remove_event_handler(&r2).unwrap();
@@ -352,7 +388,7 @@ async fn add_on_stopped_shared_informer() {
     let source = FakeControllerSource::new();
     let informer = informer(&source, Duration::ZERO);
     let running = run(&informer);
-    settle().await;
+    caught_up(&informer).await;
     running.stop().await;
     assert!(informer.is_stopped());
     assert!(matches!(
@@ -372,7 +408,7 @@ async fn remove_on_stopped_shared_informer() {
     let informer = informer(&source, Duration::ZERO);
     let h = informer.add_event_handler(TestListener::new()).unwrap();
     let running = run(&informer);
-    settle().await;
+    caught_up(&informer).await;
     running.stop().await;
     informer.remove_event_handler(&h).unwrap();
     assert!(h.is_stopped());
@@ -386,11 +422,11 @@ async fn remove_while_active() {
     let l = TestListener::new();
     let h = informer.add_event_handler(l.clone()).unwrap();
     let running = run(&informer);
-    settle().await;
+    caught_up(&informer).await;
     assert_eq!(l.names(), set(&["pod1"]));
     informer.remove_event_handler(&h).unwrap();
     source.add(pod("pod2"));
-    settle().await;
+    caught_up(&informer).await;
     assert_eq!(l.names(), set(&["pod1"]), "nothing after removal");
     tokio::time::timeout(Duration::from_secs(5), h.stopped())
         .await
@@ -407,7 +443,7 @@ async fn add_while_active() {
     let l1 = TestListener::new();
     let h1 = informer.add_event_handler(l1.clone()).unwrap();
     let running = run(&informer);
-    settle().await;
+    caught_up(&informer).await;
     assert!(informer.has_synced() && h1.has_synced());
 
     // a late handler first gets the cache as initial-list adds, then live events
@@ -423,7 +459,7 @@ async fn add_while_active() {
         .await
         .unwrap();
     source.add(pod("pod3"));
-    settle().await;
+    caught_up(&informer).await;
     let mut got = initial.lock().clone();
     let last = got.pop().unwrap();
     got.sort();
@@ -449,9 +485,10 @@ async fn event_panics_are_caught_and_counted() {
         }))
         .unwrap();
     let running = run(&informer);
-    settle().await;
+    wait_until("the handler's panic is caught", || hp.panics() == 1).await;
+    // the listener backs off after a panic before it carries on
     tokio::time::sleep(Duration::from_secs(2)).await;
-    settle().await;
+    caught_up(&informer).await;
     assert_eq!(hp.panics(), 1);
     assert_eq!(hp.handled(), 2, "the listener carries on after a panic");
     assert!(hp.has_synced(), "a panic still counts the item as handled");
@@ -467,7 +504,7 @@ async fn shutdown_leaves_no_task_and_stops_handlers() {
     let informer = informer(&source, Duration::from_secs(1));
     let h = informer.add_event_handler(TestListener::new()).unwrap();
     let running = run(&informer);
-    settle().await;
+    caught_up(&informer).await;
     assert!(h.has_synced());
     running.stop().await;
     assert!(h.is_stopped());
@@ -491,7 +528,7 @@ async fn handler_sync_waits_for_its_own_backlog() {
     }
     let informer = informer(&source, Duration::ZERO);
     let slow = informer
-        .add_event_handler_with_options(
+        .add_event_handler_with(
             ResourceEventHandlerFuncs::new().on_add(|_: &Arc<Pod>, _| {}),
             HandlerOptions::default().name("slow"),
         )
@@ -523,7 +560,7 @@ async fn event_stream_yields_initial_list_then_synced_then_live() {
                 // the cache already holds what the stream yields
                 assert!(
                     informer
-                        .get_store()
+                        .indexer()
                         .get_by_key(obj.metadata.name.as_deref().unwrap())
                         .is_some()
                 );
@@ -587,13 +624,13 @@ async fn relist_delete_reaches_handlers_as_tombstone() {
         ))
         .unwrap();
     let running = run(&informer);
-    settle().await;
+    caught_up(&informer).await;
     // delete pod2 without telling the watch, then drop the watch: the relist finds it gone
     source.change_delete_silently("pod2");
     source.reset_watch();
     tokio::time::sleep(Duration::from_secs(2)).await;
-    settle().await;
+    caught_up(&informer).await;
     assert_eq!(*deleted.lock(), vec![("pod2".to_string(), true)]);
-    assert!(informer.get_store().get_by_key("pod2").is_none());
+    assert!(informer.indexer().get_by_key("pod2").is_none());
     running.stop().await;
 }

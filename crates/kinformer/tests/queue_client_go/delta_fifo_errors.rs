@@ -1,16 +1,14 @@
 //! DeltaFifo behaviour beyond client-go's tests: typed errors for objects without a name, the
 //! `ReflectorStore` implementation, and known objects that change underneath the queue.
 
-mod delta_fifo_support;
-
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kinformer::queue::{DeltaFifo, DeltaFifoOptions, DeltaType, QueueError};
-use kinformer::{KeyListerGetter, ReflectorStore};
+use kinformer::{store::KeyListerGetter, store::ReflectorStore};
 
+use crate::delta_fifo_support::*;
 use DeltaType::{Added, Deleted, Replaced, Sync, Updated};
-use delta_fifo_support::*;
 
 fn nameless() -> Arc<ConfigMap> {
     Arc::new(ConfigMap::default())

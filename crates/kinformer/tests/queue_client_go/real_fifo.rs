@@ -3,18 +3,15 @@
 //! `real_fifo_atomic.rs`. client-go's `testFifoObject{name, val}` is a ConfigMap named `name`
 //! with `data.val = val`; entries are described as `"<type> <name>=<val>"`.
 
-mod delta_fifo_support;
-mod real_fifo_support;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kinformer::ReflectorStore;
 use kinformer::queue::{Popped, RealFifo, RealFifoMode, RealFifoOptions};
+use kinformer::store::ReflectorStore;
 
-use delta_fifo_support::obj;
-use real_fifo_support::*;
+use crate::delta_fifo_support::obj;
+use crate::real_fifo_support::*;
 
 fn val_of(p: &Popped<ConfigMap>) -> (String, i64) {
     let Popped::Deltas(d) = p else {
@@ -194,7 +191,7 @@ fn test_real_fifo_transformer() {
     let calls = Arc::new(AtomicUsize::new(0));
     let f = RealFifo::new(RealFifoOptions {
         mode: RealFifoMode::PerObject {
-            known_objects: Some(Arc::new(delta_fifo_support::Literal(vec![]))),
+            known_objects: Some(Arc::new(crate::delta_fifo_support::Literal(vec![]))),
         },
         transformer: Some(Arc::new({
             let calls = calls.clone();

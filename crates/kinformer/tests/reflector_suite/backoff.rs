@@ -1,16 +1,14 @@
 //! Retries, backoff, watch timeouts and the resync timer, ported from client-go's
 //! `reflector_test.go` (each test names the case it ports), with paused tokio time.
 
-mod reflector_support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::support::*;
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::reflector::{
     BackoffConfig, ListWatchError, Reflector, ReflectorError, Status, WatchEvent,
 };
-use reflector_support::*;
 use tokio_util::sync::CancellationToken;
 
 fn reflector(

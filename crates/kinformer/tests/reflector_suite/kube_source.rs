@@ -2,19 +2,17 @@
 //! streams (garbage included) and error statuses; the Reflector must skip or retry, never panic,
 //! and the store keeps what it had.
 
-mod reflector_support;
-
 use kinformer::reflector::InitialListMode;
 use std::sync::Arc;
 
+use crate::support::*;
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::reflector::{
     ListOptions, ListerWatcher, ListerWatcherExt, Reflector, ReflectorError,
 };
-use kinformer::{KubeListerWatcher, WatchEvent};
+use kinformer::{KubeListerWatcher, reflector::WatchEvent};
 use kube::api::{ApiResource, DynamicObject};
 use parking_lot::Mutex;
-use reflector_support::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 

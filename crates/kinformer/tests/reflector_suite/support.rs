@@ -1,6 +1,5 @@
 //! Shared test scaffolding for the reflector tests: a recording store and a scripted,
 //! recording ListerWatcher.
-#![allow(dead_code)]
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -10,10 +9,10 @@ use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::reflector::{
-    ItemSink, ListMeta, ListOptions, ListPage, ListWatchError, ListerWatcher, WatchEvent,
-    WatchStream,
+    InitialListMode, ItemSink, ListMeta, ListOptions, ListPage, ListWatchError, ListerWatcher,
+    Reflector, ReflectorError, WatchEvent, WatchStream,
 };
-use kinformer::{ReflectorStore, resource_version};
+use kinformer::{object::resource_version, store::ReflectorStore};
 use kube::api::ObjectMeta;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
@@ -92,9 +91,6 @@ impl RecordingStore {
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect()
-    }
-    pub fn names(&self) -> Vec<String> {
-        self.content.lock().keys().cloned().collect()
     }
     pub fn resync_count(&self) -> usize {
         self.resyncs.load(Ordering::SeqCst)
@@ -427,4 +423,106 @@ pub fn watch_list_opts(rv: &str) -> (Verb, ListOptions) {
             ..Default::default()
         },
     )
+}
+
+/// A watch script for a [`Scenario`]: the request's options, the 1-based watch number and the
+/// scenario's token (which [`events_then_cancel`] cancels to end the run).
+pub type ScenarioWatch = Box<
+    dyn Fn(&ListOptions, usize, &CancellationToken) -> Result<WatchStream<Pod>, ListWatchError>
+        + Send
+        + Sync,
+>;
+
+/// One `list_and_watch` run against a scripted server, and what it must leave behind: one row
+/// of a table of ported client-go cases (as client-go's `TestWatchList` is written). Every
+/// expectation left at `None` is not checked.
+pub struct Scenario {
+    /// The client-go test and case this row ports (every failure names it).
+    pub name: &'static str,
+    pub initial_list: InitialListMode,
+    pub list: fn(&ListOptions, usize) -> Result<ListPage<Pod>, ListWatchError>,
+    pub watch: ScenarioWatch,
+    /// `None`: the run ends without error; otherwise the error must satisfy this.
+    pub error: Option<fn(&ReflectorError) -> bool>,
+    /// Every request, in order (timeouts checked against client-go's 5–10 minutes).
+    pub requests: Option<Vec<(Verb, ListOptions)>>,
+    /// How many watches were opened.
+    pub watches: Option<usize>,
+    /// Everything the store was asked to do.
+    pub ops: Option<Vec<Op>>,
+    /// What the store was asked to do first.
+    pub first_ops: Option<Vec<Op>>,
+    /// The store's final content (name, resourceVersion), sorted by name.
+    pub content: Option<Vec<(String, String)>>,
+    /// The resourceVersions the store was told about (`update_resource_version`), in order.
+    pub rv_updates: Option<Vec<&'static str>>,
+    /// The Reflector's last synced resourceVersion afterwards.
+    pub last_sync_rv: Option<&'static str>,
+}
+
+impl Default for Scenario {
+    fn default() -> Self {
+        Self {
+            name: "",
+            initial_list: InitialListMode::default(),
+            list: no_list,
+            watch: Box::new(|_, _, _| panic!("no WATCH request expected")),
+            error: None,
+            requests: None,
+            watches: None,
+            ops: None,
+            first_ops: None,
+            content: None,
+            rv_updates: None,
+            last_sync_rv: None,
+        }
+    }
+}
+
+/// A list script for scenarios that must not list.
+pub fn no_list(_: &ListOptions, _: usize) -> Result<ListPage<Pod>, ListWatchError> {
+    panic!("no LIST request expected")
+}
+
+/// Runs each scenario on its own Reflector, store and server, and checks what it expects.
+pub async fn run_scenarios(table: Vec<Scenario>) {
+    for case in table {
+        let name = case.name;
+        let token = CancellationToken::new();
+        let t = token.clone();
+        let watch = case.watch;
+        let lw = ScriptedLw::new(case.list, move |o, n| watch(o, n, &t));
+        let store = RecordingStore::new();
+        let r = Reflector::builder(lw.clone(), store.clone())
+            .name(name)
+            .initial_list(case.initial_list)
+            .build();
+        let result = r.list_and_watch(&token).await;
+        match (case.error, &result) {
+            (None, Ok(())) => {}
+            (Some(expected), Err(e)) => assert!(expected(e), "{name}: unexpected error {e:?}"),
+            (_, result) => panic!("{name}: unexpected result {result:?}"),
+        }
+        if let Some(requests) = case.requests {
+            assert_eq!(lw.requests_without_timeouts(300, 600), requests, "{name}");
+        }
+        if let Some(watches) = case.watches {
+            assert_eq!(lw.count(Verb::Watch), watches, "{name}");
+        }
+        if let Some(ops) = case.ops {
+            assert_eq!(store.ops(), ops, "{name}");
+        }
+        if let Some(first) = case.first_ops {
+            assert_eq!(store.ops()[..first.len()], first[..], "{name}");
+        }
+        if let Some(content) = case.content {
+            assert_eq!(store.content(), content, "{name}");
+        }
+        if let Some(rvs) = case.rv_updates {
+            assert_eq!(store.rv_updates(), rvs, "{name}");
+        }
+        if let Some(rv) = case.last_sync_rv {
+            assert_eq!(r.last_sync_resource_version(), rv, "{name}");
+        }
+    }
 }

@@ -1,0 +1,7 @@
+//! The shared informer and the controller runner against client-go's `FakeControllerSource`,
+//! in one binary (one link instead of two): `shared_informer_test.go`'s scenarios and the
+//! controller runner's.
+
+mod controller_runner;
+mod shared;
+mod support;
