@@ -9,6 +9,7 @@ fn peers_per_tier_and_workload() {
         peers_for(Tier::Real, Workload::W1, true),
         vec![
             Kinformer,
+            KinformerJson,
             KinformerLean,
             KinformerMetadata,
             KubeRs,
@@ -21,14 +22,16 @@ fn peers_per_tier_and_workload() {
     );
     assert_eq!(
         peers_for(Tier::Embedded, Workload::W1t, false),
-        vec![Kinformer, KinformerLean, KinformerMetadata, KubeRs]
+        vec![Kinformer, KinformerJson, KinformerLean, KinformerMetadata, KubeRs]
     );
     assert_eq!(
         peers_for(Tier::Embedded, Workload::W2, true),
         vec![
             Kinformer,
+            KinformerJson,
             KinformerDeltaFifo,
             KubeRs,
+            ClientGo,
             ClientGoJson,
             FloorWatch
         ]
