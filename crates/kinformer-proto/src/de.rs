@@ -27,26 +27,38 @@ impl de::Error for ProtoError {
     }
 }
 
-/// What one walk may still emit: each value costs one unit, so input that expands (many empty
-/// messages, each a zero-valued struct) is bounded by its own size.
-pub(crate) struct Budget(Cell<usize>);
+/// One walk's state: what it may still emit (each value costs one unit, so input that expands,
+/// such as many empty messages each standing for a zero-valued struct, is bounded by its own
+/// size), and whether `metadata.managedFields` is left out.
+pub(crate) struct Budget {
+    left: Cell<usize>,
+    drop_managed_fields: bool,
+}
 
 impl Budget {
     pub(crate) fn exhausted(&self) -> bool {
-        self.0.get() == 0
+        self.left.get() == 0
     }
 
     pub(crate) fn for_input(len: usize) -> Budget {
-        Budget(Cell::new(len.saturating_mul(4).saturating_add(1 << 16)))
+        Budget {
+            left: Cell::new(len.saturating_mul(4).saturating_add(1 << 16)),
+            drop_managed_fields: false,
+        }
     }
 
     fn spend(&self) -> Result<(), ProtoError> {
-        let left = self.0.get();
+        let left = self.left.get();
         if left == 0 {
             return Err(ProtoError::TooLarge);
         }
-        self.0.set(left - 1);
+        self.left.set(left - 1);
         Ok(())
+    }
+
+    /// Whether field `f` of `m` is left out of this walk.
+    fn skips(&self, m: MessageRef, f: &Field) -> bool {
+        self.drop_managed_fields && f.json == "managedFields" && m.name() == "meta/v1.ObjectMeta"
     }
 }
 
@@ -111,6 +123,7 @@ fn entries<'de>(
     m: MessageRef,
     buf: &'de [u8],
     depth: usize,
+    budget: &Budget,
     out: &mut Vec<(&'static str, Slot<'de>)>,
 ) -> Result<(), ProtoError> {
     if depth > MAX_DEPTH {
@@ -141,7 +154,10 @@ fn entries<'de>(
                 Some((_, v)) => bytes_of(*v)?,
                 None => &[],
             };
-            entries(MessageRef(mi), b, depth + 1, out)?;
+            entries(MessageRef(mi), b, depth + 1, budget, out)?;
+            continue;
+        }
+        if budget.skips(m, f) {
             continue;
         }
         let nil = |out: &mut Vec<(&'static str, Slot<'de>)>| {
@@ -202,7 +218,7 @@ impl<'a, 'de> Message<'a, 'de> {
             out.push(("apiVersion", Slot::Text(api_version)));
             out.push(("kind", Slot::Text(kind)));
         }
-        entries(m, buf, depth, &mut out)?;
+        entries(m, buf, depth, budget, &mut out)?;
         Ok(Message {
             entries: out.into_iter(),
             value: None,
@@ -675,6 +691,13 @@ impl<'de> MessageDeserializer<'de> {
 
     pub(crate) fn budget_exhausted(&self) -> bool {
         self.budget.exhausted()
+    }
+
+    /// The same, leaving `metadata.managedFields` out (it is never read, so it costs neither
+    /// time nor memory): what a cache that strips managedFields would keep anyway.
+    pub fn without_managed_fields(mut self) -> MessageDeserializer<'de> {
+        self.budget.drop_managed_fields = true;
+        self
     }
 
     /// The same, presented with `apiVersion` and `kind` first.

@@ -210,6 +210,7 @@ impl SharedInformerFactoryBuilder {
                 default_resync: self.default_resync,
                 custom_resync: self.custom_resync,
                 transform: compose_strip(self.transform, self.strip_managed_fields),
+                strip_managed_fields: self.strip_managed_fields,
                 max_object_size: self.max_object_size,
                 queue_mode: self.queue_mode,
                 cache_mode: self.cache_mode,
@@ -270,6 +271,7 @@ struct FactoryInner {
     default_resync: Duration,
     custom_resync: HashMap<TypeId, Duration>,
     transform: Option<MetaTransform>,
+    strip_managed_fields: bool,
     max_object_size: usize,
     queue_mode: QueueMode,
     cache_mode: CacheMode,
@@ -470,6 +472,9 @@ impl SharedInformerFactory {
         lw = lw
             .with_max_object_size(self.inner.max_object_size)
             .with_wire_format(self.inner.wire_format);
+        if self.inner.strip_managed_fields {
+            lw = lw.dropping_managed_fields();
+        }
         if let Some(l) = &scope.label_selector {
             lw = lw.with_label_selector(l.clone());
         }

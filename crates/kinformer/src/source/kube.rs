@@ -135,6 +135,7 @@ pub struct KubeListerWatcher<K> {
     /// The protobuf message of `K`, when it has one and the request is not metadata-only.
     proto: Option<kinformer_proto::MessageRef>,
     wire: WireFormat,
+    drop_managed_fields: bool,
     _k: PhantomData<fn() -> K>,
 }
 
@@ -151,6 +152,7 @@ impl<K> Clone for KubeListerWatcher<K> {
             accept: self.accept,
             proto: self.proto,
             wire: self.wire,
+            drop_managed_fields: self.drop_managed_fields,
             _k: PhantomData,
         }
     }
@@ -212,6 +214,7 @@ where
                 })
                 .flatten(),
             wire: WireFormat::default(),
+            drop_managed_fields: false,
             label_selector: None,
             field_selector: None,
             tweak: None,
@@ -250,6 +253,17 @@ where
     #[must_use]
     pub fn with_wire_format(mut self, wire: WireFormat) -> Self {
         self.wire = wire;
+        self
+    }
+
+    /// Lets the source leave `metadata.managedFields` out while it decodes, where it can (items
+    /// of a protobuf list, never parsed at all), for a consumer that strips them anyway (the
+    /// factory's [`strip_managed_fields`](crate::factory::SharedInformerFactoryBuilder::strip_managed_fields)
+    /// sets this). Objects from other paths may still carry them: strip them after decoding
+    /// too.
+    #[must_use]
+    pub fn dropping_managed_fields(mut self) -> Self {
+        self.drop_managed_fields = true;
         self
     }
 
@@ -360,6 +374,7 @@ where
             Some(item) => Box::new(ProtoListDecoder::<K>::new(
                 &self.kind,
                 item,
+                self.drop_managed_fields,
                 self.max_object_size,
             )),
             None => Box::new(ListStreamDecoder::<K>::new(

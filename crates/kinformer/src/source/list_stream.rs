@@ -459,11 +459,18 @@ pub(crate) struct RawItems {
     ends: Vec<usize>,
     /// The list index of the first item (for error messages).
     first: usize,
-    proto: Option<kinformer_proto::MessageRef>,
+    proto: Option<ProtoItems>,
+}
+
+/// How protobuf items are decoded: their message, and whether `managedFields` is left out.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ProtoItems {
+    pub(crate) msg: kinformer_proto::MessageRef,
+    pub(crate) drop_managed_fields: bool,
 }
 
 impl RawItems {
-    pub(crate) fn starting_at(first: usize, proto: Option<kinformer_proto::MessageRef>) -> Self {
+    pub(crate) fn starting_at(first: usize, proto: Option<ProtoItems>) -> Self {
         Self {
             bytes: Vec::new(),
             ends: Vec::new(),

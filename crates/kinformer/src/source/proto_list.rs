@@ -13,7 +13,7 @@ use std::sync::Arc;
 use kinformer_proto::MessageRef;
 use serde::de::DeserializeOwned;
 
-use super::list_stream::{ListBody, RawItems};
+use super::list_stream::{ListBody, ProtoItems, RawItems};
 use super::wire::{decode_list, is_list_of};
 use crate::reflector::{ListPage, ListWatchError};
 
@@ -30,7 +30,7 @@ enum State {
 /// An incremental decoder of one protobuf list body.
 pub(crate) struct ProtoListDecoder<K> {
     kind: String,
-    item: MessageRef,
+    item: ProtoItems,
     max_object: usize,
     state: State,
     buf: Vec<u8>,
@@ -109,9 +109,18 @@ fn field(b: &[u8], max: usize) -> Result<Option<FieldAt>, ListWatchError> {
 }
 
 impl<K: DeserializeOwned + Clone> ProtoListDecoder<K> {
-    /// A decoder for a protobuf list of `kind` whose items are `item` messages, each at most
-    /// `max_object` bytes.
-    pub(crate) fn new(kind: &str, item: MessageRef, max_object: usize) -> Self {
+    /// A decoder for a protobuf list of `kind` whose items are `item` messages (decoded without
+    /// `managedFields` when `drop_managed_fields`), each at most `max_object` bytes.
+    pub(crate) fn new(
+        kind: &str,
+        item: MessageRef,
+        drop_managed_fields: bool,
+        max_object: usize,
+    ) -> Self {
+        let item = ProtoItems {
+            msg: item,
+            drop_managed_fields,
+        };
         Self {
             kind: kind.to_owned(),
             item,
@@ -324,7 +333,7 @@ mod tests {
 
     fn decoder(max: usize) -> Box<dyn ListBody<Pod>> {
         let item = MessageRef::for_kind("v1", "Pod").unwrap();
-        Box::new(ProtoListDecoder::<Pod>::new("Pod", item, max))
+        Box::new(ProtoListDecoder::<Pod>::new("Pod", item, false, max))
     }
 
     fn decode_in_chunks(body: &[u8], chunk: usize) -> Result<ListPage<Arc<Pod>>, ListWatchError> {
@@ -359,6 +368,26 @@ mod tests {
             );
             assert_eq!(page.resource_version, "42");
             assert_eq!(page.continue_token.as_deref(), Some("next"));
+        }
+    }
+
+    #[test]
+    fn managed_fields_are_left_out_when_asked() {
+        let pod = json!({"metadata": {"name": "p", "managedFields": [{"manager": "m", "operation": "Update",
+            "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {}}}]}});
+        let list = kinformer_proto::object_from_json(
+            &json!({"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": [pod]}),
+        )
+        .unwrap();
+        let item = MessageRef::for_kind("v1", "Pod").unwrap();
+        for drop in [false, true] {
+            let mut d: Box<dyn ListBody<Pod>> =
+                Box::new(ProtoListDecoder::<Pod>::new("Pod", item, drop, 1 << 20));
+            d.push(&list);
+            let page = d.finish().unwrap();
+            let mf = page.items[0].metadata.managed_fields.as_ref();
+            assert_eq!(mf.is_none(), drop, "drop = {drop}");
+            assert_eq!(page.items[0].metadata.name.as_deref(), Some("p"));
         }
     }
 
