@@ -22,7 +22,13 @@ fn peers_per_tier_and_workload() {
     );
     assert_eq!(
         peers_for(Tier::Embedded, Workload::W1t, false),
-        vec![Kinformer, KinformerJson, KinformerLean, KinformerMetadata, KubeRs]
+        vec![
+            Kinformer,
+            KinformerJson,
+            KinformerLean,
+            KinformerMetadata,
+            KubeRs
+        ]
     );
     assert_eq!(
         peers_for(Tier::Embedded, Workload::W2, true),

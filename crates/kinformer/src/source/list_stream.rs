@@ -513,9 +513,12 @@ impl RawItems {
             let obj: K = match self.proto {
                 None => serde_json::from_slice(item).map_err(|e| e.to_string()),
                 // protobuf straight into K: no JSON text in between
-                Some(msg) => {
-                    K::deserialize(&mut kinformer_proto::MessageDeserializer::new(msg, item))
-                        .map_err(|e| e.to_string())
+                Some(p) => {
+                    let mut d = kinformer_proto::MessageDeserializer::new(p.msg, item);
+                    if p.drop_managed_fields {
+                        d = d.without_managed_fields();
+                    }
+                    K::deserialize(&mut d).map_err(|e| e.to_string())
                 }
             }
             .map_err(|e| {
