@@ -122,18 +122,10 @@ pub(crate) fn list_body(
     ))
 }
 
-/// One watch event as a protobuf frame.
-pub(crate) fn watch_frame(
-    res_api_version: &str,
-    event_type: &str,
-    object_json: &[u8],
-) -> Option<Vec<u8>> {
+/// One watch event whose object is JSON as a protobuf frame.
+pub(crate) fn watch_frame(event_type: &str, object_json: &[u8]) -> Option<Vec<u8>> {
     let body = json_body(object_json)?;
-    Some(kinformer_proto::watch_frame(
-        res_api_version,
-        event_type,
-        &body,
-    ))
+    Some(kinformer_proto::watch_frame(event_type, &body))
 }
 
 #[cfg(test)]

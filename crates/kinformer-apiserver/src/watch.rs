@@ -82,8 +82,8 @@ struct Filter {
     opts: ListOptions,
     table: Option<(Arc<ResourceInfo>, IncludeObject)>,
     metadata_only: bool,
-    /// For a protobuf watch: the resource and its group version, which frames carry.
-    protobuf: Option<(Arc<ResourceInfo>, String)>,
+    /// For a protobuf watch: the resource.
+    protobuf: Option<Arc<ResourceInfo>>,
 }
 
 impl Filter {
@@ -91,7 +91,7 @@ impl Filter {
     fn push(&self, buf: &mut BytesMut, ty: &str, object: &[u8]) {
         match &self.protobuf {
             None => push_event(buf, ty, object),
-            Some((_, gv)) => match crate::proto::watch_frame(gv, ty, object) {
+            Some(_) => match crate::proto::watch_frame(ty, object) {
                 Some(f) => buf.put_slice(&f),
                 None => self.push_unencodable(buf),
             },
@@ -120,9 +120,9 @@ impl Filter {
     /// watch is protobuf).
     fn emit_stored(&self, buf: &mut BytesMut, ty: &str, o: &StoredObject) {
         match &self.protobuf {
-            Some((res, gv)) if self.table.is_none() && !self.metadata_only => {
+            Some(res) if self.table.is_none() && !self.metadata_only => {
                 match crate::proto::object_body(res, o) {
-                    Some(body) => buf.put_slice(&kinformer_proto::watch_frame(gv, ty, &body)),
+                    Some(body) => buf.put_slice(&kinformer_proto::watch_frame(ty, &body)),
                     None => self.push_unencodable(buf),
                 }
             }
@@ -214,7 +214,7 @@ pub(crate) async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Se
         opts: req.opts.clone(),
         table: req.table.map(|inc| (res.clone(), inc)),
         metadata_only: req.metadata_only,
-        protobuf: req.protobuf.then(|| (res.clone(), res.api_version())),
+        protobuf: req.protobuf.then(|| res.clone()),
     };
     let opts = &req.opts;
     let deadline = opts

@@ -158,9 +158,13 @@ async fn read_frames(
             if f.len() < 4 + len {
                 break;
             }
-            let env = Envelope::parse(&f[4..4 + len]).unwrap();
-            assert_eq!(env.kind, "WatchEvent");
+            // kube-apiserver's stream serializer is the raw one: no envelope around WatchEvent
+            assert!(!f[4..].starts_with(kinformer_proto::MAGIC));
             let ev = WatchEvent::parse(&f[4..4 + len]).unwrap();
+            assert!(
+                Envelope::parse(ev.object).is_ok(),
+                "the object keeps its envelope"
+            );
             events.push((ev.event_type.to_owned(), decoded(ev.object)));
             f = &f[4 + len..];
         }

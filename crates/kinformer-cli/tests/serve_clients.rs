@@ -548,6 +548,27 @@ fn client_go_informers_through_the_kubeconfig() {
     let out = Command::new(bin).arg(s.kubeconfig()).output().unwrap();
     let v = last_json_line(&out, "client-go check");
     assert_eq!(v, json!({"pods": 5, "lease": "from-client-go"}));
+    // The lease's create and update reached the informer by its protobuf watch, not by a
+    // relist or re-watch after watch errors: one LIST or WATCH of leases in all (client-go
+    // 1.35 lists by a streaming watch).
+    let metrics = std::process::Command::new("kubectl")
+        .env("KUBECONFIG", s.kubeconfig())
+        .args(["get", "--raw", "/metrics"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    if !metrics.is_empty() {
+        let lists: u64 = metrics
+            .lines()
+            .filter(|l| {
+                l.starts_with("apiserver_request_total{")
+                    && (l.contains(r#"verb="LIST""#) || l.contains(r#"verb="WATCH""#))
+                    && l.contains(r#"resource="leases""#)
+            })
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+            .sum();
+        assert_eq!(lists, 1, "client-go relisted or re-watched leases: {metrics}");
+    }
 }
 
 const PYTHON: &str = r#"

@@ -252,19 +252,18 @@ pub fn list_message<'a>(
     Ok(out)
 }
 
-/// One watch event as a protobuf watch-stream frame: a 4-byte big-endian length, then a
-/// `WatchEvent` (`type`, and the object's whole protobuf body as raw bytes) in the envelope
-/// with `event_api_version` (the watched resource's group version, as kube-apiserver writes).
-pub fn watch_frame(event_api_version: &str, event_type: &str, object_body: &[u8]) -> Vec<u8> {
+/// One watch event as a protobuf watch-stream frame, as kube-apiserver writes it: a 4-byte
+/// big-endian length, then a `WatchEvent` message with no envelope (the stream serializer is
+/// the raw one) whose `object` holds the object's whole protobuf body, envelope included.
+pub fn watch_frame(event_type: &str, object_body: &[u8]) -> Vec<u8> {
     let mut ev = Vec::with_capacity(object_body.len() + 32);
     wire::put_bytes(&mut ev, 1, event_type.as_bytes());
     let start = wire::begin_nested(&mut ev, 2);
     wire::put_bytes(&mut ev, 1, object_body);
     wire::end_nested(&mut ev, start);
-    let body = envelope(event_api_version, "WatchEvent", &ev);
-    let mut out = Vec::with_capacity(body.len() + 4);
-    out.extend_from_slice(&(body.len() as u32).to_be_bytes());
-    out.extend_from_slice(&body);
+    let mut out = Vec::with_capacity(ev.len() + 4);
+    out.extend_from_slice(&(ev.len() as u32).to_be_bytes());
+    out.extend_from_slice(&ev);
     out
 }
 
@@ -278,14 +277,19 @@ pub struct WatchEvent<'a> {
 }
 
 impl<'a> WatchEvent<'a> {
-    /// Reads one frame's payload (the bytes after the 4-byte length).
+    /// Reads one frame's payload (the bytes after the 4-byte length): the raw `WatchEvent`
+    /// message (one wrapped in the `k8s\0` envelope is read too).
     pub fn parse(frame: &'a [u8]) -> Result<WatchEvent<'a>, ProtoError> {
-        let env = Envelope::parse(frame)?;
+        let raw = if frame.starts_with(MAGIC) {
+            Envelope::parse(frame)?.raw
+        } else {
+            frame
+        };
         let mut ev = WatchEvent {
             event_type: "",
             object: &[],
         };
-        for r in wire::Fields::new(env.raw) {
+        for r in wire::Fields::new(raw) {
             match r? {
                 (1, wire::WireValue::Bytes(b)) => ev.event_type = utf8(b)?,
                 (2, wire::WireValue::Bytes(raw_ext)) => {

@@ -240,7 +240,7 @@ mod tests {
     fn frame(ty: &str, name: &str) -> Vec<u8> {
         let pod =
             serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}});
-        kinformer_proto::watch_frame("v1", ty, &kinformer_proto::object_from_json(&pod).unwrap())
+        kinformer_proto::watch_frame(ty, &kinformer_proto::object_from_json(&pod).unwrap())
     }
 
     async fn events(
