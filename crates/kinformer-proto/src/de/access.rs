@@ -1,0 +1,481 @@
+//! The walk as serde sees it: a message as a map, a repeated field as a sequence, a Go map as
+//! a map of its entries by key, and one value as what its kind presents.
+
+use std::collections::BTreeMap;
+
+use base64::Engine;
+use serde::de::{
+    self, DeserializeSeed, Deserializer as _, IntoDeserializer, MapAccess, SeqAccess, Visitor,
+};
+
+use super::walk::{Budget, MAX_DEPTH, Slot, bytes_of, entries, varint_of};
+use crate::ProtoError;
+use crate::gotime;
+use crate::schema::{Kind, MessageRef};
+use crate::wire::{Fields, WireValue, read_varint};
+
+pub(crate) struct Message<'a, 'de> {
+    pub(crate) entries: std::vec::IntoIter<(&'static str, Slot<'de>)>,
+    pub(crate) value: Option<Slot<'de>>,
+    pub(crate) depth: usize,
+    pub(crate) budget: &'a Budget,
+}
+
+impl<'a, 'de> Message<'a, 'de> {
+    pub(crate) fn new(
+        m: MessageRef,
+        buf: &'de [u8],
+        depth: usize,
+        budget: &'a Budget,
+        typed: Option<(&'de str, &'de str)>,
+    ) -> Result<Self, ProtoError> {
+        let mut out = Vec::with_capacity(m.get().fields.len() + 2);
+        if let Some((api_version, kind)) = typed {
+            out.push(("apiVersion", Slot::Text(api_version)));
+            out.push(("kind", Slot::Text(kind)));
+        }
+        entries(m, buf, depth, budget, &mut out)?;
+        Ok(Message {
+            entries: out.into_iter(),
+            value: None,
+            depth,
+            budget,
+        })
+    }
+}
+
+impl<'de> MapAccess<'de> for Message<'_, 'de> {
+    type Error = ProtoError;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, ProtoError> {
+        let Some((name, slot)) = self.entries.next() else {
+            return Ok(None);
+        };
+        self.value = Some(slot);
+        seed.deserialize(de::value::BorrowedStrDeserializer::new(name))
+            .map(Some)
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(
+        &mut self,
+        seed: V,
+    ) -> Result<V::Value, ProtoError> {
+        let slot = self
+            .value
+            .take()
+            .ok_or(ProtoError::Malformed("a value without a key"))?;
+        seed.deserialize(Value {
+            slot,
+            depth: self.depth,
+            budget: self.budget,
+        })
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        Some(self.entries.len())
+    }
+}
+
+/// The elements of a repeated field, a wrapper or a schema union's array.
+pub(crate) struct Seq<'a, 'de> {
+    pub(crate) kind: Kind,
+    pub(crate) vals: std::vec::IntoIter<WireValue<'de>>,
+    /// Packed scalars still to read from the current occurrence.
+    pub(crate) packed: &'de [u8],
+    pub(crate) depth: usize,
+    pub(crate) budget: &'a Budget,
+}
+
+impl<'de> SeqAccess<'de> for Seq<'_, 'de> {
+    type Error = ProtoError;
+
+    fn next_element_seed<T: DeserializeSeed<'de>>(
+        &mut self,
+        seed: T,
+    ) -> Result<Option<T::Value>, ProtoError> {
+        loop {
+            if !self.packed.is_empty() {
+                let v = if self.kind == Kind::F64 {
+                    let (b, rest) = self
+                        .packed
+                        .split_first_chunk::<8>()
+                        .ok_or(ProtoError::Malformed("packed doubles"))?;
+                    self.packed = rest;
+                    WireValue::Fixed64(u64::from_le_bytes(*b))
+                } else {
+                    WireValue::Varint(read_varint(&mut self.packed)?)
+                };
+                return self.element(seed, v).map(Some);
+            }
+            let Some(v) = self.vals.next() else {
+                return Ok(None);
+            };
+            match (self.kind, v) {
+                (
+                    Kind::Bool | Kind::I32 | Kind::I64 | Kind::U32 | Kind::U64 | Kind::F64,
+                    WireValue::Bytes(b),
+                ) => self.packed = b,
+                _ => return self.element(seed, v).map(Some),
+            }
+        }
+    }
+}
+
+impl<'de> Seq<'_, 'de> {
+    fn element<T: DeserializeSeed<'de>>(
+        &self,
+        seed: T,
+        v: WireValue<'de>,
+    ) -> Result<T::Value, ProtoError> {
+        seed.deserialize(Value {
+            slot: Slot::Value(self.kind, v),
+            depth: self.depth,
+            budget: self.budget,
+        })
+    }
+}
+
+/// A map's entries, by key (as Go writes maps), the last of duplicate keys winning.
+pub(crate) struct Entries<'a, 'de> {
+    pub(crate) kind: Kind,
+    pub(crate) entries:
+        std::collections::btree_map::IntoIter<std::borrow::Cow<'de, str>, Option<WireValue<'de>>>,
+    pub(crate) value: Option<Option<WireValue<'de>>>,
+    pub(crate) depth: usize,
+    pub(crate) budget: &'a Budget,
+}
+
+impl<'de> MapAccess<'de> for Entries<'_, 'de> {
+    type Error = ProtoError;
+
+    fn next_key_seed<K: DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, ProtoError> {
+        let Some((k, v)) = self.entries.next() else {
+            return Ok(None);
+        };
+        self.value = Some(v);
+        match k {
+            std::borrow::Cow::Borrowed(s) => {
+                seed.deserialize(de::value::BorrowedStrDeserializer::new(s))
+            }
+            std::borrow::Cow::Owned(s) => seed.deserialize(s.into_deserializer()),
+        }
+        .map(Some)
+    }
+
+    fn next_value_seed<V: DeserializeSeed<'de>>(
+        &mut self,
+        seed: V,
+    ) -> Result<V::Value, ProtoError> {
+        let v = self
+            .value
+            .take()
+            .ok_or(ProtoError::Malformed("a value without a key"))?;
+        let slot = match (v, self.kind) {
+            (Some(v), k) => Slot::Value(k, v),
+            // Go's map decoding starts each value as an empty, non-nil named slice
+            (None, Kind::Wrapper(ek)) => Slot::Repeated(*ek, Vec::new()),
+            (None, k) => Slot::Zero(k),
+        };
+        seed.deserialize(Value {
+            slot,
+            depth: self.depth,
+            budget: self.budget,
+        })
+    }
+}
+
+/// One value.
+pub(crate) struct Value<'a, 'de> {
+    pub(crate) slot: Slot<'de>,
+    pub(crate) depth: usize,
+    pub(crate) budget: &'a Budget,
+}
+
+impl<'a, 'de> Value<'a, 'de> {
+    fn is_null(&self) -> bool {
+        match &self.slot {
+            Slot::Null => true,
+            Slot::Zero(k) => matches!(
+                k,
+                Kind::Time
+                    | Kind::MicroTime
+                    | Kind::RawJson
+                    | Kind::SchemaOrArray(_)
+                    | Kind::SchemaOrStringArray(_)
+                    | Kind::Bytes
+                    | Kind::Map(_)
+                    | Kind::Wrapper(_)
+            ),
+            _ => false,
+        }
+    }
+
+    fn message<V: Visitor<'de>>(
+        &self,
+        m: MessageRef,
+        buf: &'de [u8],
+        visitor: V,
+    ) -> Result<V::Value, ProtoError> {
+        visitor.visit_map(Message::new(m, buf, self.depth + 1, self.budget, None)?)
+    }
+
+    fn seq<V: Visitor<'de>>(
+        &self,
+        kind: Kind,
+        vals: Vec<WireValue<'de>>,
+        visitor: V,
+    ) -> Result<V::Value, ProtoError> {
+        visitor.visit_seq(Seq {
+            kind,
+            vals: vals.into_iter(),
+            packed: &[],
+            depth: self.depth + 1,
+            budget: self.budget,
+        })
+    }
+
+    fn zero<V: Visitor<'de>>(self, kind: Kind, visitor: V) -> Result<V::Value, ProtoError> {
+        match kind {
+            Kind::Str => visitor.visit_borrowed_str(""),
+            Kind::Bool | Kind::SchemaOrBool(_) => visitor.visit_bool(false),
+            Kind::I32 | Kind::I64 | Kind::IntOrString => visitor.visit_i64(0),
+            Kind::U32 | Kind::U64 => visitor.visit_u64(0),
+            Kind::F64 => visitor.visit_f64(0.0),
+            Kind::Msg(mi) => self.message(MessageRef(mi), &[], visitor),
+            Kind::Duration => visitor.visit_borrowed_str("0s"),
+            Kind::Quantity => visitor.visit_borrowed_str("0"),
+            _ => visitor.visit_unit(),
+        }
+    }
+
+    fn present<V: Visitor<'de>>(
+        self,
+        kind: Kind,
+        v: WireValue<'de>,
+        visitor: V,
+    ) -> Result<V::Value, ProtoError> {
+        match kind {
+            Kind::Str => str_value(bytes_of(v)?, visitor),
+            Kind::Bytes => {
+                visitor.visit_string(base64::engine::general_purpose::STANDARD.encode(bytes_of(v)?))
+            }
+            Kind::Bool => visitor.visit_bool(varint_of(v)? != 0),
+            Kind::I32 => visitor.visit_i64(i64::from(varint_of(v)? as i64 as i32)),
+            Kind::I64 => visitor.visit_i64(varint_of(v)? as i64),
+            Kind::U32 => visitor.visit_u64(u64::from(varint_of(v)? as u32)),
+            Kind::U64 => visitor.visit_u64(varint_of(v)?),
+            Kind::F64 => {
+                let WireValue::Fixed64(bits) = v else {
+                    return Err(ProtoError::Malformed("wire type does not match the field"));
+                };
+                let x = f64::from_bits(bits);
+                if !x.is_finite() {
+                    return Err(ProtoError::Malformed("a float that JSON cannot hold"));
+                }
+                visitor.visit_f64(x)
+            }
+            Kind::Msg(mi) => self.message(MessageRef(mi), bytes_of(v)?, visitor),
+            Kind::Time | Kind::MicroTime => {
+                let b = bytes_of(v)?;
+                if b.is_empty() {
+                    return visitor.visit_unit();
+                }
+                let (mut secs, mut nanos) = (0i64, 0i32);
+                for r in Fields::new(b) {
+                    match r? {
+                        (1, x) => secs = varint_of(x)? as i64,
+                        (2, x) => nanos = varint_of(x)? as i64 as i32,
+                        _ => {}
+                    }
+                }
+                visitor.visit_string(if kind == Kind::Time {
+                    gotime::format_time(secs)?
+                } else {
+                    gotime::format_micro_time(secs, nanos)?
+                })
+            }
+            Kind::Duration => {
+                let mut d = 0i64;
+                for r in Fields::new(bytes_of(v)?) {
+                    if let (1, x) = r? {
+                        d = varint_of(x)? as i64;
+                    }
+                }
+                visitor.visit_string(gotime::format_duration(d))
+            }
+            Kind::Quantity => {
+                let mut s: &'de [u8] = b"0";
+                for r in Fields::new(bytes_of(v)?) {
+                    if let (1, x) = r? {
+                        s = bytes_of(x)?;
+                    }
+                }
+                str_value(if s.is_empty() { b"0" } else { s }, visitor)
+            }
+            Kind::IntOrString => {
+                let (mut ty, mut int, mut st): (u64, i32, &'de [u8]) = (0, 0, &[]);
+                for r in Fields::new(bytes_of(v)?) {
+                    match r? {
+                        (1, x) => ty = varint_of(x)?,
+                        (2, x) => int = varint_of(x)? as i64 as i32,
+                        (3, x) => st = bytes_of(x)?,
+                        _ => {}
+                    }
+                }
+                if ty == 1 {
+                    str_value(st, visitor)
+                } else {
+                    visitor.visit_i64(i64::from(int))
+                }
+            }
+            Kind::RawJson => {
+                let mut raw: &'de [u8] = &[];
+                for r in Fields::new(bytes_of(v)?) {
+                    if let (1, x) = r? {
+                        raw = bytes_of(x)?;
+                    }
+                }
+                if raw.is_empty() {
+                    return visitor.visit_unit();
+                }
+                let mut d = serde_json::Deserializer::from_slice(raw);
+                let out = d
+                    .deserialize_any(visitor)
+                    .map_err(|e| ProtoError::Json(format!("embedded raw JSON: {e}")))?;
+                d.end()
+                    .map_err(|e| ProtoError::Json(format!("embedded raw JSON: {e}")))?;
+                Ok(out)
+            }
+            Kind::SchemaOrArray(p) | Kind::SchemaOrStringArray(p) => {
+                let mut schema = None;
+                let mut many = Vec::new();
+                for r in Fields::new(bytes_of(v)?) {
+                    match r? {
+                        (1, x) => schema = Some(bytes_of(x)?),
+                        (2, x) => many.push(x),
+                        _ => {}
+                    }
+                }
+                if !many.is_empty() {
+                    let ek = if matches!(kind, Kind::SchemaOrArray(_)) {
+                        Kind::Msg(p)
+                    } else {
+                        Kind::Str
+                    };
+                    self.seq(ek, many, visitor)
+                } else if let Some(s) = schema {
+                    self.message(MessageRef(p), s, visitor)
+                } else {
+                    visitor.visit_unit()
+                }
+            }
+            Kind::SchemaOrBool(p) => {
+                let (mut allows, mut schema) = (false, None);
+                for r in Fields::new(bytes_of(v)?) {
+                    match r? {
+                        (1, x) => allows = varint_of(x)? != 0,
+                        (2, x) => schema = Some(bytes_of(x)?),
+                        _ => {}
+                    }
+                }
+                match schema {
+                    Some(s) => self.message(MessageRef(p), s, visitor),
+                    None => visitor.visit_bool(allows),
+                }
+            }
+            Kind::Wrapper(ek) => {
+                let mut items = Vec::new();
+                for r in Fields::new(bytes_of(v)?) {
+                    if let (1, x) = r? {
+                        items.push(x);
+                    }
+                }
+                // a present wrapper is a non-nil slice, even with no items
+                self.seq(*ek, items, visitor)
+            }
+            Kind::Map(_) => Err(ProtoError::Malformed("a map inside a map")),
+        }
+    }
+}
+
+fn str_value<'de, V: Visitor<'de>>(b: &'de [u8], visitor: V) -> Result<V::Value, ProtoError> {
+    match std::str::from_utf8(b) {
+        Ok(s) => visitor.visit_borrowed_str(s),
+        // Go's encoding/json writes invalid UTF-8 as U+FFFD
+        Err(_) => visitor.visit_string(String::from_utf8_lossy(b).into_owned()),
+    }
+}
+
+impl<'de> de::Deserializer<'de> for Value<'_, 'de> {
+    type Error = ProtoError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ProtoError> {
+        self.budget.spend()?;
+        if self.depth > MAX_DEPTH {
+            return Err(ProtoError::Malformed("nested too deeply"));
+        }
+        match self.slot.clone() {
+            Slot::Null => visitor.visit_unit(),
+            Slot::Text(s) => visitor.visit_borrowed_str(s),
+            Slot::Zero(k) => self.zero(k, visitor),
+            Slot::Value(k, v) => self.present(k, v, visitor),
+            Slot::Repeated(k, vals) => self.seq(k, vals, visitor),
+            Slot::Map(vk, vals) => {
+                let mut map: BTreeMap<std::borrow::Cow<'de, str>, Option<WireValue<'de>>> =
+                    BTreeMap::new();
+                for v in vals {
+                    let mut key: &'de [u8] = &[];
+                    let mut val = None;
+                    for r in Fields::new(bytes_of(v)?) {
+                        match r? {
+                            (1, k) => key = bytes_of(k)?,
+                            (2, x) => val = Some(x),
+                            _ => {}
+                        }
+                    }
+                    map.insert(String::from_utf8_lossy(key), val);
+                }
+                visitor.visit_map(Entries {
+                    kind: vk,
+                    entries: map.into_iter(),
+                    value: None,
+                    depth: self.depth + 1,
+                    budget: self.budget,
+                })
+            }
+        }
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ProtoError> {
+        if self.is_null() {
+            return visitor.visit_none();
+        }
+        if let Slot::Value(Kind::Time | Kind::MicroTime | Kind::RawJson, WireValue::Bytes(b)) =
+            &self.slot
+            && b.is_empty()
+        {
+            return visitor.visit_none();
+        }
+        visitor.visit_some(self)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, ProtoError> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf unit unit_struct seq tuple
+        tuple_struct map struct enum identifier ignored_any
+    }
+}
