@@ -567,7 +567,10 @@ fn client_go_informers_through_the_kubeconfig() {
             })
             .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
             .sum();
-        assert_eq!(lists, 1, "client-go relisted or re-watched leases: {metrics}");
+        assert_eq!(
+            lists, 1,
+            "client-go relisted or re-watched leases: {metrics}"
+        );
     }
 }
 
