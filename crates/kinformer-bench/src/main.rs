@@ -166,9 +166,12 @@ fn main() -> std::process::ExitCode {
             }
             opts.skip_go = skip_go;
             match from_results {
-                Some(file) => report::render(&opts, &file),
+                Some(file) => report::load_results(&opts, &file),
                 None => report::run(&opts),
             }
+            .and_then(|(results, notes)| {
+                kinformer_bench::report_md::write_report(&opts, &results, &notes)
+            })
             .map(|p| println!("report written to {}", p.display()))
             .map_err(|e| e.to_string())
         }

@@ -388,12 +388,13 @@ pub struct Notes {
     pub real_writer_rates: Vec<f64>,
 }
 
-/// Runs everything and writes the report; returns the path of `report.md`.
+/// Runs everything (each raw result is kept in `results.partial.json` as it comes); returns
+/// the results and the notes for [`write_report`](crate::report_md::write_report).
 ///
 /// # Errors
 /// [`ReportError`] when an embedded server cannot start or the output cannot be written.
 /// A real tier that cannot run (no Go, harness failure) is reported in the notes instead.
-pub fn run(opts: &ReportOptions) -> Result<PathBuf, ReportError> {
+pub fn run(opts: &ReportOptions) -> Result<(Vec<PeerReport>, Notes), ReportError> {
     let exe = std::env::current_exe().map_err(|e| ReportError::Io("current_exe".into(), e))?;
     std::fs::create_dir_all(&opts.out_dir)
         .map_err(|e| ReportError::Io("create out dir".into(), e))?;
@@ -419,7 +420,7 @@ pub fn run(opts: &ReportOptions) -> Result<PathBuf, ReportError> {
                 .push(format!("The real tier stopped early: {e}."));
         }
     }
-    crate::report_md::write_report(opts, &results, &notes)
+    Ok((results, notes))
 }
 
 fn sized(opts: &ReportOptions, only: &[Workload]) -> Vec<Workload> {
@@ -569,7 +570,7 @@ fn run_real(
 }
 
 mod render;
-pub use render::{checkpoint, render};
+pub use render::{checkpoint, load_results};
 
 #[cfg(test)]
 mod tests;

@@ -11,12 +11,16 @@ pub fn checkpoint(out_dir: &Path, results: &[PeerReport]) {
     }
 }
 
-/// Renders `report.md` and the charts from a `results.json` or `results.partial.json` written
-/// earlier (the notes of that run, such as the real writer's rates, are not kept there).
+/// Loads the results of a `results.json` or `results.partial.json` written earlier, to render
+/// `report.md` and the charts from them (the notes of that run, such as the real writer's
+/// rates, are not kept there).
 ///
 /// # Errors
-/// [`ReportError::Io`] when the file cannot be read or parsed, or the output written.
-pub fn render(opts: &ReportOptions, results_file: &Path) -> Result<PathBuf, ReportError> {
+/// [`ReportError::Io`] when the file cannot be read or parsed, or the output directory made.
+pub fn load_results(
+    opts: &ReportOptions,
+    results_file: &Path,
+) -> Result<(Vec<PeerReport>, Notes), ReportError> {
     let raw = std::fs::read(results_file)
         .map_err(|e| ReportError::Io(results_file.display().to_string(), e))?;
     let results: Vec<PeerReport> = serde_json::from_slice(&raw).map_err(|e| {
@@ -34,5 +38,5 @@ pub fn render(opts: &ReportOptions, results_file: &Path) -> Result<PathBuf, Repo
         )],
         ..Notes::default()
     };
-    crate::report_md::write_report(opts, &results, &notes)
+    Ok((results, notes))
 }

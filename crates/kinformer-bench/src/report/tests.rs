@@ -77,13 +77,14 @@ fn checkpointed_results_render_into_a_report() {
     checkpoint(&dir, &[run("kinformer", 90.0), run("kube-rs", 140.0)]);
     let mut opts = ReportOptions::new(true);
     opts.out_dir = dir.join("out");
-    let md = render(&opts, &dir.join("results.partial.json")).unwrap();
+    let (results, notes) = load_results(&opts, &dir.join("results.partial.json")).unwrap();
+    let md = crate::report_md::write_report(&opts, &results, &notes).unwrap();
     let text = std::fs::read_to_string(md).unwrap();
     assert!(text.contains("Rendered from"), "{text}");
     assert!(
         text.contains("| kube-rs |") || text.contains("kube-rs"),
         "{text}"
     );
-    assert!(render(&opts, &dir.join("missing.json")).is_err());
+    assert!(load_results(&opts, &dir.join("missing.json")).is_err());
     std::fs::remove_dir_all(&dir).unwrap();
 }

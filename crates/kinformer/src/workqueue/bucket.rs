@@ -13,7 +13,8 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
-use super::rate_limiter::RateLimiter;
+use super::queue::QueueItem;
+use super::rate_limiter::{ItemExponentialFailureRateLimiter, MaxOfRateLimiter, RateLimiter};
 
 struct Bucket {
     tokens: f64,
@@ -87,4 +88,16 @@ impl<T> RateLimiter<T> for BucketRateLimiter {
     fn num_requeues(&self, _item: &T) -> u32 {
         0
     }
+}
+
+/// client-go's `DefaultTypedControllerRateLimiter`: per-item exponential backoff from 5 ms to
+/// 1000 s, and overall at most 10 retries a second with bursts of 100.
+pub fn default_controller_rate_limiter<T: QueueItem>() -> MaxOfRateLimiter<T> {
+    MaxOfRateLimiter::new(vec![
+        Box::new(ItemExponentialFailureRateLimiter::new(
+            Duration::from_millis(5),
+            Duration::from_secs(1000),
+        )),
+        Box::new(BucketRateLimiter::new(10.0, 100)),
+    ])
 }

@@ -32,7 +32,7 @@ mod queue;
 mod rate_limiter;
 mod rate_limiting;
 
-pub use bucket::BucketRateLimiter;
+pub use bucket::{BucketRateLimiter, default_controller_rate_limiter};
 pub use delaying::DelayingQueue;
 pub use metrics::{
     CounterMetric, GaugeMetric, HistogramMetric, MetricsProvider, SettableGaugeMetric, set_provider,
@@ -42,6 +42,6 @@ pub use queue::{
 };
 pub use rate_limiter::{
     ItemExponentialFailureRateLimiter, ItemFastSlowRateLimiter, MaxOfRateLimiter, RateLimiter,
-    WithMaxWaitRateLimiter, default_controller_rate_limiter, default_item_based_rate_limiter,
+    WithMaxWaitRateLimiter, default_item_based_rate_limiter,
 };
 pub use rate_limiting::RateLimitingQueue;

@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::bucket::BucketRateLimiter;
 use super::queue::QueueItem;
 
 /// Decides how long an item waits before its next retry (client-go's `TypedRateLimiter`).
@@ -210,18 +209,6 @@ impl<T> RateLimiter<T> for WithMaxWaitRateLimiter<T> {
     fn num_requeues(&self, item: &T) -> u32 {
         self.limiter.num_requeues(item)
     }
-}
-
-/// client-go's `DefaultTypedControllerRateLimiter`: per-item exponential backoff from 5 ms to
-/// 1000 s, and overall at most 10 retries a second with bursts of 100.
-pub fn default_controller_rate_limiter<T: QueueItem>() -> MaxOfRateLimiter<T> {
-    MaxOfRateLimiter::new(vec![
-        Box::new(ItemExponentialFailureRateLimiter::new(
-            Duration::from_millis(5),
-            Duration::from_secs(1000),
-        )),
-        Box::new(BucketRateLimiter::new(10.0, 100)),
-    ])
 }
 
 /// client-go's `DefaultTypedItemBasedRateLimiter`: exponential backoff from 1 ms to 1000 s.

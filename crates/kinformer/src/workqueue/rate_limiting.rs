@@ -5,9 +5,10 @@ use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
 
+use super::bucket::default_controller_rate_limiter;
 use super::delaying::DelayingQueue;
 use super::queue::{QueueConfig, QueueItem};
-use super::rate_limiter::{RateLimiter, default_controller_rate_limiter};
+use super::rate_limiter::RateLimiter;
 
 /// A delaying queue with per-item retry backoff. It dereferences to the [`DelayingQueue`] (and
 /// through it to the plain `Queue`), the way Go embeds it. Give each queue its own limiter:
