@@ -28,6 +28,7 @@ import (
 //   - server-generated names (generateName + 5 characters): prefix + "<gen>",
 //     wherever the name appears.
 //   - continue tokens: "<continue>" (opaque; only presence is compared).
+//   - discovery's storageVersionHash: "<hash>" (it hashes the group, which carries the run id).
 //   - numbers quoted as resourceVersions or revisions in Status messages
 //     ("version: 12", "(12)", "current: 12", "revision 12"): "N", e.g.
 //     "too old resource version: N (N)". Other digits (RFC 1123, regexes
@@ -223,6 +224,9 @@ func (n *normalizer) value(v any, kind string) any {
 				out[key] = messageNumbers(n.str(s))
 			case isStatus && key == "details":
 				out[key] = n.statusDetails(val)
+			case key == "storageVersionHash":
+				// a hash of the group (which carries the run id), version and kind
+				out[key] = "<hash>"
 			default:
 				out[key] = n.value(val, "")
 			}

@@ -33,6 +33,7 @@ var catalogue = []scenarioDef{
 	{"noop-update", "an update that changes nothing: same resourceVersion, no watch event", scNoopUpdate},
 	{"finalizers", "delete with a finalizer: MODIFIED with deletionTimestamp, DELETED when the finalizer goes", scFinalizers},
 	{"too-large-rv", "resourceVersion from the future: 504 Timeout with cause ResourceVersionTooLarge", scTooLargeRV},
+	{"crd", "a CRD over the API, then its custom resources: discovery, structural pruning, defaults, required fields, the status subresource, a watch", scCRD},
 }
 
 func scNotFound(s *sc) {
@@ -348,4 +349,74 @@ func scTooLargeRV(s *sc) {
 	s.call("list-future-no-match", "GET", s.cms(q("resourceVersion", future)), nil)
 	s.call("list-exact-future", "GET", s.cms(q("resourceVersion", future, "resourceVersionMatch", "Exact")), nil)
 	s.call("get-future", "GET", s.cm("a")+"?"+q("resourceVersion", future), nil)
+}
+
+// scCRD registers a CustomResourceDefinition through the API (its group carries the run id, so
+// every run has its own), waits until its resource is served, then exercises it as an
+// operator's controller would. The CRD is deleted at the end (not compared: its teardown is
+// asynchronous on a real server).
+func scCRD(s *sc) {
+	group := "kd-" + s.run + ".example.com"
+	crds := "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+	crd := map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "widgets." + group},
+		"spec": map[string]any{
+			"group": group, "scope": "Namespaced",
+			"names": map[string]any{"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": []string{"wd"}},
+			"versions": []any{map[string]any{
+				"name": "v1", "served": true, "storage": true,
+				"subresources": map[string]any{"status": map[string]any{}},
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{
+					"type": "object",
+					"properties": map[string]any{
+						"spec": map[string]any{
+							"type": "object", "required": []string{"size"},
+							"properties": map[string]any{
+								"size":  map[string]any{"type": "integer"},
+								"color": map[string]any{"type": "string", "default": "blue"},
+							},
+						},
+						"status": map[string]any{
+							"type":       "object",
+							"properties": map[string]any{"ready": map[string]any{"type": "boolean"}},
+						},
+					},
+				}},
+			}},
+		},
+	}
+	s.setup("POST", crds, crd)
+	defer func() { _, _ = s.t.do(s.ctx, "DELETE", crds+"/widgets."+group, nil) }()
+	base := "/apis/" + group + "/v1/namespaces/" + s.ns + "/widgets"
+	served := false
+	for i := 0; i < 100 && !served; i++ {
+		if r, err := s.t.do(s.ctx, "GET", base, nil); err == nil && r.status == 200 {
+			served = true
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !served {
+		s.fail("the CRD's resource was not served within 10s")
+	}
+	widget := func(name string, spec map[string]any) map[string]any {
+		return map[string]any{"apiVersion": group + "/v1", "kind": "Widget", "metadata": map[string]any{"name": name}, "spec": spec}
+	}
+	s.call("discovery", "GET", "/apis/"+group+"/v1", nil)
+	a := s.call("create-pruned-and-defaulted", "POST", base, widget("a", map[string]any{"size": 3, "dropped": true}))
+	s.call("create-missing-required", "POST", base, widget("b", map[string]any{"color": "red"}))
+	s.call("create-wrong-type", "POST", base, widget("c", map[string]any{"size": "three"}))
+	path := base + "?" + q("watch", "1", "resourceVersion", rvOf(a))
+	h := s.watch(path)
+	st := widget("a", map[string]any{"size": 3})
+	st["status"] = map[string]any{"ready": true}
+	st["metadata"].(map[string]any)["resourceVersion"] = rvOf(a)
+	s.call("update-status", "PUT", base+"/a/status", st)
+	s.call("get", "GET", base+"/a", nil)
+	s.call("list", "GET", base, nil)
+	s.call("delete", "DELETE", base+"/a", nil)
+	h.collect(watchWait, untilN(2))
+	res := s.recordWatch("watch", path, h)
+	s.fact("types", eventTypes(res.events))
 }

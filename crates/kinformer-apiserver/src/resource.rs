@@ -98,7 +98,8 @@ impl ScaleInfo {
 
 impl ResourceInfo {
     /// A resource with the usual defaults for a custom resource: singular = lowercase kind, a
-    /// status subresource, generation tracking, DELETE returns the object.
+    /// status subresource, generation tracking, DELETE answers a `Status` once the object is
+    /// gone (as kube-apiserver answers for custom resources, e2e/diff "crd").
     pub fn new(group: &str, version: &str, kind: &str, plural: &str, scope: Scope) -> Self {
         ResourceInfo {
             group: group.to_string(),
@@ -110,7 +111,7 @@ impl ResourceInfo {
             short_names: Vec::new(),
             status_subresource: true,
             tracks_generation: true,
-            return_deleted_object: true,
+            return_deleted_object: false,
             categories: Vec::new(),
             scale: None,
             create_only: false,

@@ -8,6 +8,29 @@ use serde_json::{Value, json};
 
 use crate::api::Registry;
 
+/// A custom resource's verbs, in kube-apiserver's order for them (e2e/diff "crd").
+const CUSTOM_VERBS: &[&str] = &[
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "create",
+    "update",
+    "watch",
+];
+
+/// kube-apiserver's `storageVersionHash`: the first 8 bytes of SHA-256 of `group/version/kind`,
+/// base64.
+fn storage_version_hash(group: &str, version: &str, kind: &str) -> String {
+    use base64::Engine;
+    let d = ring::digest::digest(
+        &ring::digest::SHA256,
+        format!("{group}/{version}/{kind}").as_bytes(),
+    );
+    base64::engine::general_purpose::STANDARD.encode(&d.as_ref()[..8])
+}
+
 const VERBS: &[&str] = &[
     "create",
     "delete",
@@ -80,7 +103,13 @@ pub(super) fn resource_list(registry: &Registry, group: &str, version: &str) -> 
         .iter()
         .filter(|r| r.group == group && r.version == version)
     {
-        let verbs: &[&str] = if r.create_only { &["create"] } else { VERBS };
+        let verbs: &[&str] = if r.create_only {
+            &["create"]
+        } else if r.crd_name.is_some() {
+            CUSTOM_VERBS
+        } else {
+            VERBS
+        };
         let mut entry = json!({
             "name": r.plural,
             "singularName": r.singular,
@@ -88,6 +117,10 @@ pub(super) fn resource_list(registry: &Registry, group: &str, version: &str) -> 
             "kind": r.kind,
             "verbs": verbs,
         });
+        if !r.create_only {
+            entry["storageVersionHash"] =
+                json!(storage_version_hash(&r.group, &r.version, &r.kind));
+        }
         if !r.short_names.is_empty() {
             entry["shortNames"] = json!(r.short_names);
         }
@@ -139,4 +172,16 @@ pub(super) fn version() -> Value {
         "compiler": "gc",
         "platform": "linux/amd64"
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::storage_version_hash;
+
+    #[test]
+    fn storage_version_hashes_are_kube_apiservers() {
+        // the values kube-apiserver v1.35 serves in /api/v1 and /apis/apps/v1
+        assert_eq!(storage_version_hash("", "v1", "Pod"), "xPOwRZ+Yhw8=");
+        assert_eq!(storage_version_hash("apps", "v1", "Deployment"), "8aSe+NMegvE=");
+    }
 }

@@ -126,23 +126,29 @@ pub(super) fn plain_list(
 
 fn list_of(
     res: &ResourceInfo,
-    meta: serde_json::Value,
+    mut meta: serde_json::Value,
     items: Vec<Arc<StoredObject>>,
     pb: bool,
 ) -> Response {
     if pb && let Some(b) = crate::proto::list_body(res, &meta, &items) {
         return protobuf(200, b);
     }
-    items_body(list_header(res, meta), items)
+    // custom resources are served as unstructured lists: every item keeps its kind and
+    // apiVersion, and the metadata always has a `continue` (e2e/diff "crd")
+    let custom = res.crd_name.is_some();
+    if custom && let Some(m) = meta.as_object_mut() {
+        m.entry("continue").or_insert_with(|| "".into());
+    }
+    items_body(list_header(res, meta), items, custom)
 }
 
-fn items_body(head: Vec<u8>, items: Vec<Arc<StoredObject>>) -> Response {
+fn items_body(head: Vec<u8>, items: Vec<Arc<StoredObject>>, typed_items: bool) -> Response {
     let total: usize = items.iter().map(|o| o.bytes.len() + 1).sum::<usize>() + head.len() + 2;
     let mut first = BytesMut::with_capacity(LIST_CHUNK.min(total));
     first.put_slice(&head);
     let stream = futures::stream::unfold(
         (Some(first), items.into_iter().enumerate(), false),
-        |(buf, mut iter, done)| async move {
+        move |(buf, mut iter, done)| async move {
             if done {
                 return None;
             }
@@ -153,9 +159,14 @@ fn items_body(head: Vec<u8>, items: Vec<Arc<StoredObject>>) -> Response {
                         if i > 0 {
                             buf.put_u8(b',');
                         }
-                        // kube-apiserver's list items carry no kind/apiVersion.
-                        buf.put_u8(b'{');
-                        buf.put_slice(o.untyped_tail());
+                        if typed_items {
+                            buf.put_slice(&o.bytes);
+                        } else {
+                            // kube-apiserver's list items of built-in kinds carry no
+                            // kind/apiVersion
+                            buf.put_u8(b'{');
+                            buf.put_slice(o.untyped_tail());
+                        }
                         if buf.len() >= LIST_CHUNK {
                             let chunk: Bytes = buf.freeze();
                             return Some((
