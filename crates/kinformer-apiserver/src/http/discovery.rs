@@ -182,6 +182,9 @@ mod tests {
     fn storage_version_hashes_are_kube_apiservers() {
         // the values kube-apiserver v1.35 serves in /api/v1 and /apis/apps/v1
         assert_eq!(storage_version_hash("", "v1", "Pod"), "xPOwRZ+Yhw8=");
-        assert_eq!(storage_version_hash("apps", "v1", "Deployment"), "8aSe+NMegvE=");
+        assert_eq!(
+            storage_version_hash("apps", "v1", "Deployment"),
+            "8aSe+NMegvE="
+        );
     }
 }
