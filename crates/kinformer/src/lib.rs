@@ -75,6 +75,7 @@
 pub mod controller;
 pub mod factory;
 pub mod informer;
+pub mod memory;
 #[cfg(feature = "metrics")]
 pub mod metrics;
 pub mod object;

@@ -200,8 +200,9 @@ fn control(args: &PeerArgs, command: &str) -> Result<String, PeerError> {
     }
 }
 
-/// Settling time before reading a steady-state RSS.
-const SETTLE: Duration = Duration::from_millis(500);
+/// Settling time before reading a steady-state RSS: long enough for an informer's own
+/// tidy-up after its list (`kinformer::memory`, half a second after the list).
+const SETTLE: Duration = Duration::from_secs(2);
 
 /// Runs a Rust `peer` on the workload and returns its report.
 ///
@@ -245,6 +246,9 @@ pub async fn run(peer: Peer, args: &PeerArgs) -> Result<PeerReport, PeerError> {
     let sync = t0.elapsed();
     let peak = rss::peak_kib();
     tokio::time::sleep(SETTLE).await;
+    // Like the Go peer (`runtime.GC(); debug.FreeOSMemory()`), hand freed memory back to the
+    // OS first, so the figure is live data, not what the allocator keeps for later.
+    kinformer::memory::release_free_memory();
     let steady = rss::current_kib();
     report.objects = running.cached();
     report.steady_rss_kib = Some(steady);

@@ -1,7 +1,7 @@
 //! `SharedIndexInformer`: one list/watch, one indexed cache, many handlers.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -119,6 +119,8 @@ struct Inner<K: Object> {
     /// `blockDeltas`), so a new handler sees every object exactly once.
     block_deltas: Mutex<()>,
     synced_flag: SyncFlag,
+    /// Whether a tidy-up after a list is scheduled (see [`crate::memory`]).
+    tidy_pending: Arc<AtomicBool>,
     synced_signal: SyncSignal,
     next_listener_id: AtomicU64,
     default_handler_resync_period: Duration,
@@ -197,6 +199,7 @@ impl<K: Object> SharedIndexInformer<K> {
                 }),
                 block_deltas: Mutex::new(()),
                 synced_flag,
+                tidy_pending: Arc::default(),
                 synced_signal,
                 next_listener_id: AtomicU64::new(1),
                 default_handler_resync_period: resync_period,

@@ -163,6 +163,19 @@ impl<K: Object> Indexer<K> {
         Some(state.entries.values().map(|e| e.obj.encoded_len()).sum())
     }
 
+    /// Lean mode: forgets the decoded objects nobody holds any more, so their allocations go
+    /// (see [`CacheMode`]); returns how many decoded objects are still held by someone. Full
+    /// mode: does nothing and returns 0.
+    pub(crate) fn prune_decoded(&self) -> usize {
+        self.inner.codec.as_ref().map_or(0, |c| c.prune())
+    }
+
+    /// Lean mode: how many decoded objects the codec remembers (held or not yet pruned).
+    #[cfg(test)]
+    pub(crate) fn decoded_entries(&self) -> usize {
+        self.inner.codec.as_ref().map_or(0, |c| c.shared_len())
+    }
+
     /// The stored form of `obj` (filed under `key`).
     pub(super) fn to_stored(&self, obj: &Arc<K>, key: &str) -> Result<Stored<K>, StoreError> {
         to_stored(self.inner.codec.as_deref(), obj, key)

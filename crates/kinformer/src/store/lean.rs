@@ -208,6 +208,20 @@ impl<K> LeanCodec<K> {
         obj.clone()
     }
 
+    /// Forgets the decoded objects nobody holds any more; returns how many are still held.
+    ///
+    /// A forgotten entry's `Weak` kept the object's allocation (the struct itself, 2.4 KB for
+    /// a k8s-openapi `Pod`) alive; after a list, every listed object has such an entry until
+    /// the table is pruned. Writes prune as the table grows; the informer calls this after it
+    /// installs a list, once the handlers are likely done with the listed objects.
+    pub(super) fn prune(&self) -> usize {
+        let mut table = self.shared.lock();
+        table.map.retain(|_, (_, w)| w.strong_count() > 0);
+        table.map.shrink_to_fit();
+        table.prune_at = (table.map.len() * 2).max(MIN_PRUNE_AT);
+        table.map.len()
+    }
+
     /// How many decoded objects the shared table remembers (live or not yet pruned).
     #[cfg(test)]
     pub(super) fn shared_len(&self) -> usize {

@@ -102,6 +102,25 @@ impl<K: Object> SharedIndexInformer<K> {
         }
     }
 
+    /// After a list is installed: unless one is scheduled already, schedules the tidy-up of
+    /// [`crate::memory`] (a lean cache forgets the decoded objects nobody holds, then freed
+    /// memory goes back to the OS). Needs a tokio runtime; without one, nothing happens.
+    pub(super) fn tidy_after_list(&self) {
+        let pending = &self.inner.tidy_pending;
+        if pending.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            pending.store(false, Ordering::Release);
+            return;
+        };
+        let (indexer, pending) = (self.inner.indexer.clone(), pending.clone());
+        runtime.spawn(async move {
+            crate::memory::tidy_after_list(|| indexer.prune_decoded()).await;
+            pending.store(false, Ordering::Release);
+        });
+    }
+
     /// The notification for an object written to the cache over `old` (none: an add).
     pub(super) fn notify_upsert(&self, old: Option<Arc<K>>, obj: Arc<K>, is_in_initial_list: bool) {
         let processor = &self.inner.processor;
@@ -171,10 +190,12 @@ impl<K: Object> SharedIndexInformer<K> {
                 }
             }
             Popped::ReplacedAll(all) if lean.is_some() => {
+                self.tidy_after_list();
                 let staged = lean.and_then(LeanLists::take_ready);
                 self.apply_staged(staged, &all.resource_version, is_in_initial_list);
             }
             Popped::ReplacedAll(all) => {
+                self.tidy_after_list();
                 let objects: Vec<Arc<K>> = all.objects.iter().map(|(_, o)| o.clone()).collect();
                 let outcome = match inner
                     .indexer
@@ -282,6 +303,9 @@ impl<K: Object> SharedIndexInformer<K> {
             self.mark_synced_locked();
         }
         for delta in deltas {
+            if delta.delta_type == DeltaType::Replaced {
+                self.tidy_after_list();
+            }
             match delta.delta_type {
                 DeltaType::Sync | DeltaType::Replaced | DeltaType::Added | DeltaType::Updated => {
                     let ObjectOrTombstone::Object(obj) = delta.object else {
@@ -311,5 +335,73 @@ impl<K: Object> SharedIndexInformer<K> {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::AtomicUsize;
+
+    use futures::{FutureExt, StreamExt};
+    use k8s_openapi::api::core::v1::Pod;
+
+    use super::*;
+    use crate::ResourceEventHandlerFuncs;
+    use crate::reflector::{ListPage, ListWatch};
+
+    fn pod(name: &str) -> Pod {
+        let mut pod = Pod::default();
+        pod.metadata.name = Some(name.to_owned());
+        pod.metadata.namespace = Some("default".to_owned());
+        pod.metadata.resource_version = Some("1".to_owned());
+        pod
+    }
+
+    /// A lean informer forgets the decoded objects of its initial list once the handlers are
+    /// done with them: their allocations (2.4 KB per pod) do not outlive the list.
+    #[tokio::test(start_paused = true)]
+    async fn a_lean_informer_forgets_listed_objects_after_the_list() {
+        const N: usize = 600;
+        let lw = ListWatch::<Pod>::new(
+            |_| {
+                async {
+                    let pods = (0..N).map(|i| pod(&format!("p{i}"))).collect();
+                    Ok(ListPage::new(pods, "1"))
+                }
+                .boxed()
+            },
+            |_| async { Ok(futures::stream::pending().boxed()) }.boxed(),
+        );
+        let informer = SharedIndexInformer::builder(lw)
+            .cache_mode(CacheMode::Lean)
+            .build();
+        let adds = Arc::new(AtomicUsize::new(0));
+        let a = adds.clone();
+        informer
+            .add_event_handler(ResourceEventHandlerFuncs::new().on_add(move |_, _| {
+                a.fetch_add(1, Ordering::Relaxed);
+            }))
+            .unwrap();
+        let cancel = CancellationToken::new();
+        let run = tokio::spawn({
+            let (i, c) = (informer.clone(), cancel.clone());
+            async move { i.run(c).await }
+        });
+        while adds.load(Ordering::Relaxed) < N {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        let indexer = informer.indexer();
+        assert!(
+            indexer.decoded_entries() >= N / 2,
+            "the listed objects are remembered until the tidy-up: {}",
+            indexer.decoded_entries()
+        );
+        tokio::time::sleep(crate::memory::AFTER_LIST_WAIT * 2).await;
+        assert_eq!(indexer.decoded_entries(), 0);
+        assert_eq!(indexer.list_keys().len(), N, "nothing cached is lost");
+        let held = indexer.get_by_key("default/p7").unwrap();
+        assert_eq!(held.metadata.name.as_deref(), Some("p7"));
+        cancel.cancel();
+        run.await.unwrap();
     }
 }

@@ -1,0 +1,144 @@
+//! Giving memory the process freed back to the operating system.
+//!
+//! Go's runtime returns freed heap to the OS on its own (its scavenger; `debug.FreeOSMemory`
+//! does it at once). glibc's `malloc`, which a Rust program on Linux uses unless it picks
+//! another allocator, keeps freed memory in its heaps: after an informer lists 10,000 pods,
+//! the transient memory of the download (bodies, transcoding buffers, objects a relist
+//! replaced) stays resident between the live objects that pin its pages, and the process's
+//! RSS stays near the list's peak. [`release_free_memory`] asks glibc to hand every free page
+//! back (`malloc_trim(0)`); the live objects are untouched.
+//!
+//! Every informer calls it on its own after it installs a list (the initial one and every
+//! relist): half a second after the list, once a lean cache (see
+//! [`CacheMode::Lean`](crate::store::CacheMode)) has forgotten the decoded objects the
+//! handlers are done with, on a blocking thread, one release at a time for the whole
+//! process. A program on another allocator loses nothing: the call finds nothing to do.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// How long after a list an informer first tidies up (handlers are usually done with the
+/// listed objects by then).
+pub(crate) const AFTER_LIST_WAIT: Duration = Duration::from_millis(500);
+/// The longest wait between two tidying attempts; the attempts stop after it.
+const AFTER_LIST_MAX_WAIT: Duration = Duration::from_secs(64);
+/// Decoded objects someone may still hold after a list without it being worth waiting for
+/// them (a reconciler's few).
+const SETTLED_HELD: usize = 64;
+
+/// Returns the free pages of the process's heaps to the operating system (glibc's
+/// `malloc_trim(0)`). Returns whether anything was released; always `false` where the
+/// allocator is not glibc's (other allocators, such as jemalloc and mimalloc, return memory
+/// on their own).
+///
+/// It walks every heap, holding each one's lock while it does, so it costs time in
+/// proportion to the heap (a few milliseconds for hundreds of MiB): call it after large
+/// transient work, not in a loop.
+pub fn release_free_memory() -> bool {
+    imp::release()
+}
+
+/// Whether a release is running on a blocking thread (one at a time per process).
+static RELEASING: AtomicBool = AtomicBool::new(false);
+
+/// [`release_free_memory`] on tokio's blocking pool, unless one is already running. Returns
+/// whether it ran here.
+pub(crate) async fn release_free_memory_in_background() -> bool {
+    if RELEASING.swap(true, Ordering::AcqRel) {
+        return false;
+    }
+    let ran = tokio::task::spawn_blocking(release_free_memory)
+        .await
+        .is_ok();
+    RELEASING.store(false, Ordering::Release);
+    ran
+}
+
+/// What an informer does after it installs a list: waits [`AFTER_LIST_WAIT`], has `prune`
+/// forget the decoded objects nobody holds (it returns how many are still held), waits twice
+/// as long and prunes again while more than a few are held (a slow handler), up to a minute,
+/// then returns the freed memory to the OS. Returns how many prunes it took.
+pub(crate) async fn tidy_after_list(mut prune: impl FnMut() -> usize) -> u32 {
+    let mut wait = AFTER_LIST_WAIT;
+    let mut prunes = 0;
+    loop {
+        tokio::time::sleep(wait).await;
+        prunes += 1;
+        let held = prune();
+        if held <= SETTLED_HELD || wait >= AFTER_LIST_MAX_WAIT {
+            break;
+        }
+        wait *= 2;
+    }
+    release_free_memory_in_background().await;
+    prunes
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+mod imp {
+    // The one `unsafe` in the workspace: a foreign call with no arguments to get wrong.
+    #[allow(unsafe_code)]
+    pub(super) fn release() -> bool {
+        // SAFETY: `malloc_trim` takes a byte count and touches only the allocator's own free
+        // lists, under the allocator's locks; it is safe to call from any thread at any time.
+        unsafe { libc::malloc_trim(0) == 1 }
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+mod imp {
+    pub(super) fn release() -> bool {
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn tidying_waits_for_held_objects_then_gives_up() {
+        let start = tokio::time::Instant::now();
+        // everything released at the first prune
+        assert_eq!(tidy_after_list(|| 0).await, 1);
+        assert_eq!(start.elapsed(), AFTER_LIST_WAIT);
+        // held for a while: 0.5 s, then 1 s, then 2 s
+        let mut held = [10_000, 5_000, 3].into_iter();
+        let start = tokio::time::Instant::now();
+        assert_eq!(tidy_after_list(|| held.next().unwrap()).await, 3);
+        assert_eq!(start.elapsed(), Duration::from_millis(500 + 1000 + 2000));
+        // held for good: it stops after the longest wait
+        let start = tokio::time::Instant::now();
+        assert_eq!(tidy_after_list(|| 10_000).await, 8);
+        assert_eq!(start.elapsed(), Duration::from_millis(127_500));
+    }
+
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[test]
+    fn freed_memory_goes_back_to_the_os() {
+        fn rss_kib() -> u64 {
+            std::fs::read_to_string("/proc/self/status")
+                .ok()
+                .and_then(|s| {
+                    s.lines()
+                        .find_map(|l| l.strip_prefix("VmRSS:"))
+                        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+                })
+                .unwrap_or(0)
+        }
+        // Many small blocks (below the mmap threshold, so they live in the heap), every
+        // other one kept: the freed ones cannot be trimmed from the top of the heap.
+        let mut blocks: Vec<Vec<u8>> = (0..200_000).map(|i| vec![i as u8; 1000]).collect();
+        let kept: Vec<Vec<u8>> = blocks.iter_mut().step_by(64).map(std::mem::take).collect();
+        drop(blocks);
+        let before = rss_kib();
+        assert!(release_free_memory(), "glibc had free pages to release");
+        let after = rss_kib();
+        assert!(
+            after + 50_000 < before,
+            "RSS {before} KiB -> {after} KiB: ~190 MB freed should have left"
+        );
+        assert_eq!(kept.len(), 3125);
+        assert!(kept.iter().all(|b| b.len() == 1000));
+    }
+}
