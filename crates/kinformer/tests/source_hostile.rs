@@ -499,3 +499,55 @@ async fn a_server_that_stalls_mid_line_is_dropped_and_watched_again() {
     assert_eq!(names(&pods), ["ns/a", "ns/b", "ns/c"]);
     factory.shutdown().await;
 }
+
+/// A paged list asks for the next page as soon as a page's metadata gives the continue token,
+/// while the page's items still download (the server prepares the next page meanwhile), and
+/// uses that response: two pages, two requests. The server here finishes page 1 only once
+/// page 2 has been asked for (or after 30 s, which fails the test).
+#[tokio::test(start_paused = true)]
+async fn a_paged_list_asks_for_the_next_page_while_a_page_downloads() {
+    let second_asked = Arc::new(Notify::new());
+    let asked = second_asked.clone();
+    let (url, seen) = serve(Arc::new(move |mut req: Req| {
+        let asked = asked.clone();
+        async move {
+            if req.target.contains("continue=") {
+                asked.notify_one();
+                return reply(req.sock, list_json(5, &[pod_json("c", 5)])).await;
+            }
+            let head = format!(
+                r#"{{"kind":"PodList","apiVersion":"v1","metadata":{{"resourceVersion":"5","continue":"page-2"}},"items":[{}"#,
+                pod_json("a", 5)
+            );
+            ok_head(&mut req.sock).await;
+            let _ = req.sock.write_all(head.as_bytes()).await;
+            let _ = tokio::time::timeout(Duration::from_secs(30), asked.notified()).await;
+            let _ = req
+                .sock
+                .write_all(format!(",{}]}}", pod_json("b", 5)).as_bytes())
+                .await;
+            let _ = req.sock.shutdown().await;
+        }
+        .boxed()
+    }))
+    .await;
+    let lw = KubeListerWatcher::new(kube::Api::<Pod>::all(client(&url).await));
+    let start = tokio::time::Instant::now();
+    let list = kinformer::reflector::list_all(&lw, ListOptions::default(), Some(2))
+        .await
+        .unwrap();
+    let names: Vec<_> = list
+        .items
+        .iter()
+        .map(|p| p.metadata.name.clone().unwrap())
+        .collect();
+    assert_eq!(names, ["a", "b", "c"]);
+    assert_eq!(list.resource_version, "5");
+    assert!(
+        start.elapsed() < Duration::from_secs(30),
+        "page 2 was asked for only after page 1 ended"
+    );
+    let lists = targets(&seen, false);
+    assert_eq!(lists.len(), 2, "{lists:?}");
+    assert!(lists[1].contains("continue=page-2"), "{lists:?}");
+}

@@ -54,6 +54,19 @@ pub struct ListOptions {
 }
 
 impl ListOptions {
+    /// The options of the page after this one, whose response carried `token`: the same
+    /// request with the continue token and without `resourceVersion`/`resourceVersionMatch`,
+    /// as the API requires (client-go's `ListPager`).
+    #[must_use]
+    pub fn next_page(&self, token: impl Into<String>) -> Self {
+        Self {
+            continue_token: Some(token.into()),
+            resource_version: String::new(),
+            resource_version_match: None,
+            ..self.clone()
+        }
+    }
+
     /// The query string (without `?`) for this request, `watch=true` included when `watch` is
     /// set. Values are percent-encoded; unset options are left out.
     ///

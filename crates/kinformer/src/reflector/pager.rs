@@ -129,11 +129,7 @@ where
         });
         match next {
             None => return Ok(end.clone()),
-            Some(token) => {
-                options.continue_token = Some(token);
-                options.resource_version = String::new();
-                options.resource_version_match = None;
-            }
+            Some(token) => options = options.next_page(token),
         }
     }
 }

@@ -104,6 +104,15 @@ pub enum WireFormat {
 /// # let _ = lw; }
 /// ```
 ///
+/// # Paged lists
+///
+/// When a list page carries a continue token, the next page is asked for as soon as the
+/// page's metadata arrives (it comes before the items), so the server prepares it while this
+/// page downloads and decodes; the next [`list`](ListerWatcher::list) call for that page
+/// (what the Reflector's pager makes) takes the response under way. Any other call cancels
+/// it. A caller that reads one page of a multi-page list and stops has cost the server one
+/// page more.
+///
 /// # Build the client without kube's retry layer
 ///
 /// kube 5's default client retries 429, 503 and 504 responses itself (up to 15 times, with
@@ -136,7 +145,21 @@ pub struct KubeListerWatcher<K> {
     proto: Option<kinformer_proto::MessageRef>,
     wire: WireFormat,
     drop_managed_fields: bool,
+    /// The next page, asked for while the current one downloaded (see [`Prefetch`]).
+    prefetched: parking_lot::Mutex<Option<Prefetch>>,
     _k: PhantomData<fn() -> K>,
+}
+
+/// A list request sent ahead of its caller: as soon as a page's metadata (first in every
+/// list body) gives the continue token, the next page is asked for, so the server prepares
+/// it while this page's items download and decode. The paged list that follows continue
+/// tokens (the pager's `list_pages`) asks for exactly that request next
+/// ([`ListOptions::next_page`]) and gets the response already under way; any other request
+/// drops it, which cancels it. At most one is in flight per source.
+struct Prefetch {
+    /// The request's query string: only the identical request may take the response.
+    query: String,
+    response: tokio_util::task::AbortOnDropHandle<Result<http::Response<Body>, ListWatchError>>,
 }
 
 impl<K> Clone for KubeListerWatcher<K> {
@@ -153,6 +176,7 @@ impl<K> Clone for KubeListerWatcher<K> {
             proto: self.proto,
             wire: self.wire,
             drop_managed_fields: self.drop_managed_fields,
+            prefetched: parking_lot::Mutex::new(None),
             _k: PhantomData,
         }
     }
@@ -219,6 +243,7 @@ where
             field_selector: None,
             tweak: None,
             max_object_size: DEFAULT_MAX_OBJECT_SIZE,
+            prefetched: parking_lot::Mutex::new(None),
             _k: PhantomData,
         }
     }
@@ -302,16 +327,47 @@ where
         o
     }
 
+    /// Sends a list (or, with `watch`, a watch) request; a list takes the prefetched
+    /// response when it is the request that was sent ahead.
     async fn get(
         &self,
         options: &ListOptions,
         watch: bool,
     ) -> Result<http::Response<Body>, ListWatchError> {
-        let uri = format!(
-            "{}?{}",
-            self.url_path,
-            self.request_options(options).to_query(watch)
-        );
+        let query = self.request_options(options).to_query(watch);
+        if !watch {
+            // a prefetch this request does not match is dropped (cancelled) here
+            let ahead = self.prefetched.lock().take();
+            if let Some(ahead) = ahead.filter(|p| p.query == query) {
+                return ahead.response.await.map_err(|e| {
+                    ListWatchError::Decode(format!("the prefetched list request failed: {e}"))
+                })?;
+            }
+        }
+        self.send(query, watch).await
+    }
+
+    /// Asks for the page after the one whose metadata gave `token`, ahead of time (see
+    /// [`Prefetch`]).
+    fn prefetch_next(&self, options: &ListOptions, token: &str) {
+        let query = self
+            .request_options(&options.next_page(token))
+            .to_query(false);
+        let this = self.clone();
+        let q = query.clone();
+        let response = tokio::spawn(async move { this.send(q, false).await });
+        *self.prefetched.lock() = Some(Prefetch {
+            query,
+            response: tokio_util::task::AbortOnDropHandle::new(response),
+        });
+    }
+
+    async fn send(
+        &self,
+        query: String,
+        watch: bool,
+    ) -> Result<http::Response<Body>, ListWatchError> {
+        let uri = format!("{}?{query}", self.url_path);
         let mut request = http::Request::get(uri);
         if let Some((list, watch_accept)) = self.accept {
             request = request.header(
@@ -383,6 +439,7 @@ where
             )),
         };
         let mut body = response.into_body();
+        let mut prefetching = false;
         let mut jobs: VecDeque<Job<K>> = VecDeque::new();
         // decoded items that may not leave yet
         let mut held: Vec<Arc<K>> = Vec::new();
@@ -424,6 +481,10 @@ where
                     }
                     if let Some(e) = decoder.error() {
                         return Err(e);
+                    }
+                    if !prefetching && let Some(token) = decoder.early_continue() {
+                        prefetching = true;
+                        self.prefetch_next(options, token);
                     }
                     while let Some(raw) = decoder.take_raw(DECODE_BATCH) {
                         let kind = self.kind.clone();

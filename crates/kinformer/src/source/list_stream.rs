@@ -72,6 +72,8 @@ pub(crate) struct ListStreamDecoder<K> {
     after_comma: bool,
     /// The first error; later bytes are ignored.
     error: Option<ListWatchError>,
+    /// `metadata.continue` as read from the envelope before `items`.
+    early_continue: Option<String>,
 }
 
 impl<K: DeserializeOwned + Clone> ListStreamDecoder<K> {
@@ -98,6 +100,7 @@ impl<K: DeserializeOwned + Clone> ListStreamDecoder<K> {
             after_comma: false,
             kind_verified: false,
             error: None,
+            early_continue: None,
         }
     }
 
@@ -152,21 +155,34 @@ impl<K: DeserializeOwned + Clone> ListStreamDecoder<K> {
         struct Kind {
             #[serde(default)]
             kind: Option<String>,
+            #[serde(default)]
+            metadata: Option<Meta>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Meta {
+            #[serde(default, rename = "continue")]
+            continue_token: Option<String>,
         }
         let mut head = self.envelope.clone();
         head.push(b'}');
         match serde_json::from_slice::<Kind>(&head) {
-            Ok(Kind { kind: Some(k) }) if is_list_of(&k, &self.kind) => {
+            Ok(Kind {
+                kind: Some(k),
+                metadata,
+            }) if is_list_of(&k, &self.kind) => {
                 self.kind_verified = true;
+                self.early_continue = metadata
+                    .and_then(|m| m.continue_token)
+                    .filter(|c| !c.is_empty());
             }
-            Ok(Kind { kind: Some(k) }) => {
+            Ok(Kind { kind: Some(k), .. }) => {
                 self.error = Some(ListWatchError::Decode(format!(
                     "unexpected list kind {k:?}, expected \"{}List\"",
                     self.kind
                 )));
             }
             // no kind yet, or a head that is not JSON: the envelope check at the end decides
-            Ok(Kind { kind: None }) | Err(_) => {}
+            Ok(Kind { kind: None, .. }) | Err(_) => {}
         }
     }
 
@@ -427,6 +443,9 @@ pub(crate) trait ListBody<K>: Send {
     fn take_raw(&mut self, min: usize) -> Option<RawItems>;
     /// Ends the body: the page with the items not taken yet.
     fn finish(self: Box<Self>) -> Result<ListPage<Arc<K>>, ListWatchError>;
+    /// The list's continue token, once its metadata has arrived before its items (as every
+    /// API server sends it): the next page can be asked for while this one downloads.
+    fn early_continue(&self) -> Option<&str>;
 }
 
 impl<K: DeserializeOwned + Clone + Send + 'static> ListBody<K> for ListStreamDecoder<K> {
@@ -444,6 +463,12 @@ impl<K: DeserializeOwned + Clone + Send + 'static> ListBody<K> for ListStreamDec
 
     fn take_raw(&mut self, min: usize) -> Option<RawItems> {
         ListStreamDecoder::take_raw(self, min)
+    }
+
+    fn early_continue(&self) -> Option<&str> {
+        self.early_continue
+            .as_deref()
+            .filter(|_| self.kind_verified())
     }
 
     fn finish(self: Box<Self>) -> Result<ListPage<Arc<K>>, ListWatchError> {

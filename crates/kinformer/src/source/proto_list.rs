@@ -44,7 +44,16 @@ pub(crate) struct ProtoListDecoder<K> {
     api_version: String,
     list_kind: String,
     error: Option<ListWatchError>,
+    /// `metadata.continue`, read as soon as the list's metadata arrived.
+    early_continue: Option<String>,
     _k: std::marker::PhantomData<fn() -> K>,
+}
+
+/// The part of a list's metadata needed to ask for the next page early.
+#[derive(serde::Deserialize)]
+struct ContinueOnly {
+    #[serde(default, rename = "continue")]
+    continue_token: Option<String>,
 }
 
 fn decode_err(kind: &str, why: impl std::fmt::Display) -> ListWatchError {
@@ -136,6 +145,7 @@ impl<K: DeserializeOwned + Clone> ProtoListDecoder<K> {
             api_version: String::new(),
             list_kind: String::new(),
             error: None,
+            early_continue: None,
             _k: std::marker::PhantomData,
         }
     }
@@ -220,7 +230,14 @@ impl<K: DeserializeOwned + Clone> ProtoListDecoder<K> {
                     return Err(decode_err(&self.kind, "a field runs past the list"));
                 }
                 match (num, wire) {
-                    (1, 2) => self.meta = b[range].to_vec(),
+                    (1, 2) => {
+                        self.meta = b[range].to_vec();
+                        self.early_continue = kinformer_proto::list_meta_to_json(&self.meta)
+                            .ok()
+                            .and_then(|json| serde_json::from_slice::<ContinueOnly>(&json).ok())
+                            .and_then(|m| m.continue_token)
+                            .filter(|c| !c.is_empty());
+                    }
                     (2, 2) => {
                         let item = &b[range];
                         self.raw.push(item);
@@ -288,6 +305,12 @@ impl<K: DeserializeOwned + Clone + Send + 'static> ListBody<K> for ProtoListDeco
         })
     }
 
+    fn early_continue(&self) -> Option<&str> {
+        self.early_continue
+            .as_deref()
+            .filter(|_| self.kind_verified && self.error.is_none())
+    }
+
     fn finish(mut self: Box<Self>) -> Result<ListPage<Arc<K>>, ListWatchError> {
         if let Some(e) = self.error.take() {
             return Err(e);
@@ -349,6 +372,23 @@ mod tests {
         taken.append(&mut page.items);
         page.items = taken;
         Ok(page)
+    }
+
+    #[test]
+    fn the_continue_token_is_known_before_the_items_arrive() {
+        let body = pod_list(50);
+        let mut d = decoder(1 << 20);
+        let mut known_at = None;
+        for (i, c) in body.chunks(16).enumerate() {
+            d.push(c);
+            if known_at.is_none() && d.early_continue().is_some() {
+                known_at = Some(i * 16);
+                assert_eq!(d.early_continue(), Some("next"));
+            }
+        }
+        let at = known_at.expect("the token was never known early");
+        assert!(at < 128, "known only at byte {at} of {}", body.len());
+        assert_eq!(d.finish().unwrap().continue_token.as_deref(), Some("next"));
     }
 
     #[test]
