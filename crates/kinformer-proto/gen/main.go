@@ -298,6 +298,10 @@ func buildScheme() *runtime.Scheme {
 		fail("scheme: %v", err)
 	}
 	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
+	// meta.k8s.io/v1: PartialObjectMetadata(List) and Table, what metadata-only clients get
+	if err := metav1.AddMetaToScheme(s); err != nil {
+		fail("scheme: %v", err)
+	}
 	return s
 }
 

@@ -9,15 +9,15 @@ const O: u8 = Field::OMITEMPTY;
 const I: u8 = Field::INLINE;
 
 /// Every message, by index.
-pub(crate) static MESSAGES: [Message; 1120] = [
+pub(crate) static MESSAGES: [Message; 1124] = [
     // 0
     Message {
         name: "meta/v1.APIGroup",
         fields: &[
             Field::new(1, "name", K::Str, 0),
-            Field::new(2, "versions", K::Msg(321), R | P),
-            Field::new(3, "preferredVersion", K::Msg(321), O),
-            Field::new(4, "serverAddressByClientCIDRs", K::Msg(322), R | P | O),
+            Field::new(2, "versions", K::Msg(325), R | P),
+            Field::new(3, "preferredVersion", K::Msg(325), O),
+            Field::new(4, "serverAddressByClientCIDRs", K::Msg(326), R | P | O),
         ],
     },
     // 1
@@ -32,7 +32,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
         name: "meta/v1.APIResourceList",
         fields: &[
             Field::new(1, "groupVersion", K::Str, 0),
-            Field::new(2, "resources", K::Msg(323), R | P),
+            Field::new(2, "resources", K::Msg(327), R | P),
         ],
     },
     // 3
@@ -40,30 +40,30 @@ pub(crate) static MESSAGES: [Message; 1120] = [
         name: "meta/v1.APIVersions",
         fields: &[
             Field::new(1, "versions", K::Str, R | P),
-            Field::new(2, "serverAddressByClientCIDRs", K::Msg(322), R | P),
+            Field::new(2, "serverAddressByClientCIDRs", K::Msg(326), R | P),
         ],
     },
     // 4
     Message {
         name: "core/v1.Binding",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "target", K::Msg(325), 0),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "target", K::Msg(329), 0),
         ],
     },
     // 5
     Message {
         name: "core/v1.ComponentStatus",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "conditions", K::Msg(326), R | P | O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "conditions", K::Msg(330), R | P | O),
         ],
     },
     // 6
     Message {
         name: "core/v1.ComponentStatusList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(5), R | P),
         ],
     },
@@ -71,7 +71,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "core/v1.ConfigMap",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
+            Field::new(1, "metadata", K::Msg(328), O),
             Field::new(4, "immutable", K::Bool, P | O),
             Field::new(2, "data", K::Map(&K::Str), P | O),
             Field::new(3, "binaryData", K::Map(&K::Bytes), P | O),
@@ -81,7 +81,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "core/v1.ConfigMapList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(7), R | P),
         ],
     },
@@ -99,7 +99,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
         name: "meta/v1.DeleteOptions",
         fields: &[
             Field::new(1, "gracePeriodSeconds", K::I64, P | O),
-            Field::new(2, "preconditions", K::Msg(328), P | O),
+            Field::new(2, "preconditions", K::Msg(332), P | O),
             Field::new(3, "orphanDependents", K::Bool, P | O),
             Field::new(4, "propagationPolicy", K::Str, P | O),
             Field::new(5, "dryRun", K::Str, R | P | O),
@@ -110,15 +110,15 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "core/v1.Endpoints",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "subsets", K::Msg(329), R | P | O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "subsets", K::Msg(333), R | P | O),
         ],
     },
     // 12
     Message {
         name: "core/v1.EndpointsList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(11), R | P),
         ],
     },
@@ -126,19 +126,19 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "core/v1.Event",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), 0),
-            Field::new(2, "involvedObject", K::Msg(325), 0),
+            Field::new(1, "metadata", K::Msg(328), 0),
+            Field::new(2, "involvedObject", K::Msg(329), 0),
             Field::new(3, "reason", K::Str, O),
             Field::new(4, "message", K::Str, O),
-            Field::new(5, "source", K::Msg(330), O),
+            Field::new(5, "source", K::Msg(334), O),
             Field::new(6, "firstTimestamp", K::Time, O),
             Field::new(7, "lastTimestamp", K::Time, O),
             Field::new(8, "count", K::I32, O),
             Field::new(9, "type", K::Str, O),
             Field::new(10, "eventTime", K::MicroTime, O),
-            Field::new(11, "series", K::Msg(331), P | O),
+            Field::new(11, "series", K::Msg(335), P | O),
             Field::new(12, "action", K::Str, O),
-            Field::new(13, "related", K::Msg(325), P | O),
+            Field::new(13, "related", K::Msg(329), P | O),
             Field::new(14, "reportingComponent", K::Str, 0),
             Field::new(15, "reportingInstance", K::Str, 0),
         ],
@@ -147,7 +147,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "core/v1.EventList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(13), R | P),
         ],
     },
@@ -162,15 +162,15 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "core/v1.LimitRange",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(332), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(336), O),
         ],
     },
     // 17
     Message {
         name: "core/v1.LimitRangeList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(16), R | P),
         ],
     },
@@ -178,7 +178,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "core/v1.List",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::RawJson, R | P),
         ],
     },
@@ -202,16 +202,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "core/v1.Namespace",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(333), O),
-            Field::new(3, "status", K::Msg(334), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(337), O),
+            Field::new(3, "status", K::Msg(338), O),
         ],
     },
     // 21
     Message {
         name: "core/v1.NamespaceList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(20), R | P),
         ],
     },
@@ -219,16 +219,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "core/v1.Node",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(335), O),
-            Field::new(3, "status", K::Msg(336), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(339), O),
+            Field::new(3, "status", K::Msg(340), O),
         ],
     },
     // 23
     Message {
         name: "core/v1.NodeList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(22), R | P),
         ],
     },
@@ -253,25 +253,25 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "core/v1.PersistentVolume",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(337), O),
-            Field::new(3, "status", K::Msg(338), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(341), O),
+            Field::new(3, "status", K::Msg(342), O),
         ],
     },
     // 27
     Message {
         name: "core/v1.PersistentVolumeClaim",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(339), O),
-            Field::new(3, "status", K::Msg(340), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(343), O),
+            Field::new(3, "status", K::Msg(344), O),
         ],
     },
     // 28
     Message {
         name: "core/v1.PersistentVolumeClaimList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(27), R | P),
         ],
     },
@@ -279,7 +279,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "core/v1.PersistentVolumeList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(26), R | P),
         ],
     },
@@ -287,9 +287,9 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "core/v1.Pod",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(341), O),
-            Field::new(3, "status", K::Msg(342), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(345), O),
+            Field::new(3, "status", K::Msg(346), O),
         ],
     },
     // 31
@@ -319,7 +319,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "core/v1.PodList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(30), R | P),
         ],
     },
@@ -357,23 +357,23 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "core/v1.PodStatusResult",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "status", K::Msg(342), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "status", K::Msg(346), O),
         ],
     },
     // 38
     Message {
         name: "core/v1.PodTemplate",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "template", K::Msg(343), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "template", K::Msg(347), O),
         ],
     },
     // 39
     Message {
         name: "core/v1.PodTemplateList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(38), R | P),
         ],
     },
@@ -381,7 +381,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "core/v1.RangeAllocation",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
+            Field::new(1, "metadata", K::Msg(328), O),
             Field::new(2, "range", K::Str, 0),
             Field::new(3, "data", K::Bytes, P),
         ],
@@ -390,16 +390,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "core/v1.ReplicationController",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(344), O),
-            Field::new(3, "status", K::Msg(345), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(348), O),
+            Field::new(3, "status", K::Msg(349), O),
         ],
     },
     // 42
     Message {
         name: "core/v1.ReplicationControllerList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(41), R | P),
         ],
     },
@@ -407,16 +407,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "core/v1.ResourceQuota",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(346), O),
-            Field::new(3, "status", K::Msg(347), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(350), O),
+            Field::new(3, "status", K::Msg(351), O),
         ],
     },
     // 44
     Message {
         name: "core/v1.ResourceQuotaList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(43), R | P),
         ],
     },
@@ -424,7 +424,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "core/v1.Secret",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
+            Field::new(1, "metadata", K::Msg(328), O),
             Field::new(5, "immutable", K::Bool, P | O),
             Field::new(2, "data", K::Map(&K::Bytes), P | O),
             Field::new(4, "stringData", K::Map(&K::Str), P | O),
@@ -435,7 +435,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "core/v1.SecretList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(45), R | P),
         ],
     },
@@ -443,25 +443,25 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "core/v1.SerializedReference",
         fields: &[
-            Field::new(1, "reference", K::Msg(325), O),
+            Field::new(1, "reference", K::Msg(329), O),
         ],
     },
     // 48
     Message {
         name: "core/v1.Service",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(348), O),
-            Field::new(3, "status", K::Msg(349), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(352), O),
+            Field::new(3, "status", K::Msg(353), O),
         ],
     },
     // 49
     Message {
         name: "core/v1.ServiceAccount",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "secrets", K::Msg(325), R | P | O),
-            Field::new(3, "imagePullSecrets", K::Msg(350), R | P | O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "secrets", K::Msg(329), R | P | O),
+            Field::new(3, "imagePullSecrets", K::Msg(354), R | P | O),
             Field::new(4, "automountServiceAccountToken", K::Bool, P | O),
         ],
     },
@@ -469,7 +469,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "core/v1.ServiceAccountList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(49), R | P),
         ],
     },
@@ -477,7 +477,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "core/v1.ServiceList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(48), R | P),
         ],
     },
@@ -492,11 +492,11 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "meta/v1.Status",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "status", K::Str, O),
             Field::new(3, "message", K::Str, O),
             Field::new(4, "reason", K::Str, O),
-            Field::new(5, "details", K::Msg(351), P | O),
+            Field::new(5, "details", K::Msg(355), P | O),
             Field::new(6, "code", K::I32, O),
         ],
     },
@@ -521,15 +521,15 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "admissionregistration/v1.MutatingWebhookConfiguration",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "webhooks", K::Msg(352), R | P | O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "webhooks", K::Msg(356), R | P | O),
         ],
     },
     // 57
     Message {
         name: "admissionregistration/v1.MutatingWebhookConfigurationList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(56), R | P),
         ],
     },
@@ -537,24 +537,24 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "admissionregistration/v1.ValidatingAdmissionPolicy",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(353), O),
-            Field::new(3, "status", K::Msg(354), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(357), O),
+            Field::new(3, "status", K::Msg(358), O),
         ],
     },
     // 59
     Message {
         name: "admissionregistration/v1.ValidatingAdmissionPolicyBinding",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(355), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(359), O),
         ],
     },
     // 60
     Message {
         name: "admissionregistration/v1.ValidatingAdmissionPolicyBindingList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(59), R | P),
         ],
     },
@@ -562,7 +562,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "admissionregistration/v1.ValidatingAdmissionPolicyList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(58), R | P),
         ],
     },
@@ -570,15 +570,15 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "admissionregistration/v1.ValidatingWebhookConfiguration",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "webhooks", K::Msg(356), R | P | O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "webhooks", K::Msg(360), R | P | O),
         ],
     },
     // 63
     Message {
         name: "admissionregistration/v1.ValidatingWebhookConfigurationList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(62), R | P),
         ],
     },
@@ -586,23 +586,23 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "admissionregistration/v1alpha1.MutatingAdmissionPolicy",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(357), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(361), O),
         ],
     },
     // 65
     Message {
         name: "admissionregistration/v1alpha1.MutatingAdmissionPolicyBinding",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(358), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(362), O),
         ],
     },
     // 66
     Message {
         name: "admissionregistration/v1alpha1.MutatingAdmissionPolicyBindingList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(65), R | P),
         ],
     },
@@ -610,7 +610,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "admissionregistration/v1alpha1.MutatingAdmissionPolicyList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(64), R | P),
         ],
     },
@@ -618,24 +618,24 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "admissionregistration/v1alpha1.ValidatingAdmissionPolicy",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(359), O),
-            Field::new(3, "status", K::Msg(360), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(363), O),
+            Field::new(3, "status", K::Msg(364), O),
         ],
     },
     // 69
     Message {
         name: "admissionregistration/v1alpha1.ValidatingAdmissionPolicyBinding",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(361), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(365), O),
         ],
     },
     // 70
     Message {
         name: "admissionregistration/v1alpha1.ValidatingAdmissionPolicyBindingList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(69), R | P),
         ],
     },
@@ -643,7 +643,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "admissionregistration/v1alpha1.ValidatingAdmissionPolicyList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(68), R | P),
         ],
     },
@@ -651,23 +651,23 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "admissionregistration/v1beta1.MutatingAdmissionPolicy",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(362), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(366), O),
         ],
     },
     // 73
     Message {
         name: "admissionregistration/v1beta1.MutatingAdmissionPolicyBinding",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(363), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(367), O),
         ],
     },
     // 74
     Message {
         name: "admissionregistration/v1beta1.MutatingAdmissionPolicyBindingList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(73), R | P),
         ],
     },
@@ -675,7 +675,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "admissionregistration/v1beta1.MutatingAdmissionPolicyList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(72), R | P),
         ],
     },
@@ -683,15 +683,15 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "admissionregistration/v1beta1.MutatingWebhookConfiguration",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "webhooks", K::Msg(364), R | P | O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "webhooks", K::Msg(368), R | P | O),
         ],
     },
     // 77
     Message {
         name: "admissionregistration/v1beta1.MutatingWebhookConfigurationList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(76), R | P),
         ],
     },
@@ -699,24 +699,24 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "admissionregistration/v1beta1.ValidatingAdmissionPolicy",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(365), O),
-            Field::new(3, "status", K::Msg(366), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(369), O),
+            Field::new(3, "status", K::Msg(370), O),
         ],
     },
     // 79
     Message {
         name: "admissionregistration/v1beta1.ValidatingAdmissionPolicyBinding",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(367), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(371), O),
         ],
     },
     // 80
     Message {
         name: "admissionregistration/v1beta1.ValidatingAdmissionPolicyBindingList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(79), R | P),
         ],
     },
@@ -724,7 +724,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "admissionregistration/v1beta1.ValidatingAdmissionPolicyList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(78), R | P),
         ],
     },
@@ -732,15 +732,15 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "admissionregistration/v1beta1.ValidatingWebhookConfiguration",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "webhooks", K::Msg(368), R | P | O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "webhooks", K::Msg(372), R | P | O),
         ],
     },
     // 83
     Message {
         name: "admissionregistration/v1beta1.ValidatingWebhookConfigurationList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(82), R | P),
         ],
     },
@@ -748,24 +748,24 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "apiextensions/v1.ConversionReview",
         fields: &[
-            Field::new(1, "request", K::Msg(369), P | O),
-            Field::new(2, "response", K::Msg(370), P | O),
+            Field::new(1, "request", K::Msg(373), P | O),
+            Field::new(2, "response", K::Msg(374), P | O),
         ],
     },
     // 85
     Message {
         name: "apiextensions/v1.CustomResourceDefinition",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(371), 0),
-            Field::new(3, "status", K::Msg(372), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(375), 0),
+            Field::new(3, "status", K::Msg(376), O),
         ],
     },
     // 86
     Message {
         name: "apiextensions/v1.CustomResourceDefinitionList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(85), R | P),
         ],
     },
@@ -773,7 +773,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "apps/v1.ControllerRevision",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
+            Field::new(1, "metadata", K::Msg(328), O),
             Field::new(2, "data", K::RawJson, O),
             Field::new(3, "revision", K::I64, 0),
         ],
@@ -782,7 +782,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "apps/v1.ControllerRevisionList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(87), R | P),
         ],
     },
@@ -790,16 +790,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "apps/v1.DaemonSet",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(373), O),
-            Field::new(3, "status", K::Msg(374), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(377), O),
+            Field::new(3, "status", K::Msg(378), O),
         ],
     },
     // 90
     Message {
         name: "apps/v1.DaemonSetList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(89), R | P),
         ],
     },
@@ -807,16 +807,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "apps/v1.Deployment",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(375), O),
-            Field::new(3, "status", K::Msg(376), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(379), O),
+            Field::new(3, "status", K::Msg(380), O),
         ],
     },
     // 92
     Message {
         name: "apps/v1.DeploymentList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(91), R | P),
         ],
     },
@@ -824,16 +824,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "apps/v1.ReplicaSet",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(377), O),
-            Field::new(3, "status", K::Msg(378), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(381), O),
+            Field::new(3, "status", K::Msg(382), O),
         ],
     },
     // 94
     Message {
         name: "apps/v1.ReplicaSetList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(93), R | P),
         ],
     },
@@ -841,16 +841,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "apps/v1.StatefulSet",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(379), O),
-            Field::new(3, "status", K::Msg(380), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(383), O),
+            Field::new(3, "status", K::Msg(384), O),
         ],
     },
     // 96
     Message {
         name: "apps/v1.StatefulSetList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(95), R | P),
         ],
     },
@@ -858,7 +858,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "apps/v1beta1.ControllerRevision",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
+            Field::new(1, "metadata", K::Msg(328), O),
             Field::new(2, "data", K::RawJson, O),
             Field::new(3, "revision", K::I64, 0),
         ],
@@ -867,7 +867,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "apps/v1beta1.ControllerRevisionList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(97), R | P),
         ],
     },
@@ -875,16 +875,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "apps/v1beta1.Deployment",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(381), O),
-            Field::new(3, "status", K::Msg(382), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(385), O),
+            Field::new(3, "status", K::Msg(386), O),
         ],
     },
     // 100
     Message {
         name: "apps/v1beta1.DeploymentList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(99), R | P),
         ],
     },
@@ -894,32 +894,32 @@ pub(crate) static MESSAGES: [Message; 1120] = [
         fields: &[
             Field::new(1, "name", K::Str, 0),
             Field::new(2, "updatedAnnotations", K::Map(&K::Str), P | O),
-            Field::new(3, "rollbackTo", K::Msg(383), 0),
+            Field::new(3, "rollbackTo", K::Msg(387), 0),
         ],
     },
     // 102
     Message {
         name: "apps/v1beta1.Scale",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(384), O),
-            Field::new(3, "status", K::Msg(385), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(388), O),
+            Field::new(3, "status", K::Msg(389), O),
         ],
     },
     // 103
     Message {
         name: "apps/v1beta1.StatefulSet",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(386), O),
-            Field::new(3, "status", K::Msg(387), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(390), O),
+            Field::new(3, "status", K::Msg(391), O),
         ],
     },
     // 104
     Message {
         name: "apps/v1beta1.StatefulSetList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(103), R | P),
         ],
     },
@@ -927,7 +927,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "apps/v1beta2.ControllerRevision",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
+            Field::new(1, "metadata", K::Msg(328), O),
             Field::new(2, "data", K::RawJson, O),
             Field::new(3, "revision", K::I64, 0),
         ],
@@ -936,7 +936,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "apps/v1beta2.ControllerRevisionList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(105), R | P),
         ],
     },
@@ -944,16 +944,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "apps/v1beta2.DaemonSet",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(388), O),
-            Field::new(3, "status", K::Msg(389), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(392), O),
+            Field::new(3, "status", K::Msg(393), O),
         ],
     },
     // 108
     Message {
         name: "apps/v1beta2.DaemonSetList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(107), R | P),
         ],
     },
@@ -961,16 +961,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "apps/v1beta2.Deployment",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(390), O),
-            Field::new(3, "status", K::Msg(391), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(394), O),
+            Field::new(3, "status", K::Msg(395), O),
         ],
     },
     // 110
     Message {
         name: "apps/v1beta2.DeploymentList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(109), R | P),
         ],
     },
@@ -978,16 +978,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "apps/v1beta2.ReplicaSet",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(392), O),
-            Field::new(3, "status", K::Msg(393), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(396), O),
+            Field::new(3, "status", K::Msg(397), O),
         ],
     },
     // 112
     Message {
         name: "apps/v1beta2.ReplicaSetList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(111), R | P),
         ],
     },
@@ -995,25 +995,25 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "apps/v1beta2.Scale",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(394), O),
-            Field::new(3, "status", K::Msg(395), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(398), O),
+            Field::new(3, "status", K::Msg(399), O),
         ],
     },
     // 114
     Message {
         name: "apps/v1beta2.StatefulSet",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(396), O),
-            Field::new(3, "status", K::Msg(397), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(400), O),
+            Field::new(3, "status", K::Msg(401), O),
         ],
     },
     // 115
     Message {
         name: "apps/v1beta2.StatefulSetList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(114), R | P),
         ],
     },
@@ -1021,139 +1021,139 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "authentication/v1.SelfSubjectReview",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "status", K::Msg(398), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "status", K::Msg(402), O),
         ],
     },
     // 117
     Message {
         name: "authentication/v1.TokenRequest",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(399), 0),
-            Field::new(3, "status", K::Msg(400), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(403), 0),
+            Field::new(3, "status", K::Msg(404), O),
         ],
     },
     // 118
     Message {
         name: "authentication/v1.TokenReview",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(401), 0),
-            Field::new(3, "status", K::Msg(402), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(405), 0),
+            Field::new(3, "status", K::Msg(406), O),
         ],
     },
     // 119
     Message {
         name: "authentication/v1alpha1.SelfSubjectReview",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "status", K::Msg(403), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "status", K::Msg(407), O),
         ],
     },
     // 120
     Message {
         name: "authentication/v1beta1.SelfSubjectReview",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "status", K::Msg(404), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "status", K::Msg(408), O),
         ],
     },
     // 121
     Message {
         name: "authentication/v1beta1.TokenReview",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(405), 0),
-            Field::new(3, "status", K::Msg(406), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(409), 0),
+            Field::new(3, "status", K::Msg(410), O),
         ],
     },
     // 122
     Message {
         name: "authorization/v1.LocalSubjectAccessReview",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(407), 0),
-            Field::new(3, "status", K::Msg(408), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(411), 0),
+            Field::new(3, "status", K::Msg(412), O),
         ],
     },
     // 123
     Message {
         name: "authorization/v1.SelfSubjectAccessReview",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(409), 0),
-            Field::new(3, "status", K::Msg(408), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(413), 0),
+            Field::new(3, "status", K::Msg(412), O),
         ],
     },
     // 124
     Message {
         name: "authorization/v1.SelfSubjectRulesReview",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(410), 0),
-            Field::new(3, "status", K::Msg(411), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(414), 0),
+            Field::new(3, "status", K::Msg(415), O),
         ],
     },
     // 125
     Message {
         name: "authorization/v1.SubjectAccessReview",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(407), 0),
-            Field::new(3, "status", K::Msg(408), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(411), 0),
+            Field::new(3, "status", K::Msg(412), O),
         ],
     },
     // 126
     Message {
         name: "authorization/v1beta1.LocalSubjectAccessReview",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(412), 0),
-            Field::new(3, "status", K::Msg(413), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(416), 0),
+            Field::new(3, "status", K::Msg(417), O),
         ],
     },
     // 127
     Message {
         name: "authorization/v1beta1.SelfSubjectAccessReview",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(414), 0),
-            Field::new(3, "status", K::Msg(413), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(418), 0),
+            Field::new(3, "status", K::Msg(417), O),
         ],
     },
     // 128
     Message {
         name: "authorization/v1beta1.SelfSubjectRulesReview",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(415), 0),
-            Field::new(3, "status", K::Msg(416), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(419), 0),
+            Field::new(3, "status", K::Msg(420), O),
         ],
     },
     // 129
     Message {
         name: "authorization/v1beta1.SubjectAccessReview",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(412), 0),
-            Field::new(3, "status", K::Msg(413), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(416), 0),
+            Field::new(3, "status", K::Msg(417), O),
         ],
     },
     // 130
     Message {
         name: "autoscaling/v1.HorizontalPodAutoscaler",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(417), O),
-            Field::new(3, "status", K::Msg(418), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(421), O),
+            Field::new(3, "status", K::Msg(422), O),
         ],
     },
     // 131
     Message {
         name: "autoscaling/v1.HorizontalPodAutoscalerList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(130), R | P),
         ],
     },
@@ -1161,25 +1161,25 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "autoscaling/v1.Scale",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(419), O),
-            Field::new(3, "status", K::Msg(420), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(423), O),
+            Field::new(3, "status", K::Msg(424), O),
         ],
     },
     // 133
     Message {
         name: "autoscaling/v2.HorizontalPodAutoscaler",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(421), O),
-            Field::new(3, "status", K::Msg(422), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(425), O),
+            Field::new(3, "status", K::Msg(426), O),
         ],
     },
     // 134
     Message {
         name: "autoscaling/v2.HorizontalPodAutoscalerList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(133), R | P),
         ],
     },
@@ -1187,16 +1187,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "autoscaling/v2beta1.HorizontalPodAutoscaler",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(423), O),
-            Field::new(3, "status", K::Msg(424), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(427), O),
+            Field::new(3, "status", K::Msg(428), O),
         ],
     },
     // 136
     Message {
         name: "autoscaling/v2beta1.HorizontalPodAutoscalerList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(135), R | P),
         ],
     },
@@ -1204,16 +1204,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "autoscaling/v2beta2.HorizontalPodAutoscaler",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(425), O),
-            Field::new(3, "status", K::Msg(426), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(429), O),
+            Field::new(3, "status", K::Msg(430), O),
         ],
     },
     // 138
     Message {
         name: "autoscaling/v2beta2.HorizontalPodAutoscalerList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(137), R | P),
         ],
     },
@@ -1221,16 +1221,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "batch/v1.CronJob",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(427), O),
-            Field::new(3, "status", K::Msg(428), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(431), O),
+            Field::new(3, "status", K::Msg(432), O),
         ],
     },
     // 140
     Message {
         name: "batch/v1.CronJobList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(139), R | P),
         ],
     },
@@ -1238,16 +1238,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "batch/v1.Job",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(429), O),
-            Field::new(3, "status", K::Msg(430), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(433), O),
+            Field::new(3, "status", K::Msg(434), O),
         ],
     },
     // 142
     Message {
         name: "batch/v1.JobList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(141), R | P),
         ],
     },
@@ -1255,16 +1255,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "batch/v1beta1.CronJob",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(431), O),
-            Field::new(3, "status", K::Msg(432), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(435), O),
+            Field::new(3, "status", K::Msg(436), O),
         ],
     },
     // 144
     Message {
         name: "batch/v1beta1.CronJobList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(143), R | P),
         ],
     },
@@ -1272,16 +1272,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "certificates/v1.CertificateSigningRequest",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(433), 0),
-            Field::new(3, "status", K::Msg(434), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(437), 0),
+            Field::new(3, "status", K::Msg(438), O),
         ],
     },
     // 146
     Message {
         name: "certificates/v1.CertificateSigningRequestList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(145), R | P),
         ],
     },
@@ -1289,15 +1289,15 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "certificates/v1alpha1.ClusterTrustBundle",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(435), 0),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(439), 0),
         ],
     },
     // 148
     Message {
         name: "certificates/v1alpha1.ClusterTrustBundleList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(147), R | P),
         ],
     },
@@ -1305,16 +1305,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "certificates/v1beta1.CertificateSigningRequest",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(436), 0),
-            Field::new(3, "status", K::Msg(437), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(440), 0),
+            Field::new(3, "status", K::Msg(441), O),
         ],
     },
     // 150
     Message {
         name: "certificates/v1beta1.CertificateSigningRequestList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(149), R | P),
         ],
     },
@@ -1322,15 +1322,15 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "certificates/v1beta1.ClusterTrustBundle",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(438), 0),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(442), 0),
         ],
     },
     // 152
     Message {
         name: "certificates/v1beta1.ClusterTrustBundleList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(151), R | P),
         ],
     },
@@ -1338,16 +1338,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "certificates/v1beta1.PodCertificateRequest",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(439), 0),
-            Field::new(3, "status", K::Msg(440), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(443), 0),
+            Field::new(3, "status", K::Msg(444), O),
         ],
     },
     // 154
     Message {
         name: "certificates/v1beta1.PodCertificateRequestList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(153), R | P),
         ],
     },
@@ -1355,15 +1355,15 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "coordination/v1.Lease",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(441), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(445), O),
         ],
     },
     // 156
     Message {
         name: "coordination/v1.LeaseList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(155), R | P),
         ],
     },
@@ -1371,15 +1371,15 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "coordination/v1alpha2.LeaseCandidate",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(442), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(446), O),
         ],
     },
     // 158
     Message {
         name: "coordination/v1alpha2.LeaseCandidateList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(157), R | P),
         ],
     },
@@ -1387,23 +1387,23 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "coordination/v1beta1.Lease",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(443), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(447), O),
         ],
     },
     // 160
     Message {
         name: "coordination/v1beta1.LeaseCandidate",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(444), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(448), O),
         ],
     },
     // 161
     Message {
         name: "coordination/v1beta1.LeaseCandidateList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(160), R | P),
         ],
     },
@@ -1411,7 +1411,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "coordination/v1beta1.LeaseList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(159), R | P),
         ],
     },
@@ -1419,17 +1419,17 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "discovery/v1.EndpointSlice",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
+            Field::new(1, "metadata", K::Msg(328), O),
             Field::new(4, "addressType", K::Str, 0),
-            Field::new(2, "endpoints", K::Msg(445), R | P),
-            Field::new(3, "ports", K::Msg(446), R | P),
+            Field::new(2, "endpoints", K::Msg(449), R | P),
+            Field::new(3, "ports", K::Msg(450), R | P),
         ],
     },
     // 164
     Message {
         name: "discovery/v1.EndpointSliceList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(163), R | P),
         ],
     },
@@ -1437,17 +1437,17 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "discovery/v1beta1.EndpointSlice",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
+            Field::new(1, "metadata", K::Msg(328), O),
             Field::new(4, "addressType", K::Str, 0),
-            Field::new(2, "endpoints", K::Msg(447), R | P),
-            Field::new(3, "ports", K::Msg(448), R | P),
+            Field::new(2, "endpoints", K::Msg(451), R | P),
+            Field::new(3, "ports", K::Msg(452), R | P),
         ],
     },
     // 166
     Message {
         name: "discovery/v1beta1.EndpointSliceList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(165), R | P),
         ],
     },
@@ -1455,18 +1455,18 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "events/v1.Event",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), 0),
+            Field::new(1, "metadata", K::Msg(328), 0),
             Field::new(2, "eventTime", K::MicroTime, 0),
-            Field::new(3, "series", K::Msg(449), P | O),
+            Field::new(3, "series", K::Msg(453), P | O),
             Field::new(4, "reportingController", K::Str, O),
             Field::new(5, "reportingInstance", K::Str, O),
             Field::new(6, "action", K::Str, O),
             Field::new(7, "reason", K::Str, O),
-            Field::new(8, "regarding", K::Msg(325), O),
-            Field::new(9, "related", K::Msg(325), P | O),
+            Field::new(8, "regarding", K::Msg(329), O),
+            Field::new(9, "related", K::Msg(329), P | O),
             Field::new(10, "note", K::Str, O),
             Field::new(11, "type", K::Str, O),
-            Field::new(12, "deprecatedSource", K::Msg(330), O),
+            Field::new(12, "deprecatedSource", K::Msg(334), O),
             Field::new(13, "deprecatedFirstTimestamp", K::Time, O),
             Field::new(14, "deprecatedLastTimestamp", K::Time, O),
             Field::new(15, "deprecatedCount", K::I32, O),
@@ -1476,7 +1476,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "events/v1.EventList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(167), R | P),
         ],
     },
@@ -1484,18 +1484,18 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "events/v1beta1.Event",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), 0),
+            Field::new(1, "metadata", K::Msg(328), 0),
             Field::new(2, "eventTime", K::MicroTime, 0),
-            Field::new(3, "series", K::Msg(450), P | O),
+            Field::new(3, "series", K::Msg(454), P | O),
             Field::new(4, "reportingController", K::Str, O),
             Field::new(5, "reportingInstance", K::Str, O),
             Field::new(6, "action", K::Str, O),
             Field::new(7, "reason", K::Str, O),
-            Field::new(8, "regarding", K::Msg(325), O),
-            Field::new(9, "related", K::Msg(325), P | O),
+            Field::new(8, "regarding", K::Msg(329), O),
+            Field::new(9, "related", K::Msg(329), P | O),
             Field::new(10, "note", K::Str, O),
             Field::new(11, "type", K::Str, O),
-            Field::new(12, "deprecatedSource", K::Msg(330), O),
+            Field::new(12, "deprecatedSource", K::Msg(334), O),
             Field::new(13, "deprecatedFirstTimestamp", K::Time, O),
             Field::new(14, "deprecatedLastTimestamp", K::Time, O),
             Field::new(15, "deprecatedCount", K::I32, O),
@@ -1505,7 +1505,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "events/v1beta1.EventList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(169), R | P),
         ],
     },
@@ -1513,16 +1513,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "extensions/v1beta1.DaemonSet",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(451), O),
-            Field::new(3, "status", K::Msg(452), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(455), O),
+            Field::new(3, "status", K::Msg(456), O),
         ],
     },
     // 172
     Message {
         name: "extensions/v1beta1.DaemonSetList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(171), R | P),
         ],
     },
@@ -1530,16 +1530,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "extensions/v1beta1.Deployment",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(453), O),
-            Field::new(3, "status", K::Msg(454), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(457), O),
+            Field::new(3, "status", K::Msg(458), O),
         ],
     },
     // 174
     Message {
         name: "extensions/v1beta1.DeploymentList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(173), R | P),
         ],
     },
@@ -1549,23 +1549,23 @@ pub(crate) static MESSAGES: [Message; 1120] = [
         fields: &[
             Field::new(1, "name", K::Str, 0),
             Field::new(2, "updatedAnnotations", K::Map(&K::Str), P | O),
-            Field::new(3, "rollbackTo", K::Msg(455), 0),
+            Field::new(3, "rollbackTo", K::Msg(459), 0),
         ],
     },
     // 176
     Message {
         name: "extensions/v1beta1.Ingress",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(456), O),
-            Field::new(3, "status", K::Msg(457), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(460), O),
+            Field::new(3, "status", K::Msg(461), O),
         ],
     },
     // 177
     Message {
         name: "extensions/v1beta1.IngressList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(176), R | P),
         ],
     },
@@ -1573,15 +1573,15 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "extensions/v1beta1.NetworkPolicy",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(458), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(462), O),
         ],
     },
     // 179
     Message {
         name: "extensions/v1beta1.NetworkPolicyList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(178), R | P),
         ],
     },
@@ -1589,16 +1589,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "extensions/v1beta1.ReplicaSet",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(459), O),
-            Field::new(3, "status", K::Msg(460), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(463), O),
+            Field::new(3, "status", K::Msg(464), O),
         ],
     },
     // 181
     Message {
         name: "extensions/v1beta1.ReplicaSetList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(180), R | P),
         ],
     },
@@ -1606,25 +1606,25 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "extensions/v1beta1.Scale",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(461), O),
-            Field::new(3, "status", K::Msg(462), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(465), O),
+            Field::new(3, "status", K::Msg(466), O),
         ],
     },
     // 183
     Message {
         name: "flowcontrol/v1.FlowSchema",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(463), O),
-            Field::new(3, "status", K::Msg(464), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(467), O),
+            Field::new(3, "status", K::Msg(468), O),
         ],
     },
     // 184
     Message {
         name: "flowcontrol/v1.FlowSchemaList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(183), R | P),
         ],
     },
@@ -1632,16 +1632,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "flowcontrol/v1.PriorityLevelConfiguration",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(465), O),
-            Field::new(3, "status", K::Msg(466), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(469), O),
+            Field::new(3, "status", K::Msg(470), O),
         ],
     },
     // 186
     Message {
         name: "flowcontrol/v1.PriorityLevelConfigurationList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(185), R | P),
         ],
     },
@@ -1649,16 +1649,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "flowcontrol/v1beta1.FlowSchema",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(467), O),
-            Field::new(3, "status", K::Msg(468), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(471), O),
+            Field::new(3, "status", K::Msg(472), O),
         ],
     },
     // 188
     Message {
         name: "flowcontrol/v1beta1.FlowSchemaList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(187), R | P),
         ],
     },
@@ -1666,16 +1666,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "flowcontrol/v1beta1.PriorityLevelConfiguration",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(469), O),
-            Field::new(3, "status", K::Msg(470), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(473), O),
+            Field::new(3, "status", K::Msg(474), O),
         ],
     },
     // 190
     Message {
         name: "flowcontrol/v1beta1.PriorityLevelConfigurationList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(189), R | P),
         ],
     },
@@ -1683,16 +1683,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "flowcontrol/v1beta2.FlowSchema",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(471), O),
-            Field::new(3, "status", K::Msg(472), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(475), O),
+            Field::new(3, "status", K::Msg(476), O),
         ],
     },
     // 192
     Message {
         name: "flowcontrol/v1beta2.FlowSchemaList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(191), R | P),
         ],
     },
@@ -1700,16 +1700,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "flowcontrol/v1beta2.PriorityLevelConfiguration",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(473), O),
-            Field::new(3, "status", K::Msg(474), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(477), O),
+            Field::new(3, "status", K::Msg(478), O),
         ],
     },
     // 194
     Message {
         name: "flowcontrol/v1beta2.PriorityLevelConfigurationList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(193), R | P),
         ],
     },
@@ -1717,16 +1717,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "flowcontrol/v1beta3.FlowSchema",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(475), O),
-            Field::new(3, "status", K::Msg(476), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(479), O),
+            Field::new(3, "status", K::Msg(480), O),
         ],
     },
     // 196
     Message {
         name: "flowcontrol/v1beta3.FlowSchemaList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(195), R | P),
         ],
     },
@@ -1734,16 +1734,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "flowcontrol/v1beta3.PriorityLevelConfiguration",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(477), O),
-            Field::new(3, "status", K::Msg(478), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(481), O),
+            Field::new(3, "status", K::Msg(482), O),
         ],
     },
     // 198
     Message {
         name: "flowcontrol/v1beta3.PriorityLevelConfigurationList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(197), R | P),
         ],
     },
@@ -1751,741 +1751,734 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     Message {
         name: "apiserverinternal/v1alpha1.StorageVersion",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(479), 0),
-            Field::new(3, "status", K::Msg(480), 0),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(483), 0),
+            Field::new(3, "status", K::Msg(484), 0),
         ],
     },
     // 200
     Message {
         name: "apiserverinternal/v1alpha1.StorageVersionList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(199), R | P),
         ],
     },
     // 201
     Message {
-        name: "networking/v1.IPAddress",
+        name: "meta/v1.PartialObjectMetadata",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(481), O),
+            Field::new(1, "metadata", K::Msg(328), O),
         ],
     },
     // 202
     Message {
-        name: "networking/v1.IPAddressList",
+        name: "meta/v1.PartialObjectMetadataList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(201), R | P),
         ],
     },
     // 203
     Message {
-        name: "networking/v1.Ingress",
+        name: "meta/v1.Table",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(482), O),
-            Field::new(3, "status", K::Msg(483), O),
         ],
     },
     // 204
     Message {
-        name: "networking/v1.IngressClass",
+        name: "meta/v1.TableOptions",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(484), O),
+            Field::new(1, "includeObject", K::Str, O),
         ],
     },
     // 205
     Message {
-        name: "networking/v1.IngressClassList",
+        name: "networking/v1.IPAddress",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
-            Field::new(2, "items", K::Msg(204), R | P),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(485), O),
         ],
     },
     // 206
     Message {
-        name: "networking/v1.IngressList",
+        name: "networking/v1.IPAddressList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
-            Field::new(2, "items", K::Msg(203), R | P),
+            Field::new(1, "metadata", K::Msg(331), O),
+            Field::new(2, "items", K::Msg(205), R | P),
         ],
     },
     // 207
     Message {
-        name: "networking/v1.NetworkPolicy",
+        name: "networking/v1.Ingress",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(485), O),
-        ],
-    },
-    // 208
-    Message {
-        name: "networking/v1.NetworkPolicyList",
-        fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
-            Field::new(2, "items", K::Msg(207), R | P),
-        ],
-    },
-    // 209
-    Message {
-        name: "networking/v1.ServiceCIDR",
-        fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
+            Field::new(1, "metadata", K::Msg(328), O),
             Field::new(2, "spec", K::Msg(486), O),
             Field::new(3, "status", K::Msg(487), O),
         ],
     },
+    // 208
+    Message {
+        name: "networking/v1.IngressClass",
+        fields: &[
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(488), O),
+        ],
+    },
+    // 209
+    Message {
+        name: "networking/v1.IngressClassList",
+        fields: &[
+            Field::new(1, "metadata", K::Msg(331), O),
+            Field::new(2, "items", K::Msg(208), R | P),
+        ],
+    },
     // 210
     Message {
-        name: "networking/v1.ServiceCIDRList",
+        name: "networking/v1.IngressList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
-            Field::new(2, "items", K::Msg(209), R | P),
+            Field::new(1, "metadata", K::Msg(331), O),
+            Field::new(2, "items", K::Msg(207), R | P),
         ],
     },
     // 211
     Message {
-        name: "networking/v1beta1.IPAddress",
+        name: "networking/v1.NetworkPolicy",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(488), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(489), O),
         ],
     },
     // 212
     Message {
-        name: "networking/v1beta1.IPAddressList",
+        name: "networking/v1.NetworkPolicyList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(211), R | P),
         ],
     },
     // 213
     Message {
-        name: "networking/v1beta1.Ingress",
+        name: "networking/v1.ServiceCIDR",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(489), O),
-            Field::new(3, "status", K::Msg(490), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(490), O),
+            Field::new(3, "status", K::Msg(491), O),
         ],
     },
     // 214
     Message {
-        name: "networking/v1beta1.IngressClass",
+        name: "networking/v1.ServiceCIDRList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(491), O),
+            Field::new(1, "metadata", K::Msg(331), O),
+            Field::new(2, "items", K::Msg(213), R | P),
         ],
     },
     // 215
     Message {
-        name: "networking/v1beta1.IngressClassList",
+        name: "networking/v1beta1.IPAddress",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
-            Field::new(2, "items", K::Msg(214), R | P),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(492), O),
         ],
     },
     // 216
     Message {
-        name: "networking/v1beta1.IngressList",
+        name: "networking/v1beta1.IPAddressList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
-            Field::new(2, "items", K::Msg(213), R | P),
+            Field::new(1, "metadata", K::Msg(331), O),
+            Field::new(2, "items", K::Msg(215), R | P),
         ],
     },
     // 217
     Message {
-        name: "networking/v1beta1.ServiceCIDR",
+        name: "networking/v1beta1.Ingress",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(492), O),
-            Field::new(3, "status", K::Msg(493), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(493), O),
+            Field::new(3, "status", K::Msg(494), O),
         ],
     },
     // 218
     Message {
-        name: "networking/v1beta1.ServiceCIDRList",
+        name: "networking/v1beta1.IngressClass",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
-            Field::new(2, "items", K::Msg(217), R | P),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(495), O),
         ],
     },
     // 219
     Message {
-        name: "node/v1.RuntimeClass",
+        name: "networking/v1beta1.IngressClassList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "handler", K::Str, 0),
-            Field::new(3, "overhead", K::Msg(494), P | O),
-            Field::new(4, "scheduling", K::Msg(495), P | O),
+            Field::new(1, "metadata", K::Msg(331), O),
+            Field::new(2, "items", K::Msg(218), R | P),
         ],
     },
     // 220
     Message {
-        name: "node/v1.RuntimeClassList",
+        name: "networking/v1beta1.IngressList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
-            Field::new(2, "items", K::Msg(219), R | P),
+            Field::new(1, "metadata", K::Msg(331), O),
+            Field::new(2, "items", K::Msg(217), R | P),
         ],
     },
     // 221
     Message {
-        name: "node/v1alpha1.RuntimeClass",
+        name: "networking/v1beta1.ServiceCIDR",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(496), 0),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(496), O),
+            Field::new(3, "status", K::Msg(497), O),
         ],
     },
     // 222
     Message {
-        name: "node/v1alpha1.RuntimeClassList",
+        name: "networking/v1beta1.ServiceCIDRList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(221), R | P),
         ],
     },
     // 223
     Message {
-        name: "node/v1beta1.RuntimeClass",
+        name: "node/v1.RuntimeClass",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
+            Field::new(1, "metadata", K::Msg(328), O),
             Field::new(2, "handler", K::Str, 0),
-            Field::new(3, "overhead", K::Msg(497), P | O),
-            Field::new(4, "scheduling", K::Msg(498), P | O),
+            Field::new(3, "overhead", K::Msg(498), P | O),
+            Field::new(4, "scheduling", K::Msg(499), P | O),
         ],
     },
     // 224
     Message {
-        name: "node/v1beta1.RuntimeClassList",
+        name: "node/v1.RuntimeClassList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(223), R | P),
         ],
     },
     // 225
     Message {
-        name: "policy/v1.Eviction",
+        name: "node/v1alpha1.RuntimeClass",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "deleteOptions", K::Msg(10), P | O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(500), 0),
         ],
     },
     // 226
     Message {
-        name: "policy/v1.PodDisruptionBudget",
+        name: "node/v1alpha1.RuntimeClassList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(499), O),
-            Field::new(3, "status", K::Msg(500), O),
+            Field::new(1, "metadata", K::Msg(331), O),
+            Field::new(2, "items", K::Msg(225), R | P),
         ],
     },
     // 227
     Message {
-        name: "policy/v1.PodDisruptionBudgetList",
+        name: "node/v1beta1.RuntimeClass",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
-            Field::new(2, "items", K::Msg(226), R | P),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "handler", K::Str, 0),
+            Field::new(3, "overhead", K::Msg(501), P | O),
+            Field::new(4, "scheduling", K::Msg(502), P | O),
         ],
     },
     // 228
     Message {
-        name: "policy/v1beta1.Eviction",
+        name: "node/v1beta1.RuntimeClassList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "deleteOptions", K::Msg(10), P | O),
+            Field::new(1, "metadata", K::Msg(331), O),
+            Field::new(2, "items", K::Msg(227), R | P),
         ],
     },
     // 229
     Message {
-        name: "policy/v1beta1.PodDisruptionBudget",
+        name: "policy/v1.Eviction",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(501), O),
-            Field::new(3, "status", K::Msg(502), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "deleteOptions", K::Msg(10), P | O),
         ],
     },
     // 230
     Message {
-        name: "policy/v1beta1.PodDisruptionBudgetList",
+        name: "policy/v1.PodDisruptionBudget",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
-            Field::new(2, "items", K::Msg(229), R | P),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(503), O),
+            Field::new(3, "status", K::Msg(504), O),
         ],
     },
     // 231
     Message {
-        name: "rbac/v1.ClusterRole",
+        name: "policy/v1.PodDisruptionBudgetList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "rules", K::Msg(503), R | P),
-            Field::new(3, "aggregationRule", K::Msg(504), P | O),
+            Field::new(1, "metadata", K::Msg(331), O),
+            Field::new(2, "items", K::Msg(230), R | P),
         ],
     },
     // 232
     Message {
-        name: "rbac/v1.ClusterRoleBinding",
+        name: "policy/v1beta1.Eviction",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "subjects", K::Msg(505), R | P | O),
-            Field::new(3, "roleRef", K::Msg(506), 0),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "deleteOptions", K::Msg(10), P | O),
         ],
     },
     // 233
     Message {
-        name: "rbac/v1.ClusterRoleBindingList",
+        name: "policy/v1beta1.PodDisruptionBudget",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
-            Field::new(2, "items", K::Msg(232), R | P),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(505), O),
+            Field::new(3, "status", K::Msg(506), O),
         ],
     },
     // 234
     Message {
-        name: "rbac/v1.ClusterRoleList",
+        name: "policy/v1beta1.PodDisruptionBudgetList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
-            Field::new(2, "items", K::Msg(231), R | P),
+            Field::new(1, "metadata", K::Msg(331), O),
+            Field::new(2, "items", K::Msg(233), R | P),
         ],
     },
     // 235
     Message {
-        name: "rbac/v1.Role",
+        name: "rbac/v1.ClusterRole",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "rules", K::Msg(503), R | P),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "rules", K::Msg(507), R | P),
+            Field::new(3, "aggregationRule", K::Msg(508), P | O),
         ],
     },
     // 236
     Message {
-        name: "rbac/v1.RoleBinding",
+        name: "rbac/v1.ClusterRoleBinding",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "subjects", K::Msg(505), R | P | O),
-            Field::new(3, "roleRef", K::Msg(506), 0),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "subjects", K::Msg(509), R | P | O),
+            Field::new(3, "roleRef", K::Msg(510), 0),
         ],
     },
     // 237
     Message {
-        name: "rbac/v1.RoleBindingList",
+        name: "rbac/v1.ClusterRoleBindingList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(236), R | P),
         ],
     },
     // 238
     Message {
-        name: "rbac/v1.RoleList",
+        name: "rbac/v1.ClusterRoleList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(235), R | P),
         ],
     },
     // 239
     Message {
-        name: "rbac/v1alpha1.ClusterRole",
+        name: "rbac/v1.Role",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
+            Field::new(1, "metadata", K::Msg(328), O),
             Field::new(2, "rules", K::Msg(507), R | P),
-            Field::new(3, "aggregationRule", K::Msg(508), P | O),
         ],
     },
     // 240
     Message {
-        name: "rbac/v1alpha1.ClusterRoleBinding",
+        name: "rbac/v1.RoleBinding",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
+            Field::new(1, "metadata", K::Msg(328), O),
             Field::new(2, "subjects", K::Msg(509), R | P | O),
             Field::new(3, "roleRef", K::Msg(510), 0),
         ],
     },
     // 241
     Message {
-        name: "rbac/v1alpha1.ClusterRoleBindingList",
+        name: "rbac/v1.RoleBindingList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(240), R | P),
         ],
     },
     // 242
     Message {
-        name: "rbac/v1alpha1.ClusterRoleList",
+        name: "rbac/v1.RoleList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(239), R | P),
         ],
     },
     // 243
     Message {
-        name: "rbac/v1alpha1.Role",
+        name: "rbac/v1alpha1.ClusterRole",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "rules", K::Msg(507), R | P),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "rules", K::Msg(511), R | P),
+            Field::new(3, "aggregationRule", K::Msg(512), P | O),
         ],
     },
     // 244
     Message {
-        name: "rbac/v1alpha1.RoleBinding",
+        name: "rbac/v1alpha1.ClusterRoleBinding",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "subjects", K::Msg(509), R | P | O),
-            Field::new(3, "roleRef", K::Msg(510), 0),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "subjects", K::Msg(513), R | P | O),
+            Field::new(3, "roleRef", K::Msg(514), 0),
         ],
     },
     // 245
     Message {
-        name: "rbac/v1alpha1.RoleBindingList",
+        name: "rbac/v1alpha1.ClusterRoleBindingList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(244), R | P),
         ],
     },
     // 246
     Message {
-        name: "rbac/v1alpha1.RoleList",
+        name: "rbac/v1alpha1.ClusterRoleList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(243), R | P),
         ],
     },
     // 247
     Message {
-        name: "rbac/v1beta1.ClusterRole",
+        name: "rbac/v1alpha1.Role",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
+            Field::new(1, "metadata", K::Msg(328), O),
             Field::new(2, "rules", K::Msg(511), R | P),
-            Field::new(3, "aggregationRule", K::Msg(512), P | O),
         ],
     },
     // 248
     Message {
-        name: "rbac/v1beta1.ClusterRoleBinding",
+        name: "rbac/v1alpha1.RoleBinding",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
+            Field::new(1, "metadata", K::Msg(328), O),
             Field::new(2, "subjects", K::Msg(513), R | P | O),
             Field::new(3, "roleRef", K::Msg(514), 0),
         ],
     },
     // 249
     Message {
-        name: "rbac/v1beta1.ClusterRoleBindingList",
+        name: "rbac/v1alpha1.RoleBindingList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(248), R | P),
         ],
     },
     // 250
     Message {
-        name: "rbac/v1beta1.ClusterRoleList",
+        name: "rbac/v1alpha1.RoleList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(247), R | P),
         ],
     },
     // 251
     Message {
-        name: "rbac/v1beta1.Role",
+        name: "rbac/v1beta1.ClusterRole",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "rules", K::Msg(511), R | P),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "rules", K::Msg(515), R | P),
+            Field::new(3, "aggregationRule", K::Msg(516), P | O),
         ],
     },
     // 252
     Message {
-        name: "rbac/v1beta1.RoleBinding",
+        name: "rbac/v1beta1.ClusterRoleBinding",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "subjects", K::Msg(513), R | P | O),
-            Field::new(3, "roleRef", K::Msg(514), 0),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "subjects", K::Msg(517), R | P | O),
+            Field::new(3, "roleRef", K::Msg(518), 0),
         ],
     },
     // 253
     Message {
-        name: "rbac/v1beta1.RoleBindingList",
+        name: "rbac/v1beta1.ClusterRoleBindingList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(252), R | P),
         ],
     },
     // 254
     Message {
-        name: "rbac/v1beta1.RoleList",
+        name: "rbac/v1beta1.ClusterRoleList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(251), R | P),
         ],
     },
     // 255
     Message {
-        name: "resource/v1.DeviceClass",
+        name: "rbac/v1beta1.Role",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(515), 0),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "rules", K::Msg(515), R | P),
         ],
     },
     // 256
     Message {
-        name: "resource/v1.DeviceClassList",
+        name: "rbac/v1beta1.RoleBinding",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
-            Field::new(2, "items", K::Msg(255), R | P),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "subjects", K::Msg(517), R | P | O),
+            Field::new(3, "roleRef", K::Msg(518), 0),
         ],
     },
     // 257
     Message {
-        name: "resource/v1.ResourceClaim",
+        name: "rbac/v1beta1.RoleBindingList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(516), 0),
-            Field::new(3, "status", K::Msg(517), O),
+            Field::new(1, "metadata", K::Msg(331), O),
+            Field::new(2, "items", K::Msg(256), R | P),
         ],
     },
     // 258
     Message {
-        name: "resource/v1.ResourceClaimList",
+        name: "rbac/v1beta1.RoleList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
-            Field::new(2, "items", K::Msg(257), R | P),
+            Field::new(1, "metadata", K::Msg(331), O),
+            Field::new(2, "items", K::Msg(255), R | P),
         ],
     },
     // 259
     Message {
-        name: "resource/v1.ResourceClaimTemplate",
+        name: "resource/v1.DeviceClass",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(518), 0),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(519), 0),
         ],
     },
     // 260
     Message {
-        name: "resource/v1.ResourceClaimTemplateList",
+        name: "resource/v1.DeviceClassList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(259), R | P),
         ],
     },
     // 261
     Message {
-        name: "resource/v1.ResourceSlice",
+        name: "resource/v1.ResourceClaim",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(519), 0),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(520), 0),
+            Field::new(3, "status", K::Msg(521), O),
         ],
     },
     // 262
     Message {
-        name: "resource/v1.ResourceSliceList",
+        name: "resource/v1.ResourceClaimList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(261), R | P),
         ],
     },
     // 263
     Message {
-        name: "resource/v1alpha3.DeviceTaintRule",
+        name: "resource/v1.ResourceClaimTemplate",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(520), 0),
-            Field::new(3, "status", K::Msg(521), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(522), 0),
         ],
     },
     // 264
     Message {
-        name: "resource/v1alpha3.DeviceTaintRuleList",
+        name: "resource/v1.ResourceClaimTemplateList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(263), R | P),
         ],
     },
     // 265
     Message {
-        name: "resource/v1beta1.DeviceClass",
+        name: "resource/v1.ResourceSlice",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(522), 0),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(523), 0),
         ],
     },
     // 266
     Message {
-        name: "resource/v1beta1.DeviceClassList",
+        name: "resource/v1.ResourceSliceList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(265), R | P),
         ],
     },
     // 267
     Message {
-        name: "resource/v1beta1.ResourceClaim",
+        name: "resource/v1alpha3.DeviceTaintRule",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(523), 0),
-            Field::new(3, "status", K::Msg(524), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(524), 0),
+            Field::new(3, "status", K::Msg(525), O),
         ],
     },
     // 268
     Message {
-        name: "resource/v1beta1.ResourceClaimList",
+        name: "resource/v1alpha3.DeviceTaintRuleList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(267), R | P),
         ],
     },
     // 269
     Message {
-        name: "resource/v1beta1.ResourceClaimTemplate",
+        name: "resource/v1beta1.DeviceClass",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(525), 0),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(526), 0),
         ],
     },
     // 270
     Message {
-        name: "resource/v1beta1.ResourceClaimTemplateList",
+        name: "resource/v1beta1.DeviceClassList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(269), R | P),
         ],
     },
     // 271
     Message {
-        name: "resource/v1beta1.ResourceSlice",
+        name: "resource/v1beta1.ResourceClaim",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(526), 0),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(527), 0),
+            Field::new(3, "status", K::Msg(528), O),
         ],
     },
     // 272
     Message {
-        name: "resource/v1beta1.ResourceSliceList",
+        name: "resource/v1beta1.ResourceClaimList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(271), R | P),
         ],
     },
     // 273
     Message {
-        name: "resource/v1beta2.DeviceClass",
+        name: "resource/v1beta1.ResourceClaimTemplate",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(527), 0),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(529), 0),
         ],
     },
     // 274
     Message {
-        name: "resource/v1beta2.DeviceClassList",
+        name: "resource/v1beta1.ResourceClaimTemplateList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(273), R | P),
         ],
     },
     // 275
     Message {
-        name: "resource/v1beta2.ResourceClaim",
+        name: "resource/v1beta1.ResourceSlice",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(528), 0),
-            Field::new(3, "status", K::Msg(529), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(530), 0),
         ],
     },
     // 276
     Message {
-        name: "resource/v1beta2.ResourceClaimList",
+        name: "resource/v1beta1.ResourceSliceList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(275), R | P),
         ],
     },
     // 277
     Message {
-        name: "resource/v1beta2.ResourceClaimTemplate",
+        name: "resource/v1beta2.DeviceClass",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(530), 0),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(531), 0),
         ],
     },
     // 278
     Message {
-        name: "resource/v1beta2.ResourceClaimTemplateList",
+        name: "resource/v1beta2.DeviceClassList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(277), R | P),
         ],
     },
     // 279
     Message {
-        name: "resource/v1beta2.ResourceSlice",
+        name: "resource/v1beta2.ResourceClaim",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(531), 0),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(532), 0),
+            Field::new(3, "status", K::Msg(533), O),
         ],
     },
     // 280
     Message {
-        name: "resource/v1beta2.ResourceSliceList",
+        name: "resource/v1beta2.ResourceClaimList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(279), R | P),
         ],
     },
     // 281
     Message {
-        name: "scheduling/v1.PriorityClass",
+        name: "resource/v1beta2.ResourceClaimTemplate",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "value", K::I32, 0),
-            Field::new(3, "globalDefault", K::Bool, O),
-            Field::new(4, "description", K::Str, O),
-            Field::new(5, "preemptionPolicy", K::Str, P | O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(534), 0),
         ],
     },
     // 282
     Message {
-        name: "scheduling/v1.PriorityClassList",
+        name: "resource/v1beta2.ResourceClaimTemplateList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(281), R | P),
         ],
     },
     // 283
     Message {
-        name: "scheduling/v1alpha1.PriorityClass",
+        name: "resource/v1beta2.ResourceSlice",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(535), 0),
+        ],
+    },
+    // 284
+    Message {
+        name: "resource/v1beta2.ResourceSliceList",
+        fields: &[
+            Field::new(1, "metadata", K::Msg(331), O),
+            Field::new(2, "items", K::Msg(283), R | P),
+        ],
+    },
+    // 285
+    Message {
+        name: "scheduling/v1.PriorityClass",
+        fields: &[
+            Field::new(1, "metadata", K::Msg(328), O),
             Field::new(2, "value", K::I32, 0),
             Field::new(3, "globalDefault", K::Bool, O),
             Field::new(4, "description", K::Str, O),
             Field::new(5, "preemptionPolicy", K::Str, P | O),
         ],
     },
-    // 284
-    Message {
-        name: "scheduling/v1alpha1.PriorityClassList",
-        fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
-            Field::new(2, "items", K::Msg(283), R | P),
-        ],
-    },
-    // 285
-    Message {
-        name: "scheduling/v1alpha1.Workload",
-        fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(532), 0),
-        ],
-    },
     // 286
     Message {
-        name: "scheduling/v1alpha1.WorkloadList",
+        name: "scheduling/v1.PriorityClassList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(285), R | P),
         ],
     },
     // 287
     Message {
-        name: "scheduling/v1beta1.PriorityClass",
+        name: "scheduling/v1alpha1.PriorityClass",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
+            Field::new(1, "metadata", K::Msg(328), O),
             Field::new(2, "value", K::I32, 0),
             Field::new(3, "globalDefault", K::Bool, O),
             Field::new(4, "description", K::Str, O),
@@ -2494,297 +2487,332 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     },
     // 288
     Message {
-        name: "scheduling/v1beta1.PriorityClassList",
+        name: "scheduling/v1alpha1.PriorityClassList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(287), R | P),
         ],
     },
     // 289
     Message {
-        name: "storage/v1.CSIDriver",
+        name: "scheduling/v1alpha1.Workload",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(533), 0),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(536), 0),
         ],
     },
     // 290
     Message {
-        name: "storage/v1.CSIDriverList",
+        name: "scheduling/v1alpha1.WorkloadList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(289), R | P),
         ],
     },
     // 291
     Message {
-        name: "storage/v1.CSINode",
+        name: "scheduling/v1beta1.PriorityClass",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(534), 0),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "value", K::I32, 0),
+            Field::new(3, "globalDefault", K::Bool, O),
+            Field::new(4, "description", K::Str, O),
+            Field::new(5, "preemptionPolicy", K::Str, P | O),
         ],
     },
     // 292
     Message {
-        name: "storage/v1.CSINodeList",
+        name: "scheduling/v1beta1.PriorityClassList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(291), R | P),
         ],
     },
     // 293
     Message {
-        name: "storage/v1.CSIStorageCapacity",
+        name: "storage/v1.CSIDriver",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "nodeTopology", K::Msg(535), P | O),
-            Field::new(3, "storageClassName", K::Str, 0),
-            Field::new(4, "capacity", K::Quantity, P | O),
-            Field::new(5, "maximumVolumeSize", K::Quantity, P | O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(537), 0),
         ],
     },
     // 294
     Message {
-        name: "storage/v1.CSIStorageCapacityList",
+        name: "storage/v1.CSIDriverList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(293), R | P),
         ],
     },
     // 295
     Message {
-        name: "storage/v1.StorageClass",
+        name: "storage/v1.CSINode",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "provisioner", K::Str, 0),
-            Field::new(3, "parameters", K::Map(&K::Str), P | O),
-            Field::new(4, "reclaimPolicy", K::Str, P | O),
-            Field::new(5, "mountOptions", K::Str, R | P | O),
-            Field::new(6, "allowVolumeExpansion", K::Bool, P | O),
-            Field::new(7, "volumeBindingMode", K::Str, P | O),
-            Field::new(8, "allowedTopologies", K::Msg(536), R | P | O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(538), 0),
         ],
     },
     // 296
     Message {
-        name: "storage/v1.StorageClassList",
+        name: "storage/v1.CSINodeList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(295), R | P),
         ],
     },
     // 297
     Message {
-        name: "storage/v1.VolumeAttachment",
+        name: "storage/v1.CSIStorageCapacity",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(537), 0),
-            Field::new(3, "status", K::Msg(538), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "nodeTopology", K::Msg(539), P | O),
+            Field::new(3, "storageClassName", K::Str, 0),
+            Field::new(4, "capacity", K::Quantity, P | O),
+            Field::new(5, "maximumVolumeSize", K::Quantity, P | O),
         ],
     },
     // 298
     Message {
-        name: "storage/v1.VolumeAttachmentList",
+        name: "storage/v1.CSIStorageCapacityList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(297), R | P),
         ],
     },
     // 299
     Message {
-        name: "storage/v1.VolumeAttributesClass",
+        name: "storage/v1.StorageClass",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "driverName", K::Str, 0),
-            Field::new(3, "parameters", K::Map(&K::Str), P | O),
-        ],
-    },
-    // 300
-    Message {
-        name: "storage/v1.VolumeAttributesClassList",
-        fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
-            Field::new(2, "items", K::Msg(299), R | P),
-        ],
-    },
-    // 301
-    Message {
-        name: "storage/v1alpha1.CSIStorageCapacity",
-        fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "nodeTopology", K::Msg(535), P | O),
-            Field::new(3, "storageClassName", K::Str, 0),
-            Field::new(4, "capacity", K::Quantity, P | O),
-            Field::new(5, "maximumVolumeSize", K::Quantity, P | O),
-        ],
-    },
-    // 302
-    Message {
-        name: "storage/v1alpha1.CSIStorageCapacityList",
-        fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
-            Field::new(2, "items", K::Msg(301), R | P),
-        ],
-    },
-    // 303
-    Message {
-        name: "storage/v1alpha1.VolumeAttachment",
-        fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(539), 0),
-            Field::new(3, "status", K::Msg(540), O),
-        ],
-    },
-    // 304
-    Message {
-        name: "storage/v1alpha1.VolumeAttachmentList",
-        fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
-            Field::new(2, "items", K::Msg(303), R | P),
-        ],
-    },
-    // 305
-    Message {
-        name: "storage/v1alpha1.VolumeAttributesClass",
-        fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "driverName", K::Str, 0),
-            Field::new(3, "parameters", K::Map(&K::Str), P | O),
-        ],
-    },
-    // 306
-    Message {
-        name: "storage/v1alpha1.VolumeAttributesClassList",
-        fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
-            Field::new(2, "items", K::Msg(305), R | P),
-        ],
-    },
-    // 307
-    Message {
-        name: "storage/v1beta1.CSIDriver",
-        fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(541), 0),
-        ],
-    },
-    // 308
-    Message {
-        name: "storage/v1beta1.CSIDriverList",
-        fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
-            Field::new(2, "items", K::Msg(307), R | P),
-        ],
-    },
-    // 309
-    Message {
-        name: "storage/v1beta1.CSINode",
-        fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(542), 0),
-        ],
-    },
-    // 310
-    Message {
-        name: "storage/v1beta1.CSINodeList",
-        fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
-            Field::new(2, "items", K::Msg(309), R | P),
-        ],
-    },
-    // 311
-    Message {
-        name: "storage/v1beta1.CSIStorageCapacity",
-        fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "nodeTopology", K::Msg(535), P | O),
-            Field::new(3, "storageClassName", K::Str, 0),
-            Field::new(4, "capacity", K::Quantity, P | O),
-            Field::new(5, "maximumVolumeSize", K::Quantity, P | O),
-        ],
-    },
-    // 312
-    Message {
-        name: "storage/v1beta1.CSIStorageCapacityList",
-        fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
-            Field::new(2, "items", K::Msg(311), R | P),
-        ],
-    },
-    // 313
-    Message {
-        name: "storage/v1beta1.StorageClass",
-        fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
+            Field::new(1, "metadata", K::Msg(328), O),
             Field::new(2, "provisioner", K::Str, 0),
             Field::new(3, "parameters", K::Map(&K::Str), P | O),
             Field::new(4, "reclaimPolicy", K::Str, P | O),
             Field::new(5, "mountOptions", K::Str, R | P | O),
             Field::new(6, "allowVolumeExpansion", K::Bool, P | O),
             Field::new(7, "volumeBindingMode", K::Str, P | O),
-            Field::new(8, "allowedTopologies", K::Msg(536), R | P | O),
+            Field::new(8, "allowedTopologies", K::Msg(540), R | P | O),
+        ],
+    },
+    // 300
+    Message {
+        name: "storage/v1.StorageClassList",
+        fields: &[
+            Field::new(1, "metadata", K::Msg(331), O),
+            Field::new(2, "items", K::Msg(299), R | P),
+        ],
+    },
+    // 301
+    Message {
+        name: "storage/v1.VolumeAttachment",
+        fields: &[
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(541), 0),
+            Field::new(3, "status", K::Msg(542), O),
+        ],
+    },
+    // 302
+    Message {
+        name: "storage/v1.VolumeAttachmentList",
+        fields: &[
+            Field::new(1, "metadata", K::Msg(331), O),
+            Field::new(2, "items", K::Msg(301), R | P),
+        ],
+    },
+    // 303
+    Message {
+        name: "storage/v1.VolumeAttributesClass",
+        fields: &[
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "driverName", K::Str, 0),
+            Field::new(3, "parameters", K::Map(&K::Str), P | O),
+        ],
+    },
+    // 304
+    Message {
+        name: "storage/v1.VolumeAttributesClassList",
+        fields: &[
+            Field::new(1, "metadata", K::Msg(331), O),
+            Field::new(2, "items", K::Msg(303), R | P),
+        ],
+    },
+    // 305
+    Message {
+        name: "storage/v1alpha1.CSIStorageCapacity",
+        fields: &[
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "nodeTopology", K::Msg(539), P | O),
+            Field::new(3, "storageClassName", K::Str, 0),
+            Field::new(4, "capacity", K::Quantity, P | O),
+            Field::new(5, "maximumVolumeSize", K::Quantity, P | O),
+        ],
+    },
+    // 306
+    Message {
+        name: "storage/v1alpha1.CSIStorageCapacityList",
+        fields: &[
+            Field::new(1, "metadata", K::Msg(331), O),
+            Field::new(2, "items", K::Msg(305), R | P),
+        ],
+    },
+    // 307
+    Message {
+        name: "storage/v1alpha1.VolumeAttachment",
+        fields: &[
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(543), 0),
+            Field::new(3, "status", K::Msg(544), O),
+        ],
+    },
+    // 308
+    Message {
+        name: "storage/v1alpha1.VolumeAttachmentList",
+        fields: &[
+            Field::new(1, "metadata", K::Msg(331), O),
+            Field::new(2, "items", K::Msg(307), R | P),
+        ],
+    },
+    // 309
+    Message {
+        name: "storage/v1alpha1.VolumeAttributesClass",
+        fields: &[
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "driverName", K::Str, 0),
+            Field::new(3, "parameters", K::Map(&K::Str), P | O),
+        ],
+    },
+    // 310
+    Message {
+        name: "storage/v1alpha1.VolumeAttributesClassList",
+        fields: &[
+            Field::new(1, "metadata", K::Msg(331), O),
+            Field::new(2, "items", K::Msg(309), R | P),
+        ],
+    },
+    // 311
+    Message {
+        name: "storage/v1beta1.CSIDriver",
+        fields: &[
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(545), 0),
+        ],
+    },
+    // 312
+    Message {
+        name: "storage/v1beta1.CSIDriverList",
+        fields: &[
+            Field::new(1, "metadata", K::Msg(331), O),
+            Field::new(2, "items", K::Msg(311), R | P),
+        ],
+    },
+    // 313
+    Message {
+        name: "storage/v1beta1.CSINode",
+        fields: &[
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(546), 0),
         ],
     },
     // 314
     Message {
-        name: "storage/v1beta1.StorageClassList",
+        name: "storage/v1beta1.CSINodeList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(313), R | P),
         ],
     },
     // 315
     Message {
-        name: "storage/v1beta1.VolumeAttachment",
+        name: "storage/v1beta1.CSIStorageCapacity",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(543), 0),
-            Field::new(3, "status", K::Msg(544), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "nodeTopology", K::Msg(539), P | O),
+            Field::new(3, "storageClassName", K::Str, 0),
+            Field::new(4, "capacity", K::Quantity, P | O),
+            Field::new(5, "maximumVolumeSize", K::Quantity, P | O),
         ],
     },
     // 316
     Message {
-        name: "storage/v1beta1.VolumeAttachmentList",
+        name: "storage/v1beta1.CSIStorageCapacityList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(315), R | P),
         ],
     },
     // 317
     Message {
-        name: "storage/v1beta1.VolumeAttributesClass",
+        name: "storage/v1beta1.StorageClass",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "driverName", K::Str, 0),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "provisioner", K::Str, 0),
             Field::new(3, "parameters", K::Map(&K::Str), P | O),
+            Field::new(4, "reclaimPolicy", K::Str, P | O),
+            Field::new(5, "mountOptions", K::Str, R | P | O),
+            Field::new(6, "allowVolumeExpansion", K::Bool, P | O),
+            Field::new(7, "volumeBindingMode", K::Str, P | O),
+            Field::new(8, "allowedTopologies", K::Msg(540), R | P | O),
         ],
     },
     // 318
     Message {
-        name: "storage/v1beta1.VolumeAttributesClassList",
+        name: "storage/v1beta1.StorageClassList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(317), R | P),
         ],
     },
     // 319
     Message {
-        name: "storagemigration/v1beta1.StorageVersionMigration",
+        name: "storage/v1beta1.VolumeAttachment",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(545), O),
-            Field::new(3, "status", K::Msg(546), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(547), 0),
+            Field::new(3, "status", K::Msg(548), O),
         ],
     },
     // 320
     Message {
-        name: "storagemigration/v1beta1.StorageVersionMigrationList",
+        name: "storage/v1beta1.VolumeAttachmentList",
         fields: &[
-            Field::new(1, "metadata", K::Msg(327), O),
+            Field::new(1, "metadata", K::Msg(331), O),
             Field::new(2, "items", K::Msg(319), R | P),
         ],
     },
     // 321
+    Message {
+        name: "storage/v1beta1.VolumeAttributesClass",
+        fields: &[
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "driverName", K::Str, 0),
+            Field::new(3, "parameters", K::Map(&K::Str), P | O),
+        ],
+    },
+    // 322
+    Message {
+        name: "storage/v1beta1.VolumeAttributesClassList",
+        fields: &[
+            Field::new(1, "metadata", K::Msg(331), O),
+            Field::new(2, "items", K::Msg(321), R | P),
+        ],
+    },
+    // 323
+    Message {
+        name: "storagemigration/v1beta1.StorageVersionMigration",
+        fields: &[
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(549), O),
+            Field::new(3, "status", K::Msg(550), O),
+        ],
+    },
+    // 324
+    Message {
+        name: "storagemigration/v1beta1.StorageVersionMigrationList",
+        fields: &[
+            Field::new(1, "metadata", K::Msg(331), O),
+            Field::new(2, "items", K::Msg(323), R | P),
+        ],
+    },
+    // 325
     Message {
         name: "meta/v1.GroupVersionForDiscovery",
         fields: &[
@@ -2792,7 +2820,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "version", K::Str, 0),
         ],
     },
-    // 322
+    // 326
     Message {
         name: "meta/v1.ServerAddressByClientCIDR",
         fields: &[
@@ -2800,7 +2828,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "serverAddress", K::Str, 0),
         ],
     },
-    // 323
+    // 327
     Message {
         name: "meta/v1.APIResource",
         fields: &[
@@ -2816,7 +2844,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(10, "storageVersionHash", K::Str, O),
         ],
     },
-    // 324
+    // 328
     Message {
         name: "meta/v1.ObjectMeta",
         fields: &[
@@ -2832,12 +2860,12 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(10, "deletionGracePeriodSeconds", K::I64, P | O),
             Field::new(11, "labels", K::Map(&K::Str), P | O),
             Field::new(12, "annotations", K::Map(&K::Str), P | O),
-            Field::new(13, "ownerReferences", K::Msg(547), R | P | O),
+            Field::new(13, "ownerReferences", K::Msg(551), R | P | O),
             Field::new(14, "finalizers", K::Str, R | P | O),
-            Field::new(17, "managedFields", K::Msg(548), R | P | O),
+            Field::new(17, "managedFields", K::Msg(552), R | P | O),
         ],
     },
-    // 325
+    // 329
     Message {
         name: "core/v1.ObjectReference",
         fields: &[
@@ -2850,7 +2878,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(7, "fieldPath", K::Str, O),
         ],
     },
-    // 326
+    // 330
     Message {
         name: "core/v1.ComponentCondition",
         fields: &[
@@ -2860,7 +2888,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "error", K::Str, O),
         ],
     },
-    // 327
+    // 331
     Message {
         name: "meta/v1.ListMeta",
         fields: &[
@@ -2870,7 +2898,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "remainingItemCount", K::I64, P | O),
         ],
     },
-    // 328
+    // 332
     Message {
         name: "meta/v1.Preconditions",
         fields: &[
@@ -2878,16 +2906,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "resourceVersion", K::Str, P | O),
         ],
     },
-    // 329
+    // 333
     Message {
         name: "core/v1.EndpointSubset",
         fields: &[
-            Field::new(1, "addresses", K::Msg(549), R | P | O),
-            Field::new(2, "notReadyAddresses", K::Msg(549), R | P | O),
-            Field::new(3, "ports", K::Msg(550), R | P | O),
+            Field::new(1, "addresses", K::Msg(553), R | P | O),
+            Field::new(2, "notReadyAddresses", K::Msg(553), R | P | O),
+            Field::new(3, "ports", K::Msg(554), R | P | O),
         ],
     },
-    // 330
+    // 334
     Message {
         name: "core/v1.EventSource",
         fields: &[
@@ -2895,7 +2923,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "host", K::Str, O),
         ],
     },
-    // 331
+    // 335
     Message {
         name: "core/v1.EventSeries",
         fields: &[
@@ -2903,29 +2931,29 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "lastObservedTime", K::MicroTime, O),
         ],
     },
-    // 332
+    // 336
     Message {
         name: "core/v1.LimitRangeSpec",
         fields: &[
-            Field::new(1, "limits", K::Msg(551), R | P),
+            Field::new(1, "limits", K::Msg(555), R | P),
         ],
     },
-    // 333
+    // 337
     Message {
         name: "core/v1.NamespaceSpec",
         fields: &[
             Field::new(1, "finalizers", K::Str, R | P | O),
         ],
     },
-    // 334
+    // 338
     Message {
         name: "core/v1.NamespaceStatus",
         fields: &[
             Field::new(1, "phase", K::Str, O),
-            Field::new(2, "conditions", K::Msg(552), R | P | O),
+            Field::new(2, "conditions", K::Msg(556), R | P | O),
         ],
     },
-    // 335
+    // 339
     Message {
         name: "core/v1.NodeSpec",
         fields: &[
@@ -2933,48 +2961,48 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(7, "podCIDRs", K::Str, R | P | O),
             Field::new(3, "providerID", K::Str, O),
             Field::new(4, "unschedulable", K::Bool, O),
-            Field::new(5, "taints", K::Msg(553), R | P | O),
-            Field::new(6, "configSource", K::Msg(554), P | O),
+            Field::new(5, "taints", K::Msg(557), R | P | O),
+            Field::new(6, "configSource", K::Msg(558), P | O),
             Field::new(2, "externalID", K::Str, O),
         ],
     },
-    // 336
+    // 340
     Message {
         name: "core/v1.NodeStatus",
         fields: &[
             Field::new(1, "capacity", K::Map(&K::Quantity), P | O),
             Field::new(2, "allocatable", K::Map(&K::Quantity), P | O),
             Field::new(3, "phase", K::Str, O),
-            Field::new(4, "conditions", K::Msg(555), R | P | O),
-            Field::new(5, "addresses", K::Msg(556), R | P | O),
-            Field::new(6, "daemonEndpoints", K::Msg(557), O),
-            Field::new(7, "nodeInfo", K::Msg(558), O),
-            Field::new(8, "images", K::Msg(559), R | P | O),
+            Field::new(4, "conditions", K::Msg(559), R | P | O),
+            Field::new(5, "addresses", K::Msg(560), R | P | O),
+            Field::new(6, "daemonEndpoints", K::Msg(561), O),
+            Field::new(7, "nodeInfo", K::Msg(562), O),
+            Field::new(8, "images", K::Msg(563), R | P | O),
             Field::new(9, "volumesInUse", K::Str, R | P | O),
-            Field::new(10, "volumesAttached", K::Msg(560), R | P | O),
-            Field::new(11, "config", K::Msg(561), P | O),
-            Field::new(12, "runtimeHandlers", K::Msg(562), R | P | O),
-            Field::new(13, "features", K::Msg(563), P | O),
+            Field::new(10, "volumesAttached", K::Msg(564), R | P | O),
+            Field::new(11, "config", K::Msg(565), P | O),
+            Field::new(12, "runtimeHandlers", K::Msg(566), R | P | O),
+            Field::new(13, "features", K::Msg(567), P | O),
             Field::new(14, "declaredFeatures", K::Str, R | P | O),
         ],
     },
-    // 337
+    // 341
     Message {
         name: "core/v1.PersistentVolumeSpec",
         fields: &[
             Field::new(1, "capacity", K::Map(&K::Quantity), P | O),
-            Field::new(2, "", K::Msg(564), I),
+            Field::new(2, "", K::Msg(568), I),
             Field::new(3, "accessModes", K::Str, R | P | O),
-            Field::new(4, "claimRef", K::Msg(325), P | O),
+            Field::new(4, "claimRef", K::Msg(329), P | O),
             Field::new(5, "persistentVolumeReclaimPolicy", K::Str, O),
             Field::new(6, "storageClassName", K::Str, O),
             Field::new(7, "mountOptions", K::Str, R | P | O),
             Field::new(8, "volumeMode", K::Str, P | O),
-            Field::new(9, "nodeAffinity", K::Msg(565), P | O),
+            Field::new(9, "nodeAffinity", K::Msg(569), P | O),
             Field::new(10, "volumeAttributesClassName", K::Str, P | O),
         ],
     },
-    // 338
+    // 342
     Message {
         name: "core/v1.PersistentVolumeStatus",
         fields: &[
@@ -2984,43 +3012,43 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "lastPhaseTransitionTime", K::Time, P | O),
         ],
     },
-    // 339
+    // 343
     Message {
         name: "core/v1.PersistentVolumeClaimSpec",
         fields: &[
             Field::new(1, "accessModes", K::Str, R | P | O),
-            Field::new(4, "selector", K::Msg(535), P | O),
-            Field::new(2, "resources", K::Msg(566), O),
+            Field::new(4, "selector", K::Msg(539), P | O),
+            Field::new(2, "resources", K::Msg(570), O),
             Field::new(3, "volumeName", K::Str, O),
             Field::new(5, "storageClassName", K::Str, P | O),
             Field::new(6, "volumeMode", K::Str, P | O),
-            Field::new(7, "dataSource", K::Msg(567), P | O),
-            Field::new(8, "dataSourceRef", K::Msg(568), P | O),
+            Field::new(7, "dataSource", K::Msg(571), P | O),
+            Field::new(8, "dataSourceRef", K::Msg(572), P | O),
             Field::new(9, "volumeAttributesClassName", K::Str, P | O),
         ],
     },
-    // 340
+    // 344
     Message {
         name: "core/v1.PersistentVolumeClaimStatus",
         fields: &[
             Field::new(1, "phase", K::Str, O),
             Field::new(2, "accessModes", K::Str, R | P | O),
             Field::new(3, "capacity", K::Map(&K::Quantity), P | O),
-            Field::new(4, "conditions", K::Msg(569), R | P | O),
+            Field::new(4, "conditions", K::Msg(573), R | P | O),
             Field::new(5, "allocatedResources", K::Map(&K::Quantity), P | O),
             Field::new(7, "allocatedResourceStatuses", K::Map(&K::Str), P | O),
             Field::new(8, "currentVolumeAttributesClassName", K::Str, P | O),
-            Field::new(9, "modifyVolumeStatus", K::Msg(570), P | O),
+            Field::new(9, "modifyVolumeStatus", K::Msg(574), P | O),
         ],
     },
-    // 341
+    // 345
     Message {
         name: "core/v1.PodSpec",
         fields: &[
-            Field::new(1, "volumes", K::Msg(571), R | P | O),
-            Field::new(20, "initContainers", K::Msg(572), R | P | O),
-            Field::new(2, "containers", K::Msg(572), R | P),
-            Field::new(34, "ephemeralContainers", K::Msg(573), R | P | O),
+            Field::new(1, "volumes", K::Msg(575), R | P | O),
+            Field::new(20, "initContainers", K::Msg(576), R | P | O),
+            Field::new(2, "containers", K::Msg(576), R | P),
+            Field::new(34, "ephemeralContainers", K::Msg(577), R | P | O),
             Field::new(3, "restartPolicy", K::Str, O),
             Field::new(4, "terminationGracePeriodSeconds", K::I64, P | O),
             Field::new(5, "activeDeadlineSeconds", K::I64, P | O),
@@ -3034,78 +3062,78 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(12, "hostPID", K::Bool, O),
             Field::new(13, "hostIPC", K::Bool, O),
             Field::new(27, "shareProcessNamespace", K::Bool, P | O),
-            Field::new(14, "securityContext", K::Msg(574), P | O),
-            Field::new(15, "imagePullSecrets", K::Msg(350), R | P | O),
+            Field::new(14, "securityContext", K::Msg(578), P | O),
+            Field::new(15, "imagePullSecrets", K::Msg(354), R | P | O),
             Field::new(16, "hostname", K::Str, O),
             Field::new(17, "subdomain", K::Str, O),
-            Field::new(18, "affinity", K::Msg(575), P | O),
+            Field::new(18, "affinity", K::Msg(579), P | O),
             Field::new(19, "schedulerName", K::Str, O),
-            Field::new(22, "tolerations", K::Msg(576), R | P | O),
-            Field::new(23, "hostAliases", K::Msg(577), R | P | O),
+            Field::new(22, "tolerations", K::Msg(580), R | P | O),
+            Field::new(23, "hostAliases", K::Msg(581), R | P | O),
             Field::new(24, "priorityClassName", K::Str, O),
             Field::new(25, "priority", K::I32, P | O),
-            Field::new(26, "dnsConfig", K::Msg(578), P | O),
-            Field::new(28, "readinessGates", K::Msg(579), R | P | O),
+            Field::new(26, "dnsConfig", K::Msg(582), P | O),
+            Field::new(28, "readinessGates", K::Msg(583), R | P | O),
             Field::new(29, "runtimeClassName", K::Str, P | O),
             Field::new(30, "enableServiceLinks", K::Bool, P | O),
             Field::new(31, "preemptionPolicy", K::Str, P | O),
             Field::new(32, "overhead", K::Map(&K::Quantity), P | O),
-            Field::new(33, "topologySpreadConstraints", K::Msg(580), R | P | O),
+            Field::new(33, "topologySpreadConstraints", K::Msg(584), R | P | O),
             Field::new(35, "setHostnameAsFQDN", K::Bool, P | O),
-            Field::new(36, "os", K::Msg(581), P | O),
+            Field::new(36, "os", K::Msg(585), P | O),
             Field::new(37, "hostUsers", K::Bool, P | O),
-            Field::new(38, "schedulingGates", K::Msg(582), R | P | O),
-            Field::new(39, "resourceClaims", K::Msg(583), R | P | O),
-            Field::new(40, "resources", K::Msg(584), P | O),
+            Field::new(38, "schedulingGates", K::Msg(586), R | P | O),
+            Field::new(39, "resourceClaims", K::Msg(587), R | P | O),
+            Field::new(40, "resources", K::Msg(588), P | O),
             Field::new(41, "hostnameOverride", K::Str, P | O),
-            Field::new(42, "workloadRef", K::Msg(585), P | O),
+            Field::new(42, "workloadRef", K::Msg(589), P | O),
         ],
     },
-    // 342
+    // 346
     Message {
         name: "core/v1.PodStatus",
         fields: &[
             Field::new(17, "observedGeneration", K::I64, O),
             Field::new(1, "phase", K::Str, O),
-            Field::new(2, "conditions", K::Msg(586), R | P | O),
+            Field::new(2, "conditions", K::Msg(590), R | P | O),
             Field::new(3, "message", K::Str, O),
             Field::new(4, "reason", K::Str, O),
             Field::new(11, "nominatedNodeName", K::Str, O),
             Field::new(5, "hostIP", K::Str, O),
-            Field::new(16, "hostIPs", K::Msg(587), R | P | O),
+            Field::new(16, "hostIPs", K::Msg(591), R | P | O),
             Field::new(6, "podIP", K::Str, O),
-            Field::new(12, "podIPs", K::Msg(588), R | P | O),
+            Field::new(12, "podIPs", K::Msg(592), R | P | O),
             Field::new(7, "startTime", K::Time, P | O),
-            Field::new(10, "initContainerStatuses", K::Msg(589), R | P | O),
-            Field::new(8, "containerStatuses", K::Msg(589), R | P | O),
+            Field::new(10, "initContainerStatuses", K::Msg(593), R | P | O),
+            Field::new(8, "containerStatuses", K::Msg(593), R | P | O),
             Field::new(9, "qosClass", K::Str, O),
-            Field::new(13, "ephemeralContainerStatuses", K::Msg(589), R | P | O),
+            Field::new(13, "ephemeralContainerStatuses", K::Msg(593), R | P | O),
             Field::new(14, "resize", K::Str, O),
-            Field::new(15, "resourceClaimStatuses", K::Msg(590), R | P | O),
-            Field::new(18, "extendedResourceClaimStatus", K::Msg(591), P | O),
+            Field::new(15, "resourceClaimStatuses", K::Msg(594), R | P | O),
+            Field::new(18, "extendedResourceClaimStatus", K::Msg(595), P | O),
             Field::new(19, "allocatedResources", K::Map(&K::Quantity), P | O),
-            Field::new(20, "resources", K::Msg(584), P | O),
+            Field::new(20, "resources", K::Msg(588), P | O),
         ],
     },
-    // 343
+    // 347
     Message {
         name: "core/v1.PodTemplateSpec",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(341), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(345), O),
         ],
     },
-    // 344
+    // 348
     Message {
         name: "core/v1.ReplicationControllerSpec",
         fields: &[
             Field::new(1, "replicas", K::I32, P | O),
             Field::new(4, "minReadySeconds", K::I32, O),
             Field::new(2, "selector", K::Map(&K::Str), P | O),
-            Field::new(3, "template", K::Msg(343), P | O),
+            Field::new(3, "template", K::Msg(347), P | O),
         ],
     },
-    // 345
+    // 349
     Message {
         name: "core/v1.ReplicationControllerStatus",
         fields: &[
@@ -3114,19 +3142,19 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "readyReplicas", K::I32, O),
             Field::new(5, "availableReplicas", K::I32, O),
             Field::new(3, "observedGeneration", K::I64, O),
-            Field::new(6, "conditions", K::Msg(592), R | P | O),
+            Field::new(6, "conditions", K::Msg(596), R | P | O),
         ],
     },
-    // 346
+    // 350
     Message {
         name: "core/v1.ResourceQuotaSpec",
         fields: &[
             Field::new(1, "hard", K::Map(&K::Quantity), P | O),
             Field::new(2, "scopes", K::Str, R | P | O),
-            Field::new(3, "scopeSelector", K::Msg(593), P | O),
+            Field::new(3, "scopeSelector", K::Msg(597), P | O),
         ],
     },
-    // 347
+    // 351
     Message {
         name: "core/v1.ResourceQuotaStatus",
         fields: &[
@@ -3134,11 +3162,11 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "used", K::Map(&K::Quantity), P | O),
         ],
     },
-    // 348
+    // 352
     Message {
         name: "core/v1.ServiceSpec",
         fields: &[
-            Field::new(1, "ports", K::Msg(594), R | P | O),
+            Field::new(1, "ports", K::Msg(598), R | P | O),
             Field::new(2, "selector", K::Map(&K::Str), P | O),
             Field::new(3, "clusterIP", K::Str, O),
             Field::new(18, "clusterIPs", K::Str, R | P | O),
@@ -3151,7 +3179,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(11, "externalTrafficPolicy", K::Str, O),
             Field::new(12, "healthCheckNodePort", K::I32, O),
             Field::new(13, "publishNotReadyAddresses", K::Bool, O),
-            Field::new(14, "sessionAffinityConfig", K::Msg(595), P | O),
+            Field::new(14, "sessionAffinityConfig", K::Msg(599), P | O),
             Field::new(19, "ipFamilies", K::Str, R | P | O),
             Field::new(17, "ipFamilyPolicy", K::Str, P | O),
             Field::new(20, "allocateLoadBalancerNodePorts", K::Bool, P | O),
@@ -3160,22 +3188,22 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(23, "trafficDistribution", K::Str, P | O),
         ],
     },
-    // 349
+    // 353
     Message {
         name: "core/v1.ServiceStatus",
         fields: &[
-            Field::new(1, "loadBalancer", K::Msg(596), O),
-            Field::new(2, "conditions", K::Msg(597), R | P | O),
+            Field::new(1, "loadBalancer", K::Msg(600), O),
+            Field::new(2, "conditions", K::Msg(601), R | P | O),
         ],
     },
-    // 350
+    // 354
     Message {
         name: "core/v1.LocalObjectReference",
         fields: &[
             Field::new(1, "name", K::Str, O),
         ],
     },
-    // 351
+    // 355
     Message {
         name: "meta/v1.StatusDetails",
         fields: &[
@@ -3183,221 +3211,221 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "group", K::Str, O),
             Field::new(3, "kind", K::Str, O),
             Field::new(6, "uid", K::Str, O),
-            Field::new(4, "causes", K::Msg(598), R | P | O),
+            Field::new(4, "causes", K::Msg(602), R | P | O),
             Field::new(5, "retryAfterSeconds", K::I32, O),
-        ],
-    },
-    // 352
-    Message {
-        name: "admissionregistration/v1.MutatingWebhook",
-        fields: &[
-            Field::new(1, "name", K::Str, 0),
-            Field::new(2, "clientConfig", K::Msg(599), 0),
-            Field::new(3, "rules", K::Msg(600), R | P | O),
-            Field::new(4, "failurePolicy", K::Str, P | O),
-            Field::new(9, "matchPolicy", K::Str, P | O),
-            Field::new(5, "namespaceSelector", K::Msg(535), P | O),
-            Field::new(11, "objectSelector", K::Msg(535), P | O),
-            Field::new(6, "sideEffects", K::Str, P),
-            Field::new(7, "timeoutSeconds", K::I32, P | O),
-            Field::new(8, "admissionReviewVersions", K::Str, R | P),
-            Field::new(10, "reinvocationPolicy", K::Str, P | O),
-            Field::new(12, "matchConditions", K::Msg(601), R | P | O),
-        ],
-    },
-    // 353
-    Message {
-        name: "admissionregistration/v1.ValidatingAdmissionPolicySpec",
-        fields: &[
-            Field::new(1, "paramKind", K::Msg(602), P | O),
-            Field::new(2, "matchConstraints", K::Msg(603), P | O),
-            Field::new(3, "validations", K::Msg(604), R | P | O),
-            Field::new(4, "failurePolicy", K::Str, P | O),
-            Field::new(5, "auditAnnotations", K::Msg(605), R | P | O),
-            Field::new(6, "matchConditions", K::Msg(601), R | P | O),
-            Field::new(7, "variables", K::Msg(606), R | P | O),
-        ],
-    },
-    // 354
-    Message {
-        name: "admissionregistration/v1.ValidatingAdmissionPolicyStatus",
-        fields: &[
-            Field::new(1, "observedGeneration", K::I64, O),
-            Field::new(2, "typeChecking", K::Msg(607), P | O),
-            Field::new(3, "conditions", K::Msg(597), R | P | O),
-        ],
-    },
-    // 355
-    Message {
-        name: "admissionregistration/v1.ValidatingAdmissionPolicyBindingSpec",
-        fields: &[
-            Field::new(1, "policyName", K::Str, O),
-            Field::new(2, "paramRef", K::Msg(608), P | O),
-            Field::new(3, "matchResources", K::Msg(603), P | O),
-            Field::new(4, "validationActions", K::Str, R | P | O),
         ],
     },
     // 356
     Message {
-        name: "admissionregistration/v1.ValidatingWebhook",
+        name: "admissionregistration/v1.MutatingWebhook",
         fields: &[
             Field::new(1, "name", K::Str, 0),
-            Field::new(2, "clientConfig", K::Msg(599), 0),
-            Field::new(3, "rules", K::Msg(600), R | P | O),
+            Field::new(2, "clientConfig", K::Msg(603), 0),
+            Field::new(3, "rules", K::Msg(604), R | P | O),
             Field::new(4, "failurePolicy", K::Str, P | O),
             Field::new(9, "matchPolicy", K::Str, P | O),
-            Field::new(5, "namespaceSelector", K::Msg(535), P | O),
-            Field::new(10, "objectSelector", K::Msg(535), P | O),
+            Field::new(5, "namespaceSelector", K::Msg(539), P | O),
+            Field::new(11, "objectSelector", K::Msg(539), P | O),
             Field::new(6, "sideEffects", K::Str, P),
             Field::new(7, "timeoutSeconds", K::I32, P | O),
             Field::new(8, "admissionReviewVersions", K::Str, R | P),
-            Field::new(11, "matchConditions", K::Msg(601), R | P | O),
+            Field::new(10, "reinvocationPolicy", K::Str, P | O),
+            Field::new(12, "matchConditions", K::Msg(605), R | P | O),
         ],
     },
     // 357
     Message {
-        name: "admissionregistration/v1alpha1.MutatingAdmissionPolicySpec",
+        name: "admissionregistration/v1.ValidatingAdmissionPolicySpec",
         fields: &[
-            Field::new(1, "paramKind", K::Msg(609), P | O),
-            Field::new(2, "matchConstraints", K::Msg(610), P | O),
-            Field::new(3, "variables", K::Msg(611), R | P | O),
-            Field::new(4, "mutations", K::Msg(612), R | P | O),
-            Field::new(5, "failurePolicy", K::Str, P | O),
-            Field::new(6, "matchConditions", K::Msg(613), R | P | O),
-            Field::new(7, "reinvocationPolicy", K::Str, O),
+            Field::new(1, "paramKind", K::Msg(606), P | O),
+            Field::new(2, "matchConstraints", K::Msg(607), P | O),
+            Field::new(3, "validations", K::Msg(608), R | P | O),
+            Field::new(4, "failurePolicy", K::Str, P | O),
+            Field::new(5, "auditAnnotations", K::Msg(609), R | P | O),
+            Field::new(6, "matchConditions", K::Msg(605), R | P | O),
+            Field::new(7, "variables", K::Msg(610), R | P | O),
         ],
     },
     // 358
     Message {
-        name: "admissionregistration/v1alpha1.MutatingAdmissionPolicyBindingSpec",
+        name: "admissionregistration/v1.ValidatingAdmissionPolicyStatus",
         fields: &[
-            Field::new(1, "policyName", K::Str, O),
-            Field::new(2, "paramRef", K::Msg(614), P | O),
-            Field::new(3, "matchResources", K::Msg(610), P | O),
+            Field::new(1, "observedGeneration", K::I64, O),
+            Field::new(2, "typeChecking", K::Msg(611), P | O),
+            Field::new(3, "conditions", K::Msg(601), R | P | O),
         ],
     },
     // 359
     Message {
-        name: "admissionregistration/v1alpha1.ValidatingAdmissionPolicySpec",
+        name: "admissionregistration/v1.ValidatingAdmissionPolicyBindingSpec",
         fields: &[
-            Field::new(1, "paramKind", K::Msg(609), P | O),
-            Field::new(2, "matchConstraints", K::Msg(610), P | O),
-            Field::new(3, "validations", K::Msg(615), R | P | O),
-            Field::new(4, "failurePolicy", K::Str, P | O),
-            Field::new(5, "auditAnnotations", K::Msg(616), R | P | O),
-            Field::new(6, "matchConditions", K::Msg(613), R | P | O),
-            Field::new(7, "variables", K::Msg(611), R | P | O),
+            Field::new(1, "policyName", K::Str, O),
+            Field::new(2, "paramRef", K::Msg(612), P | O),
+            Field::new(3, "matchResources", K::Msg(607), P | O),
+            Field::new(4, "validationActions", K::Str, R | P | O),
         ],
     },
     // 360
     Message {
-        name: "admissionregistration/v1alpha1.ValidatingAdmissionPolicyStatus",
+        name: "admissionregistration/v1.ValidatingWebhook",
         fields: &[
-            Field::new(1, "observedGeneration", K::I64, O),
-            Field::new(2, "typeChecking", K::Msg(617), P | O),
-            Field::new(3, "conditions", K::Msg(597), R | P | O),
+            Field::new(1, "name", K::Str, 0),
+            Field::new(2, "clientConfig", K::Msg(603), 0),
+            Field::new(3, "rules", K::Msg(604), R | P | O),
+            Field::new(4, "failurePolicy", K::Str, P | O),
+            Field::new(9, "matchPolicy", K::Str, P | O),
+            Field::new(5, "namespaceSelector", K::Msg(539), P | O),
+            Field::new(10, "objectSelector", K::Msg(539), P | O),
+            Field::new(6, "sideEffects", K::Str, P),
+            Field::new(7, "timeoutSeconds", K::I32, P | O),
+            Field::new(8, "admissionReviewVersions", K::Str, R | P),
+            Field::new(11, "matchConditions", K::Msg(605), R | P | O),
         ],
     },
     // 361
     Message {
-        name: "admissionregistration/v1alpha1.ValidatingAdmissionPolicyBindingSpec",
+        name: "admissionregistration/v1alpha1.MutatingAdmissionPolicySpec",
         fields: &[
-            Field::new(1, "policyName", K::Str, O),
-            Field::new(2, "paramRef", K::Msg(614), P | O),
-            Field::new(3, "matchResources", K::Msg(610), P | O),
-            Field::new(4, "validationActions", K::Str, R | P | O),
+            Field::new(1, "paramKind", K::Msg(613), P | O),
+            Field::new(2, "matchConstraints", K::Msg(614), P | O),
+            Field::new(3, "variables", K::Msg(615), R | P | O),
+            Field::new(4, "mutations", K::Msg(616), R | P | O),
+            Field::new(5, "failurePolicy", K::Str, P | O),
+            Field::new(6, "matchConditions", K::Msg(617), R | P | O),
+            Field::new(7, "reinvocationPolicy", K::Str, O),
         ],
     },
     // 362
     Message {
-        name: "admissionregistration/v1beta1.MutatingAdmissionPolicySpec",
+        name: "admissionregistration/v1alpha1.MutatingAdmissionPolicyBindingSpec",
         fields: &[
-            Field::new(1, "paramKind", K::Msg(618), P | O),
-            Field::new(2, "matchConstraints", K::Msg(619), P | O),
-            Field::new(3, "variables", K::Msg(620), R | P | O),
-            Field::new(4, "mutations", K::Msg(621), R | P | O),
-            Field::new(5, "failurePolicy", K::Str, P | O),
-            Field::new(6, "matchConditions", K::Msg(622), R | P | O),
-            Field::new(7, "reinvocationPolicy", K::Str, O),
+            Field::new(1, "policyName", K::Str, O),
+            Field::new(2, "paramRef", K::Msg(618), P | O),
+            Field::new(3, "matchResources", K::Msg(614), P | O),
         ],
     },
     // 363
     Message {
-        name: "admissionregistration/v1beta1.MutatingAdmissionPolicyBindingSpec",
+        name: "admissionregistration/v1alpha1.ValidatingAdmissionPolicySpec",
         fields: &[
-            Field::new(1, "policyName", K::Str, O),
-            Field::new(2, "paramRef", K::Msg(623), P | O),
-            Field::new(3, "matchResources", K::Msg(619), P | O),
+            Field::new(1, "paramKind", K::Msg(613), P | O),
+            Field::new(2, "matchConstraints", K::Msg(614), P | O),
+            Field::new(3, "validations", K::Msg(619), R | P | O),
+            Field::new(4, "failurePolicy", K::Str, P | O),
+            Field::new(5, "auditAnnotations", K::Msg(620), R | P | O),
+            Field::new(6, "matchConditions", K::Msg(617), R | P | O),
+            Field::new(7, "variables", K::Msg(615), R | P | O),
         ],
     },
     // 364
     Message {
-        name: "admissionregistration/v1beta1.MutatingWebhook",
+        name: "admissionregistration/v1alpha1.ValidatingAdmissionPolicyStatus",
         fields: &[
-            Field::new(1, "name", K::Str, 0),
-            Field::new(2, "clientConfig", K::Msg(624), 0),
-            Field::new(3, "rules", K::Msg(600), R | P | O),
-            Field::new(4, "failurePolicy", K::Str, P | O),
-            Field::new(9, "matchPolicy", K::Str, P | O),
-            Field::new(5, "namespaceSelector", K::Msg(535), P | O),
-            Field::new(11, "objectSelector", K::Msg(535), P | O),
-            Field::new(6, "sideEffects", K::Str, P | O),
-            Field::new(7, "timeoutSeconds", K::I32, P | O),
-            Field::new(8, "admissionReviewVersions", K::Str, R | P | O),
-            Field::new(10, "reinvocationPolicy", K::Str, P | O),
-            Field::new(12, "matchConditions", K::Msg(622), R | P | O),
+            Field::new(1, "observedGeneration", K::I64, O),
+            Field::new(2, "typeChecking", K::Msg(621), P | O),
+            Field::new(3, "conditions", K::Msg(601), R | P | O),
         ],
     },
     // 365
     Message {
-        name: "admissionregistration/v1beta1.ValidatingAdmissionPolicySpec",
+        name: "admissionregistration/v1alpha1.ValidatingAdmissionPolicyBindingSpec",
         fields: &[
-            Field::new(1, "paramKind", K::Msg(618), P | O),
-            Field::new(2, "matchConstraints", K::Msg(619), P | O),
-            Field::new(3, "validations", K::Msg(625), R | P | O),
-            Field::new(4, "failurePolicy", K::Str, P | O),
-            Field::new(5, "auditAnnotations", K::Msg(626), R | P | O),
-            Field::new(6, "matchConditions", K::Msg(622), R | P | O),
-            Field::new(7, "variables", K::Msg(620), R | P | O),
+            Field::new(1, "policyName", K::Str, O),
+            Field::new(2, "paramRef", K::Msg(618), P | O),
+            Field::new(3, "matchResources", K::Msg(614), P | O),
+            Field::new(4, "validationActions", K::Str, R | P | O),
         ],
     },
     // 366
     Message {
-        name: "admissionregistration/v1beta1.ValidatingAdmissionPolicyStatus",
+        name: "admissionregistration/v1beta1.MutatingAdmissionPolicySpec",
         fields: &[
-            Field::new(1, "observedGeneration", K::I64, O),
-            Field::new(2, "typeChecking", K::Msg(627), P | O),
-            Field::new(3, "conditions", K::Msg(597), R | P | O),
+            Field::new(1, "paramKind", K::Msg(622), P | O),
+            Field::new(2, "matchConstraints", K::Msg(623), P | O),
+            Field::new(3, "variables", K::Msg(624), R | P | O),
+            Field::new(4, "mutations", K::Msg(625), R | P | O),
+            Field::new(5, "failurePolicy", K::Str, P | O),
+            Field::new(6, "matchConditions", K::Msg(626), R | P | O),
+            Field::new(7, "reinvocationPolicy", K::Str, O),
         ],
     },
     // 367
     Message {
-        name: "admissionregistration/v1beta1.ValidatingAdmissionPolicyBindingSpec",
+        name: "admissionregistration/v1beta1.MutatingAdmissionPolicyBindingSpec",
         fields: &[
             Field::new(1, "policyName", K::Str, O),
-            Field::new(2, "paramRef", K::Msg(623), P | O),
-            Field::new(3, "matchResources", K::Msg(619), P | O),
-            Field::new(4, "validationActions", K::Str, R | P | O),
+            Field::new(2, "paramRef", K::Msg(627), P | O),
+            Field::new(3, "matchResources", K::Msg(623), P | O),
         ],
     },
     // 368
     Message {
-        name: "admissionregistration/v1beta1.ValidatingWebhook",
+        name: "admissionregistration/v1beta1.MutatingWebhook",
         fields: &[
             Field::new(1, "name", K::Str, 0),
-            Field::new(2, "clientConfig", K::Msg(624), 0),
-            Field::new(3, "rules", K::Msg(600), R | P | O),
+            Field::new(2, "clientConfig", K::Msg(628), 0),
+            Field::new(3, "rules", K::Msg(604), R | P | O),
             Field::new(4, "failurePolicy", K::Str, P | O),
             Field::new(9, "matchPolicy", K::Str, P | O),
-            Field::new(5, "namespaceSelector", K::Msg(535), P | O),
-            Field::new(10, "objectSelector", K::Msg(535), P | O),
+            Field::new(5, "namespaceSelector", K::Msg(539), P | O),
+            Field::new(11, "objectSelector", K::Msg(539), P | O),
             Field::new(6, "sideEffects", K::Str, P | O),
             Field::new(7, "timeoutSeconds", K::I32, P | O),
             Field::new(8, "admissionReviewVersions", K::Str, R | P | O),
-            Field::new(11, "matchConditions", K::Msg(622), R | P | O),
+            Field::new(10, "reinvocationPolicy", K::Str, P | O),
+            Field::new(12, "matchConditions", K::Msg(626), R | P | O),
         ],
     },
     // 369
+    Message {
+        name: "admissionregistration/v1beta1.ValidatingAdmissionPolicySpec",
+        fields: &[
+            Field::new(1, "paramKind", K::Msg(622), P | O),
+            Field::new(2, "matchConstraints", K::Msg(623), P | O),
+            Field::new(3, "validations", K::Msg(629), R | P | O),
+            Field::new(4, "failurePolicy", K::Str, P | O),
+            Field::new(5, "auditAnnotations", K::Msg(630), R | P | O),
+            Field::new(6, "matchConditions", K::Msg(626), R | P | O),
+            Field::new(7, "variables", K::Msg(624), R | P | O),
+        ],
+    },
+    // 370
+    Message {
+        name: "admissionregistration/v1beta1.ValidatingAdmissionPolicyStatus",
+        fields: &[
+            Field::new(1, "observedGeneration", K::I64, O),
+            Field::new(2, "typeChecking", K::Msg(631), P | O),
+            Field::new(3, "conditions", K::Msg(601), R | P | O),
+        ],
+    },
+    // 371
+    Message {
+        name: "admissionregistration/v1beta1.ValidatingAdmissionPolicyBindingSpec",
+        fields: &[
+            Field::new(1, "policyName", K::Str, O),
+            Field::new(2, "paramRef", K::Msg(627), P | O),
+            Field::new(3, "matchResources", K::Msg(623), P | O),
+            Field::new(4, "validationActions", K::Str, R | P | O),
+        ],
+    },
+    // 372
+    Message {
+        name: "admissionregistration/v1beta1.ValidatingWebhook",
+        fields: &[
+            Field::new(1, "name", K::Str, 0),
+            Field::new(2, "clientConfig", K::Msg(628), 0),
+            Field::new(3, "rules", K::Msg(604), R | P | O),
+            Field::new(4, "failurePolicy", K::Str, P | O),
+            Field::new(9, "matchPolicy", K::Str, P | O),
+            Field::new(5, "namespaceSelector", K::Msg(539), P | O),
+            Field::new(10, "objectSelector", K::Msg(539), P | O),
+            Field::new(6, "sideEffects", K::Str, P | O),
+            Field::new(7, "timeoutSeconds", K::I32, P | O),
+            Field::new(8, "admissionReviewVersions", K::Str, R | P | O),
+            Field::new(11, "matchConditions", K::Msg(626), R | P | O),
+        ],
+    },
+    // 373
     Message {
         name: "apiextensions/v1.ConversionRequest",
         fields: &[
@@ -3406,7 +3434,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "objects", K::RawJson, R | P),
         ],
     },
-    // 370
+    // 374
     Message {
         name: "apiextensions/v1.ConversionResponse",
         fields: &[
@@ -3415,40 +3443,40 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "result", K::Msg(53), 0),
         ],
     },
-    // 371
+    // 375
     Message {
         name: "apiextensions/v1.CustomResourceDefinitionSpec",
         fields: &[
             Field::new(1, "group", K::Str, 0),
-            Field::new(3, "names", K::Msg(628), 0),
+            Field::new(3, "names", K::Msg(632), 0),
             Field::new(4, "scope", K::Str, 0),
-            Field::new(7, "versions", K::Msg(629), R | P),
-            Field::new(9, "conversion", K::Msg(630), P | O),
+            Field::new(7, "versions", K::Msg(633), R | P),
+            Field::new(9, "conversion", K::Msg(634), P | O),
             Field::new(10, "preserveUnknownFields", K::Bool, O),
         ],
     },
-    // 372
+    // 376
     Message {
         name: "apiextensions/v1.CustomResourceDefinitionStatus",
         fields: &[
-            Field::new(1, "conditions", K::Msg(631), R | P),
-            Field::new(2, "acceptedNames", K::Msg(628), 0),
+            Field::new(1, "conditions", K::Msg(635), R | P),
+            Field::new(2, "acceptedNames", K::Msg(632), 0),
             Field::new(3, "storedVersions", K::Str, R | P),
             Field::new(4, "observedGeneration", K::I64, O),
         ],
     },
-    // 373
+    // 377
     Message {
         name: "apps/v1.DaemonSetSpec",
         fields: &[
-            Field::new(1, "selector", K::Msg(535), P),
-            Field::new(2, "template", K::Msg(343), 0),
-            Field::new(3, "updateStrategy", K::Msg(632), O),
+            Field::new(1, "selector", K::Msg(539), P),
+            Field::new(2, "template", K::Msg(347), 0),
+            Field::new(3, "updateStrategy", K::Msg(636), O),
             Field::new(4, "minReadySeconds", K::I32, O),
             Field::new(6, "revisionHistoryLimit", K::I32, P | O),
         ],
     },
-    // 374
+    // 378
     Message {
         name: "apps/v1.DaemonSetStatus",
         fields: &[
@@ -3461,24 +3489,24 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(7, "numberAvailable", K::I32, O),
             Field::new(8, "numberUnavailable", K::I32, O),
             Field::new(9, "collisionCount", K::I32, P | O),
-            Field::new(10, "conditions", K::Msg(633), R | P | O),
+            Field::new(10, "conditions", K::Msg(637), R | P | O),
         ],
     },
-    // 375
+    // 379
     Message {
         name: "apps/v1.DeploymentSpec",
         fields: &[
             Field::new(1, "replicas", K::I32, P | O),
-            Field::new(2, "selector", K::Msg(535), P),
-            Field::new(3, "template", K::Msg(343), 0),
-            Field::new(4, "strategy", K::Msg(634), O),
+            Field::new(2, "selector", K::Msg(539), P),
+            Field::new(3, "template", K::Msg(347), 0),
+            Field::new(4, "strategy", K::Msg(638), O),
             Field::new(5, "minReadySeconds", K::I32, O),
             Field::new(6, "revisionHistoryLimit", K::I32, P | O),
             Field::new(7, "paused", K::Bool, O),
             Field::new(9, "progressDeadlineSeconds", K::I32, P | O),
         ],
     },
-    // 376
+    // 380
     Message {
         name: "apps/v1.DeploymentStatus",
         fields: &[
@@ -3489,21 +3517,21 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "availableReplicas", K::I32, O),
             Field::new(5, "unavailableReplicas", K::I32, O),
             Field::new(9, "terminatingReplicas", K::I32, P | O),
-            Field::new(6, "conditions", K::Msg(635), R | P | O),
+            Field::new(6, "conditions", K::Msg(639), R | P | O),
             Field::new(8, "collisionCount", K::I32, P | O),
         ],
     },
-    // 377
+    // 381
     Message {
         name: "apps/v1.ReplicaSetSpec",
         fields: &[
             Field::new(1, "replicas", K::I32, P | O),
             Field::new(4, "minReadySeconds", K::I32, O),
-            Field::new(2, "selector", K::Msg(535), P),
-            Field::new(3, "template", K::Msg(343), O),
+            Field::new(2, "selector", K::Msg(539), P),
+            Field::new(3, "template", K::Msg(347), O),
         ],
     },
-    // 378
+    // 382
     Message {
         name: "apps/v1.ReplicaSetStatus",
         fields: &[
@@ -3513,27 +3541,27 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "availableReplicas", K::I32, O),
             Field::new(7, "terminatingReplicas", K::I32, P | O),
             Field::new(3, "observedGeneration", K::I64, O),
-            Field::new(6, "conditions", K::Msg(636), R | P | O),
+            Field::new(6, "conditions", K::Msg(640), R | P | O),
         ],
     },
-    // 379
+    // 383
     Message {
         name: "apps/v1.StatefulSetSpec",
         fields: &[
             Field::new(1, "replicas", K::I32, P | O),
-            Field::new(2, "selector", K::Msg(535), P),
-            Field::new(3, "template", K::Msg(343), 0),
+            Field::new(2, "selector", K::Msg(539), P),
+            Field::new(3, "template", K::Msg(347), 0),
             Field::new(4, "volumeClaimTemplates", K::Msg(27), R | P | O),
             Field::new(5, "serviceName", K::Str, 0),
             Field::new(6, "podManagementPolicy", K::Str, O),
-            Field::new(7, "updateStrategy", K::Msg(637), O),
+            Field::new(7, "updateStrategy", K::Msg(641), O),
             Field::new(8, "revisionHistoryLimit", K::I32, P | O),
             Field::new(9, "minReadySeconds", K::I32, O),
-            Field::new(10, "persistentVolumeClaimRetentionPolicy", K::Msg(638), P | O),
-            Field::new(11, "ordinals", K::Msg(639), P | O),
+            Field::new(10, "persistentVolumeClaimRetentionPolicy", K::Msg(642), P | O),
+            Field::new(11, "ordinals", K::Msg(643), P | O),
         ],
     },
-    // 380
+    // 384
     Message {
         name: "apps/v1.StatefulSetStatus",
         fields: &[
@@ -3545,26 +3573,26 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(6, "currentRevision", K::Str, O),
             Field::new(7, "updateRevision", K::Str, O),
             Field::new(9, "collisionCount", K::I32, P | O),
-            Field::new(10, "conditions", K::Msg(640), R | P | O),
+            Field::new(10, "conditions", K::Msg(644), R | P | O),
             Field::new(11, "availableReplicas", K::I32, 0),
         ],
     },
-    // 381
+    // 385
     Message {
         name: "apps/v1beta1.DeploymentSpec",
         fields: &[
             Field::new(1, "replicas", K::I32, P | O),
-            Field::new(2, "selector", K::Msg(535), P | O),
-            Field::new(3, "template", K::Msg(343), 0),
-            Field::new(4, "strategy", K::Msg(641), O),
+            Field::new(2, "selector", K::Msg(539), P | O),
+            Field::new(3, "template", K::Msg(347), 0),
+            Field::new(4, "strategy", K::Msg(645), O),
             Field::new(5, "minReadySeconds", K::I32, O),
             Field::new(6, "revisionHistoryLimit", K::I32, P | O),
             Field::new(7, "paused", K::Bool, O),
-            Field::new(8, "rollbackTo", K::Msg(383), P | O),
+            Field::new(8, "rollbackTo", K::Msg(387), P | O),
             Field::new(9, "progressDeadlineSeconds", K::I32, P | O),
         ],
     },
-    // 382
+    // 386
     Message {
         name: "apps/v1beta1.DeploymentStatus",
         fields: &[
@@ -3575,25 +3603,25 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "availableReplicas", K::I32, O),
             Field::new(5, "unavailableReplicas", K::I32, O),
             Field::new(9, "terminatingReplicas", K::I32, P | O),
-            Field::new(6, "conditions", K::Msg(642), R | P | O),
+            Field::new(6, "conditions", K::Msg(646), R | P | O),
             Field::new(8, "collisionCount", K::I32, P | O),
         ],
     },
-    // 383
+    // 387
     Message {
         name: "apps/v1beta1.RollbackConfig",
         fields: &[
             Field::new(1, "revision", K::I64, O),
         ],
     },
-    // 384
+    // 388
     Message {
         name: "apps/v1beta1.ScaleSpec",
         fields: &[
             Field::new(1, "replicas", K::I32, O),
         ],
     },
-    // 385
+    // 389
     Message {
         name: "apps/v1beta1.ScaleStatus",
         fields: &[
@@ -3602,24 +3630,24 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "targetSelector", K::Str, O),
         ],
     },
-    // 386
+    // 390
     Message {
         name: "apps/v1beta1.StatefulSetSpec",
         fields: &[
             Field::new(1, "replicas", K::I32, P | O),
-            Field::new(2, "selector", K::Msg(535), P | O),
-            Field::new(3, "template", K::Msg(343), 0),
+            Field::new(2, "selector", K::Msg(539), P | O),
+            Field::new(3, "template", K::Msg(347), 0),
             Field::new(4, "volumeClaimTemplates", K::Msg(27), R | P | O),
             Field::new(5, "serviceName", K::Str, 0),
             Field::new(6, "podManagementPolicy", K::Str, O),
-            Field::new(7, "updateStrategy", K::Msg(643), O),
+            Field::new(7, "updateStrategy", K::Msg(647), O),
             Field::new(8, "revisionHistoryLimit", K::I32, P | O),
             Field::new(9, "minReadySeconds", K::I32, O),
-            Field::new(10, "persistentVolumeClaimRetentionPolicy", K::Msg(644), P | O),
-            Field::new(11, "ordinals", K::Msg(645), P | O),
+            Field::new(10, "persistentVolumeClaimRetentionPolicy", K::Msg(648), P | O),
+            Field::new(11, "ordinals", K::Msg(649), P | O),
         ],
     },
-    // 387
+    // 391
     Message {
         name: "apps/v1beta1.StatefulSetStatus",
         fields: &[
@@ -3631,22 +3659,22 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(6, "currentRevision", K::Str, O),
             Field::new(7, "updateRevision", K::Str, O),
             Field::new(9, "collisionCount", K::I32, P | O),
-            Field::new(10, "conditions", K::Msg(646), R | P | O),
+            Field::new(10, "conditions", K::Msg(650), R | P | O),
             Field::new(11, "availableReplicas", K::I32, 0),
         ],
     },
-    // 388
+    // 392
     Message {
         name: "apps/v1beta2.DaemonSetSpec",
         fields: &[
-            Field::new(1, "selector", K::Msg(535), P),
-            Field::new(2, "template", K::Msg(343), 0),
-            Field::new(3, "updateStrategy", K::Msg(647), O),
+            Field::new(1, "selector", K::Msg(539), P),
+            Field::new(2, "template", K::Msg(347), 0),
+            Field::new(3, "updateStrategy", K::Msg(651), O),
             Field::new(4, "minReadySeconds", K::I32, O),
             Field::new(6, "revisionHistoryLimit", K::I32, P | O),
         ],
     },
-    // 389
+    // 393
     Message {
         name: "apps/v1beta2.DaemonSetStatus",
         fields: &[
@@ -3659,24 +3687,24 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(7, "numberAvailable", K::I32, O),
             Field::new(8, "numberUnavailable", K::I32, O),
             Field::new(9, "collisionCount", K::I32, P | O),
-            Field::new(10, "conditions", K::Msg(648), R | P | O),
+            Field::new(10, "conditions", K::Msg(652), R | P | O),
         ],
     },
-    // 390
+    // 394
     Message {
         name: "apps/v1beta2.DeploymentSpec",
         fields: &[
             Field::new(1, "replicas", K::I32, P | O),
-            Field::new(2, "selector", K::Msg(535), P),
-            Field::new(3, "template", K::Msg(343), 0),
-            Field::new(4, "strategy", K::Msg(649), O),
+            Field::new(2, "selector", K::Msg(539), P),
+            Field::new(3, "template", K::Msg(347), 0),
+            Field::new(4, "strategy", K::Msg(653), O),
             Field::new(5, "minReadySeconds", K::I32, O),
             Field::new(6, "revisionHistoryLimit", K::I32, P | O),
             Field::new(7, "paused", K::Bool, O),
             Field::new(9, "progressDeadlineSeconds", K::I32, P | O),
         ],
     },
-    // 391
+    // 395
     Message {
         name: "apps/v1beta2.DeploymentStatus",
         fields: &[
@@ -3687,21 +3715,21 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "availableReplicas", K::I32, O),
             Field::new(5, "unavailableReplicas", K::I32, O),
             Field::new(9, "terminatingReplicas", K::I32, P | O),
-            Field::new(6, "conditions", K::Msg(650), R | P | O),
+            Field::new(6, "conditions", K::Msg(654), R | P | O),
             Field::new(8, "collisionCount", K::I32, P | O),
         ],
     },
-    // 392
+    // 396
     Message {
         name: "apps/v1beta2.ReplicaSetSpec",
         fields: &[
             Field::new(1, "replicas", K::I32, P | O),
             Field::new(4, "minReadySeconds", K::I32, O),
-            Field::new(2, "selector", K::Msg(535), P),
-            Field::new(3, "template", K::Msg(343), O),
+            Field::new(2, "selector", K::Msg(539), P),
+            Field::new(3, "template", K::Msg(347), O),
         ],
     },
-    // 393
+    // 397
     Message {
         name: "apps/v1beta2.ReplicaSetStatus",
         fields: &[
@@ -3711,17 +3739,17 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "availableReplicas", K::I32, O),
             Field::new(7, "terminatingReplicas", K::I32, P | O),
             Field::new(3, "observedGeneration", K::I64, O),
-            Field::new(6, "conditions", K::Msg(651), R | P | O),
+            Field::new(6, "conditions", K::Msg(655), R | P | O),
         ],
     },
-    // 394
+    // 398
     Message {
         name: "apps/v1beta2.ScaleSpec",
         fields: &[
             Field::new(1, "replicas", K::I32, O),
         ],
     },
-    // 395
+    // 399
     Message {
         name: "apps/v1beta2.ScaleStatus",
         fields: &[
@@ -3730,24 +3758,24 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "targetSelector", K::Str, O),
         ],
     },
-    // 396
+    // 400
     Message {
         name: "apps/v1beta2.StatefulSetSpec",
         fields: &[
             Field::new(1, "replicas", K::I32, P | O),
-            Field::new(2, "selector", K::Msg(535), P),
-            Field::new(3, "template", K::Msg(343), 0),
+            Field::new(2, "selector", K::Msg(539), P),
+            Field::new(3, "template", K::Msg(347), 0),
             Field::new(4, "volumeClaimTemplates", K::Msg(27), R | P | O),
             Field::new(5, "serviceName", K::Str, 0),
             Field::new(6, "podManagementPolicy", K::Str, O),
-            Field::new(7, "updateStrategy", K::Msg(652), O),
+            Field::new(7, "updateStrategy", K::Msg(656), O),
             Field::new(8, "revisionHistoryLimit", K::I32, P | O),
             Field::new(9, "minReadySeconds", K::I32, O),
-            Field::new(10, "persistentVolumeClaimRetentionPolicy", K::Msg(653), P | O),
-            Field::new(11, "ordinals", K::Msg(654), P | O),
+            Field::new(10, "persistentVolumeClaimRetentionPolicy", K::Msg(657), P | O),
+            Field::new(11, "ordinals", K::Msg(658), P | O),
         ],
     },
-    // 397
+    // 401
     Message {
         name: "apps/v1beta2.StatefulSetStatus",
         fields: &[
@@ -3759,27 +3787,27 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(6, "currentRevision", K::Str, O),
             Field::new(7, "updateRevision", K::Str, O),
             Field::new(9, "collisionCount", K::I32, P | O),
-            Field::new(10, "conditions", K::Msg(655), R | P | O),
+            Field::new(10, "conditions", K::Msg(659), R | P | O),
             Field::new(11, "availableReplicas", K::I32, 0),
         ],
     },
-    // 398
+    // 402
     Message {
         name: "authentication/v1.SelfSubjectReviewStatus",
         fields: &[
-            Field::new(1, "userInfo", K::Msg(656), O),
+            Field::new(1, "userInfo", K::Msg(660), O),
         ],
     },
-    // 399
+    // 403
     Message {
         name: "authentication/v1.TokenRequestSpec",
         fields: &[
             Field::new(1, "audiences", K::Str, R | P),
             Field::new(4, "expirationSeconds", K::I64, P),
-            Field::new(3, "boundObjectRef", K::Msg(657), P),
+            Field::new(3, "boundObjectRef", K::Msg(661), P),
         ],
     },
-    // 400
+    // 404
     Message {
         name: "authentication/v1.TokenRequestStatus",
         fields: &[
@@ -3787,7 +3815,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "expirationTimestamp", K::Time, 0),
         ],
     },
-    // 401
+    // 405
     Message {
         name: "authentication/v1.TokenReviewSpec",
         fields: &[
@@ -3795,31 +3823,31 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "audiences", K::Str, R | P | O),
         ],
     },
-    // 402
+    // 406
     Message {
         name: "authentication/v1.TokenReviewStatus",
         fields: &[
             Field::new(1, "authenticated", K::Bool, O),
-            Field::new(2, "user", K::Msg(656), O),
+            Field::new(2, "user", K::Msg(660), O),
             Field::new(4, "audiences", K::Str, R | P | O),
             Field::new(3, "error", K::Str, O),
         ],
     },
-    // 403
+    // 407
     Message {
         name: "authentication/v1alpha1.SelfSubjectReviewStatus",
         fields: &[
-            Field::new(1, "userInfo", K::Msg(656), O),
+            Field::new(1, "userInfo", K::Msg(660), O),
         ],
     },
-    // 404
+    // 408
     Message {
         name: "authentication/v1beta1.SelfSubjectReviewStatus",
         fields: &[
-            Field::new(1, "userInfo", K::Msg(656), O),
+            Field::new(1, "userInfo", K::Msg(660), O),
         ],
     },
-    // 405
+    // 409
     Message {
         name: "authentication/v1beta1.TokenReviewSpec",
         fields: &[
@@ -3827,29 +3855,29 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "audiences", K::Str, R | P | O),
         ],
     },
-    // 406
+    // 410
     Message {
         name: "authentication/v1beta1.TokenReviewStatus",
         fields: &[
             Field::new(1, "authenticated", K::Bool, O),
-            Field::new(2, "user", K::Msg(658), O),
+            Field::new(2, "user", K::Msg(662), O),
             Field::new(4, "audiences", K::Str, R | P | O),
             Field::new(3, "error", K::Str, O),
         ],
     },
-    // 407
+    // 411
     Message {
         name: "authorization/v1.SubjectAccessReviewSpec",
         fields: &[
-            Field::new(1, "resourceAttributes", K::Msg(659), P | O),
-            Field::new(2, "nonResourceAttributes", K::Msg(660), P | O),
+            Field::new(1, "resourceAttributes", K::Msg(663), P | O),
+            Field::new(2, "nonResourceAttributes", K::Msg(664), P | O),
             Field::new(3, "user", K::Str, O),
             Field::new(4, "groups", K::Str, R | P | O),
             Field::new(5, "extra", K::Map(&K::Wrapper(&K::Str)), P | O),
             Field::new(6, "uid", K::Str, O),
         ],
     },
-    // 408
+    // 412
     Message {
         name: "authorization/v1.SubjectAccessReviewStatus",
         fields: &[
@@ -3859,44 +3887,44 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "evaluationError", K::Str, O),
         ],
     },
-    // 409
+    // 413
     Message {
         name: "authorization/v1.SelfSubjectAccessReviewSpec",
         fields: &[
-            Field::new(1, "resourceAttributes", K::Msg(659), P | O),
-            Field::new(2, "nonResourceAttributes", K::Msg(660), P | O),
+            Field::new(1, "resourceAttributes", K::Msg(663), P | O),
+            Field::new(2, "nonResourceAttributes", K::Msg(664), P | O),
         ],
     },
-    // 410
+    // 414
     Message {
         name: "authorization/v1.SelfSubjectRulesReviewSpec",
         fields: &[
             Field::new(1, "namespace", K::Str, O),
         ],
     },
-    // 411
+    // 415
     Message {
         name: "authorization/v1.SubjectRulesReviewStatus",
         fields: &[
-            Field::new(1, "resourceRules", K::Msg(661), R | P),
-            Field::new(2, "nonResourceRules", K::Msg(662), R | P),
+            Field::new(1, "resourceRules", K::Msg(665), R | P),
+            Field::new(2, "nonResourceRules", K::Msg(666), R | P),
             Field::new(3, "incomplete", K::Bool, 0),
             Field::new(4, "evaluationError", K::Str, O),
         ],
     },
-    // 412
+    // 416
     Message {
         name: "authorization/v1beta1.SubjectAccessReviewSpec",
         fields: &[
-            Field::new(1, "resourceAttributes", K::Msg(663), P | O),
-            Field::new(2, "nonResourceAttributes", K::Msg(664), P | O),
+            Field::new(1, "resourceAttributes", K::Msg(667), P | O),
+            Field::new(2, "nonResourceAttributes", K::Msg(668), P | O),
             Field::new(3, "user", K::Str, O),
             Field::new(4, "group", K::Str, R | P | O),
             Field::new(5, "extra", K::Map(&K::Wrapper(&K::Str)), P | O),
             Field::new(6, "uid", K::Str, O),
         ],
     },
-    // 413
+    // 417
     Message {
         name: "authorization/v1beta1.SubjectAccessReviewStatus",
         fields: &[
@@ -3906,42 +3934,42 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "evaluationError", K::Str, O),
         ],
     },
-    // 414
+    // 418
     Message {
         name: "authorization/v1beta1.SelfSubjectAccessReviewSpec",
         fields: &[
-            Field::new(1, "resourceAttributes", K::Msg(663), P | O),
-            Field::new(2, "nonResourceAttributes", K::Msg(664), P | O),
+            Field::new(1, "resourceAttributes", K::Msg(667), P | O),
+            Field::new(2, "nonResourceAttributes", K::Msg(668), P | O),
         ],
     },
-    // 415
+    // 419
     Message {
         name: "authorization/v1beta1.SelfSubjectRulesReviewSpec",
         fields: &[
             Field::new(1, "namespace", K::Str, O),
         ],
     },
-    // 416
+    // 420
     Message {
         name: "authorization/v1beta1.SubjectRulesReviewStatus",
         fields: &[
-            Field::new(1, "resourceRules", K::Msg(665), R | P),
-            Field::new(2, "nonResourceRules", K::Msg(666), R | P),
+            Field::new(1, "resourceRules", K::Msg(669), R | P),
+            Field::new(2, "nonResourceRules", K::Msg(670), R | P),
             Field::new(3, "incomplete", K::Bool, 0),
             Field::new(4, "evaluationError", K::Str, O),
         ],
     },
-    // 417
+    // 421
     Message {
         name: "autoscaling/v1.HorizontalPodAutoscalerSpec",
         fields: &[
-            Field::new(1, "scaleTargetRef", K::Msg(667), 0),
+            Field::new(1, "scaleTargetRef", K::Msg(671), 0),
             Field::new(2, "minReplicas", K::I32, P | O),
             Field::new(3, "maxReplicas", K::I32, 0),
             Field::new(4, "targetCPUUtilizationPercentage", K::I32, P | O),
         ],
     },
-    // 418
+    // 422
     Message {
         name: "autoscaling/v1.HorizontalPodAutoscalerStatus",
         fields: &[
@@ -3952,14 +3980,14 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "currentCPUUtilizationPercentage", K::I32, P | O),
         ],
     },
-    // 419
+    // 423
     Message {
         name: "autoscaling/v1.ScaleSpec",
         fields: &[
             Field::new(1, "replicas", K::I32, O),
         ],
     },
-    // 420
+    // 424
     Message {
         name: "autoscaling/v1.ScaleStatus",
         fields: &[
@@ -3967,18 +3995,18 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "selector", K::Str, O),
         ],
     },
-    // 421
+    // 425
     Message {
         name: "autoscaling/v2.HorizontalPodAutoscalerSpec",
         fields: &[
-            Field::new(1, "scaleTargetRef", K::Msg(668), 0),
+            Field::new(1, "scaleTargetRef", K::Msg(672), 0),
             Field::new(2, "minReplicas", K::I32, P | O),
             Field::new(3, "maxReplicas", K::I32, 0),
-            Field::new(4, "metrics", K::Msg(669), R | P | O),
-            Field::new(5, "behavior", K::Msg(670), P | O),
+            Field::new(4, "metrics", K::Msg(673), R | P | O),
+            Field::new(5, "behavior", K::Msg(674), P | O),
         ],
     },
-    // 422
+    // 426
     Message {
         name: "autoscaling/v2.HorizontalPodAutoscalerStatus",
         fields: &[
@@ -3986,21 +4014,21 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "lastScaleTime", K::Time, P | O),
             Field::new(3, "currentReplicas", K::I32, O),
             Field::new(4, "desiredReplicas", K::I32, 0),
-            Field::new(5, "currentMetrics", K::Msg(671), R | P),
-            Field::new(6, "conditions", K::Msg(672), R | P | O),
+            Field::new(5, "currentMetrics", K::Msg(675), R | P),
+            Field::new(6, "conditions", K::Msg(676), R | P | O),
         ],
     },
-    // 423
+    // 427
     Message {
         name: "autoscaling/v2beta1.HorizontalPodAutoscalerSpec",
         fields: &[
-            Field::new(1, "scaleTargetRef", K::Msg(673), 0),
+            Field::new(1, "scaleTargetRef", K::Msg(677), 0),
             Field::new(2, "minReplicas", K::I32, P | O),
             Field::new(3, "maxReplicas", K::I32, 0),
-            Field::new(4, "metrics", K::Msg(674), R | P | O),
+            Field::new(4, "metrics", K::Msg(678), R | P | O),
         ],
     },
-    // 424
+    // 428
     Message {
         name: "autoscaling/v2beta1.HorizontalPodAutoscalerStatus",
         fields: &[
@@ -4008,22 +4036,22 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "lastScaleTime", K::Time, P | O),
             Field::new(3, "currentReplicas", K::I32, 0),
             Field::new(4, "desiredReplicas", K::I32, 0),
-            Field::new(5, "currentMetrics", K::Msg(675), R | P),
-            Field::new(6, "conditions", K::Msg(676), R | P),
+            Field::new(5, "currentMetrics", K::Msg(679), R | P),
+            Field::new(6, "conditions", K::Msg(680), R | P),
         ],
     },
-    // 425
+    // 429
     Message {
         name: "autoscaling/v2beta2.HorizontalPodAutoscalerSpec",
         fields: &[
-            Field::new(1, "scaleTargetRef", K::Msg(677), 0),
+            Field::new(1, "scaleTargetRef", K::Msg(681), 0),
             Field::new(2, "minReplicas", K::I32, P | O),
             Field::new(3, "maxReplicas", K::I32, 0),
-            Field::new(4, "metrics", K::Msg(678), R | P | O),
-            Field::new(5, "behavior", K::Msg(679), P | O),
+            Field::new(4, "metrics", K::Msg(682), R | P | O),
+            Field::new(5, "behavior", K::Msg(683), P | O),
         ],
     },
-    // 426
+    // 430
     Message {
         name: "autoscaling/v2beta2.HorizontalPodAutoscalerStatus",
         fields: &[
@@ -4031,11 +4059,11 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "lastScaleTime", K::Time, P | O),
             Field::new(3, "currentReplicas", K::I32, 0),
             Field::new(4, "desiredReplicas", K::I32, 0),
-            Field::new(5, "currentMetrics", K::Msg(680), R | P),
-            Field::new(6, "conditions", K::Msg(681), R | P),
+            Field::new(5, "currentMetrics", K::Msg(684), R | P),
+            Field::new(6, "conditions", K::Msg(685), R | P),
         ],
     },
-    // 427
+    // 431
     Message {
         name: "batch/v1.CronJobSpec",
         fields: &[
@@ -4044,35 +4072,35 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "startingDeadlineSeconds", K::I64, P | O),
             Field::new(3, "concurrencyPolicy", K::Str, O),
             Field::new(4, "suspend", K::Bool, P | O),
-            Field::new(5, "jobTemplate", K::Msg(682), 0),
+            Field::new(5, "jobTemplate", K::Msg(686), 0),
             Field::new(6, "successfulJobsHistoryLimit", K::I32, P | O),
             Field::new(7, "failedJobsHistoryLimit", K::I32, P | O),
         ],
     },
-    // 428
+    // 432
     Message {
         name: "batch/v1.CronJobStatus",
         fields: &[
-            Field::new(1, "active", K::Msg(325), R | P | O),
+            Field::new(1, "active", K::Msg(329), R | P | O),
             Field::new(4, "lastScheduleTime", K::Time, P | O),
             Field::new(5, "lastSuccessfulTime", K::Time, P | O),
         ],
     },
-    // 429
+    // 433
     Message {
         name: "batch/v1.JobSpec",
         fields: &[
             Field::new(1, "parallelism", K::I32, P | O),
             Field::new(2, "completions", K::I32, P | O),
             Field::new(3, "activeDeadlineSeconds", K::I64, P | O),
-            Field::new(11, "podFailurePolicy", K::Msg(683), P | O),
-            Field::new(16, "successPolicy", K::Msg(684), P | O),
+            Field::new(11, "podFailurePolicy", K::Msg(687), P | O),
+            Field::new(16, "successPolicy", K::Msg(688), P | O),
             Field::new(7, "backoffLimit", K::I32, P | O),
             Field::new(12, "backoffLimitPerIndex", K::I32, P | O),
             Field::new(13, "maxFailedIndexes", K::I32, P | O),
-            Field::new(4, "selector", K::Msg(535), P | O),
+            Field::new(4, "selector", K::Msg(539), P | O),
             Field::new(5, "manualSelector", K::Bool, P | O),
-            Field::new(6, "template", K::Msg(343), 0),
+            Field::new(6, "template", K::Msg(347), 0),
             Field::new(8, "ttlSecondsAfterFinished", K::I32, P | O),
             Field::new(9, "completionMode", K::Str, P | O),
             Field::new(10, "suspend", K::Bool, P | O),
@@ -4080,11 +4108,11 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(15, "managedBy", K::Str, P | O),
         ],
     },
-    // 430
+    // 434
     Message {
         name: "batch/v1.JobStatus",
         fields: &[
-            Field::new(1, "conditions", K::Msg(685), R | P | O),
+            Field::new(1, "conditions", K::Msg(689), R | P | O),
             Field::new(2, "startTime", K::Time, P | O),
             Field::new(3, "completionTime", K::Time, P | O),
             Field::new(4, "active", K::I32, O),
@@ -4093,11 +4121,11 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(11, "terminating", K::I32, P | O),
             Field::new(7, "completedIndexes", K::Str, O),
             Field::new(10, "failedIndexes", K::Str, P | O),
-            Field::new(8, "uncountedTerminatedPods", K::Msg(686), P | O),
+            Field::new(8, "uncountedTerminatedPods", K::Msg(690), P | O),
             Field::new(9, "ready", K::I32, P | O),
         ],
     },
-    // 431
+    // 435
     Message {
         name: "batch/v1beta1.CronJobSpec",
         fields: &[
@@ -4106,21 +4134,21 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "startingDeadlineSeconds", K::I64, P | O),
             Field::new(3, "concurrencyPolicy", K::Str, O),
             Field::new(4, "suspend", K::Bool, P | O),
-            Field::new(5, "jobTemplate", K::Msg(687), 0),
+            Field::new(5, "jobTemplate", K::Msg(691), 0),
             Field::new(6, "successfulJobsHistoryLimit", K::I32, P | O),
             Field::new(7, "failedJobsHistoryLimit", K::I32, P | O),
         ],
     },
-    // 432
+    // 436
     Message {
         name: "batch/v1beta1.CronJobStatus",
         fields: &[
-            Field::new(1, "active", K::Msg(325), R | P | O),
+            Field::new(1, "active", K::Msg(329), R | P | O),
             Field::new(4, "lastScheduleTime", K::Time, P | O),
             Field::new(5, "lastSuccessfulTime", K::Time, P | O),
         ],
     },
-    // 433
+    // 437
     Message {
         name: "certificates/v1.CertificateSigningRequestSpec",
         fields: &[
@@ -4134,15 +4162,15 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(6, "extra", K::Map(&K::Wrapper(&K::Str)), P | O),
         ],
     },
-    // 434
+    // 438
     Message {
         name: "certificates/v1.CertificateSigningRequestStatus",
         fields: &[
-            Field::new(1, "conditions", K::Msg(688), R | P | O),
+            Field::new(1, "conditions", K::Msg(692), R | P | O),
             Field::new(2, "certificate", K::Bytes, P | O),
         ],
     },
-    // 435
+    // 439
     Message {
         name: "certificates/v1alpha1.ClusterTrustBundleSpec",
         fields: &[
@@ -4150,7 +4178,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "trustBundle", K::Str, 0),
         ],
     },
-    // 436
+    // 440
     Message {
         name: "certificates/v1beta1.CertificateSigningRequestSpec",
         fields: &[
@@ -4164,15 +4192,15 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(6, "extra", K::Map(&K::Wrapper(&K::Str)), P | O),
         ],
     },
-    // 437
+    // 441
     Message {
         name: "certificates/v1beta1.CertificateSigningRequestStatus",
         fields: &[
-            Field::new(1, "conditions", K::Msg(689), R | P | O),
+            Field::new(1, "conditions", K::Msg(693), R | P | O),
             Field::new(2, "certificate", K::Bytes, P | O),
         ],
     },
-    // 438
+    // 442
     Message {
         name: "certificates/v1beta1.ClusterTrustBundleSpec",
         fields: &[
@@ -4180,7 +4208,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "trustBundle", K::Str, 0),
         ],
     },
-    // 439
+    // 443
     Message {
         name: "certificates/v1beta1.PodCertificateRequestSpec",
         fields: &[
@@ -4197,18 +4225,18 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(11, "unverifiedUserAnnotations", K::Map(&K::Str), P | O),
         ],
     },
-    // 440
+    // 444
     Message {
         name: "certificates/v1beta1.PodCertificateRequestStatus",
         fields: &[
-            Field::new(1, "conditions", K::Msg(597), R | P | O),
+            Field::new(1, "conditions", K::Msg(601), R | P | O),
             Field::new(2, "certificateChain", K::Str, O),
             Field::new(4, "notBefore", K::Time, P | O),
             Field::new(5, "beginRefreshAt", K::Time, P | O),
             Field::new(6, "notAfter", K::Time, P | O),
         ],
     },
-    // 441
+    // 445
     Message {
         name: "coordination/v1.LeaseSpec",
         fields: &[
@@ -4221,7 +4249,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(7, "preferredHolder", K::Str, P | O),
         ],
     },
-    // 442
+    // 446
     Message {
         name: "coordination/v1alpha2.LeaseCandidateSpec",
         fields: &[
@@ -4233,7 +4261,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(6, "strategy", K::Str, O),
         ],
     },
-    // 443
+    // 447
     Message {
         name: "coordination/v1beta1.LeaseSpec",
         fields: &[
@@ -4246,7 +4274,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(7, "preferredHolder", K::Str, P | O),
         ],
     },
-    // 444
+    // 448
     Message {
         name: "coordination/v1beta1.LeaseCandidateSpec",
         fields: &[
@@ -4258,21 +4286,21 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(6, "strategy", K::Str, O),
         ],
     },
-    // 445
+    // 449
     Message {
         name: "discovery/v1.Endpoint",
         fields: &[
             Field::new(1, "addresses", K::Str, R | P),
-            Field::new(2, "conditions", K::Msg(690), O),
+            Field::new(2, "conditions", K::Msg(694), O),
             Field::new(3, "hostname", K::Str, P | O),
-            Field::new(4, "targetRef", K::Msg(325), P | O),
+            Field::new(4, "targetRef", K::Msg(329), P | O),
             Field::new(5, "deprecatedTopology", K::Map(&K::Str), P | O),
             Field::new(6, "nodeName", K::Str, P | O),
             Field::new(7, "zone", K::Str, P | O),
-            Field::new(8, "hints", K::Msg(691), P | O),
+            Field::new(8, "hints", K::Msg(695), P | O),
         ],
     },
-    // 446
+    // 450
     Message {
         name: "discovery/v1.EndpointPort",
         fields: &[
@@ -4282,20 +4310,20 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "appProtocol", K::Str, P | O),
         ],
     },
-    // 447
+    // 451
     Message {
         name: "discovery/v1beta1.Endpoint",
         fields: &[
             Field::new(1, "addresses", K::Str, R | P),
-            Field::new(2, "conditions", K::Msg(692), O),
+            Field::new(2, "conditions", K::Msg(696), O),
             Field::new(3, "hostname", K::Str, P | O),
-            Field::new(4, "targetRef", K::Msg(325), P | O),
+            Field::new(4, "targetRef", K::Msg(329), P | O),
             Field::new(5, "topology", K::Map(&K::Str), P | O),
             Field::new(6, "nodeName", K::Str, P | O),
-            Field::new(7, "hints", K::Msg(693), P | O),
+            Field::new(7, "hints", K::Msg(697), P | O),
         ],
     },
-    // 448
+    // 452
     Message {
         name: "discovery/v1beta1.EndpointPort",
         fields: &[
@@ -4305,7 +4333,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "appProtocol", K::Str, P | O),
         ],
     },
-    // 449
+    // 453
     Message {
         name: "events/v1.EventSeries",
         fields: &[
@@ -4313,7 +4341,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "lastObservedTime", K::MicroTime, 0),
         ],
     },
-    // 450
+    // 454
     Message {
         name: "events/v1beta1.EventSeries",
         fields: &[
@@ -4321,19 +4349,19 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "lastObservedTime", K::MicroTime, 0),
         ],
     },
-    // 451
+    // 455
     Message {
         name: "extensions/v1beta1.DaemonSetSpec",
         fields: &[
-            Field::new(1, "selector", K::Msg(535), P | O),
-            Field::new(2, "template", K::Msg(343), 0),
-            Field::new(3, "updateStrategy", K::Msg(694), O),
+            Field::new(1, "selector", K::Msg(539), P | O),
+            Field::new(2, "template", K::Msg(347), 0),
+            Field::new(3, "updateStrategy", K::Msg(698), O),
             Field::new(4, "minReadySeconds", K::I32, O),
             Field::new(5, "templateGeneration", K::I64, O),
             Field::new(6, "revisionHistoryLimit", K::I32, P | O),
         ],
     },
-    // 452
+    // 456
     Message {
         name: "extensions/v1beta1.DaemonSetStatus",
         fields: &[
@@ -4346,25 +4374,25 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(7, "numberAvailable", K::I32, O),
             Field::new(8, "numberUnavailable", K::I32, O),
             Field::new(9, "collisionCount", K::I32, P | O),
-            Field::new(10, "conditions", K::Msg(695), R | P | O),
+            Field::new(10, "conditions", K::Msg(699), R | P | O),
         ],
     },
-    // 453
+    // 457
     Message {
         name: "extensions/v1beta1.DeploymentSpec",
         fields: &[
             Field::new(1, "replicas", K::I32, P | O),
-            Field::new(2, "selector", K::Msg(535), P | O),
-            Field::new(3, "template", K::Msg(343), 0),
-            Field::new(4, "strategy", K::Msg(696), O),
+            Field::new(2, "selector", K::Msg(539), P | O),
+            Field::new(3, "template", K::Msg(347), 0),
+            Field::new(4, "strategy", K::Msg(700), O),
             Field::new(5, "minReadySeconds", K::I32, O),
             Field::new(6, "revisionHistoryLimit", K::I32, P | O),
             Field::new(7, "paused", K::Bool, O),
-            Field::new(8, "rollbackTo", K::Msg(455), P | O),
+            Field::new(8, "rollbackTo", K::Msg(459), P | O),
             Field::new(9, "progressDeadlineSeconds", K::I32, P | O),
         ],
     },
-    // 454
+    // 458
     Message {
         name: "extensions/v1beta1.DeploymentStatus",
         fields: &[
@@ -4375,55 +4403,55 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "availableReplicas", K::I32, O),
             Field::new(5, "unavailableReplicas", K::I32, O),
             Field::new(9, "terminatingReplicas", K::I32, P | O),
-            Field::new(6, "conditions", K::Msg(697), R | P | O),
+            Field::new(6, "conditions", K::Msg(701), R | P | O),
             Field::new(8, "collisionCount", K::I32, P | O),
         ],
     },
-    // 455
+    // 459
     Message {
         name: "extensions/v1beta1.RollbackConfig",
         fields: &[
             Field::new(1, "revision", K::I64, O),
         ],
     },
-    // 456
+    // 460
     Message {
         name: "extensions/v1beta1.IngressSpec",
         fields: &[
             Field::new(4, "ingressClassName", K::Str, P | O),
-            Field::new(1, "backend", K::Msg(698), P | O),
-            Field::new(2, "tls", K::Msg(699), R | P | O),
-            Field::new(3, "rules", K::Msg(700), R | P | O),
+            Field::new(1, "backend", K::Msg(702), P | O),
+            Field::new(2, "tls", K::Msg(703), R | P | O),
+            Field::new(3, "rules", K::Msg(704), R | P | O),
         ],
     },
-    // 457
+    // 461
     Message {
         name: "extensions/v1beta1.IngressStatus",
         fields: &[
-            Field::new(1, "loadBalancer", K::Msg(701), O),
+            Field::new(1, "loadBalancer", K::Msg(705), O),
         ],
     },
-    // 458
+    // 462
     Message {
         name: "extensions/v1beta1.NetworkPolicySpec",
         fields: &[
-            Field::new(1, "podSelector", K::Msg(535), 0),
-            Field::new(2, "ingress", K::Msg(702), R | P | O),
-            Field::new(3, "egress", K::Msg(703), R | P | O),
+            Field::new(1, "podSelector", K::Msg(539), 0),
+            Field::new(2, "ingress", K::Msg(706), R | P | O),
+            Field::new(3, "egress", K::Msg(707), R | P | O),
             Field::new(4, "policyTypes", K::Str, R | P | O),
         ],
     },
-    // 459
+    // 463
     Message {
         name: "extensions/v1beta1.ReplicaSetSpec",
         fields: &[
             Field::new(1, "replicas", K::I32, P | O),
             Field::new(4, "minReadySeconds", K::I32, O),
-            Field::new(2, "selector", K::Msg(535), P | O),
-            Field::new(3, "template", K::Msg(343), O),
+            Field::new(2, "selector", K::Msg(539), P | O),
+            Field::new(3, "template", K::Msg(347), O),
         ],
     },
-    // 460
+    // 464
     Message {
         name: "extensions/v1beta1.ReplicaSetStatus",
         fields: &[
@@ -4433,17 +4461,17 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "availableReplicas", K::I32, O),
             Field::new(7, "terminatingReplicas", K::I32, P | O),
             Field::new(3, "observedGeneration", K::I64, O),
-            Field::new(6, "conditions", K::Msg(704), R | P | O),
+            Field::new(6, "conditions", K::Msg(708), R | P | O),
         ],
     },
-    // 461
+    // 465
     Message {
         name: "extensions/v1beta1.ScaleSpec",
         fields: &[
             Field::new(1, "replicas", K::I32, O),
         ],
     },
-    // 462
+    // 466
     Message {
         name: "extensions/v1beta1.ScaleStatus",
         fields: &[
@@ -4452,305 +4480,305 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "targetSelector", K::Str, O),
         ],
     },
-    // 463
+    // 467
     Message {
         name: "flowcontrol/v1.FlowSchemaSpec",
         fields: &[
-            Field::new(1, "priorityLevelConfiguration", K::Msg(705), 0),
+            Field::new(1, "priorityLevelConfiguration", K::Msg(709), 0),
             Field::new(2, "matchingPrecedence", K::I32, 0),
-            Field::new(3, "distinguisherMethod", K::Msg(706), P | O),
-            Field::new(4, "rules", K::Msg(707), R | P | O),
-        ],
-    },
-    // 464
-    Message {
-        name: "flowcontrol/v1.FlowSchemaStatus",
-        fields: &[
-            Field::new(1, "conditions", K::Msg(708), R | P | O),
-        ],
-    },
-    // 465
-    Message {
-        name: "flowcontrol/v1.PriorityLevelConfigurationSpec",
-        fields: &[
-            Field::new(1, "type", K::Str, 0),
-            Field::new(2, "limited", K::Msg(709), P | O),
-            Field::new(3, "exempt", K::Msg(710), P | O),
-        ],
-    },
-    // 466
-    Message {
-        name: "flowcontrol/v1.PriorityLevelConfigurationStatus",
-        fields: &[
-            Field::new(1, "conditions", K::Msg(711), R | P | O),
-        ],
-    },
-    // 467
-    Message {
-        name: "flowcontrol/v1beta1.FlowSchemaSpec",
-        fields: &[
-            Field::new(1, "priorityLevelConfiguration", K::Msg(712), 0),
-            Field::new(2, "matchingPrecedence", K::I32, 0),
-            Field::new(3, "distinguisherMethod", K::Msg(713), P | O),
-            Field::new(4, "rules", K::Msg(714), R | P | O),
+            Field::new(3, "distinguisherMethod", K::Msg(710), P | O),
+            Field::new(4, "rules", K::Msg(711), R | P | O),
         ],
     },
     // 468
     Message {
-        name: "flowcontrol/v1beta1.FlowSchemaStatus",
+        name: "flowcontrol/v1.FlowSchemaStatus",
         fields: &[
-            Field::new(1, "conditions", K::Msg(715), R | P | O),
+            Field::new(1, "conditions", K::Msg(712), R | P | O),
         ],
     },
     // 469
     Message {
-        name: "flowcontrol/v1beta1.PriorityLevelConfigurationSpec",
+        name: "flowcontrol/v1.PriorityLevelConfigurationSpec",
         fields: &[
             Field::new(1, "type", K::Str, 0),
-            Field::new(2, "limited", K::Msg(716), P | O),
-            Field::new(3, "exempt", K::Msg(717), P | O),
+            Field::new(2, "limited", K::Msg(713), P | O),
+            Field::new(3, "exempt", K::Msg(714), P | O),
         ],
     },
     // 470
     Message {
-        name: "flowcontrol/v1beta1.PriorityLevelConfigurationStatus",
+        name: "flowcontrol/v1.PriorityLevelConfigurationStatus",
         fields: &[
-            Field::new(1, "conditions", K::Msg(718), R | P | O),
+            Field::new(1, "conditions", K::Msg(715), R | P | O),
         ],
     },
     // 471
     Message {
-        name: "flowcontrol/v1beta2.FlowSchemaSpec",
+        name: "flowcontrol/v1beta1.FlowSchemaSpec",
         fields: &[
-            Field::new(1, "priorityLevelConfiguration", K::Msg(719), 0),
+            Field::new(1, "priorityLevelConfiguration", K::Msg(716), 0),
             Field::new(2, "matchingPrecedence", K::I32, 0),
-            Field::new(3, "distinguisherMethod", K::Msg(720), P | O),
-            Field::new(4, "rules", K::Msg(721), R | P | O),
+            Field::new(3, "distinguisherMethod", K::Msg(717), P | O),
+            Field::new(4, "rules", K::Msg(718), R | P | O),
         ],
     },
     // 472
     Message {
-        name: "flowcontrol/v1beta2.FlowSchemaStatus",
+        name: "flowcontrol/v1beta1.FlowSchemaStatus",
         fields: &[
-            Field::new(1, "conditions", K::Msg(722), R | P | O),
+            Field::new(1, "conditions", K::Msg(719), R | P | O),
         ],
     },
     // 473
     Message {
-        name: "flowcontrol/v1beta2.PriorityLevelConfigurationSpec",
+        name: "flowcontrol/v1beta1.PriorityLevelConfigurationSpec",
         fields: &[
             Field::new(1, "type", K::Str, 0),
-            Field::new(2, "limited", K::Msg(723), P | O),
-            Field::new(3, "exempt", K::Msg(724), P | O),
+            Field::new(2, "limited", K::Msg(720), P | O),
+            Field::new(3, "exempt", K::Msg(721), P | O),
         ],
     },
     // 474
     Message {
-        name: "flowcontrol/v1beta2.PriorityLevelConfigurationStatus",
+        name: "flowcontrol/v1beta1.PriorityLevelConfigurationStatus",
         fields: &[
-            Field::new(1, "conditions", K::Msg(725), R | P | O),
+            Field::new(1, "conditions", K::Msg(722), R | P | O),
         ],
     },
     // 475
     Message {
-        name: "flowcontrol/v1beta3.FlowSchemaSpec",
+        name: "flowcontrol/v1beta2.FlowSchemaSpec",
         fields: &[
-            Field::new(1, "priorityLevelConfiguration", K::Msg(726), 0),
+            Field::new(1, "priorityLevelConfiguration", K::Msg(723), 0),
             Field::new(2, "matchingPrecedence", K::I32, 0),
-            Field::new(3, "distinguisherMethod", K::Msg(727), P | O),
-            Field::new(4, "rules", K::Msg(728), R | P | O),
+            Field::new(3, "distinguisherMethod", K::Msg(724), P | O),
+            Field::new(4, "rules", K::Msg(725), R | P | O),
         ],
     },
     // 476
     Message {
-        name: "flowcontrol/v1beta3.FlowSchemaStatus",
+        name: "flowcontrol/v1beta2.FlowSchemaStatus",
         fields: &[
-            Field::new(1, "conditions", K::Msg(729), R | P | O),
+            Field::new(1, "conditions", K::Msg(726), R | P | O),
         ],
     },
     // 477
     Message {
-        name: "flowcontrol/v1beta3.PriorityLevelConfigurationSpec",
+        name: "flowcontrol/v1beta2.PriorityLevelConfigurationSpec",
         fields: &[
             Field::new(1, "type", K::Str, 0),
-            Field::new(2, "limited", K::Msg(730), P | O),
-            Field::new(3, "exempt", K::Msg(731), P | O),
+            Field::new(2, "limited", K::Msg(727), P | O),
+            Field::new(3, "exempt", K::Msg(728), P | O),
         ],
     },
     // 478
     Message {
-        name: "flowcontrol/v1beta3.PriorityLevelConfigurationStatus",
+        name: "flowcontrol/v1beta2.PriorityLevelConfigurationStatus",
         fields: &[
-            Field::new(1, "conditions", K::Msg(732), R | P | O),
+            Field::new(1, "conditions", K::Msg(729), R | P | O),
         ],
     },
     // 479
+    Message {
+        name: "flowcontrol/v1beta3.FlowSchemaSpec",
+        fields: &[
+            Field::new(1, "priorityLevelConfiguration", K::Msg(730), 0),
+            Field::new(2, "matchingPrecedence", K::I32, 0),
+            Field::new(3, "distinguisherMethod", K::Msg(731), P | O),
+            Field::new(4, "rules", K::Msg(732), R | P | O),
+        ],
+    },
+    // 480
+    Message {
+        name: "flowcontrol/v1beta3.FlowSchemaStatus",
+        fields: &[
+            Field::new(1, "conditions", K::Msg(733), R | P | O),
+        ],
+    },
+    // 481
+    Message {
+        name: "flowcontrol/v1beta3.PriorityLevelConfigurationSpec",
+        fields: &[
+            Field::new(1, "type", K::Str, 0),
+            Field::new(2, "limited", K::Msg(734), P | O),
+            Field::new(3, "exempt", K::Msg(735), P | O),
+        ],
+    },
+    // 482
+    Message {
+        name: "flowcontrol/v1beta3.PriorityLevelConfigurationStatus",
+        fields: &[
+            Field::new(1, "conditions", K::Msg(736), R | P | O),
+        ],
+    },
+    // 483
     Message {
         name: "apiserverinternal/v1alpha1.StorageVersionSpec",
         fields: &[
         ],
     },
-    // 480
+    // 484
     Message {
         name: "apiserverinternal/v1alpha1.StorageVersionStatus",
         fields: &[
-            Field::new(1, "storageVersions", K::Msg(733), R | P | O),
+            Field::new(1, "storageVersions", K::Msg(737), R | P | O),
             Field::new(2, "commonEncodingVersion", K::Str, P | O),
-            Field::new(3, "conditions", K::Msg(734), R | P | O),
-        ],
-    },
-    // 481
-    Message {
-        name: "networking/v1.IPAddressSpec",
-        fields: &[
-            Field::new(1, "parentRef", K::Msg(735), P | O),
-        ],
-    },
-    // 482
-    Message {
-        name: "networking/v1.IngressSpec",
-        fields: &[
-            Field::new(4, "ingressClassName", K::Str, P | O),
-            Field::new(1, "defaultBackend", K::Msg(736), P | O),
-            Field::new(2, "tls", K::Msg(737), R | P | O),
-            Field::new(3, "rules", K::Msg(738), R | P | O),
-        ],
-    },
-    // 483
-    Message {
-        name: "networking/v1.IngressStatus",
-        fields: &[
-            Field::new(1, "loadBalancer", K::Msg(739), O),
-        ],
-    },
-    // 484
-    Message {
-        name: "networking/v1.IngressClassSpec",
-        fields: &[
-            Field::new(1, "controller", K::Str, O),
-            Field::new(2, "parameters", K::Msg(740), P | O),
+            Field::new(3, "conditions", K::Msg(738), R | P | O),
         ],
     },
     // 485
     Message {
-        name: "networking/v1.NetworkPolicySpec",
+        name: "networking/v1.IPAddressSpec",
         fields: &[
-            Field::new(1, "podSelector", K::Msg(535), 0),
-            Field::new(2, "ingress", K::Msg(741), R | P | O),
-            Field::new(3, "egress", K::Msg(742), R | P | O),
-            Field::new(4, "policyTypes", K::Str, R | P | O),
+            Field::new(1, "parentRef", K::Msg(739), P | O),
         ],
     },
     // 486
+    Message {
+        name: "networking/v1.IngressSpec",
+        fields: &[
+            Field::new(4, "ingressClassName", K::Str, P | O),
+            Field::new(1, "defaultBackend", K::Msg(740), P | O),
+            Field::new(2, "tls", K::Msg(741), R | P | O),
+            Field::new(3, "rules", K::Msg(742), R | P | O),
+        ],
+    },
+    // 487
+    Message {
+        name: "networking/v1.IngressStatus",
+        fields: &[
+            Field::new(1, "loadBalancer", K::Msg(743), O),
+        ],
+    },
+    // 488
+    Message {
+        name: "networking/v1.IngressClassSpec",
+        fields: &[
+            Field::new(1, "controller", K::Str, O),
+            Field::new(2, "parameters", K::Msg(744), P | O),
+        ],
+    },
+    // 489
+    Message {
+        name: "networking/v1.NetworkPolicySpec",
+        fields: &[
+            Field::new(1, "podSelector", K::Msg(539), 0),
+            Field::new(2, "ingress", K::Msg(745), R | P | O),
+            Field::new(3, "egress", K::Msg(746), R | P | O),
+            Field::new(4, "policyTypes", K::Str, R | P | O),
+        ],
+    },
+    // 490
     Message {
         name: "networking/v1.ServiceCIDRSpec",
         fields: &[
             Field::new(1, "cidrs", K::Str, R | P | O),
         ],
     },
-    // 487
+    // 491
     Message {
         name: "networking/v1.ServiceCIDRStatus",
         fields: &[
-            Field::new(1, "conditions", K::Msg(597), R | P | O),
+            Field::new(1, "conditions", K::Msg(601), R | P | O),
         ],
     },
-    // 488
+    // 492
     Message {
         name: "networking/v1beta1.IPAddressSpec",
         fields: &[
-            Field::new(1, "parentRef", K::Msg(743), P | O),
+            Field::new(1, "parentRef", K::Msg(747), P | O),
         ],
     },
-    // 489
+    // 493
     Message {
         name: "networking/v1beta1.IngressSpec",
         fields: &[
             Field::new(4, "ingressClassName", K::Str, P | O),
-            Field::new(1, "backend", K::Msg(744), P | O),
-            Field::new(2, "tls", K::Msg(745), R | P | O),
-            Field::new(3, "rules", K::Msg(746), R | P | O),
+            Field::new(1, "backend", K::Msg(748), P | O),
+            Field::new(2, "tls", K::Msg(749), R | P | O),
+            Field::new(3, "rules", K::Msg(750), R | P | O),
         ],
     },
-    // 490
+    // 494
     Message {
         name: "networking/v1beta1.IngressStatus",
         fields: &[
-            Field::new(1, "loadBalancer", K::Msg(747), O),
+            Field::new(1, "loadBalancer", K::Msg(751), O),
         ],
     },
-    // 491
+    // 495
     Message {
         name: "networking/v1beta1.IngressClassSpec",
         fields: &[
             Field::new(1, "controller", K::Str, O),
-            Field::new(2, "parameters", K::Msg(748), P | O),
+            Field::new(2, "parameters", K::Msg(752), P | O),
         ],
     },
-    // 492
+    // 496
     Message {
         name: "networking/v1beta1.ServiceCIDRSpec",
         fields: &[
             Field::new(1, "cidrs", K::Str, R | P | O),
         ],
     },
-    // 493
+    // 497
     Message {
         name: "networking/v1beta1.ServiceCIDRStatus",
         fields: &[
-            Field::new(1, "conditions", K::Msg(597), R | P | O),
+            Field::new(1, "conditions", K::Msg(601), R | P | O),
         ],
     },
-    // 494
+    // 498
     Message {
         name: "node/v1.Overhead",
         fields: &[
             Field::new(1, "podFixed", K::Map(&K::Quantity), P | O),
         ],
     },
-    // 495
+    // 499
     Message {
         name: "node/v1.Scheduling",
         fields: &[
             Field::new(1, "nodeSelector", K::Map(&K::Str), P | O),
-            Field::new(2, "tolerations", K::Msg(576), R | P | O),
+            Field::new(2, "tolerations", K::Msg(580), R | P | O),
         ],
     },
-    // 496
+    // 500
     Message {
         name: "node/v1alpha1.RuntimeClassSpec",
         fields: &[
             Field::new(1, "runtimeHandler", K::Str, 0),
-            Field::new(2, "overhead", K::Msg(749), P | O),
-            Field::new(3, "scheduling", K::Msg(750), P | O),
+            Field::new(2, "overhead", K::Msg(753), P | O),
+            Field::new(3, "scheduling", K::Msg(754), P | O),
         ],
     },
-    // 497
+    // 501
     Message {
         name: "node/v1beta1.Overhead",
         fields: &[
             Field::new(1, "podFixed", K::Map(&K::Quantity), P | O),
         ],
     },
-    // 498
+    // 502
     Message {
         name: "node/v1beta1.Scheduling",
         fields: &[
             Field::new(1, "nodeSelector", K::Map(&K::Str), P | O),
-            Field::new(2, "tolerations", K::Msg(576), R | P | O),
+            Field::new(2, "tolerations", K::Msg(580), R | P | O),
         ],
     },
-    // 499
+    // 503
     Message {
         name: "policy/v1.PodDisruptionBudgetSpec",
         fields: &[
             Field::new(1, "minAvailable", K::IntOrString, P | O),
-            Field::new(2, "selector", K::Msg(535), P | O),
+            Field::new(2, "selector", K::Msg(539), P | O),
             Field::new(3, "maxUnavailable", K::IntOrString, P | O),
             Field::new(4, "unhealthyPodEvictionPolicy", K::Str, P | O),
         ],
     },
-    // 500
+    // 504
     Message {
         name: "policy/v1.PodDisruptionBudgetStatus",
         fields: &[
@@ -4760,20 +4788,20 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "currentHealthy", K::I32, 0),
             Field::new(5, "desiredHealthy", K::I32, 0),
             Field::new(6, "expectedPods", K::I32, 0),
-            Field::new(7, "conditions", K::Msg(597), R | P | O),
+            Field::new(7, "conditions", K::Msg(601), R | P | O),
         ],
     },
-    // 501
+    // 505
     Message {
         name: "policy/v1beta1.PodDisruptionBudgetSpec",
         fields: &[
             Field::new(1, "minAvailable", K::IntOrString, P | O),
-            Field::new(2, "selector", K::Msg(535), P | O),
+            Field::new(2, "selector", K::Msg(539), P | O),
             Field::new(3, "maxUnavailable", K::IntOrString, P | O),
             Field::new(4, "unhealthyPodEvictionPolicy", K::Str, P | O),
         ],
     },
-    // 502
+    // 506
     Message {
         name: "policy/v1beta1.PodDisruptionBudgetStatus",
         fields: &[
@@ -4783,10 +4811,10 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "currentHealthy", K::I32, 0),
             Field::new(5, "desiredHealthy", K::I32, 0),
             Field::new(6, "expectedPods", K::I32, 0),
-            Field::new(7, "conditions", K::Msg(597), R | P | O),
+            Field::new(7, "conditions", K::Msg(601), R | P | O),
         ],
     },
-    // 503
+    // 507
     Message {
         name: "rbac/v1.PolicyRule",
         fields: &[
@@ -4797,14 +4825,14 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "nonResourceURLs", K::Str, R | P | O),
         ],
     },
-    // 504
+    // 508
     Message {
         name: "rbac/v1.AggregationRule",
         fields: &[
-            Field::new(1, "clusterRoleSelectors", K::Msg(535), R | P | O),
+            Field::new(1, "clusterRoleSelectors", K::Msg(539), R | P | O),
         ],
     },
-    // 505
+    // 509
     Message {
         name: "rbac/v1.Subject",
         fields: &[
@@ -4814,7 +4842,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "namespace", K::Str, O),
         ],
     },
-    // 506
+    // 510
     Message {
         name: "rbac/v1.RoleRef",
         fields: &[
@@ -4823,7 +4851,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "name", K::Str, 0),
         ],
     },
-    // 507
+    // 511
     Message {
         name: "rbac/v1alpha1.PolicyRule",
         fields: &[
@@ -4834,14 +4862,14 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(6, "nonResourceURLs", K::Str, R | P | O),
         ],
     },
-    // 508
+    // 512
     Message {
         name: "rbac/v1alpha1.AggregationRule",
         fields: &[
-            Field::new(1, "clusterRoleSelectors", K::Msg(535), R | P | O),
+            Field::new(1, "clusterRoleSelectors", K::Msg(539), R | P | O),
         ],
     },
-    // 509
+    // 513
     Message {
         name: "rbac/v1alpha1.Subject",
         fields: &[
@@ -4851,7 +4879,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "namespace", K::Str, O),
         ],
     },
-    // 510
+    // 514
     Message {
         name: "rbac/v1alpha1.RoleRef",
         fields: &[
@@ -4860,7 +4888,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "name", K::Str, 0),
         ],
     },
-    // 511
+    // 515
     Message {
         name: "rbac/v1beta1.PolicyRule",
         fields: &[
@@ -4871,14 +4899,14 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "nonResourceURLs", K::Str, R | P | O),
         ],
     },
-    // 512
+    // 516
     Message {
         name: "rbac/v1beta1.AggregationRule",
         fields: &[
-            Field::new(1, "clusterRoleSelectors", K::Msg(535), R | P | O),
+            Field::new(1, "clusterRoleSelectors", K::Msg(539), R | P | O),
         ],
     },
-    // 513
+    // 517
     Message {
         name: "rbac/v1beta1.Subject",
         fields: &[
@@ -4888,7 +4916,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "namespace", K::Str, O),
         ],
     },
-    // 514
+    // 518
     Message {
         name: "rbac/v1beta1.RoleRef",
         fields: &[
@@ -4897,171 +4925,171 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "name", K::Str, 0),
         ],
     },
-    // 515
+    // 519
     Message {
         name: "resource/v1.DeviceClassSpec",
         fields: &[
-            Field::new(1, "selectors", K::Msg(751), R | P | O),
-            Field::new(2, "config", K::Msg(752), R | P | O),
+            Field::new(1, "selectors", K::Msg(755), R | P | O),
+            Field::new(2, "config", K::Msg(756), R | P | O),
             Field::new(4, "extendedResourceName", K::Str, P | O),
-        ],
-    },
-    // 516
-    Message {
-        name: "resource/v1.ResourceClaimSpec",
-        fields: &[
-            Field::new(1, "devices", K::Msg(753), 0),
-        ],
-    },
-    // 517
-    Message {
-        name: "resource/v1.ResourceClaimStatus",
-        fields: &[
-            Field::new(1, "allocation", K::Msg(754), P | O),
-            Field::new(2, "reservedFor", K::Msg(755), R | P | O),
-            Field::new(4, "devices", K::Msg(756), R | P | O),
-        ],
-    },
-    // 518
-    Message {
-        name: "resource/v1.ResourceClaimTemplateSpec",
-        fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(516), 0),
-        ],
-    },
-    // 519
-    Message {
-        name: "resource/v1.ResourceSliceSpec",
-        fields: &[
-            Field::new(1, "driver", K::Str, 0),
-            Field::new(2, "pool", K::Msg(757), 0),
-            Field::new(3, "nodeName", K::Str, P | O),
-            Field::new(4, "nodeSelector", K::Msg(758), P | O),
-            Field::new(5, "allNodes", K::Bool, P | O),
-            Field::new(6, "devices", K::Msg(759), R | P | O),
-            Field::new(7, "perDeviceNodeSelection", K::Bool, P | O),
-            Field::new(8, "sharedCounters", K::Msg(760), R | P | O),
         ],
     },
     // 520
     Message {
-        name: "resource/v1alpha3.DeviceTaintRuleSpec",
+        name: "resource/v1.ResourceClaimSpec",
         fields: &[
-            Field::new(1, "deviceSelector", K::Msg(761), P | O),
-            Field::new(2, "taint", K::Msg(762), O),
+            Field::new(1, "devices", K::Msg(757), 0),
         ],
     },
     // 521
     Message {
-        name: "resource/v1alpha3.DeviceTaintRuleStatus",
+        name: "resource/v1.ResourceClaimStatus",
         fields: &[
-            Field::new(1, "conditions", K::Msg(597), R | P | O),
+            Field::new(1, "allocation", K::Msg(758), P | O),
+            Field::new(2, "reservedFor", K::Msg(759), R | P | O),
+            Field::new(4, "devices", K::Msg(760), R | P | O),
         ],
     },
     // 522
     Message {
-        name: "resource/v1beta1.DeviceClassSpec",
+        name: "resource/v1.ResourceClaimTemplateSpec",
         fields: &[
-            Field::new(1, "selectors", K::Msg(763), R | P | O),
-            Field::new(2, "config", K::Msg(764), R | P | O),
-            Field::new(4, "extendedResourceName", K::Str, P | O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(520), 0),
         ],
     },
     // 523
     Message {
-        name: "resource/v1beta1.ResourceClaimSpec",
+        name: "resource/v1.ResourceSliceSpec",
         fields: &[
-            Field::new(1, "devices", K::Msg(765), 0),
+            Field::new(1, "driver", K::Str, 0),
+            Field::new(2, "pool", K::Msg(761), 0),
+            Field::new(3, "nodeName", K::Str, P | O),
+            Field::new(4, "nodeSelector", K::Msg(762), P | O),
+            Field::new(5, "allNodes", K::Bool, P | O),
+            Field::new(6, "devices", K::Msg(763), R | P | O),
+            Field::new(7, "perDeviceNodeSelection", K::Bool, P | O),
+            Field::new(8, "sharedCounters", K::Msg(764), R | P | O),
         ],
     },
     // 524
     Message {
-        name: "resource/v1beta1.ResourceClaimStatus",
+        name: "resource/v1alpha3.DeviceTaintRuleSpec",
         fields: &[
-            Field::new(1, "allocation", K::Msg(766), P | O),
-            Field::new(2, "reservedFor", K::Msg(767), R | P | O),
-            Field::new(4, "devices", K::Msg(768), R | P | O),
+            Field::new(1, "deviceSelector", K::Msg(765), P | O),
+            Field::new(2, "taint", K::Msg(766), O),
         ],
     },
     // 525
     Message {
-        name: "resource/v1beta1.ResourceClaimTemplateSpec",
+        name: "resource/v1alpha3.DeviceTaintRuleStatus",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(523), 0),
+            Field::new(1, "conditions", K::Msg(601), R | P | O),
         ],
     },
     // 526
     Message {
-        name: "resource/v1beta1.ResourceSliceSpec",
+        name: "resource/v1beta1.DeviceClassSpec",
         fields: &[
-            Field::new(1, "driver", K::Str, 0),
-            Field::new(2, "pool", K::Msg(769), 0),
-            Field::new(3, "nodeName", K::Str, O),
-            Field::new(4, "nodeSelector", K::Msg(758), P | O),
-            Field::new(5, "allNodes", K::Bool, O),
-            Field::new(6, "devices", K::Msg(770), R | P | O),
-            Field::new(7, "perDeviceNodeSelection", K::Bool, P | O),
-            Field::new(8, "sharedCounters", K::Msg(771), R | P | O),
+            Field::new(1, "selectors", K::Msg(767), R | P | O),
+            Field::new(2, "config", K::Msg(768), R | P | O),
+            Field::new(4, "extendedResourceName", K::Str, P | O),
         ],
     },
     // 527
     Message {
-        name: "resource/v1beta2.DeviceClassSpec",
+        name: "resource/v1beta1.ResourceClaimSpec",
         fields: &[
-            Field::new(1, "selectors", K::Msg(772), R | P | O),
-            Field::new(2, "config", K::Msg(773), R | P | O),
-            Field::new(4, "extendedResourceName", K::Str, P | O),
+            Field::new(1, "devices", K::Msg(769), 0),
         ],
     },
     // 528
     Message {
-        name: "resource/v1beta2.ResourceClaimSpec",
+        name: "resource/v1beta1.ResourceClaimStatus",
         fields: &[
-            Field::new(1, "devices", K::Msg(774), 0),
+            Field::new(1, "allocation", K::Msg(770), P | O),
+            Field::new(2, "reservedFor", K::Msg(771), R | P | O),
+            Field::new(4, "devices", K::Msg(772), R | P | O),
         ],
     },
     // 529
     Message {
-        name: "resource/v1beta2.ResourceClaimStatus",
+        name: "resource/v1beta1.ResourceClaimTemplateSpec",
         fields: &[
-            Field::new(1, "allocation", K::Msg(775), P | O),
-            Field::new(2, "reservedFor", K::Msg(776), R | P | O),
-            Field::new(4, "devices", K::Msg(777), R | P | O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(527), 0),
         ],
     },
     // 530
     Message {
-        name: "resource/v1beta2.ResourceClaimTemplateSpec",
+        name: "resource/v1beta1.ResourceSliceSpec",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(528), 0),
+            Field::new(1, "driver", K::Str, 0),
+            Field::new(2, "pool", K::Msg(773), 0),
+            Field::new(3, "nodeName", K::Str, O),
+            Field::new(4, "nodeSelector", K::Msg(762), P | O),
+            Field::new(5, "allNodes", K::Bool, O),
+            Field::new(6, "devices", K::Msg(774), R | P | O),
+            Field::new(7, "perDeviceNodeSelection", K::Bool, P | O),
+            Field::new(8, "sharedCounters", K::Msg(775), R | P | O),
         ],
     },
     // 531
     Message {
-        name: "resource/v1beta2.ResourceSliceSpec",
+        name: "resource/v1beta2.DeviceClassSpec",
         fields: &[
-            Field::new(1, "driver", K::Str, 0),
-            Field::new(2, "pool", K::Msg(778), 0),
-            Field::new(3, "nodeName", K::Str, P | O),
-            Field::new(4, "nodeSelector", K::Msg(758), P | O),
-            Field::new(5, "allNodes", K::Bool, P | O),
-            Field::new(6, "devices", K::Msg(779), R | P | O),
-            Field::new(7, "perDeviceNodeSelection", K::Bool, P | O),
-            Field::new(8, "sharedCounters", K::Msg(780), R | P | O),
+            Field::new(1, "selectors", K::Msg(776), R | P | O),
+            Field::new(2, "config", K::Msg(777), R | P | O),
+            Field::new(4, "extendedResourceName", K::Str, P | O),
         ],
     },
     // 532
     Message {
-        name: "scheduling/v1alpha1.WorkloadSpec",
+        name: "resource/v1beta2.ResourceClaimSpec",
         fields: &[
-            Field::new(1, "controllerRef", K::Msg(781), P | O),
-            Field::new(2, "podGroups", K::Msg(782), R | P),
+            Field::new(1, "devices", K::Msg(778), 0),
         ],
     },
     // 533
+    Message {
+        name: "resource/v1beta2.ResourceClaimStatus",
+        fields: &[
+            Field::new(1, "allocation", K::Msg(779), P | O),
+            Field::new(2, "reservedFor", K::Msg(780), R | P | O),
+            Field::new(4, "devices", K::Msg(781), R | P | O),
+        ],
+    },
+    // 534
+    Message {
+        name: "resource/v1beta2.ResourceClaimTemplateSpec",
+        fields: &[
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(532), 0),
+        ],
+    },
+    // 535
+    Message {
+        name: "resource/v1beta2.ResourceSliceSpec",
+        fields: &[
+            Field::new(1, "driver", K::Str, 0),
+            Field::new(2, "pool", K::Msg(782), 0),
+            Field::new(3, "nodeName", K::Str, P | O),
+            Field::new(4, "nodeSelector", K::Msg(762), P | O),
+            Field::new(5, "allNodes", K::Bool, P | O),
+            Field::new(6, "devices", K::Msg(783), R | P | O),
+            Field::new(7, "perDeviceNodeSelection", K::Bool, P | O),
+            Field::new(8, "sharedCounters", K::Msg(784), R | P | O),
+        ],
+    },
+    // 536
+    Message {
+        name: "scheduling/v1alpha1.WorkloadSpec",
+        fields: &[
+            Field::new(1, "controllerRef", K::Msg(785), P | O),
+            Field::new(2, "podGroups", K::Msg(786), R | P),
+        ],
+    },
+    // 537
     Message {
         name: "storage/v1.CSIDriverSpec",
         fields: &[
@@ -5070,99 +5098,57 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "volumeLifecycleModes", K::Str, R | P | O),
             Field::new(4, "storageCapacity", K::Bool, P | O),
             Field::new(5, "fsGroupPolicy", K::Str, P | O),
-            Field::new(6, "tokenRequests", K::Msg(783), R | P | O),
+            Field::new(6, "tokenRequests", K::Msg(787), R | P | O),
             Field::new(7, "requiresRepublish", K::Bool, P | O),
             Field::new(8, "seLinuxMount", K::Bool, P | O),
             Field::new(9, "nodeAllocatableUpdatePeriodSeconds", K::I64, P | O),
             Field::new(10, "serviceAccountTokenInSecrets", K::Bool, P | O),
         ],
     },
-    // 534
+    // 538
     Message {
         name: "storage/v1.CSINodeSpec",
         fields: &[
-            Field::new(1, "drivers", K::Msg(784), R | P),
+            Field::new(1, "drivers", K::Msg(788), R | P),
         ],
     },
-    // 535
+    // 539
     Message {
         name: "meta/v1.LabelSelector",
         fields: &[
             Field::new(1, "matchLabels", K::Map(&K::Str), P | O),
-            Field::new(2, "matchExpressions", K::Msg(785), R | P | O),
+            Field::new(2, "matchExpressions", K::Msg(789), R | P | O),
         ],
     },
-    // 536
+    // 540
     Message {
         name: "core/v1.TopologySelectorTerm",
         fields: &[
-            Field::new(1, "matchLabelExpressions", K::Msg(786), R | P | O),
+            Field::new(1, "matchLabelExpressions", K::Msg(790), R | P | O),
         ],
     },
-    // 537
+    // 541
     Message {
         name: "storage/v1.VolumeAttachmentSpec",
         fields: &[
             Field::new(1, "attacher", K::Str, 0),
-            Field::new(2, "source", K::Msg(787), 0),
+            Field::new(2, "source", K::Msg(791), 0),
             Field::new(3, "nodeName", K::Str, 0),
         ],
     },
-    // 538
+    // 542
     Message {
         name: "storage/v1.VolumeAttachmentStatus",
         fields: &[
             Field::new(1, "attached", K::Bool, 0),
             Field::new(2, "attachmentMetadata", K::Map(&K::Str), P | O),
-            Field::new(3, "attachError", K::Msg(788), P | O),
-            Field::new(4, "detachError", K::Msg(788), P | O),
-        ],
-    },
-    // 539
-    Message {
-        name: "storage/v1alpha1.VolumeAttachmentSpec",
-        fields: &[
-            Field::new(1, "attacher", K::Str, 0),
-            Field::new(2, "source", K::Msg(789), 0),
-            Field::new(3, "nodeName", K::Str, 0),
-        ],
-    },
-    // 540
-    Message {
-        name: "storage/v1alpha1.VolumeAttachmentStatus",
-        fields: &[
-            Field::new(1, "attached", K::Bool, 0),
-            Field::new(2, "attachmentMetadata", K::Map(&K::Str), P | O),
-            Field::new(3, "attachError", K::Msg(790), P | O),
-            Field::new(4, "detachError", K::Msg(790), P | O),
-        ],
-    },
-    // 541
-    Message {
-        name: "storage/v1beta1.CSIDriverSpec",
-        fields: &[
-            Field::new(1, "attachRequired", K::Bool, P | O),
-            Field::new(2, "podInfoOnMount", K::Bool, P | O),
-            Field::new(3, "volumeLifecycleModes", K::Str, R | P | O),
-            Field::new(4, "storageCapacity", K::Bool, P | O),
-            Field::new(5, "fsGroupPolicy", K::Str, P | O),
-            Field::new(6, "tokenRequests", K::Msg(791), R | P | O),
-            Field::new(7, "requiresRepublish", K::Bool, P | O),
-            Field::new(8, "seLinuxMount", K::Bool, P | O),
-            Field::new(9, "nodeAllocatableUpdatePeriodSeconds", K::I64, P | O),
-            Field::new(10, "serviceAccountTokenInSecrets", K::Bool, P | O),
-        ],
-    },
-    // 542
-    Message {
-        name: "storage/v1beta1.CSINodeSpec",
-        fields: &[
-            Field::new(1, "drivers", K::Msg(792), R | P),
+            Field::new(3, "attachError", K::Msg(792), P | O),
+            Field::new(4, "detachError", K::Msg(792), P | O),
         ],
     },
     // 543
     Message {
-        name: "storage/v1beta1.VolumeAttachmentSpec",
+        name: "storage/v1alpha1.VolumeAttachmentSpec",
         fields: &[
             Field::new(1, "attacher", K::Str, 0),
             Field::new(2, "source", K::Msg(793), 0),
@@ -5171,7 +5157,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     },
     // 544
     Message {
-        name: "storage/v1beta1.VolumeAttachmentStatus",
+        name: "storage/v1alpha1.VolumeAttachmentStatus",
         fields: &[
             Field::new(1, "attached", K::Bool, 0),
             Field::new(2, "attachmentMetadata", K::Map(&K::Str), P | O),
@@ -5181,20 +5167,62 @@ pub(crate) static MESSAGES: [Message; 1120] = [
     },
     // 545
     Message {
-        name: "storagemigration/v1beta1.StorageVersionMigrationSpec",
+        name: "storage/v1beta1.CSIDriverSpec",
         fields: &[
-            Field::new(1, "resource", K::Msg(795), 0),
+            Field::new(1, "attachRequired", K::Bool, P | O),
+            Field::new(2, "podInfoOnMount", K::Bool, P | O),
+            Field::new(3, "volumeLifecycleModes", K::Str, R | P | O),
+            Field::new(4, "storageCapacity", K::Bool, P | O),
+            Field::new(5, "fsGroupPolicy", K::Str, P | O),
+            Field::new(6, "tokenRequests", K::Msg(795), R | P | O),
+            Field::new(7, "requiresRepublish", K::Bool, P | O),
+            Field::new(8, "seLinuxMount", K::Bool, P | O),
+            Field::new(9, "nodeAllocatableUpdatePeriodSeconds", K::I64, P | O),
+            Field::new(10, "serviceAccountTokenInSecrets", K::Bool, P | O),
         ],
     },
     // 546
     Message {
-        name: "storagemigration/v1beta1.StorageVersionMigrationStatus",
+        name: "storage/v1beta1.CSINodeSpec",
         fields: &[
-            Field::new(1, "conditions", K::Msg(597), R | P | O),
-            Field::new(2, "resourceVersion", K::Str, O),
+            Field::new(1, "drivers", K::Msg(796), R | P),
         ],
     },
     // 547
+    Message {
+        name: "storage/v1beta1.VolumeAttachmentSpec",
+        fields: &[
+            Field::new(1, "attacher", K::Str, 0),
+            Field::new(2, "source", K::Msg(797), 0),
+            Field::new(3, "nodeName", K::Str, 0),
+        ],
+    },
+    // 548
+    Message {
+        name: "storage/v1beta1.VolumeAttachmentStatus",
+        fields: &[
+            Field::new(1, "attached", K::Bool, 0),
+            Field::new(2, "attachmentMetadata", K::Map(&K::Str), P | O),
+            Field::new(3, "attachError", K::Msg(798), P | O),
+            Field::new(4, "detachError", K::Msg(798), P | O),
+        ],
+    },
+    // 549
+    Message {
+        name: "storagemigration/v1beta1.StorageVersionMigrationSpec",
+        fields: &[
+            Field::new(1, "resource", K::Msg(799), 0),
+        ],
+    },
+    // 550
+    Message {
+        name: "storagemigration/v1beta1.StorageVersionMigrationStatus",
+        fields: &[
+            Field::new(1, "conditions", K::Msg(601), R | P | O),
+            Field::new(2, "resourceVersion", K::Str, O),
+        ],
+    },
+    // 551
     Message {
         name: "meta/v1.OwnerReference",
         fields: &[
@@ -5206,7 +5234,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(7, "blockOwnerDeletion", K::Bool, P | O),
         ],
     },
-    // 548
+    // 552
     Message {
         name: "meta/v1.ManagedFieldsEntry",
         fields: &[
@@ -5219,17 +5247,17 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(8, "subresource", K::Str, O),
         ],
     },
-    // 549
+    // 553
     Message {
         name: "core/v1.EndpointAddress",
         fields: &[
             Field::new(1, "ip", K::Str, 0),
             Field::new(3, "hostname", K::Str, O),
             Field::new(4, "nodeName", K::Str, P | O),
-            Field::new(2, "targetRef", K::Msg(325), P | O),
+            Field::new(2, "targetRef", K::Msg(329), P | O),
         ],
     },
-    // 550
+    // 554
     Message {
         name: "core/v1.EndpointPort",
         fields: &[
@@ -5239,7 +5267,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "appProtocol", K::Str, P | O),
         ],
     },
-    // 551
+    // 555
     Message {
         name: "core/v1.LimitRangeItem",
         fields: &[
@@ -5251,7 +5279,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(6, "maxLimitRequestRatio", K::Map(&K::Quantity), P | O),
         ],
     },
-    // 552
+    // 556
     Message {
         name: "core/v1.NamespaceCondition",
         fields: &[
@@ -5262,7 +5290,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(6, "message", K::Str, O),
         ],
     },
-    // 553
+    // 557
     Message {
         name: "core/v1.Taint",
         fields: &[
@@ -5272,14 +5300,14 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "timeAdded", K::Time, P | O),
         ],
     },
-    // 554
+    // 558
     Message {
         name: "core/v1.NodeConfigSource",
         fields: &[
-            Field::new(2, "configMap", K::Msg(796), P | O),
+            Field::new(2, "configMap", K::Msg(800), P | O),
         ],
     },
-    // 555
+    // 559
     Message {
         name: "core/v1.NodeCondition",
         fields: &[
@@ -5291,7 +5319,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(6, "message", K::Str, O),
         ],
     },
-    // 556
+    // 560
     Message {
         name: "core/v1.NodeAddress",
         fields: &[
@@ -5299,14 +5327,14 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "address", K::Str, 0),
         ],
     },
-    // 557
+    // 561
     Message {
         name: "core/v1.NodeDaemonEndpoints",
         fields: &[
-            Field::new(1, "kubeletEndpoint", K::Msg(797), O),
+            Field::new(1, "kubeletEndpoint", K::Msg(801), O),
         ],
     },
-    // 558
+    // 562
     Message {
         name: "core/v1.NodeSystemInfo",
         fields: &[
@@ -5320,10 +5348,10 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(8, "kubeProxyVersion", K::Str, 0),
             Field::new(9, "operatingSystem", K::Str, 0),
             Field::new(10, "architecture", K::Str, 0),
-            Field::new(11, "swap", K::Msg(798), P | O),
+            Field::new(11, "swap", K::Msg(802), P | O),
         ],
     },
-    // 559
+    // 563
     Message {
         name: "core/v1.ContainerImage",
         fields: &[
@@ -5331,7 +5359,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "sizeBytes", K::I64, O),
         ],
     },
-    // 560
+    // 564
     Message {
         name: "core/v1.AttachedVolume",
         fields: &[
@@ -5339,67 +5367,67 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "devicePath", K::Str, 0),
         ],
     },
-    // 561
+    // 565
     Message {
         name: "core/v1.NodeConfigStatus",
         fields: &[
-            Field::new(1, "assigned", K::Msg(554), P | O),
-            Field::new(2, "active", K::Msg(554), P | O),
-            Field::new(3, "lastKnownGood", K::Msg(554), P | O),
+            Field::new(1, "assigned", K::Msg(558), P | O),
+            Field::new(2, "active", K::Msg(558), P | O),
+            Field::new(3, "lastKnownGood", K::Msg(558), P | O),
             Field::new(4, "error", K::Str, O),
         ],
     },
-    // 562
+    // 566
     Message {
         name: "core/v1.NodeRuntimeHandler",
         fields: &[
             Field::new(1, "name", K::Str, 0),
-            Field::new(2, "features", K::Msg(799), P | O),
+            Field::new(2, "features", K::Msg(803), P | O),
         ],
     },
-    // 563
+    // 567
     Message {
         name: "core/v1.NodeFeatures",
         fields: &[
             Field::new(1, "supplementalGroupsPolicy", K::Bool, P | O),
         ],
     },
-    // 564
+    // 568
     Message {
         name: "core/v1.PersistentVolumeSource",
         fields: &[
-            Field::new(1, "gcePersistentDisk", K::Msg(800), P | O),
-            Field::new(2, "awsElasticBlockStore", K::Msg(801), P | O),
-            Field::new(3, "hostPath", K::Msg(802), P | O),
-            Field::new(4, "glusterfs", K::Msg(803), P | O),
-            Field::new(5, "nfs", K::Msg(804), P | O),
-            Field::new(6, "rbd", K::Msg(805), P | O),
-            Field::new(7, "iscsi", K::Msg(806), P | O),
-            Field::new(8, "cinder", K::Msg(807), P | O),
-            Field::new(9, "cephfs", K::Msg(808), P | O),
-            Field::new(10, "fc", K::Msg(809), P | O),
-            Field::new(11, "flocker", K::Msg(810), P | O),
-            Field::new(12, "flexVolume", K::Msg(811), P | O),
-            Field::new(13, "azureFile", K::Msg(812), P | O),
-            Field::new(14, "vsphereVolume", K::Msg(813), P | O),
-            Field::new(15, "quobyte", K::Msg(814), P | O),
-            Field::new(16, "azureDisk", K::Msg(815), P | O),
-            Field::new(17, "photonPersistentDisk", K::Msg(816), P | O),
-            Field::new(18, "portworxVolume", K::Msg(817), P | O),
-            Field::new(19, "scaleIO", K::Msg(818), P | O),
-            Field::new(20, "local", K::Msg(819), P | O),
-            Field::new(21, "storageos", K::Msg(820), P | O),
-            Field::new(22, "csi", K::Msg(821), P | O),
+            Field::new(1, "gcePersistentDisk", K::Msg(804), P | O),
+            Field::new(2, "awsElasticBlockStore", K::Msg(805), P | O),
+            Field::new(3, "hostPath", K::Msg(806), P | O),
+            Field::new(4, "glusterfs", K::Msg(807), P | O),
+            Field::new(5, "nfs", K::Msg(808), P | O),
+            Field::new(6, "rbd", K::Msg(809), P | O),
+            Field::new(7, "iscsi", K::Msg(810), P | O),
+            Field::new(8, "cinder", K::Msg(811), P | O),
+            Field::new(9, "cephfs", K::Msg(812), P | O),
+            Field::new(10, "fc", K::Msg(813), P | O),
+            Field::new(11, "flocker", K::Msg(814), P | O),
+            Field::new(12, "flexVolume", K::Msg(815), P | O),
+            Field::new(13, "azureFile", K::Msg(816), P | O),
+            Field::new(14, "vsphereVolume", K::Msg(817), P | O),
+            Field::new(15, "quobyte", K::Msg(818), P | O),
+            Field::new(16, "azureDisk", K::Msg(819), P | O),
+            Field::new(17, "photonPersistentDisk", K::Msg(820), P | O),
+            Field::new(18, "portworxVolume", K::Msg(821), P | O),
+            Field::new(19, "scaleIO", K::Msg(822), P | O),
+            Field::new(20, "local", K::Msg(823), P | O),
+            Field::new(21, "storageos", K::Msg(824), P | O),
+            Field::new(22, "csi", K::Msg(825), P | O),
         ],
     },
-    // 565
+    // 569
     Message {
         name: "core/v1.VolumeNodeAffinity",
         fields: &[
-            Field::new(1, "required", K::Msg(758), P | O),
+            Field::new(1, "required", K::Msg(762), P | O),
         ],
     },
-    // 566
+    // 570
     Message {
         name: "core/v1.VolumeResourceRequirements",
         fields: &[
@@ -5407,7 +5435,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "requests", K::Map(&K::Quantity), P | O),
         ],
     },
-    // 567
+    // 571
     Message {
         name: "core/v1.TypedLocalObjectReference",
         fields: &[
@@ -5416,7 +5444,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "name", K::Str, 0),
         ],
     },
-    // 568
+    // 572
     Message {
         name: "core/v1.TypedObjectReference",
         fields: &[
@@ -5426,7 +5454,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "namespace", K::Str, P | O),
         ],
     },
-    // 569
+    // 573
     Message {
         name: "core/v1.PersistentVolumeClaimCondition",
         fields: &[
@@ -5438,7 +5466,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(6, "message", K::Str, O),
         ],
     },
-    // 570
+    // 574
     Message {
         name: "core/v1.ModifyVolumeStatus",
         fields: &[
@@ -5446,15 +5474,15 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "status", K::Str, 0),
         ],
     },
-    // 571
+    // 575
     Message {
         name: "core/v1.Volume",
         fields: &[
             Field::new(1, "name", K::Str, 0),
-            Field::new(2, "", K::Msg(822), I),
+            Field::new(2, "", K::Msg(826), I),
         ],
     },
-    // 572
+    // 576
     Message {
         name: "core/v1.Container",
         fields: &[
@@ -5463,65 +5491,65 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "command", K::Str, R | P | O),
             Field::new(4, "args", K::Str, R | P | O),
             Field::new(5, "workingDir", K::Str, O),
-            Field::new(6, "ports", K::Msg(823), R | P | O),
-            Field::new(19, "envFrom", K::Msg(824), R | P | O),
-            Field::new(7, "env", K::Msg(825), R | P | O),
-            Field::new(8, "resources", K::Msg(584), O),
-            Field::new(23, "resizePolicy", K::Msg(826), R | P | O),
+            Field::new(6, "ports", K::Msg(827), R | P | O),
+            Field::new(19, "envFrom", K::Msg(828), R | P | O),
+            Field::new(7, "env", K::Msg(829), R | P | O),
+            Field::new(8, "resources", K::Msg(588), O),
+            Field::new(23, "resizePolicy", K::Msg(830), R | P | O),
             Field::new(24, "restartPolicy", K::Str, P | O),
-            Field::new(25, "restartPolicyRules", K::Msg(827), R | P | O),
-            Field::new(9, "volumeMounts", K::Msg(828), R | P | O),
-            Field::new(21, "volumeDevices", K::Msg(829), R | P | O),
-            Field::new(10, "livenessProbe", K::Msg(830), P | O),
-            Field::new(11, "readinessProbe", K::Msg(830), P | O),
-            Field::new(22, "startupProbe", K::Msg(830), P | O),
-            Field::new(12, "lifecycle", K::Msg(831), P | O),
+            Field::new(25, "restartPolicyRules", K::Msg(831), R | P | O),
+            Field::new(9, "volumeMounts", K::Msg(832), R | P | O),
+            Field::new(21, "volumeDevices", K::Msg(833), R | P | O),
+            Field::new(10, "livenessProbe", K::Msg(834), P | O),
+            Field::new(11, "readinessProbe", K::Msg(834), P | O),
+            Field::new(22, "startupProbe", K::Msg(834), P | O),
+            Field::new(12, "lifecycle", K::Msg(835), P | O),
             Field::new(13, "terminationMessagePath", K::Str, O),
             Field::new(20, "terminationMessagePolicy", K::Str, O),
             Field::new(14, "imagePullPolicy", K::Str, O),
-            Field::new(15, "securityContext", K::Msg(832), P | O),
+            Field::new(15, "securityContext", K::Msg(836), P | O),
             Field::new(16, "stdin", K::Bool, O),
             Field::new(17, "stdinOnce", K::Bool, O),
             Field::new(18, "tty", K::Bool, O),
         ],
     },
-    // 573
+    // 577
     Message {
         name: "core/v1.EphemeralContainer",
         fields: &[
-            Field::new(1, "", K::Msg(833), I),
+            Field::new(1, "", K::Msg(837), I),
             Field::new(2, "targetContainerName", K::Str, O),
         ],
     },
-    // 574
+    // 578
     Message {
         name: "core/v1.PodSecurityContext",
         fields: &[
-            Field::new(1, "seLinuxOptions", K::Msg(834), P | O),
-            Field::new(8, "windowsOptions", K::Msg(835), P | O),
+            Field::new(1, "seLinuxOptions", K::Msg(838), P | O),
+            Field::new(8, "windowsOptions", K::Msg(839), P | O),
             Field::new(2, "runAsUser", K::I64, P | O),
             Field::new(6, "runAsGroup", K::I64, P | O),
             Field::new(3, "runAsNonRoot", K::Bool, P | O),
             Field::new(4, "supplementalGroups", K::I64, R | P | O),
             Field::new(12, "supplementalGroupsPolicy", K::Str, P | O),
             Field::new(5, "fsGroup", K::I64, P | O),
-            Field::new(7, "sysctls", K::Msg(836), R | P | O),
+            Field::new(7, "sysctls", K::Msg(840), R | P | O),
             Field::new(9, "fsGroupChangePolicy", K::Str, P | O),
-            Field::new(10, "seccompProfile", K::Msg(837), P | O),
-            Field::new(11, "appArmorProfile", K::Msg(838), P | O),
+            Field::new(10, "seccompProfile", K::Msg(841), P | O),
+            Field::new(11, "appArmorProfile", K::Msg(842), P | O),
             Field::new(13, "seLinuxChangePolicy", K::Str, P | O),
         ],
     },
-    // 575
+    // 579
     Message {
         name: "core/v1.Affinity",
         fields: &[
-            Field::new(1, "nodeAffinity", K::Msg(839), P | O),
-            Field::new(2, "podAffinity", K::Msg(840), P | O),
-            Field::new(3, "podAntiAffinity", K::Msg(841), P | O),
+            Field::new(1, "nodeAffinity", K::Msg(843), P | O),
+            Field::new(2, "podAffinity", K::Msg(844), P | O),
+            Field::new(3, "podAntiAffinity", K::Msg(845), P | O),
         ],
     },
-    // 576
+    // 580
     Message {
         name: "core/v1.Toleration",
         fields: &[
@@ -5532,7 +5560,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "tolerationSeconds", K::I64, P | O),
         ],
     },
-    // 577
+    // 581
     Message {
         name: "core/v1.HostAlias",
         fields: &[
@@ -5540,51 +5568,51 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "hostnames", K::Str, R | P | O),
         ],
     },
-    // 578
+    // 582
     Message {
         name: "core/v1.PodDNSConfig",
         fields: &[
             Field::new(1, "nameservers", K::Str, R | P | O),
             Field::new(2, "searches", K::Str, R | P | O),
-            Field::new(3, "options", K::Msg(842), R | P | O),
+            Field::new(3, "options", K::Msg(846), R | P | O),
         ],
     },
-    // 579
+    // 583
     Message {
         name: "core/v1.PodReadinessGate",
         fields: &[
             Field::new(1, "conditionType", K::Str, 0),
         ],
     },
-    // 580
+    // 584
     Message {
         name: "core/v1.TopologySpreadConstraint",
         fields: &[
             Field::new(1, "maxSkew", K::I32, 0),
             Field::new(2, "topologyKey", K::Str, 0),
             Field::new(3, "whenUnsatisfiable", K::Str, 0),
-            Field::new(4, "labelSelector", K::Msg(535), P | O),
+            Field::new(4, "labelSelector", K::Msg(539), P | O),
             Field::new(5, "minDomains", K::I32, P | O),
             Field::new(6, "nodeAffinityPolicy", K::Str, P | O),
             Field::new(7, "nodeTaintsPolicy", K::Str, P | O),
             Field::new(8, "matchLabelKeys", K::Str, R | P | O),
         ],
     },
-    // 581
+    // 585
     Message {
         name: "core/v1.PodOS",
         fields: &[
             Field::new(1, "name", K::Str, 0),
         ],
     },
-    // 582
+    // 586
     Message {
         name: "core/v1.PodSchedulingGate",
         fields: &[
             Field::new(1, "name", K::Str, 0),
         ],
     },
-    // 583
+    // 587
     Message {
         name: "core/v1.PodResourceClaim",
         fields: &[
@@ -5593,16 +5621,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "resourceClaimTemplateName", K::Str, P | O),
         ],
     },
-    // 584
+    // 588
     Message {
         name: "core/v1.ResourceRequirements",
         fields: &[
             Field::new(1, "limits", K::Map(&K::Quantity), P | O),
             Field::new(2, "requests", K::Map(&K::Quantity), P | O),
-            Field::new(3, "claims", K::Msg(843), R | P | O),
+            Field::new(3, "claims", K::Msg(847), R | P | O),
         ],
     },
-    // 585
+    // 589
     Message {
         name: "core/v1.WorkloadReference",
         fields: &[
@@ -5611,7 +5639,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "podGroupReplicaKey", K::Str, O),
         ],
     },
-    // 586
+    // 590
     Message {
         name: "core/v1.PodCondition",
         fields: &[
@@ -5624,27 +5652,27 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(6, "message", K::Str, O),
         ],
     },
-    // 587
+    // 591
     Message {
         name: "core/v1.HostIP",
         fields: &[
             Field::new(1, "ip", K::Str, 0),
         ],
     },
-    // 588
+    // 592
     Message {
         name: "core/v1.PodIP",
         fields: &[
             Field::new(1, "ip", K::Str, 0),
         ],
     },
-    // 589
+    // 593
     Message {
         name: "core/v1.ContainerStatus",
         fields: &[
             Field::new(1, "name", K::Str, 0),
-            Field::new(2, "state", K::Msg(844), O),
-            Field::new(3, "lastState", K::Msg(844), O),
+            Field::new(2, "state", K::Msg(848), O),
+            Field::new(3, "lastState", K::Msg(848), O),
             Field::new(4, "ready", K::Bool, 0),
             Field::new(5, "restartCount", K::I32, 0),
             Field::new(6, "image", K::Str, 0),
@@ -5652,14 +5680,14 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(8, "containerID", K::Str, O),
             Field::new(9, "started", K::Bool, P | O),
             Field::new(10, "allocatedResources", K::Map(&K::Quantity), P | O),
-            Field::new(11, "resources", K::Msg(584), P | O),
-            Field::new(12, "volumeMounts", K::Msg(845), R | P | O),
-            Field::new(13, "user", K::Msg(846), P | O),
-            Field::new(14, "allocatedResourcesStatus", K::Msg(847), R | P | O),
+            Field::new(11, "resources", K::Msg(588), P | O),
+            Field::new(12, "volumeMounts", K::Msg(849), R | P | O),
+            Field::new(13, "user", K::Msg(850), P | O),
+            Field::new(14, "allocatedResourcesStatus", K::Msg(851), R | P | O),
             Field::new(15, "stopSignal", K::Str, P | O),
         ],
     },
-    // 590
+    // 594
     Message {
         name: "core/v1.PodResourceClaimStatus",
         fields: &[
@@ -5667,15 +5695,15 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "resourceClaimName", K::Str, P | O),
         ],
     },
-    // 591
+    // 595
     Message {
         name: "core/v1.PodExtendedResourceClaimStatus",
         fields: &[
-            Field::new(1, "requestMappings", K::Msg(848), R | P),
+            Field::new(1, "requestMappings", K::Msg(852), R | P),
             Field::new(2, "resourceClaimName", K::Str, 0),
         ],
     },
-    // 592
+    // 596
     Message {
         name: "core/v1.ReplicationControllerCondition",
         fields: &[
@@ -5686,14 +5714,14 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "message", K::Str, O),
         ],
     },
-    // 593
+    // 597
     Message {
         name: "core/v1.ScopeSelector",
         fields: &[
-            Field::new(1, "matchExpressions", K::Msg(849), R | P | O),
+            Field::new(1, "matchExpressions", K::Msg(853), R | P | O),
         ],
     },
-    // 594
+    // 598
     Message {
         name: "core/v1.ServicePort",
         fields: &[
@@ -5705,21 +5733,21 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "nodePort", K::I32, O),
         ],
     },
-    // 595
+    // 599
     Message {
         name: "core/v1.SessionAffinityConfig",
         fields: &[
-            Field::new(1, "clientIP", K::Msg(850), P | O),
+            Field::new(1, "clientIP", K::Msg(854), P | O),
         ],
     },
-    // 596
+    // 600
     Message {
         name: "core/v1.LoadBalancerStatus",
         fields: &[
-            Field::new(1, "ingress", K::Msg(851), R | P | O),
+            Field::new(1, "ingress", K::Msg(855), R | P | O),
         ],
     },
-    // 597
+    // 601
     Message {
         name: "meta/v1.Condition",
         fields: &[
@@ -5731,7 +5759,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(6, "message", K::Str, 0),
         ],
     },
-    // 598
+    // 602
     Message {
         name: "meta/v1.StatusCause",
         fields: &[
@@ -5740,24 +5768,24 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "field", K::Str, O),
         ],
     },
-    // 599
+    // 603
     Message {
         name: "admissionregistration/v1.WebhookClientConfig",
         fields: &[
             Field::new(3, "url", K::Str, P | O),
-            Field::new(1, "service", K::Msg(852), P | O),
+            Field::new(1, "service", K::Msg(856), P | O),
             Field::new(2, "caBundle", K::Bytes, P | O),
         ],
     },
-    // 600
+    // 604
     Message {
         name: "admissionregistration/v1.RuleWithOperations",
         fields: &[
             Field::new(1, "operations", K::Str, R | P | O),
-            Field::new(2, "", K::Msg(853), I),
+            Field::new(2, "", K::Msg(857), I),
         ],
     },
-    // 601
+    // 605
     Message {
         name: "admissionregistration/v1.MatchCondition",
         fields: &[
@@ -5765,7 +5793,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "expression", K::Str, 0),
         ],
     },
-    // 602
+    // 606
     Message {
         name: "admissionregistration/v1.ParamKind",
         fields: &[
@@ -5773,18 +5801,18 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "kind", K::Str, O),
         ],
     },
-    // 603
+    // 607
     Message {
         name: "admissionregistration/v1.MatchResources",
         fields: &[
-            Field::new(1, "namespaceSelector", K::Msg(535), P | O),
-            Field::new(2, "objectSelector", K::Msg(535), P | O),
-            Field::new(3, "resourceRules", K::Msg(854), R | P | O),
-            Field::new(4, "excludeResourceRules", K::Msg(854), R | P | O),
+            Field::new(1, "namespaceSelector", K::Msg(539), P | O),
+            Field::new(2, "objectSelector", K::Msg(539), P | O),
+            Field::new(3, "resourceRules", K::Msg(858), R | P | O),
+            Field::new(4, "excludeResourceRules", K::Msg(858), R | P | O),
             Field::new(7, "matchPolicy", K::Str, P | O),
         ],
     },
-    // 604
+    // 608
     Message {
         name: "admissionregistration/v1.Validation",
         fields: &[
@@ -5794,7 +5822,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "messageExpression", K::Str, O),
         ],
     },
-    // 605
+    // 609
     Message {
         name: "admissionregistration/v1.AuditAnnotation",
         fields: &[
@@ -5802,7 +5830,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "valueExpression", K::Str, 0),
         ],
     },
-    // 606
+    // 610
     Message {
         name: "admissionregistration/v1.Variable",
         fields: &[
@@ -5810,24 +5838,24 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "expression", K::Str, 0),
         ],
     },
-    // 607
+    // 611
     Message {
         name: "admissionregistration/v1.TypeChecking",
         fields: &[
-            Field::new(1, "expressionWarnings", K::Msg(855), R | P | O),
+            Field::new(1, "expressionWarnings", K::Msg(859), R | P | O),
         ],
     },
-    // 608
+    // 612
     Message {
         name: "admissionregistration/v1.ParamRef",
         fields: &[
             Field::new(1, "name", K::Str, O),
             Field::new(2, "namespace", K::Str, O),
-            Field::new(3, "selector", K::Msg(535), P | O),
+            Field::new(3, "selector", K::Msg(539), P | O),
             Field::new(4, "parameterNotFoundAction", K::Str, P | O),
         ],
     },
-    // 609
+    // 613
     Message {
         name: "admissionregistration/v1alpha1.ParamKind",
         fields: &[
@@ -5835,18 +5863,18 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "kind", K::Str, O),
         ],
     },
-    // 610
+    // 614
     Message {
         name: "admissionregistration/v1alpha1.MatchResources",
         fields: &[
-            Field::new(1, "namespaceSelector", K::Msg(535), P | O),
-            Field::new(2, "objectSelector", K::Msg(535), P | O),
-            Field::new(3, "resourceRules", K::Msg(856), R | P | O),
-            Field::new(4, "excludeResourceRules", K::Msg(856), R | P | O),
+            Field::new(1, "namespaceSelector", K::Msg(539), P | O),
+            Field::new(2, "objectSelector", K::Msg(539), P | O),
+            Field::new(3, "resourceRules", K::Msg(860), R | P | O),
+            Field::new(4, "excludeResourceRules", K::Msg(860), R | P | O),
             Field::new(7, "matchPolicy", K::Str, P | O),
         ],
     },
-    // 611
+    // 615
     Message {
         name: "admissionregistration/v1alpha1.Variable",
         fields: &[
@@ -5854,16 +5882,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "expression", K::Str, 0),
         ],
     },
-    // 612
+    // 616
     Message {
         name: "admissionregistration/v1alpha1.Mutation",
         fields: &[
             Field::new(2, "patchType", K::Str, 0),
-            Field::new(3, "applyConfiguration", K::Msg(857), P | O),
-            Field::new(4, "jsonPatch", K::Msg(858), P | O),
+            Field::new(3, "applyConfiguration", K::Msg(861), P | O),
+            Field::new(4, "jsonPatch", K::Msg(862), P | O),
         ],
     },
-    // 613
+    // 617
     Message {
         name: "admissionregistration/v1alpha1.MatchCondition",
         fields: &[
@@ -5871,17 +5899,17 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "expression", K::Str, 0),
         ],
     },
-    // 614
+    // 618
     Message {
         name: "admissionregistration/v1alpha1.ParamRef",
         fields: &[
             Field::new(1, "name", K::Str, O),
             Field::new(2, "namespace", K::Str, O),
-            Field::new(3, "selector", K::Msg(535), P | O),
+            Field::new(3, "selector", K::Msg(539), P | O),
             Field::new(4, "parameterNotFoundAction", K::Str, P | O),
         ],
     },
-    // 615
+    // 619
     Message {
         name: "admissionregistration/v1alpha1.Validation",
         fields: &[
@@ -5891,7 +5919,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "messageExpression", K::Str, O),
         ],
     },
-    // 616
+    // 620
     Message {
         name: "admissionregistration/v1alpha1.AuditAnnotation",
         fields: &[
@@ -5899,14 +5927,14 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "valueExpression", K::Str, 0),
         ],
     },
-    // 617
+    // 621
     Message {
         name: "admissionregistration/v1alpha1.TypeChecking",
         fields: &[
-            Field::new(1, "expressionWarnings", K::Msg(859), R | P | O),
+            Field::new(1, "expressionWarnings", K::Msg(863), R | P | O),
         ],
     },
-    // 618
+    // 622
     Message {
         name: "admissionregistration/v1beta1.ParamKind",
         fields: &[
@@ -5914,18 +5942,18 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "kind", K::Str, O),
         ],
     },
-    // 619
+    // 623
     Message {
         name: "admissionregistration/v1beta1.MatchResources",
         fields: &[
-            Field::new(1, "namespaceSelector", K::Msg(535), P | O),
-            Field::new(2, "objectSelector", K::Msg(535), P | O),
-            Field::new(3, "resourceRules", K::Msg(860), R | P | O),
-            Field::new(4, "excludeResourceRules", K::Msg(860), R | P | O),
+            Field::new(1, "namespaceSelector", K::Msg(539), P | O),
+            Field::new(2, "objectSelector", K::Msg(539), P | O),
+            Field::new(3, "resourceRules", K::Msg(864), R | P | O),
+            Field::new(4, "excludeResourceRules", K::Msg(864), R | P | O),
             Field::new(7, "matchPolicy", K::Str, P | O),
         ],
     },
-    // 620
+    // 624
     Message {
         name: "admissionregistration/v1beta1.Variable",
         fields: &[
@@ -5933,16 +5961,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "expression", K::Str, 0),
         ],
     },
-    // 621
+    // 625
     Message {
         name: "admissionregistration/v1beta1.Mutation",
         fields: &[
             Field::new(2, "patchType", K::Str, 0),
-            Field::new(3, "applyConfiguration", K::Msg(861), P | O),
-            Field::new(4, "jsonPatch", K::Msg(862), P | O),
+            Field::new(3, "applyConfiguration", K::Msg(865), P | O),
+            Field::new(4, "jsonPatch", K::Msg(866), P | O),
         ],
     },
-    // 622
+    // 626
     Message {
         name: "admissionregistration/v1beta1.MatchCondition",
         fields: &[
@@ -5950,26 +5978,26 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "expression", K::Str, 0),
         ],
     },
-    // 623
+    // 627
     Message {
         name: "admissionregistration/v1beta1.ParamRef",
         fields: &[
             Field::new(1, "name", K::Str, O),
             Field::new(2, "namespace", K::Str, O),
-            Field::new(3, "selector", K::Msg(535), P | O),
+            Field::new(3, "selector", K::Msg(539), P | O),
             Field::new(4, "parameterNotFoundAction", K::Str, P | O),
         ],
     },
-    // 624
+    // 628
     Message {
         name: "admissionregistration/v1beta1.WebhookClientConfig",
         fields: &[
             Field::new(3, "url", K::Str, P | O),
-            Field::new(1, "service", K::Msg(863), P | O),
+            Field::new(1, "service", K::Msg(867), P | O),
             Field::new(2, "caBundle", K::Bytes, P | O),
         ],
     },
-    // 625
+    // 629
     Message {
         name: "admissionregistration/v1beta1.Validation",
         fields: &[
@@ -5979,7 +6007,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "messageExpression", K::Str, O),
         ],
     },
-    // 626
+    // 630
     Message {
         name: "admissionregistration/v1beta1.AuditAnnotation",
         fields: &[
@@ -5987,14 +6015,14 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "valueExpression", K::Str, 0),
         ],
     },
-    // 627
+    // 631
     Message {
         name: "admissionregistration/v1beta1.TypeChecking",
         fields: &[
-            Field::new(1, "expressionWarnings", K::Msg(864), R | P | O),
+            Field::new(1, "expressionWarnings", K::Msg(868), R | P | O),
         ],
     },
-    // 628
+    // 632
     Message {
         name: "apiextensions/v1.CustomResourceDefinitionNames",
         fields: &[
@@ -6006,7 +6034,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(6, "categories", K::Str, R | P | O),
         ],
     },
-    // 629
+    // 633
     Message {
         name: "apiextensions/v1.CustomResourceDefinitionVersion",
         fields: &[
@@ -6015,21 +6043,21 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "storage", K::Bool, 0),
             Field::new(7, "deprecated", K::Bool, O),
             Field::new(8, "deprecationWarning", K::Str, P | O),
-            Field::new(4, "schema", K::Msg(865), P | O),
-            Field::new(5, "subresources", K::Msg(866), P | O),
-            Field::new(6, "additionalPrinterColumns", K::Msg(867), R | P | O),
-            Field::new(9, "selectableFields", K::Msg(868), R | P | O),
+            Field::new(4, "schema", K::Msg(869), P | O),
+            Field::new(5, "subresources", K::Msg(870), P | O),
+            Field::new(6, "additionalPrinterColumns", K::Msg(871), R | P | O),
+            Field::new(9, "selectableFields", K::Msg(872), R | P | O),
         ],
     },
-    // 630
+    // 634
     Message {
         name: "apiextensions/v1.CustomResourceConversion",
         fields: &[
             Field::new(1, "strategy", K::Str, 0),
-            Field::new(2, "webhook", K::Msg(869), P | O),
+            Field::new(2, "webhook", K::Msg(873), P | O),
         ],
     },
-    // 631
+    // 635
     Message {
         name: "apiextensions/v1.CustomResourceDefinitionCondition",
         fields: &[
@@ -6041,15 +6069,15 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(6, "observedGeneration", K::I64, O),
         ],
     },
-    // 632
+    // 636
     Message {
         name: "apps/v1.DaemonSetUpdateStrategy",
         fields: &[
             Field::new(1, "type", K::Str, O),
-            Field::new(2, "rollingUpdate", K::Msg(870), P | O),
+            Field::new(2, "rollingUpdate", K::Msg(874), P | O),
         ],
     },
-    // 633
+    // 637
     Message {
         name: "apps/v1.DaemonSetCondition",
         fields: &[
@@ -6060,15 +6088,15 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "message", K::Str, O),
         ],
     },
-    // 634
+    // 638
     Message {
         name: "apps/v1.DeploymentStrategy",
         fields: &[
             Field::new(1, "type", K::Str, O),
-            Field::new(2, "rollingUpdate", K::Msg(871), P | O),
+            Field::new(2, "rollingUpdate", K::Msg(875), P | O),
         ],
     },
-    // 635
+    // 639
     Message {
         name: "apps/v1.DeploymentCondition",
         fields: &[
@@ -6080,7 +6108,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "message", K::Str, O),
         ],
     },
-    // 636
+    // 640
     Message {
         name: "apps/v1.ReplicaSetCondition",
         fields: &[
@@ -6091,15 +6119,15 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "message", K::Str, O),
         ],
     },
-    // 637
+    // 641
     Message {
         name: "apps/v1.StatefulSetUpdateStrategy",
         fields: &[
             Field::new(1, "type", K::Str, O),
-            Field::new(2, "rollingUpdate", K::Msg(872), P | O),
+            Field::new(2, "rollingUpdate", K::Msg(876), P | O),
         ],
     },
-    // 638
+    // 642
     Message {
         name: "apps/v1.StatefulSetPersistentVolumeClaimRetentionPolicy",
         fields: &[
@@ -6107,14 +6135,14 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "whenScaled", K::Str, O),
         ],
     },
-    // 639
+    // 643
     Message {
         name: "apps/v1.StatefulSetOrdinals",
         fields: &[
             Field::new(1, "start", K::I32, 0),
         ],
     },
-    // 640
+    // 644
     Message {
         name: "apps/v1.StatefulSetCondition",
         fields: &[
@@ -6125,15 +6153,15 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "message", K::Str, O),
         ],
     },
-    // 641
+    // 645
     Message {
         name: "apps/v1beta1.DeploymentStrategy",
         fields: &[
             Field::new(1, "type", K::Str, O),
-            Field::new(2, "rollingUpdate", K::Msg(873), P | O),
+            Field::new(2, "rollingUpdate", K::Msg(877), P | O),
         ],
     },
-    // 642
+    // 646
     Message {
         name: "apps/v1beta1.DeploymentCondition",
         fields: &[
@@ -6145,15 +6173,15 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "message", K::Str, O),
         ],
     },
-    // 643
+    // 647
     Message {
         name: "apps/v1beta1.StatefulSetUpdateStrategy",
         fields: &[
             Field::new(1, "type", K::Str, O),
-            Field::new(2, "rollingUpdate", K::Msg(874), P | O),
+            Field::new(2, "rollingUpdate", K::Msg(878), P | O),
         ],
     },
-    // 644
+    // 648
     Message {
         name: "apps/v1beta1.StatefulSetPersistentVolumeClaimRetentionPolicy",
         fields: &[
@@ -6161,14 +6189,14 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "whenScaled", K::Str, O),
         ],
     },
-    // 645
+    // 649
     Message {
         name: "apps/v1beta1.StatefulSetOrdinals",
         fields: &[
             Field::new(1, "start", K::I32, 0),
         ],
     },
-    // 646
+    // 650
     Message {
         name: "apps/v1beta1.StatefulSetCondition",
         fields: &[
@@ -6179,15 +6207,15 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "message", K::Str, O),
         ],
     },
-    // 647
+    // 651
     Message {
         name: "apps/v1beta2.DaemonSetUpdateStrategy",
         fields: &[
             Field::new(1, "type", K::Str, O),
-            Field::new(2, "rollingUpdate", K::Msg(875), P | O),
+            Field::new(2, "rollingUpdate", K::Msg(879), P | O),
         ],
     },
-    // 648
+    // 652
     Message {
         name: "apps/v1beta2.DaemonSetCondition",
         fields: &[
@@ -6198,15 +6226,15 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "message", K::Str, O),
         ],
     },
-    // 649
+    // 653
     Message {
         name: "apps/v1beta2.DeploymentStrategy",
         fields: &[
             Field::new(1, "type", K::Str, O),
-            Field::new(2, "rollingUpdate", K::Msg(876), P | O),
+            Field::new(2, "rollingUpdate", K::Msg(880), P | O),
         ],
     },
-    // 650
+    // 654
     Message {
         name: "apps/v1beta2.DeploymentCondition",
         fields: &[
@@ -6218,7 +6246,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "message", K::Str, O),
         ],
     },
-    // 651
+    // 655
     Message {
         name: "apps/v1beta2.ReplicaSetCondition",
         fields: &[
@@ -6229,15 +6257,15 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "message", K::Str, O),
         ],
     },
-    // 652
+    // 656
     Message {
         name: "apps/v1beta2.StatefulSetUpdateStrategy",
         fields: &[
             Field::new(1, "type", K::Str, O),
-            Field::new(2, "rollingUpdate", K::Msg(877), P | O),
+            Field::new(2, "rollingUpdate", K::Msg(881), P | O),
         ],
     },
-    // 653
+    // 657
     Message {
         name: "apps/v1beta2.StatefulSetPersistentVolumeClaimRetentionPolicy",
         fields: &[
@@ -6245,14 +6273,14 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "whenScaled", K::Str, O),
         ],
     },
-    // 654
+    // 658
     Message {
         name: "apps/v1beta2.StatefulSetOrdinals",
         fields: &[
             Field::new(1, "start", K::I32, 0),
         ],
     },
-    // 655
+    // 659
     Message {
         name: "apps/v1beta2.StatefulSetCondition",
         fields: &[
@@ -6263,7 +6291,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "message", K::Str, O),
         ],
     },
-    // 656
+    // 660
     Message {
         name: "authentication/v1.UserInfo",
         fields: &[
@@ -6273,7 +6301,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "extra", K::Map(&K::Wrapper(&K::Str)), P | O),
         ],
     },
-    // 657
+    // 661
     Message {
         name: "authentication/v1.BoundObjectReference",
         fields: &[
@@ -6283,7 +6311,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "uid", K::Str, O),
         ],
     },
-    // 658
+    // 662
     Message {
         name: "authentication/v1beta1.UserInfo",
         fields: &[
@@ -6293,7 +6321,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "extra", K::Map(&K::Wrapper(&K::Str)), P | O),
         ],
     },
-    // 659
+    // 663
     Message {
         name: "authorization/v1.ResourceAttributes",
         fields: &[
@@ -6304,11 +6332,11 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "resource", K::Str, O),
             Field::new(6, "subresource", K::Str, O),
             Field::new(7, "name", K::Str, O),
-            Field::new(8, "fieldSelector", K::Msg(878), P | O),
-            Field::new(9, "labelSelector", K::Msg(879), P | O),
+            Field::new(8, "fieldSelector", K::Msg(882), P | O),
+            Field::new(9, "labelSelector", K::Msg(883), P | O),
         ],
     },
-    // 660
+    // 664
     Message {
         name: "authorization/v1.NonResourceAttributes",
         fields: &[
@@ -6316,7 +6344,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "verb", K::Str, O),
         ],
     },
-    // 661
+    // 665
     Message {
         name: "authorization/v1.ResourceRule",
         fields: &[
@@ -6326,7 +6354,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "resourceNames", K::Str, R | P | O),
         ],
     },
-    // 662
+    // 666
     Message {
         name: "authorization/v1.NonResourceRule",
         fields: &[
@@ -6334,7 +6362,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "nonResourceURLs", K::Str, R | P | O),
         ],
     },
-    // 663
+    // 667
     Message {
         name: "authorization/v1beta1.ResourceAttributes",
         fields: &[
@@ -6345,11 +6373,11 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "resource", K::Str, O),
             Field::new(6, "subresource", K::Str, O),
             Field::new(7, "name", K::Str, O),
-            Field::new(8, "fieldSelector", K::Msg(878), P | O),
-            Field::new(9, "labelSelector", K::Msg(879), P | O),
+            Field::new(8, "fieldSelector", K::Msg(882), P | O),
+            Field::new(9, "labelSelector", K::Msg(883), P | O),
         ],
     },
-    // 664
+    // 668
     Message {
         name: "authorization/v1beta1.NonResourceAttributes",
         fields: &[
@@ -6357,7 +6385,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "verb", K::Str, O),
         ],
     },
-    // 665
+    // 669
     Message {
         name: "authorization/v1beta1.ResourceRule",
         fields: &[
@@ -6367,7 +6395,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "resourceNames", K::Str, R | P | O),
         ],
     },
-    // 666
+    // 670
     Message {
         name: "authorization/v1beta1.NonResourceRule",
         fields: &[
@@ -6375,7 +6403,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "nonResourceURLs", K::Str, R | P | O),
         ],
     },
-    // 667
+    // 671
     Message {
         name: "autoscaling/v1.CrossVersionObjectReference",
         fields: &[
@@ -6384,7 +6412,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "apiVersion", K::Str, O),
         ],
     },
-    // 668
+    // 672
     Message {
         name: "autoscaling/v2.CrossVersionObjectReference",
         fields: &[
@@ -6393,39 +6421,39 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "apiVersion", K::Str, O),
         ],
     },
-    // 669
+    // 673
     Message {
         name: "autoscaling/v2.MetricSpec",
         fields: &[
             Field::new(1, "type", K::Str, 0),
-            Field::new(2, "object", K::Msg(880), P | O),
-            Field::new(3, "pods", K::Msg(881), P | O),
-            Field::new(4, "resource", K::Msg(882), P | O),
-            Field::new(7, "containerResource", K::Msg(883), P | O),
-            Field::new(5, "external", K::Msg(884), P | O),
+            Field::new(2, "object", K::Msg(884), P | O),
+            Field::new(3, "pods", K::Msg(885), P | O),
+            Field::new(4, "resource", K::Msg(886), P | O),
+            Field::new(7, "containerResource", K::Msg(887), P | O),
+            Field::new(5, "external", K::Msg(888), P | O),
         ],
     },
-    // 670
+    // 674
     Message {
         name: "autoscaling/v2.HorizontalPodAutoscalerBehavior",
         fields: &[
-            Field::new(1, "scaleUp", K::Msg(885), P | O),
-            Field::new(2, "scaleDown", K::Msg(885), P | O),
+            Field::new(1, "scaleUp", K::Msg(889), P | O),
+            Field::new(2, "scaleDown", K::Msg(889), P | O),
         ],
     },
-    // 671
+    // 675
     Message {
         name: "autoscaling/v2.MetricStatus",
         fields: &[
             Field::new(1, "type", K::Str, 0),
-            Field::new(2, "object", K::Msg(886), P | O),
-            Field::new(3, "pods", K::Msg(887), P | O),
-            Field::new(4, "resource", K::Msg(888), P | O),
-            Field::new(7, "containerResource", K::Msg(889), P | O),
-            Field::new(5, "external", K::Msg(890), P | O),
+            Field::new(2, "object", K::Msg(890), P | O),
+            Field::new(3, "pods", K::Msg(891), P | O),
+            Field::new(4, "resource", K::Msg(892), P | O),
+            Field::new(7, "containerResource", K::Msg(893), P | O),
+            Field::new(5, "external", K::Msg(894), P | O),
         ],
     },
-    // 672
+    // 676
     Message {
         name: "autoscaling/v2.HorizontalPodAutoscalerCondition",
         fields: &[
@@ -6436,7 +6464,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "message", K::Str, O),
         ],
     },
-    // 673
+    // 677
     Message {
         name: "autoscaling/v2beta1.CrossVersionObjectReference",
         fields: &[
@@ -6445,31 +6473,31 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "apiVersion", K::Str, O),
         ],
     },
-    // 674
+    // 678
     Message {
         name: "autoscaling/v2beta1.MetricSpec",
         fields: &[
             Field::new(1, "type", K::Str, 0),
-            Field::new(2, "object", K::Msg(891), P | O),
-            Field::new(3, "pods", K::Msg(892), P | O),
-            Field::new(4, "resource", K::Msg(893), P | O),
-            Field::new(7, "containerResource", K::Msg(894), P | O),
-            Field::new(5, "external", K::Msg(895), P | O),
+            Field::new(2, "object", K::Msg(895), P | O),
+            Field::new(3, "pods", K::Msg(896), P | O),
+            Field::new(4, "resource", K::Msg(897), P | O),
+            Field::new(7, "containerResource", K::Msg(898), P | O),
+            Field::new(5, "external", K::Msg(899), P | O),
         ],
     },
-    // 675
+    // 679
     Message {
         name: "autoscaling/v2beta1.MetricStatus",
         fields: &[
             Field::new(1, "type", K::Str, 0),
-            Field::new(2, "object", K::Msg(896), P | O),
-            Field::new(3, "pods", K::Msg(897), P | O),
-            Field::new(4, "resource", K::Msg(898), P | O),
-            Field::new(7, "containerResource", K::Msg(899), P | O),
-            Field::new(5, "external", K::Msg(900), P | O),
+            Field::new(2, "object", K::Msg(900), P | O),
+            Field::new(3, "pods", K::Msg(901), P | O),
+            Field::new(4, "resource", K::Msg(902), P | O),
+            Field::new(7, "containerResource", K::Msg(903), P | O),
+            Field::new(5, "external", K::Msg(904), P | O),
         ],
     },
-    // 676
+    // 680
     Message {
         name: "autoscaling/v2beta1.HorizontalPodAutoscalerCondition",
         fields: &[
@@ -6480,7 +6508,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "message", K::Str, O),
         ],
     },
-    // 677
+    // 681
     Message {
         name: "autoscaling/v2beta2.CrossVersionObjectReference",
         fields: &[
@@ -6489,39 +6517,39 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "apiVersion", K::Str, O),
         ],
     },
-    // 678
+    // 682
     Message {
         name: "autoscaling/v2beta2.MetricSpec",
         fields: &[
             Field::new(1, "type", K::Str, 0),
-            Field::new(2, "object", K::Msg(901), P | O),
-            Field::new(3, "pods", K::Msg(902), P | O),
-            Field::new(4, "resource", K::Msg(903), P | O),
-            Field::new(7, "containerResource", K::Msg(904), P | O),
-            Field::new(5, "external", K::Msg(905), P | O),
+            Field::new(2, "object", K::Msg(905), P | O),
+            Field::new(3, "pods", K::Msg(906), P | O),
+            Field::new(4, "resource", K::Msg(907), P | O),
+            Field::new(7, "containerResource", K::Msg(908), P | O),
+            Field::new(5, "external", K::Msg(909), P | O),
         ],
     },
-    // 679
+    // 683
     Message {
         name: "autoscaling/v2beta2.HorizontalPodAutoscalerBehavior",
         fields: &[
-            Field::new(1, "scaleUp", K::Msg(906), P | O),
-            Field::new(2, "scaleDown", K::Msg(906), P | O),
+            Field::new(1, "scaleUp", K::Msg(910), P | O),
+            Field::new(2, "scaleDown", K::Msg(910), P | O),
         ],
     },
-    // 680
+    // 684
     Message {
         name: "autoscaling/v2beta2.MetricStatus",
         fields: &[
             Field::new(1, "type", K::Str, 0),
-            Field::new(2, "object", K::Msg(907), P | O),
-            Field::new(3, "pods", K::Msg(908), P | O),
-            Field::new(4, "resource", K::Msg(909), P | O),
-            Field::new(7, "containerResource", K::Msg(910), P | O),
-            Field::new(5, "external", K::Msg(911), P | O),
+            Field::new(2, "object", K::Msg(911), P | O),
+            Field::new(3, "pods", K::Msg(912), P | O),
+            Field::new(4, "resource", K::Msg(913), P | O),
+            Field::new(7, "containerResource", K::Msg(914), P | O),
+            Field::new(5, "external", K::Msg(915), P | O),
         ],
     },
-    // 681
+    // 685
     Message {
         name: "autoscaling/v2beta2.HorizontalPodAutoscalerCondition",
         fields: &[
@@ -6532,29 +6560,29 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "message", K::Str, O),
         ],
     },
-    // 682
+    // 686
     Message {
         name: "batch/v1.JobTemplateSpec",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(429), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(433), O),
         ],
     },
-    // 683
+    // 687
     Message {
         name: "batch/v1.PodFailurePolicy",
         fields: &[
-            Field::new(1, "rules", K::Msg(912), R | P),
+            Field::new(1, "rules", K::Msg(916), R | P),
         ],
     },
-    // 684
+    // 688
     Message {
         name: "batch/v1.SuccessPolicy",
         fields: &[
-            Field::new(1, "rules", K::Msg(913), R | P),
+            Field::new(1, "rules", K::Msg(917), R | P),
         ],
     },
-    // 685
+    // 689
     Message {
         name: "batch/v1.JobCondition",
         fields: &[
@@ -6566,7 +6594,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(6, "message", K::Str, O),
         ],
     },
-    // 686
+    // 690
     Message {
         name: "batch/v1.UncountedTerminatedPods",
         fields: &[
@@ -6574,15 +6602,15 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "failed", K::Str, R | P | O),
         ],
     },
-    // 687
+    // 691
     Message {
         name: "batch/v1beta1.JobTemplateSpec",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(429), O),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(433), O),
         ],
     },
-    // 688
+    // 692
     Message {
         name: "certificates/v1.CertificateSigningRequestCondition",
         fields: &[
@@ -6594,7 +6622,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "lastTransitionTime", K::Time, O),
         ],
     },
-    // 689
+    // 693
     Message {
         name: "certificates/v1beta1.CertificateSigningRequestCondition",
         fields: &[
@@ -6606,7 +6634,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "lastTransitionTime", K::Time, O),
         ],
     },
-    // 690
+    // 694
     Message {
         name: "discovery/v1.EndpointConditions",
         fields: &[
@@ -6615,15 +6643,15 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "terminating", K::Bool, P | O),
         ],
     },
-    // 691
+    // 695
     Message {
         name: "discovery/v1.EndpointHints",
         fields: &[
-            Field::new(1, "forZones", K::Msg(914), R | P | O),
-            Field::new(2, "forNodes", K::Msg(915), R | P | O),
+            Field::new(1, "forZones", K::Msg(918), R | P | O),
+            Field::new(2, "forNodes", K::Msg(919), R | P | O),
         ],
     },
-    // 692
+    // 696
     Message {
         name: "discovery/v1beta1.EndpointConditions",
         fields: &[
@@ -6632,23 +6660,23 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "terminating", K::Bool, P | O),
         ],
     },
-    // 693
+    // 697
     Message {
         name: "discovery/v1beta1.EndpointHints",
         fields: &[
-            Field::new(1, "forZones", K::Msg(916), R | P | O),
-            Field::new(2, "forNodes", K::Msg(917), R | P | O),
+            Field::new(1, "forZones", K::Msg(920), R | P | O),
+            Field::new(2, "forNodes", K::Msg(921), R | P | O),
         ],
     },
-    // 694
+    // 698
     Message {
         name: "extensions/v1beta1.DaemonSetUpdateStrategy",
         fields: &[
             Field::new(1, "type", K::Str, O),
-            Field::new(2, "rollingUpdate", K::Msg(918), P | O),
+            Field::new(2, "rollingUpdate", K::Msg(922), P | O),
         ],
     },
-    // 695
+    // 699
     Message {
         name: "extensions/v1beta1.DaemonSetCondition",
         fields: &[
@@ -6659,15 +6687,15 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "message", K::Str, O),
         ],
     },
-    // 696
+    // 700
     Message {
         name: "extensions/v1beta1.DeploymentStrategy",
         fields: &[
             Field::new(1, "type", K::Str, O),
-            Field::new(2, "rollingUpdate", K::Msg(919), P | O),
+            Field::new(2, "rollingUpdate", K::Msg(923), P | O),
         ],
     },
-    // 697
+    // 701
     Message {
         name: "extensions/v1beta1.DeploymentCondition",
         fields: &[
@@ -6679,16 +6707,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "message", K::Str, O),
         ],
     },
-    // 698
+    // 702
     Message {
         name: "extensions/v1beta1.IngressBackend",
         fields: &[
             Field::new(1, "serviceName", K::Str, O),
             Field::new(2, "servicePort", K::IntOrString, O),
-            Field::new(3, "resource", K::Msg(567), P | O),
+            Field::new(3, "resource", K::Msg(571), P | O),
         ],
     },
-    // 699
+    // 703
     Message {
         name: "extensions/v1beta1.IngressTLS",
         fields: &[
@@ -6696,38 +6724,38 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "secretName", K::Str, O),
         ],
     },
-    // 700
+    // 704
     Message {
         name: "extensions/v1beta1.IngressRule",
         fields: &[
             Field::new(1, "host", K::Str, O),
-            Field::new(2, "", K::Msg(920), I),
+            Field::new(2, "", K::Msg(924), I),
         ],
     },
-    // 701
+    // 705
     Message {
         name: "extensions/v1beta1.IngressLoadBalancerStatus",
         fields: &[
-            Field::new(1, "ingress", K::Msg(921), R | P | O),
+            Field::new(1, "ingress", K::Msg(925), R | P | O),
         ],
     },
-    // 702
+    // 706
     Message {
         name: "extensions/v1beta1.NetworkPolicyIngressRule",
         fields: &[
-            Field::new(1, "ports", K::Msg(922), R | P | O),
-            Field::new(2, "from", K::Msg(923), R | P | O),
+            Field::new(1, "ports", K::Msg(926), R | P | O),
+            Field::new(2, "from", K::Msg(927), R | P | O),
         ],
     },
-    // 703
+    // 707
     Message {
         name: "extensions/v1beta1.NetworkPolicyEgressRule",
         fields: &[
-            Field::new(1, "ports", K::Msg(922), R | P | O),
-            Field::new(2, "to", K::Msg(923), R | P | O),
+            Field::new(1, "ports", K::Msg(926), R | P | O),
+            Field::new(2, "to", K::Msg(927), R | P | O),
         ],
     },
-    // 704
+    // 708
     Message {
         name: "extensions/v1beta1.ReplicaSetCondition",
         fields: &[
@@ -6738,30 +6766,30 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "message", K::Str, O),
         ],
     },
-    // 705
+    // 709
     Message {
         name: "flowcontrol/v1.PriorityLevelConfigurationReference",
         fields: &[
             Field::new(1, "name", K::Str, 0),
         ],
     },
-    // 706
+    // 710
     Message {
         name: "flowcontrol/v1.FlowDistinguisherMethod",
         fields: &[
             Field::new(1, "type", K::Str, 0),
         ],
     },
-    // 707
+    // 711
     Message {
         name: "flowcontrol/v1.PolicyRulesWithSubjects",
         fields: &[
-            Field::new(1, "subjects", K::Msg(924), R | P),
-            Field::new(2, "resourceRules", K::Msg(925), R | P | O),
-            Field::new(3, "nonResourceRules", K::Msg(926), R | P | O),
+            Field::new(1, "subjects", K::Msg(928), R | P),
+            Field::new(2, "resourceRules", K::Msg(929), R | P | O),
+            Field::new(3, "nonResourceRules", K::Msg(930), R | P | O),
         ],
     },
-    // 708
+    // 712
     Message {
         name: "flowcontrol/v1.FlowSchemaCondition",
         fields: &[
@@ -6772,17 +6800,17 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "message", K::Str, O),
         ],
     },
-    // 709
+    // 713
     Message {
         name: "flowcontrol/v1.LimitedPriorityLevelConfiguration",
         fields: &[
             Field::new(1, "nominalConcurrencyShares", K::I32, P),
-            Field::new(2, "limitResponse", K::Msg(927), O),
+            Field::new(2, "limitResponse", K::Msg(931), O),
             Field::new(3, "lendablePercent", K::I32, P | O),
             Field::new(4, "borrowingLimitPercent", K::I32, P | O),
         ],
     },
-    // 710
+    // 714
     Message {
         name: "flowcontrol/v1.ExemptPriorityLevelConfiguration",
         fields: &[
@@ -6790,7 +6818,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "lendablePercent", K::I32, P | O),
         ],
     },
-    // 711
+    // 715
     Message {
         name: "flowcontrol/v1.PriorityLevelConfigurationCondition",
         fields: &[
@@ -6801,30 +6829,30 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "message", K::Str, O),
         ],
     },
-    // 712
+    // 716
     Message {
         name: "flowcontrol/v1beta1.PriorityLevelConfigurationReference",
         fields: &[
             Field::new(1, "name", K::Str, 0),
         ],
     },
-    // 713
+    // 717
     Message {
         name: "flowcontrol/v1beta1.FlowDistinguisherMethod",
         fields: &[
             Field::new(1, "type", K::Str, 0),
         ],
     },
-    // 714
+    // 718
     Message {
         name: "flowcontrol/v1beta1.PolicyRulesWithSubjects",
         fields: &[
-            Field::new(1, "subjects", K::Msg(928), R | P),
-            Field::new(2, "resourceRules", K::Msg(929), R | P | O),
-            Field::new(3, "nonResourceRules", K::Msg(930), R | P | O),
+            Field::new(1, "subjects", K::Msg(932), R | P),
+            Field::new(2, "resourceRules", K::Msg(933), R | P | O),
+            Field::new(3, "nonResourceRules", K::Msg(934), R | P | O),
         ],
     },
-    // 715
+    // 719
     Message {
         name: "flowcontrol/v1beta1.FlowSchemaCondition",
         fields: &[
@@ -6835,17 +6863,17 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "message", K::Str, O),
         ],
     },
-    // 716
+    // 720
     Message {
         name: "flowcontrol/v1beta1.LimitedPriorityLevelConfiguration",
         fields: &[
             Field::new(1, "assuredConcurrencyShares", K::I32, 0),
-            Field::new(2, "limitResponse", K::Msg(931), O),
+            Field::new(2, "limitResponse", K::Msg(935), O),
             Field::new(3, "lendablePercent", K::I32, P | O),
             Field::new(4, "borrowingLimitPercent", K::I32, P | O),
         ],
     },
-    // 717
+    // 721
     Message {
         name: "flowcontrol/v1beta1.ExemptPriorityLevelConfiguration",
         fields: &[
@@ -6853,7 +6881,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "lendablePercent", K::I32, P | O),
         ],
     },
-    // 718
+    // 722
     Message {
         name: "flowcontrol/v1beta1.PriorityLevelConfigurationCondition",
         fields: &[
@@ -6864,30 +6892,30 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "message", K::Str, O),
         ],
     },
-    // 719
+    // 723
     Message {
         name: "flowcontrol/v1beta2.PriorityLevelConfigurationReference",
         fields: &[
             Field::new(1, "name", K::Str, 0),
         ],
     },
-    // 720
+    // 724
     Message {
         name: "flowcontrol/v1beta2.FlowDistinguisherMethod",
         fields: &[
             Field::new(1, "type", K::Str, 0),
         ],
     },
-    // 721
+    // 725
     Message {
         name: "flowcontrol/v1beta2.PolicyRulesWithSubjects",
         fields: &[
-            Field::new(1, "subjects", K::Msg(932), R | P),
-            Field::new(2, "resourceRules", K::Msg(933), R | P | O),
-            Field::new(3, "nonResourceRules", K::Msg(934), R | P | O),
+            Field::new(1, "subjects", K::Msg(936), R | P),
+            Field::new(2, "resourceRules", K::Msg(937), R | P | O),
+            Field::new(3, "nonResourceRules", K::Msg(938), R | P | O),
         ],
     },
-    // 722
+    // 726
     Message {
         name: "flowcontrol/v1beta2.FlowSchemaCondition",
         fields: &[
@@ -6898,17 +6926,17 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "message", K::Str, O),
         ],
     },
-    // 723
+    // 727
     Message {
         name: "flowcontrol/v1beta2.LimitedPriorityLevelConfiguration",
         fields: &[
             Field::new(1, "assuredConcurrencyShares", K::I32, 0),
-            Field::new(2, "limitResponse", K::Msg(935), O),
+            Field::new(2, "limitResponse", K::Msg(939), O),
             Field::new(3, "lendablePercent", K::I32, P | O),
             Field::new(4, "borrowingLimitPercent", K::I32, P | O),
         ],
     },
-    // 724
+    // 728
     Message {
         name: "flowcontrol/v1beta2.ExemptPriorityLevelConfiguration",
         fields: &[
@@ -6916,7 +6944,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "lendablePercent", K::I32, P | O),
         ],
     },
-    // 725
+    // 729
     Message {
         name: "flowcontrol/v1beta2.PriorityLevelConfigurationCondition",
         fields: &[
@@ -6927,30 +6955,30 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "message", K::Str, O),
         ],
     },
-    // 726
+    // 730
     Message {
         name: "flowcontrol/v1beta3.PriorityLevelConfigurationReference",
         fields: &[
             Field::new(1, "name", K::Str, 0),
         ],
     },
-    // 727
+    // 731
     Message {
         name: "flowcontrol/v1beta3.FlowDistinguisherMethod",
         fields: &[
             Field::new(1, "type", K::Str, 0),
         ],
     },
-    // 728
+    // 732
     Message {
         name: "flowcontrol/v1beta3.PolicyRulesWithSubjects",
         fields: &[
-            Field::new(1, "subjects", K::Msg(936), R | P),
-            Field::new(2, "resourceRules", K::Msg(937), R | P | O),
-            Field::new(3, "nonResourceRules", K::Msg(938), R | P | O),
+            Field::new(1, "subjects", K::Msg(940), R | P),
+            Field::new(2, "resourceRules", K::Msg(941), R | P | O),
+            Field::new(3, "nonResourceRules", K::Msg(942), R | P | O),
         ],
     },
-    // 729
+    // 733
     Message {
         name: "flowcontrol/v1beta3.FlowSchemaCondition",
         fields: &[
@@ -6961,17 +6989,17 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "message", K::Str, O),
         ],
     },
-    // 730
+    // 734
     Message {
         name: "flowcontrol/v1beta3.LimitedPriorityLevelConfiguration",
         fields: &[
             Field::new(1, "nominalConcurrencyShares", K::I32, 0),
-            Field::new(2, "limitResponse", K::Msg(939), O),
+            Field::new(2, "limitResponse", K::Msg(943), O),
             Field::new(3, "lendablePercent", K::I32, P | O),
             Field::new(4, "borrowingLimitPercent", K::I32, P | O),
         ],
     },
-    // 731
+    // 735
     Message {
         name: "flowcontrol/v1beta3.ExemptPriorityLevelConfiguration",
         fields: &[
@@ -6979,7 +7007,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "lendablePercent", K::I32, P | O),
         ],
     },
-    // 732
+    // 736
     Message {
         name: "flowcontrol/v1beta3.PriorityLevelConfigurationCondition",
         fields: &[
@@ -6990,7 +7018,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "message", K::Str, O),
         ],
     },
-    // 733
+    // 737
     Message {
         name: "apiserverinternal/v1alpha1.ServerStorageVersion",
         fields: &[
@@ -7000,7 +7028,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "servedVersions", K::Str, R | P | O),
         ],
     },
-    // 734
+    // 738
     Message {
         name: "apiserverinternal/v1alpha1.StorageVersionCondition",
         fields: &[
@@ -7012,7 +7040,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(6, "message", K::Str, O),
         ],
     },
-    // 735
+    // 739
     Message {
         name: "networking/v1.ParentReference",
         fields: &[
@@ -7022,15 +7050,15 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "name", K::Str, O),
         ],
     },
-    // 736
+    // 740
     Message {
         name: "networking/v1.IngressBackend",
         fields: &[
-            Field::new(4, "service", K::Msg(940), P | O),
-            Field::new(3, "resource", K::Msg(567), P | O),
+            Field::new(4, "service", K::Msg(944), P | O),
+            Field::new(3, "resource", K::Msg(571), P | O),
         ],
     },
-    // 737
+    // 741
     Message {
         name: "networking/v1.IngressTLS",
         fields: &[
@@ -7038,22 +7066,22 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "secretName", K::Str, O),
         ],
     },
-    // 738
+    // 742
     Message {
         name: "networking/v1.IngressRule",
         fields: &[
             Field::new(1, "host", K::Str, O),
-            Field::new(2, "", K::Msg(941), I),
+            Field::new(2, "", K::Msg(945), I),
         ],
     },
-    // 739
+    // 743
     Message {
         name: "networking/v1.IngressLoadBalancerStatus",
         fields: &[
-            Field::new(1, "ingress", K::Msg(942), R | P | O),
+            Field::new(1, "ingress", K::Msg(946), R | P | O),
         ],
     },
-    // 740
+    // 744
     Message {
         name: "networking/v1.IngressClassParametersReference",
         fields: &[
@@ -7064,23 +7092,23 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "namespace", K::Str, P | O),
         ],
     },
-    // 741
+    // 745
     Message {
         name: "networking/v1.NetworkPolicyIngressRule",
         fields: &[
-            Field::new(1, "ports", K::Msg(943), R | P | O),
-            Field::new(2, "from", K::Msg(944), R | P | O),
+            Field::new(1, "ports", K::Msg(947), R | P | O),
+            Field::new(2, "from", K::Msg(948), R | P | O),
         ],
     },
-    // 742
+    // 746
     Message {
         name: "networking/v1.NetworkPolicyEgressRule",
         fields: &[
-            Field::new(1, "ports", K::Msg(943), R | P | O),
-            Field::new(2, "to", K::Msg(944), R | P | O),
+            Field::new(1, "ports", K::Msg(947), R | P | O),
+            Field::new(2, "to", K::Msg(948), R | P | O),
         ],
     },
-    // 743
+    // 747
     Message {
         name: "networking/v1beta1.ParentReference",
         fields: &[
@@ -7090,16 +7118,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "name", K::Str, O),
         ],
     },
-    // 744
+    // 748
     Message {
         name: "networking/v1beta1.IngressBackend",
         fields: &[
             Field::new(1, "serviceName", K::Str, O),
             Field::new(2, "servicePort", K::IntOrString, O),
-            Field::new(3, "resource", K::Msg(567), P | O),
+            Field::new(3, "resource", K::Msg(571), P | O),
         ],
     },
-    // 745
+    // 749
     Message {
         name: "networking/v1beta1.IngressTLS",
         fields: &[
@@ -7107,22 +7135,22 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "secretName", K::Str, O),
         ],
     },
-    // 746
+    // 750
     Message {
         name: "networking/v1beta1.IngressRule",
         fields: &[
             Field::new(1, "host", K::Str, O),
-            Field::new(2, "", K::Msg(945), I),
+            Field::new(2, "", K::Msg(949), I),
         ],
     },
-    // 747
+    // 751
     Message {
         name: "networking/v1beta1.IngressLoadBalancerStatus",
         fields: &[
-            Field::new(1, "ingress", K::Msg(946), R | P | O),
+            Field::new(1, "ingress", K::Msg(950), R | P | O),
         ],
     },
-    // 748
+    // 752
     Message {
         name: "networking/v1beta1.IngressClassParametersReference",
         fields: &[
@@ -7133,54 +7161,54 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "namespace", K::Str, P | O),
         ],
     },
-    // 749
+    // 753
     Message {
         name: "node/v1alpha1.Overhead",
         fields: &[
             Field::new(1, "podFixed", K::Map(&K::Quantity), P | O),
         ],
     },
-    // 750
+    // 754
     Message {
         name: "node/v1alpha1.Scheduling",
         fields: &[
             Field::new(1, "nodeSelector", K::Map(&K::Str), P | O),
-            Field::new(2, "tolerations", K::Msg(576), R | P | O),
-        ],
-    },
-    // 751
-    Message {
-        name: "resource/v1.DeviceSelector",
-        fields: &[
-            Field::new(1, "cel", K::Msg(947), P | O),
-        ],
-    },
-    // 752
-    Message {
-        name: "resource/v1.DeviceClassConfiguration",
-        fields: &[
-            Field::new(1, "", K::Msg(948), I),
-        ],
-    },
-    // 753
-    Message {
-        name: "resource/v1.DeviceClaim",
-        fields: &[
-            Field::new(1, "requests", K::Msg(949), R | P),
-            Field::new(2, "constraints", K::Msg(950), R | P | O),
-            Field::new(3, "config", K::Msg(951), R | P | O),
-        ],
-    },
-    // 754
-    Message {
-        name: "resource/v1.AllocationResult",
-        fields: &[
-            Field::new(1, "devices", K::Msg(952), O),
-            Field::new(3, "nodeSelector", K::Msg(758), P | O),
-            Field::new(5, "allocationTimestamp", K::Time, P | O),
+            Field::new(2, "tolerations", K::Msg(580), R | P | O),
         ],
     },
     // 755
+    Message {
+        name: "resource/v1.DeviceSelector",
+        fields: &[
+            Field::new(1, "cel", K::Msg(951), P | O),
+        ],
+    },
+    // 756
+    Message {
+        name: "resource/v1.DeviceClassConfiguration",
+        fields: &[
+            Field::new(1, "", K::Msg(952), I),
+        ],
+    },
+    // 757
+    Message {
+        name: "resource/v1.DeviceClaim",
+        fields: &[
+            Field::new(1, "requests", K::Msg(953), R | P),
+            Field::new(2, "constraints", K::Msg(954), R | P | O),
+            Field::new(3, "config", K::Msg(955), R | P | O),
+        ],
+    },
+    // 758
+    Message {
+        name: "resource/v1.AllocationResult",
+        fields: &[
+            Field::new(1, "devices", K::Msg(956), O),
+            Field::new(3, "nodeSelector", K::Msg(762), P | O),
+            Field::new(5, "allocationTimestamp", K::Time, P | O),
+        ],
+    },
+    // 759
     Message {
         name: "resource/v1.ResourceClaimConsumerReference",
         fields: &[
@@ -7190,7 +7218,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "uid", K::Str, 0),
         ],
     },
-    // 756
+    // 760
     Message {
         name: "resource/v1.AllocatedDeviceStatus",
         fields: &[
@@ -7198,12 +7226,12 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "pool", K::Str, 0),
             Field::new(3, "device", K::Str, 0),
             Field::new(7, "shareID", K::Str, P | O),
-            Field::new(4, "conditions", K::Msg(597), R | P),
+            Field::new(4, "conditions", K::Msg(601), R | P),
             Field::new(5, "data", K::RawJson, P | O),
-            Field::new(6, "networkData", K::Msg(953), P | O),
+            Field::new(6, "networkData", K::Msg(957), P | O),
         ],
     },
-    // 757
+    // 761
     Message {
         name: "resource/v1.ResourcePool",
         fields: &[
@@ -7212,40 +7240,40 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "resourceSliceCount", K::I64, 0),
         ],
     },
-    // 758
+    // 762
     Message {
         name: "core/v1.NodeSelector",
         fields: &[
-            Field::new(1, "nodeSelectorTerms", K::Msg(954), R | P),
+            Field::new(1, "nodeSelectorTerms", K::Msg(958), R | P),
         ],
     },
-    // 759
+    // 763
     Message {
         name: "resource/v1.Device",
         fields: &[
             Field::new(1, "name", K::Str, 0),
-            Field::new(2, "attributes", K::Map(&K::Msg(955)), P | O),
-            Field::new(3, "capacity", K::Map(&K::Msg(956)), P | O),
-            Field::new(4, "consumesCounters", K::Msg(957), R | P | O),
+            Field::new(2, "attributes", K::Map(&K::Msg(959)), P | O),
+            Field::new(3, "capacity", K::Map(&K::Msg(960)), P | O),
+            Field::new(4, "consumesCounters", K::Msg(961), R | P | O),
             Field::new(5, "nodeName", K::Str, P | O),
-            Field::new(6, "nodeSelector", K::Msg(758), P | O),
+            Field::new(6, "nodeSelector", K::Msg(762), P | O),
             Field::new(7, "allNodes", K::Bool, P | O),
-            Field::new(8, "taints", K::Msg(958), R | P | O),
+            Field::new(8, "taints", K::Msg(962), R | P | O),
             Field::new(9, "bindsToNode", K::Bool, P | O),
             Field::new(10, "bindingConditions", K::Str, R | P | O),
             Field::new(11, "bindingFailureConditions", K::Str, R | P | O),
             Field::new(12, "allowMultipleAllocations", K::Bool, P | O),
         ],
     },
-    // 760
+    // 764
     Message {
         name: "resource/v1.CounterSet",
         fields: &[
             Field::new(1, "name", K::Str, 0),
-            Field::new(2, "counters", K::Map(&K::Msg(959)), P | O),
+            Field::new(2, "counters", K::Map(&K::Msg(963)), P | O),
         ],
     },
-    // 761
+    // 765
     Message {
         name: "resource/v1alpha3.DeviceTaintSelector",
         fields: &[
@@ -7254,7 +7282,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "device", K::Str, P | O),
         ],
     },
-    // 762
+    // 766
     Message {
         name: "resource/v1alpha3.DeviceTaint",
         fields: &[
@@ -7264,39 +7292,39 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "timeAdded", K::Time, P | O),
         ],
     },
-    // 763
+    // 767
     Message {
         name: "resource/v1beta1.DeviceSelector",
         fields: &[
-            Field::new(1, "cel", K::Msg(960), P | O),
+            Field::new(1, "cel", K::Msg(964), P | O),
         ],
     },
-    // 764
+    // 768
     Message {
         name: "resource/v1beta1.DeviceClassConfiguration",
         fields: &[
-            Field::new(1, "", K::Msg(961), I),
+            Field::new(1, "", K::Msg(965), I),
         ],
     },
-    // 765
+    // 769
     Message {
         name: "resource/v1beta1.DeviceClaim",
         fields: &[
-            Field::new(1, "requests", K::Msg(962), R | P),
-            Field::new(2, "constraints", K::Msg(963), R | P | O),
-            Field::new(3, "config", K::Msg(964), R | P | O),
+            Field::new(1, "requests", K::Msg(966), R | P),
+            Field::new(2, "constraints", K::Msg(967), R | P | O),
+            Field::new(3, "config", K::Msg(968), R | P | O),
         ],
     },
-    // 766
+    // 770
     Message {
         name: "resource/v1beta1.AllocationResult",
         fields: &[
-            Field::new(1, "devices", K::Msg(965), O),
-            Field::new(3, "nodeSelector", K::Msg(758), P | O),
+            Field::new(1, "devices", K::Msg(969), O),
+            Field::new(3, "nodeSelector", K::Msg(762), P | O),
             Field::new(5, "allocationTimestamp", K::Time, P | O),
         ],
     },
-    // 767
+    // 771
     Message {
         name: "resource/v1beta1.ResourceClaimConsumerReference",
         fields: &[
@@ -7306,7 +7334,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "uid", K::Str, 0),
         ],
     },
-    // 768
+    // 772
     Message {
         name: "resource/v1beta1.AllocatedDeviceStatus",
         fields: &[
@@ -7314,12 +7342,12 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "pool", K::Str, 0),
             Field::new(3, "device", K::Str, 0),
             Field::new(7, "shareID", K::Str, P | O),
-            Field::new(4, "conditions", K::Msg(597), R | P),
+            Field::new(4, "conditions", K::Msg(601), R | P),
             Field::new(5, "data", K::RawJson, P | O),
-            Field::new(6, "networkData", K::Msg(966), P | O),
+            Field::new(6, "networkData", K::Msg(970), P | O),
         ],
     },
-    // 769
+    // 773
     Message {
         name: "resource/v1beta1.ResourcePool",
         fields: &[
@@ -7328,55 +7356,55 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "resourceSliceCount", K::I64, 0),
         ],
     },
-    // 770
+    // 774
     Message {
         name: "resource/v1beta1.Device",
         fields: &[
             Field::new(1, "name", K::Str, 0),
-            Field::new(2, "basic", K::Msg(967), P | O),
-        ],
-    },
-    // 771
-    Message {
-        name: "resource/v1beta1.CounterSet",
-        fields: &[
-            Field::new(1, "name", K::Str, 0),
-            Field::new(2, "counters", K::Map(&K::Msg(968)), P | O),
-        ],
-    },
-    // 772
-    Message {
-        name: "resource/v1beta2.DeviceSelector",
-        fields: &[
-            Field::new(1, "cel", K::Msg(969), P | O),
-        ],
-    },
-    // 773
-    Message {
-        name: "resource/v1beta2.DeviceClassConfiguration",
-        fields: &[
-            Field::new(1, "", K::Msg(970), I),
-        ],
-    },
-    // 774
-    Message {
-        name: "resource/v1beta2.DeviceClaim",
-        fields: &[
-            Field::new(1, "requests", K::Msg(971), R | P),
-            Field::new(2, "constraints", K::Msg(972), R | P | O),
-            Field::new(3, "config", K::Msg(973), R | P | O),
+            Field::new(2, "basic", K::Msg(971), P | O),
         ],
     },
     // 775
     Message {
-        name: "resource/v1beta2.AllocationResult",
+        name: "resource/v1beta1.CounterSet",
         fields: &[
-            Field::new(1, "devices", K::Msg(974), O),
-            Field::new(3, "nodeSelector", K::Msg(758), P | O),
-            Field::new(5, "allocationTimestamp", K::Time, P | O),
+            Field::new(1, "name", K::Str, 0),
+            Field::new(2, "counters", K::Map(&K::Msg(972)), P | O),
         ],
     },
     // 776
+    Message {
+        name: "resource/v1beta2.DeviceSelector",
+        fields: &[
+            Field::new(1, "cel", K::Msg(973), P | O),
+        ],
+    },
+    // 777
+    Message {
+        name: "resource/v1beta2.DeviceClassConfiguration",
+        fields: &[
+            Field::new(1, "", K::Msg(974), I),
+        ],
+    },
+    // 778
+    Message {
+        name: "resource/v1beta2.DeviceClaim",
+        fields: &[
+            Field::new(1, "requests", K::Msg(975), R | P),
+            Field::new(2, "constraints", K::Msg(976), R | P | O),
+            Field::new(3, "config", K::Msg(977), R | P | O),
+        ],
+    },
+    // 779
+    Message {
+        name: "resource/v1beta2.AllocationResult",
+        fields: &[
+            Field::new(1, "devices", K::Msg(978), O),
+            Field::new(3, "nodeSelector", K::Msg(762), P | O),
+            Field::new(5, "allocationTimestamp", K::Time, P | O),
+        ],
+    },
+    // 780
     Message {
         name: "resource/v1beta2.ResourceClaimConsumerReference",
         fields: &[
@@ -7386,7 +7414,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "uid", K::Str, 0),
         ],
     },
-    // 777
+    // 781
     Message {
         name: "resource/v1beta2.AllocatedDeviceStatus",
         fields: &[
@@ -7394,12 +7422,12 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "pool", K::Str, 0),
             Field::new(3, "device", K::Str, 0),
             Field::new(7, "shareID", K::Str, P | O),
-            Field::new(4, "conditions", K::Msg(597), R | P),
+            Field::new(4, "conditions", K::Msg(601), R | P),
             Field::new(5, "data", K::RawJson, P | O),
-            Field::new(6, "networkData", K::Msg(975), P | O),
+            Field::new(6, "networkData", K::Msg(979), P | O),
         ],
     },
-    // 778
+    // 782
     Message {
         name: "resource/v1beta2.ResourcePool",
         fields: &[
@@ -7408,33 +7436,33 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "resourceSliceCount", K::I64, 0),
         ],
     },
-    // 779
+    // 783
     Message {
         name: "resource/v1beta2.Device",
         fields: &[
             Field::new(1, "name", K::Str, 0),
-            Field::new(2, "attributes", K::Map(&K::Msg(976)), P | O),
-            Field::new(3, "capacity", K::Map(&K::Msg(977)), P | O),
-            Field::new(4, "consumesCounters", K::Msg(978), R | P | O),
+            Field::new(2, "attributes", K::Map(&K::Msg(980)), P | O),
+            Field::new(3, "capacity", K::Map(&K::Msg(981)), P | O),
+            Field::new(4, "consumesCounters", K::Msg(982), R | P | O),
             Field::new(5, "nodeName", K::Str, P | O),
-            Field::new(6, "nodeSelector", K::Msg(758), P | O),
+            Field::new(6, "nodeSelector", K::Msg(762), P | O),
             Field::new(7, "allNodes", K::Bool, P | O),
-            Field::new(8, "taints", K::Msg(979), R | P | O),
+            Field::new(8, "taints", K::Msg(983), R | P | O),
             Field::new(9, "bindsToNode", K::Bool, P | O),
             Field::new(10, "bindingConditions", K::Str, R | P | O),
             Field::new(11, "bindingFailureConditions", K::Str, R | P | O),
             Field::new(12, "allowMultipleAllocations", K::Bool, P | O),
         ],
     },
-    // 780
+    // 784
     Message {
         name: "resource/v1beta2.CounterSet",
         fields: &[
             Field::new(1, "name", K::Str, 0),
-            Field::new(2, "counters", K::Map(&K::Msg(980)), P | O),
+            Field::new(2, "counters", K::Map(&K::Msg(984)), P | O),
         ],
     },
-    // 781
+    // 785
     Message {
         name: "scheduling/v1alpha1.TypedLocalObjectReference",
         fields: &[
@@ -7443,15 +7471,15 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "name", K::Str, 0),
         ],
     },
-    // 782
+    // 786
     Message {
         name: "scheduling/v1alpha1.PodGroup",
         fields: &[
             Field::new(1, "name", K::Str, 0),
-            Field::new(3, "policy", K::Msg(981), 0),
+            Field::new(3, "policy", K::Msg(985), 0),
         ],
     },
-    // 783
+    // 787
     Message {
         name: "storage/v1.TokenRequest",
         fields: &[
@@ -7459,17 +7487,17 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "expirationSeconds", K::I64, P | O),
         ],
     },
-    // 784
+    // 788
     Message {
         name: "storage/v1.CSINodeDriver",
         fields: &[
             Field::new(1, "name", K::Str, 0),
             Field::new(2, "nodeID", K::Str, 0),
             Field::new(3, "topologyKeys", K::Str, R | P),
-            Field::new(4, "allocatable", K::Msg(982), P | O),
+            Field::new(4, "allocatable", K::Msg(986), P | O),
         ],
     },
-    // 785
+    // 789
     Message {
         name: "meta/v1.LabelSelectorRequirement",
         fields: &[
@@ -7478,7 +7506,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "values", K::Str, R | P | O),
         ],
     },
-    // 786
+    // 790
     Message {
         name: "core/v1.TopologySelectorLabelRequirement",
         fields: &[
@@ -7486,15 +7514,15 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "values", K::Str, R | P),
         ],
     },
-    // 787
+    // 791
     Message {
         name: "storage/v1.VolumeAttachmentSource",
         fields: &[
             Field::new(1, "persistentVolumeName", K::Str, P | O),
-            Field::new(2, "inlineVolumeSpec", K::Msg(337), P | O),
+            Field::new(2, "inlineVolumeSpec", K::Msg(341), P | O),
         ],
     },
-    // 788
+    // 792
     Message {
         name: "storage/v1.VolumeError",
         fields: &[
@@ -7503,15 +7531,15 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "errorCode", K::I32, P | O),
         ],
     },
-    // 789
+    // 793
     Message {
         name: "storage/v1alpha1.VolumeAttachmentSource",
         fields: &[
             Field::new(1, "persistentVolumeName", K::Str, P | O),
-            Field::new(2, "inlineVolumeSpec", K::Msg(337), P | O),
+            Field::new(2, "inlineVolumeSpec", K::Msg(341), P | O),
         ],
     },
-    // 790
+    // 794
     Message {
         name: "storage/v1alpha1.VolumeError",
         fields: &[
@@ -7520,7 +7548,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "errorCode", K::I32, P | O),
         ],
     },
-    // 791
+    // 795
     Message {
         name: "storage/v1beta1.TokenRequest",
         fields: &[
@@ -7528,25 +7556,25 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "expirationSeconds", K::I64, P | O),
         ],
     },
-    // 792
+    // 796
     Message {
         name: "storage/v1beta1.CSINodeDriver",
         fields: &[
             Field::new(1, "name", K::Str, 0),
             Field::new(2, "nodeID", K::Str, 0),
             Field::new(3, "topologyKeys", K::Str, R | P),
-            Field::new(4, "allocatable", K::Msg(983), P | O),
+            Field::new(4, "allocatable", K::Msg(987), P | O),
         ],
     },
-    // 793
+    // 797
     Message {
         name: "storage/v1beta1.VolumeAttachmentSource",
         fields: &[
             Field::new(1, "persistentVolumeName", K::Str, P | O),
-            Field::new(2, "inlineVolumeSpec", K::Msg(337), P | O),
+            Field::new(2, "inlineVolumeSpec", K::Msg(341), P | O),
         ],
     },
-    // 794
+    // 798
     Message {
         name: "storage/v1beta1.VolumeError",
         fields: &[
@@ -7555,7 +7583,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "errorCode", K::I32, P | O),
         ],
     },
-    // 795
+    // 799
     Message {
         name: "meta/v1.GroupResource",
         fields: &[
@@ -7563,7 +7591,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "resource", K::Str, 0),
         ],
     },
-    // 796
+    // 800
     Message {
         name: "core/v1.ConfigMapNodeConfigSource",
         fields: &[
@@ -7574,21 +7602,21 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "kubeletConfigKey", K::Str, 0),
         ],
     },
-    // 797
+    // 801
     Message {
         name: "core/v1.DaemonEndpoint",
         fields: &[
             Field::new(1, "Port", K::I32, 0),
         ],
     },
-    // 798
+    // 802
     Message {
         name: "core/v1.NodeSwapStatus",
         fields: &[
             Field::new(1, "capacity", K::I64, P | O),
         ],
     },
-    // 799
+    // 803
     Message {
         name: "core/v1.NodeRuntimeHandlerFeatures",
         fields: &[
@@ -7596,7 +7624,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "userNamespaces", K::Bool, P | O),
         ],
     },
-    // 800
+    // 804
     Message {
         name: "core/v1.GCEPersistentDiskVolumeSource",
         fields: &[
@@ -7606,7 +7634,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "readOnly", K::Bool, O),
         ],
     },
-    // 801
+    // 805
     Message {
         name: "core/v1.AWSElasticBlockStoreVolumeSource",
         fields: &[
@@ -7616,7 +7644,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "readOnly", K::Bool, O),
         ],
     },
-    // 802
+    // 806
     Message {
         name: "core/v1.HostPathVolumeSource",
         fields: &[
@@ -7624,7 +7652,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "type", K::Str, P | O),
         ],
     },
-    // 803
+    // 807
     Message {
         name: "core/v1.GlusterfsPersistentVolumeSource",
         fields: &[
@@ -7634,7 +7662,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "endpointsNamespace", K::Str, P | O),
         ],
     },
-    // 804
+    // 808
     Message {
         name: "core/v1.NFSVolumeSource",
         fields: &[
@@ -7643,7 +7671,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "readOnly", K::Bool, O),
         ],
     },
-    // 805
+    // 809
     Message {
         name: "core/v1.RBDPersistentVolumeSource",
         fields: &[
@@ -7653,11 +7681,11 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "pool", K::Str, O),
             Field::new(5, "user", K::Str, O),
             Field::new(6, "keyring", K::Str, O),
-            Field::new(7, "secretRef", K::Msg(984), P | O),
+            Field::new(7, "secretRef", K::Msg(988), P | O),
             Field::new(8, "readOnly", K::Bool, O),
         ],
     },
-    // 806
+    // 810
     Message {
         name: "core/v1.ISCSIPersistentVolumeSource",
         fields: &[
@@ -7670,21 +7698,21 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(7, "portals", K::Str, R | P | O),
             Field::new(8, "chapAuthDiscovery", K::Bool, O),
             Field::new(11, "chapAuthSession", K::Bool, O),
-            Field::new(10, "secretRef", K::Msg(984), P | O),
+            Field::new(10, "secretRef", K::Msg(988), P | O),
             Field::new(12, "initiatorName", K::Str, P | O),
         ],
     },
-    // 807
+    // 811
     Message {
         name: "core/v1.CinderPersistentVolumeSource",
         fields: &[
             Field::new(1, "volumeID", K::Str, 0),
             Field::new(2, "fsType", K::Str, O),
             Field::new(3, "readOnly", K::Bool, O),
-            Field::new(4, "secretRef", K::Msg(984), P | O),
+            Field::new(4, "secretRef", K::Msg(988), P | O),
         ],
     },
-    // 808
+    // 812
     Message {
         name: "core/v1.CephFSPersistentVolumeSource",
         fields: &[
@@ -7692,11 +7720,11 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "path", K::Str, O),
             Field::new(3, "user", K::Str, O),
             Field::new(4, "secretFile", K::Str, O),
-            Field::new(5, "secretRef", K::Msg(984), P | O),
+            Field::new(5, "secretRef", K::Msg(988), P | O),
             Field::new(6, "readOnly", K::Bool, O),
         ],
     },
-    // 809
+    // 813
     Message {
         name: "core/v1.FCVolumeSource",
         fields: &[
@@ -7707,7 +7735,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "wwids", K::Str, R | P | O),
         ],
     },
-    // 810
+    // 814
     Message {
         name: "core/v1.FlockerVolumeSource",
         fields: &[
@@ -7715,18 +7743,18 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "datasetUUID", K::Str, O),
         ],
     },
-    // 811
+    // 815
     Message {
         name: "core/v1.FlexPersistentVolumeSource",
         fields: &[
             Field::new(1, "driver", K::Str, 0),
             Field::new(2, "fsType", K::Str, O),
-            Field::new(3, "secretRef", K::Msg(984), P | O),
+            Field::new(3, "secretRef", K::Msg(988), P | O),
             Field::new(4, "readOnly", K::Bool, O),
             Field::new(5, "options", K::Map(&K::Str), P | O),
         ],
     },
-    // 812
+    // 816
     Message {
         name: "core/v1.AzureFilePersistentVolumeSource",
         fields: &[
@@ -7736,7 +7764,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "secretNamespace", K::Str, P),
         ],
     },
-    // 813
+    // 817
     Message {
         name: "core/v1.VsphereVirtualDiskVolumeSource",
         fields: &[
@@ -7746,7 +7774,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "storagePolicyID", K::Str, O),
         ],
     },
-    // 814
+    // 818
     Message {
         name: "core/v1.QuobyteVolumeSource",
         fields: &[
@@ -7758,7 +7786,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(6, "tenant", K::Str, O),
         ],
     },
-    // 815
+    // 819
     Message {
         name: "core/v1.AzureDiskVolumeSource",
         fields: &[
@@ -7770,7 +7798,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(6, "kind", K::Str, P | O),
         ],
     },
-    // 816
+    // 820
     Message {
         name: "core/v1.PhotonPersistentDiskVolumeSource",
         fields: &[
@@ -7778,7 +7806,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "fsType", K::Str, O),
         ],
     },
-    // 817
+    // 821
     Message {
         name: "core/v1.PortworxVolumeSource",
         fields: &[
@@ -7787,13 +7815,13 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "readOnly", K::Bool, O),
         ],
     },
-    // 818
+    // 822
     Message {
         name: "core/v1.ScaleIOPersistentVolumeSource",
         fields: &[
             Field::new(1, "gateway", K::Str, 0),
             Field::new(2, "system", K::Str, 0),
-            Field::new(3, "secretRef", K::Msg(984), P),
+            Field::new(3, "secretRef", K::Msg(988), P),
             Field::new(4, "sslEnabled", K::Bool, O),
             Field::new(5, "protectionDomain", K::Str, O),
             Field::new(6, "storagePool", K::Str, O),
@@ -7803,7 +7831,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(10, "readOnly", K::Bool, O),
         ],
     },
-    // 819
+    // 823
     Message {
         name: "core/v1.LocalVolumeSource",
         fields: &[
@@ -7811,7 +7839,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "fsType", K::Str, P | O),
         ],
     },
-    // 820
+    // 824
     Message {
         name: "core/v1.StorageOSPersistentVolumeSource",
         fields: &[
@@ -7819,10 +7847,10 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "volumeNamespace", K::Str, O),
             Field::new(3, "fsType", K::Str, O),
             Field::new(4, "readOnly", K::Bool, O),
-            Field::new(5, "secretRef", K::Msg(325), P | O),
+            Field::new(5, "secretRef", K::Msg(329), P | O),
         ],
     },
-    // 821
+    // 825
     Message {
         name: "core/v1.CSIPersistentVolumeSource",
         fields: &[
@@ -7831,50 +7859,50 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "readOnly", K::Bool, O),
             Field::new(4, "fsType", K::Str, O),
             Field::new(5, "volumeAttributes", K::Map(&K::Str), P | O),
-            Field::new(6, "controllerPublishSecretRef", K::Msg(984), P | O),
-            Field::new(7, "nodeStageSecretRef", K::Msg(984), P | O),
-            Field::new(8, "nodePublishSecretRef", K::Msg(984), P | O),
-            Field::new(9, "controllerExpandSecretRef", K::Msg(984), P | O),
-            Field::new(10, "nodeExpandSecretRef", K::Msg(984), P | O),
+            Field::new(6, "controllerPublishSecretRef", K::Msg(988), P | O),
+            Field::new(7, "nodeStageSecretRef", K::Msg(988), P | O),
+            Field::new(8, "nodePublishSecretRef", K::Msg(988), P | O),
+            Field::new(9, "controllerExpandSecretRef", K::Msg(988), P | O),
+            Field::new(10, "nodeExpandSecretRef", K::Msg(988), P | O),
         ],
     },
-    // 822
+    // 826
     Message {
         name: "core/v1.VolumeSource",
         fields: &[
-            Field::new(1, "hostPath", K::Msg(802), P | O),
-            Field::new(2, "emptyDir", K::Msg(985), P | O),
-            Field::new(3, "gcePersistentDisk", K::Msg(800), P | O),
-            Field::new(4, "awsElasticBlockStore", K::Msg(801), P | O),
-            Field::new(5, "gitRepo", K::Msg(986), P | O),
-            Field::new(6, "secret", K::Msg(987), P | O),
-            Field::new(7, "nfs", K::Msg(804), P | O),
-            Field::new(8, "iscsi", K::Msg(988), P | O),
-            Field::new(9, "glusterfs", K::Msg(989), P | O),
-            Field::new(10, "persistentVolumeClaim", K::Msg(990), P | O),
-            Field::new(11, "rbd", K::Msg(991), P | O),
-            Field::new(12, "flexVolume", K::Msg(992), P | O),
-            Field::new(13, "cinder", K::Msg(993), P | O),
-            Field::new(14, "cephfs", K::Msg(994), P | O),
-            Field::new(15, "flocker", K::Msg(810), P | O),
-            Field::new(16, "downwardAPI", K::Msg(995), P | O),
-            Field::new(17, "fc", K::Msg(809), P | O),
-            Field::new(18, "azureFile", K::Msg(996), P | O),
-            Field::new(19, "configMap", K::Msg(997), P | O),
-            Field::new(20, "vsphereVolume", K::Msg(813), P | O),
-            Field::new(21, "quobyte", K::Msg(814), P | O),
-            Field::new(22, "azureDisk", K::Msg(815), P | O),
-            Field::new(23, "photonPersistentDisk", K::Msg(816), P | O),
-            Field::new(26, "projected", K::Msg(998), P | O),
-            Field::new(24, "portworxVolume", K::Msg(817), P | O),
-            Field::new(25, "scaleIO", K::Msg(999), P | O),
-            Field::new(27, "storageos", K::Msg(1000), P | O),
-            Field::new(28, "csi", K::Msg(1001), P | O),
-            Field::new(29, "ephemeral", K::Msg(1002), P | O),
-            Field::new(30, "image", K::Msg(1003), P | O),
+            Field::new(1, "hostPath", K::Msg(806), P | O),
+            Field::new(2, "emptyDir", K::Msg(989), P | O),
+            Field::new(3, "gcePersistentDisk", K::Msg(804), P | O),
+            Field::new(4, "awsElasticBlockStore", K::Msg(805), P | O),
+            Field::new(5, "gitRepo", K::Msg(990), P | O),
+            Field::new(6, "secret", K::Msg(991), P | O),
+            Field::new(7, "nfs", K::Msg(808), P | O),
+            Field::new(8, "iscsi", K::Msg(992), P | O),
+            Field::new(9, "glusterfs", K::Msg(993), P | O),
+            Field::new(10, "persistentVolumeClaim", K::Msg(994), P | O),
+            Field::new(11, "rbd", K::Msg(995), P | O),
+            Field::new(12, "flexVolume", K::Msg(996), P | O),
+            Field::new(13, "cinder", K::Msg(997), P | O),
+            Field::new(14, "cephfs", K::Msg(998), P | O),
+            Field::new(15, "flocker", K::Msg(814), P | O),
+            Field::new(16, "downwardAPI", K::Msg(999), P | O),
+            Field::new(17, "fc", K::Msg(813), P | O),
+            Field::new(18, "azureFile", K::Msg(1000), P | O),
+            Field::new(19, "configMap", K::Msg(1001), P | O),
+            Field::new(20, "vsphereVolume", K::Msg(817), P | O),
+            Field::new(21, "quobyte", K::Msg(818), P | O),
+            Field::new(22, "azureDisk", K::Msg(819), P | O),
+            Field::new(23, "photonPersistentDisk", K::Msg(820), P | O),
+            Field::new(26, "projected", K::Msg(1002), P | O),
+            Field::new(24, "portworxVolume", K::Msg(821), P | O),
+            Field::new(25, "scaleIO", K::Msg(1003), P | O),
+            Field::new(27, "storageos", K::Msg(1004), P | O),
+            Field::new(28, "csi", K::Msg(1005), P | O),
+            Field::new(29, "ephemeral", K::Msg(1006), P | O),
+            Field::new(30, "image", K::Msg(1007), P | O),
         ],
     },
-    // 823
+    // 827
     Message {
         name: "core/v1.ContainerPort",
         fields: &[
@@ -7885,25 +7913,25 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "hostIP", K::Str, O),
         ],
     },
-    // 824
+    // 828
     Message {
         name: "core/v1.EnvFromSource",
         fields: &[
             Field::new(1, "prefix", K::Str, O),
-            Field::new(2, "configMapRef", K::Msg(1004), P | O),
-            Field::new(3, "secretRef", K::Msg(1005), P | O),
+            Field::new(2, "configMapRef", K::Msg(1008), P | O),
+            Field::new(3, "secretRef", K::Msg(1009), P | O),
         ],
     },
-    // 825
+    // 829
     Message {
         name: "core/v1.EnvVar",
         fields: &[
             Field::new(1, "name", K::Str, 0),
             Field::new(2, "value", K::Str, O),
-            Field::new(3, "valueFrom", K::Msg(1006), P | O),
+            Field::new(3, "valueFrom", K::Msg(1010), P | O),
         ],
     },
-    // 826
+    // 830
     Message {
         name: "core/v1.ContainerResizePolicy",
         fields: &[
@@ -7911,15 +7939,15 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "restartPolicy", K::Str, 0),
         ],
     },
-    // 827
+    // 831
     Message {
         name: "core/v1.ContainerRestartRule",
         fields: &[
             Field::new(1, "action", K::Str, O),
-            Field::new(2, "exitCodes", K::Msg(1007), P | O),
+            Field::new(2, "exitCodes", K::Msg(1011), P | O),
         ],
     },
-    // 828
+    // 832
     Message {
         name: "core/v1.VolumeMount",
         fields: &[
@@ -7932,7 +7960,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(6, "subPathExpr", K::Str, O),
         ],
     },
-    // 829
+    // 833
     Message {
         name: "core/v1.VolumeDevice",
         fields: &[
@@ -7940,11 +7968,11 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "devicePath", K::Str, 0),
         ],
     },
-    // 830
+    // 834
     Message {
         name: "core/v1.Probe",
         fields: &[
-            Field::new(1, "", K::Msg(1008), I),
+            Field::new(1, "", K::Msg(1012), I),
             Field::new(2, "initialDelaySeconds", K::I32, O),
             Field::new(3, "timeoutSeconds", K::I32, O),
             Field::new(4, "periodSeconds", K::I32, O),
@@ -7953,34 +7981,34 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(7, "terminationGracePeriodSeconds", K::I64, P | O),
         ],
     },
-    // 831
+    // 835
     Message {
         name: "core/v1.Lifecycle",
         fields: &[
-            Field::new(1, "postStart", K::Msg(1009), P | O),
-            Field::new(2, "preStop", K::Msg(1009), P | O),
+            Field::new(1, "postStart", K::Msg(1013), P | O),
+            Field::new(2, "preStop", K::Msg(1013), P | O),
             Field::new(3, "stopSignal", K::Str, P | O),
         ],
     },
-    // 832
+    // 836
     Message {
         name: "core/v1.SecurityContext",
         fields: &[
-            Field::new(1, "capabilities", K::Msg(1010), P | O),
+            Field::new(1, "capabilities", K::Msg(1014), P | O),
             Field::new(2, "privileged", K::Bool, P | O),
-            Field::new(3, "seLinuxOptions", K::Msg(834), P | O),
-            Field::new(10, "windowsOptions", K::Msg(835), P | O),
+            Field::new(3, "seLinuxOptions", K::Msg(838), P | O),
+            Field::new(10, "windowsOptions", K::Msg(839), P | O),
             Field::new(4, "runAsUser", K::I64, P | O),
             Field::new(8, "runAsGroup", K::I64, P | O),
             Field::new(5, "runAsNonRoot", K::Bool, P | O),
             Field::new(6, "readOnlyRootFilesystem", K::Bool, P | O),
             Field::new(7, "allowPrivilegeEscalation", K::Bool, P | O),
             Field::new(9, "procMount", K::Str, P | O),
-            Field::new(11, "seccompProfile", K::Msg(837), P | O),
-            Field::new(12, "appArmorProfile", K::Msg(838), P | O),
+            Field::new(11, "seccompProfile", K::Msg(841), P | O),
+            Field::new(12, "appArmorProfile", K::Msg(842), P | O),
         ],
     },
-    // 833
+    // 837
     Message {
         name: "core/v1.EphemeralContainerCommon",
         fields: &[
@@ -7989,29 +8017,29 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "command", K::Str, R | P | O),
             Field::new(4, "args", K::Str, R | P | O),
             Field::new(5, "workingDir", K::Str, O),
-            Field::new(6, "ports", K::Msg(823), R | P | O),
-            Field::new(19, "envFrom", K::Msg(824), R | P | O),
-            Field::new(7, "env", K::Msg(825), R | P | O),
-            Field::new(8, "resources", K::Msg(584), O),
-            Field::new(23, "resizePolicy", K::Msg(826), R | P | O),
+            Field::new(6, "ports", K::Msg(827), R | P | O),
+            Field::new(19, "envFrom", K::Msg(828), R | P | O),
+            Field::new(7, "env", K::Msg(829), R | P | O),
+            Field::new(8, "resources", K::Msg(588), O),
+            Field::new(23, "resizePolicy", K::Msg(830), R | P | O),
             Field::new(24, "restartPolicy", K::Str, P | O),
-            Field::new(25, "restartPolicyRules", K::Msg(827), R | P | O),
-            Field::new(9, "volumeMounts", K::Msg(828), R | P | O),
-            Field::new(21, "volumeDevices", K::Msg(829), R | P | O),
-            Field::new(10, "livenessProbe", K::Msg(830), P | O),
-            Field::new(11, "readinessProbe", K::Msg(830), P | O),
-            Field::new(22, "startupProbe", K::Msg(830), P | O),
-            Field::new(12, "lifecycle", K::Msg(831), P | O),
+            Field::new(25, "restartPolicyRules", K::Msg(831), R | P | O),
+            Field::new(9, "volumeMounts", K::Msg(832), R | P | O),
+            Field::new(21, "volumeDevices", K::Msg(833), R | P | O),
+            Field::new(10, "livenessProbe", K::Msg(834), P | O),
+            Field::new(11, "readinessProbe", K::Msg(834), P | O),
+            Field::new(22, "startupProbe", K::Msg(834), P | O),
+            Field::new(12, "lifecycle", K::Msg(835), P | O),
             Field::new(13, "terminationMessagePath", K::Str, O),
             Field::new(20, "terminationMessagePolicy", K::Str, O),
             Field::new(14, "imagePullPolicy", K::Str, O),
-            Field::new(15, "securityContext", K::Msg(832), P | O),
+            Field::new(15, "securityContext", K::Msg(836), P | O),
             Field::new(16, "stdin", K::Bool, O),
             Field::new(17, "stdinOnce", K::Bool, O),
             Field::new(18, "tty", K::Bool, O),
         ],
     },
-    // 834
+    // 838
     Message {
         name: "core/v1.SELinuxOptions",
         fields: &[
@@ -8021,7 +8049,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "level", K::Str, O),
         ],
     },
-    // 835
+    // 839
     Message {
         name: "core/v1.WindowsSecurityContextOptions",
         fields: &[
@@ -8031,7 +8059,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "hostProcess", K::Bool, P | O),
         ],
     },
-    // 836
+    // 840
     Message {
         name: "core/v1.Sysctl",
         fields: &[
@@ -8039,7 +8067,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "value", K::Str, 0),
         ],
     },
-    // 837
+    // 841
     Message {
         name: "core/v1.SeccompProfile",
         fields: &[
@@ -8047,7 +8075,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "localhostProfile", K::Str, P | O),
         ],
     },
-    // 838
+    // 842
     Message {
         name: "core/v1.AppArmorProfile",
         fields: &[
@@ -8055,31 +8083,31 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "localhostProfile", K::Str, P | O),
         ],
     },
-    // 839
+    // 843
     Message {
         name: "core/v1.NodeAffinity",
         fields: &[
-            Field::new(1, "requiredDuringSchedulingIgnoredDuringExecution", K::Msg(758), P | O),
-            Field::new(2, "preferredDuringSchedulingIgnoredDuringExecution", K::Msg(1011), R | P | O),
+            Field::new(1, "requiredDuringSchedulingIgnoredDuringExecution", K::Msg(762), P | O),
+            Field::new(2, "preferredDuringSchedulingIgnoredDuringExecution", K::Msg(1015), R | P | O),
         ],
     },
-    // 840
+    // 844
     Message {
         name: "core/v1.PodAffinity",
         fields: &[
-            Field::new(1, "requiredDuringSchedulingIgnoredDuringExecution", K::Msg(1012), R | P | O),
-            Field::new(2, "preferredDuringSchedulingIgnoredDuringExecution", K::Msg(1013), R | P | O),
+            Field::new(1, "requiredDuringSchedulingIgnoredDuringExecution", K::Msg(1016), R | P | O),
+            Field::new(2, "preferredDuringSchedulingIgnoredDuringExecution", K::Msg(1017), R | P | O),
         ],
     },
-    // 841
+    // 845
     Message {
         name: "core/v1.PodAntiAffinity",
         fields: &[
-            Field::new(1, "requiredDuringSchedulingIgnoredDuringExecution", K::Msg(1012), R | P | O),
-            Field::new(2, "preferredDuringSchedulingIgnoredDuringExecution", K::Msg(1013), R | P | O),
+            Field::new(1, "requiredDuringSchedulingIgnoredDuringExecution", K::Msg(1016), R | P | O),
+            Field::new(2, "preferredDuringSchedulingIgnoredDuringExecution", K::Msg(1017), R | P | O),
         ],
     },
-    // 842
+    // 846
     Message {
         name: "core/v1.PodDNSConfigOption",
         fields: &[
@@ -8087,7 +8115,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "value", K::Str, P | O),
         ],
     },
-    // 843
+    // 847
     Message {
         name: "core/v1.ResourceClaim",
         fields: &[
@@ -8095,16 +8123,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "request", K::Str, O),
         ],
     },
-    // 844
+    // 848
     Message {
         name: "core/v1.ContainerState",
         fields: &[
-            Field::new(1, "waiting", K::Msg(1014), P | O),
-            Field::new(2, "running", K::Msg(1015), P | O),
-            Field::new(3, "terminated", K::Msg(1016), P | O),
+            Field::new(1, "waiting", K::Msg(1018), P | O),
+            Field::new(2, "running", K::Msg(1019), P | O),
+            Field::new(3, "terminated", K::Msg(1020), P | O),
         ],
     },
-    // 845
+    // 849
     Message {
         name: "core/v1.VolumeMountStatus",
         fields: &[
@@ -8114,22 +8142,22 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "recursiveReadOnly", K::Str, P | O),
         ],
     },
-    // 846
+    // 850
     Message {
         name: "core/v1.ContainerUser",
         fields: &[
-            Field::new(1, "linux", K::Msg(1017), P | O),
+            Field::new(1, "linux", K::Msg(1021), P | O),
         ],
     },
-    // 847
+    // 851
     Message {
         name: "core/v1.ResourceStatus",
         fields: &[
             Field::new(1, "name", K::Str, 0),
-            Field::new(2, "resources", K::Msg(1018), R | P | O),
+            Field::new(2, "resources", K::Msg(1022), R | P | O),
         ],
     },
-    // 848
+    // 852
     Message {
         name: "core/v1.ContainerExtendedResourceRequest",
         fields: &[
@@ -8138,7 +8166,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "requestName", K::Str, 0),
         ],
     },
-    // 849
+    // 853
     Message {
         name: "core/v1.ScopedResourceSelectorRequirement",
         fields: &[
@@ -8147,24 +8175,24 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "values", K::Str, R | P | O),
         ],
     },
-    // 850
+    // 854
     Message {
         name: "core/v1.ClientIPConfig",
         fields: &[
             Field::new(1, "timeoutSeconds", K::I32, P | O),
         ],
     },
-    // 851
+    // 855
     Message {
         name: "core/v1.LoadBalancerIngress",
         fields: &[
             Field::new(1, "ip", K::Str, O),
             Field::new(2, "hostname", K::Str, O),
             Field::new(3, "ipMode", K::Str, P | O),
-            Field::new(4, "ports", K::Msg(1019), R | P | O),
+            Field::new(4, "ports", K::Msg(1023), R | P | O),
         ],
     },
-    // 852
+    // 856
     Message {
         name: "admissionregistration/v1.ServiceReference",
         fields: &[
@@ -8174,7 +8202,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "port", K::I32, P | O),
         ],
     },
-    // 853
+    // 857
     Message {
         name: "admissionregistration/v1.Rule",
         fields: &[
@@ -8184,15 +8212,15 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "scope", K::Str, P | O),
         ],
     },
-    // 854
+    // 858
     Message {
         name: "admissionregistration/v1.NamedRuleWithOperations",
         fields: &[
             Field::new(1, "resourceNames", K::Str, R | P | O),
-            Field::new(2, "", K::Msg(600), I),
+            Field::new(2, "", K::Msg(604), I),
         ],
     },
-    // 855
+    // 859
     Message {
         name: "admissionregistration/v1.ExpressionWarning",
         fields: &[
@@ -8200,29 +8228,29 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "warning", K::Str, 0),
         ],
     },
-    // 856
+    // 860
     Message {
         name: "admissionregistration/v1alpha1.NamedRuleWithOperations",
         fields: &[
             Field::new(1, "resourceNames", K::Str, R | P | O),
-            Field::new(2, "", K::Msg(600), I),
+            Field::new(2, "", K::Msg(604), I),
         ],
     },
-    // 857
+    // 861
     Message {
         name: "admissionregistration/v1alpha1.ApplyConfiguration",
         fields: &[
             Field::new(1, "expression", K::Str, O),
         ],
     },
-    // 858
+    // 862
     Message {
         name: "admissionregistration/v1alpha1.JSONPatch",
         fields: &[
             Field::new(1, "expression", K::Str, O),
         ],
     },
-    // 859
+    // 863
     Message {
         name: "admissionregistration/v1alpha1.ExpressionWarning",
         fields: &[
@@ -8230,29 +8258,29 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "warning", K::Str, 0),
         ],
     },
-    // 860
+    // 864
     Message {
         name: "admissionregistration/v1beta1.NamedRuleWithOperations",
         fields: &[
             Field::new(1, "resourceNames", K::Str, R | P | O),
-            Field::new(2, "", K::Msg(600), I),
+            Field::new(2, "", K::Msg(604), I),
         ],
     },
-    // 861
+    // 865
     Message {
         name: "admissionregistration/v1beta1.ApplyConfiguration",
         fields: &[
             Field::new(1, "expression", K::Str, O),
         ],
     },
-    // 862
+    // 866
     Message {
         name: "admissionregistration/v1beta1.JSONPatch",
         fields: &[
             Field::new(1, "expression", K::Str, O),
         ],
     },
-    // 863
+    // 867
     Message {
         name: "admissionregistration/v1beta1.ServiceReference",
         fields: &[
@@ -8262,7 +8290,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "port", K::I32, P | O),
         ],
     },
-    // 864
+    // 868
     Message {
         name: "admissionregistration/v1beta1.ExpressionWarning",
         fields: &[
@@ -8270,22 +8298,22 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "warning", K::Str, 0),
         ],
     },
-    // 865
+    // 869
     Message {
         name: "apiextensions/v1.CustomResourceValidation",
         fields: &[
-            Field::new(1, "openAPIV3Schema", K::Msg(1020), P | O),
+            Field::new(1, "openAPIV3Schema", K::Msg(1024), P | O),
         ],
     },
-    // 866
+    // 870
     Message {
         name: "apiextensions/v1.CustomResourceSubresources",
         fields: &[
-            Field::new(1, "status", K::Msg(1021), P | O),
-            Field::new(2, "scale", K::Msg(1022), P | O),
+            Field::new(1, "status", K::Msg(1025), P | O),
+            Field::new(2, "scale", K::Msg(1026), P | O),
         ],
     },
-    // 867
+    // 871
     Message {
         name: "apiextensions/v1.CustomResourceColumnDefinition",
         fields: &[
@@ -8297,22 +8325,22 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(6, "jsonPath", K::Str, 0),
         ],
     },
-    // 868
+    // 872
     Message {
         name: "apiextensions/v1.SelectableField",
         fields: &[
             Field::new(1, "jsonPath", K::Str, 0),
         ],
     },
-    // 869
+    // 873
     Message {
         name: "apiextensions/v1.WebhookConversion",
         fields: &[
-            Field::new(2, "clientConfig", K::Msg(1023), P | O),
+            Field::new(2, "clientConfig", K::Msg(1027), P | O),
             Field::new(3, "conversionReviewVersions", K::Str, R | P),
         ],
     },
-    // 870
+    // 874
     Message {
         name: "apps/v1.RollingUpdateDaemonSet",
         fields: &[
@@ -8320,7 +8348,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "maxSurge", K::IntOrString, P | O),
         ],
     },
-    // 871
+    // 875
     Message {
         name: "apps/v1.RollingUpdateDeployment",
         fields: &[
@@ -8328,7 +8356,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "maxSurge", K::IntOrString, P | O),
         ],
     },
-    // 872
+    // 876
     Message {
         name: "apps/v1.RollingUpdateStatefulSetStrategy",
         fields: &[
@@ -8336,7 +8364,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "maxUnavailable", K::IntOrString, P | O),
         ],
     },
-    // 873
+    // 877
     Message {
         name: "apps/v1beta1.RollingUpdateDeployment",
         fields: &[
@@ -8344,7 +8372,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "maxSurge", K::IntOrString, P | O),
         ],
     },
-    // 874
+    // 878
     Message {
         name: "apps/v1beta1.RollingUpdateStatefulSetStrategy",
         fields: &[
@@ -8352,7 +8380,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "maxUnavailable", K::IntOrString, P | O),
         ],
     },
-    // 875
+    // 879
     Message {
         name: "apps/v1beta2.RollingUpdateDaemonSet",
         fields: &[
@@ -8360,7 +8388,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "maxSurge", K::IntOrString, P | O),
         ],
     },
-    // 876
+    // 880
     Message {
         name: "apps/v1beta2.RollingUpdateDeployment",
         fields: &[
@@ -8368,7 +8396,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "maxSurge", K::IntOrString, P | O),
         ],
     },
-    // 877
+    // 881
     Message {
         name: "apps/v1beta2.RollingUpdateStatefulSetStrategy",
         fields: &[
@@ -8376,137 +8404,137 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "maxUnavailable", K::IntOrString, P | O),
         ],
     },
-    // 878
+    // 882
     Message {
         name: "authorization/v1.FieldSelectorAttributes",
         fields: &[
             Field::new(1, "rawSelector", K::Str, O),
-            Field::new(2, "requirements", K::Msg(1024), R | P | O),
-        ],
-    },
-    // 879
-    Message {
-        name: "authorization/v1.LabelSelectorAttributes",
-        fields: &[
-            Field::new(1, "rawSelector", K::Str, O),
-            Field::new(2, "requirements", K::Msg(785), R | P | O),
-        ],
-    },
-    // 880
-    Message {
-        name: "autoscaling/v2.ObjectMetricSource",
-        fields: &[
-            Field::new(1, "describedObject", K::Msg(668), 0),
-            Field::new(2, "target", K::Msg(1025), 0),
-            Field::new(3, "metric", K::Msg(1026), 0),
-        ],
-    },
-    // 881
-    Message {
-        name: "autoscaling/v2.PodsMetricSource",
-        fields: &[
-            Field::new(1, "metric", K::Msg(1026), 0),
-            Field::new(2, "target", K::Msg(1025), 0),
-        ],
-    },
-    // 882
-    Message {
-        name: "autoscaling/v2.ResourceMetricSource",
-        fields: &[
-            Field::new(1, "name", K::Str, 0),
-            Field::new(2, "target", K::Msg(1025), 0),
+            Field::new(2, "requirements", K::Msg(1028), R | P | O),
         ],
     },
     // 883
     Message {
-        name: "autoscaling/v2.ContainerResourceMetricSource",
+        name: "authorization/v1.LabelSelectorAttributes",
         fields: &[
-            Field::new(1, "name", K::Str, 0),
-            Field::new(2, "target", K::Msg(1025), 0),
-            Field::new(3, "container", K::Str, 0),
+            Field::new(1, "rawSelector", K::Str, O),
+            Field::new(2, "requirements", K::Msg(789), R | P | O),
         ],
     },
     // 884
     Message {
-        name: "autoscaling/v2.ExternalMetricSource",
+        name: "autoscaling/v2.ObjectMetricSource",
         fields: &[
-            Field::new(1, "metric", K::Msg(1026), 0),
-            Field::new(2, "target", K::Msg(1025), 0),
+            Field::new(1, "describedObject", K::Msg(672), 0),
+            Field::new(2, "target", K::Msg(1029), 0),
+            Field::new(3, "metric", K::Msg(1030), 0),
         ],
     },
     // 885
+    Message {
+        name: "autoscaling/v2.PodsMetricSource",
+        fields: &[
+            Field::new(1, "metric", K::Msg(1030), 0),
+            Field::new(2, "target", K::Msg(1029), 0),
+        ],
+    },
+    // 886
+    Message {
+        name: "autoscaling/v2.ResourceMetricSource",
+        fields: &[
+            Field::new(1, "name", K::Str, 0),
+            Field::new(2, "target", K::Msg(1029), 0),
+        ],
+    },
+    // 887
+    Message {
+        name: "autoscaling/v2.ContainerResourceMetricSource",
+        fields: &[
+            Field::new(1, "name", K::Str, 0),
+            Field::new(2, "target", K::Msg(1029), 0),
+            Field::new(3, "container", K::Str, 0),
+        ],
+    },
+    // 888
+    Message {
+        name: "autoscaling/v2.ExternalMetricSource",
+        fields: &[
+            Field::new(1, "metric", K::Msg(1030), 0),
+            Field::new(2, "target", K::Msg(1029), 0),
+        ],
+    },
+    // 889
     Message {
         name: "autoscaling/v2.HPAScalingRules",
         fields: &[
             Field::new(3, "stabilizationWindowSeconds", K::I32, P | O),
             Field::new(1, "selectPolicy", K::Str, P | O),
-            Field::new(2, "policies", K::Msg(1027), R | P | O),
+            Field::new(2, "policies", K::Msg(1031), R | P | O),
             Field::new(4, "tolerance", K::Quantity, P | O),
-        ],
-    },
-    // 886
-    Message {
-        name: "autoscaling/v2.ObjectMetricStatus",
-        fields: &[
-            Field::new(1, "metric", K::Msg(1026), 0),
-            Field::new(2, "current", K::Msg(1028), 0),
-            Field::new(3, "describedObject", K::Msg(668), 0),
-        ],
-    },
-    // 887
-    Message {
-        name: "autoscaling/v2.PodsMetricStatus",
-        fields: &[
-            Field::new(1, "metric", K::Msg(1026), 0),
-            Field::new(2, "current", K::Msg(1028), 0),
-        ],
-    },
-    // 888
-    Message {
-        name: "autoscaling/v2.ResourceMetricStatus",
-        fields: &[
-            Field::new(1, "name", K::Str, 0),
-            Field::new(2, "current", K::Msg(1028), 0),
-        ],
-    },
-    // 889
-    Message {
-        name: "autoscaling/v2.ContainerResourceMetricStatus",
-        fields: &[
-            Field::new(1, "name", K::Str, 0),
-            Field::new(2, "current", K::Msg(1028), 0),
-            Field::new(3, "container", K::Str, 0),
         ],
     },
     // 890
     Message {
-        name: "autoscaling/v2.ExternalMetricStatus",
+        name: "autoscaling/v2.ObjectMetricStatus",
         fields: &[
-            Field::new(1, "metric", K::Msg(1026), 0),
-            Field::new(2, "current", K::Msg(1028), 0),
+            Field::new(1, "metric", K::Msg(1030), 0),
+            Field::new(2, "current", K::Msg(1032), 0),
+            Field::new(3, "describedObject", K::Msg(672), 0),
         ],
     },
     // 891
     Message {
-        name: "autoscaling/v2beta1.ObjectMetricSource",
+        name: "autoscaling/v2.PodsMetricStatus",
         fields: &[
-            Field::new(1, "target", K::Msg(673), 0),
-            Field::new(2, "metricName", K::Str, 0),
-            Field::new(3, "targetValue", K::Quantity, 0),
-            Field::new(4, "selector", K::Msg(535), P | O),
-            Field::new(5, "averageValue", K::Quantity, P | O),
+            Field::new(1, "metric", K::Msg(1030), 0),
+            Field::new(2, "current", K::Msg(1032), 0),
         ],
     },
     // 892
+    Message {
+        name: "autoscaling/v2.ResourceMetricStatus",
+        fields: &[
+            Field::new(1, "name", K::Str, 0),
+            Field::new(2, "current", K::Msg(1032), 0),
+        ],
+    },
+    // 893
+    Message {
+        name: "autoscaling/v2.ContainerResourceMetricStatus",
+        fields: &[
+            Field::new(1, "name", K::Str, 0),
+            Field::new(2, "current", K::Msg(1032), 0),
+            Field::new(3, "container", K::Str, 0),
+        ],
+    },
+    // 894
+    Message {
+        name: "autoscaling/v2.ExternalMetricStatus",
+        fields: &[
+            Field::new(1, "metric", K::Msg(1030), 0),
+            Field::new(2, "current", K::Msg(1032), 0),
+        ],
+    },
+    // 895
+    Message {
+        name: "autoscaling/v2beta1.ObjectMetricSource",
+        fields: &[
+            Field::new(1, "target", K::Msg(677), 0),
+            Field::new(2, "metricName", K::Str, 0),
+            Field::new(3, "targetValue", K::Quantity, 0),
+            Field::new(4, "selector", K::Msg(539), P | O),
+            Field::new(5, "averageValue", K::Quantity, P | O),
+        ],
+    },
+    // 896
     Message {
         name: "autoscaling/v2beta1.PodsMetricSource",
         fields: &[
             Field::new(1, "metricName", K::Str, 0),
             Field::new(2, "targetAverageValue", K::Quantity, 0),
-            Field::new(3, "selector", K::Msg(535), P | O),
+            Field::new(3, "selector", K::Msg(539), P | O),
         ],
     },
-    // 893
+    // 897
     Message {
         name: "autoscaling/v2beta1.ResourceMetricSource",
         fields: &[
@@ -8515,7 +8543,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "targetAverageValue", K::Quantity, P | O),
         ],
     },
-    // 894
+    // 898
     Message {
         name: "autoscaling/v2beta1.ContainerResourceMetricSource",
         fields: &[
@@ -8525,37 +8553,37 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "container", K::Str, 0),
         ],
     },
-    // 895
+    // 899
     Message {
         name: "autoscaling/v2beta1.ExternalMetricSource",
         fields: &[
             Field::new(1, "metricName", K::Str, 0),
-            Field::new(2, "metricSelector", K::Msg(535), P | O),
+            Field::new(2, "metricSelector", K::Msg(539), P | O),
             Field::new(3, "targetValue", K::Quantity, P | O),
             Field::new(4, "targetAverageValue", K::Quantity, P | O),
         ],
     },
-    // 896
+    // 900
     Message {
         name: "autoscaling/v2beta1.ObjectMetricStatus",
         fields: &[
-            Field::new(1, "target", K::Msg(673), 0),
+            Field::new(1, "target", K::Msg(677), 0),
             Field::new(2, "metricName", K::Str, 0),
             Field::new(3, "currentValue", K::Quantity, 0),
-            Field::new(4, "selector", K::Msg(535), P | O),
+            Field::new(4, "selector", K::Msg(539), P | O),
             Field::new(5, "averageValue", K::Quantity, P | O),
         ],
     },
-    // 897
+    // 901
     Message {
         name: "autoscaling/v2beta1.PodsMetricStatus",
         fields: &[
             Field::new(1, "metricName", K::Str, 0),
             Field::new(2, "currentAverageValue", K::Quantity, 0),
-            Field::new(3, "selector", K::Msg(535), P | O),
+            Field::new(3, "selector", K::Msg(539), P | O),
         ],
     },
-    // 898
+    // 902
     Message {
         name: "autoscaling/v2beta1.ResourceMetricStatus",
         fields: &[
@@ -8564,7 +8592,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "currentAverageValue", K::Quantity, 0),
         ],
     },
-    // 899
+    // 903
     Message {
         name: "autoscaling/v2beta1.ContainerResourceMetricStatus",
         fields: &[
@@ -8574,119 +8602,119 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "container", K::Str, 0),
         ],
     },
-    // 900
+    // 904
     Message {
         name: "autoscaling/v2beta1.ExternalMetricStatus",
         fields: &[
             Field::new(1, "metricName", K::Str, 0),
-            Field::new(2, "metricSelector", K::Msg(535), P | O),
+            Field::new(2, "metricSelector", K::Msg(539), P | O),
             Field::new(3, "currentValue", K::Quantity, 0),
             Field::new(4, "currentAverageValue", K::Quantity, P | O),
         ],
     },
-    // 901
+    // 905
     Message {
         name: "autoscaling/v2beta2.ObjectMetricSource",
         fields: &[
-            Field::new(1, "describedObject", K::Msg(677), 0),
-            Field::new(2, "target", K::Msg(1029), 0),
-            Field::new(3, "metric", K::Msg(1030), 0),
+            Field::new(1, "describedObject", K::Msg(681), 0),
+            Field::new(2, "target", K::Msg(1033), 0),
+            Field::new(3, "metric", K::Msg(1034), 0),
         ],
     },
-    // 902
+    // 906
     Message {
         name: "autoscaling/v2beta2.PodsMetricSource",
         fields: &[
-            Field::new(1, "metric", K::Msg(1030), 0),
-            Field::new(2, "target", K::Msg(1029), 0),
+            Field::new(1, "metric", K::Msg(1034), 0),
+            Field::new(2, "target", K::Msg(1033), 0),
         ],
     },
-    // 903
+    // 907
     Message {
         name: "autoscaling/v2beta2.ResourceMetricSource",
         fields: &[
             Field::new(1, "name", K::Str, 0),
-            Field::new(2, "target", K::Msg(1029), 0),
+            Field::new(2, "target", K::Msg(1033), 0),
         ],
     },
-    // 904
+    // 908
     Message {
         name: "autoscaling/v2beta2.ContainerResourceMetricSource",
         fields: &[
             Field::new(1, "name", K::Str, 0),
-            Field::new(2, "target", K::Msg(1029), 0),
+            Field::new(2, "target", K::Msg(1033), 0),
             Field::new(3, "container", K::Str, 0),
         ],
     },
-    // 905
+    // 909
     Message {
         name: "autoscaling/v2beta2.ExternalMetricSource",
         fields: &[
-            Field::new(1, "metric", K::Msg(1030), 0),
-            Field::new(2, "target", K::Msg(1029), 0),
+            Field::new(1, "metric", K::Msg(1034), 0),
+            Field::new(2, "target", K::Msg(1033), 0),
         ],
     },
-    // 906
+    // 910
     Message {
         name: "autoscaling/v2beta2.HPAScalingRules",
         fields: &[
             Field::new(3, "stabilizationWindowSeconds", K::I32, P | O),
             Field::new(1, "selectPolicy", K::Str, P | O),
-            Field::new(2, "policies", K::Msg(1031), R | P | O),
-        ],
-    },
-    // 907
-    Message {
-        name: "autoscaling/v2beta2.ObjectMetricStatus",
-        fields: &[
-            Field::new(1, "metric", K::Msg(1030), 0),
-            Field::new(2, "current", K::Msg(1032), 0),
-            Field::new(3, "describedObject", K::Msg(677), 0),
-        ],
-    },
-    // 908
-    Message {
-        name: "autoscaling/v2beta2.PodsMetricStatus",
-        fields: &[
-            Field::new(1, "metric", K::Msg(1030), 0),
-            Field::new(2, "current", K::Msg(1032), 0),
-        ],
-    },
-    // 909
-    Message {
-        name: "autoscaling/v2beta2.ResourceMetricStatus",
-        fields: &[
-            Field::new(1, "name", K::Str, 0),
-            Field::new(2, "current", K::Msg(1032), 0),
-        ],
-    },
-    // 910
-    Message {
-        name: "autoscaling/v2beta2.ContainerResourceMetricStatus",
-        fields: &[
-            Field::new(1, "name", K::Str, 0),
-            Field::new(2, "current", K::Msg(1032), 0),
-            Field::new(3, "container", K::Str, 0),
+            Field::new(2, "policies", K::Msg(1035), R | P | O),
         ],
     },
     // 911
     Message {
-        name: "autoscaling/v2beta2.ExternalMetricStatus",
+        name: "autoscaling/v2beta2.ObjectMetricStatus",
         fields: &[
-            Field::new(1, "metric", K::Msg(1030), 0),
-            Field::new(2, "current", K::Msg(1032), 0),
+            Field::new(1, "metric", K::Msg(1034), 0),
+            Field::new(2, "current", K::Msg(1036), 0),
+            Field::new(3, "describedObject", K::Msg(681), 0),
         ],
     },
     // 912
     Message {
-        name: "batch/v1.PodFailurePolicyRule",
+        name: "autoscaling/v2beta2.PodsMetricStatus",
         fields: &[
-            Field::new(1, "action", K::Str, 0),
-            Field::new(2, "onExitCodes", K::Msg(1033), P | O),
-            Field::new(3, "onPodConditions", K::Msg(1034), R | P | O),
+            Field::new(1, "metric", K::Msg(1034), 0),
+            Field::new(2, "current", K::Msg(1036), 0),
         ],
     },
     // 913
+    Message {
+        name: "autoscaling/v2beta2.ResourceMetricStatus",
+        fields: &[
+            Field::new(1, "name", K::Str, 0),
+            Field::new(2, "current", K::Msg(1036), 0),
+        ],
+    },
+    // 914
+    Message {
+        name: "autoscaling/v2beta2.ContainerResourceMetricStatus",
+        fields: &[
+            Field::new(1, "name", K::Str, 0),
+            Field::new(2, "current", K::Msg(1036), 0),
+            Field::new(3, "container", K::Str, 0),
+        ],
+    },
+    // 915
+    Message {
+        name: "autoscaling/v2beta2.ExternalMetricStatus",
+        fields: &[
+            Field::new(1, "metric", K::Msg(1034), 0),
+            Field::new(2, "current", K::Msg(1036), 0),
+        ],
+    },
+    // 916
+    Message {
+        name: "batch/v1.PodFailurePolicyRule",
+        fields: &[
+            Field::new(1, "action", K::Str, 0),
+            Field::new(2, "onExitCodes", K::Msg(1037), P | O),
+            Field::new(3, "onPodConditions", K::Msg(1038), R | P | O),
+        ],
+    },
+    // 917
     Message {
         name: "batch/v1.SuccessPolicyRule",
         fields: &[
@@ -8694,35 +8722,35 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "succeededCount", K::I32, P | O),
         ],
     },
-    // 914
+    // 918
     Message {
         name: "discovery/v1.ForZone",
         fields: &[
             Field::new(1, "name", K::Str, 0),
         ],
     },
-    // 915
+    // 919
     Message {
         name: "discovery/v1.ForNode",
         fields: &[
             Field::new(1, "name", K::Str, 0),
         ],
     },
-    // 916
+    // 920
     Message {
         name: "discovery/v1beta1.ForZone",
         fields: &[
             Field::new(1, "name", K::Str, 0),
         ],
     },
-    // 917
+    // 921
     Message {
         name: "discovery/v1beta1.ForNode",
         fields: &[
             Field::new(1, "name", K::Str, 0),
         ],
     },
-    // 918
+    // 922
     Message {
         name: "extensions/v1beta1.RollingUpdateDaemonSet",
         fields: &[
@@ -8730,7 +8758,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "maxSurge", K::IntOrString, P | O),
         ],
     },
-    // 919
+    // 923
     Message {
         name: "extensions/v1beta1.RollingUpdateDeployment",
         fields: &[
@@ -8738,23 +8766,23 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "maxSurge", K::IntOrString, P | O),
         ],
     },
-    // 920
+    // 924
     Message {
         name: "extensions/v1beta1.IngressRuleValue",
         fields: &[
-            Field::new(1, "http", K::Msg(1035), P | O),
+            Field::new(1, "http", K::Msg(1039), P | O),
         ],
     },
-    // 921
+    // 925
     Message {
         name: "extensions/v1beta1.IngressLoadBalancerIngress",
         fields: &[
             Field::new(1, "ip", K::Str, O),
             Field::new(2, "hostname", K::Str, O),
-            Field::new(4, "ports", K::Msg(1036), R | P | O),
+            Field::new(4, "ports", K::Msg(1040), R | P | O),
         ],
     },
-    // 922
+    // 926
     Message {
         name: "extensions/v1beta1.NetworkPolicyPort",
         fields: &[
@@ -8763,26 +8791,26 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "endPort", K::I32, P | O),
         ],
     },
-    // 923
+    // 927
     Message {
         name: "extensions/v1beta1.NetworkPolicyPeer",
         fields: &[
-            Field::new(1, "podSelector", K::Msg(535), P | O),
-            Field::new(2, "namespaceSelector", K::Msg(535), P | O),
-            Field::new(3, "ipBlock", K::Msg(1037), P | O),
+            Field::new(1, "podSelector", K::Msg(539), P | O),
+            Field::new(2, "namespaceSelector", K::Msg(539), P | O),
+            Field::new(3, "ipBlock", K::Msg(1041), P | O),
         ],
     },
-    // 924
+    // 928
     Message {
         name: "flowcontrol/v1.Subject",
         fields: &[
             Field::new(1, "kind", K::Str, 0),
-            Field::new(2, "user", K::Msg(1038), P | O),
-            Field::new(3, "group", K::Msg(1039), P | O),
-            Field::new(4, "serviceAccount", K::Msg(1040), P | O),
+            Field::new(2, "user", K::Msg(1042), P | O),
+            Field::new(3, "group", K::Msg(1043), P | O),
+            Field::new(4, "serviceAccount", K::Msg(1044), P | O),
         ],
     },
-    // 925
+    // 929
     Message {
         name: "flowcontrol/v1.ResourcePolicyRule",
         fields: &[
@@ -8793,7 +8821,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "namespaces", K::Str, R | P),
         ],
     },
-    // 926
+    // 930
     Message {
         name: "flowcontrol/v1.NonResourcePolicyRule",
         fields: &[
@@ -8801,25 +8829,25 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(6, "nonResourceURLs", K::Str, R | P),
         ],
     },
-    // 927
+    // 931
     Message {
         name: "flowcontrol/v1.LimitResponse",
         fields: &[
             Field::new(1, "type", K::Str, 0),
-            Field::new(2, "queuing", K::Msg(1041), P | O),
+            Field::new(2, "queuing", K::Msg(1045), P | O),
         ],
     },
-    // 928
+    // 932
     Message {
         name: "flowcontrol/v1beta1.Subject",
         fields: &[
             Field::new(1, "kind", K::Str, 0),
-            Field::new(2, "user", K::Msg(1042), P | O),
-            Field::new(3, "group", K::Msg(1043), P | O),
-            Field::new(4, "serviceAccount", K::Msg(1044), P | O),
+            Field::new(2, "user", K::Msg(1046), P | O),
+            Field::new(3, "group", K::Msg(1047), P | O),
+            Field::new(4, "serviceAccount", K::Msg(1048), P | O),
         ],
     },
-    // 929
+    // 933
     Message {
         name: "flowcontrol/v1beta1.ResourcePolicyRule",
         fields: &[
@@ -8830,7 +8858,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "namespaces", K::Str, R | P),
         ],
     },
-    // 930
+    // 934
     Message {
         name: "flowcontrol/v1beta1.NonResourcePolicyRule",
         fields: &[
@@ -8838,25 +8866,25 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(6, "nonResourceURLs", K::Str, R | P),
         ],
     },
-    // 931
+    // 935
     Message {
         name: "flowcontrol/v1beta1.LimitResponse",
         fields: &[
             Field::new(1, "type", K::Str, 0),
-            Field::new(2, "queuing", K::Msg(1045), P | O),
+            Field::new(2, "queuing", K::Msg(1049), P | O),
         ],
     },
-    // 932
+    // 936
     Message {
         name: "flowcontrol/v1beta2.Subject",
         fields: &[
             Field::new(1, "kind", K::Str, 0),
-            Field::new(2, "user", K::Msg(1046), P | O),
-            Field::new(3, "group", K::Msg(1047), P | O),
-            Field::new(4, "serviceAccount", K::Msg(1048), P | O),
+            Field::new(2, "user", K::Msg(1050), P | O),
+            Field::new(3, "group", K::Msg(1051), P | O),
+            Field::new(4, "serviceAccount", K::Msg(1052), P | O),
         ],
     },
-    // 933
+    // 937
     Message {
         name: "flowcontrol/v1beta2.ResourcePolicyRule",
         fields: &[
@@ -8867,7 +8895,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "namespaces", K::Str, R | P),
         ],
     },
-    // 934
+    // 938
     Message {
         name: "flowcontrol/v1beta2.NonResourcePolicyRule",
         fields: &[
@@ -8875,25 +8903,25 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(6, "nonResourceURLs", K::Str, R | P),
         ],
     },
-    // 935
+    // 939
     Message {
         name: "flowcontrol/v1beta2.LimitResponse",
         fields: &[
             Field::new(1, "type", K::Str, 0),
-            Field::new(2, "queuing", K::Msg(1049), P | O),
+            Field::new(2, "queuing", K::Msg(1053), P | O),
         ],
     },
-    // 936
+    // 940
     Message {
         name: "flowcontrol/v1beta3.Subject",
         fields: &[
             Field::new(1, "kind", K::Str, 0),
-            Field::new(2, "user", K::Msg(1050), P | O),
-            Field::new(3, "group", K::Msg(1051), P | O),
-            Field::new(4, "serviceAccount", K::Msg(1052), P | O),
+            Field::new(2, "user", K::Msg(1054), P | O),
+            Field::new(3, "group", K::Msg(1055), P | O),
+            Field::new(4, "serviceAccount", K::Msg(1056), P | O),
         ],
     },
-    // 937
+    // 941
     Message {
         name: "flowcontrol/v1beta3.ResourcePolicyRule",
         fields: &[
@@ -8904,7 +8932,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "namespaces", K::Str, R | P),
         ],
     },
-    // 938
+    // 942
     Message {
         name: "flowcontrol/v1beta3.NonResourcePolicyRule",
         fields: &[
@@ -8912,39 +8940,39 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(6, "nonResourceURLs", K::Str, R | P),
         ],
     },
-    // 939
+    // 943
     Message {
         name: "flowcontrol/v1beta3.LimitResponse",
         fields: &[
             Field::new(1, "type", K::Str, 0),
-            Field::new(2, "queuing", K::Msg(1053), P | O),
+            Field::new(2, "queuing", K::Msg(1057), P | O),
         ],
     },
-    // 940
+    // 944
     Message {
         name: "networking/v1.IngressServiceBackend",
         fields: &[
             Field::new(1, "name", K::Str, 0),
-            Field::new(2, "port", K::Msg(1054), O),
+            Field::new(2, "port", K::Msg(1058), O),
         ],
     },
-    // 941
+    // 945
     Message {
         name: "networking/v1.IngressRuleValue",
         fields: &[
-            Field::new(1, "http", K::Msg(1055), P | O),
+            Field::new(1, "http", K::Msg(1059), P | O),
         ],
     },
-    // 942
+    // 946
     Message {
         name: "networking/v1.IngressLoadBalancerIngress",
         fields: &[
             Field::new(1, "ip", K::Str, O),
             Field::new(2, "hostname", K::Str, O),
-            Field::new(4, "ports", K::Msg(1056), R | P | O),
+            Field::new(4, "ports", K::Msg(1060), R | P | O),
         ],
     },
-    // 943
+    // 947
     Message {
         name: "networking/v1.NetworkPolicyPort",
         fields: &[
@@ -8953,55 +8981,55 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "endPort", K::I32, P | O),
         ],
     },
-    // 944
+    // 948
     Message {
         name: "networking/v1.NetworkPolicyPeer",
         fields: &[
-            Field::new(1, "podSelector", K::Msg(535), P | O),
-            Field::new(2, "namespaceSelector", K::Msg(535), P | O),
-            Field::new(3, "ipBlock", K::Msg(1057), P | O),
+            Field::new(1, "podSelector", K::Msg(539), P | O),
+            Field::new(2, "namespaceSelector", K::Msg(539), P | O),
+            Field::new(3, "ipBlock", K::Msg(1061), P | O),
         ],
     },
-    // 945
+    // 949
     Message {
         name: "networking/v1beta1.IngressRuleValue",
         fields: &[
-            Field::new(1, "http", K::Msg(1058), P | O),
+            Field::new(1, "http", K::Msg(1062), P | O),
         ],
     },
-    // 946
+    // 950
     Message {
         name: "networking/v1beta1.IngressLoadBalancerIngress",
         fields: &[
             Field::new(1, "ip", K::Str, O),
             Field::new(2, "hostname", K::Str, O),
-            Field::new(4, "ports", K::Msg(1059), R | P | O),
+            Field::new(4, "ports", K::Msg(1063), R | P | O),
         ],
     },
-    // 947
+    // 951
     Message {
         name: "resource/v1.CELDeviceSelector",
         fields: &[
             Field::new(1, "expression", K::Str, 0),
         ],
     },
-    // 948
+    // 952
     Message {
         name: "resource/v1.DeviceConfiguration",
         fields: &[
-            Field::new(1, "opaque", K::Msg(1060), P | O),
+            Field::new(1, "opaque", K::Msg(1064), P | O),
         ],
     },
-    // 949
+    // 953
     Message {
         name: "resource/v1.DeviceRequest",
         fields: &[
             Field::new(1, "name", K::Str, 0),
-            Field::new(2, "exactly", K::Msg(1061), P | O),
-            Field::new(3, "firstAvailable", K::Msg(1062), R | P | O),
+            Field::new(2, "exactly", K::Msg(1065), P | O),
+            Field::new(3, "firstAvailable", K::Msg(1066), R | P | O),
         ],
     },
-    // 950
+    // 954
     Message {
         name: "resource/v1.DeviceConstraint",
         fields: &[
@@ -9010,23 +9038,23 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "distinctAttribute", K::Str, P | O),
         ],
     },
-    // 951
+    // 955
     Message {
         name: "resource/v1.DeviceClaimConfiguration",
         fields: &[
             Field::new(1, "requests", K::Str, R | P | O),
-            Field::new(2, "", K::Msg(948), I),
+            Field::new(2, "", K::Msg(952), I),
         ],
     },
-    // 952
+    // 956
     Message {
         name: "resource/v1.DeviceAllocationResult",
         fields: &[
-            Field::new(1, "results", K::Msg(1063), R | P | O),
-            Field::new(2, "config", K::Msg(1064), R | P | O),
+            Field::new(1, "results", K::Msg(1067), R | P | O),
+            Field::new(2, "config", K::Msg(1068), R | P | O),
         ],
     },
-    // 953
+    // 957
     Message {
         name: "resource/v1.NetworkDeviceData",
         fields: &[
@@ -9035,15 +9063,15 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "hardwareAddress", K::Str, O),
         ],
     },
-    // 954
+    // 958
     Message {
         name: "core/v1.NodeSelectorTerm",
         fields: &[
-            Field::new(1, "matchExpressions", K::Msg(1065), R | P | O),
-            Field::new(2, "matchFields", K::Msg(1065), R | P | O),
+            Field::new(1, "matchExpressions", K::Msg(1069), R | P | O),
+            Field::new(2, "matchFields", K::Msg(1069), R | P | O),
         ],
     },
-    // 955
+    // 959
     Message {
         name: "resource/v1.DeviceAttribute",
         fields: &[
@@ -9053,23 +9081,23 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "version", K::Str, P | O),
         ],
     },
-    // 956
+    // 960
     Message {
         name: "resource/v1.DeviceCapacity",
         fields: &[
             Field::new(1, "value", K::Quantity, 0),
-            Field::new(2, "requestPolicy", K::Msg(1066), P | O),
+            Field::new(2, "requestPolicy", K::Msg(1070), P | O),
         ],
     },
-    // 957
+    // 961
     Message {
         name: "resource/v1.DeviceCounterConsumption",
         fields: &[
             Field::new(1, "counterSet", K::Str, 0),
-            Field::new(2, "counters", K::Map(&K::Msg(959)), P | O),
+            Field::new(2, "counters", K::Map(&K::Msg(963)), P | O),
         ],
     },
-    // 958
+    // 962
     Message {
         name: "resource/v1.DeviceTaint",
         fields: &[
@@ -9079,43 +9107,43 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "timeAdded", K::Time, P | O),
         ],
     },
-    // 959
+    // 963
     Message {
         name: "resource/v1.Counter",
         fields: &[
             Field::new(1, "value", K::Quantity, 0),
         ],
     },
-    // 960
+    // 964
     Message {
         name: "resource/v1beta1.CELDeviceSelector",
         fields: &[
             Field::new(1, "expression", K::Str, 0),
         ],
     },
-    // 961
+    // 965
     Message {
         name: "resource/v1beta1.DeviceConfiguration",
         fields: &[
-            Field::new(1, "opaque", K::Msg(1067), P | O),
+            Field::new(1, "opaque", K::Msg(1071), P | O),
         ],
     },
-    // 962
+    // 966
     Message {
         name: "resource/v1beta1.DeviceRequest",
         fields: &[
             Field::new(1, "name", K::Str, 0),
             Field::new(2, "deviceClassName", K::Str, 0),
-            Field::new(3, "selectors", K::Msg(763), R | P | O),
+            Field::new(3, "selectors", K::Msg(767), R | P | O),
             Field::new(4, "allocationMode", K::Str, O),
             Field::new(5, "count", K::I64, O),
             Field::new(6, "adminAccess", K::Bool, P | O),
-            Field::new(7, "firstAvailable", K::Msg(1068), R | P | O),
-            Field::new(8, "tolerations", K::Msg(1069), R | P | O),
-            Field::new(9, "capacity", K::Msg(1070), P | O),
+            Field::new(7, "firstAvailable", K::Msg(1072), R | P | O),
+            Field::new(8, "tolerations", K::Msg(1073), R | P | O),
+            Field::new(9, "capacity", K::Msg(1074), P | O),
         ],
     },
-    // 963
+    // 967
     Message {
         name: "resource/v1beta1.DeviceConstraint",
         fields: &[
@@ -9124,23 +9152,23 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "distinctAttribute", K::Str, P | O),
         ],
     },
-    // 964
+    // 968
     Message {
         name: "resource/v1beta1.DeviceClaimConfiguration",
         fields: &[
             Field::new(1, "requests", K::Str, R | P | O),
-            Field::new(2, "", K::Msg(961), I),
+            Field::new(2, "", K::Msg(965), I),
         ],
     },
-    // 965
+    // 969
     Message {
         name: "resource/v1beta1.DeviceAllocationResult",
         fields: &[
-            Field::new(1, "results", K::Msg(1071), R | P | O),
-            Field::new(2, "config", K::Msg(1072), R | P | O),
+            Field::new(1, "results", K::Msg(1075), R | P | O),
+            Field::new(2, "config", K::Msg(1076), R | P | O),
         ],
     },
-    // 966
+    // 970
     Message {
         name: "resource/v1beta1.NetworkDeviceData",
         fields: &[
@@ -9149,54 +9177,54 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "hardwareAddress", K::Str, O),
         ],
     },
-    // 967
+    // 971
     Message {
         name: "resource/v1beta1.BasicDevice",
         fields: &[
-            Field::new(1, "attributes", K::Map(&K::Msg(1073)), P | O),
-            Field::new(2, "capacity", K::Map(&K::Msg(1074)), P | O),
-            Field::new(3, "consumesCounters", K::Msg(1075), R | P | O),
+            Field::new(1, "attributes", K::Map(&K::Msg(1077)), P | O),
+            Field::new(2, "capacity", K::Map(&K::Msg(1078)), P | O),
+            Field::new(3, "consumesCounters", K::Msg(1079), R | P | O),
             Field::new(4, "nodeName", K::Str, P | O),
-            Field::new(5, "nodeSelector", K::Msg(758), P | O),
+            Field::new(5, "nodeSelector", K::Msg(762), P | O),
             Field::new(6, "allNodes", K::Bool, P | O),
-            Field::new(7, "taints", K::Msg(1076), R | P | O),
+            Field::new(7, "taints", K::Msg(1080), R | P | O),
             Field::new(8, "bindsToNode", K::Bool, P | O),
             Field::new(9, "bindingConditions", K::Str, R | P | O),
             Field::new(10, "bindingFailureConditions", K::Str, R | P | O),
             Field::new(11, "allowMultipleAllocations", K::Bool, P | O),
         ],
     },
-    // 968
+    // 972
     Message {
         name: "resource/v1beta1.Counter",
         fields: &[
             Field::new(1, "value", K::Quantity, 0),
         ],
     },
-    // 969
+    // 973
     Message {
         name: "resource/v1beta2.CELDeviceSelector",
         fields: &[
             Field::new(1, "expression", K::Str, 0),
         ],
     },
-    // 970
+    // 974
     Message {
         name: "resource/v1beta2.DeviceConfiguration",
         fields: &[
-            Field::new(1, "opaque", K::Msg(1077), P | O),
+            Field::new(1, "opaque", K::Msg(1081), P | O),
         ],
     },
-    // 971
+    // 975
     Message {
         name: "resource/v1beta2.DeviceRequest",
         fields: &[
             Field::new(1, "name", K::Str, 0),
-            Field::new(2, "exactly", K::Msg(1078), P | O),
-            Field::new(3, "firstAvailable", K::Msg(1079), R | P | O),
+            Field::new(2, "exactly", K::Msg(1082), P | O),
+            Field::new(3, "firstAvailable", K::Msg(1083), R | P | O),
         ],
     },
-    // 972
+    // 976
     Message {
         name: "resource/v1beta2.DeviceConstraint",
         fields: &[
@@ -9205,23 +9233,23 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "distinctAttribute", K::Str, P | O),
         ],
     },
-    // 973
+    // 977
     Message {
         name: "resource/v1beta2.DeviceClaimConfiguration",
         fields: &[
             Field::new(1, "requests", K::Str, R | P | O),
-            Field::new(2, "", K::Msg(970), I),
+            Field::new(2, "", K::Msg(974), I),
         ],
     },
-    // 974
+    // 978
     Message {
         name: "resource/v1beta2.DeviceAllocationResult",
         fields: &[
-            Field::new(1, "results", K::Msg(1080), R | P | O),
-            Field::new(2, "config", K::Msg(1081), R | P | O),
+            Field::new(1, "results", K::Msg(1084), R | P | O),
+            Field::new(2, "config", K::Msg(1085), R | P | O),
         ],
     },
-    // 975
+    // 979
     Message {
         name: "resource/v1beta2.NetworkDeviceData",
         fields: &[
@@ -9230,7 +9258,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "hardwareAddress", K::Str, O),
         ],
     },
-    // 976
+    // 980
     Message {
         name: "resource/v1beta2.DeviceAttribute",
         fields: &[
@@ -9240,23 +9268,23 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "version", K::Str, P | O),
         ],
     },
-    // 977
+    // 981
     Message {
         name: "resource/v1beta2.DeviceCapacity",
         fields: &[
             Field::new(1, "value", K::Quantity, 0),
-            Field::new(2, "requestPolicy", K::Msg(1082), P | O),
+            Field::new(2, "requestPolicy", K::Msg(1086), P | O),
         ],
     },
-    // 978
+    // 982
     Message {
         name: "resource/v1beta2.DeviceCounterConsumption",
         fields: &[
             Field::new(1, "counterSet", K::Str, 0),
-            Field::new(2, "counters", K::Map(&K::Msg(980)), P | O),
+            Field::new(2, "counters", K::Map(&K::Msg(984)), P | O),
         ],
     },
-    // 979
+    // 983
     Message {
         name: "resource/v1beta2.DeviceTaint",
         fields: &[
@@ -9266,36 +9294,36 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "timeAdded", K::Time, P | O),
         ],
     },
-    // 980
+    // 984
     Message {
         name: "resource/v1beta2.Counter",
         fields: &[
             Field::new(1, "value", K::Quantity, 0),
         ],
     },
-    // 981
+    // 985
     Message {
         name: "scheduling/v1alpha1.PodGroupPolicy",
         fields: &[
-            Field::new(2, "basic", K::Msg(1083), P | O),
-            Field::new(3, "gang", K::Msg(1084), P | O),
+            Field::new(2, "basic", K::Msg(1087), P | O),
+            Field::new(3, "gang", K::Msg(1088), P | O),
         ],
     },
-    // 982
+    // 986
     Message {
         name: "storage/v1.VolumeNodeResources",
         fields: &[
             Field::new(1, "count", K::I32, P | O),
         ],
     },
-    // 983
+    // 987
     Message {
         name: "storage/v1beta1.VolumeNodeResources",
         fields: &[
             Field::new(1, "count", K::I32, P | O),
         ],
     },
-    // 984
+    // 988
     Message {
         name: "core/v1.SecretReference",
         fields: &[
@@ -9303,7 +9331,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "namespace", K::Str, O),
         ],
     },
-    // 985
+    // 989
     Message {
         name: "core/v1.EmptyDirVolumeSource",
         fields: &[
@@ -9311,7 +9339,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "sizeLimit", K::Quantity, P | O),
         ],
     },
-    // 986
+    // 990
     Message {
         name: "core/v1.GitRepoVolumeSource",
         fields: &[
@@ -9320,17 +9348,17 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "directory", K::Str, O),
         ],
     },
-    // 987
+    // 991
     Message {
         name: "core/v1.SecretVolumeSource",
         fields: &[
             Field::new(1, "secretName", K::Str, O),
-            Field::new(2, "items", K::Msg(1085), R | P | O),
+            Field::new(2, "items", K::Msg(1089), R | P | O),
             Field::new(3, "defaultMode", K::I32, P | O),
             Field::new(4, "optional", K::Bool, P | O),
         ],
     },
-    // 988
+    // 992
     Message {
         name: "core/v1.ISCSIVolumeSource",
         fields: &[
@@ -9343,11 +9371,11 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(7, "portals", K::Str, R | P | O),
             Field::new(8, "chapAuthDiscovery", K::Bool, O),
             Field::new(11, "chapAuthSession", K::Bool, O),
-            Field::new(10, "secretRef", K::Msg(350), P | O),
+            Field::new(10, "secretRef", K::Msg(354), P | O),
             Field::new(12, "initiatorName", K::Str, P | O),
         ],
     },
-    // 989
+    // 993
     Message {
         name: "core/v1.GlusterfsVolumeSource",
         fields: &[
@@ -9356,7 +9384,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "readOnly", K::Bool, O),
         ],
     },
-    // 990
+    // 994
     Message {
         name: "core/v1.PersistentVolumeClaimVolumeSource",
         fields: &[
@@ -9364,7 +9392,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "readOnly", K::Bool, O),
         ],
     },
-    // 991
+    // 995
     Message {
         name: "core/v1.RBDVolumeSource",
         fields: &[
@@ -9374,32 +9402,32 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "pool", K::Str, O),
             Field::new(5, "user", K::Str, O),
             Field::new(6, "keyring", K::Str, O),
-            Field::new(7, "secretRef", K::Msg(350), P | O),
+            Field::new(7, "secretRef", K::Msg(354), P | O),
             Field::new(8, "readOnly", K::Bool, O),
         ],
     },
-    // 992
+    // 996
     Message {
         name: "core/v1.FlexVolumeSource",
         fields: &[
             Field::new(1, "driver", K::Str, 0),
             Field::new(2, "fsType", K::Str, O),
-            Field::new(3, "secretRef", K::Msg(350), P | O),
+            Field::new(3, "secretRef", K::Msg(354), P | O),
             Field::new(4, "readOnly", K::Bool, O),
             Field::new(5, "options", K::Map(&K::Str), P | O),
         ],
     },
-    // 993
+    // 997
     Message {
         name: "core/v1.CinderVolumeSource",
         fields: &[
             Field::new(1, "volumeID", K::Str, 0),
             Field::new(2, "fsType", K::Str, O),
             Field::new(3, "readOnly", K::Bool, O),
-            Field::new(4, "secretRef", K::Msg(350), P | O),
+            Field::new(4, "secretRef", K::Msg(354), P | O),
         ],
     },
-    // 994
+    // 998
     Message {
         name: "core/v1.CephFSVolumeSource",
         fields: &[
@@ -9407,19 +9435,19 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "path", K::Str, O),
             Field::new(3, "user", K::Str, O),
             Field::new(4, "secretFile", K::Str, O),
-            Field::new(5, "secretRef", K::Msg(350), P | O),
+            Field::new(5, "secretRef", K::Msg(354), P | O),
             Field::new(6, "readOnly", K::Bool, O),
         ],
     },
-    // 995
+    // 999
     Message {
         name: "core/v1.DownwardAPIVolumeSource",
         fields: &[
-            Field::new(1, "items", K::Msg(1086), R | P | O),
+            Field::new(1, "items", K::Msg(1090), R | P | O),
             Field::new(2, "defaultMode", K::I32, P | O),
         ],
     },
-    // 996
+    // 1000
     Message {
         name: "core/v1.AzureFileVolumeSource",
         fields: &[
@@ -9428,31 +9456,31 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "readOnly", K::Bool, O),
         ],
     },
-    // 997
+    // 1001
     Message {
         name: "core/v1.ConfigMapVolumeSource",
         fields: &[
-            Field::new(1, "", K::Msg(350), I),
-            Field::new(2, "items", K::Msg(1085), R | P | O),
+            Field::new(1, "", K::Msg(354), I),
+            Field::new(2, "items", K::Msg(1089), R | P | O),
             Field::new(3, "defaultMode", K::I32, P | O),
             Field::new(4, "optional", K::Bool, P | O),
         ],
     },
-    // 998
+    // 1002
     Message {
         name: "core/v1.ProjectedVolumeSource",
         fields: &[
-            Field::new(1, "sources", K::Msg(1087), R | P),
+            Field::new(1, "sources", K::Msg(1091), R | P),
             Field::new(2, "defaultMode", K::I32, P | O),
         ],
     },
-    // 999
+    // 1003
     Message {
         name: "core/v1.ScaleIOVolumeSource",
         fields: &[
             Field::new(1, "gateway", K::Str, 0),
             Field::new(2, "system", K::Str, 0),
-            Field::new(3, "secretRef", K::Msg(350), P),
+            Field::new(3, "secretRef", K::Msg(354), P),
             Field::new(4, "sslEnabled", K::Bool, O),
             Field::new(5, "protectionDomain", K::Str, O),
             Field::new(6, "storagePool", K::Str, O),
@@ -9462,7 +9490,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(10, "readOnly", K::Bool, O),
         ],
     },
-    // 1000
+    // 1004
     Message {
         name: "core/v1.StorageOSVolumeSource",
         fields: &[
@@ -9470,10 +9498,10 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "volumeNamespace", K::Str, O),
             Field::new(3, "fsType", K::Str, O),
             Field::new(4, "readOnly", K::Bool, O),
-            Field::new(5, "secretRef", K::Msg(350), P | O),
+            Field::new(5, "secretRef", K::Msg(354), P | O),
         ],
     },
-    // 1001
+    // 1005
     Message {
         name: "core/v1.CSIVolumeSource",
         fields: &[
@@ -9481,17 +9509,17 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "readOnly", K::Bool, P | O),
             Field::new(3, "fsType", K::Str, P | O),
             Field::new(4, "volumeAttributes", K::Map(&K::Str), P | O),
-            Field::new(5, "nodePublishSecretRef", K::Msg(350), P | O),
+            Field::new(5, "nodePublishSecretRef", K::Msg(354), P | O),
         ],
     },
-    // 1002
+    // 1006
     Message {
         name: "core/v1.EphemeralVolumeSource",
         fields: &[
-            Field::new(1, "volumeClaimTemplate", K::Msg(1088), P | O),
+            Field::new(1, "volumeClaimTemplate", K::Msg(1092), P | O),
         ],
     },
-    // 1003
+    // 1007
     Message {
         name: "core/v1.ImageVolumeSource",
         fields: &[
@@ -9499,34 +9527,34 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "pullPolicy", K::Str, O),
         ],
     },
-    // 1004
+    // 1008
     Message {
         name: "core/v1.ConfigMapEnvSource",
         fields: &[
-            Field::new(1, "", K::Msg(350), I),
+            Field::new(1, "", K::Msg(354), I),
             Field::new(2, "optional", K::Bool, P | O),
         ],
     },
-    // 1005
+    // 1009
     Message {
         name: "core/v1.SecretEnvSource",
         fields: &[
-            Field::new(1, "", K::Msg(350), I),
+            Field::new(1, "", K::Msg(354), I),
             Field::new(2, "optional", K::Bool, P | O),
         ],
     },
-    // 1006
+    // 1010
     Message {
         name: "core/v1.EnvVarSource",
         fields: &[
-            Field::new(1, "fieldRef", K::Msg(1089), P | O),
-            Field::new(2, "resourceFieldRef", K::Msg(1090), P | O),
-            Field::new(3, "configMapKeyRef", K::Msg(1091), P | O),
-            Field::new(4, "secretKeyRef", K::Msg(1092), P | O),
-            Field::new(5, "fileKeyRef", K::Msg(1093), P | O),
+            Field::new(1, "fieldRef", K::Msg(1093), P | O),
+            Field::new(2, "resourceFieldRef", K::Msg(1094), P | O),
+            Field::new(3, "configMapKeyRef", K::Msg(1095), P | O),
+            Field::new(4, "secretKeyRef", K::Msg(1096), P | O),
+            Field::new(5, "fileKeyRef", K::Msg(1097), P | O),
         ],
     },
-    // 1007
+    // 1011
     Message {
         name: "core/v1.ContainerRestartRuleOnExitCodes",
         fields: &[
@@ -9534,27 +9562,27 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "values", K::I32, R | P | O),
         ],
     },
-    // 1008
+    // 1012
     Message {
         name: "core/v1.ProbeHandler",
         fields: &[
-            Field::new(1, "exec", K::Msg(1094), P | O),
-            Field::new(2, "httpGet", K::Msg(1095), P | O),
-            Field::new(3, "tcpSocket", K::Msg(1096), P | O),
-            Field::new(4, "grpc", K::Msg(1097), P | O),
+            Field::new(1, "exec", K::Msg(1098), P | O),
+            Field::new(2, "httpGet", K::Msg(1099), P | O),
+            Field::new(3, "tcpSocket", K::Msg(1100), P | O),
+            Field::new(4, "grpc", K::Msg(1101), P | O),
         ],
     },
-    // 1009
+    // 1013
     Message {
         name: "core/v1.LifecycleHandler",
         fields: &[
-            Field::new(1, "exec", K::Msg(1094), P | O),
-            Field::new(2, "httpGet", K::Msg(1095), P | O),
-            Field::new(3, "tcpSocket", K::Msg(1096), P | O),
-            Field::new(4, "sleep", K::Msg(1098), P | O),
+            Field::new(1, "exec", K::Msg(1098), P | O),
+            Field::new(2, "httpGet", K::Msg(1099), P | O),
+            Field::new(3, "tcpSocket", K::Msg(1100), P | O),
+            Field::new(4, "sleep", K::Msg(1102), P | O),
         ],
     },
-    // 1010
+    // 1014
     Message {
         name: "core/v1.Capabilities",
         fields: &[
@@ -9562,35 +9590,35 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "drop", K::Str, R | P | O),
         ],
     },
-    // 1011
+    // 1015
     Message {
         name: "core/v1.PreferredSchedulingTerm",
         fields: &[
             Field::new(1, "weight", K::I32, 0),
-            Field::new(2, "preference", K::Msg(954), 0),
+            Field::new(2, "preference", K::Msg(958), 0),
         ],
     },
-    // 1012
+    // 1016
     Message {
         name: "core/v1.PodAffinityTerm",
         fields: &[
-            Field::new(1, "labelSelector", K::Msg(535), P | O),
+            Field::new(1, "labelSelector", K::Msg(539), P | O),
             Field::new(2, "namespaces", K::Str, R | P | O),
             Field::new(3, "topologyKey", K::Str, 0),
-            Field::new(4, "namespaceSelector", K::Msg(535), P | O),
+            Field::new(4, "namespaceSelector", K::Msg(539), P | O),
             Field::new(5, "matchLabelKeys", K::Str, R | P | O),
             Field::new(6, "mismatchLabelKeys", K::Str, R | P | O),
         ],
     },
-    // 1013
+    // 1017
     Message {
         name: "core/v1.WeightedPodAffinityTerm",
         fields: &[
             Field::new(1, "weight", K::I32, 0),
-            Field::new(2, "podAffinityTerm", K::Msg(1012), 0),
+            Field::new(2, "podAffinityTerm", K::Msg(1016), 0),
         ],
     },
-    // 1014
+    // 1018
     Message {
         name: "core/v1.ContainerStateWaiting",
         fields: &[
@@ -9598,14 +9626,14 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "message", K::Str, O),
         ],
     },
-    // 1015
+    // 1019
     Message {
         name: "core/v1.ContainerStateRunning",
         fields: &[
             Field::new(1, "startedAt", K::Time, O),
         ],
     },
-    // 1016
+    // 1020
     Message {
         name: "core/v1.ContainerStateTerminated",
         fields: &[
@@ -9618,7 +9646,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(7, "containerID", K::Str, O),
         ],
     },
-    // 1017
+    // 1021
     Message {
         name: "core/v1.LinuxContainerUser",
         fields: &[
@@ -9627,7 +9655,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "supplementalGroups", K::I64, R | P | O),
         ],
     },
-    // 1018
+    // 1022
     Message {
         name: "core/v1.ResourceHealth",
         fields: &[
@@ -9635,7 +9663,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "health", K::Str, O),
         ],
     },
-    // 1019
+    // 1023
     Message {
         name: "core/v1.PortStatus",
         fields: &[
@@ -9644,7 +9672,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "error", K::Str, P | O),
         ],
     },
-    // 1020
+    // 1024
     Message {
         name: "apiextensions/v1.JSONSchemaProps",
         fields: &[
@@ -9671,18 +9699,18 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(21, "maxProperties", K::I64, P | O),
             Field::new(22, "minProperties", K::I64, P | O),
             Field::new(23, "required", K::Str, R | P | O),
-            Field::new(24, "items", K::SchemaOrArray(1020), P | O),
-            Field::new(25, "allOf", K::Msg(1020), R | P | O),
-            Field::new(26, "oneOf", K::Msg(1020), R | P | O),
-            Field::new(27, "anyOf", K::Msg(1020), R | P | O),
-            Field::new(28, "not", K::Msg(1020), P | O),
-            Field::new(29, "properties", K::Map(&K::Msg(1020)), P | O),
-            Field::new(30, "additionalProperties", K::SchemaOrBool(1020), P | O),
-            Field::new(31, "patternProperties", K::Map(&K::Msg(1020)), P | O),
-            Field::new(32, "dependencies", K::Map(&K::SchemaOrStringArray(1020)), P | O),
-            Field::new(33, "additionalItems", K::SchemaOrBool(1020), P | O),
-            Field::new(34, "definitions", K::Map(&K::Msg(1020)), P | O),
-            Field::new(35, "externalDocs", K::Msg(1099), P | O),
+            Field::new(24, "items", K::SchemaOrArray(1024), P | O),
+            Field::new(25, "allOf", K::Msg(1024), R | P | O),
+            Field::new(26, "oneOf", K::Msg(1024), R | P | O),
+            Field::new(27, "anyOf", K::Msg(1024), R | P | O),
+            Field::new(28, "not", K::Msg(1024), P | O),
+            Field::new(29, "properties", K::Map(&K::Msg(1024)), P | O),
+            Field::new(30, "additionalProperties", K::SchemaOrBool(1024), P | O),
+            Field::new(31, "patternProperties", K::Map(&K::Msg(1024)), P | O),
+            Field::new(32, "dependencies", K::Map(&K::SchemaOrStringArray(1024)), P | O),
+            Field::new(33, "additionalItems", K::SchemaOrBool(1024), P | O),
+            Field::new(34, "definitions", K::Map(&K::Msg(1024)), P | O),
+            Field::new(35, "externalDocs", K::Msg(1103), P | O),
             Field::new(36, "example", K::RawJson, P | O),
             Field::new(37, "nullable", K::Bool, O),
             Field::new(38, "x-kubernetes-preserve-unknown-fields", K::Bool, P | O),
@@ -9691,16 +9719,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(41, "x-kubernetes-list-map-keys", K::Str, R | P | O),
             Field::new(42, "x-kubernetes-list-type", K::Str, P | O),
             Field::new(43, "x-kubernetes-map-type", K::Str, P | O),
-            Field::new(44, "x-kubernetes-validations", K::Msg(1100), R | P | O),
+            Field::new(44, "x-kubernetes-validations", K::Msg(1104), R | P | O),
         ],
     },
-    // 1021
+    // 1025
     Message {
         name: "apiextensions/v1.CustomResourceSubresourceStatus",
         fields: &[
         ],
     },
-    // 1022
+    // 1026
     Message {
         name: "apiextensions/v1.CustomResourceSubresourceScale",
         fields: &[
@@ -9709,16 +9737,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "labelSelectorPath", K::Str, P | O),
         ],
     },
-    // 1023
+    // 1027
     Message {
         name: "apiextensions/v1.WebhookClientConfig",
         fields: &[
             Field::new(3, "url", K::Str, P | O),
-            Field::new(1, "service", K::Msg(1101), P | O),
+            Field::new(1, "service", K::Msg(1105), P | O),
             Field::new(2, "caBundle", K::Bytes, P | O),
         ],
     },
-    // 1024
+    // 1028
     Message {
         name: "meta/v1.FieldSelectorRequirement",
         fields: &[
@@ -9727,7 +9755,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "values", K::Str, R | P | O),
         ],
     },
-    // 1025
+    // 1029
     Message {
         name: "autoscaling/v2.MetricTarget",
         fields: &[
@@ -9737,15 +9765,15 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "averageUtilization", K::I32, P | O),
         ],
     },
-    // 1026
+    // 1030
     Message {
         name: "autoscaling/v2.MetricIdentifier",
         fields: &[
             Field::new(1, "name", K::Str, 0),
-            Field::new(2, "selector", K::Msg(535), P | O),
+            Field::new(2, "selector", K::Msg(539), P | O),
         ],
     },
-    // 1027
+    // 1031
     Message {
         name: "autoscaling/v2.HPAScalingPolicy",
         fields: &[
@@ -9754,7 +9782,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "periodSeconds", K::I32, 0),
         ],
     },
-    // 1028
+    // 1032
     Message {
         name: "autoscaling/v2.MetricValueStatus",
         fields: &[
@@ -9763,7 +9791,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "averageUtilization", K::I32, P | O),
         ],
     },
-    // 1029
+    // 1033
     Message {
         name: "autoscaling/v2beta2.MetricTarget",
         fields: &[
@@ -9773,15 +9801,15 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "averageUtilization", K::I32, P | O),
         ],
     },
-    // 1030
+    // 1034
     Message {
         name: "autoscaling/v2beta2.MetricIdentifier",
         fields: &[
             Field::new(1, "name", K::Str, 0),
-            Field::new(2, "selector", K::Msg(535), P | O),
+            Field::new(2, "selector", K::Msg(539), P | O),
         ],
     },
-    // 1031
+    // 1035
     Message {
         name: "autoscaling/v2beta2.HPAScalingPolicy",
         fields: &[
@@ -9790,7 +9818,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "periodSeconds", K::I32, 0),
         ],
     },
-    // 1032
+    // 1036
     Message {
         name: "autoscaling/v2beta2.MetricValueStatus",
         fields: &[
@@ -9799,7 +9827,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "averageUtilization", K::I32, P | O),
         ],
     },
-    // 1033
+    // 1037
     Message {
         name: "batch/v1.PodFailurePolicyOnExitCodesRequirement",
         fields: &[
@@ -9808,7 +9836,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "values", K::I32, R | P),
         ],
     },
-    // 1034
+    // 1038
     Message {
         name: "batch/v1.PodFailurePolicyOnPodConditionsPattern",
         fields: &[
@@ -9816,14 +9844,14 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "status", K::Str, 0),
         ],
     },
-    // 1035
+    // 1039
     Message {
         name: "extensions/v1beta1.HTTPIngressRuleValue",
         fields: &[
-            Field::new(1, "paths", K::Msg(1102), R | P),
+            Field::new(1, "paths", K::Msg(1106), R | P),
         ],
     },
-    // 1036
+    // 1040
     Message {
         name: "extensions/v1beta1.IngressPortStatus",
         fields: &[
@@ -9832,7 +9860,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "error", K::Str, P | O),
         ],
     },
-    // 1037
+    // 1041
     Message {
         name: "extensions/v1beta1.IPBlock",
         fields: &[
@@ -9840,21 +9868,21 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "except", K::Str, R | P | O),
         ],
     },
-    // 1038
+    // 1042
     Message {
         name: "flowcontrol/v1.UserSubject",
         fields: &[
             Field::new(1, "name", K::Str, 0),
         ],
     },
-    // 1039
+    // 1043
     Message {
         name: "flowcontrol/v1.GroupSubject",
         fields: &[
             Field::new(1, "name", K::Str, 0),
         ],
     },
-    // 1040
+    // 1044
     Message {
         name: "flowcontrol/v1.ServiceAccountSubject",
         fields: &[
@@ -9862,7 +9890,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "name", K::Str, 0),
         ],
     },
-    // 1041
+    // 1045
     Message {
         name: "flowcontrol/v1.QueuingConfiguration",
         fields: &[
@@ -9871,21 +9899,21 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "queueLengthLimit", K::I32, 0),
         ],
     },
-    // 1042
+    // 1046
     Message {
         name: "flowcontrol/v1beta1.UserSubject",
         fields: &[
             Field::new(1, "name", K::Str, 0),
         ],
     },
-    // 1043
+    // 1047
     Message {
         name: "flowcontrol/v1beta1.GroupSubject",
         fields: &[
             Field::new(1, "name", K::Str, 0),
         ],
     },
-    // 1044
+    // 1048
     Message {
         name: "flowcontrol/v1beta1.ServiceAccountSubject",
         fields: &[
@@ -9893,7 +9921,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "name", K::Str, 0),
         ],
     },
-    // 1045
+    // 1049
     Message {
         name: "flowcontrol/v1beta1.QueuingConfiguration",
         fields: &[
@@ -9902,21 +9930,21 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "queueLengthLimit", K::I32, 0),
         ],
     },
-    // 1046
+    // 1050
     Message {
         name: "flowcontrol/v1beta2.UserSubject",
         fields: &[
             Field::new(1, "name", K::Str, 0),
         ],
     },
-    // 1047
+    // 1051
     Message {
         name: "flowcontrol/v1beta2.GroupSubject",
         fields: &[
             Field::new(1, "name", K::Str, 0),
         ],
     },
-    // 1048
+    // 1052
     Message {
         name: "flowcontrol/v1beta2.ServiceAccountSubject",
         fields: &[
@@ -9924,7 +9952,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "name", K::Str, 0),
         ],
     },
-    // 1049
+    // 1053
     Message {
         name: "flowcontrol/v1beta2.QueuingConfiguration",
         fields: &[
@@ -9933,21 +9961,21 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "queueLengthLimit", K::I32, 0),
         ],
     },
-    // 1050
+    // 1054
     Message {
         name: "flowcontrol/v1beta3.UserSubject",
         fields: &[
             Field::new(1, "name", K::Str, 0),
         ],
     },
-    // 1051
+    // 1055
     Message {
         name: "flowcontrol/v1beta3.GroupSubject",
         fields: &[
             Field::new(1, "name", K::Str, 0),
         ],
     },
-    // 1052
+    // 1056
     Message {
         name: "flowcontrol/v1beta3.ServiceAccountSubject",
         fields: &[
@@ -9955,7 +9983,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "name", K::Str, 0),
         ],
     },
-    // 1053
+    // 1057
     Message {
         name: "flowcontrol/v1beta3.QueuingConfiguration",
         fields: &[
@@ -9964,7 +9992,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "queueLengthLimit", K::I32, 0),
         ],
     },
-    // 1054
+    // 1058
     Message {
         name: "networking/v1.ServiceBackendPort",
         fields: &[
@@ -9972,14 +10000,14 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "number", K::I32, O),
         ],
     },
-    // 1055
+    // 1059
     Message {
         name: "networking/v1.HTTPIngressRuleValue",
         fields: &[
-            Field::new(1, "paths", K::Msg(1103), R | P),
+            Field::new(1, "paths", K::Msg(1107), R | P),
         ],
     },
-    // 1056
+    // 1060
     Message {
         name: "networking/v1.IngressPortStatus",
         fields: &[
@@ -9988,7 +10016,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "error", K::Str, P | O),
         ],
     },
-    // 1057
+    // 1061
     Message {
         name: "networking/v1.IPBlock",
         fields: &[
@@ -9996,14 +10024,14 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "except", K::Str, R | P | O),
         ],
     },
-    // 1058
+    // 1062
     Message {
         name: "networking/v1beta1.HTTPIngressRuleValue",
         fields: &[
-            Field::new(1, "paths", K::Msg(1104), R | P),
+            Field::new(1, "paths", K::Msg(1108), R | P),
         ],
     },
-    // 1059
+    // 1063
     Message {
         name: "networking/v1beta1.IngressPortStatus",
         fields: &[
@@ -10012,7 +10040,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "error", K::Str, P | O),
         ],
     },
-    // 1060
+    // 1064
     Message {
         name: "resource/v1.OpaqueDeviceConfiguration",
         fields: &[
@@ -10020,33 +10048,33 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "parameters", K::RawJson, 0),
         ],
     },
-    // 1061
+    // 1065
     Message {
         name: "resource/v1.ExactDeviceRequest",
         fields: &[
             Field::new(1, "deviceClassName", K::Str, 0),
-            Field::new(2, "selectors", K::Msg(751), R | P | O),
+            Field::new(2, "selectors", K::Msg(755), R | P | O),
             Field::new(3, "allocationMode", K::Str, O),
             Field::new(4, "count", K::I64, O),
             Field::new(5, "adminAccess", K::Bool, P | O),
-            Field::new(6, "tolerations", K::Msg(1105), R | P | O),
-            Field::new(7, "capacity", K::Msg(1106), P | O),
+            Field::new(6, "tolerations", K::Msg(1109), R | P | O),
+            Field::new(7, "capacity", K::Msg(1110), P | O),
         ],
     },
-    // 1062
+    // 1066
     Message {
         name: "resource/v1.DeviceSubRequest",
         fields: &[
             Field::new(1, "name", K::Str, 0),
             Field::new(2, "deviceClassName", K::Str, 0),
-            Field::new(3, "selectors", K::Msg(751), R | P | O),
+            Field::new(3, "selectors", K::Msg(755), R | P | O),
             Field::new(4, "allocationMode", K::Str, O),
             Field::new(5, "count", K::I64, O),
-            Field::new(6, "tolerations", K::Msg(1105), R | P | O),
-            Field::new(7, "capacity", K::Msg(1106), P | O),
+            Field::new(6, "tolerations", K::Msg(1109), R | P | O),
+            Field::new(7, "capacity", K::Msg(1110), P | O),
         ],
     },
-    // 1063
+    // 1067
     Message {
         name: "resource/v1.DeviceRequestAllocationResult",
         fields: &[
@@ -10055,23 +10083,23 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "pool", K::Str, 0),
             Field::new(4, "device", K::Str, 0),
             Field::new(5, "adminAccess", K::Bool, P | O),
-            Field::new(6, "tolerations", K::Msg(1105), R | P | O),
+            Field::new(6, "tolerations", K::Msg(1109), R | P | O),
             Field::new(7, "bindingConditions", K::Str, R | P | O),
             Field::new(8, "bindingFailureConditions", K::Str, R | P | O),
             Field::new(9, "shareID", K::Str, P | O),
             Field::new(10, "consumedCapacity", K::Map(&K::Quantity), P | O),
         ],
     },
-    // 1064
+    // 1068
     Message {
         name: "resource/v1.DeviceAllocationConfiguration",
         fields: &[
             Field::new(1, "source", K::Str, 0),
             Field::new(2, "requests", K::Str, R | P | O),
-            Field::new(3, "", K::Msg(948), I),
+            Field::new(3, "", K::Msg(952), I),
         ],
     },
-    // 1065
+    // 1069
     Message {
         name: "core/v1.NodeSelectorRequirement",
         fields: &[
@@ -10080,16 +10108,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "values", K::Str, R | P | O),
         ],
     },
-    // 1066
+    // 1070
     Message {
         name: "resource/v1.CapacityRequestPolicy",
         fields: &[
             Field::new(1, "default", K::Quantity, P),
             Field::new(3, "validValues", K::Quantity, R | P | O),
-            Field::new(4, "validRange", K::Msg(1107), P | O),
+            Field::new(4, "validRange", K::Msg(1111), P | O),
         ],
     },
-    // 1067
+    // 1071
     Message {
         name: "resource/v1beta1.OpaqueDeviceConfiguration",
         fields: &[
@@ -10097,20 +10125,20 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "parameters", K::RawJson, 0),
         ],
     },
-    // 1068
+    // 1072
     Message {
         name: "resource/v1beta1.DeviceSubRequest",
         fields: &[
             Field::new(1, "name", K::Str, 0),
             Field::new(2, "deviceClassName", K::Str, 0),
-            Field::new(3, "selectors", K::Msg(763), R | P | O),
+            Field::new(3, "selectors", K::Msg(767), R | P | O),
             Field::new(4, "allocationMode", K::Str, O),
             Field::new(5, "count", K::I64, O),
-            Field::new(7, "tolerations", K::Msg(1069), R | P | O),
-            Field::new(8, "capacity", K::Msg(1070), P | O),
+            Field::new(7, "tolerations", K::Msg(1073), R | P | O),
+            Field::new(8, "capacity", K::Msg(1074), P | O),
         ],
     },
-    // 1069
+    // 1073
     Message {
         name: "resource/v1beta1.DeviceToleration",
         fields: &[
@@ -10121,14 +10149,14 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "tolerationSeconds", K::I64, P | O),
         ],
     },
-    // 1070
+    // 1074
     Message {
         name: "resource/v1beta1.CapacityRequirements",
         fields: &[
             Field::new(1, "requests", K::Map(&K::Quantity), P | O),
         ],
     },
-    // 1071
+    // 1075
     Message {
         name: "resource/v1beta1.DeviceRequestAllocationResult",
         fields: &[
@@ -10137,23 +10165,23 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "pool", K::Str, 0),
             Field::new(4, "device", K::Str, 0),
             Field::new(5, "adminAccess", K::Bool, P | O),
-            Field::new(6, "tolerations", K::Msg(1069), R | P | O),
+            Field::new(6, "tolerations", K::Msg(1073), R | P | O),
             Field::new(7, "bindingConditions", K::Str, R | P | O),
             Field::new(8, "bindingFailureConditions", K::Str, R | P | O),
             Field::new(9, "shareID", K::Str, P | O),
             Field::new(10, "consumedCapacity", K::Map(&K::Quantity), P | O),
         ],
     },
-    // 1072
+    // 1076
     Message {
         name: "resource/v1beta1.DeviceAllocationConfiguration",
         fields: &[
             Field::new(1, "source", K::Str, 0),
             Field::new(2, "requests", K::Str, R | P | O),
-            Field::new(3, "", K::Msg(961), I),
+            Field::new(3, "", K::Msg(965), I),
         ],
     },
-    // 1073
+    // 1077
     Message {
         name: "resource/v1beta1.DeviceAttribute",
         fields: &[
@@ -10163,23 +10191,23 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "version", K::Str, P | O),
         ],
     },
-    // 1074
+    // 1078
     Message {
         name: "resource/v1beta1.DeviceCapacity",
         fields: &[
             Field::new(1, "value", K::Quantity, 0),
-            Field::new(2, "requestPolicy", K::Msg(1108), P | O),
+            Field::new(2, "requestPolicy", K::Msg(1112), P | O),
         ],
     },
-    // 1075
+    // 1079
     Message {
         name: "resource/v1beta1.DeviceCounterConsumption",
         fields: &[
             Field::new(1, "counterSet", K::Str, 0),
-            Field::new(2, "counters", K::Map(&K::Msg(968)), P | O),
+            Field::new(2, "counters", K::Map(&K::Msg(972)), P | O),
         ],
     },
-    // 1076
+    // 1080
     Message {
         name: "resource/v1beta1.DeviceTaint",
         fields: &[
@@ -10189,7 +10217,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "timeAdded", K::Time, P | O),
         ],
     },
-    // 1077
+    // 1081
     Message {
         name: "resource/v1beta2.OpaqueDeviceConfiguration",
         fields: &[
@@ -10197,33 +10225,33 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "parameters", K::RawJson, 0),
         ],
     },
-    // 1078
+    // 1082
     Message {
         name: "resource/v1beta2.ExactDeviceRequest",
         fields: &[
             Field::new(1, "deviceClassName", K::Str, 0),
-            Field::new(2, "selectors", K::Msg(772), R | P | O),
+            Field::new(2, "selectors", K::Msg(776), R | P | O),
             Field::new(3, "allocationMode", K::Str, O),
             Field::new(4, "count", K::I64, O),
             Field::new(5, "adminAccess", K::Bool, P | O),
-            Field::new(6, "tolerations", K::Msg(1109), R | P | O),
-            Field::new(7, "capacity", K::Msg(1110), P | O),
+            Field::new(6, "tolerations", K::Msg(1113), R | P | O),
+            Field::new(7, "capacity", K::Msg(1114), P | O),
         ],
     },
-    // 1079
+    // 1083
     Message {
         name: "resource/v1beta2.DeviceSubRequest",
         fields: &[
             Field::new(1, "name", K::Str, 0),
             Field::new(2, "deviceClassName", K::Str, 0),
-            Field::new(3, "selectors", K::Msg(772), R | P | O),
+            Field::new(3, "selectors", K::Msg(776), R | P | O),
             Field::new(4, "allocationMode", K::Str, O),
             Field::new(5, "count", K::I64, O),
-            Field::new(6, "tolerations", K::Msg(1109), R | P | O),
-            Field::new(7, "capacity", K::Msg(1110), P | O),
+            Field::new(6, "tolerations", K::Msg(1113), R | P | O),
+            Field::new(7, "capacity", K::Msg(1114), P | O),
         ],
     },
-    // 1080
+    // 1084
     Message {
         name: "resource/v1beta2.DeviceRequestAllocationResult",
         fields: &[
@@ -10232,45 +10260,45 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "pool", K::Str, 0),
             Field::new(4, "device", K::Str, 0),
             Field::new(5, "adminAccess", K::Bool, P | O),
-            Field::new(6, "tolerations", K::Msg(1109), R | P | O),
+            Field::new(6, "tolerations", K::Msg(1113), R | P | O),
             Field::new(7, "bindingConditions", K::Str, R | P | O),
             Field::new(8, "bindingFailureConditions", K::Str, R | P | O),
             Field::new(9, "shareID", K::Str, P | O),
             Field::new(10, "consumedCapacity", K::Map(&K::Quantity), P | O),
         ],
     },
-    // 1081
+    // 1085
     Message {
         name: "resource/v1beta2.DeviceAllocationConfiguration",
         fields: &[
             Field::new(1, "source", K::Str, 0),
             Field::new(2, "requests", K::Str, R | P | O),
-            Field::new(3, "", K::Msg(970), I),
+            Field::new(3, "", K::Msg(974), I),
         ],
     },
-    // 1082
+    // 1086
     Message {
         name: "resource/v1beta2.CapacityRequestPolicy",
         fields: &[
             Field::new(1, "default", K::Quantity, P),
             Field::new(3, "validValues", K::Quantity, R | P | O),
-            Field::new(4, "validRange", K::Msg(1111), P | O),
+            Field::new(4, "validRange", K::Msg(1115), P | O),
         ],
     },
-    // 1083
+    // 1087
     Message {
         name: "scheduling/v1alpha1.BasicSchedulingPolicy",
         fields: &[
         ],
     },
-    // 1084
+    // 1088
     Message {
         name: "scheduling/v1alpha1.GangSchedulingPolicy",
         fields: &[
             Field::new(1, "minCount", K::I32, 0),
         ],
     },
-    // 1085
+    // 1089
     Message {
         name: "core/v1.KeyToPath",
         fields: &[
@@ -10279,37 +10307,37 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "mode", K::I32, P | O),
         ],
     },
-    // 1086
+    // 1090
     Message {
         name: "core/v1.DownwardAPIVolumeFile",
         fields: &[
             Field::new(1, "path", K::Str, 0),
-            Field::new(2, "fieldRef", K::Msg(1089), P | O),
-            Field::new(3, "resourceFieldRef", K::Msg(1090), P | O),
+            Field::new(2, "fieldRef", K::Msg(1093), P | O),
+            Field::new(3, "resourceFieldRef", K::Msg(1094), P | O),
             Field::new(4, "mode", K::I32, P | O),
         ],
     },
-    // 1087
+    // 1091
     Message {
         name: "core/v1.VolumeProjection",
         fields: &[
-            Field::new(1, "secret", K::Msg(1112), P | O),
-            Field::new(2, "downwardAPI", K::Msg(1113), P | O),
-            Field::new(3, "configMap", K::Msg(1114), P | O),
-            Field::new(4, "serviceAccountToken", K::Msg(1115), P | O),
-            Field::new(5, "clusterTrustBundle", K::Msg(1116), P | O),
-            Field::new(6, "podCertificate", K::Msg(1117), P | O),
+            Field::new(1, "secret", K::Msg(1116), P | O),
+            Field::new(2, "downwardAPI", K::Msg(1117), P | O),
+            Field::new(3, "configMap", K::Msg(1118), P | O),
+            Field::new(4, "serviceAccountToken", K::Msg(1119), P | O),
+            Field::new(5, "clusterTrustBundle", K::Msg(1120), P | O),
+            Field::new(6, "podCertificate", K::Msg(1121), P | O),
         ],
     },
-    // 1088
+    // 1092
     Message {
         name: "core/v1.PersistentVolumeClaimTemplate",
         fields: &[
-            Field::new(1, "metadata", K::Msg(324), O),
-            Field::new(2, "spec", K::Msg(339), 0),
+            Field::new(1, "metadata", K::Msg(328), O),
+            Field::new(2, "spec", K::Msg(343), 0),
         ],
     },
-    // 1089
+    // 1093
     Message {
         name: "core/v1.ObjectFieldSelector",
         fields: &[
@@ -10317,7 +10345,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "fieldPath", K::Str, 0),
         ],
     },
-    // 1090
+    // 1094
     Message {
         name: "core/v1.ResourceFieldSelector",
         fields: &[
@@ -10326,25 +10354,25 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "divisor", K::Quantity, O),
         ],
     },
-    // 1091
+    // 1095
     Message {
         name: "core/v1.ConfigMapKeySelector",
         fields: &[
-            Field::new(1, "", K::Msg(350), I),
+            Field::new(1, "", K::Msg(354), I),
             Field::new(2, "key", K::Str, 0),
             Field::new(3, "optional", K::Bool, P | O),
         ],
     },
-    // 1092
+    // 1096
     Message {
         name: "core/v1.SecretKeySelector",
         fields: &[
-            Field::new(1, "", K::Msg(350), I),
+            Field::new(1, "", K::Msg(354), I),
             Field::new(2, "key", K::Str, 0),
             Field::new(3, "optional", K::Bool, P | O),
         ],
     },
-    // 1093
+    // 1097
     Message {
         name: "core/v1.FileKeySelector",
         fields: &[
@@ -10354,14 +10382,14 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "optional", K::Bool, P | O),
         ],
     },
-    // 1094
+    // 1098
     Message {
         name: "core/v1.ExecAction",
         fields: &[
             Field::new(1, "command", K::Str, R | P | O),
         ],
     },
-    // 1095
+    // 1099
     Message {
         name: "core/v1.HTTPGetAction",
         fields: &[
@@ -10369,10 +10397,10 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "port", K::IntOrString, 0),
             Field::new(3, "host", K::Str, O),
             Field::new(4, "scheme", K::Str, O),
-            Field::new(5, "httpHeaders", K::Msg(1118), R | P | O),
+            Field::new(5, "httpHeaders", K::Msg(1122), R | P | O),
         ],
     },
-    // 1096
+    // 1100
     Message {
         name: "core/v1.TCPSocketAction",
         fields: &[
@@ -10380,7 +10408,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "host", K::Str, O),
         ],
     },
-    // 1097
+    // 1101
     Message {
         name: "core/v1.GRPCAction",
         fields: &[
@@ -10388,14 +10416,14 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "service", K::Str, P),
         ],
     },
-    // 1098
+    // 1102
     Message {
         name: "core/v1.SleepAction",
         fields: &[
             Field::new(1, "seconds", K::I64, 0),
         ],
     },
-    // 1099
+    // 1103
     Message {
         name: "apiextensions/v1.ExternalDocumentation",
         fields: &[
@@ -10403,7 +10431,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "url", K::Str, O),
         ],
     },
-    // 1100
+    // 1104
     Message {
         name: "apiextensions/v1.ValidationRule",
         fields: &[
@@ -10415,7 +10443,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(6, "optionalOldSelf", K::Bool, P | O),
         ],
     },
-    // 1101
+    // 1105
     Message {
         name: "apiextensions/v1.ServiceReference",
         fields: &[
@@ -10425,34 +10453,34 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(4, "port", K::I32, P | O),
         ],
     },
-    // 1102
+    // 1106
     Message {
         name: "extensions/v1beta1.HTTPIngressPath",
         fields: &[
             Field::new(1, "path", K::Str, O),
             Field::new(3, "pathType", K::Str, P | O),
-            Field::new(2, "backend", K::Msg(698), 0),
+            Field::new(2, "backend", K::Msg(702), 0),
         ],
     },
-    // 1103
+    // 1107
     Message {
         name: "networking/v1.HTTPIngressPath",
         fields: &[
             Field::new(1, "path", K::Str, O),
             Field::new(3, "pathType", K::Str, P),
-            Field::new(2, "backend", K::Msg(736), 0),
+            Field::new(2, "backend", K::Msg(740), 0),
         ],
     },
-    // 1104
+    // 1108
     Message {
         name: "networking/v1beta1.HTTPIngressPath",
         fields: &[
             Field::new(1, "path", K::Str, O),
             Field::new(3, "pathType", K::Str, P | O),
-            Field::new(2, "backend", K::Msg(744), 0),
+            Field::new(2, "backend", K::Msg(748), 0),
         ],
     },
-    // 1105
+    // 1109
     Message {
         name: "resource/v1.DeviceToleration",
         fields: &[
@@ -10463,14 +10491,14 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "tolerationSeconds", K::I64, P | O),
         ],
     },
-    // 1106
+    // 1110
     Message {
         name: "resource/v1.CapacityRequirements",
         fields: &[
             Field::new(1, "requests", K::Map(&K::Quantity), P | O),
         ],
     },
-    // 1107
+    // 1111
     Message {
         name: "resource/v1.CapacityRequestPolicyRange",
         fields: &[
@@ -10479,16 +10507,16 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "step", K::Quantity, P | O),
         ],
     },
-    // 1108
+    // 1112
     Message {
         name: "resource/v1beta1.CapacityRequestPolicy",
         fields: &[
             Field::new(1, "default", K::Quantity, P),
             Field::new(3, "validValues", K::Quantity, R | P | O),
-            Field::new(4, "validRange", K::Msg(1119), P | O),
+            Field::new(4, "validRange", K::Msg(1123), P | O),
         ],
     },
-    // 1109
+    // 1113
     Message {
         name: "resource/v1beta2.DeviceToleration",
         fields: &[
@@ -10499,14 +10527,14 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(5, "tolerationSeconds", K::I64, P | O),
         ],
     },
-    // 1110
+    // 1114
     Message {
         name: "resource/v1beta2.CapacityRequirements",
         fields: &[
             Field::new(1, "requests", K::Map(&K::Quantity), P | O),
         ],
     },
-    // 1111
+    // 1115
     Message {
         name: "resource/v1beta2.CapacityRequestPolicyRange",
         fields: &[
@@ -10515,32 +10543,32 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "step", K::Quantity, P | O),
         ],
     },
-    // 1112
+    // 1116
     Message {
         name: "core/v1.SecretProjection",
         fields: &[
-            Field::new(1, "", K::Msg(350), I),
-            Field::new(2, "items", K::Msg(1085), R | P | O),
+            Field::new(1, "", K::Msg(354), I),
+            Field::new(2, "items", K::Msg(1089), R | P | O),
             Field::new(4, "optional", K::Bool, P | O),
         ],
     },
-    // 1113
+    // 1117
     Message {
         name: "core/v1.DownwardAPIProjection",
         fields: &[
-            Field::new(1, "items", K::Msg(1086), R | P | O),
+            Field::new(1, "items", K::Msg(1090), R | P | O),
         ],
     },
-    // 1114
+    // 1118
     Message {
         name: "core/v1.ConfigMapProjection",
         fields: &[
-            Field::new(1, "", K::Msg(350), I),
-            Field::new(2, "items", K::Msg(1085), R | P | O),
+            Field::new(1, "", K::Msg(354), I),
+            Field::new(2, "items", K::Msg(1089), R | P | O),
             Field::new(4, "optional", K::Bool, P | O),
         ],
     },
-    // 1115
+    // 1119
     Message {
         name: "core/v1.ServiceAccountTokenProjection",
         fields: &[
@@ -10549,18 +10577,18 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(3, "path", K::Str, 0),
         ],
     },
-    // 1116
+    // 1120
     Message {
         name: "core/v1.ClusterTrustBundleProjection",
         fields: &[
             Field::new(1, "name", K::Str, P | O),
             Field::new(2, "signerName", K::Str, P | O),
-            Field::new(3, "labelSelector", K::Msg(535), P | O),
+            Field::new(3, "labelSelector", K::Msg(539), P | O),
             Field::new(5, "optional", K::Bool, P | O),
             Field::new(4, "path", K::Str, 0),
         ],
     },
-    // 1117
+    // 1121
     Message {
         name: "core/v1.PodCertificateProjection",
         fields: &[
@@ -10573,7 +10601,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(7, "userAnnotations", K::Map(&K::Str), P | O),
         ],
     },
-    // 1118
+    // 1122
     Message {
         name: "core/v1.HTTPHeader",
         fields: &[
@@ -10581,7 +10609,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
             Field::new(2, "value", K::Str, 0),
         ],
     },
-    // 1119
+    // 1123
     Message {
         name: "resource/v1beta1.CapacityRequestPolicyRange",
         fields: &[
@@ -10593,7 +10621,7 @@ pub(crate) static MESSAGES: [Message; 1120] = [
 ];
 
 /// Every registered kind, sorted by (group, version, kind).
-pub(crate) static KINDS: [KindEntry; 321] = [
+pub(crate) static KINDS: [KindEntry; 325] = [
     KindEntry::new("", "v1", "APIGroup", 0),
     KindEntry::new("", "v1", "APIGroupList", 1),
     KindEntry::new("", "v1", "APIResourceList", 2),
@@ -10795,124 +10823,128 @@ pub(crate) static KINDS: [KindEntry; 321] = [
     KindEntry::new("flowcontrol.apiserver.k8s.io", "v1beta3", "PriorityLevelConfigurationList", 198),
     KindEntry::new("internal.apiserver.k8s.io", "v1alpha1", "StorageVersion", 199),
     KindEntry::new("internal.apiserver.k8s.io", "v1alpha1", "StorageVersionList", 200),
-    KindEntry::new("networking.k8s.io", "v1", "IPAddress", 201),
-    KindEntry::new("networking.k8s.io", "v1", "IPAddressList", 202),
-    KindEntry::new("networking.k8s.io", "v1", "Ingress", 203),
-    KindEntry::new("networking.k8s.io", "v1", "IngressClass", 204),
-    KindEntry::new("networking.k8s.io", "v1", "IngressClassList", 205),
-    KindEntry::new("networking.k8s.io", "v1", "IngressList", 206),
-    KindEntry::new("networking.k8s.io", "v1", "NetworkPolicy", 207),
-    KindEntry::new("networking.k8s.io", "v1", "NetworkPolicyList", 208),
-    KindEntry::new("networking.k8s.io", "v1", "ServiceCIDR", 209),
-    KindEntry::new("networking.k8s.io", "v1", "ServiceCIDRList", 210),
-    KindEntry::new("networking.k8s.io", "v1beta1", "IPAddress", 211),
-    KindEntry::new("networking.k8s.io", "v1beta1", "IPAddressList", 212),
-    KindEntry::new("networking.k8s.io", "v1beta1", "Ingress", 213),
-    KindEntry::new("networking.k8s.io", "v1beta1", "IngressClass", 214),
-    KindEntry::new("networking.k8s.io", "v1beta1", "IngressClassList", 215),
-    KindEntry::new("networking.k8s.io", "v1beta1", "IngressList", 216),
-    KindEntry::new("networking.k8s.io", "v1beta1", "ServiceCIDR", 217),
-    KindEntry::new("networking.k8s.io", "v1beta1", "ServiceCIDRList", 218),
-    KindEntry::new("node.k8s.io", "v1", "RuntimeClass", 219),
-    KindEntry::new("node.k8s.io", "v1", "RuntimeClassList", 220),
-    KindEntry::new("node.k8s.io", "v1alpha1", "RuntimeClass", 221),
-    KindEntry::new("node.k8s.io", "v1alpha1", "RuntimeClassList", 222),
-    KindEntry::new("node.k8s.io", "v1beta1", "RuntimeClass", 223),
-    KindEntry::new("node.k8s.io", "v1beta1", "RuntimeClassList", 224),
-    KindEntry::new("policy", "v1", "Eviction", 225),
-    KindEntry::new("policy", "v1", "PodDisruptionBudget", 226),
-    KindEntry::new("policy", "v1", "PodDisruptionBudgetList", 227),
-    KindEntry::new("policy", "v1beta1", "Eviction", 228),
-    KindEntry::new("policy", "v1beta1", "PodDisruptionBudget", 229),
-    KindEntry::new("policy", "v1beta1", "PodDisruptionBudgetList", 230),
-    KindEntry::new("rbac.authorization.k8s.io", "v1", "ClusterRole", 231),
-    KindEntry::new("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", 232),
-    KindEntry::new("rbac.authorization.k8s.io", "v1", "ClusterRoleBindingList", 233),
-    KindEntry::new("rbac.authorization.k8s.io", "v1", "ClusterRoleList", 234),
-    KindEntry::new("rbac.authorization.k8s.io", "v1", "Role", 235),
-    KindEntry::new("rbac.authorization.k8s.io", "v1", "RoleBinding", 236),
-    KindEntry::new("rbac.authorization.k8s.io", "v1", "RoleBindingList", 237),
-    KindEntry::new("rbac.authorization.k8s.io", "v1", "RoleList", 238),
-    KindEntry::new("rbac.authorization.k8s.io", "v1alpha1", "ClusterRole", 239),
-    KindEntry::new("rbac.authorization.k8s.io", "v1alpha1", "ClusterRoleBinding", 240),
-    KindEntry::new("rbac.authorization.k8s.io", "v1alpha1", "ClusterRoleBindingList", 241),
-    KindEntry::new("rbac.authorization.k8s.io", "v1alpha1", "ClusterRoleList", 242),
-    KindEntry::new("rbac.authorization.k8s.io", "v1alpha1", "Role", 243),
-    KindEntry::new("rbac.authorization.k8s.io", "v1alpha1", "RoleBinding", 244),
-    KindEntry::new("rbac.authorization.k8s.io", "v1alpha1", "RoleBindingList", 245),
-    KindEntry::new("rbac.authorization.k8s.io", "v1alpha1", "RoleList", 246),
-    KindEntry::new("rbac.authorization.k8s.io", "v1beta1", "ClusterRole", 247),
-    KindEntry::new("rbac.authorization.k8s.io", "v1beta1", "ClusterRoleBinding", 248),
-    KindEntry::new("rbac.authorization.k8s.io", "v1beta1", "ClusterRoleBindingList", 249),
-    KindEntry::new("rbac.authorization.k8s.io", "v1beta1", "ClusterRoleList", 250),
-    KindEntry::new("rbac.authorization.k8s.io", "v1beta1", "Role", 251),
-    KindEntry::new("rbac.authorization.k8s.io", "v1beta1", "RoleBinding", 252),
-    KindEntry::new("rbac.authorization.k8s.io", "v1beta1", "RoleBindingList", 253),
-    KindEntry::new("rbac.authorization.k8s.io", "v1beta1", "RoleList", 254),
-    KindEntry::new("resource.k8s.io", "v1", "DeviceClass", 255),
-    KindEntry::new("resource.k8s.io", "v1", "DeviceClassList", 256),
-    KindEntry::new("resource.k8s.io", "v1", "ResourceClaim", 257),
-    KindEntry::new("resource.k8s.io", "v1", "ResourceClaimList", 258),
-    KindEntry::new("resource.k8s.io", "v1", "ResourceClaimTemplate", 259),
-    KindEntry::new("resource.k8s.io", "v1", "ResourceClaimTemplateList", 260),
-    KindEntry::new("resource.k8s.io", "v1", "ResourceSlice", 261),
-    KindEntry::new("resource.k8s.io", "v1", "ResourceSliceList", 262),
-    KindEntry::new("resource.k8s.io", "v1alpha3", "DeviceTaintRule", 263),
-    KindEntry::new("resource.k8s.io", "v1alpha3", "DeviceTaintRuleList", 264),
-    KindEntry::new("resource.k8s.io", "v1beta1", "DeviceClass", 265),
-    KindEntry::new("resource.k8s.io", "v1beta1", "DeviceClassList", 266),
-    KindEntry::new("resource.k8s.io", "v1beta1", "ResourceClaim", 267),
-    KindEntry::new("resource.k8s.io", "v1beta1", "ResourceClaimList", 268),
-    KindEntry::new("resource.k8s.io", "v1beta1", "ResourceClaimTemplate", 269),
-    KindEntry::new("resource.k8s.io", "v1beta1", "ResourceClaimTemplateList", 270),
-    KindEntry::new("resource.k8s.io", "v1beta1", "ResourceSlice", 271),
-    KindEntry::new("resource.k8s.io", "v1beta1", "ResourceSliceList", 272),
-    KindEntry::new("resource.k8s.io", "v1beta2", "DeviceClass", 273),
-    KindEntry::new("resource.k8s.io", "v1beta2", "DeviceClassList", 274),
-    KindEntry::new("resource.k8s.io", "v1beta2", "ResourceClaim", 275),
-    KindEntry::new("resource.k8s.io", "v1beta2", "ResourceClaimList", 276),
-    KindEntry::new("resource.k8s.io", "v1beta2", "ResourceClaimTemplate", 277),
-    KindEntry::new("resource.k8s.io", "v1beta2", "ResourceClaimTemplateList", 278),
-    KindEntry::new("resource.k8s.io", "v1beta2", "ResourceSlice", 279),
-    KindEntry::new("resource.k8s.io", "v1beta2", "ResourceSliceList", 280),
-    KindEntry::new("scheduling.k8s.io", "v1", "PriorityClass", 281),
-    KindEntry::new("scheduling.k8s.io", "v1", "PriorityClassList", 282),
-    KindEntry::new("scheduling.k8s.io", "v1alpha1", "PriorityClass", 283),
-    KindEntry::new("scheduling.k8s.io", "v1alpha1", "PriorityClassList", 284),
-    KindEntry::new("scheduling.k8s.io", "v1alpha1", "Workload", 285),
-    KindEntry::new("scheduling.k8s.io", "v1alpha1", "WorkloadList", 286),
-    KindEntry::new("scheduling.k8s.io", "v1beta1", "PriorityClass", 287),
-    KindEntry::new("scheduling.k8s.io", "v1beta1", "PriorityClassList", 288),
-    KindEntry::new("storage.k8s.io", "v1", "CSIDriver", 289),
-    KindEntry::new("storage.k8s.io", "v1", "CSIDriverList", 290),
-    KindEntry::new("storage.k8s.io", "v1", "CSINode", 291),
-    KindEntry::new("storage.k8s.io", "v1", "CSINodeList", 292),
-    KindEntry::new("storage.k8s.io", "v1", "CSIStorageCapacity", 293),
-    KindEntry::new("storage.k8s.io", "v1", "CSIStorageCapacityList", 294),
-    KindEntry::new("storage.k8s.io", "v1", "StorageClass", 295),
-    KindEntry::new("storage.k8s.io", "v1", "StorageClassList", 296),
-    KindEntry::new("storage.k8s.io", "v1", "VolumeAttachment", 297),
-    KindEntry::new("storage.k8s.io", "v1", "VolumeAttachmentList", 298),
-    KindEntry::new("storage.k8s.io", "v1", "VolumeAttributesClass", 299),
-    KindEntry::new("storage.k8s.io", "v1", "VolumeAttributesClassList", 300),
-    KindEntry::new("storage.k8s.io", "v1alpha1", "CSIStorageCapacity", 301),
-    KindEntry::new("storage.k8s.io", "v1alpha1", "CSIStorageCapacityList", 302),
-    KindEntry::new("storage.k8s.io", "v1alpha1", "VolumeAttachment", 303),
-    KindEntry::new("storage.k8s.io", "v1alpha1", "VolumeAttachmentList", 304),
-    KindEntry::new("storage.k8s.io", "v1alpha1", "VolumeAttributesClass", 305),
-    KindEntry::new("storage.k8s.io", "v1alpha1", "VolumeAttributesClassList", 306),
-    KindEntry::new("storage.k8s.io", "v1beta1", "CSIDriver", 307),
-    KindEntry::new("storage.k8s.io", "v1beta1", "CSIDriverList", 308),
-    KindEntry::new("storage.k8s.io", "v1beta1", "CSINode", 309),
-    KindEntry::new("storage.k8s.io", "v1beta1", "CSINodeList", 310),
-    KindEntry::new("storage.k8s.io", "v1beta1", "CSIStorageCapacity", 311),
-    KindEntry::new("storage.k8s.io", "v1beta1", "CSIStorageCapacityList", 312),
-    KindEntry::new("storage.k8s.io", "v1beta1", "StorageClass", 313),
-    KindEntry::new("storage.k8s.io", "v1beta1", "StorageClassList", 314),
-    KindEntry::new("storage.k8s.io", "v1beta1", "VolumeAttachment", 315),
-    KindEntry::new("storage.k8s.io", "v1beta1", "VolumeAttachmentList", 316),
-    KindEntry::new("storage.k8s.io", "v1beta1", "VolumeAttributesClass", 317),
-    KindEntry::new("storage.k8s.io", "v1beta1", "VolumeAttributesClassList", 318),
-    KindEntry::new("storagemigration.k8s.io", "v1beta1", "StorageVersionMigration", 319),
-    KindEntry::new("storagemigration.k8s.io", "v1beta1", "StorageVersionMigrationList", 320),
+    KindEntry::new("meta.k8s.io", "v1", "PartialObjectMetadata", 201),
+    KindEntry::new("meta.k8s.io", "v1", "PartialObjectMetadataList", 202),
+    KindEntry::new("meta.k8s.io", "v1", "Table", 203),
+    KindEntry::new("meta.k8s.io", "v1", "TableOptions", 204),
+    KindEntry::new("networking.k8s.io", "v1", "IPAddress", 205),
+    KindEntry::new("networking.k8s.io", "v1", "IPAddressList", 206),
+    KindEntry::new("networking.k8s.io", "v1", "Ingress", 207),
+    KindEntry::new("networking.k8s.io", "v1", "IngressClass", 208),
+    KindEntry::new("networking.k8s.io", "v1", "IngressClassList", 209),
+    KindEntry::new("networking.k8s.io", "v1", "IngressList", 210),
+    KindEntry::new("networking.k8s.io", "v1", "NetworkPolicy", 211),
+    KindEntry::new("networking.k8s.io", "v1", "NetworkPolicyList", 212),
+    KindEntry::new("networking.k8s.io", "v1", "ServiceCIDR", 213),
+    KindEntry::new("networking.k8s.io", "v1", "ServiceCIDRList", 214),
+    KindEntry::new("networking.k8s.io", "v1beta1", "IPAddress", 215),
+    KindEntry::new("networking.k8s.io", "v1beta1", "IPAddressList", 216),
+    KindEntry::new("networking.k8s.io", "v1beta1", "Ingress", 217),
+    KindEntry::new("networking.k8s.io", "v1beta1", "IngressClass", 218),
+    KindEntry::new("networking.k8s.io", "v1beta1", "IngressClassList", 219),
+    KindEntry::new("networking.k8s.io", "v1beta1", "IngressList", 220),
+    KindEntry::new("networking.k8s.io", "v1beta1", "ServiceCIDR", 221),
+    KindEntry::new("networking.k8s.io", "v1beta1", "ServiceCIDRList", 222),
+    KindEntry::new("node.k8s.io", "v1", "RuntimeClass", 223),
+    KindEntry::new("node.k8s.io", "v1", "RuntimeClassList", 224),
+    KindEntry::new("node.k8s.io", "v1alpha1", "RuntimeClass", 225),
+    KindEntry::new("node.k8s.io", "v1alpha1", "RuntimeClassList", 226),
+    KindEntry::new("node.k8s.io", "v1beta1", "RuntimeClass", 227),
+    KindEntry::new("node.k8s.io", "v1beta1", "RuntimeClassList", 228),
+    KindEntry::new("policy", "v1", "Eviction", 229),
+    KindEntry::new("policy", "v1", "PodDisruptionBudget", 230),
+    KindEntry::new("policy", "v1", "PodDisruptionBudgetList", 231),
+    KindEntry::new("policy", "v1beta1", "Eviction", 232),
+    KindEntry::new("policy", "v1beta1", "PodDisruptionBudget", 233),
+    KindEntry::new("policy", "v1beta1", "PodDisruptionBudgetList", 234),
+    KindEntry::new("rbac.authorization.k8s.io", "v1", "ClusterRole", 235),
+    KindEntry::new("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", 236),
+    KindEntry::new("rbac.authorization.k8s.io", "v1", "ClusterRoleBindingList", 237),
+    KindEntry::new("rbac.authorization.k8s.io", "v1", "ClusterRoleList", 238),
+    KindEntry::new("rbac.authorization.k8s.io", "v1", "Role", 239),
+    KindEntry::new("rbac.authorization.k8s.io", "v1", "RoleBinding", 240),
+    KindEntry::new("rbac.authorization.k8s.io", "v1", "RoleBindingList", 241),
+    KindEntry::new("rbac.authorization.k8s.io", "v1", "RoleList", 242),
+    KindEntry::new("rbac.authorization.k8s.io", "v1alpha1", "ClusterRole", 243),
+    KindEntry::new("rbac.authorization.k8s.io", "v1alpha1", "ClusterRoleBinding", 244),
+    KindEntry::new("rbac.authorization.k8s.io", "v1alpha1", "ClusterRoleBindingList", 245),
+    KindEntry::new("rbac.authorization.k8s.io", "v1alpha1", "ClusterRoleList", 246),
+    KindEntry::new("rbac.authorization.k8s.io", "v1alpha1", "Role", 247),
+    KindEntry::new("rbac.authorization.k8s.io", "v1alpha1", "RoleBinding", 248),
+    KindEntry::new("rbac.authorization.k8s.io", "v1alpha1", "RoleBindingList", 249),
+    KindEntry::new("rbac.authorization.k8s.io", "v1alpha1", "RoleList", 250),
+    KindEntry::new("rbac.authorization.k8s.io", "v1beta1", "ClusterRole", 251),
+    KindEntry::new("rbac.authorization.k8s.io", "v1beta1", "ClusterRoleBinding", 252),
+    KindEntry::new("rbac.authorization.k8s.io", "v1beta1", "ClusterRoleBindingList", 253),
+    KindEntry::new("rbac.authorization.k8s.io", "v1beta1", "ClusterRoleList", 254),
+    KindEntry::new("rbac.authorization.k8s.io", "v1beta1", "Role", 255),
+    KindEntry::new("rbac.authorization.k8s.io", "v1beta1", "RoleBinding", 256),
+    KindEntry::new("rbac.authorization.k8s.io", "v1beta1", "RoleBindingList", 257),
+    KindEntry::new("rbac.authorization.k8s.io", "v1beta1", "RoleList", 258),
+    KindEntry::new("resource.k8s.io", "v1", "DeviceClass", 259),
+    KindEntry::new("resource.k8s.io", "v1", "DeviceClassList", 260),
+    KindEntry::new("resource.k8s.io", "v1", "ResourceClaim", 261),
+    KindEntry::new("resource.k8s.io", "v1", "ResourceClaimList", 262),
+    KindEntry::new("resource.k8s.io", "v1", "ResourceClaimTemplate", 263),
+    KindEntry::new("resource.k8s.io", "v1", "ResourceClaimTemplateList", 264),
+    KindEntry::new("resource.k8s.io", "v1", "ResourceSlice", 265),
+    KindEntry::new("resource.k8s.io", "v1", "ResourceSliceList", 266),
+    KindEntry::new("resource.k8s.io", "v1alpha3", "DeviceTaintRule", 267),
+    KindEntry::new("resource.k8s.io", "v1alpha3", "DeviceTaintRuleList", 268),
+    KindEntry::new("resource.k8s.io", "v1beta1", "DeviceClass", 269),
+    KindEntry::new("resource.k8s.io", "v1beta1", "DeviceClassList", 270),
+    KindEntry::new("resource.k8s.io", "v1beta1", "ResourceClaim", 271),
+    KindEntry::new("resource.k8s.io", "v1beta1", "ResourceClaimList", 272),
+    KindEntry::new("resource.k8s.io", "v1beta1", "ResourceClaimTemplate", 273),
+    KindEntry::new("resource.k8s.io", "v1beta1", "ResourceClaimTemplateList", 274),
+    KindEntry::new("resource.k8s.io", "v1beta1", "ResourceSlice", 275),
+    KindEntry::new("resource.k8s.io", "v1beta1", "ResourceSliceList", 276),
+    KindEntry::new("resource.k8s.io", "v1beta2", "DeviceClass", 277),
+    KindEntry::new("resource.k8s.io", "v1beta2", "DeviceClassList", 278),
+    KindEntry::new("resource.k8s.io", "v1beta2", "ResourceClaim", 279),
+    KindEntry::new("resource.k8s.io", "v1beta2", "ResourceClaimList", 280),
+    KindEntry::new("resource.k8s.io", "v1beta2", "ResourceClaimTemplate", 281),
+    KindEntry::new("resource.k8s.io", "v1beta2", "ResourceClaimTemplateList", 282),
+    KindEntry::new("resource.k8s.io", "v1beta2", "ResourceSlice", 283),
+    KindEntry::new("resource.k8s.io", "v1beta2", "ResourceSliceList", 284),
+    KindEntry::new("scheduling.k8s.io", "v1", "PriorityClass", 285),
+    KindEntry::new("scheduling.k8s.io", "v1", "PriorityClassList", 286),
+    KindEntry::new("scheduling.k8s.io", "v1alpha1", "PriorityClass", 287),
+    KindEntry::new("scheduling.k8s.io", "v1alpha1", "PriorityClassList", 288),
+    KindEntry::new("scheduling.k8s.io", "v1alpha1", "Workload", 289),
+    KindEntry::new("scheduling.k8s.io", "v1alpha1", "WorkloadList", 290),
+    KindEntry::new("scheduling.k8s.io", "v1beta1", "PriorityClass", 291),
+    KindEntry::new("scheduling.k8s.io", "v1beta1", "PriorityClassList", 292),
+    KindEntry::new("storage.k8s.io", "v1", "CSIDriver", 293),
+    KindEntry::new("storage.k8s.io", "v1", "CSIDriverList", 294),
+    KindEntry::new("storage.k8s.io", "v1", "CSINode", 295),
+    KindEntry::new("storage.k8s.io", "v1", "CSINodeList", 296),
+    KindEntry::new("storage.k8s.io", "v1", "CSIStorageCapacity", 297),
+    KindEntry::new("storage.k8s.io", "v1", "CSIStorageCapacityList", 298),
+    KindEntry::new("storage.k8s.io", "v1", "StorageClass", 299),
+    KindEntry::new("storage.k8s.io", "v1", "StorageClassList", 300),
+    KindEntry::new("storage.k8s.io", "v1", "VolumeAttachment", 301),
+    KindEntry::new("storage.k8s.io", "v1", "VolumeAttachmentList", 302),
+    KindEntry::new("storage.k8s.io", "v1", "VolumeAttributesClass", 303),
+    KindEntry::new("storage.k8s.io", "v1", "VolumeAttributesClassList", 304),
+    KindEntry::new("storage.k8s.io", "v1alpha1", "CSIStorageCapacity", 305),
+    KindEntry::new("storage.k8s.io", "v1alpha1", "CSIStorageCapacityList", 306),
+    KindEntry::new("storage.k8s.io", "v1alpha1", "VolumeAttachment", 307),
+    KindEntry::new("storage.k8s.io", "v1alpha1", "VolumeAttachmentList", 308),
+    KindEntry::new("storage.k8s.io", "v1alpha1", "VolumeAttributesClass", 309),
+    KindEntry::new("storage.k8s.io", "v1alpha1", "VolumeAttributesClassList", 310),
+    KindEntry::new("storage.k8s.io", "v1beta1", "CSIDriver", 311),
+    KindEntry::new("storage.k8s.io", "v1beta1", "CSIDriverList", 312),
+    KindEntry::new("storage.k8s.io", "v1beta1", "CSINode", 313),
+    KindEntry::new("storage.k8s.io", "v1beta1", "CSINodeList", 314),
+    KindEntry::new("storage.k8s.io", "v1beta1", "CSIStorageCapacity", 315),
+    KindEntry::new("storage.k8s.io", "v1beta1", "CSIStorageCapacityList", 316),
+    KindEntry::new("storage.k8s.io", "v1beta1", "StorageClass", 317),
+    KindEntry::new("storage.k8s.io", "v1beta1", "StorageClassList", 318),
+    KindEntry::new("storage.k8s.io", "v1beta1", "VolumeAttachment", 319),
+    KindEntry::new("storage.k8s.io", "v1beta1", "VolumeAttachmentList", 320),
+    KindEntry::new("storage.k8s.io", "v1beta1", "VolumeAttributesClass", 321),
+    KindEntry::new("storage.k8s.io", "v1beta1", "VolumeAttributesClassList", 322),
+    KindEntry::new("storagemigration.k8s.io", "v1beta1", "StorageVersionMigration", 323),
+    KindEntry::new("storagemigration.k8s.io", "v1beta1", "StorageVersionMigrationList", 324),
 ];

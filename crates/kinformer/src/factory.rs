@@ -115,8 +115,8 @@ pub struct SharedInformerFactoryBuilder {
 
 impl SharedInformerFactoryBuilder {
     /// What every informer's source asks the server to send (default
-    /// [`WireFormat::Protobuf`]: protobuf for built-in kinds, JSON for custom resources, as
-    /// client-go; see [`KubeListerWatcher::with_wire_format`]).
+    /// [`WireFormat::Protobuf`]: protobuf for built-in kinds and metadata-only informers, JSON
+    /// for full custom resources, as client-go; see [`KubeListerWatcher::with_wire_format`]).
     pub fn wire_format(mut self, wire: WireFormat) -> Self {
         self.wire_format = wire;
         self

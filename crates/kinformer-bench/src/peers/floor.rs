@@ -5,8 +5,9 @@
 //!   each page once decoded. Both fetch modes decode on every core: each response is decoded
 //!   while it downloads, in batches on the blocking pool (kinformer's list decoder,
 //!   [`KubeListerWatcher`], used here without its informer). Unpaged asks for the whole list
-//!   at `resourceVersion=0` (served from the watch cache on a real server); paged asks for
-//!   pages of 500 with continue tokens. The report takes the faster of the two medians as
+//!   at `resourceVersion=0` (served from the watch cache on a real server); paged sends the
+//!   informers' own requests: `resourceVersion=0` and pages of 500, then continue tokens
+//!   (each next page asked for while the current one downloads, as kinformer does). The report takes the faster of the two medians as
 //!   the floor, so an informer can only meet it, not beat it, unless the noise between runs
 //!   does.
 //! * W2 (`floor-watch`): one list to learn the resourceVersion, then one watch decoding every
@@ -47,8 +48,10 @@ fn finish(mut report: PeerReport, t0: Instant, decoded: u64) -> PeerReport {
 pub async fn run_paged(client: kube::Client, report: PeerReport) -> Result<PeerReport, PeerError> {
     let lw = lister(client);
     let t0 = Instant::now();
+    // what a Reflector sends first (client-go's and kinformer's), then continue tokens
     let mut options = ListOptions {
         limit: Some(PAGE),
+        resource_version: "0".into(),
         ..Default::default()
     };
     let mut decoded = 0u64;
@@ -59,7 +62,7 @@ pub async fn run_paged(client: kube::Client, report: PeerReport) -> Result<PeerR
             .map_err(|e| PeerError::List(e.to_string()))?;
         decoded += page.items.len() as u64;
         match page.continue_token {
-            Some(token) => options.continue_token = Some(token),
+            Some(token) => options = options.next_page(token),
             None => break,
         }
     }

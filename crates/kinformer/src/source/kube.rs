@@ -32,7 +32,7 @@ use kube::client::Body;
 use serde::de::DeserializeOwned;
 
 use super::frames::{watch_frames, watch_lines};
-use super::list_stream::{ListBody, ListStreamDecoder};
+use super::list_stream::{ListBody, ListStreamDecoder, ProtoItems};
 use super::proto_list::ProtoListDecoder;
 use super::status::{error_from_response, from_kube_error};
 use crate::reflector::{
@@ -58,8 +58,16 @@ pub const METADATA_LIST_ACCEPT: &str =
 /// `PartialObjectMetadata`.
 pub const METADATA_WATCH_ACCEPT: &str =
     "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+/// The `Accept` header of a metadata-only list in protobuf (what client-go's metadata client
+/// sends): a protobuf `PartialObjectMetadataList` first, JSON as the fallback.
+pub const METADATA_LIST_ACCEPT_PROTOBUF: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+/// The `Accept` header of a metadata-only watch in protobuf: `PartialObjectMetadata` events,
+/// JSON as the fallback.
+pub const METADATA_WATCH_ACCEPT_PROTOBUF: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
 /// The kind of the objects a metadata-only list or watch carries.
 const METADATA_KIND: &str = "PartialObjectMetadata";
+/// Its API version.
+const METADATA_API_VERSION: &str = "meta.k8s.io/v1";
 /// The `Accept` header of lists and watches of built-in kinds: protobuf first, JSON as the
 /// fallback, as client-go's typed clients ask.
 pub const PROTOBUF_ACCEPT: &str = "application/vnd.kubernetes.protobuf, application/json";
@@ -67,8 +75,9 @@ pub const PROTOBUF_ACCEPT: &str = "application/vnd.kubernetes.protobuf, applicat
 /// What a [`KubeListerWatcher`] asks the server to send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum WireFormat {
-    /// Protobuf for built-in kinds (every kind client-go registers), JSON for the rest
-    /// (custom resources, metadata-only requests), as client-go does. The default. The bytes
+    /// Protobuf for built-in kinds (every kind client-go registers) and for metadata-only
+    /// requests of any resource (`PartialObjectMetadata` is a built-in message), JSON for full
+    /// custom resources, as client-go does. The default. The bytes
     /// are transcoded to JSON and decoded by the same code as a JSON response (see
     /// `kinformer-proto`), so both formats give the same objects and the same errors; a
     /// server that answers JSON anyway is read as JSON.
@@ -90,8 +99,10 @@ pub enum WireFormat {
 /// For `K = kube::core::PartialObjectMeta<R>` (any resource `R`, typed or `DynamicObject`; kube
 /// marks it with [`Resource::metadata_api`]) it lists and watches only metadata, as client-go's
 /// `metadatainformer` does: lists ask for a `PartialObjectMetadataList`
-/// ([`METADATA_LIST_ACCEPT`]), watches for `PartialObjectMetadata` events
-/// ([`METADATA_WATCH_ACCEPT`]), and the server strips everything but `metadata` before sending.
+/// ([`METADATA_LIST_ACCEPT_PROTOBUF`], protobuf first as client-go's metadata client asks;
+/// [`METADATA_LIST_ACCEPT`] with [`WireFormat::Json`]), watches for `PartialObjectMetadata`
+/// events ([`METADATA_WATCH_ACCEPT_PROTOBUF`], [`METADATA_WATCH_ACCEPT`]), and the server
+/// strips everything but `metadata` before sending.
 /// It is the same source otherwise (selectors, tweak, size limit, paging, streaming list,
 /// bookmarks): only the `Accept` header and the expected kind differ.
 ///
@@ -229,14 +240,11 @@ where
                 K::kind(dyntype).into_owned()
             },
             accept: metadata.then_some((METADATA_LIST_ACCEPT, METADATA_WATCH_ACCEPT)),
-            proto: (!metadata)
-                .then(|| {
-                    kinformer_proto::MessageRef::for_kind(
-                        &K::api_version(dyntype),
-                        &K::kind(dyntype),
-                    )
-                })
-                .flatten(),
+            proto: if metadata {
+                kinformer_proto::MessageRef::for_kind(METADATA_API_VERSION, METADATA_KIND)
+            } else {
+                kinformer_proto::MessageRef::for_kind(&K::api_version(dyntype), &K::kind(dyntype))
+            },
             wire: WireFormat::default(),
             drop_managed_fields: false,
             label_selector: None,
@@ -292,8 +300,8 @@ where
         self
     }
 
-    /// Whether requests ask for protobuf (a built-in kind, full objects, and
-    /// [`WireFormat::Protobuf`]).
+    /// Whether requests ask for protobuf: [`WireFormat::Protobuf`] and a built-in kind, or
+    /// metadata only (`PartialObjectMetadata` is a built-in message whatever the resource).
     pub fn asks_protobuf(&self) -> bool {
         self.wire == WireFormat::Protobuf && self.proto.is_some()
     }
@@ -370,10 +378,13 @@ where
         let uri = format!("{}?{query}", self.url_path);
         let mut request = http::Request::get(uri);
         if let Some((list, watch_accept)) = self.accept {
-            request = request.header(
-                http::header::ACCEPT,
-                if watch { watch_accept } else { list },
-            );
+            let accept = match (self.asks_protobuf(), watch) {
+                (true, false) => METADATA_LIST_ACCEPT_PROTOBUF,
+                (true, true) => METADATA_WATCH_ACCEPT_PROTOBUF,
+                (false, false) => list,
+                (false, true) => watch_accept,
+            };
+            request = request.header(http::header::ACCEPT, accept);
         } else if self.asks_protobuf() {
             request = request.header(http::header::ACCEPT, PROTOBUF_ACCEPT);
         }
@@ -427,10 +438,15 @@ where
         }
         let response = self.get(options, false).await?;
         let mut decoder: Box<dyn ListBody<K>> = match self.protobuf_response(&response) {
-            Some(item) => Box::new(ProtoListDecoder::<K>::new(
+            Some(msg) => Box::new(ProtoListDecoder::<K>::new(
                 &self.kind,
-                item,
-                self.drop_managed_fields,
+                ProtoItems {
+                    msg,
+                    drop_managed_fields: self.drop_managed_fields,
+                    typed: self
+                        .is_metadata_only()
+                        .then_some((METADATA_API_VERSION, METADATA_KIND)),
+                },
                 self.max_object_size,
             )),
             None => Box::new(ListStreamDecoder::<K>::new(

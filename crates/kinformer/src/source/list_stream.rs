@@ -492,6 +492,9 @@ pub(crate) struct RawItems {
 pub(crate) struct ProtoItems {
     pub(crate) msg: kinformer_proto::MessageRef,
     pub(crate) drop_managed_fields: bool,
+    /// `(apiVersion, kind)` to present each item with: protobuf list items carry no type
+    /// (a JSON list's `PartialObjectMetadata` items do, and kube's type keeps it).
+    pub(crate) typed: Option<(&'static str, &'static str)>,
 }
 
 impl RawItems {
@@ -542,6 +545,9 @@ impl RawItems {
                     let mut d = kinformer_proto::MessageDeserializer::new(p.msg, item);
                     if p.drop_managed_fields {
                         d = d.without_managed_fields();
+                    }
+                    if let Some((api_version, kind)) = p.typed {
+                        d = d.typed(api_version, kind);
                     }
                     K::deserialize(&mut d).map_err(|e| e.to_string())
                 }

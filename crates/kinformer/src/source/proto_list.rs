@@ -10,7 +10,6 @@
 
 use std::sync::Arc;
 
-use kinformer_proto::MessageRef;
 use serde::de::DeserializeOwned;
 
 use super::list_stream::{ListBody, ProtoItems, RawItems};
@@ -118,18 +117,9 @@ fn field(b: &[u8], max: usize) -> Result<Option<FieldAt>, ListWatchError> {
 }
 
 impl<K: DeserializeOwned + Clone> ProtoListDecoder<K> {
-    /// A decoder for a protobuf list of `kind` whose items are `item` messages (decoded without
-    /// `managedFields` when `drop_managed_fields`), each at most `max_object` bytes.
-    pub(crate) fn new(
-        kind: &str,
-        item: MessageRef,
-        drop_managed_fields: bool,
-        max_object: usize,
-    ) -> Self {
-        let item = ProtoItems {
-            msg: item,
-            drop_managed_fields,
-        };
+    /// A decoder for a protobuf list of `kind` whose items are decoded as `item` says, each at
+    /// most `max_object` bytes.
+    pub(crate) fn new(kind: &str, item: ProtoItems, max_object: usize) -> Self {
         Self {
             kind: kind.to_owned(),
             item,
@@ -343,6 +333,7 @@ impl<K: DeserializeOwned + Clone + Send + 'static> ListBody<K> for ProtoListDeco
 mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::Pod;
+    use kinformer_proto::MessageRef;
     use serde_json::json;
 
     fn pod_list(n: usize) -> Vec<u8> {
@@ -355,8 +346,13 @@ mod tests {
     }
 
     fn decoder(max: usize) -> Box<dyn ListBody<Pod>> {
-        let item = MessageRef::for_kind("v1", "Pod").unwrap();
-        Box::new(ProtoListDecoder::<Pod>::new("Pod", item, false, max))
+        let msg = MessageRef::for_kind("v1", "Pod").unwrap();
+        let item = ProtoItems {
+            msg,
+            drop_managed_fields: false,
+            typed: None,
+        };
+        Box::new(ProtoListDecoder::<Pod>::new("Pod", item, max))
     }
 
     fn decode_in_chunks(body: &[u8], chunk: usize) -> Result<ListPage<Arc<Pod>>, ListWatchError> {
@@ -372,6 +368,46 @@ mod tests {
         taken.append(&mut page.items);
         page.items = taken;
         Ok(page)
+    }
+
+    /// A metadata-only list in protobuf (what a real kube-apiserver answers client-go's
+    /// metadata client): items carry no type on the wire; each is presented as a
+    /// `meta.k8s.io/v1` `PartialObjectMetadata`, as in a JSON list.
+    #[test]
+    fn metadata_items_decode_typed_with_or_without_managed_fields() {
+        use kube::core::PartialObjectMeta;
+        let list = kinformer_proto::object_from_json(&json!({
+            "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadataList",
+            "metadata": {"resourceVersion": "9"},
+            "items": [{"metadata": {"name": "p", "namespace": "ns", "managedFields": [
+                {"manager": "m", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {}}}]}}]
+        }))
+        .unwrap();
+        let msg = MessageRef::for_kind("meta.k8s.io/v1", "PartialObjectMetadata").unwrap();
+        for drop in [false, true] {
+            let item = ProtoItems {
+                msg,
+                drop_managed_fields: drop,
+                typed: Some(("meta.k8s.io/v1", "PartialObjectMetadata")),
+            };
+            let mut d: Box<dyn ListBody<PartialObjectMeta<Pod>>> =
+                Box::new(ProtoListDecoder::<PartialObjectMeta<Pod>>::new(
+                    "PartialObjectMetadata",
+                    item,
+                    1 << 20,
+                ));
+            d.push(&list);
+            let page = d.finish().unwrap();
+            assert_eq!(page.resource_version, "9");
+            let obj = &page.items[0];
+            let types = obj.types.as_ref().expect("typed");
+            assert_eq!(
+                (types.api_version.as_str(), types.kind.as_str()),
+                ("meta.k8s.io/v1", "PartialObjectMetadata")
+            );
+            assert_eq!(obj.metadata.name.as_deref(), Some("p"));
+            assert_eq!(obj.metadata.managed_fields.is_none(), drop, "drop = {drop}");
+        }
     }
 
     #[test]
@@ -419,10 +455,15 @@ mod tests {
             &json!({"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": [pod]}),
         )
         .unwrap();
-        let item = MessageRef::for_kind("v1", "Pod").unwrap();
+        let msg = MessageRef::for_kind("v1", "Pod").unwrap();
         for drop in [false, true] {
+            let item = ProtoItems {
+                msg,
+                drop_managed_fields: drop,
+                typed: None,
+            };
             let mut d: Box<dyn ListBody<Pod>> =
-                Box::new(ProtoListDecoder::<Pod>::new("Pod", item, drop, 1 << 20));
+                Box::new(ProtoListDecoder::<Pod>::new("Pod", item, 1 << 20));
             d.push(&list);
             let page = d.finish().unwrap();
             let mf = page.items[0].metadata.managed_fields.as_ref();
