@@ -1,8 +1,8 @@
 //! The floors: the least work any client must do to get the same objects into memory as the
 //! same types, with no cache and no handlers.
 //!
-//! * W1 (`floor-paged`, `floor-unpaged`): fetch every pod and decode it into `Pod`, dropping
-//!   each page once decoded. Both fetch modes decode on every core: each response is decoded
+//! * W1 (`floor-paged`, `floor-unpaged`): fetch every pod and decode it into `Pod`, freeing
+//!   the pages after the clock stops (as an informer keeps its list). Both fetch modes decode on every core: each response is decoded
 //!   while it downloads, in batches on the blocking pool (kinformer's list decoder,
 //!   [`KubeListerWatcher`], used here without its informer). Unpaged asks for the whole list
 //!   at `resourceVersion=0` (served from the watch cache on a real server); paged sends the
@@ -33,9 +33,12 @@ fn lister(client: kube::Client) -> KubeListerWatcher<Pod> {
     KubeListerWatcher::<Pod>::new(kube::Api::all(client))
 }
 
-fn finish(mut report: PeerReport, t0: Instant, decoded: u64) -> PeerReport {
+/// Stops the clock, then frees what was listed: freeing 10,000 pods takes long enough to
+/// matter, and an informer never frees its list, so a floor must not count it.
+fn finish<T>(mut report: PeerReport, t0: Instant, listed: Vec<T>, decoded: u64) -> PeerReport {
     report.sync_ms = Some(t0.elapsed().as_secs_f64() * 1000.0);
     report.peak_rss_kib = Some(rss::peak_kib());
+    drop(listed);
     report.objects = decoded;
     report
 }
@@ -55,18 +58,21 @@ pub async fn run_paged(client: kube::Client, report: PeerReport) -> Result<PeerR
         ..Default::default()
     };
     let mut decoded = 0u64;
+    let mut pages = Vec::new();
     loop {
-        let page = lw
+        let mut page = lw
             .list_page(&options)
             .await
             .map_err(|e| PeerError::List(e.to_string()))?;
         decoded += page.items.len() as u64;
-        match page.continue_token {
+        let next = page.continue_token.take();
+        pages.push(page);
+        match next {
             Some(token) => options = options.next_page(token),
             None => break,
         }
     }
-    Ok(finish(report, t0, decoded))
+    Ok(finish(report, t0, pages, decoded))
 }
 
 /// Fetches every pod in one response at `resourceVersion=0`, decoded on every core while it
@@ -89,8 +95,7 @@ pub async fn run_unpaged(
         .await
         .map_err(|e| PeerError::List(e.to_string()))?;
     let decoded = page.items.len() as u64;
-    drop(page);
-    Ok(finish(report, t0, decoded))
+    Ok(finish(report, t0, vec![page], decoded))
 }
 
 /// The W2 floor once started: objects seen by its list (dropped at once).
