@@ -135,7 +135,7 @@ impl Filter {
     fn emit(&self, buf: &mut BytesMut, ty: &str, object: &[u8]) {
         match &self.table {
             None if self.metadata_only => {
-                push_event(buf, ty, &crate::http::partial::metadata_object(object));
+                self.push(buf, ty, &crate::http::partial::metadata_object(object));
             }
             None => self.push(buf, ty, object),
             Some((res, include)) => {
@@ -151,7 +151,7 @@ impl Filter {
     /// (kube-apiserver converts bookmarks too), as is otherwise.
     fn emit_bookmark(&self, buf: &mut BytesMut, object: &[u8]) {
         if self.metadata_only && self.table.is_none() {
-            push_event(
+            self.push(
                 buf,
                 "BOOKMARK",
                 &crate::http::partial::metadata_object(object),

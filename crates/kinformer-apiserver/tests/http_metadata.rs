@@ -11,7 +11,10 @@ use kinformer_apiserver::{ServerConfig, start};
 use kube::api::{Api, ListParams, WatchEvent, WatchParams};
 use serde_json::json;
 
-const LIST_ACCEPT: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+/// JSON (what kube-rs sends; client-go's metadata client puts protobuf first, see
+/// `http_protobuf.rs`).
+const LIST_ACCEPT: &str =
+    "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
 const ONE_ACCEPT: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
 
 #[tokio::test]

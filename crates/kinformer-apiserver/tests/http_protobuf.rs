@@ -106,10 +106,20 @@ async fn read_frames(
     path: &str,
     want: usize,
 ) -> (String, Vec<(String, Value)>) {
+    read_frames_as(addr, path, "application/vnd.kubernetes.protobuf, */*", want).await
+}
+
+/// [`read_frames`] with this `Accept` header.
+async fn read_frames_as(
+    addr: std::net::SocketAddr,
+    path: &str,
+    accept: &str,
+    want: usize,
+) -> (String, Vec<(String, Value)>) {
     let s = tokio::net::TcpStream::connect(addr).await.unwrap();
     let mut r = BufReader::new(s);
     let head = format!(
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: application/vnd.kubernetes.protobuf, */*\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: {accept}\r\nConnection: close\r\n\r\n"
     );
     r.get_mut().write_all(head.as_bytes()).await.unwrap();
     let mut raw = Vec::new();
@@ -258,5 +268,94 @@ async fn a_custom_resource_has_no_protobuf_form() {
     let r = request_with_headers(a, "GET", &format!("{path}/w"), None, &[ACCEPT_PB], b"").await;
     assert_eq!(r.code, 200);
     assert_eq!(r.header("content-type"), Some("application/json"));
+    s.shutdown().await;
+}
+
+/// Metadata-only requests that put protobuf first (client-go's metadata client) are answered
+/// in protobuf, as kube-apiserver answers them: a `PartialObjectMetadataList`, a
+/// `PartialObjectMetadata`, watch frames of `PartialObjectMetadata` events.
+#[tokio::test]
+async fn metadata_only_in_protobuf() {
+    const LIST: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+    const ONE: &str = "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
+    let s = start(ServerConfig::default()).await.unwrap();
+    let a = s.addr();
+    let path = "/api/v1/namespaces/default/configmaps";
+    for n in ["m0", "m1", "m2"] {
+        let r = post(a, path, &configmap(n, json!({"k": "v"}))).await;
+        assert_eq!(r.code, 201);
+    }
+    let page = request_with_headers(
+        a,
+        "GET",
+        &format!("{path}?limit=2"),
+        None,
+        &[("Accept", LIST)],
+        b"",
+    )
+    .await;
+    assert_eq!(page.code, 200);
+    assert_eq!(
+        page.header("content-type"),
+        Some(kinformer_proto::MEDIA_TYPE)
+    );
+    let list = decoded(&page.body);
+    assert_eq!(list["kind"], "PartialObjectMetadataList");
+    assert_eq!(list["apiVersion"], "meta.k8s.io/v1");
+    assert!(list["metadata"]["continue"].is_string(), "{list}");
+    let items = list["items"].as_array().unwrap();
+    let names: Vec<&str> = items
+        .iter()
+        .map(|i| i["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["m0", "m1"]);
+    assert!(items.iter().all(|i| i.get("data").is_none()), "{list}");
+
+    let one = request_with_headers(
+        a,
+        "GET",
+        &format!("{path}/m2"),
+        None,
+        &[("Accept", ONE)],
+        b"",
+    )
+    .await;
+    assert_eq!(
+        one.header("content-type"),
+        Some(kinformer_proto::MEDIA_TYPE)
+    );
+    let one = decoded(&one.body);
+    assert_eq!(one["kind"], "PartialObjectMetadata");
+    assert_eq!(one["metadata"]["name"], "m2");
+    assert!(one.get("data").is_none());
+
+    let (ct, events) = read_frames_as(
+        a,
+        &format!("{path}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"),
+        ONE,
+        4,
+    )
+    .await;
+    assert_eq!(ct, kinformer_proto::WATCH_MEDIA_TYPE);
+    let seen: Vec<(&str, &str, &str)> = events
+        .iter()
+        .map(|(t, o)| {
+            (
+                t.as_str(),
+                o["kind"].as_str().unwrap_or(""),
+                o["metadata"]["name"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("ADDED", "PartialObjectMetadata", "m0"),
+            ("ADDED", "PartialObjectMetadata", "m1"),
+            ("ADDED", "PartialObjectMetadata", "m2"),
+            ("BOOKMARK", "PartialObjectMetadata", ""),
+        ]
+    );
+    assert!(events.iter().all(|(_, o)| o.get("data").is_none()));
     s.shutdown().await;
 }

@@ -28,16 +28,34 @@ const ITEMS_PER_CHUNK: usize = 256;
 /// Whether `accept` asks for metadata only: a list when `list` (`as=PartialObjectMetadataList`),
 /// one object or watch events otherwise (`as=PartialObjectMetadata`), in `meta.k8s.io/v1`.
 pub(crate) fn wants_metadata(accept: &str, list: bool) -> bool {
+    metadata_clause(accept, list).is_some()
+}
+
+/// Whether a metadata-only request is to be answered in protobuf: its first metadata clause
+/// names protobuf (client-go's metadata client lists protobuf first, then JSON). For custom
+/// resources too: kube-apiserver serves `PartialObjectMetadata`, a built-in message, in
+/// protobuf whatever the resource.
+pub(crate) fn wants_metadata_protobuf(accept: &str, list: bool) -> bool {
+    metadata_clause(accept, list)
+        .and_then(|clause| clause.split(';').next())
+        .is_some_and(|media| crate::proto::is_protobuf(media.trim()))
+}
+
+/// The first clause of `accept` asking for metadata only (see [`wants_metadata`]).
+fn metadata_clause(accept: &str, list: bool) -> Option<&str> {
     let want = if list {
         "as=PartialObjectMetadataList"
     } else {
         "as=PartialObjectMetadata"
     };
-    accept.split(',').any(|clause| {
+    accept.split(',').find(|clause| {
         let parts: Vec<&str> = clause.split(';').map(str::trim).collect();
         parts.contains(&want) && parts.contains(&"g=meta.k8s.io") && parts.contains(&"v=v1")
     })
 }
+
+/// `meta.k8s.io/v1`, the group and version of `PartialObjectMetadata(List)`.
+const META_V1: &str = "meta.k8s.io/v1";
 
 /// Only the `metadata` of a stored object, kept as its raw JSON.
 #[derive(Deserialize)]
@@ -65,13 +83,18 @@ pub(crate) fn metadata_object(object: &[u8]) -> Bytes {
     buf.freeze()
 }
 
-/// A JSON response holding one object's `PartialObjectMetadata`.
-pub(crate) fn object_response(o: &StoredObject) -> Response {
-    super::response::json_bytes(200, metadata_object(&o.bytes))
+/// A response holding one object's `PartialObjectMetadata`: protobuf when `protobuf` (and
+/// it encodes), JSON otherwise.
+pub(crate) fn object_response(o: &StoredObject, protobuf: bool) -> Response {
+    let json = metadata_object(&o.bytes);
+    if protobuf && let Some(body) = crate::proto::json_body(&json) {
+        return super::response::protobuf(200, body);
+    }
+    super::response::json_bytes(200, json)
 }
 
-/// A `PartialObjectMetadataList` response for `page`, streamed in chunks.
-pub(crate) fn list_response(page: ListPage) -> Response {
+/// The list metadata of `page`.
+fn list_meta(page: &ListPage) -> serde_json::Map<String, serde_json::Value> {
     let mut meta = serde_json::Map::new();
     meta.insert(
         "resourceVersion".into(),
@@ -83,6 +106,37 @@ pub(crate) fn list_response(page: ListPage) -> Response {
     if let Some(n) = page.remaining_item_count {
         meta.insert("remainingItemCount".into(), n.into());
     }
+    meta
+}
+
+/// `page` as a protobuf `PartialObjectMetadataList`; `None` when an item does not encode
+/// (the caller answers JSON, which the client also accepts).
+fn list_protobuf(page: &ListPage) -> Option<Vec<u8>> {
+    let msg = kinformer_proto::MessageRef::for_kind(META_V1, "PartialObjectMetadata")?;
+    let items: Vec<Vec<u8>> = page
+        .items
+        .iter()
+        .map(|o| {
+            let v: serde_json::Value = serde_json::from_slice(&metadata_object(&o.bytes)).ok()?;
+            kinformer_proto::message_from_json(msg, &v).ok()
+        })
+        .collect::<Option<_>>()?;
+    let meta = serde_json::Value::Object(list_meta(page));
+    let list = kinformer_proto::list_message(&meta, items.iter().map(Vec::as_slice)).ok()?;
+    Some(kinformer_proto::envelope(
+        META_V1,
+        "PartialObjectMetadataList",
+        &list,
+    ))
+}
+
+/// A `PartialObjectMetadataList` response for `page`: protobuf when `protobuf` (and every
+/// item encodes), else JSON streamed in chunks.
+pub(crate) fn list_response(page: ListPage, protobuf: bool) -> Response {
+    if protobuf && let Some(body) = list_protobuf(&page) {
+        return super::response::protobuf(200, body);
+    }
+    let meta = list_meta(&page);
     let head = serde_json::json!({
         "kind": "PartialObjectMetadataList",
         "apiVersion": "meta.k8s.io/v1",

@@ -7,7 +7,7 @@ use axum::response::Response;
 use http::{Method, header};
 use serde_json::{Value, json};
 
-use super::partial::{self, wants_metadata};
+use super::partial::{self, wants_metadata, wants_metadata_protobuf};
 use super::path::{Target, parse_path};
 use super::table::{IncludeObject, table, wants_table};
 use super::{discovery, openapi, response};
@@ -364,7 +364,8 @@ async fn serve_verb(
             }
             let o = api.get(res, ns, name)?;
             if wants_metadata(accept, false) {
-                return Ok((200, partial::object_response(&o)));
+                let pb = wants_metadata_protobuf(accept, false);
+                return Ok((200, partial::object_response(&o, pb)));
             }
             if let Some(inc) = as_table {
                 let meta = json!({"resourceVersion": o.resource_version.to_string()});
@@ -394,7 +395,8 @@ async fn serve_verb(
                 return Ok((200, response::json_value(200, &t)));
             }
             if wants_metadata(accept, true) {
-                return Ok((200, partial::list_response(page)));
+                let pb = wants_metadata_protobuf(accept, true);
+                return Ok((200, partial::list_response(page, pb)));
             }
             Ok((200, response::list(res, page, pb)))
         }
@@ -403,12 +405,18 @@ async fn serve_verb(
             check_fields(res, &opts)?;
             opts.numeric_rv()?;
             let (tx, rx) = tokio::sync::mpsc::channel(16);
+            let metadata_only = wants_metadata(accept, false);
+            let pb = if metadata_only {
+                wants_metadata_protobuf(accept, false)
+            } else {
+                pb
+            };
             let wreq = WatchRequest {
                 resource: res.clone(),
                 namespace: c.namespace.clone(),
                 opts,
                 table: as_table,
-                metadata_only: wants_metadata(accept, false),
+                metadata_only,
                 protobuf: pb,
             };
             tokio::spawn(run_watch(ctx.clone(), wreq, tx));
