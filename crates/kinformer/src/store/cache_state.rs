@@ -323,8 +323,19 @@ impl<K> Replacement<K> {
         obj: &Arc<K>,
         codec: Option<&LeanCodec<K>>,
     ) -> Result<(Arc<str>, Stored<K>), StoreError> {
-        let values = all_index_values(funcs.iter().map(|(n, f)| (n.as_str(), f)), obj, &key)?;
         let stored = to_stored(codec, obj, &key)?;
+        self.push_stored(funcs, key, obj, stored)
+    }
+
+    /// [`push`](Self::push) with the stored form already made.
+    pub(super) fn push_stored(
+        &mut self,
+        funcs: &[(String, IndexFunc<K>)],
+        key: String,
+        obj: &Arc<K>,
+        stored: Stored<K>,
+    ) -> Result<(Arc<str>, Stored<K>), StoreError> {
+        let values = all_index_values(funcs.iter().map(|(n, f)| (n.as_str(), f)), obj, &key)?;
         if let Some(earlier) = self.entries.get_mut(key.as_str()) {
             // A duplicate key: the later object replaces the earlier one and its index entries.
             for ((index, old), new) in self.indexes.iter_mut().zip(&earlier.values).zip(&values) {

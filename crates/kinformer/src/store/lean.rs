@@ -16,7 +16,7 @@ use serde::de::DeserializeOwned;
 ///   k8s-openapi structs keep every optional field inline, and `managedFields` (`FieldsV1`, a
 ///   `serde_json::Value` tree) alone is most of a pod.
 /// * [`CacheMode::Lean`]: every object is kept as its JSON, compressed with LZ4 against a
-///   dictionary primed with the first object the cache stored (objects of one informer share
+///   dictionary primed with one of the first objects the cache stored (objects of one informer share
 ///   most of their field names and many values, so each compresses to a fraction of its size).
 ///   Nothing is dropped: a read decodes exactly what was written. Index values are computed
 ///   once, when an object is written, as in the default mode.
@@ -93,6 +93,38 @@ impl<K> Stored<K> {
 
 /// Why an object could not be encoded or decoded.
 pub(super) type CodecError = String;
+
+/// Parts smaller than this are encoded or decoded on the calling thread.
+const PARALLEL_MIN: usize = 32;
+
+/// `f` over `items` in order, on every core for a large slice (scoped threads, one chunk
+/// each): how lean mode spreads the encoding of a list part and the decoding of a list's
+/// notifications, which otherwise run on one thread.
+pub(crate) fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    if cores < 2 || items.len() < PARALLEL_MIN {
+        return items.iter().map(f).collect();
+    }
+    let chunk = items.len().div_ceil(cores);
+    let f = &f;
+    std::thread::scope(|scope| {
+        let mut chunks = items.chunks(chunk);
+        // the first chunk on this thread, the rest on their own
+        let first = chunks.next().unwrap_or_default();
+        let others: Vec<_> = chunks
+            .map(|c| scope.spawn(move || c.iter().map(f).collect::<Vec<R>>()))
+            .collect();
+        let mut out: Vec<R> = first.iter().map(f).collect();
+        for h in others {
+            match h.join() {
+                Ok(part) => out.extend(part),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        out
+    })
+}
 
 /// The dictionary is at most this long (LZ4 looks back at most 64 KiB).
 const MAX_DICT: usize = 64 * 1024;
@@ -247,6 +279,23 @@ mod tests {
             name: name.into(),
             fields: (0..20).map(|i| format!("field-{i}")).collect(),
         })
+    }
+
+    #[test]
+    fn par_map_keeps_order_on_any_size() {
+        for n in [0, 1, PARALLEL_MIN - 1, PARALLEL_MIN, 1_000, 1_001] {
+            let items: Vec<usize> = (0..n).collect();
+            let threads = Mutex::new(std::collections::HashSet::new());
+            let out = par_map(&items, |i| {
+                threads.lock().insert(std::thread::current().id());
+                i * 2
+            });
+            assert_eq!(out, (0..n).map(|i| i * 2).collect::<Vec<_>>(), "n = {n}");
+            let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+            if n >= PARALLEL_MIN && cores > 1 {
+                assert!(threads.lock().len() > 1, "n = {n}: one thread only");
+            }
+        }
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use super::cache_state::{Entry, Replacement};
+use super::cache_state::{Entry, Replacement, to_stored};
 use super::error::StoreError;
 use super::index_func::IndexFunc;
 use super::indexer::Indexer;
@@ -80,8 +80,16 @@ impl<K: Object> Indexer<K> {
             return Ok(());
         }
         let codec = self.codec();
-        for (key, obj) in keys.into_iter().zip(items) {
-            match stage.replacement.push(&stage.funcs, key, &obj, codec) {
+        // Encoding is most of what staging costs: done on every core for a large part.
+        let pairs: Vec<(String, Arc<K>)> = keys.into_iter().zip(items).collect();
+        let stored = super::lean::par_map(&pairs, |(key, obj)| to_stored(codec, obj, key));
+        for ((key, obj), stored) in pairs.into_iter().zip(stored) {
+            let pushed = stored.and_then(|stored| {
+                stage
+                    .replacement
+                    .push_stored(&stage.funcs, key, &obj, stored)
+            });
+            match pushed {
                 Ok(listed) => stage.listed.push(listed),
                 Err(e) => {
                     stage.failed = Some(e);
