@@ -17,6 +17,18 @@ cargo test --workspace --doc
 echo "==> cargo doc (warnings denied: broken intra-doc links, missing docs)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 
+# The README's main command is `cargo run --release -p kinformer-cli -- demo`. The package has
+# two binaries, so that form only works while `kinformer` is its default-run; it broke unseen
+# once. A small demo through exactly that form (debug, built by the tests above).
+echo "==> the README's demo command, small (cargo run -p kinformer-cli -- demo)"
+demo_log="$(mktemp "${TMPDIR:-/tmp}/kinformer-demo-XXXXXX")"
+if ! cargo run -q -p kinformer-cli -- demo --pods 300 --nodes 5 --duration 3 > "$demo_log" 2>&1; then
+    cat "$demo_log" >&2
+    exit 1
+fi
+tail -n 1 "$demo_log"
+rm -f "$demo_log"
+
 # Informers run on client-go 1.36's RealFifo by default; client-go <= 1.35's DeltaFifo stays
 # selectable (QueueMode). Every test that builds an informer without choosing a mode runs again
 # with the default flipped (the property tests of the queues themselves do not depend on it, so
