@@ -41,17 +41,14 @@ pub fn release_free_memory() -> bool {
 /// Whether a release is running on a blocking thread (one at a time per process).
 static RELEASING: AtomicBool = AtomicBool::new(false);
 
-/// [`release_free_memory`] on tokio's blocking pool, unless one is already running. Returns
-/// whether it ran here.
-pub(crate) async fn release_free_memory_in_background() -> bool {
+/// [`release_free_memory`] on tokio's blocking pool, unless one is already running.
+pub(crate) async fn release_free_memory_in_background() {
     if RELEASING.swap(true, Ordering::AcqRel) {
-        return false;
+        return;
     }
-    let ran = tokio::task::spawn_blocking(release_free_memory)
-        .await
-        .is_ok();
+    // a panicked release has nothing to report: the next list releases again
+    let _ = tokio::task::spawn_blocking(release_free_memory).await;
     RELEASING.store(false, Ordering::Release);
-    ran
 }
 
 /// What an informer does after it installs a list: waits [`AFTER_LIST_WAIT`], has `prune`

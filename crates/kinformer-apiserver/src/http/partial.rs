@@ -27,21 +27,25 @@ const ITEMS_PER_CHUNK: usize = 256;
 
 /// Whether `accept` asks for metadata only: a list when `list` (`as=PartialObjectMetadataList`),
 /// one object or watch events otherwise (`as=PartialObjectMetadata`), in `meta.k8s.io/v1`.
+#[cfg(test)]
 pub(crate) fn wants_metadata(accept: &str, list: bool) -> bool {
-    metadata_clause(accept, list).is_some()
+    metadata_request(accept, list).is_some()
 }
 
-/// Whether a metadata-only request is to be answered in protobuf: its first metadata clause
-/// names protobuf (client-go's metadata client lists protobuf first, then JSON). For custom
-/// resources too: kube-apiserver serves `PartialObjectMetadata`, a built-in message, in
-/// protobuf whatever the resource.
-pub(crate) fn wants_metadata_protobuf(accept: &str, list: bool) -> bool {
-    metadata_clause(accept, list)
-        .and_then(|clause| clause.split(';').next())
-        .is_some_and(|media| crate::proto::is_protobuf(media.trim()))
+/// `Some(protobuf)` when `accept` asks for metadata only (see [`metadata_clause`]), with
+/// whether to answer in protobuf: its first metadata clause names protobuf (client-go's
+/// metadata client lists protobuf first, then JSON). For custom resources too:
+/// kube-apiserver serves `PartialObjectMetadata`, a built-in message, in protobuf whatever
+/// the resource.
+pub(crate) fn metadata_request(accept: &str, list: bool) -> Option<bool> {
+    let clause = metadata_clause(accept, list)?;
+    let media = clause.split(';').next().unwrap_or_default();
+    Some(crate::proto::is_protobuf(media.trim()))
 }
 
-/// The first clause of `accept` asking for metadata only (see [`wants_metadata`]).
+/// The first clause of `accept` asking for metadata only: a list when `list`
+/// (`as=PartialObjectMetadataList`), one object or watch events otherwise
+/// (`as=PartialObjectMetadata`), in `meta.k8s.io/v1`.
 fn metadata_clause(accept: &str, list: bool) -> Option<&str> {
     let want = if list {
         "as=PartialObjectMetadataList"

@@ -7,7 +7,7 @@ use axum::response::Response;
 use http::{Method, header};
 use serde_json::{Value, json};
 
-use super::partial::{self, wants_metadata, wants_metadata_protobuf};
+use super::partial::{self, metadata_request};
 use super::path::{Target, parse_path};
 use super::table::{IncludeObject, table, wants_table};
 use super::{discovery, openapi, response};
@@ -363,8 +363,7 @@ async fn serve_verb(
                 ));
             }
             let o = api.get(res, ns, name)?;
-            if wants_metadata(accept, false) {
-                let pb = wants_metadata_protobuf(accept, false);
+            if let Some(pb) = metadata_request(accept, false) {
                 return Ok((200, partial::object_response(&o, pb)));
             }
             if let Some(inc) = as_table {
@@ -394,8 +393,7 @@ async fn serve_verb(
                 let t = table(res, &objs, Value::Object(meta), inc);
                 return Ok((200, response::json_value(200, &t)));
             }
-            if wants_metadata(accept, true) {
-                let pb = wants_metadata_protobuf(accept, true);
+            if let Some(pb) = metadata_request(accept, true) {
                 return Ok((200, partial::list_response(page, pb)));
             }
             Ok((200, response::list(res, page, pb)))
@@ -405,12 +403,9 @@ async fn serve_verb(
             check_fields(res, &opts)?;
             opts.numeric_rv()?;
             let (tx, rx) = tokio::sync::mpsc::channel(16);
-            let metadata_only = wants_metadata(accept, false);
-            let pb = if metadata_only {
-                wants_metadata_protobuf(accept, false)
-            } else {
-                pb
-            };
+            let metadata = metadata_request(accept, false);
+            let metadata_only = metadata.is_some();
+            let pb = metadata.unwrap_or(pb);
             let wreq = WatchRequest {
                 resource: res.clone(),
                 namespace: c.namespace.clone(),

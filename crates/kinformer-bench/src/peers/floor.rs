@@ -2,14 +2,14 @@
 //! same types, with no cache and no handlers.
 //!
 //! * W1 (`floor-paged`, `floor-unpaged`): fetch every pod and decode it into `Pod`, freeing
-//!   the pages after the clock stops (as an informer keeps its list). Both fetch modes decode on every core: each response is decoded
-//!   while it downloads, in batches on the blocking pool (kinformer's list decoder,
-//!   [`KubeListerWatcher`], used here without its informer). Unpaged asks for the whole list
-//!   at `resourceVersion=0` (served from the watch cache on a real server); paged sends the
-//!   informers' own requests: `resourceVersion=0` and pages of 500, then continue tokens
-//!   (each next page asked for while the current one downloads, as kinformer does). The report takes the faster of the two medians as
-//!   the floor, so an informer can only meet it, not beat it, unless the noise between runs
-//!   does.
+//!   the pages after the clock stops (as an informer keeps its list). Both fetch modes decode
+//!   on every core: each response is decoded while it downloads, in batches on the blocking
+//!   pool (kinformer's list decoder, [`KubeListerWatcher`], used here without its informer).
+//!   Unpaged asks for the whole list at `resourceVersion=0` (served from the watch cache on a
+//!   real server); paged sends the informers' own requests: `resourceVersion=0` and pages of
+//!   500, then continue tokens (each next page asked for while the current one downloads, as
+//!   kinformer does). The report takes the fastest run of either mode as the floor, so an
+//!   informer can only meet it, not beat it, unless the noise between runs does.
 //! * W2 (`floor-watch`): one list to learn the resourceVersion, then one watch decoding every
 //!   event into `Pod` and counting it as both handlers would, with no cache.
 
