@@ -122,6 +122,34 @@ impl<'de> SeqAccess<'de> for Seq<'_, 'de> {
             }
         }
     }
+
+    /// The exact number of elements still to come, so that a `Vec` is allocated once at its
+    /// final size (serde's `Vec` takes this hint) and holds no spare capacity for as long as
+    /// the object is cached: a packed run counts its varints (bytes without the continuation
+    /// bit) or its 8-byte doubles.
+    fn size_hint(&self) -> Option<usize> {
+        let packed = |kind: Kind, b: &[u8]| {
+            if kind == Kind::F64 {
+                b.len() / 8
+            } else {
+                b.iter().filter(|&&x| x & 0x80 == 0).count()
+            }
+        };
+        let scalar = matches!(
+            self.kind,
+            Kind::Bool | Kind::I32 | Kind::I64 | Kind::U32 | Kind::U64 | Kind::F64
+        );
+        let rest: usize = self
+            .vals
+            .as_slice()
+            .iter()
+            .map(|v| match v {
+                WireValue::Bytes(b) if scalar => packed(self.kind, b),
+                _ => 1,
+            })
+            .sum();
+        Some(packed(self.kind, self.packed) + rest)
+    }
 }
 
 impl<'de> Seq<'_, 'de> {
@@ -187,6 +215,10 @@ impl<'de> MapAccess<'de> for Entries<'_, 'de> {
             depth: self.depth,
             budget: self.budget,
         })
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        Some(self.entries.len())
     }
 }
 

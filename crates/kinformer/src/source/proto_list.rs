@@ -410,6 +410,38 @@ mod tests {
         }
     }
 
+    /// A listed object is cached as decoded, so a `Vec` grown by doubling would keep its
+    /// spare capacity for as long as the object stays cached. Protobuf items are decoded at
+    /// their final sizes; JSON items (whose decoder cannot know the lengths) are copied once.
+    #[test]
+    fn listed_objects_hold_no_spare_capacity_in_either_wire_format() {
+        let containers: Vec<_> = (0..5)
+            .map(|i| {
+                json!({"name": format!("c{i}"), "image": "i", "args": ["a", "b", "c"],
+                "ports": [{"containerPort": 1}, {"containerPort": 2}, {"containerPort": 3}]})
+            })
+            .collect();
+        let list = json!({"apiVersion": "v1", "kind": "PodList", "metadata": {"resourceVersion": "1"},
+            "items": [{"metadata": {"name": "p", "namespace": "ns"}, "spec": {"containers": containers}}]});
+        let proto = decode_in_chunks(&kinformer_proto::object_from_json(&list).unwrap(), 64)
+            .unwrap()
+            .items;
+        let mut d = crate::source::list_stream::ListStreamDecoder::<Pod>::new("Pod", 1 << 20);
+        d.push(&serde_json::to_vec(&list).unwrap());
+        let json = Box::new(d).finish().unwrap().items;
+        for (format, items) in [("protobuf", proto), ("JSON", json)] {
+            let spec = items[0].spec.as_ref().unwrap();
+            let c = &spec.containers;
+            assert_eq!((c.len(), c.capacity()), (5, 5), "{format}: containers");
+            for c in c {
+                let ports = c.ports.as_ref().unwrap();
+                let args = c.args.as_ref().unwrap();
+                assert_eq!((ports.len(), ports.capacity()), (3, 3), "{format}: ports");
+                assert_eq!((args.len(), args.capacity()), (3, 3), "{format}: args");
+            }
+        }
+    }
+
     #[test]
     fn the_continue_token_is_known_before_the_items_arrive() {
         let body = pod_list(50);
