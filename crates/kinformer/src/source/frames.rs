@@ -8,8 +8,9 @@ use futures::StreamExt;
 use kube::Resource;
 use serde::de::DeserializeOwned;
 
-use super::wire::decode_watch_line;
-use crate::reflector::{ListWatchError, TransportErrorKind, WatchStream};
+use super::list_stream::ProtoItems;
+use super::wire::{check_kind, decode_watch_line, typed_event};
+use crate::reflector::{ListWatchError, TransportErrorKind, WatchEvent, WatchStream};
 
 /// Splits a watch body into lines of at most `max_line` bytes and decodes each into an event
 /// of `kind`. The stream ends after the body ends or after the first error that ends it: a
@@ -127,13 +128,17 @@ where
 
 /// Splits a protobuf watch body (`application/vnd.kubernetes.protobuf;stream=watch`: each
 /// event a 4-byte big-endian length, then a `WatchEvent` in the `k8s\0` envelope) into events
-/// of `kind`. Each event is transcoded to the JSON event line it stands for and decoded by the
-/// same code as a JSON watch ([`decode_watch_line`]), so both wire formats give the same
-/// events and the same errors. Limits and endings are those of [`watch_lines`]: a frame over
-/// `max_frame` ends the stream with [`ListWatchError::TooLarge`], a body that ends inside a
-/// frame with [`TransportErrorKind::Incomplete`]; a frame that does not decode is a
+/// of `kind`, each decoded by [`decode_watch_frame`]. Limits and endings are those of
+/// [`watch_lines`]: a frame over `max_frame` ends the stream with
+/// [`ListWatchError::TooLarge`], a body that ends inside a frame with
+/// [`TransportErrorKind::Incomplete`]; a frame that does not decode is a
 /// [`ListWatchError::Decode`] item and the stream goes on.
-pub(crate) fn watch_frames<K, B, E>(body: B, kind: String, max_frame: usize) -> WatchStream<K>
+pub(crate) fn watch_frames<K, B, E>(
+    body: B,
+    kind: String,
+    items: ProtoItems,
+    max_frame: usize,
+) -> WatchStream<K>
 where
     K: Resource + DeserializeOwned + Send + 'static,
     B: futures::Stream<Item = Result<Bytes, E>> + Send + 'static,
@@ -148,9 +153,7 @@ where
         let kind = kind.clone();
         async move {
             let item = match st.next_frame().await? {
-                Ok(frame) => {
-                    frame_as_line(&frame).and_then(|line| decode_watch_line::<K>(&line, &kind))
-                }
+                Ok(frame) => decode_watch_frame::<K>(&frame, &kind, items),
                 Err(e) => Err(e),
             };
             Some((item, st))
@@ -159,13 +162,59 @@ where
     .boxed()
 }
 
-/// A protobuf watch frame as the JSON watch line it stands for.
-fn frame_as_line(frame: &[u8]) -> Result<Vec<u8>, ListWatchError> {
-    let bad = |e: kinformer_proto::ProtoError| {
-        ListWatchError::Decode(format!("cannot decode a protobuf watch event: {e}"))
-    };
-    let ev = kinformer_proto::WatchEvent::parse(frame).map_err(bad)?;
-    let object = kinformer_proto::object_to_json(ev.object).map_err(bad)?;
+fn bad_frame(e: kinformer_proto::ProtoError) -> ListWatchError {
+    ListWatchError::Decode(format!("cannot decode a protobuf watch event: {e}"))
+}
+
+/// One protobuf watch frame as an event of `kind`. An object event's object is decoded from
+/// its message straight into `K`, as a protobuf list's items are (no JSON in between; every
+/// list in it allocated at its final length; `managedFields` left out when `items` says so),
+/// after the same kind check as a JSON event; BOOKMARK and ERROR events, small and rare, are
+/// decoded from the JSON event line they stand for by the JSON watch's own code
+/// ([`decode_watch_line`]), so both wire formats give the same events and the same errors.
+fn decode_watch_frame<K>(
+    frame: &[u8],
+    kind: &str,
+    items: ProtoItems,
+) -> Result<WatchEvent<K>, ListWatchError>
+where
+    K: Resource + DeserializeOwned + 'static,
+{
+    let ev = kinformer_proto::WatchEvent::parse(frame).map_err(bad_frame)?;
+    if !matches!(ev.event_type, "ADDED" | "MODIFIED" | "DELETED") {
+        return frame_as_line(ev).and_then(|line| decode_watch_line::<K>(&line, kind));
+    }
+    if ev.object.is_empty() {
+        return Err(ListWatchError::Decode(format!(
+            "{} event has no object",
+            ev.event_type
+        )));
+    }
+    let env = kinformer_proto::Envelope::parse(ev.object).map_err(bad_frame)?;
+    if !env.kind.is_empty() && env.kind != kind {
+        return Err(ListWatchError::Decode(format!(
+            "unexpected object kind {:?}, expected {kind:?}",
+            env.kind
+        )));
+    }
+    let mut d = kinformer_proto::MessageDeserializer::new(items.msg, env.raw);
+    if items.drop_managed_fields {
+        d = d.without_managed_fields();
+    }
+    // the type the server wrote, as a JSON event carries it (a typed decoder checks it)
+    if !env.kind.is_empty() && !env.api_version.is_empty() {
+        d = d.typed(env.api_version, env.kind);
+    } else if let Some((api_version, kind)) = items.typed {
+        d = d.typed(api_version, kind);
+    }
+    let obj = K::deserialize(&mut d)
+        .map_err(|e| ListWatchError::Decode(format!("cannot decode {kind}: {e}")))?;
+    typed_event(ev.event_type, check_kind(obj, kind)?)
+}
+
+/// A protobuf watch event as the JSON watch line it stands for.
+fn frame_as_line(ev: kinformer_proto::WatchEvent<'_>) -> Result<Vec<u8>, ListWatchError> {
+    let object = kinformer_proto::object_to_json(ev.object).map_err(bad_frame)?;
     let mut line = Vec::with_capacity(object.len() + 32);
     line.extend_from_slice(b"{\"type\":");
     let _ = serde_json::to_writer(&mut line, ev.event_type);
@@ -250,7 +299,12 @@ mod tests {
         let chunks = body
             .into_iter()
             .map(|c| Ok::<_, std::convert::Infallible>(Bytes::from(c)));
-        watch_frames::<Pod, _, _>(futures::stream::iter(chunks), "Pod".into(), max)
+        let items = ProtoItems {
+            msg: kinformer_proto::MessageRef::for_kind("v1", "Pod").unwrap(),
+            drop_managed_fields: false,
+            typed: None,
+        };
+        watch_frames::<Pod, _, _>(futures::stream::iter(chunks), "Pod".into(), items, max)
             .collect()
             .await
     }
@@ -272,6 +326,115 @@ mod tests {
                 Ok(crate::reflector::WatchEvent::Deleted(_))
             ));
         }
+    }
+
+    fn rich_pod() -> serde_json::Value {
+        let containers: Vec<_> = (0..3)
+            .map(|i| serde_json::json!({"name": format!("c{i}"), "image": "i", "args": ["a", "b", "c"],
+                "ports": [{"containerPort": 80, "protocol": "TCP"}, {"containerPort": 81, "protocol": "UDP"}]}))
+            .collect();
+        serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "ns", "resourceVersion": "7", "labels": {"app": "x"},
+                "creationTimestamp": "2026-11-24T10:00:00Z",
+                "managedFields": [{"manager": "m", "operation": "Update", "apiVersion": "v1",
+                    "time": "2026-11-24T10:00:00Z", "fieldsType": "FieldsV1",
+                    "fieldsV1": {"f:metadata": {"f:labels": {".": {}, "f:app": {}}}}}]},
+            "spec": {"containers": containers, "securityContext": {"supplementalGroups": [1, 300000]}},
+            "status": {"phase": "Running", "podIPs": [{"ip": "10.0.0.1"}]}})
+    }
+
+    /// An object event is decoded from its message straight into `K`: the same object as the
+    /// JSON watch line of the same event gives (what the protobuf watch decoded to before),
+    /// with every list at its final length.
+    #[tokio::test]
+    async fn object_events_decode_like_their_json_lines_without_spare_capacity() {
+        let pod = rich_pod();
+        let proto = kinformer_proto::object_from_json(&pod).unwrap();
+        for ty in ["ADDED", "MODIFIED", "DELETED"] {
+            let evs = events(vec![kinformer_proto::watch_frame(ty, &proto)], 1 << 20).await;
+            // the JSON a Go server writes for the same object (empty structs included)
+            let json: serde_json::Value =
+                serde_json::from_slice(&kinformer_proto::object_to_json(&proto).unwrap()).unwrap();
+            let line =
+                serde_json::to_vec(&serde_json::json!({"type": ty, "object": json})).unwrap();
+            let want = decode_watch_line::<Pod>(&line, "Pod").unwrap();
+            let got = evs.into_iter().next().unwrap().unwrap();
+            assert_eq!(got, want, "{ty}");
+            let (WatchEvent::Added(obj) | WatchEvent::Modified(obj) | WatchEvent::Deleted(obj)) =
+                got
+            else {
+                panic!("{ty}: not an object event");
+            };
+            let spec = obj.spec.unwrap();
+            assert_eq!(spec.containers.capacity(), 3);
+            for c in &spec.containers {
+                assert_eq!(c.ports.as_ref().unwrap().capacity(), 2);
+                assert_eq!(c.args.as_ref().unwrap().capacity(), 3);
+            }
+            assert!(obj.metadata.managed_fields.is_some());
+        }
+    }
+
+    #[tokio::test]
+    async fn managed_fields_are_left_out_of_watched_objects_when_asked() {
+        let proto = kinformer_proto::object_from_json(&rich_pod()).unwrap();
+        let body = kinformer_proto::watch_frame("MODIFIED", &proto);
+        let items = ProtoItems {
+            msg: kinformer_proto::MessageRef::for_kind("v1", "Pod").unwrap(),
+            drop_managed_fields: true,
+            typed: None,
+        };
+        let chunks = futures::stream::iter([Ok::<_, std::convert::Infallible>(Bytes::from(body))]);
+        let evs: Vec<_> = watch_frames::<Pod, _, _>(chunks, "Pod".into(), items, 1 << 20)
+            .collect()
+            .await;
+        let Ok(WatchEvent::Modified(pod)) = &evs[0] else {
+            panic!("{evs:?}");
+        };
+        assert!(pod.metadata.managed_fields.is_none());
+        assert_eq!(pod.metadata.labels.as_ref().unwrap()["app"], "x");
+    }
+
+    /// Another kind's object is a decode error (as in a JSON watch) and the stream goes on;
+    /// BOOKMARK and ERROR events give what their JSON lines give.
+    #[tokio::test]
+    async fn another_kind_bookmarks_and_errors() {
+        let cm =
+            serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
+        let other =
+            kinformer_proto::watch_frame("ADDED", &kinformer_proto::object_from_json(&cm).unwrap());
+        let bookmark_pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"resourceVersion": "99", "annotations": {"k8s.io/initial-events-end": "true"}}});
+        let bookmark = kinformer_proto::watch_frame(
+            "BOOKMARK",
+            &kinformer_proto::object_from_json(&bookmark_pod).unwrap(),
+        );
+        let status = serde_json::json!({"apiVersion": "v1", "kind": "Status", "status": "Failure",
+            "code": 410, "reason": "Expired", "message": "too old resource version"});
+        let error = kinformer_proto::watch_frame(
+            "ERROR",
+            &kinformer_proto::object_from_json(&status).unwrap(),
+        );
+        let evs = events(vec![other, frame("ADDED", "a"), bookmark, error], 1 << 20).await;
+        let e = evs[0].as_ref().unwrap_err();
+        assert!(e.is_decode(), "{e}");
+        assert!(e.to_string().contains("ConfigMap"), "{e}");
+        assert!(
+            matches!(&evs[1], Ok(WatchEvent::Added(p)) if p.metadata.name.as_deref() == Some("a"))
+        );
+        let Ok(WatchEvent::Bookmark {
+            resource_version,
+            annotations,
+        }) = &evs[2]
+        else {
+            panic!("{:?}", evs[2]);
+        };
+        assert_eq!(resource_version, "99");
+        assert_eq!(annotations["k8s.io/initial-events-end"], "true");
+        let Ok(WatchEvent::Error(st)) = &evs[3] else {
+            panic!("{:?}", evs[3]);
+        };
+        assert_eq!((st.code, st.reason.as_str()), (410, "Expired"));
     }
 
     #[tokio::test]

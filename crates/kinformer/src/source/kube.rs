@@ -290,7 +290,7 @@ where
     }
 
     /// Lets the source leave `metadata.managedFields` out while it decodes, where it can (items
-    /// of a protobuf list, never parsed at all), for a consumer that strips them anyway (the
+    /// of a protobuf list and objects of protobuf watch events, never parsed at all), for a consumer that strips them anyway (the
     /// factory's [`strip_managed_fields`](crate::factory::SharedInformerFactoryBuilder::strip_managed_fields)
     /// sets this). Objects from other paths may still carry them: strip them after decoding
     /// too.
@@ -398,21 +398,27 @@ where
         Err(error_from_response(response).await)
     }
 
-    /// `K`'s message when the response is protobuf (the server chooses, from the `Accept`
-    /// this source sent); `None` for JSON.
-    fn protobuf_response(
-        &self,
-        response: &http::Response<Body>,
-    ) -> Option<kinformer_proto::MessageRef> {
+    /// How to decode the objects of a protobuf response (the server chooses, from the
+    /// `Accept` this source sent): `K`'s message, whether `managedFields` is left out, and
+    /// the type to present metadata-only objects with; `None` for JSON. Lists and watches
+    /// both take it from here.
+    fn protobuf_response(&self, response: &http::Response<Body>) -> Option<ProtoItems> {
         let ct = response
             .headers()
             .get(http::header::CONTENT_TYPE)?
             .to_str()
             .ok()?;
         let media = ct.split(';').next()?.trim();
-        (self.asks_protobuf() && media.eq_ignore_ascii_case(kinformer_proto::MEDIA_TYPE))
+        let msg = (self.asks_protobuf() && media.eq_ignore_ascii_case(kinformer_proto::MEDIA_TYPE))
             .then_some(self.proto)
-            .flatten()
+            .flatten()?;
+        Some(ProtoItems {
+            msg,
+            drop_managed_fields: self.drop_managed_fields,
+            typed: self
+                .is_metadata_only()
+                .then_some((METADATA_API_VERSION, METADATA_KIND)),
+        })
     }
 }
 
@@ -438,15 +444,9 @@ where
         }
         let response = self.get(options, false).await?;
         let mut decoder: Box<dyn ListBody<K>> = match self.protobuf_response(&response) {
-            Some(msg) => Box::new(ProtoListDecoder::<K>::new(
+            Some(items) => Box::new(ProtoListDecoder::<K>::new(
                 &self.kind,
-                ProtoItems {
-                    msg,
-                    drop_managed_fields: self.drop_managed_fields,
-                    typed: self
-                        .is_metadata_only()
-                        .then_some((METADATA_API_VERSION, METADATA_KIND)),
-                },
+                items,
                 self.max_object_size,
             )),
             None => Box::new(ListStreamDecoder::<K>::new(
@@ -541,12 +541,11 @@ where
         let options = options.clone();
         async move {
             let response = self.get(&options, true).await?;
-            let protobuf = self.protobuf_response(&response).is_some();
+            let protobuf = self.protobuf_response(&response);
             let body = response.into_body().into_data_stream();
-            Ok(if protobuf {
-                watch_frames(body, self.kind.clone(), self.max_object_size)
-            } else {
-                watch_lines(body, self.kind.clone(), self.max_object_size)
+            Ok(match protobuf {
+                Some(items) => watch_frames(body, self.kind.clone(), items, self.max_object_size),
+                None => watch_lines(body, self.kind.clone(), self.max_object_size),
             })
         }
         .boxed()
