@@ -7,9 +7,10 @@
 //!
 //! Built-in kinds are asked for in protobuf first, as client-go asks ([`WireFormat`]): a
 //! protobuf list is cut into items while it downloads (`proto_list`) and a protobuf watch into
-//! frames (`frames`); each item or event is transcoded to JSON by `kinformer-proto` and decoded
-//! by the same code as a JSON response, so the two wire formats cannot differ in what they
-//! accept. A server that answers JSON is read as JSON.
+//! frames (`frames`); each item or object event is decoded from its message straight into `K`
+//! by `kinformer-proto`'s serde deserializer (no JSON in between), each list in it allocated at
+//! its final length. The list envelope and BOOKMARK and ERROR events are transcoded to JSON and
+//! read by the JSON code. A server that answers JSON is read as JSON.
 //!
 //! Responses are decoded straight into `K`, never through a `serde_json::Value` tree (see
 //! `wire`): a list while it downloads (items are found by a small scanner and decoded in
@@ -77,10 +78,10 @@ pub const PROTOBUF_ACCEPT: &str = "application/vnd.kubernetes.protobuf, applicat
 pub enum WireFormat {
     /// Protobuf for built-in kinds (every kind client-go registers) and for metadata-only
     /// requests of any resource (`PartialObjectMetadata` is a built-in message), JSON for full
-    /// custom resources, as client-go does. The default. The bytes
-    /// are transcoded to JSON and decoded by the same code as a JSON response (see
-    /// `kinformer-proto`), so both formats give the same objects and the same errors; a
-    /// server that answers JSON anyway is read as JSON.
+    /// custom resources, as client-go does. The default. Objects are decoded from their
+    /// messages straight into `K` (`kinformer-proto`'s serde deserializer, checked against
+    /// Go's own encodings of every kind), giving the objects a JSON response gives; a server
+    /// that answers JSON anyway is read as JSON.
     #[default]
     Protobuf,
     /// JSON only.

@@ -477,7 +477,7 @@ impl<K: DeserializeOwned + Clone + Send + 'static> ListBody<K> for ListStreamDec
 }
 
 /// Complete list items, not decoded yet: their bytes back to back, JSON or (when `proto` names
-/// the item message) protobuf messages, which are transcoded to JSON first.
+/// the item message) protobuf messages, decoded straight into `K`.
 #[derive(Debug)]
 pub(crate) struct RawItems {
     bytes: Vec<u8>,

@@ -2,8 +2,8 @@
 //! what client-go asks for built-in kinds): the `k8s\0` envelope, then `runtime.Unknown` whose
 //! `raw` field holds the list message, whose `items` are length-delimited fields one after
 //! another. Each item is cut out as soon as its last byte is in and handed on undecoded (its
-//! bytes, [`RawItems`] marked protobuf), to be transcoded to JSON and deserialized by the same
-//! code as a JSON list's items. Only the item in progress is buffered.
+//! bytes, [`RawItems`] marked protobuf), to be deserialized from its message straight into `K`
+//! with the rest of its batch. Only the item in progress is buffered.
 //!
 //! The list's `metadata` is transcoded and parsed by the same code as a JSON list's envelope
 //! ([`decode_list`]), so both wire formats are held to the same rules.
