@@ -3,7 +3,7 @@
 //! Go's runtime returns freed heap to the OS on its own (its scavenger; `debug.FreeOSMemory`
 //! does it at once). glibc's `malloc`, which a Rust program on Linux uses unless it picks
 //! another allocator, keeps freed memory in its heaps: after an informer lists 10,000 pods,
-//! the transient memory of the download (bodies, transcoding buffers, objects a relist
+//! the transient memory of the download (bodies, decoding buffers, objects a relist
 //! replaced) stays resident between the live objects that pin its pages, and the process's
 //! RSS stays near the list's peak. [`release_free_memory`] asks glibc to hand every free page
 //! back (`malloc_trim(0)`); the live objects are untouched.

@@ -9,7 +9,7 @@ use kube::Resource;
 use serde::de::DeserializeOwned;
 
 use super::list_stream::ProtoItems;
-use super::wire::{check_kind, decode_watch_line, typed_event};
+use super::wire::{decode_watch_line, typed_event};
 use crate::reflector::{ListWatchError, TransportErrorKind, WatchEvent, WatchStream};
 
 /// Splits a watch body into lines of at most `max_line` bytes and decodes each into an event
@@ -197,19 +197,12 @@ where
             env.kind
         )));
     }
-    let mut d = kinformer_proto::MessageDeserializer::new(items.msg, env.raw);
-    if items.drop_managed_fields {
-        d = d.without_managed_fields();
-    }
     // the type the server wrote, as a JSON event carries it (a typed decoder checks it)
-    if !env.kind.is_empty() && !env.api_version.is_empty() {
-        d = d.typed(env.api_version, env.kind);
-    } else if let Some((api_version, kind)) = items.typed {
-        d = d.typed(api_version, kind);
-    }
-    let obj = K::deserialize(&mut d)
+    let type_meta = (!env.kind.is_empty() && !env.api_version.is_empty())
+        .then_some((env.api_version, env.kind));
+    let obj = K::deserialize(&mut items.deserializer(env.raw, type_meta))
         .map_err(|e| ListWatchError::Decode(format!("cannot decode {kind}: {e}")))?;
-    typed_event(ev.event_type, check_kind(obj, kind)?)
+    typed_event(ev.event_type, obj)
 }
 
 /// A protobuf watch event as the JSON watch line it stands for.

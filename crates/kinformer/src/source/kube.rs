@@ -151,9 +151,10 @@ pub struct KubeListerWatcher<K> {
     field_selector: Option<String>,
     tweak: Option<TweakFn>,
     max_object_size: usize,
-    /// `(list, watch)` `Accept` headers for metadata-only requests; `None`: full objects.
-    accept: Option<(&'static str, &'static str)>,
-    /// The protobuf message of `K`, when it has one and the request is not metadata-only.
+    /// Whether `K` is a `PartialObjectMeta`: requests ask for metadata only.
+    metadata_only: bool,
+    /// The protobuf message of the objects: `K`'s when it has one, `PartialObjectMetadata`
+    /// for metadata-only requests.
     proto: Option<kinformer_proto::MessageRef>,
     wire: WireFormat,
     drop_managed_fields: bool,
@@ -184,7 +185,7 @@ impl<K> Clone for KubeListerWatcher<K> {
             field_selector: self.field_selector.clone(),
             tweak: self.tweak.clone(),
             max_object_size: self.max_object_size,
-            accept: self.accept,
+            metadata_only: self.metadata_only,
             proto: self.proto,
             wire: self.wire,
             drop_managed_fields: self.drop_managed_fields,
@@ -240,7 +241,7 @@ where
             } else {
                 K::kind(dyntype).into_owned()
             },
-            accept: metadata.then_some((METADATA_LIST_ACCEPT, METADATA_WATCH_ACCEPT)),
+            metadata_only: metadata,
             proto: if metadata {
                 kinformer_proto::MessageRef::for_kind(METADATA_API_VERSION, METADATA_KIND)
             } else {
@@ -309,7 +310,7 @@ where
 
     /// Whether this source lists and watches only metadata (`K` is a `PartialObjectMeta`).
     pub fn is_metadata_only(&self) -> bool {
-        self.accept.is_some()
+        self.metadata_only
     }
 
     /// The most bytes one object may take on the wire (a watch event's line, a list item, a
@@ -378,16 +379,16 @@ where
     ) -> Result<http::Response<Body>, ListWatchError> {
         let uri = format!("{}?{query}", self.url_path);
         let mut request = http::Request::get(uri);
-        if let Some((list, watch_accept)) = self.accept {
-            let accept = match (self.asks_protobuf(), watch) {
-                (true, false) => METADATA_LIST_ACCEPT_PROTOBUF,
-                (true, true) => METADATA_WATCH_ACCEPT_PROTOBUF,
-                (false, false) => list,
-                (false, true) => watch_accept,
-            };
+        let accept = match (self.metadata_only, self.asks_protobuf(), watch) {
+            (true, true, false) => Some(METADATA_LIST_ACCEPT_PROTOBUF),
+            (true, true, true) => Some(METADATA_WATCH_ACCEPT_PROTOBUF),
+            (true, false, false) => Some(METADATA_LIST_ACCEPT),
+            (true, false, true) => Some(METADATA_WATCH_ACCEPT),
+            (false, true, _) => Some(PROTOBUF_ACCEPT),
+            (false, false, _) => None,
+        };
+        if let Some(accept) = accept {
             request = request.header(http::header::ACCEPT, accept);
-        } else if self.asks_protobuf() {
-            request = request.header(http::header::ACCEPT, PROTOBUF_ACCEPT);
         }
         let request = request
             .body(Body::from(Vec::new()))

@@ -497,6 +497,25 @@ pub(crate) struct ProtoItems {
     pub(crate) typed: Option<(&'static str, &'static str)>,
 }
 
+impl ProtoItems {
+    /// The deserializer of one object's message `raw`, presented with `type_meta` (the
+    /// `(apiVersion, kind)` its envelope carries) or else with [`typed`](Self::typed).
+    pub(crate) fn deserializer<'de>(
+        &self,
+        raw: &'de [u8],
+        type_meta: Option<(&'de str, &'de str)>,
+    ) -> kinformer_proto::MessageDeserializer<'de> {
+        let mut d = kinformer_proto::MessageDeserializer::new(self.msg, raw);
+        if self.drop_managed_fields {
+            d = d.without_managed_fields();
+        }
+        if let Some((api_version, kind)) = type_meta.or(self.typed) {
+            d = d.typed(api_version, kind);
+        }
+        d
+    }
+}
+
 impl RawItems {
     pub(crate) fn starting_at(first: usize, proto: Option<ProtoItems>) -> Self {
         Self {
@@ -547,14 +566,7 @@ impl RawItems {
                     .map_err(|e| e.to_string()),
                 // protobuf straight into K: no JSON text in between
                 Some(p) => {
-                    let mut d = kinformer_proto::MessageDeserializer::new(p.msg, item);
-                    if p.drop_managed_fields {
-                        d = d.without_managed_fields();
-                    }
-                    if let Some((api_version, kind)) = p.typed {
-                        d = d.typed(api_version, kind);
-                    }
-                    K::deserialize(&mut d).map_err(|e| e.to_string())
+                    K::deserialize(&mut p.deserializer(item, None)).map_err(|e| e.to_string())
                 }
             }
             .map_err(|e| {

@@ -100,7 +100,7 @@ pub(crate) fn typed_event<K>(event_type: &str, obj: K) -> Result<WatchEvent<K>, 
 
 /// The kind check a typed decoder cannot do itself: a `DynamicObject` takes any kind, so its
 /// `kind` is compared here. Typed objects (k8s-openapi's) reject another kind while decoding.
-pub(crate) fn check_kind<K: 'static>(obj: K, kind: &str) -> Result<K, ListWatchError> {
+fn check_kind<K: 'static>(obj: K, kind: &str) -> Result<K, ListWatchError> {
     if let Some(dynamic) = (&obj as &dyn std::any::Any).downcast_ref::<kube::api::DynamicObject>()
         && let Some(actual) = dynamic.types.as_ref().map(|t| t.kind.as_str())
         && actual != kind
