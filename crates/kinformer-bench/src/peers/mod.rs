@@ -204,6 +204,16 @@ fn control(args: &PeerArgs, command: &str) -> Result<String, PeerError> {
 /// tidy-up after its list (`kinformer::memory`, half a second after the list).
 const SETTLE: Duration = Duration::from_secs(2);
 
+/// Runs `work` as a task on the runtime's workers, as an informer's reflector runs, rather
+/// than on the thread that called `block_on` (which every body frame would have to wake).
+async fn spawned(
+    work: impl std::future::Future<Output = Result<PeerReport, PeerError>> + Send + 'static,
+) -> Result<PeerReport, PeerError> {
+    tokio::spawn(work)
+        .await
+        .map_err(|e| PeerError::List(format!("the floor's task failed: {e}")))?
+}
+
 /// Runs a Rust `peer` on the workload and returns its report.
 ///
 /// # Errors
@@ -215,8 +225,12 @@ pub async fn run(peer: Peer, args: &PeerArgs) -> Result<PeerReport, PeerError> {
     let mut report = PeerReport::new(peer.as_str(), args.workload, args.n);
     report.baseline_rss_kib = rss::current_kib();
     match (peer, args.workload) {
-        (Peer::FloorPaged, Workload::W1) => return floor::run_paged(client, report).await,
-        (Peer::FloorUnpaged, Workload::W1) => return floor::run_unpaged(client, report).await,
+        (Peer::FloorPaged, Workload::W1) => {
+            return spawned(floor::run_paged(client, report)).await;
+        }
+        (Peer::FloorUnpaged, Workload::W1) => {
+            return spawned(floor::run_unpaged(client, report)).await;
+        }
         (Peer::FloorWatch, Workload::W2) | (Peer::KubeRs, _) => {}
         (p, w) if p.runs(w) && kinformer_peer::Variant::of(p).is_some() => {}
         _ => return Err(unsupported()),
