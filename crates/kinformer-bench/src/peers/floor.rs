@@ -11,8 +11,9 @@
 //!   kinformer does). Both run as a task on the runtime's workers, as a reflector does: on
 //!   the thread that called `block_on` every body frame costs a cross-thread wake-up, which
 //!   made the floors about 130 ms slower than the informer at 10,000 pods (the "floor slower
-//!   than the informer" of the 2026-11-24 night report). The report takes the fastest run of either mode as the floor, so an
-//!   informer can only meet it, not beat it, unless the noise between runs does.
+//!   than the informer" of the 2026-11-24 night report). The report takes the fastest run of
+//!   either mode as the floor, so an informer can only meet it, not beat it, unless the
+//!   noise between runs does.
 //! * W2 (`floor-watch`): one list to learn the resourceVersion, then one watch decoding every
 //!   event into `Pod` and counting it as both handlers would, with no cache.
 

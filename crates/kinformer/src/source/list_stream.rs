@@ -560,6 +560,7 @@ impl RawItems {
         let mut start = 0;
         for (i, &end) in self.ends.iter().enumerate() {
             let item = &self.bytes[start..end];
+            crate::memory::grow_heap_ahead();
             let obj: K = match self.proto {
                 None => serde_json::from_slice::<K>(item)
                     .map(|o| without_spare_capacity(&o))
