@@ -17,8 +17,9 @@
 //!
 //! The other way glibc's `malloc` shows in an informer is the time to sync: a thread's heap
 //! grows one `mprotect` call at a time, by exactly the pages the request in hand needs. The
-//! list decoder asks for room ahead of each object it decodes (`grow_heap_ahead`), so the
-//! heap grows in steps of up to 60 KiB instead.
+//! list and watch decoders ask for room ahead of each object they decode (`grow_heap_ahead`),
+//! so the heap grows in steps of up to 60 KiB instead: the initial list, every relist, and
+//! a streaming list's initial events alike.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;

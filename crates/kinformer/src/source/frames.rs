@@ -34,7 +34,10 @@ where
         let kind = kind.clone();
         async move {
             let item = match st.next_line().await? {
-                Ok((line, true)) => decode_watch_line::<K>(&line, &kind),
+                Ok((line, true)) => {
+                    crate::memory::grow_heap_ahead();
+                    decode_watch_line::<K>(&line, &kind)
+                }
                 // The body ended without a newline: a last line that decodes still counts;
                 // one that does not is an event cut off by the connection.
                 Ok((line, false)) => {
@@ -200,6 +203,7 @@ where
     // the type the server wrote, as a JSON event carries it (a typed decoder checks it)
     let type_meta = (!env.kind.is_empty() && !env.api_version.is_empty())
         .then_some((env.api_version, env.kind));
+    crate::memory::grow_heap_ahead();
     let obj = K::deserialize(&mut items.deserializer(env.raw, type_meta))
         .map_err(|e| ListWatchError::Decode(format!("cannot decode {kind}: {e}")))?;
     typed_event(ev.event_type, obj)
