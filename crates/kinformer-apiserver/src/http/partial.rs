@@ -25,13 +25,6 @@ use crate::store::StoredObject;
 /// Items per response chunk of a metadata list.
 const ITEMS_PER_CHUNK: usize = 256;
 
-/// Whether `accept` asks for metadata only: a list when `list` (`as=PartialObjectMetadataList`),
-/// one object or watch events otherwise (`as=PartialObjectMetadata`), in `meta.k8s.io/v1`.
-#[cfg(test)]
-pub(crate) fn wants_metadata(accept: &str, list: bool) -> bool {
-    metadata_request(accept, list).is_some()
-}
-
 /// `Some(protobuf)` when `accept` asks for metadata only (see [`metadata_clause`]), with
 /// whether to answer in protobuf: its first metadata clause names protobuf (client-go's
 /// metadata client lists protobuf first, then JSON). For custom resources too:
@@ -181,6 +174,11 @@ pub(crate) fn list_response(page: ListPage, protobuf: bool) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whether `accept` asks for metadata only.
+    fn wants_metadata(accept: &str, list: bool) -> bool {
+        metadata_request(accept, list).is_some()
+    }
 
     #[test]
     fn accept_clauses_are_matched_per_verb() {

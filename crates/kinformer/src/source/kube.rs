@@ -292,8 +292,9 @@ where
     }
 
     /// Lets the source leave `metadata.managedFields` out while it decodes, where it can (items
-    /// of a protobuf list and objects of protobuf watch events, never parsed at all), for a consumer that strips them anyway (the
-    /// factory's [`strip_managed_fields`](crate::factory::SharedInformerFactoryBuilder::strip_managed_fields)
+    /// of a protobuf list and objects of protobuf watch events, never parsed at all), for a
+    /// consumer that strips them anyway (the factory's
+    /// [`strip_managed_fields`](crate::factory::SharedInformerFactoryBuilder::strip_managed_fields)
     /// sets this). Objects from other paths may still carry them: strip them after decoding
     /// too.
     #[must_use]
