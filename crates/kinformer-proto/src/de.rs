@@ -28,7 +28,7 @@ pub struct MessageDeserializer<'de> {
     msg: MessageRef,
     buf: &'de [u8],
     typed: Option<(&'de str, &'de str)>,
-    budget: Budget,
+    budget: Budget<'de>,
 }
 
 impl<'de> MessageDeserializer<'de> {

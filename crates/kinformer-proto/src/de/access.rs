@@ -8,17 +8,23 @@ use serde::de::{
     self, DeserializeSeed, Deserializer as _, IntoDeserializer, MapAccess, SeqAccess, Visitor,
 };
 
-use super::walk::{Budget, MAX_DEPTH, Slot, bytes_of, entries, varint_of};
+use super::walk::{Budget, MAX_DEPTH, Slot, Span, Truncate, bytes_of, entries, varint_of};
 use crate::ProtoError;
 use crate::gotime;
 use crate::schema::{Kind, MessageRef};
 use crate::wire::{Fields, WireValue, read_varint};
 
+/// A message as a map: its entries are `next..end` of the walk's entry stack, and its
+/// repeated values are on the value stack; it truncates both to where they were when it is
+/// dropped.
 pub(crate) struct Message<'a, 'de> {
-    pub(crate) entries: std::vec::IntoIter<(&'static str, Slot<'de>)>,
-    pub(crate) value: Option<Slot<'de>>,
-    pub(crate) depth: usize,
-    pub(crate) budget: &'a Budget,
+    next: usize,
+    end: usize,
+    value: Option<Slot<'de>>,
+    depth: usize,
+    budget: &'a Budget<'de>,
+    _slots: Truncate<'a, (&'static str, Slot<'de>)>,
+    _vals: Truncate<'a, WireValue<'de>>,
 }
 
 impl<'a, 'de> Message<'a, 'de> {
@@ -26,21 +32,27 @@ impl<'a, 'de> Message<'a, 'de> {
         m: MessageRef,
         buf: &'de [u8],
         depth: usize,
-        budget: &'a Budget,
+        budget: &'a Budget<'de>,
         typed: Option<(&'de str, &'de str)>,
     ) -> Result<Self, ProtoError> {
-        let mut out = Vec::with_capacity(m.get().fields.len() + 2);
-        if let Some((api_version, kind)) = typed {
-            out.push(("apiVersion", Slot::Text(api_version)));
-            out.push(("kind", Slot::Text(kind)));
-        }
-        entries(m, buf, depth, budget, &mut out)?;
-        Ok(Message {
-            entries: out.into_iter(),
+        let start = budget.slots.borrow().len();
+        let mut msg = Message {
+            next: start,
+            end: start,
             value: None,
             depth,
             budget,
-        })
+            _slots: Truncate(&budget.slots, start),
+            _vals: Truncate(&budget.vals, budget.vals.borrow().len()),
+        };
+        if let Some((api_version, kind)) = typed {
+            let mut slots = budget.slots.borrow_mut();
+            slots.push(("apiVersion", Slot::Text(api_version)));
+            slots.push(("kind", Slot::Text(kind)));
+        }
+        entries(m, buf, depth, budget)?;
+        msg.end = budget.slots.borrow().len();
+        Ok(msg)
     }
 }
 
@@ -51,9 +63,11 @@ impl<'de> MapAccess<'de> for Message<'_, 'de> {
         &mut self,
         seed: K,
     ) -> Result<Option<K::Value>, ProtoError> {
-        let Some((name, slot)) = self.entries.next() else {
+        if self.next >= self.end {
             return Ok(None);
-        };
+        }
+        let (name, slot) = self.budget.slot(self.next)?;
+        self.next += 1;
         self.value = Some(slot);
         seed.deserialize(de::value::BorrowedStrDeserializer::new(name))
             .map(Some)
@@ -75,18 +89,22 @@ impl<'de> MapAccess<'de> for Message<'_, 'de> {
     }
 
     fn size_hint(&self) -> Option<usize> {
-        Some(self.entries.len())
+        Some(self.end.saturating_sub(self.next))
     }
 }
 
-/// The elements of a repeated field, a wrapper or a schema union's array.
+/// The elements of a repeated field, a wrapper or a schema union's array: `vals` of the value
+/// stack.
 pub(crate) struct Seq<'a, 'de> {
-    pub(crate) kind: Kind,
-    pub(crate) vals: std::vec::IntoIter<WireValue<'de>>,
+    kind: Kind,
+    vals: Span,
     /// Packed scalars still to read from the current occurrence.
-    pub(crate) packed: &'de [u8],
-    pub(crate) depth: usize,
-    pub(crate) budget: &'a Budget,
+    packed: &'de [u8],
+    depth: usize,
+    budget: &'a Budget<'de>,
+    /// The values this sequence pushed itself (a wrapper's, a schema union's), truncated when
+    /// it is dropped.
+    _own: Option<Truncate<'a, WireValue<'de>>>,
 }
 
 impl<'de> SeqAccess<'de> for Seq<'_, 'de> {
@@ -110,9 +128,11 @@ impl<'de> SeqAccess<'de> for Seq<'_, 'de> {
                 };
                 return self.element(seed, v).map(Some);
             }
-            let Some(v) = self.vals.next() else {
+            if self.vals.is_empty() {
                 return Ok(None);
-            };
+            }
+            let v = self.budget.val(self.vals.start)?;
+            self.vals.start += 1;
             match (self.kind, v) {
                 (
                     Kind::Bool | Kind::I32 | Kind::I64 | Kind::U32 | Kind::U64 | Kind::F64,
@@ -139,9 +159,10 @@ impl<'de> SeqAccess<'de> for Seq<'_, 'de> {
             self.kind,
             Kind::Bool | Kind::I32 | Kind::I64 | Kind::U32 | Kind::U64 | Kind::F64
         );
-        let rest: usize = self
-            .vals
-            .as_slice()
+        let stack = self.budget.vals.borrow();
+        let rest: usize = stack
+            .get(self.vals.start..self.vals.end)
+            .unwrap_or_default()
             .iter()
             .map(|v| match v {
                 WireValue::Bytes(b) if scalar => packed(self.kind, b),
@@ -173,7 +194,7 @@ pub(crate) struct Entries<'a, 'de> {
         std::collections::btree_map::IntoIter<std::borrow::Cow<'de, str>, Option<WireValue<'de>>>,
     pub(crate) value: Option<Option<WireValue<'de>>>,
     pub(crate) depth: usize,
-    pub(crate) budget: &'a Budget,
+    pub(crate) budget: &'a Budget<'de>,
 }
 
 impl<'de> MapAccess<'de> for Entries<'_, 'de> {
@@ -207,7 +228,7 @@ impl<'de> MapAccess<'de> for Entries<'_, 'de> {
         let slot = match (v, self.kind) {
             (Some(v), k) => Slot::Value(k, v),
             // Go's map decoding starts each value as an empty, non-nil named slice
-            (None, Kind::Wrapper(ek)) => Slot::Repeated(*ek, Vec::new()),
+            (None, Kind::Wrapper(ek)) => Slot::Repeated(*ek, Span::EMPTY),
             (None, k) => Slot::Zero(k),
         };
         seed.deserialize(Value {
@@ -226,7 +247,7 @@ impl<'de> MapAccess<'de> for Entries<'_, 'de> {
 pub(crate) struct Value<'a, 'de> {
     pub(crate) slot: Slot<'de>,
     pub(crate) depth: usize,
-    pub(crate) budget: &'a Budget,
+    pub(crate) budget: &'a Budget<'de>,
 }
 
 impl<'a, 'de> Value<'a, 'de> {
@@ -257,18 +278,39 @@ impl<'a, 'de> Value<'a, 'de> {
         visitor.visit_map(Message::new(m, buf, self.depth + 1, self.budget, None)?)
     }
 
+    /// `vals` of the value stack as a sequence; `own` when this sequence pushed them itself.
     fn seq<V: Visitor<'de>>(
         &self,
         kind: Kind,
-        vals: Vec<WireValue<'de>>,
+        vals: Span,
+        own: bool,
         visitor: V,
     ) -> Result<V::Value, ProtoError> {
         visitor.visit_seq(Seq {
             kind,
-            vals: vals.into_iter(),
+            vals,
             packed: &[],
             depth: self.depth + 1,
             budget: self.budget,
+            _own: own.then(|| Truncate(&self.budget.vals, vals.start)),
+        })
+    }
+
+    /// The occurrences of field `num` in `buf`, pushed on the value stack (for
+    /// [`seq`](Self::seq) with `own`).
+    fn push_occurrences(&self, buf: &'de [u8], num: u32) -> Result<Span, ProtoError> {
+        let start = self.budget.vals.borrow().len();
+        let pushed = Truncate(&self.budget.vals, start);
+        for r in Fields::new(buf) {
+            let (n, x) = r?;
+            if n == num {
+                self.budget.vals.borrow_mut().push(x);
+            }
+        }
+        pushed.disarm();
+        Ok(Span {
+            start,
+            end: self.budget.vals.borrow().len(),
         })
     }
 
@@ -385,22 +427,24 @@ impl<'a, 'de> Value<'a, 'de> {
                 Ok(out)
             }
             Kind::SchemaOrArray(p) | Kind::SchemaOrStringArray(p) => {
+                let b = bytes_of(v)?;
                 let mut schema = None;
-                let mut many = Vec::new();
-                for r in Fields::new(bytes_of(v)?) {
+                let mut many = false;
+                for r in Fields::new(b) {
                     match r? {
                         (1, x) => schema = Some(bytes_of(x)?),
-                        (2, x) => many.push(x),
+                        (2, _) => many = true,
                         _ => {}
                     }
                 }
-                if !many.is_empty() {
+                if many {
                     let ek = if matches!(kind, Kind::SchemaOrArray(_)) {
                         Kind::Msg(p)
                     } else {
                         Kind::Str
                     };
-                    self.seq(ek, many, visitor)
+                    let many = self.push_occurrences(b, 2)?;
+                    self.seq(ek, many, true, visitor)
                 } else if let Some(s) = schema {
                     self.message(MessageRef(p), s, visitor)
                 } else {
@@ -422,14 +466,9 @@ impl<'a, 'de> Value<'a, 'de> {
                 }
             }
             Kind::Wrapper(ek) => {
-                let mut items = Vec::new();
-                for r in Fields::new(bytes_of(v)?) {
-                    if let (1, x) = r? {
-                        items.push(x);
-                    }
-                }
+                let items = self.push_occurrences(bytes_of(v)?, 1)?;
                 // a present wrapper is a non-nil slice, even with no items
-                self.seq(*ek, items, visitor)
+                self.seq(*ek, items, true, visitor)
             }
             Kind::Map(_) => Err(ProtoError::Malformed("a map inside a map")),
         }
@@ -452,16 +491,17 @@ impl<'de> de::Deserializer<'de> for Value<'_, 'de> {
         if self.depth > MAX_DEPTH {
             return Err(ProtoError::Malformed("nested too deeply"));
         }
-        match self.slot.clone() {
+        match self.slot {
             Slot::Null => visitor.visit_unit(),
             Slot::Text(s) => visitor.visit_borrowed_str(s),
             Slot::Zero(k) => self.zero(k, visitor),
             Slot::Value(k, v) => self.present(k, v, visitor),
-            Slot::Repeated(k, vals) => self.seq(k, vals, visitor),
+            Slot::Repeated(k, vals) => self.seq(k, vals, false, visitor),
             Slot::Map(vk, vals) => {
                 let mut map: BTreeMap<std::borrow::Cow<'de, str>, Option<WireValue<'de>>> =
                     BTreeMap::new();
-                for v in vals {
+                for i in vals.start..vals.end {
+                    let v = self.budget.val(i)?;
                     let mut key: &'de [u8] = &[];
                     let mut val = None;
                     for r in Fields::new(bytes_of(v)?) {

@@ -1,7 +1,15 @@
 //! The walk of one message with Go's semantics: which fields a message presents, in which
 //! order, and as what (present, Go's zero value, or nil), within a budget.
+//!
+//! A walk keeps what it is presenting on three stacks in its [`Budget`] instead of in
+//! vectors of its own: each message's entries, the values of its repeated fields, and the
+//! field occurrences it sorts. Serde visits a message's values depth first, so a nested
+//! message is done with before its parent goes on, and each pushes above its parent and
+//! truncates back to where it started when it is dropped. A pod is about a hundred nested
+//! messages; this way their walk allocates a few vectors per object instead of one or more per
+//! message.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 use crate::ProtoError;
 use crate::schema::{Field, Kind, MessageRef};
@@ -12,21 +20,35 @@ pub(crate) const MAX_DEPTH: usize = 100;
 
 /// One walk's state: what it may still emit (each value costs one unit, so input that expands,
 /// such as many empty messages each standing for a zero-valued struct, is bounded by its own
-/// size), and whether `metadata.managedFields` is left out.
-pub(crate) struct Budget {
+/// size), whether `metadata.managedFields` is left out, and the walk's stacks (see the module
+/// docs).
+pub(crate) struct Budget<'de> {
     left: Cell<usize>,
     pub(crate) drop_managed_fields: bool,
+    /// Entries of the messages being presented, innermost last.
+    pub(crate) slots: RefCell<Vec<(&'static str, Slot<'de>)>>,
+    /// Values of repeated fields, maps and wrappers being presented, innermost last.
+    pub(crate) vals: RefCell<Vec<WireValue<'de>>>,
+    /// Field occurrences of the message being walked, as `(field index, value)`.
+    occ: RefCell<Vec<(usize, WireValue<'de>)>>,
 }
 
-impl Budget {
+impl<'de> Budget<'de> {
     pub(crate) fn exhausted(&self) -> bool {
         self.left.get() == 0
     }
 
-    pub(crate) fn for_input(len: usize) -> Budget {
+    pub(crate) fn for_input(len: usize) -> Budget<'de> {
+        // the stacks hold the messages on one path from the root at a time: a few entries for
+        // every 32 bytes of a small object, a few hundred at most for a large one, so they
+        // start there rather than grow from nothing
+        let stack = (len / 32).clamp(8, 256);
         Budget {
             left: Cell::new(len.saturating_mul(4).saturating_add(1 << 16)),
             drop_managed_fields: false,
+            slots: RefCell::new(Vec::with_capacity(stack)),
+            vals: RefCell::new(Vec::with_capacity(stack / 2)),
+            occ: RefCell::new(Vec::with_capacity(stack / 2)),
         }
     }
 
@@ -43,10 +65,51 @@ impl Budget {
     pub(crate) fn skips(&self, m: MessageRef, f: &Field) -> bool {
         self.drop_managed_fields && f.json == "managedFields" && m.name() == "meta/v1.ObjectMeta"
     }
+
+    /// Pushes `vals` on the value stack; returns where they are.
+    pub(crate) fn push_vals(&self, vals: impl IntoIterator<Item = WireValue<'de>>) -> Span {
+        let mut stack = self.vals.borrow_mut();
+        let start = stack.len();
+        stack.extend(vals);
+        Span {
+            start,
+            end: stack.len(),
+        }
+    }
+
+    /// The value at `i` of the value stack.
+    pub(crate) fn val(&self, i: usize) -> Result<WireValue<'de>, ProtoError> {
+        self.vals.borrow().get(i).copied().ok_or(LOST)
+    }
+
+    /// The entry at `i` of the entry stack.
+    pub(crate) fn slot(&self, i: usize) -> Result<(&'static str, Slot<'de>), ProtoError> {
+        self.slots.borrow().get(i).copied().ok_or(LOST)
+    }
+}
+
+/// What a walk reports if its stacks were not used depth first (a bug, never input): an error,
+/// not a panic.
+const LOST: ProtoError = ProtoError::Malformed("the protobuf walk lost its place");
+
+/// A run of the value stack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Span {
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+}
+
+impl Span {
+    /// No values.
+    pub(crate) const EMPTY: Span = Span { start: 0, end: 0 };
+
+    pub(crate) fn is_empty(self) -> bool {
+        self.start >= self.end
+    }
 }
 
 /// One value to present.
-#[derive(Clone)]
+#[derive(Clone, Copy)]
 pub(crate) enum Slot<'de> {
     /// `null` (a nil pointer, slice or map).
     Null,
@@ -54,10 +117,10 @@ pub(crate) enum Slot<'de> {
     Zero(Kind),
     /// A present value.
     Value(Kind, WireValue<'de>),
-    /// A repeated field's occurrences (elements may be packed).
-    Repeated(Kind, Vec<WireValue<'de>>),
-    /// A map's entries (`{1: key, 2: value}` messages).
-    Map(Kind, Vec<WireValue<'de>>),
+    /// A repeated field's occurrences (elements may be packed), on the value stack.
+    Repeated(Kind, Span),
+    /// A map's entries (`{1: key, 2: value}` messages), on the value stack.
+    Map(Kind, Span),
     /// A string given as such (the type fields of a typed object).
     Text(&'de str),
 }
@@ -99,83 +162,109 @@ fn omitted(f: &Field, v: WireValue<'_>) -> bool {
     }
 }
 
-/// The fields of message `m` in `buf` as `(JSON name, value)` in the order Go writes them,
-/// inline structs flattened in place. A singular field that occurs more than once takes its
-/// last occurrence.
+/// Pushes the fields of message `m` in `buf` on the entry stack as `(JSON name, value)`, in
+/// the order Go writes them, inline structs flattened in place. A singular field that occurs
+/// more than once takes its last occurrence. The values of repeated fields and maps go on the
+/// value stack; whoever started the message truncates both stacks when done with it.
 pub(crate) fn entries<'de>(
     m: MessageRef,
     buf: &'de [u8],
     depth: usize,
-    budget: &Budget,
-    out: &mut Vec<(&'static str, Slot<'de>)>,
+    budget: &Budget<'de>,
 ) -> Result<(), ProtoError> {
     if depth > MAX_DEPTH {
         return Err(ProtoError::Malformed("nested too deeply"));
     }
     let fields = m.get().fields;
-    let mut occ: Vec<(usize, WireValue<'de>)> = Vec::new();
-    for r in Fields::new(buf) {
-        let (num, v) = r?;
-        // unknown fields are skipped, as Go's generated Unmarshal skips them
-        if let Some(i) = fields.iter().position(|f| f.num == num) {
-            occ.push((i, v));
+    let base = budget.occ.borrow().len();
+    let scratch = Truncate(&budget.occ, base);
+    {
+        let mut occ = budget.occ.borrow_mut();
+        for r in Fields::new(buf) {
+            let (num, v) = r?;
+            // unknown fields are skipped, as Go's generated Unmarshal skips them
+            if let Some(i) = fields.iter().position(|f| f.num == num) {
+                occ.push((i, v));
+            }
+        }
+        let mine = &mut occ[base..];
+        if !mine.is_sorted_by_key(|(i, _)| *i) {
+            mine.sort_by_key(|(i, _)| *i);
         }
     }
-    occ.sort_by_key(|(i, _)| *i);
-    let mut at = 0;
+    let end = budget.occ.borrow().len();
+    let mut at = base;
     for (i, f) in fields.iter().enumerate() {
         let from = at;
-        while at < occ.len() && occ[at].0 == i {
-            at += 1;
-        }
-        let vals = &occ[from..at];
+        let last = {
+            let occ = budget.occ.borrow();
+            while at < end && occ[at].0 == i {
+                at += 1;
+            }
+            (at > from).then(|| occ[at - 1].1)
+        };
         if f.inline() {
             let Kind::Msg(mi) = f.kind else {
                 return Err(ProtoError::Malformed("inline field is not a message"));
             };
-            let b = match vals.last() {
-                Some((_, v)) => bytes_of(*v)?,
+            let b = match last {
+                Some(v) => bytes_of(v)?,
                 None => &[],
             };
-            entries(MessageRef(mi), b, depth + 1, budget, out)?;
+            entries(MessageRef(mi), b, depth + 1, budget)?;
             continue;
         }
         if budget.skips(m, f) {
             continue;
         }
-        let nil = |out: &mut Vec<(&'static str, Slot<'de>)>| {
+        let push = |slot: Slot<'de>| budget.slots.borrow_mut().push((f.json, slot));
+        let nil = || {
             if !f.omitempty() {
-                out.push((f.json, Slot::Null));
+                push(Slot::Null);
             }
         };
         if f.repeated() || matches!(f.kind, Kind::Map(_)) {
-            if vals.is_empty() {
-                nil(out);
+            if from == at {
+                nil();
                 continue;
             }
-            let vs = vals.iter().map(|(_, v)| *v).collect();
-            out.push((
-                f.json,
-                match f.kind {
-                    Kind::Map(vk) => Slot::Map(*vk, vs),
-                    k => Slot::Repeated(k, vs),
-                },
-            ));
+            let vs = budget.push_vals(budget.occ.borrow()[from..at].iter().map(|(_, v)| *v));
+            push(match f.kind {
+                Kind::Map(vk) => Slot::Map(*vk, vs),
+                k => Slot::Repeated(k, vs),
+            });
             continue;
         }
-        match vals.last() {
-            None if f.pointer() => nil(out),
+        match last {
+            None if f.pointer() => nil(),
             None => {
                 if !(f.omitempty() && scalar(f.kind)) {
-                    out.push((f.json, Slot::Zero(f.kind)));
+                    push(Slot::Zero(f.kind));
                 }
             }
-            Some((_, v)) => {
-                if !(f.omitempty() && omitted(f, *v)) {
-                    out.push((f.json, Slot::Value(f.kind, *v)));
+            Some(v) => {
+                if !(f.omitempty() && omitted(f, v)) {
+                    push(Slot::Value(f.kind, v));
                 }
             }
         }
     }
+    drop(scratch);
     Ok(())
+}
+
+/// Truncates a stack to a length when dropped.
+pub(crate) struct Truncate<'a, T>(pub(crate) &'a RefCell<Vec<T>>, pub(crate) usize);
+
+impl<T> Truncate<'_, T> {
+    /// Leaves the stack as it is (what was pushed is handed on to another owner).
+    pub(crate) fn disarm(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl<T> Drop for Truncate<'_, T> {
+    fn drop(&mut self) {
+        self.0.borrow_mut().truncate(self.1);
+    }
 }
