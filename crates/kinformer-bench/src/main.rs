@@ -32,6 +32,10 @@ enum Cmd {
         /// Runs per peer and workload.
         #[arg(long)]
         runs: Option<usize>,
+        /// Unrecorded warm-up runs of each workload against each server, before the recorded
+        /// ones (default 1; the first runs after seeding are slow for every peer).
+        #[arg(long)]
+        warmup: Option<usize>,
         /// Workloads (comma-separated).
         #[arg(long, value_delimiter = ',')]
         workloads: Option<Vec<Workload>>,
@@ -132,6 +136,7 @@ fn main() -> std::process::ExitCode {
             quick,
             sizes,
             runs,
+            warmup,
             workloads,
             tiers,
             peers,
@@ -147,6 +152,9 @@ fn main() -> std::process::ExitCode {
             }
             if let Some(r) = runs {
                 opts.runs = r.max(1);
+            }
+            if let Some(w) = warmup {
+                opts.warmup = w;
             }
             if let Some(w) = workloads {
                 opts.workloads = w;

@@ -97,6 +97,10 @@ pub struct ReportOptions {
     pub sizes: Vec<u64>,
     /// Runs per peer and workload.
     pub runs: usize,
+    /// Unrecorded runs of each workload against each server before the recorded ones (the
+    /// first runs after seeding are slow for every peer: the server's caches and heap are
+    /// cold). Each is a run of the first peer listed for the workload.
+    pub warmup: usize,
     /// W2 updates per run on the embedded tier.
     pub w2_updates: u64,
     /// W2 updates per run on the real tier, where the API server's write rate (hundreds per
@@ -137,6 +141,7 @@ impl ReportOptions {
                 vec![10_000, 50_000]
             },
             runs: if quick { 2 } else { 5 },
+            warmup: 1,
             w2_updates: if quick { 5_000 } else { 20_000 },
             real_w2_updates: if quick { 500 } else { 2_000 },
             out_dir: PathBuf::from("target/bench-report"),
@@ -350,6 +355,25 @@ impl Runner<'_> {
         n: u64,
         results: &mut Vec<PeerReport>,
     ) {
+        for round in 0..self.opts.warmup {
+            for &w in workloads {
+                let Some(&peer) = self.opts.peers(tier, w, self.go.is_some()).first() else {
+                    continue;
+                };
+                let what = format!(
+                    "{} {} {} n={n} warm-up {} (not recorded)",
+                    tier.as_str(),
+                    peer.as_str(),
+                    w.as_str(),
+                    round + 1
+                );
+                eprintln!("running {what}");
+                let _ = run_peer(&mut self.command(tier, peer, w, at, n), &what);
+                if w == Workload::W2 {
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+            }
+        }
         for round in 0..self.opts.runs {
             for &w in workloads {
                 let mut order = self.opts.peers(tier, w, self.go.is_some());

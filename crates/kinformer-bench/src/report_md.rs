@@ -457,8 +457,11 @@ pub fn write_report(
     let mut md = String::new();
     let _ = writeln!(
         md,
-        "Medians of {} runs per peer and workload (interleaved). Machine: {}. Date: {}.\n",
+        "Medians of {} runs per peer and workload (interleaved; the peer that goes first \
+         rotates), after {} unrecorded warm-up run(s) of each workload against each server. \
+         Machine: {}. Date: {}.\n",
         opts.runs,
+        opts.warmup,
         machine(),
         date()
     );
