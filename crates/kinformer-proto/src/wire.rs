@@ -16,7 +16,15 @@ pub(crate) enum WireValue<'a> {
 }
 
 /// Reads one varint from the front of `buf`.
+#[inline]
 pub(crate) fn read_varint(buf: &mut &[u8]) -> Result<u64, ProtoError> {
+    // one byte: every field key of a built-in type, most lengths and small numbers
+    if let Some((&b, rest)) = buf.split_first()
+        && b < 0x80
+    {
+        *buf = rest;
+        return Ok(u64::from(b));
+    }
     let mut out = 0u64;
     for i in 0..10 {
         let (&b, rest) = buf.split_first().ok_or(ProtoError::Truncated)?;

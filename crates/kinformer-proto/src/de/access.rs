@@ -368,11 +368,12 @@ impl<'a, 'de> Value<'a, 'de> {
                         _ => {}
                     }
                 }
-                visitor.visit_string(if kind == Kind::Time {
+                let text = if kind == Kind::Time {
                     gotime::format_time(secs)?
                 } else {
                     gotime::format_micro_time(secs, nanos)?
-                })
+                };
+                visitor.visit_str(text.as_str())
             }
             Kind::Duration => {
                 let mut d = 0i64;

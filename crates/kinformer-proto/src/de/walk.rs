@@ -78,11 +78,13 @@ impl<'de> Budget<'de> {
     }
 
     /// The value at `i` of the value stack.
+    #[inline]
     pub(crate) fn val(&self, i: usize) -> Result<WireValue<'de>, ProtoError> {
         self.vals.borrow().get(i).copied().ok_or(LOST)
     }
 
     /// The entry at `i` of the entry stack.
+    #[inline]
     pub(crate) fn slot(&self, i: usize) -> Result<(&'static str, Slot<'de>), ProtoError> {
         self.slots.borrow().get(i).copied().ok_or(LOST)
     }
@@ -180,11 +182,19 @@ pub(crate) fn entries<'de>(
     let scratch = Truncate(&budget.occ, base);
     {
         let mut occ = budget.occ.borrow_mut();
+        // Go writes fields by number, and a message's fields are mostly numbered in the order
+        // it lists them, so the field after the last one found is tried first
+        let mut next = 0;
         for r in Fields::new(buf) {
             let (num, v) = r?;
+            let i = match fields.get(next) {
+                Some(f) if f.num == num => Some(next),
+                _ => fields.iter().position(|f| f.num == num),
+            };
             // unknown fields are skipped, as Go's generated Unmarshal skips them
-            if let Some(i) = fields.iter().position(|f| f.num == num) {
+            if let Some(i) = i {
                 occ.push((i, v));
+                next = i + 1;
             }
         }
         let mine = &mut occ[base..];
