@@ -357,20 +357,9 @@ impl Runner<'_> {
     ) {
         for round in 0..self.opts.warmup {
             for &w in workloads {
-                let Some(&peer) = self.opts.peers(tier, w, self.go.is_some()).first() else {
-                    continue;
-                };
-                let what = format!(
-                    "{} {} {} n={n} warm-up {} (not recorded)",
-                    tier.as_str(),
-                    peer.as_str(),
-                    w.as_str(),
-                    round + 1
-                );
-                eprintln!("running {what}");
-                let _ = run_peer(&mut self.command(tier, peer, w, at, n), &what);
-                if w == Workload::W2 {
-                    std::thread::sleep(Duration::from_millis(200));
+                if let Some(&peer) = self.opts.peers(tier, w, self.go.is_some()).first() {
+                    let label = format!("warm-up {} (not recorded)", round + 1);
+                    let _ = self.run_one(tier, peer, w, at, n, &label);
                 }
             }
         }
@@ -380,26 +369,40 @@ impl Runner<'_> {
                 let len = order.len();
                 order.rotate_left(round % len.max(1));
                 for peer in order {
-                    let what = format!(
-                        "{} {} {} n={n} run {}",
-                        tier.as_str(),
-                        peer.as_str(),
-                        w.as_str(),
-                        round + 1
-                    );
-                    eprintln!("running {what}");
-                    if let Some(mut r) = run_peer(&mut self.command(tier, peer, w, at, n), &what) {
+                    let label = format!("run {}", round + 1);
+                    if let Some(mut r) = self.run_one(tier, peer, w, at, n, &label) {
                         r.tier = tier.as_str().to_string();
                         results.push(r);
                         checkpoint(&self.opts.out_dir, results);
                     }
-                    if w == Workload::W2 {
-                        // let the previous writer's tail drain
-                        std::thread::sleep(Duration::from_millis(200));
-                    }
                 }
             }
         }
+    }
+
+    /// Runs `peer` on workload `w` once, saying so with `label` (`run 3`).
+    fn run_one(
+        &self,
+        tier: Tier,
+        peer: Peer,
+        w: Workload,
+        at: &Endpoint,
+        n: u64,
+        label: &str,
+    ) -> Option<PeerReport> {
+        let what = format!(
+            "{} {} {} n={n} {label}",
+            tier.as_str(),
+            peer.as_str(),
+            w.as_str()
+        );
+        eprintln!("running {what}");
+        let report = run_peer(&mut self.command(tier, peer, w, at, n), &what);
+        if w == Workload::W2 {
+            // let the previous writer's tail drain
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        report
     }
 }
 

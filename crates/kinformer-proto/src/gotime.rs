@@ -67,8 +67,8 @@ fn date_time(seconds: i64, out: &mut TimeText) {
     out.digits((secs % 60) as u32, 2);
 }
 
-/// `metav1.Time` as JSON writes it: RFC 3339 in UTC, whole seconds.
-pub(crate) fn format_time(seconds: i64) -> Result<TimeText, ProtoError> {
+/// `seconds` as `YYYY-MM-DDTHH:MM:SS` (UTC), by the fast path or by jiff.
+fn whole_seconds(seconds: i64) -> Result<TimeText, ProtoError> {
     let mut out = TimeText {
         buf: [0; 32],
         len: 0,
@@ -83,14 +83,19 @@ pub(crate) fn format_time(seconds: i64) -> Result<TimeText, ProtoError> {
                 .as_bytes(),
         );
     }
+    Ok(out)
+}
+
+/// `metav1.Time` as JSON writes it: RFC 3339 in UTC, whole seconds.
+pub(crate) fn format_time(seconds: i64) -> Result<TimeText, ProtoError> {
+    let mut out = whole_seconds(seconds)?;
     out.push(b"Z");
     Ok(out)
 }
 
 /// `metav1.MicroTime` as JSON writes it: RFC 3339 in UTC with six fractional digits.
 pub(crate) fn format_micro_time(seconds: i64, nanos: i32) -> Result<TimeText, ProtoError> {
-    let mut out = format_time(seconds)?;
-    out.len -= 1;
+    let mut out = whole_seconds(seconds)?;
     out.push(b".");
     out.digits((nanos.clamp(0, 999_999_999) / 1000) as u32, 6);
     out.push(b"Z");

@@ -297,21 +297,17 @@ impl<'a, 'de> Value<'a, 'de> {
     }
 
     /// The occurrences of field `num` in `buf`, pushed on the value stack (for
-    /// [`seq`](Self::seq) with `own`).
+    /// [`seq`](Self::seq) with `own`). On an error, what was pushed stays until the
+    /// enclosing message truncates the stack.
     fn push_occurrences(&self, buf: &'de [u8], num: u32) -> Result<Span, ProtoError> {
         let start = self.budget.vals.borrow().len();
-        let pushed = Truncate(&self.budget.vals, start);
         for r in Fields::new(buf) {
             let (n, x) = r?;
             if n == num {
                 self.budget.vals.borrow_mut().push(x);
             }
         }
-        pushed.disarm();
-        Ok(Span {
-            start,
-            end: self.budget.vals.borrow().len(),
-        })
+        Ok(self.budget.span_from(start))
     }
 
     fn zero<V: Visitor<'de>>(self, kind: Kind, visitor: V) -> Result<V::Value, ProtoError> {
@@ -428,23 +424,22 @@ impl<'a, 'de> Value<'a, 'de> {
                 Ok(out)
             }
             Kind::SchemaOrArray(p) | Kind::SchemaOrStringArray(p) => {
-                let b = bytes_of(v)?;
+                let start = self.budget.vals.borrow().len();
                 let mut schema = None;
-                let mut many = false;
-                for r in Fields::new(b) {
+                for r in Fields::new(bytes_of(v)?) {
                     match r? {
                         (1, x) => schema = Some(bytes_of(x)?),
-                        (2, _) => many = true,
+                        (2, x) => self.budget.vals.borrow_mut().push(x),
                         _ => {}
                     }
                 }
-                if many {
+                let many = self.budget.span_from(start);
+                if !many.is_empty() {
                     let ek = if matches!(kind, Kind::SchemaOrArray(_)) {
                         Kind::Msg(p)
                     } else {
                         Kind::Str
                     };
-                    let many = self.push_occurrences(b, 2)?;
                     self.seq(ek, many, true, visitor)
                 } else if let Some(s) = schema {
                     self.message(MessageRef(p), s, visitor)

@@ -68,12 +68,16 @@ impl<'de> Budget<'de> {
 
     /// Pushes `vals` on the value stack; returns where they are.
     pub(crate) fn push_vals(&self, vals: impl IntoIterator<Item = WireValue<'de>>) -> Span {
-        let mut stack = self.vals.borrow_mut();
-        let start = stack.len();
-        stack.extend(vals);
+        let start = self.vals.borrow().len();
+        self.vals.borrow_mut().extend(vals);
+        self.span_from(start)
+    }
+
+    /// The values pushed on the value stack since it was `start` long.
+    pub(crate) fn span_from(&self, start: usize) -> Span {
         Span {
             start,
-            end: stack.len(),
+            end: self.vals.borrow().len(),
         }
     }
 
@@ -265,13 +269,6 @@ pub(crate) fn entries<'de>(
 
 /// Truncates a stack to a length when dropped.
 pub(crate) struct Truncate<'a, T>(pub(crate) &'a RefCell<Vec<T>>, pub(crate) usize);
-
-impl<T> Truncate<'_, T> {
-    /// Leaves the stack as it is (what was pushed is handed on to another owner).
-    pub(crate) fn disarm(self) {
-        std::mem::forget(self);
-    }
-}
 
 impl<T> Drop for Truncate<'_, T> {
     fn drop(&mut self) {
