@@ -151,4 +151,8 @@ impl<K: Send + 'static> ListerWatcher<K> for CountingListerWatcher<K> {
         }
         .boxed()
     }
+
+    fn supports_streaming_list(&self) -> bool {
+        self.inner.supports_streaming_list()
+    }
 }

@@ -115,6 +115,7 @@ async fn page_size_2_lists_in_pages_and_converges() {
     let reflector = Arc::new(
         Reflector::builder(lw.clone(), store.clone())
             .name("e2e-pages")
+            .initial_list(InitialListMode::ListThenWatch)
             .page_size(NonZeroU32::new(2).unwrap())
             .build(),
     );
@@ -151,6 +152,7 @@ async fn bookmarks_arrive_on_a_watch_with_bookmarks_allowed() {
     let reflector = Arc::new(
         Reflector::builder(lw.clone(), store.clone())
             .name("e2e-bookmarks")
+            .initial_list(InitialListMode::ListThenWatch)
             .build(),
     );
     let cancel = run(reflector.clone());
@@ -233,6 +235,7 @@ async fn forced_410_after_compaction_relists_and_converges() {
     let reflector = Arc::new(
         Reflector::builder(lw.clone(), store.clone())
             .name("e2e-expired")
+            .initial_list(InitialListMode::ListThenWatch)
             .build(),
     );
     let cancel = run(reflector);

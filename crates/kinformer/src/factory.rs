@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::informer::{QueueMode, SharedIndexInformer};
-use crate::reflector::ListOptions;
+use crate::reflector::{InitialListMode, ListOptions};
 use crate::source::{KubeListerWatcher, WireFormat};
 use crate::store::{CacheMode, Indexers, NAMESPACE_INDEX, namespace_index_func};
 use crate::wait::{SyncSignal, wait_for_cache_sync};
@@ -109,6 +109,7 @@ pub struct SharedInformerFactoryBuilder {
     strip_managed_fields: bool,
     max_object_size: usize,
     queue_mode: QueueMode,
+    initial_list: InitialListMode,
     cache_mode: CacheMode,
     wire_format: WireFormat,
 }
@@ -203,6 +204,14 @@ impl SharedInformerFactoryBuilder {
         self.queue_mode = mode;
         self
     }
+    /// How every informer gets its initial state, and again on every relist (default
+    /// [`InitialListMode::Auto`]: a streaming list, `sendInitialEvents=true`, as client-go 1.35+
+    /// does; a server that refuses it gets list+watch). [`InitialListMode::ListThenWatch`] is
+    /// client-go's behaviour before 1.35 (its `WatchListClient` gate off).
+    pub fn initial_list(mut self, mode: InitialListMode) -> Self {
+        self.initial_list = mode;
+        self
+    }
     /// Builds the factory.
     pub fn build(self) -> SharedInformerFactory {
         SharedInformerFactory {
@@ -217,6 +226,7 @@ impl SharedInformerFactoryBuilder {
                 transform: compose_strip(self.transform, self.strip_managed_fields),
                 max_object_size: self.max_object_size,
                 queue_mode: self.queue_mode,
+                initial_list: self.initial_list,
                 cache_mode: self.cache_mode,
                 wire_format: self.wire_format,
                 informers: Mutex::new(Vec::new()),
@@ -279,6 +289,7 @@ struct FactoryInner {
     strip_managed_fields: bool,
     max_object_size: usize,
     queue_mode: QueueMode,
+    initial_list: InitialListMode,
     cache_mode: CacheMode,
     wire_format: WireFormat,
     informers: Mutex<Vec<Registered>>,
@@ -313,6 +324,7 @@ impl SharedInformerFactory {
             strip_managed_fields: false,
             max_object_size: crate::source::DEFAULT_MAX_OBJECT_SIZE,
             queue_mode: QueueMode::default(),
+            initial_list: InitialListMode::default(),
             cache_mode: CacheMode::default(),
             wire_format: WireFormat::default(),
         }
@@ -493,6 +505,7 @@ impl SharedInformerFactory {
         indexers.insert(NAMESPACE_INDEX.to_owned(), namespace_index_func());
         let informer = SharedIndexInformer::builder(lw)
             .queue_mode(self.inner.queue_mode)
+            .initial_list(self.inner.initial_list)
             .cache_mode(self.inner.cache_mode)
             .resync_period(resync)
             .indexers(indexers)

@@ -16,7 +16,9 @@ use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::informer::{QueueMode, ResourceEventHandlerFuncs};
-use kinformer::reflector::{ListOptions, ListWatchError, ListerWatcher, ListerWatcherExt};
+use kinformer::reflector::{
+    InitialListMode, ListOptions, ListWatchError, ListerWatcher, ListerWatcherExt,
+};
 use kinformer::{
     KubeListerWatcher, SharedIndexInformer, SharedInformerFactory, reflector::WatchEvent,
 };
@@ -166,13 +168,16 @@ fn names(informer: &SharedIndexInformer<Pod>) -> Vec<String> {
     keys
 }
 
-/// A factory informer over `url`, started; returns it with its factory.
+/// A factory informer over `url`, started; returns it with its factory. The scripted servers
+/// below speak list+watch only, so the informer is told to list (the default would first
+/// wait for a streaming list's end bookmark; see the streaming cases at the end).
 async fn factory_pods(
     url: &str,
     max_object_size: usize,
 ) -> (SharedInformerFactory, SharedIndexInformer<Pod>) {
     let factory = SharedInformerFactory::builder(client(url).await)
         .max_object_size(max_object_size)
+        .initial_list(InitialListMode::ListThenWatch)
         .build();
     let pods = factory.informer::<Pod>();
     factory.start();
@@ -212,6 +217,7 @@ async fn a_factory_informer_applies_the_list_while_it_downloads() {
     // RealFifo, decodes the list as it arrives too, but applies it in one step at its end.)
     let factory = SharedInformerFactory::builder(client(&url).await)
         .queue_mode(QueueMode::DeltaFifo)
+        .initial_list(InitialListMode::ListThenWatch)
         .build();
     let pods = factory.informer::<Pod>();
     let handled = Arc::new(AtomicUsize::new(0));
@@ -550,4 +556,116 @@ async fn a_paged_list_asks_for_the_next_page_while_a_page_downloads() {
     let lists = targets(&seen, false);
     assert_eq!(lists.len(), 2, "{lists:?}");
     assert!(lists[1].contains("continue=page-2"), "{lists:?}");
+}
+
+fn is_streaming_list(target: &str) -> bool {
+    target.contains("watch=true") && target.contains("sendInitialEvents=true")
+}
+
+/// The bookmark that ends a streaming list's initial events, at `rv`.
+fn initial_events_end(rv: u64) -> String {
+    format!(
+        r#"{{"type":"BOOKMARK","object":{{"kind":"Pod","apiVersion":"v1","metadata":{{"resourceVersion":"{rv}","annotations":{{"k8s.io/initial-events-end":"true"}}}}}}}}"#
+    )
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_streaming_list_skips_garbage_and_syncs_on_its_end_bookmark() {
+    let (url, seen) = serve(Arc::new(|mut req: Req| {
+        async move {
+            if !(is_streaming_list(&req.target) && req.n == 1) {
+                return hold(req.sock).await;
+            }
+            ok_head(&mut req.sock).await;
+            let lines = [
+                event("ADDED", "a", 5),
+                "not json at all".to_owned(),
+                r#"{"type":"ADDED","object":{"metadata":{"name":"bad"},"spec":"not a spec"}}"#
+                    .to_owned(),
+                event("ADDED", "b", 6),
+                initial_events_end(10),
+            ];
+            for line in lines {
+                let _ = req.sock.write_all(format!("{line}\n").as_bytes()).await;
+            }
+            hold(req.sock).await;
+        }
+        .boxed()
+    }))
+    .await;
+    // the factory as the README builds it: a streaming list by default
+    let factory = SharedInformerFactory::builder(client(&url).await).build();
+    let pods = factory.informer::<Pod>();
+    factory.start();
+    wait_until(
+        Duration::from_secs(30),
+        Duration::from_millis(10),
+        "sync",
+        || pods.has_synced(),
+    )
+    .await;
+    assert_eq!(names(&pods), ["ns/a", "ns/b"]);
+    assert_eq!(pods.last_sync_resource_version(), "10");
+    assert!(targets(&seen, false).is_empty(), "no list request");
+    let watches = targets(&seen, true);
+    assert_eq!(watches.len(), 1, "{watches:?}");
+    assert!(is_streaming_list(&watches[0]), "{watches:?}");
+    factory.shutdown().await;
+}
+
+/// A server that opens a streaming list as a plain watch that never sends the end bookmark
+/// (`answers`), or never answers it at all: the default factory informer lists after the
+/// end-bookmark wait either way.
+async fn falls_back_after_the_end_bookmark_wait(answers: bool) {
+    let (url, seen) = serve(Arc::new(move |mut req: Req| {
+        async move {
+            if req.is_watch() {
+                if answers {
+                    ok_head(&mut req.sock).await;
+                }
+                hold(req.sock).await
+            } else {
+                reply(req.sock, first_list()).await
+            }
+        }
+        .boxed()
+    }))
+    .await;
+    let start = tokio::time::Instant::now();
+    let (factory, pods) = {
+        let factory = SharedInformerFactory::builder(client(&url).await).build();
+        let pods = factory.informer::<Pod>();
+        factory.start();
+        (factory, pods)
+    };
+    wait_until(
+        Duration::from_secs(300),
+        Duration::from_millis(100),
+        "sync",
+        || pods.has_synced(),
+    )
+    .await;
+    let waited = start.elapsed();
+    assert!(
+        waited >= kinformer::reflector::DEFAULT_END_BOOKMARK_TIMEOUT,
+        "fell back after {waited:?}"
+    );
+    assert_eq!(names(&pods), ["ns/a", "ns/b", "ns/c"]);
+    let all = seen.lock().clone();
+    assert!(is_streaming_list(&all[0]), "streaming list first: {all:?}");
+    assert!(
+        all[1..].iter().any(|t| !t.contains("watch=true")),
+        "then a list: {all:?}"
+    );
+    factory.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_server_ignoring_streaming_lists_gets_list_and_watch_after_the_end_bookmark_wait() {
+    falls_back_after_the_end_bookmark_wait(true).await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_server_not_answering_streaming_lists_gets_list_and_watch_after_the_end_bookmark_wait() {
+    falls_back_after_the_end_bookmark_wait(false).await;
 }

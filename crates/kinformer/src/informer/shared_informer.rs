@@ -26,7 +26,7 @@ use super::queue::{InformerQueue, LeanLists, QueueMode};
 use super::stream::EventStream;
 use crate::object::resource_version;
 use crate::queue::{DEFAULT_BATCH_SIZE, DeltaType, Deltas, Popped, QueueError, TransformFunc};
-use crate::reflector::{ListerWatcher, Reflector, ReflectorError};
+use crate::reflector::{InitialListMode, ListerWatcher, Reflector, ReflectorError};
 use crate::store::{CacheMode, Indexer, Indexers, Lister, StagedReplace, StoreError, Transaction};
 use crate::wait::{SyncFlag, SyncSignal};
 use crate::{DeletedFinalStateUnknown, Object, ObjectOrTombstone};
@@ -125,6 +125,7 @@ struct Inner<K: Object> {
     next_listener_id: AtomicU64,
     default_handler_resync_period: Duration,
     queue_mode: QueueMode,
+    initial_list: InitialListMode,
 }
 
 struct State<K: Object> {
@@ -171,6 +172,7 @@ impl<K: Object> SharedIndexInformer<K> {
             indexers: Indexers::default(),
             name: builder::KindName,
             queue_mode: QueueMode::default(),
+            initial_list: InitialListMode::default(),
             make_indexer: Indexer::new,
         }
     }
@@ -181,6 +183,7 @@ impl<K: Object> SharedIndexInformer<K> {
         resync_period: Duration,
         indexer: Indexer<K>,
         queue_mode: QueueMode,
+        initial_list: InitialListMode,
     ) -> Self {
         let (synced_flag, synced_signal) = SyncSignal::new(format!("informer {name}"));
         Self {
@@ -204,6 +207,7 @@ impl<K: Object> SharedIndexInformer<K> {
                 next_listener_id: AtomicU64::new(1),
                 default_handler_resync_period: resync_period,
                 queue_mode,
+                initial_list,
                 name,
             }),
         }

@@ -169,7 +169,7 @@ impl Collector for InformerCollector {
         emit(
             &mut encoder,
             "informer_watches",
-            "Watches started by the informer's reflector",
+            "Watches started by the informer's reflector (a streaming list counts once it carries on as the watch)",
             watches,
         )?;
         emit(

@@ -28,14 +28,33 @@ pub const DEFAULT_MAX_INTERNAL_ERROR_RETRY_DURATION: Duration = Duration::from_s
 /// How a Reflector gets its initial state, and the state again on every relist.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum InitialListMode {
-    /// A list (in pages or whole), then a watch from the list's resourceVersion: client-go's
-    /// default, and every API server's.
+    /// A streaming list where the source says its server supports one
+    /// ([`ListerWatcher::supports_streaming_list`]), else list+watch: client-go 1.35+'s default
+    /// (its `WatchListClient` gate is on, and sources that cannot stream, such as fakes, opt
+    /// out). [`KubeListerWatcher`](crate::source::KubeListerWatcher) streams;
+    /// [`ListWatch`](super::ListWatch) does only when told to.
     #[default]
+    Auto,
+    /// A list (in pages or whole), then a watch from the list's resourceVersion: client-go's
+    /// default before 1.35, and what every API server supports.
     ListThenWatch,
     /// A streaming list (watch-list: one watch with `sendInitialEvents=true`, ended by a
-    /// bookmark), falling back to [`ListThenWatch`](Self::ListThenWatch) when the server does
-    /// not support it or the end bookmark does not come in time ([`EndBookmarkWait`]).
+    /// bookmark) whatever the source says, falling back to
+    /// [`ListThenWatch`](Self::ListThenWatch) when the server does not support it or the end
+    /// bookmark does not come in time ([`EndBookmarkWait`]).
     StreamingList,
+}
+
+impl InitialListMode {
+    /// Whether a Reflector over a source that does (or does not) support streaming lists
+    /// starts with one.
+    pub fn streams(self, source_supports_it: bool) -> bool {
+        match self {
+            InitialListMode::Auto => source_supports_it,
+            InitialListMode::ListThenWatch => false,
+            InitialListMode::StreamingList => true,
+        }
+    }
 }
 
 /// How long a streaming list waits for the bookmark that ends its initial events.
@@ -63,7 +82,7 @@ pub struct ReflectorBuilder<K, S> {
     should_resync: Option<ShouldResyncFn>,
     page_size: Option<u32>,
     watch_error_handler: Option<WatchErrorHandler>,
-    use_watch_list: bool,
+    initial_list: InitialListMode,
     end_bookmark_timeout: Option<Duration>,
     min_watch_timeout: Duration,
     backoff: BackoffConfig,
@@ -100,7 +119,7 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
             should_resync: None,
             page_size: None,
             watch_error_handler: None,
-            use_watch_list: false,
+            initial_list: InitialListMode::Auto,
             end_bookmark_timeout: Some(DEFAULT_END_BOOKMARK_TIMEOUT),
             min_watch_timeout: DEFAULT_MIN_WATCH_TIMEOUT,
             backoff: BackoffConfig::default(),
@@ -147,9 +166,10 @@ impl<K: Object, S: ReflectorStore<K>> ReflectorBuilder<K, S> {
     }
 
     /// How the Reflector gets its initial state and relists (default:
-    /// [`InitialListMode::ListThenWatch`]; see the module docs for why).
+    /// [`InitialListMode::Auto`], a streaming list where the source supports one; see the module
+    /// docs).
     pub fn initial_list(mut self, mode: InitialListMode) -> Self {
-        self.use_watch_list = mode == InitialListMode::StreamingList;
+        self.initial_list = mode;
         self
     }
 
@@ -192,6 +212,9 @@ impl<K: Object, S: ReflectorStore<K>> ReflectorBuilder<K, S> {
             .name
             .unwrap_or_else(|| std::any::type_name::<K>().to_owned());
         let handler_name = name.clone();
+        let use_watch_list = self
+            .initial_list
+            .streams(self.lister_watcher.supports_streaming_list());
         let watch_error_handler = self.watch_error_handler.unwrap_or_else(|| {
             Arc::new(move |e: &ReflectorError| default_watch_error_handler(&handler_name, e))
         });
@@ -203,7 +226,7 @@ impl<K: Object, S: ReflectorStore<K>> ReflectorBuilder<K, S> {
             should_resync: self.should_resync,
             page_size: self.page_size,
             watch_error_handler,
-            use_watch_list: self.use_watch_list,
+            use_watch_list,
             end_bookmark_timeout: self.end_bookmark_timeout,
             min_watch_timeout: self.min_watch_timeout,
             max_watch_timeout: self.min_watch_timeout * 2,

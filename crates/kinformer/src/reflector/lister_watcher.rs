@@ -184,6 +184,12 @@ pub trait ListerWatcher<K>: Send + Sync {
     /// Opens a watch.
     fn watch(&self, options: &ListOptions)
     -> BoxFuture<'_, Result<WatchStream<K>, ListWatchError>>;
+    /// Whether this source's server supports streaming lists (`sendInitialEvents=true` on a
+    /// watch, ended by the `k8s.io/initial-events-end` bookmark), so a Reflector in
+    /// [`InitialListMode::Auto`](super::InitialListMode::Auto) starts with one (client-go's
+    /// `watchlist.DoesClientNotSupportWatchListSemantics`, turned around). No default: a wrapper
+    /// forwards its inner source's answer, so wrapping never silently changes the protocol.
+    fn supports_streaming_list(&self) -> bool;
 }
 
 impl<K, T: ListerWatcher<K> + ?Sized> ListerWatcher<K> for Arc<T> {
@@ -199,6 +205,9 @@ impl<K, T: ListerWatcher<K> + ?Sized> ListerWatcher<K> for Arc<T> {
         options: &ListOptions,
     ) -> BoxFuture<'_, Result<WatchStream<K>, ListWatchError>> {
         (**self).watch(options)
+    }
+    fn supports_streaming_list(&self) -> bool {
+        (**self).supports_streaming_list()
     }
 }
 
@@ -252,6 +261,7 @@ pub struct ListWatch<K> {
     list_fn: ListFn<K>,
     watch_fn: WatchFn<K>,
     tweak: Option<TweakFn>,
+    streaming_list: bool,
 }
 
 impl<K> Clone for ListWatch<K> {
@@ -260,6 +270,7 @@ impl<K> Clone for ListWatch<K> {
             list_fn: self.list_fn.clone(),
             watch_fn: self.watch_fn.clone(),
             tweak: self.tweak.clone(),
+            streaming_list: self.streaming_list,
         }
     }
 }
@@ -281,7 +292,20 @@ impl<K> ListWatch<K> {
             list_fn: Arc::new(list),
             watch_fn: Arc::new(watch),
             tweak: None,
+            streaming_list: false,
         }
+    }
+
+    /// Declares that the watch closure honours streaming lists (`send_initial_events`: the
+    /// current state as `ADDED` events, then a bookmark annotated
+    /// `k8s.io/initial-events-end: "true"`), so a Reflector in
+    /// [`InitialListMode::Auto`](super::InitialListMode::Auto) starts with one. Off by default:
+    /// closures are usually fakes or custom sources, and a watch that ignores the option would
+    /// never send the end bookmark.
+    #[must_use]
+    pub fn with_streaming_list(mut self) -> Self {
+        self.streaming_list = true;
+        self
     }
 
     /// Adds a hook that adjusts the options of every list and watch request before it is sent.
@@ -317,5 +341,8 @@ impl<K: Send + Sync + 'static> ListerWatcher<K> for ListWatch<K> {
         options: &ListOptions,
     ) -> BoxFuture<'_, Result<WatchStream<K>, ListWatchError>> {
         (self.watch_fn)(self.tweaked(options))
+    }
+    fn supports_streaming_list(&self) -> bool {
+        self.streaming_list
     }
 }

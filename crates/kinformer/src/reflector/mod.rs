@@ -16,14 +16,18 @@
 //!
 //! # List+watch or streaming list?
 //!
-//! The default is list+watch. A streaming list (`sendInitialEvents=true`) saves the server from
-//! building one large list response, but it needs an API server that supports it (beta since
-//! Kubernetes 1.32, and not every aggregated API server or test server does), and a server that
-//! silently ignores the option turns it into a plain watch that never sends the end bookmark.
-//! List+watch works against every server; turn streaming on with
-//! [`InitialListMode::StreamingList`] where you know the server supports it. If it fails, or
-//! its end bookmark does not arrive within [`ReflectorBuilder::end_bookmark_wait`], the
-//! Reflector falls back to list+watch and says why in the logs.
+//! The default, [`InitialListMode::Auto`], is client-go 1.35+'s: a streaming list
+//! (`sendInitialEvents=true`: the current state as watch events, ended by a bookmark) where the
+//! source says its server supports one ([`ListerWatcher::supports_streaming_list`]), else
+//! list+watch. [`KubeListerWatcher`](crate::source::KubeListerWatcher) says yes (every API
+//! server since 1.27; beta and on by default since 1.32); [`ListWatch`] says no unless told
+//! ([`ListWatch::with_streaming_list`]), since its closures are usually fakes or custom
+//! sources. A streaming list saves the server from building one large list response. If it
+//! fails (an older server refuses the request), or its end bookmark does not arrive within
+//! [`ReflectorBuilder::end_bookmark_wait`] (a server that silently ignores the option turns it
+//! into a plain watch), the Reflector falls back to list+watch for that cycle and says why in
+//! the logs. [`InitialListMode::ListThenWatch`] and [`InitialListMode::StreamingList`] force
+//! one or the other.
 //!
 //! # Differences from client-go
 //!
@@ -31,7 +35,11 @@
 //!   panic, never a bogus key).
 //! * Errors that end an open watch (410, very short watch...) are also passed to the watch
 //!   error handler; client-go only logs them. The next step is the same: back off, relist.
-//! * The streaming list's end bookmark has a timeout (client-go waits forever).
+//! * The streaming list's end bookmark has a timeout, which also covers a server that never
+//!   answers the request (client-go waits forever).
+//! * A streaming list that closes before its end bookmark is reopened after a backoff (client-go
+//!   reopens it at once); a 410 on one already asked at `""` falls back to list+watch instead of
+//!   asking again at once.
 //! * The backoff resets after 2 minutes *without errors* (client-go: every 2 minutes).
 //! * Internal errors (500) ending a watch are retried without a relist for 30 s by default
 //!   (client-go: off unless `MaxInternalErrorRetryDuration` is set).

@@ -67,13 +67,15 @@ pub(crate) struct SyncState {
 /// * **Resync.** Every resync period, if `should_resync` says so, [`resync`](ReflectorStore::resync).
 /// * **Between cycles.** The error goes to the watch error handler, then the Reflector waits
 ///   an exponential backoff (800 ms doubling to 30 s, jittered, reset after 2 quiet minutes).
-/// * **Streaming list** (opt-in, see [`InitialListMode::StreamingList`](super::InitialListMode::StreamingList)):
+/// * **Streaming list** (the default where the source supports it, see
+///   [`InitialListMode`](super::InitialListMode)):
 ///   one watch with `sendInitialEvents=true`, `resourceVersionMatch=NotOlderThan`, bookmarks;
 ///   events collect in a temporary store until the bookmark annotated
 ///   `k8s.io/initial-events-end: "true"`, then the store is replaced with them at that
 ///   bookmark's resourceVersion and the same stream carries on as the watch. A stream that ends
-///   before that bookmark is reopened; an error (the server does not support it, or the
-///   bookmark does not come within `end_bookmark_timeout`) falls back to list+watch.
+///   before that bookmark is reopened after a backoff; an error (the server does not support
+///   it, or the bookmark does not come within `end_bookmark_timeout`) falls back to
+///   list+watch.
 ///
 /// # Sharing
 ///
@@ -99,13 +101,16 @@ pub struct Reflector<K, S> {
     pub(crate) max_internal_error_retry_duration: Duration,
     pub(crate) backoff: Mutex<Backoff>,
     pub(crate) state: Mutex<SyncState>,
-    /// Lists (streaming lists included) and watches started, for metrics.
+    /// Lists (streaming lists included) and watches started, for metrics (a streaming list
+    /// that reaches its end bookmark carries on as a watch and counts as both).
     pub(crate) lists: std::sync::atomic::AtomicU64,
     pub(crate) watches: std::sync::atomic::AtomicU64,
 }
 
 impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
-    /// How many lists (streaming lists included) and watches this Reflector has started.
+    /// How many lists (streaming lists included) and watches this Reflector has started; a
+    /// streaming list that reaches its end bookmark carries on as the watch and counts as both,
+    /// so the watch counts are the same whichever way the Reflector lists.
     pub fn list_watch_counts(&self) -> (u64, u64) {
         use std::sync::atomic::Ordering::Relaxed;
         (self.lists.load(Relaxed), self.watches.load(Relaxed))

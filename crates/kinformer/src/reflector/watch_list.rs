@@ -38,9 +38,23 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
             let start = Instant::now();
             self.lists
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            // the end-bookmark wait covers opening too: a server that never answers is left
+            // for list+watch like one that never sends the bookmark
+            let no_answer = async {
+                match self.end_bookmark_timeout {
+                    Some(t) => tokio::time::sleep_until(start + t).await,
+                    None => std::future::pending().await,
+                }
+            };
             let opened = tokio::select! {
                 _ = cancel.cancelled() => return Ok(None),
                 r = self.lister_watcher.watch(&options) => r,
+                _ = no_answer => {
+                    let timeout = self.end_bookmark_timeout.unwrap_or_default();
+                    tracing::warn!(reflector = %self.name, ?timeout,
+                        "the streaming list got no answer in time; the server may not support streaming lists");
+                    return Err(ReflectorError::EndBookmarkTimeout { timeout });
+                }
             };
             let mut stream = match opened {
                 Ok(s) => s,
@@ -69,6 +83,9 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
                 .await;
             match end {
                 WatchEnd::InitialEventsEnd => {
+                    // the stream carries on as the watch: counted as one, as after a list
+                    self.watches
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     self.set_resource_version_unavailable(false);
                     let store_error = |e: S::Error| ReflectorError::Store {
                         operation: "replace",
@@ -87,7 +104,12 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
                 }
                 WatchEnd::Closed => {
                     tracing::debug!(reflector = %self.name,
-                        "streaming list closed before its initial-events-end bookmark; opening a new one");
+                        "streaming list closed before its initial-events-end bookmark; opening a new one after a backoff");
+                    drop(stream);
+                    // a server that keeps closing early is not asked again in a tight loop
+                    if !self.backoff_wait(cancel).await {
+                        return Ok(None);
+                    }
                     continue;
                 }
                 WatchEnd::Broken(e) => {
@@ -131,6 +153,11 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
             return true;
         }
         if e.is_expired() || e.is_too_large_resource_version() {
+            // Already asked at "" (the most recent version): a server that still answers 410 is
+            // not retried at once, in a loop; the cycle falls back to list+watch instead.
+            if self.state.lock().resource_version_unavailable {
+                return false;
+            }
             self.set_resource_version_unavailable(true);
             return true;
         }

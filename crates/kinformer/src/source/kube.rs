@@ -553,4 +553,10 @@ where
         }
         .boxed()
     }
+
+    /// Every API server since Kubernetes 1.27 streams lists (beta and on by default since
+    /// 1.32); older ones refuse the request, and the Reflector falls back to list+watch.
+    fn supports_streaming_list(&self) -> bool {
+        true
+    }
 }

@@ -172,6 +172,10 @@ impl ListerWatcher<Pod> for FakeControllerSource {
             Ok(tokio_stream_from(rx))
         })
     }
+    /// client-go's fake controller source has list+watch semantics only.
+    fn supports_streaming_list(&self) -> bool {
+        false
+    }
 }
 
 fn tokio_stream_from<T: Send + 'static>(

@@ -167,7 +167,10 @@ async fn kube_watch_garbage_is_skipped_and_good_events_applied() {
     }))
     .await;
     let store = RecordingStore::new();
-    let r = Reflector::builder(pods_lw(&url).await, store.clone()).build();
+    // the list+watch path (the default would stream, since the source can)
+    let r = Reflector::builder(pods_lw(&url).await, store.clone())
+        .initial_list(InitialListMode::ListThenWatch)
+        .build();
     let err = r
         .list_and_watch(&CancellationToken::new())
         .await
@@ -210,7 +213,10 @@ async fn kube_list_garbage_fails_the_list_and_the_store_keeps_what_it_had() {
     }))
     .await;
     let store = RecordingStore::new();
-    let r = Reflector::builder(pods_lw(&url).await, store.clone()).build();
+    // the list+watch path (the default would stream, since the source can)
+    let r = Reflector::builder(pods_lw(&url).await, store.clone())
+        .initial_list(InitialListMode::ListThenWatch)
+        .build();
     let token = CancellationToken::new();
     assert!(r.list_and_watch(&token).await.unwrap_err().is_expired());
     assert_eq!(store.content(), name_rv_pairs(&[("a", "1")]));
@@ -445,7 +451,11 @@ async fn kube_list_items_reach_the_queue_before_the_body_ends() {
         });
     }
     let lw = pods_lw(&url).await;
-    let r = Arc::new(Reflector::builder(lw, fifo.clone()).build());
+    let r = Arc::new(
+        Reflector::builder(lw, fifo.clone())
+            .initial_list(InitialListMode::ListThenWatch)
+            .build(),
+    );
     // the watch that follows cannot connect (the server accepts once) and would retry
     // forever: the list is what counts, so cancel once it is in
     let token = CancellationToken::new();

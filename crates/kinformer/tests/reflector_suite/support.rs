@@ -313,6 +313,11 @@ impl ListerWatcher<Pod> for ScriptedLw {
         };
         (self.watch.lock())(options, n)
     }
+    /// Like client-go's fakes, the scripted server declares no streaming lists: a scenario that
+    /// wants one asks for it with `InitialListMode::StreamingList`.
+    fn supports_streaming_list(&self) -> bool {
+        false
+    }
 }
 
 /// A watch that delivers `events` and then closes.

@@ -327,3 +327,60 @@ async fn watch_list_expired_resource_version_retries_at_most_recent() {
     assert_eq!(store.content(), name_rv_pairs(&[("p1", "6")]));
     assert_eq!(r.last_sync_resource_version(), "6");
 }
+
+/// The first request a default-built Reflector (`InitialListMode::Auto`) makes over a
+/// [`kinformer::reflector::ListWatch`] whose watch serves p1 and the end bookmark, with
+/// `mode` forced on the builder when given; `streaming` declares the source able to stream.
+async fn first_request(streaming: bool, mode: Option<InitialListMode>) -> (bool, Vec<Op>) {
+    use futures::FutureExt;
+    use kinformer::reflector::ListWatch;
+    let token = CancellationToken::new();
+    let seen: Arc<parking_lot::Mutex<Vec<bool>>> = Arc::default();
+    let (s1, s2) = (seen.clone(), seen.clone());
+    let t = token.clone();
+    let mut lw = ListWatch::<Pod>::new(
+        move |_| {
+            s1.lock().push(false);
+            async { Ok(list_of("1", vec![pod("p1", "1")])) }.boxed()
+        },
+        move |o: ListOptions| {
+            s2.lock().push(o.send_initial_events == Some(true));
+            let mut events = vec![];
+            if o.send_initial_events == Some(true) {
+                events = vec![WatchEvent::Added(pod("p1", "1")), end("1")];
+            }
+            let t = t.clone();
+            async move { Ok(events_then_cancel(events, t)) }.boxed()
+        },
+    );
+    if streaming {
+        lw = lw.with_streaming_list();
+    }
+    // shared behind an Arc, as the factory and informers hold it: the answer is forwarded
+    let lw: Arc<dyn kinformer::reflector::ListerWatcher<Pod>> = Arc::new(Arc::new(lw));
+    let store = RecordingStore::new();
+    let mut b = Reflector::builder(lw, store.clone());
+    if let Some(m) = mode {
+        b = b.initial_list(m);
+    }
+    b.build().list_and_watch(&token).await.unwrap();
+    let first_is_streaming_watch = seen.lock()[0];
+    (first_is_streaming_watch, store.ops())
+}
+
+// Ours: `InitialListMode::Auto` (the default) streams exactly when the source says its server
+// can (client-go 1.35+: `WatchListClient` on, fakes opted out); an explicit mode wins.
+#[tokio::test(start_paused = true)]
+async fn auto_mode_streams_when_the_source_supports_it() {
+    let p1 = vec![Op::Replace(name_rv_pairs(&[("p1", "1")]), "1".into())];
+    assert_eq!(first_request(true, None).await, (true, p1.clone()));
+    assert_eq!(first_request(false, None).await, (false, p1.clone()));
+    assert_eq!(
+        first_request(true, Some(InitialListMode::ListThenWatch)).await,
+        (false, p1.clone())
+    );
+    assert_eq!(
+        first_request(false, Some(InitialListMode::StreamingList)).await,
+        (true, p1)
+    );
+}

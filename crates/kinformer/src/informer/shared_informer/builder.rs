@@ -15,6 +15,7 @@ pub struct SharedIndexInformerBuilder<K: Object, N = KindName> {
     pub(super) indexers: Indexers<K>,
     pub(super) name: N,
     pub(super) queue_mode: QueueMode,
+    pub(super) initial_list: InitialListMode,
     pub(super) make_indexer: MakeIndexer<K>,
 }
 
@@ -57,6 +58,26 @@ impl<K: Object, N> SharedIndexInformerBuilder<K, N> {
         self.queue_mode = mode;
         self
     }
+    /// How the informer's Reflector gets its initial state, and again on every relist
+    /// (default [`InitialListMode::Auto`]: a streaming list where the source supports one, as
+    /// client-go 1.35+ does; [`KubeListerWatcher`](crate::source::KubeListerWatcher) does).
+    ///
+    /// ```
+    /// use k8s_openapi::api::core::v1::Pod;
+    /// use kinformer::SharedIndexInformer;
+    /// use kinformer::reflector::{InitialListMode, ListWatch};
+    /// # fn lw() -> ListWatch<Pod> { unimplemented!() }
+    /// # fn demo() {
+    /// let informer = SharedIndexInformer::builder(lw())
+    ///     .initial_list(InitialListMode::ListThenWatch)
+    ///     .build();
+    /// # let _ = informer;
+    /// # }
+    /// ```
+    pub fn initial_list(mut self, mode: InitialListMode) -> Self {
+        self.initial_list = mode;
+        self
+    }
     /// The default resync period of handlers (and the initial resync check period). Zero (the
     /// default): never resync.
     pub fn resync_period(mut self, period: Duration) -> Self {
@@ -88,6 +109,7 @@ impl<K: Object, N> SharedIndexInformerBuilder<K, N> {
             indexers: self.indexers,
             name: name.into(),
             queue_mode: self.queue_mode,
+            initial_list: self.initial_list,
             make_indexer: self.make_indexer,
         }
     }
@@ -99,6 +121,7 @@ impl<K: Object, N> SharedIndexInformerBuilder<K, N> {
             self.resync_period,
             (self.make_indexer)(crate::object::meta_namespace_key_func(), self.indexers),
             self.queue_mode,
+            self.initial_list,
         )
     }
 }

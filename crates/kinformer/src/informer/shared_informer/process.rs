@@ -28,6 +28,7 @@ impl<K: Object> SharedIndexInformer<K> {
             let processor = inner.processor.clone();
             let mut builder = Reflector::builder(inner.lister_watcher.clone(), fifo.clone())
                 .name(inner.name.clone())
+                .initial_list(inner.initial_list)
                 .resync_period(state.resync_check_period)
                 .should_resync(move || processor.should_resync());
             if let Some(h) = state.watch_error_handler.clone() {
