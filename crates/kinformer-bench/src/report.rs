@@ -51,6 +51,7 @@ impl Tier {
             Tier::Embedded => &[
                 Peer::Kinformer,
                 Peer::KinformerJson,
+                Peer::KinformerStreaming,
                 Peer::KinformerLean,
                 Peer::KinformerMetadata,
                 Peer::KinformerDeltaFifo,
@@ -62,6 +63,7 @@ impl Tier {
             Tier::Real => &[
                 Peer::Kinformer,
                 Peer::KinformerJson,
+                Peer::KinformerStreaming,
                 Peer::KinformerLean,
                 Peer::KinformerMetadata,
                 Peer::KinformerDeltaFifo,
@@ -83,7 +85,7 @@ pub fn peers_for(tier: Tier, workload: Workload, with_go: bool) -> Vec<Peer> {
         .filter(|p| (with_go || !p.is_go()) && p.runs(workload))
         .collect();
     match workload {
-        Workload::W1 => peers.extend([Peer::FloorPaged, Peer::FloorUnpaged]),
+        Workload::W1 => peers.extend([Peer::FloorPaged, Peer::FloorUnpaged, Peer::FloorStreaming]),
         Workload::W2 => peers.push(Peer::FloorWatch),
         Workload::W1t | Workload::W3 | Workload::W5 => {}
     }

@@ -68,6 +68,9 @@ pub enum Peer {
     KinformerDeltaFifo,
     /// The same with the factory's `cache_mode(CacheMode::Lean)`: objects kept compressed.
     KinformerLean,
+    /// kinformer starting with a streaming list (`initial_list(InitialListMode::Auto)`: what
+    /// client-go 1.35+ does) instead of its default list+watch (W1, W1t)
+    KinformerStreaming,
     /// kinformer on JSON (`wire_format(WireFormat::Json)`), as before it spoke protobuf (W1,
     /// W1t, W2).
     KinformerJson,
@@ -84,6 +87,9 @@ pub enum Peer {
     FloorPaged,
     /// W1 floor: one response, decoded on every core while it downloads, no cache.
     FloorUnpaged,
+    /// W1 floor: one streaming list (the informers' first request), every event decoded, no
+    /// cache.
+    FloorStreaming,
     /// W2 floor: the same watch events decoded, no cache, no handlers.
     FloorWatch,
 }
@@ -97,12 +103,14 @@ impl Peer {
             Peer::KinformerDeltaFifo => "kinformer-delta-fifo",
             Peer::KinformerLean => "kinformer-lean",
             Peer::KinformerJson => "kinformer-json",
+            Peer::KinformerStreaming => "kinformer-streaming",
             Peer::KubeRs => "kube-rs",
             Peer::ClientGo => "client-go",
             Peer::ClientGoJson => "client-go-json",
             Peer::ClientGoMetadata => "client-go-metadata",
             Peer::FloorPaged => "floor-paged",
             Peer::FloorUnpaged => "floor-unpaged",
+            Peer::FloorStreaming => "floor-streaming",
             Peer::FloorWatch => "floor-watch",
         }
     }
@@ -126,7 +134,10 @@ impl Peer {
             Peer::KinformerDeltaFifo => matches!(workload, Workload::W2 | Workload::W3),
             Peer::KinformerLean => matches!(workload, Workload::W1 | Workload::W1t | Workload::W3),
             Peer::KinformerJson => matches!(workload, Workload::W1 | Workload::W1t | Workload::W2),
-            Peer::FloorPaged | Peer::FloorUnpaged => workload == Workload::W1,
+            Peer::KinformerStreaming => matches!(workload, Workload::W1 | Workload::W1t),
+            Peer::FloorPaged | Peer::FloorUnpaged | Peer::FloorStreaming => {
+                workload == Workload::W1
+            }
             Peer::FloorWatch => workload == Workload::W2,
             Peer::Kinformer | Peer::KubeRs | Peer::ClientGo | Peer::ClientGoJson => true,
         }
@@ -136,7 +147,7 @@ impl Peer {
     pub fn is_floor(self) -> bool {
         matches!(
             self,
-            Peer::FloorPaged | Peer::FloorUnpaged | Peer::FloorWatch
+            Peer::FloorPaged | Peer::FloorUnpaged | Peer::FloorStreaming | Peer::FloorWatch
         )
     }
 }
@@ -298,12 +309,14 @@ mod tests {
             Peer::KinformerMetadata,
             Peer::KinformerDeltaFifo,
             Peer::KinformerJson,
+            Peer::KinformerStreaming,
             Peer::KubeRs,
             Peer::ClientGo,
             Peer::ClientGoJson,
             Peer::ClientGoMetadata,
             Peer::FloorPaged,
             Peer::FloorUnpaged,
+            Peer::FloorStreaming,
             Peer::FloorWatch,
         ] {
             let json = serde_json::to_string(&p).unwrap();

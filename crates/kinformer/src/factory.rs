@@ -205,9 +205,10 @@ impl SharedInformerFactoryBuilder {
         self
     }
     /// How every informer gets its initial state, and again on every relist (default
-    /// [`InitialListMode::Auto`]: a streaming list, `sendInitialEvents=true`, as client-go 1.35+
-    /// does; a server that refuses it gets list+watch). [`InitialListMode::ListThenWatch`] is
-    /// client-go's behaviour before 1.35 (its `WatchListClient` gate off).
+    /// [`InitialListMode::ListThenWatch`], client-go's behaviour before 1.35).
+    /// [`InitialListMode::Auto`] starts with a streaming list (`sendInitialEvents=true`) as
+    /// client-go 1.35+ does, and falls back to list+watch on a server that refuses it; it is
+    /// slower in kinformer today (see [`crate::reflector`] for the figures).
     pub fn initial_list(mut self, mode: InitialListMode) -> Self {
         self.initial_list = mode;
         self

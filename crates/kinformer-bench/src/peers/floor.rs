@@ -14,6 +14,11 @@
 //!   than the informer" of the 2026-11-24 night report). The report takes the fastest run of
 //!   either mode as the floor, so an informer can only meet it, not beat it, unless the
 //!   noise between runs does.
+//! * W1 (`floor-streaming`): what the informers send first since client-go 1.35 and
+//!   kinformer's `InitialListMode::Auto`: one watch with `sendInitialEvents=true` at
+//!   `resourceVersion=""` (`NotOlderThan`), every event decoded into `Pod` (on more than one
+//!   core when a backlog builds, by the same source), until the bookmark that ends the initial
+//!   events. The report's W1 floor is the fastest run of all three.
 //! * W2 (`floor-watch`): one list to learn the resourceVersion, then one watch decoding every
 //!   event into `Pod` and counting it as both handlers would, with no cache.
 
@@ -24,7 +29,10 @@ use std::time::Instant;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::KubeListerWatcher;
-use kinformer::reflector::{ListOptions, ListerWatcher, ListerWatcherExt, WatchEvent};
+use kinformer::reflector::{
+    INITIAL_EVENTS_END_ANNOTATION, ListOptions, ListerWatcher, ListerWatcherExt,
+    ResourceVersionMatch, WatchEvent,
+};
 
 use super::{Counters, PeerError, RunningPeer};
 use crate::result::PeerReport;
@@ -100,6 +108,48 @@ pub async fn run_unpaged(
         .map_err(|e| PeerError::List(e.to_string()))?;
     let decoded = page.items.len() as u64;
     Ok(finish(report, t0, vec![page], decoded))
+}
+
+/// Fetches every pod through one streaming list (the informers' first request), each event
+/// decoded into `Pod`, until the end bookmark; reports the time (`sync_ms`) and peak RSS.
+///
+/// # Errors
+/// [`PeerError::List`] when the watch fails, or ends or errs before the end bookmark.
+pub async fn run_streaming(
+    client: kube::Client,
+    report: PeerReport,
+) -> Result<PeerReport, PeerError> {
+    let lw = lister(client);
+    let t0 = Instant::now();
+    let options = ListOptions {
+        resource_version_match: Some(ResourceVersionMatch::NotOlderThan),
+        allow_watch_bookmarks: true,
+        send_initial_events: Some(true),
+        timeout_seconds: Some(600),
+        ..Default::default()
+    };
+    let fail = |e: String| PeerError::List(format!("streaming list: {e}"));
+    let mut stream = lw.watch(&options).await.map_err(|e| fail(e.to_string()))?;
+    let mut pods = Vec::new();
+    while let Some(event) = stream.next().await {
+        match event.map_err(|e| fail(e.to_string()))? {
+            WatchEvent::Added(pod) => pods.push(pod),
+            WatchEvent::Bookmark { annotations, .. }
+                if annotations
+                    .get(INITIAL_EVENTS_END_ANNOTATION)
+                    .is_some_and(|v| v == "true") =>
+            {
+                let decoded = pods.len() as u64;
+                return Ok(finish(report, t0, pods, decoded));
+            }
+            WatchEvent::Bookmark { .. } => {}
+            WatchEvent::Error(status) => return Err(fail(status.message)),
+            WatchEvent::Modified(_) | WatchEvent::Deleted(_) => {
+                return Err(fail("a change before the end bookmark".into()));
+            }
+        }
+    }
+    Err(fail("the stream ended before its end bookmark".into()))
 }
 
 /// The W2 floor once started: objects seen by its list (dropped at once).

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use k8s_openapi::api::core::v1::Pod;
+use kinformer::reflector::InitialListMode;
 use kinformer::source::WireFormat;
 use kinformer::store::CacheMode;
 use kinformer::{
@@ -41,6 +42,7 @@ impl Variant {
             Peer::KinformerDeltaFifo => v(|b| b.queue_mode(QueueMode::DeltaFifo), false),
             Peer::KinformerLean => v(|b| b.cache_mode(CacheMode::Lean), false),
             Peer::KinformerJson => v(|b| b.wire_format(WireFormat::Json), false),
+            Peer::KinformerStreaming => v(|b| b.initial_list(InitialListMode::Auto), false),
             _ => None,
         }
     }

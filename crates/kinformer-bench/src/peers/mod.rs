@@ -231,6 +231,9 @@ pub async fn run(peer: Peer, args: &PeerArgs) -> Result<PeerReport, PeerError> {
         (Peer::FloorUnpaged, Workload::W1) => {
             return spawned(floor::run_unpaged(client, report)).await;
         }
+        (Peer::FloorStreaming, Workload::W1) => {
+            return spawned(floor::run_streaming(client, report)).await;
+        }
         (Peer::FloorWatch, Workload::W2) | (Peer::KubeRs, _) => {}
         (p, w) if p.runs(w) && kinformer_peer::Variant::of(p).is_some() => {}
         _ => return Err(unsupported()),

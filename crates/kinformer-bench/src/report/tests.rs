@@ -10,6 +10,7 @@ fn peers_per_tier_and_workload() {
         vec![
             Kinformer,
             KinformerJson,
+            KinformerStreaming,
             KinformerLean,
             KinformerMetadata,
             KubeRs,
@@ -17,7 +18,8 @@ fn peers_per_tier_and_workload() {
             ClientGoJson,
             ClientGoMetadata,
             FloorPaged,
-            FloorUnpaged
+            FloorUnpaged,
+            FloorStreaming
         ]
     );
     assert_eq!(
@@ -25,6 +27,7 @@ fn peers_per_tier_and_workload() {
         vec![
             Kinformer,
             KinformerJson,
+            KinformerStreaming,
             KinformerLean,
             KinformerMetadata,
             KubeRs

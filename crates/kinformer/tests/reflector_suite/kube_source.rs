@@ -167,7 +167,7 @@ async fn kube_watch_garbage_is_skipped_and_good_events_applied() {
     }))
     .await;
     let store = RecordingStore::new();
-    // the list+watch path (the default would stream, since the source can)
+    // the list+watch path, whatever the default
     let r = Reflector::builder(pods_lw(&url).await, store.clone())
         .initial_list(InitialListMode::ListThenWatch)
         .build();
@@ -213,7 +213,7 @@ async fn kube_list_garbage_fails_the_list_and_the_store_keeps_what_it_had() {
     }))
     .await;
     let store = RecordingStore::new();
-    // the list+watch path (the default would stream, since the source can)
+    // the list+watch path, whatever the default
     let r = Reflector::builder(pods_lw(&url).await, store.clone())
         .initial_list(InitialListMode::ListThenWatch)
         .build();
