@@ -51,7 +51,7 @@ impl Tier {
             Tier::Embedded => &[
                 Peer::Kinformer,
                 Peer::KinformerJson,
-                Peer::KinformerStreaming,
+                Peer::KinformerList,
                 Peer::KinformerLean,
                 Peer::KinformerMetadata,
                 Peer::KinformerDeltaFifo,
@@ -63,7 +63,7 @@ impl Tier {
             Tier::Real => &[
                 Peer::Kinformer,
                 Peer::KinformerJson,
-                Peer::KinformerStreaming,
+                Peer::KinformerList,
                 Peer::KinformerLean,
                 Peer::KinformerMetadata,
                 Peer::KinformerDeltaFifo,

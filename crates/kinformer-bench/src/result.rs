@@ -68,9 +68,9 @@ pub enum Peer {
     KinformerDeltaFifo,
     /// The same with the factory's `cache_mode(CacheMode::Lean)`: objects kept compressed.
     KinformerLean,
-    /// kinformer starting with a streaming list (`initial_list(InitialListMode::Auto)`: what
-    /// client-go 1.35+ does) instead of its default list+watch (W1, W1t)
-    KinformerStreaming,
+    /// kinformer listing first (`initial_list(InitialListMode::ListThenWatch)`: client-go
+    /// before 1.35) instead of the default streaming list (W1, W1t)
+    KinformerList,
     /// kinformer on JSON (`wire_format(WireFormat::Json)`), as before it spoke protobuf (W1,
     /// W1t, W2).
     KinformerJson,
@@ -103,7 +103,7 @@ impl Peer {
             Peer::KinformerDeltaFifo => "kinformer-delta-fifo",
             Peer::KinformerLean => "kinformer-lean",
             Peer::KinformerJson => "kinformer-json",
-            Peer::KinformerStreaming => "kinformer-streaming",
+            Peer::KinformerList => "kinformer-list",
             Peer::KubeRs => "kube-rs",
             Peer::ClientGo => "client-go",
             Peer::ClientGoJson => "client-go-json",
@@ -134,7 +134,7 @@ impl Peer {
             Peer::KinformerDeltaFifo => matches!(workload, Workload::W2 | Workload::W3),
             Peer::KinformerLean => matches!(workload, Workload::W1 | Workload::W1t | Workload::W3),
             Peer::KinformerJson => matches!(workload, Workload::W1 | Workload::W1t | Workload::W2),
-            Peer::KinformerStreaming => matches!(workload, Workload::W1 | Workload::W1t),
+            Peer::KinformerList => matches!(workload, Workload::W1 | Workload::W1t),
             Peer::FloorPaged | Peer::FloorUnpaged | Peer::FloorStreaming => {
                 workload == Workload::W1
             }
@@ -309,7 +309,7 @@ mod tests {
             Peer::KinformerMetadata,
             Peer::KinformerDeltaFifo,
             Peer::KinformerJson,
-            Peer::KinformerStreaming,
+            Peer::KinformerList,
             Peer::KubeRs,
             Peer::ClientGo,
             Peer::ClientGoJson,

@@ -205,10 +205,9 @@ impl SharedInformerFactoryBuilder {
         self
     }
     /// How every informer gets its initial state, and again on every relist (default
-    /// [`InitialListMode::ListThenWatch`], client-go's behaviour before 1.35).
-    /// [`InitialListMode::Auto`] starts with a streaming list (`sendInitialEvents=true`) as
-    /// client-go 1.35+ does, and falls back to list+watch on a server that refuses it; it is
-    /// slower in kinformer today (see [`crate::reflector`] for the figures).
+    /// [`InitialListMode::Auto`]: a streaming list, `sendInitialEvents=true`, as client-go 1.35+
+    /// does, falling back to list+watch on a server that refuses it; see [`crate::reflector`]).
+    /// [`InitialListMode::ListThenWatch`] is client-go's behaviour before 1.35.
     pub fn initial_list(mut self, mode: InitialListMode) -> Self {
         self.initial_list = mode;
         self

@@ -593,10 +593,8 @@ async fn a_streaming_list_skips_garbage_and_syncs_on_its_end_bookmark() {
         .boxed()
     }))
     .await;
-    // the factory with client-go 1.35+'s initial list
-    let factory = SharedInformerFactory::builder(client(&url).await)
-        .initial_list(InitialListMode::Auto)
-        .build();
+    // the factory as the README builds it: a streaming list by default
+    let factory = SharedInformerFactory::builder(client(&url).await).build();
     let pods = factory.informer::<Pod>();
     factory.start();
     wait_until(
@@ -616,8 +614,8 @@ async fn a_streaming_list_skips_garbage_and_syncs_on_its_end_bookmark() {
 }
 
 /// A server that opens a streaming list as a plain watch that never sends the end bookmark
-/// (`answers`), or never answers it at all: a factory informer in `InitialListMode::Auto`
-/// lists after the end-bookmark wait either way.
+/// (`answers`), or never answers it at all: the default factory informer lists after the
+/// end-bookmark wait either way.
 async fn falls_back_after_the_end_bookmark_wait(answers: bool) {
     let (url, seen) = serve(Arc::new(move |mut req: Req| {
         async move {
@@ -635,9 +633,7 @@ async fn falls_back_after_the_end_bookmark_wait(answers: bool) {
     .await;
     let start = tokio::time::Instant::now();
     let (factory, pods) = {
-        let factory = SharedInformerFactory::builder(client(&url).await)
-            .initial_list(InitialListMode::Auto)
-            .build();
+        let factory = SharedInformerFactory::builder(client(&url).await).build();
         let pods = factory.informer::<Pod>();
         factory.start();
         (factory, pods)

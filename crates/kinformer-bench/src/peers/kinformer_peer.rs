@@ -42,7 +42,7 @@ impl Variant {
             Peer::KinformerDeltaFifo => v(|b| b.queue_mode(QueueMode::DeltaFifo), false),
             Peer::KinformerLean => v(|b| b.cache_mode(CacheMode::Lean), false),
             Peer::KinformerJson => v(|b| b.wire_format(WireFormat::Json), false),
-            Peer::KinformerStreaming => v(|b| b.initial_list(InitialListMode::Auto), false),
+            Peer::KinformerList => v(|b| b.initial_list(InitialListMode::ListThenWatch), false),
             _ => None,
         }
     }

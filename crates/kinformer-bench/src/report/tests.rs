@@ -10,7 +10,7 @@ fn peers_per_tier_and_workload() {
         vec![
             Kinformer,
             KinformerJson,
-            KinformerStreaming,
+            KinformerList,
             KinformerLean,
             KinformerMetadata,
             KubeRs,
@@ -27,7 +27,7 @@ fn peers_per_tier_and_workload() {
         vec![
             Kinformer,
             KinformerJson,
-            KinformerStreaming,
+            KinformerList,
             KinformerLean,
             KinformerMetadata,
             KubeRs

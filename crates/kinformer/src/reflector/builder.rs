@@ -28,17 +28,16 @@ pub const DEFAULT_MAX_INTERNAL_ERROR_RETRY_DURATION: Duration = Duration::from_s
 /// How a Reflector gets its initial state, and the state again on every relist.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum InitialListMode {
-    /// A list (in pages or whole), then a watch from the list's resourceVersion: what every API
-    /// server supports, client-go's default before 1.35, and kinformer's default (see the
-    /// module docs for why).
-    #[default]
-    ListThenWatch,
     /// A streaming list where the source says its server supports one
     /// ([`ListerWatcher::supports_streaming_list`]), else list+watch: client-go 1.35+'s default
     /// (its `WatchListClient` gate is on, and sources that cannot stream, such as fakes, opt
     /// out). [`KubeListerWatcher`](crate::source::KubeListerWatcher) streams;
     /// [`ListWatch`](super::ListWatch) does only when told to.
+    #[default]
     Auto,
+    /// A list (in pages or whole), then a watch from the list's resourceVersion: what every API
+    /// server supports, and client-go's default before 1.35.
+    ListThenWatch,
     /// A streaming list (watch-list: one watch with `sendInitialEvents=true`, ended by a
     /// bookmark) whatever the source says, falling back to
     /// [`ListThenWatch`](Self::ListThenWatch) when the server does not support it or the end
@@ -120,7 +119,7 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
             should_resync: None,
             page_size: None,
             watch_error_handler: None,
-            initial_list: InitialListMode::ListThenWatch,
+            initial_list: InitialListMode::Auto,
             end_bookmark_timeout: Some(DEFAULT_END_BOOKMARK_TIMEOUT),
             min_watch_timeout: DEFAULT_MIN_WATCH_TIMEOUT,
             backoff: BackoffConfig::default(),
@@ -167,7 +166,8 @@ impl<K: Object, S: ReflectorStore<K>> ReflectorBuilder<K, S> {
     }
 
     /// How the Reflector gets its initial state and relists (default:
-    /// [`InitialListMode::ListThenWatch`]; see the module docs).
+    /// [`InitialListMode::Auto`]: a streaming list where the source supports one; see the
+    /// module docs).
     pub fn initial_list(mut self, mode: InitialListMode) -> Self {
         self.initial_list = mode;
         self

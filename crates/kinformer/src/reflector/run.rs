@@ -67,7 +67,8 @@ pub(crate) struct SyncState {
 /// * **Resync.** Every resync period, if `should_resync` says so, [`resync`](ReflectorStore::resync).
 /// * **Between cycles.** The error goes to the watch error handler, then the Reflector waits
 ///   an exponential backoff (800 ms doubling to 30 s, jittered, reset after 2 quiet minutes).
-/// * **Streaming list** (opt-in, see [`InitialListMode`](super::InitialListMode)):
+/// * **Streaming list** (the default where the source supports it, see
+///   [`InitialListMode`](super::InitialListMode)):
 ///   one watch with `sendInitialEvents=true`, `resourceVersionMatch=NotOlderThan`, bookmarks;
 ///   events collect in a temporary store until the bookmark annotated
 ///   `k8s.io/initial-events-end: "true"`, then the store is replaced with them at that

@@ -3,6 +3,9 @@
 //! most the configured size: a server or proxy that sends an endless line costs one bounded
 //! buffer and ends the watch with [`ListWatchError::TooLarge`].
 
+use std::collections::VecDeque;
+use std::sync::Arc;
+
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use kube::Resource;
@@ -147,22 +150,143 @@ where
     B: futures::Stream<Item = Result<Bytes, E>> + Send + 'static,
     E: std::fmt::Display,
 {
-    let state = FrameReader {
-        body: Some(Box::pin(body)),
-        buf: BytesMut::new(),
-        max_frame,
+    let state = ParallelFrames {
+        reader: FrameReader {
+            body: Some(Box::pin(body)),
+            buf: BytesMut::new(),
+            max_frame,
+        },
+        jobs: VecDeque::new(),
+        ready: VecDeque::new(),
+        pending: Vec::new(),
+        end: None,
+        kind: Arc::from(kind),
+        items,
     };
-    futures::stream::unfold(state, move |mut st| {
-        let kind = kind.clone();
-        async move {
-            let item = match st.next_frame().await? {
-                Ok(frame) => decode_watch_frame::<K>(&frame, &kind, items),
-                Err(e) => Err(e),
-            };
-            Some((item, st))
-        }
+    futures::stream::unfold(state, |mut st| async move {
+        let item = st.next().await?;
+        Some((item, st))
     })
     .boxed()
+}
+
+/// Frames decoded together on the blocking pool, in order.
+type DecodeJob<K> = tokio::task::JoinHandle<Vec<Result<WatchEvent<K>, ListWatchError>>>;
+
+/// Frames per decoding job when a backlog builds (the list decoder's batch).
+const WATCH_DECODE_BATCH: usize = 64;
+/// Decoding jobs in flight at most (the list decoder's limit): with the buffer's one partial
+/// frame, this bounds what a watch holds undecoded.
+const WATCH_DECODE_JOBS: usize = 4;
+
+/// A protobuf watch body's events, decoded off the reading task (as client-go's watch decodes
+/// on a goroutine of its own) so the body keeps downloading meanwhile: frames are cut as they
+/// complete and gathered while earlier ones decode; a batch goes to the blocking pool when it
+/// is full or when nothing else is decoding, at most [`WATCH_DECODE_JOBS`] at a time. A live
+/// watch's lone event is a batch of one; a streaming list's initial events or a burst of
+/// changes fill batches and decode on every core. Events leave in the order the server sent
+/// them, and whatever ends the stream comes after them.
+struct ParallelFrames<K, B> {
+    reader: FrameReader<B>,
+    jobs: VecDeque<DecodeJob<K>>,
+    /// Decoded events not yet handed on (one job's at most).
+    ready: VecDeque<Result<WatchEvent<K>, ListWatchError>>,
+    /// Frames cut from the body and not yet given to a job (a batch at most).
+    pending: Vec<BytesMut>,
+    /// Set once the body ended (`Some(None)`) or failed (`Some(Some(e))`): what comes after
+    /// the events still being decoded.
+    end: Option<Option<ListWatchError>>,
+    kind: Arc<str>,
+    items: ProtoItems,
+}
+
+impl<K, B, E> ParallelFrames<K, B>
+where
+    K: Resource + DeserializeOwned + Send + 'static,
+    B: futures::Stream<Item = Result<Bytes, E>>,
+    E: std::fmt::Display,
+{
+    async fn next(&mut self) -> Option<Result<WatchEvent<K>, ListWatchError>> {
+        loop {
+            if let Some(item) = self.ready.pop_front() {
+                return Some(item);
+            }
+            // every complete frame buffered, up to a batch
+            while self.end.is_none() && self.pending.len() < WATCH_DECODE_BATCH {
+                match self.reader.take_frame() {
+                    Some(Ok(frame)) => self.pending.push(frame),
+                    Some(Err(e)) => self.end = Some(Some(e)),
+                    None => break,
+                }
+            }
+            // a new job for a full batch, or for what there is when nothing is being decoded
+            // (or nothing more will come); otherwise frames gather while the jobs run
+            if !self.pending.is_empty()
+                && self.jobs.len() < WATCH_DECODE_JOBS
+                && (self.pending.len() >= WATCH_DECODE_BATCH
+                    || self.jobs.is_empty()
+                    || self.end.is_some())
+            {
+                let batch = std::mem::take(&mut self.pending);
+                let (kind, items) = (self.kind.clone(), self.items);
+                self.jobs.push_back(tokio::task::spawn_blocking(move || {
+                    batch
+                        .iter()
+                        .map(|frame| decode_watch_frame::<K>(frame, &kind, items))
+                        .collect()
+                }));
+                continue;
+            }
+            if let Some(end) = &mut self.end
+                && self.pending.is_empty()
+            {
+                if let Some(job) = self.jobs.pop_front() {
+                    self.ready.extend(joined(job.await));
+                    continue;
+                }
+                // the body's end, once: afterwards the stream is over
+                return end.take().map(Err);
+            }
+            // wait for the oldest job, reading on meanwhile unless a full batch is waiting
+            let may_read = self.end.is_none() && self.pending.len() < WATCH_DECODE_BATCH;
+            let Some(job) = self.jobs.front_mut() else {
+                // nothing being decoded and nothing cut: only more bytes can help
+                if let Some(end) = self.reader.fill().await {
+                    self.end = Some(end);
+                }
+                continue;
+            };
+            if !may_read {
+                let done = job.await;
+                self.jobs.pop_front();
+                self.ready.extend(joined(done));
+                continue;
+            }
+            tokio::select! {
+                biased;
+                done = job => {
+                    self.jobs.pop_front();
+                    self.ready.extend(joined(done));
+                }
+                read = self.reader.fill() => {
+                    if let Some(end) = read {
+                        self.end = Some(end);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A decoding job's events; a job that panicked is one decode error in their place.
+fn joined<K>(
+    r: Result<Vec<Result<WatchEvent<K>, ListWatchError>>, tokio::task::JoinError>,
+) -> Vec<Result<WatchEvent<K>, ListWatchError>> {
+    r.unwrap_or_else(|e| {
+        vec![Err(ListWatchError::Decode(format!(
+            "decoding watch events failed: {e}"
+        )))]
+    })
 }
 
 fn bad_frame(e: kinformer_proto::ProtoError) -> ListWatchError {
@@ -232,47 +356,60 @@ where
     B: futures::Stream<Item = Result<Bytes, E>>,
     E: std::fmt::Display,
 {
-    async fn next_frame(&mut self) -> Option<Result<BytesMut, ListWatchError>> {
-        loop {
-            if self.buf.len() >= 4 {
-                let len = u32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]])
-                    as usize;
-                if len > self.max_frame {
-                    self.body = None;
-                    self.buf = BytesMut::new();
-                    return Some(Err(ListWatchError::TooLarge {
-                        what: "a watch event",
-                        limit: self.max_frame,
-                    }));
-                }
-                if self.buf.len() >= 4 + len {
-                    let mut frame = self.buf.split_to(4 + len);
-                    let _ = frame.split_to(4);
-                    return Some(Ok(frame));
-                }
+    /// The next complete frame buffered (without its length), if there is one; a frame
+    /// announced over the limit ends the stream with [`ListWatchError::TooLarge`].
+    fn take_frame(&mut self) -> Option<Result<BytesMut, ListWatchError>> {
+        if self.buf.len() < 4 {
+            return None;
+        }
+        let len = u32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]) as usize;
+        if len > self.max_frame {
+            self.body = None;
+            self.buf = BytesMut::new();
+            return Some(Err(ListWatchError::TooLarge {
+                what: "a watch event",
+                limit: self.max_frame,
+            }));
+        }
+        if self.buf.len() < 4 + len {
+            return None;
+        }
+        let mut frame = self.buf.split_to(4 + len);
+        let _ = frame.split_to(4);
+        Some(Ok(frame))
+    }
+
+    /// Reads one more chunk of the body into the buffer. `None` while the body goes on;
+    /// `Some(end)` once it is over: `None` for a clean end after whole frames, else the error
+    /// (a broken body, or one that ended inside a frame).
+    async fn fill(&mut self) -> Option<Option<ListWatchError>> {
+        let Some(body) = self.body.as_mut() else {
+            return Some(None);
+        };
+        match body.next().await {
+            Some(Ok(chunk)) => {
+                self.buf.extend_from_slice(&chunk);
+                None
             }
-            let Some(body) = self.body.as_mut() else {
+            Some(Err(e)) => {
+                self.body = None;
+                self.buf = BytesMut::new();
+                Some(Some(ListWatchError::Transport {
+                    kind: TransportErrorKind::Other,
+                    message: format!("reading the watch stream: {e}"),
+                }))
+            }
+            None => {
+                self.body = None;
                 if self.buf.is_empty() {
-                    return None;
+                    return Some(None);
                 }
                 let n = self.buf.len();
                 self.buf = BytesMut::new();
-                return Some(Err(ListWatchError::Transport {
+                Some(Some(ListWatchError::Transport {
                     kind: TransportErrorKind::Incomplete,
                     message: format!("the watch stream ended inside an event ({n} bytes)"),
-                }));
-            };
-            match body.next().await {
-                Some(Ok(chunk)) => self.buf.extend_from_slice(&chunk),
-                Some(Err(e)) => {
-                    self.body = None;
-                    self.buf = BytesMut::new();
-                    return Some(Err(ListWatchError::Transport {
-                        kind: TransportErrorKind::Other,
-                        message: format!("reading the watch stream: {e}"),
-                    }));
-                }
-                None => self.body = None,
+                }))
             }
         }
     }
@@ -323,6 +460,61 @@ mod tests {
                 Ok(crate::reflector::WatchEvent::Deleted(_))
             ));
         }
+    }
+
+    /// A backlog (hundreds of frames in one chunk, then more split across chunks) is decoded
+    /// in batches off the reading task; the events still come out in the server's order, and
+    /// what ends the stream comes after every event before it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_backlog_decodes_in_batches_in_order_and_the_end_comes_last() {
+        let names: Vec<String> = (0..700).map(|i| format!("p{i:03}")).collect();
+        let all: Vec<u8> = names.iter().flat_map(|n| frame("ADDED", n)).collect();
+        let cut = all.len() * 2 / 3;
+        let (head, tail) = all.split_at(cut);
+        let mut body = vec![head.to_vec()];
+        body.extend(tail.chunks(97).map(<[u8]>::to_vec));
+        let evs = events(body.clone(), 1 << 20).await;
+        let got: Vec<_> = evs
+            .iter()
+            .map(|e| match e {
+                Ok(WatchEvent::Added(p)) => p.metadata.name.clone().unwrap(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(got, names);
+
+        // the body ends inside a frame: every whole event first, then Incomplete, then nothing
+        body.push(frame("ADDED", "cut")[..10].to_vec());
+        let evs = events(body, 1 << 20).await;
+        assert_eq!(evs.len(), 701);
+        assert!(evs[..700].iter().all(Result::is_ok));
+        assert!(
+            matches!(
+                &evs[700],
+                Err(ListWatchError::Transport {
+                    kind: TransportErrorKind::Incomplete,
+                    ..
+                })
+            ),
+            "{:?}",
+            evs[700]
+        );
+
+        // a frame over the limit behind a backlog: the events before it, then TooLarge
+        let mut big = names[..100]
+            .iter()
+            .flat_map(|n| frame("ADDED", n))
+            .collect::<Vec<u8>>();
+        big.extend_from_slice(&(1u32 << 30).to_be_bytes());
+        big.extend_from_slice(&[0; 64]);
+        let evs = events(vec![big], 1 << 20).await;
+        assert_eq!(evs.len(), 101);
+        assert!(evs[..100].iter().all(Result::is_ok));
+        assert!(
+            matches!(&evs[100], Err(ListWatchError::TooLarge { .. })),
+            "{:?}",
+            evs[100]
+        );
     }
 
     fn rich_pod() -> serde_json::Value {

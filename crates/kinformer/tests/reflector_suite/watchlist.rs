@@ -368,16 +368,16 @@ async fn first_request(streaming: bool, mode: Option<InitialListMode>) -> (bool,
     (first_is_streaming_watch, store.ops())
 }
 
-// Ours: `InitialListMode::Auto` streams exactly when the source says its server can (client-go
-// 1.35+: `WatchListClient` on, fakes opted out); the other modes decide alone; the default
-// lists, whatever the source.
+// Ours: `InitialListMode::Auto` (the default) streams exactly when the source says its server
+// can (client-go 1.35+: `WatchListClient` on, fakes opted out); the other modes decide alone.
 #[tokio::test(start_paused = true)]
 async fn auto_mode_streams_when_the_source_supports_it() {
     use InitialListMode::Auto;
     let p1 = vec![Op::Replace(name_rv_pairs(&[("p1", "1")]), "1".into())];
     assert_eq!(first_request(true, Some(Auto)).await, (true, p1.clone()));
     assert_eq!(first_request(false, Some(Auto)).await, (false, p1.clone()));
-    assert_eq!(first_request(true, None).await, (false, p1.clone()));
+    assert_eq!(first_request(true, None).await, (true, p1.clone()));
+    assert_eq!(first_request(false, None).await, (false, p1.clone()));
     assert_eq!(
         first_request(true, Some(InitialListMode::ListThenWatch)).await,
         (false, p1.clone())

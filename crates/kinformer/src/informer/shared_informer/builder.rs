@@ -59,8 +59,8 @@ impl<K: Object, N> SharedIndexInformerBuilder<K, N> {
         self
     }
     /// How the informer's Reflector gets its initial state, and again on every relist
-    /// (default [`InitialListMode::ListThenWatch`]; [`InitialListMode::Auto`] streams where the
-    /// source supports it, as client-go 1.35+ does; see [`crate::reflector`]).
+    /// (default [`InitialListMode::Auto`]: a streaming list where the source supports one, as
+    /// client-go 1.35+ does; see [`crate::reflector`]).
     ///
     /// ```
     /// use k8s_openapi::api::core::v1::Pod;
@@ -69,7 +69,7 @@ impl<K: Object, N> SharedIndexInformerBuilder<K, N> {
     /// # fn lw() -> ListWatch<Pod> { unimplemented!() }
     /// # fn demo() {
     /// let informer = SharedIndexInformer::builder(lw())
-    ///     .initial_list(InitialListMode::Auto)
+    ///     .initial_list(InitialListMode::ListThenWatch)
     ///     .build();
     /// # let _ = informer;
     /// # }
