@@ -207,7 +207,9 @@ impl SharedInformerFactoryBuilder {
     /// How every informer gets its initial state, and again on every relist (default
     /// [`InitialListMode::Auto`]: a streaming list, `sendInitialEvents=true`, as client-go 1.35+
     /// does, falling back to list+watch on a server that refuses it; see [`crate::reflector`]).
-    /// [`InitialListMode::ListThenWatch`] is client-go's behaviour before 1.35.
+    /// [`InitialListMode::ListThenWatch`] is client-go's behaviour before 1.35. Informers with a
+    /// lean cache ([`CacheMode::Lean`]) list first under `Auto`: a streaming list holds every
+    /// decoded object until its end bookmark, a list reaches the lean cache compressed in parts.
     pub fn initial_list(mut self, mode: InitialListMode) -> Self {
         self.initial_list = mode;
         self

@@ -29,7 +29,8 @@
 //! bookmark does not arrive within [`ReflectorBuilder::end_bookmark_wait`] (a server that
 //! silently ignores the option turns it into a plain watch), the Reflector falls back to
 //! list+watch for that cycle and says why in the logs. [`InitialListMode::ListThenWatch`] and
-//! [`InitialListMode::StreamingList`] force one or the other.
+//! [`InitialListMode::StreamingList`] force one or the other. Informers with a lean cache
+//! list first under `Auto` (see `SharedIndexInformerBuilder::initial_list`).
 //!
 //! # Differences from client-go
 //!

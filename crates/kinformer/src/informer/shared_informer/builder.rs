@@ -60,7 +60,8 @@ impl<K: Object, N> SharedIndexInformerBuilder<K, N> {
     }
     /// How the informer's Reflector gets its initial state, and again on every relist
     /// (default [`InitialListMode::Auto`]: a streaming list where the source supports one, as
-    /// client-go 1.35+ does; see [`crate::reflector`]).
+    /// client-go 1.35+ does; see [`crate::reflector`]). With [`CacheMode::Lean`], `Auto` lists
+    /// first: a streaming list would hold every decoded object until its end bookmark.
     ///
     /// ```
     /// use k8s_openapi::api::core::v1::Pod;

@@ -28,7 +28,10 @@ impl<K: Object> SharedIndexInformer<K> {
             let processor = inner.processor.clone();
             let mut builder = Reflector::builder(inner.lister_watcher.clone(), fifo.clone())
                 .name(inner.name.clone())
-                .initial_list(inner.initial_list)
+                .initial_list(initial_list_for(
+                    inner.initial_list,
+                    inner.indexer.cache_mode(),
+                ))
                 .resync_period(state.resync_check_period)
                 .should_resync(move || processor.should_resync());
             if let Some(h) = state.watch_error_handler.clone() {
@@ -411,5 +414,39 @@ mod tests {
         assert_eq!(held.metadata.name.as_deref(), Some("p7"));
         cancel.cancel();
         run.await.unwrap();
+    }
+}
+
+/// The initial-list mode an informer's Reflector runs with. A lean cache lists first unless a
+/// streaming list is asked for by name: a list reaches a lean cache in parts, each compressed
+/// as it arrives, while a streaming list holds every decoded object until its end bookmark,
+/// which is what the lean cache exists to avoid (10,000 pods on a real kube-apiserver: peak
+/// RSS 594 MiB streaming against 122 MiB listing).
+pub(super) fn initial_list_for(mode: InitialListMode, cache: CacheMode) -> InitialListMode {
+    match (mode, cache) {
+        (InitialListMode::Auto, CacheMode::Lean) => InitialListMode::ListThenWatch,
+        (mode, _) => mode,
+    }
+}
+
+#[cfg(test)]
+mod initial_list_tests {
+    use super::*;
+
+    #[test]
+    fn a_lean_cache_lists_first_unless_a_streaming_list_is_asked_for_by_name() {
+        use InitialListMode::{Auto, ListThenWatch, StreamingList};
+        assert_eq!(initial_list_for(Auto, CacheMode::Lean), ListThenWatch);
+        assert_eq!(
+            initial_list_for(StreamingList, CacheMode::Lean),
+            StreamingList
+        );
+        assert_eq!(
+            initial_list_for(ListThenWatch, CacheMode::Lean),
+            ListThenWatch
+        );
+        for mode in [Auto, ListThenWatch, StreamingList] {
+            assert_eq!(initial_list_for(mode, CacheMode::Full), mode);
+        }
     }
 }
