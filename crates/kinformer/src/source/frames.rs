@@ -11,6 +11,7 @@ use futures::StreamExt;
 use kube::Resource;
 use serde::de::DeserializeOwned;
 
+use super::kube::{DECODE_BATCH, DECODE_JOBS};
 use super::list_stream::ProtoItems;
 use super::wire::{decode_watch_line, typed_event};
 use crate::reflector::{ListWatchError, TransportErrorKind, WatchEvent, WatchStream};
@@ -173,16 +174,10 @@ where
 /// Frames decoded together on the blocking pool, in order.
 type DecodeJob<K> = tokio::task::JoinHandle<Vec<Result<WatchEvent<K>, ListWatchError>>>;
 
-/// Frames per decoding job when a backlog builds (the list decoder's batch).
-const WATCH_DECODE_BATCH: usize = 64;
-/// Decoding jobs in flight at most (the list decoder's limit): with the buffer's one partial
-/// frame, this bounds what a watch holds undecoded.
-const WATCH_DECODE_JOBS: usize = 4;
-
 /// A protobuf watch body's events, decoded off the reading task (as client-go's watch decodes
 /// on a goroutine of its own) so the body keeps downloading meanwhile: frames are cut as they
 /// complete and gathered while earlier ones decode; a batch goes to the blocking pool when it
-/// is full or when nothing else is decoding, at most [`WATCH_DECODE_JOBS`] at a time. A live
+/// is full or when nothing else is decoding, at most [`DECODE_JOBS`] at a time. A live
 /// watch's lone event is a batch of one; a streaming list's initial events or a burst of
 /// changes fill batches and decode on every core. Events leave in the order the server sent
 /// them, and whatever ends the stream comes after them.
@@ -212,7 +207,7 @@ where
                 return Some(item);
             }
             // every complete frame buffered, up to a batch
-            while self.end.is_none() && self.pending.len() < WATCH_DECODE_BATCH {
+            while self.end.is_none() && self.pending.len() < DECODE_BATCH {
                 match self.reader.take_frame() {
                     Some(Ok(frame)) => self.pending.push(frame),
                     Some(Err(e)) => self.end = Some(Some(e)),
@@ -222,8 +217,8 @@ where
             // a new job for a full batch, or for what there is when nothing is being decoded
             // (or nothing more will come); otherwise frames gather while the jobs run
             if !self.pending.is_empty()
-                && self.jobs.len() < WATCH_DECODE_JOBS
-                && (self.pending.len() >= WATCH_DECODE_BATCH
+                && self.jobs.len() < DECODE_JOBS
+                && (self.pending.len() >= DECODE_BATCH
                     || self.jobs.is_empty()
                     || self.end.is_some())
             {
@@ -248,7 +243,7 @@ where
                 return end.take().map(Err);
             }
             // wait for the oldest job, reading on meanwhile unless a full batch is waiting
-            let may_read = self.end.is_none() && self.pending.len() < WATCH_DECODE_BATCH;
+            let may_read = self.end.is_none() && self.pending.len() < DECODE_BATCH;
             let Some(job) = self.jobs.front_mut() else {
                 // nothing being decoded and nothing cut: only more bytes can help
                 if let Some(end) = self.reader.fill().await {

@@ -195,10 +195,11 @@ impl<K> Clone for KubeListerWatcher<K> {
     }
 }
 
-/// Items per decoding job (and per batch handed on) while a list arrives.
-const DECODE_BATCH: usize = 64;
-/// Decoding jobs in flight at most (each holds one batch's JSON, about 256 KB for pods).
-const DECODE_JOBS: usize = 4;
+/// Items per decoding job (and per batch handed on) while a list or a watch backlog arrives.
+pub(super) const DECODE_BATCH: usize = 64;
+/// Decoding jobs in flight at most, for a list or a watch (each holds one batch's bytes, about
+/// 256 KB for pods).
+pub(super) const DECODE_JOBS: usize = 4;
 
 impl<K> KubeListerWatcher<K>
 where
