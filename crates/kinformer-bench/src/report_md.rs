@@ -112,6 +112,36 @@ pub fn verdict(k: f64, other: f64, worse: &str, better: &str) -> String {
     }
 }
 
+/// Sync time of `a` against `b` round by round: the i-th recorded run of each peer on one
+/// (tier, workload, N) ran in the same round, minutes apart at most, so their ratio is free of
+/// the machine's slow patches that medians taken apart are not. The median of those ratios,
+/// the rounds in which `a` was faster, and the rounds paired.
+pub fn same_round(
+    results: &[PeerReport],
+    tier: &str,
+    w: &str,
+    n: u64,
+    a: &str,
+    b: &str,
+) -> Option<(f64, usize, usize)> {
+    let runs = |peer: &str| -> Vec<f64> {
+        results
+            .iter()
+            .filter(|r| r.tier == tier && r.workload == w && r.n == n && r.peer == peer)
+            .filter_map(|r| r.sync_ms)
+            .collect()
+    };
+    let (ra, rb) = (runs(a), runs(b));
+    let pairs: Vec<(f64, f64)> = ra
+        .into_iter()
+        .zip(rb)
+        .filter(|&(x, y)| x > 0.0 && y > 0.0)
+        .collect();
+    let faster = pairs.iter().filter(|(x, y)| x < y).count();
+    let ratio = median(pairs.iter().map(|(x, y)| Some(x / y)))?;
+    Some((ratio, faster, pairs.len()))
+}
+
 fn sizes_of(results: &[PeerReport], tier: &str, w: &str) -> Vec<u64> {
     let mut s: Vec<u64> = results
         .iter()
@@ -175,28 +205,59 @@ fn headline(md: &mut String, t: &Tables, results: &[PeerReport]) {
         md.push_str("The real tier (or client-go on it) did not run in this report, so there is no headline; see the notes.\n\n");
         return;
     }
-    let mut line =
-        |label: &str, k: Option<f64>, c: Option<f64>, unit: &str, worse: &str, better: &str| {
-            if let (Some(k), Some(c)) = (k, c) {
+    fn line(
+        md: &mut String,
+        label: &str,
+        k: Option<f64>,
+        c: Option<f64>,
+        unit: &str,
+        worse: &str,
+        better: &str,
+    ) {
+        if let (Some(k), Some(c)) = (k, c) {
+            let _ = writeln!(
+                md,
+                "- {label}: kinformer {} {unit}, client-go {} {unit}: kinformer is {}.",
+                fmt_num(k),
+                fmt_num(c),
+                verdict(k, c, worse, better)
+            );
+        }
+    }
+    for &n in &sizes {
+        for (w, a, b, label) in [
+            ("w1", "kinformer", "client-go", "W1 sync"),
+            (
+                "w1t",
+                "kinformer",
+                "client-go",
+                "W1t sync (managedFields dropped)",
+            ),
+            (
+                "w1",
+                "kinformer-metadata",
+                "client-go-metadata",
+                "metadata-only informers, W1 sync",
+            ),
+        ] {
+            line(
+                md,
+                &format!("N = {n}, {label}"),
+                t.sync.get("real", w, n, a),
+                t.sync.get("real", w, n, b),
+                "ms",
+                "slower",
+                "faster",
+            );
+            if let Some((r, faster, rounds)) = same_round(results, "real", w, n, a, b) {
                 let _ = writeln!(
                     md,
-                    "- {label}: kinformer {} {unit}, client-go {} {unit}: kinformer is {}.",
-                    fmt_num(k),
-                    fmt_num(c),
-                    verdict(k, c, worse, better)
+                    "  - round by round: median ratio {r:.2}×; {a} faster in {faster} of {rounds} rounds."
                 );
             }
-        };
-    for &n in &sizes {
+        }
         line(
-            &format!("N = {n}, W1 sync"),
-            t.sync.get("real", "w1", n, "kinformer"),
-            t.sync.get("real", "w1", n, "client-go"),
-            "ms",
-            "slower",
-            "faster",
-        );
-        line(
+            md,
             &format!("N = {n}, W1 peak RSS"),
             t.peak.get("real", "w1", n, "kinformer"),
             t.peak.get("real", "w1", n, "client-go"),
@@ -205,6 +266,7 @@ fn headline(md: &mut String, t: &Tables, results: &[PeerReport]) {
             "less memory",
         );
         line(
+            md,
             &format!("N = {n}, W4 bytes per cached pod"),
             t.bpo.get("real", "w1", n, "kinformer"),
             t.bpo.get("real", "w1", n, "client-go"),
@@ -213,6 +275,7 @@ fn headline(md: &mut String, t: &Tables, results: &[PeerReport]) {
             "less memory",
         );
         line(
+            md,
             &format!("N = {n}, W4 with managedFields dropped"),
             t.bpo.get("real", "w1t", n, "kinformer"),
             t.bpo.get("real", "w1t", n, "client-go"),
@@ -221,6 +284,7 @@ fn headline(md: &mut String, t: &Tables, results: &[PeerReport]) {
             "less memory",
         );
         line(
+            md,
             &format!("N = {n}, lean cache (`CacheMode::Lean`), W1 sync"),
             t.sync.get("real", "w1", n, "kinformer-lean"),
             t.sync.get("real", "w1", n, "client-go"),
@@ -229,6 +293,7 @@ fn headline(md: &mut String, t: &Tables, results: &[PeerReport]) {
             "faster",
         );
         line(
+            md,
             &format!("N = {n}, lean cache (`CacheMode::Lean`), W4 bytes per cached pod"),
             t.bpo.get("real", "w1", n, "kinformer-lean"),
             t.bpo.get("real", "w1", n, "client-go"),
@@ -237,6 +302,7 @@ fn headline(md: &mut String, t: &Tables, results: &[PeerReport]) {
             "less memory",
         );
         line(
+            md,
             &format!("N = {n}, metadata-only informers, W4 bytes per cached pod"),
             t.bpo.get("real", "w1", n, "kinformer-metadata"),
             t.bpo.get("real", "w1", n, "client-go-metadata"),
@@ -245,6 +311,7 @@ fn headline(md: &mut String, t: &Tables, results: &[PeerReport]) {
             "less memory",
         );
         line(
+            md,
             &format!("N = {n}, W3 relist"),
             t.relist.get("real", "w3", n, "kinformer"),
             t.relist.get("real", "w3", n, "client-go"),
@@ -254,6 +321,7 @@ fn headline(md: &mut String, t: &Tables, results: &[PeerReport]) {
         );
     }
     line(
+        md,
         "W2 p50 write-to-handler latency",
         t.p50.get("real", "w2", W2_PODS, "kinformer"),
         t.p50.get("real", "w2", W2_PODS, "client-go"),

@@ -131,3 +131,27 @@ fn metadata_and_queue_mode_rows_have_their_own_tables() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn same_round_ratios_pair_the_ith_runs_and_count_the_rounds_won() {
+    // medians 500 against 500: at par taken apart; round by round kinformer is behind in
+    // three of four rounds
+    let results = vec![
+        run("real", "kinformer", 10, 510.0),
+        run("real", "client-go", 10, 500.0),
+        run("real", "kinformer", 10, 300.0),
+        run("real", "client-go", 10, 600.0),
+        run("real", "kinformer", 10, 520.0),
+        run("real", "client-go", 10, 500.0),
+        run("real", "kinformer", 10, 490.0),
+        run("real", "client-go", 10, 450.0),
+        run("real", "kinformer", 20, 1.0),
+        run("embedded", "client-go", 10, 1.0),
+    ];
+    let (r, faster, rounds) =
+        same_round(&results, "real", "w1", 10, "kinformer", "client-go").unwrap();
+    assert_eq!((faster, rounds), (1, 4));
+    // ratios 1.02, 0.5, 1.04, 1.089: median (1.02 + 1.04) / 2
+    assert!((r - 1.03).abs() < 1e-9, "{r}");
+    assert!(same_round(&results, "real", "w1", 20, "kinformer", "client-go").is_none());
+}
