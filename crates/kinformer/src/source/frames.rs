@@ -1,13 +1,17 @@
-//! Watch framing: a watch response body is one JSON event per line. Lines are found by
-//! scanning only the bytes that arrived since the last scan (memchr), and one line may be at
-//! most the configured size: a server or proxy that sends an endless line costs one bounded
-//! buffer and ends the watch with [`ListWatchError::TooLarge`].
+//! Watch framing and decoding. A watch response body is one JSON event per line, or (protobuf)
+//! one length-prefixed `WatchEvent` after another. Either way events are cut from the body as
+//! they complete and decoded off the reading task, in batches on every core when a backlog
+//! builds (a streaming list's initial events, a burst of changes), in the server's order.
+//! Lines are found by scanning only the bytes that arrived since the last scan (memchr), and
+//! one event may be at most the configured size: a server or proxy that sends an endless line
+//! or announces a huge frame costs one bounded buffer and ends the watch with
+//! [`ListWatchError::TooLarge`].
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
-use futures::StreamExt;
+use bytes::{Buf, Bytes, BytesMut};
+use futures::{FutureExt, StreamExt};
 use kube::Resource;
 use serde::de::DeserializeOwned;
 
@@ -28,109 +32,7 @@ where
     B: futures::Stream<Item = Result<Bytes, E>> + Send + 'static,
     E: std::fmt::Display,
 {
-    let state = Framer {
-        body: Some(Box::pin(body)),
-        buf: BytesMut::new(),
-        scanned: 0,
-        max_line,
-    };
-    futures::stream::unfold(state, move |mut st| {
-        let kind = kind.clone();
-        async move {
-            let item = match st.next_line().await? {
-                Ok((line, true)) => {
-                    crate::memory::grow_heap_ahead();
-                    decode_watch_line::<K>(&line, &kind)
-                }
-                // The body ended without a newline: a last line that decodes still counts;
-                // one that does not is an event cut off by the connection.
-                Ok((line, false)) => {
-                    decode_watch_line::<K>(&line, &kind).map_err(|e| ListWatchError::Transport {
-                        kind: TransportErrorKind::Incomplete,
-                        message: format!(
-                            "the watch stream ended inside an event ({} bytes): {e}",
-                            line.len()
-                        ),
-                    })
-                }
-                Err(e) => Err(e),
-            };
-            Some((item, st))
-        }
-    })
-    .boxed()
-}
-
-struct Framer<B> {
-    /// `None` once the body ended or the stream was ended by an error.
-    body: Option<std::pin::Pin<Box<B>>>,
-    buf: BytesMut,
-    /// How many bytes at the start of `buf` are known to hold no newline.
-    scanned: usize,
-    max_line: usize,
-}
-
-impl<B, E> Framer<B>
-where
-    B: futures::Stream<Item = Result<Bytes, E>>,
-    E: std::fmt::Display,
-{
-    /// The next non-blank line (without its newline) and whether a newline ended it, or the
-    /// error that ends the stream.
-    async fn next_line(&mut self) -> Option<Result<(BytesMut, bool), ListWatchError>> {
-        loop {
-            if let Some(offset) = memchr::memchr(b'\n', &self.buf[self.scanned..]) {
-                let end = self.scanned + offset;
-                let mut line = self.buf.split_to(end + 1);
-                line.truncate(end);
-                self.scanned = 0;
-                if line.len() > self.max_line {
-                    return self.end_with(self.too_large());
-                }
-                if line.iter().all(u8::is_ascii_whitespace) {
-                    continue;
-                }
-                return Some(Ok((line, true)));
-            }
-            self.scanned = self.buf.len();
-            if self.buf.len() > self.max_line {
-                return self.end_with(self.too_large());
-            }
-            let Some(body) = self.body.as_mut() else {
-                // The body ended: a last line without a newline still counts if it decodes.
-                if self.buf.iter().all(u8::is_ascii_whitespace) {
-                    return None;
-                }
-                self.scanned = 0;
-                return Some(Ok((self.buf.split(), false)));
-            };
-            match body.next().await {
-                Some(Ok(chunk)) => self.buf.extend_from_slice(&chunk),
-                Some(Err(e)) => {
-                    return self.end_with(ListWatchError::Transport {
-                        kind: TransportErrorKind::Other,
-                        message: format!("reading the watch stream: {e}"),
-                    });
-                }
-                None => self.body = None,
-            }
-        }
-    }
-
-    fn too_large(&self) -> ListWatchError {
-        ListWatchError::TooLarge {
-            what: "a watch event",
-            limit: self.max_line,
-        }
-    }
-
-    /// Ends the stream with `e`: the body is dropped (closing the watch) and the buffer freed.
-    fn end_with(&mut self, e: ListWatchError) -> Option<Result<(BytesMut, bool), ListWatchError>> {
-        self.body = None;
-        self.buf = BytesMut::new();
-        self.scanned = 0;
-        Some(Err(e))
-    }
+    watch_events(body, kind, Format::JsonLines, max_line)
 }
 
 /// Splits a protobuf watch body (`application/vnd.kubernetes.protobuf;stream=watch`: each
@@ -151,18 +53,28 @@ where
     B: futures::Stream<Item = Result<Bytes, E>> + Send + 'static,
     E: std::fmt::Display,
 {
-    let state = ParallelFrames {
-        reader: FrameReader {
+    watch_events(body, kind, Format::Protobuf(items), max_frame)
+}
+
+fn watch_events<K, B, E>(body: B, kind: String, format: Format, max: usize) -> WatchStream<K>
+where
+    K: Resource + DeserializeOwned + Send + 'static,
+    B: futures::Stream<Item = Result<Bytes, E>> + Send + 'static,
+    E: std::fmt::Display,
+{
+    let state = ParallelDecode {
+        reader: EventReader {
             body: Some(Box::pin(body)),
             buf: BytesMut::new(),
-            max_frame,
+            scanned: 0,
+            max,
+            format,
         },
         jobs: VecDeque::new(),
         ready: VecDeque::new(),
         pending: Vec::new(),
         end: None,
         kind: Arc::from(kind),
-        items,
     };
     futures::stream::unfold(state, |mut st| async move {
         let item = st.next().await?;
@@ -171,51 +83,123 @@ where
     .boxed()
 }
 
-/// Frames decoded together on the blocking pool, in order.
+/// How a watch body is cut into events, and how each is decoded.
+#[derive(Clone, Copy)]
+enum Format {
+    /// One JSON event per line (`application/json;stream=watch`).
+    JsonLines,
+    /// Length-prefixed protobuf `WatchEvent`s, their objects decoded as the items say.
+    Protobuf(ProtoItems),
+}
+
+/// One event's bytes as cut from the body (without its newline or length), copied out of the
+/// read buffer: a view into it would keep the buffer shared while the event waits or
+/// decodes, and a shared buffer cannot take the next chunk into the room already read, so
+/// every chunk would cost a new buffer (fresh pages) instead of an event-sized copy.
+struct Cut {
+    bytes: Vec<u8>,
+    /// False for a last line that the body ended without a newline after: it still counts if
+    /// it decodes, else it is an event cut off by the connection.
+    whole: bool,
+}
+
+impl Cut {
+    fn decode<K>(&self, kind: &str, format: Format) -> Result<WatchEvent<K>, ListWatchError>
+    where
+        K: Resource + DeserializeOwned + 'static,
+    {
+        match format {
+            Format::Protobuf(items) => decode_watch_frame(&self.bytes, kind, items),
+            Format::JsonLines if self.whole => {
+                crate::memory::grow_heap_ahead();
+                decode_watch_line(&self.bytes, kind)
+            }
+            Format::JsonLines => {
+                decode_watch_line(&self.bytes, kind).map_err(|e| ListWatchError::Transport {
+                    kind: TransportErrorKind::Incomplete,
+                    message: format!(
+                        "the watch stream ended inside an event ({} bytes): {e}",
+                        self.bytes.len()
+                    ),
+                })
+            }
+        }
+    }
+}
+
+/// Events decoded together on the blocking pool, in order.
 type DecodeJob<K> = tokio::task::JoinHandle<Vec<Result<WatchEvent<K>, ListWatchError>>>;
 
-/// A protobuf watch body's events, decoded off the reading task (as client-go's watch decodes
-/// on a goroutine of its own) so the body keeps downloading meanwhile: frames are cut as they
+/// A watch body's events, decoded off the reading task (as client-go's watch decodes on a
+/// goroutine of its own) so the body keeps downloading meanwhile: events are cut as they
 /// complete and gathered while earlier ones decode; a batch goes to the blocking pool when it
 /// is full or when nothing else is decoding, at most [`DECODE_JOBS`] at a time. A live
 /// watch's lone event is a batch of one; a streaming list's initial events or a burst of
 /// changes fill batches and decode on every core. Events leave in the order the server sent
-/// them, and whatever ends the stream comes after them.
-struct ParallelFrames<K, B> {
-    reader: FrameReader<B>,
+/// them, and whatever ends the stream comes after them. Memory stays bounded: one partial
+/// event, one batch being gathered and the jobs' batches.
+struct ParallelDecode<K, B> {
+    reader: EventReader<B>,
     jobs: VecDeque<DecodeJob<K>>,
     /// Decoded events not yet handed on (one job's at most).
     ready: VecDeque<Result<WatchEvent<K>, ListWatchError>>,
-    /// Frames cut from the body and not yet given to a job (a batch at most).
-    pending: Vec<BytesMut>,
+    /// Events cut from the body and not yet given to a job (a batch at most).
+    pending: Vec<Cut>,
     /// Set once the body ended (`Some(None)`) or failed (`Some(Some(e))`): what comes after
     /// the events still being decoded.
     end: Option<Option<ListWatchError>>,
     kind: Arc<str>,
-    items: ProtoItems,
 }
 
-impl<K, B, E> ParallelFrames<K, B>
+impl<K, B, E> ParallelDecode<K, B>
 where
     K: Resource + DeserializeOwned + Send + 'static,
     B: futures::Stream<Item = Result<Bytes, E>>,
     E: std::fmt::Display,
 {
+    /// Every complete event buffered, up to a batch (or the error that ends the stream).
+    fn cut_buffered(&mut self) {
+        while self.end.is_none() && self.pending.len() < DECODE_BATCH {
+            match self.reader.take_event() {
+                Some(Ok(cut)) => self.pending.push(cut),
+                Some(Err(e)) => self.end = Some(Some(e)),
+                None => break,
+            }
+        }
+    }
+
     async fn next(&mut self) -> Option<Result<WatchEvent<K>, ListWatchError>> {
         loop {
             if let Some(item) = self.ready.pop_front() {
                 return Some(item);
             }
-            // every complete frame buffered, up to a batch
+            self.cut_buffered();
+            // and what else has arrived already, without waiting: a backlog shows as many
+            // events at once
             while self.end.is_none() && self.pending.len() < DECODE_BATCH {
-                match self.reader.take_frame() {
-                    Some(Ok(frame)) => self.pending.push(frame),
-                    Some(Err(e)) => self.end = Some(Some(e)),
+                match self.reader.fill().now_or_never() {
                     None => break,
+                    Some(None) => self.cut_buffered(),
+                    Some(Some(end)) => self.end = Some(end),
                 }
             }
+            // less than a batch at once and nothing else being decoded: no backlog (a live
+            // watch's changes, or a stream that arrives no faster than one core decodes it,
+            // as from a server busy encoding it), so decoded here: crossing to other threads
+            // would cost more than it saves, and take cores from a server on the same machine
+            if !self.pending.is_empty() && self.jobs.is_empty() && self.pending.len() < DECODE_BATCH
+            {
+                let kind = self.kind.clone();
+                let format = self.reader.format;
+                self.ready.extend(
+                    self.pending
+                        .drain(..)
+                        .map(|cut| cut.decode::<K>(&kind, format)),
+                );
+                continue;
+            }
             // a new job for a full batch, or for what there is when nothing is being decoded
-            // (or nothing more will come); otherwise frames gather while the jobs run
+            // (or nothing more will come); otherwise events gather while the jobs run
             if !self.pending.is_empty()
                 && self.jobs.len() < DECODE_JOBS
                 && (self.pending.len() >= DECODE_BATCH
@@ -223,11 +207,11 @@ where
                     || self.end.is_some())
             {
                 let batch = std::mem::take(&mut self.pending);
-                let (kind, items) = (self.kind.clone(), self.items);
+                let (kind, format) = (self.kind.clone(), self.reader.format);
                 self.jobs.push_back(tokio::task::spawn_blocking(move || {
                     batch
                         .iter()
-                        .map(|frame| decode_watch_frame::<K>(frame, &kind, items))
+                        .map(|cut| cut.decode::<K>(&kind, format))
                         .collect()
                 }));
                 continue;
@@ -340,46 +324,112 @@ fn frame_as_line(ev: kinformer_proto::WatchEvent<'_>) -> Result<Vec<u8>, ListWat
     Ok(line)
 }
 
-struct FrameReader<B> {
+/// Cuts a watch body into events as its bytes arrive.
+struct EventReader<B> {
+    /// `None` once the body ended or the stream was ended by an error.
     body: Option<std::pin::Pin<Box<B>>>,
     buf: BytesMut,
-    max_frame: usize,
+    /// JSON lines: how many bytes at the start of `buf` are known to hold no newline.
+    scanned: usize,
+    /// The largest event, in bytes.
+    max: usize,
+    format: Format,
 }
 
-impl<B, E> FrameReader<B>
+fn blank(bytes: &[u8]) -> bool {
+    bytes.iter().all(u8::is_ascii_whitespace)
+}
+
+impl<B, E> EventReader<B>
 where
     B: futures::Stream<Item = Result<Bytes, E>>,
     E: std::fmt::Display,
 {
-    /// The next complete frame buffered (without its length), if there is one; a frame
-    /// announced over the limit ends the stream with [`ListWatchError::TooLarge`].
-    fn take_frame(&mut self) -> Option<Result<BytesMut, ListWatchError>> {
+    /// The next complete event buffered, if there is one, or the error that ends the stream
+    /// (an event over the limit: [`ListWatchError::TooLarge`]).
+    fn take_event(&mut self) -> Option<Result<Cut, ListWatchError>> {
+        match self.format {
+            Format::JsonLines => self.take_line(),
+            Format::Protobuf(_) => self.take_frame(),
+        }
+    }
+
+    /// The next non-blank line (without its newline); after the body's end, what is left
+    /// without a newline.
+    fn take_line(&mut self) -> Option<Result<Cut, ListWatchError>> {
+        loop {
+            if let Some(offset) = memchr::memchr(b'\n', &self.buf[self.scanned..]) {
+                let end = self.scanned + offset;
+                self.scanned = 0;
+                if end > self.max {
+                    return Some(Err(self.too_large()));
+                }
+                let line = (!blank(&self.buf[..end])).then(|| self.buf[..end].to_vec());
+                self.buf.advance(end + 1);
+                let Some(line) = line else {
+                    continue;
+                };
+                return Some(Ok(Cut {
+                    bytes: line,
+                    whole: true,
+                }));
+            }
+            self.scanned = self.buf.len();
+            if self.buf.len() > self.max {
+                return Some(Err(self.too_large()));
+            }
+            if self.body.is_none() && !blank(&self.buf) {
+                self.scanned = 0;
+                let rest = self.buf.to_vec();
+                self.buf.clear();
+                return Some(Ok(Cut {
+                    bytes: rest,
+                    whole: false,
+                }));
+            }
+            return None;
+        }
+    }
+
+    /// The next complete length-prefixed frame (without its length).
+    fn take_frame(&mut self) -> Option<Result<Cut, ListWatchError>> {
         if self.buf.len() < 4 {
             return None;
         }
         let len = u32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]) as usize;
-        if len > self.max_frame {
-            self.body = None;
-            self.buf = BytesMut::new();
-            return Some(Err(ListWatchError::TooLarge {
-                what: "a watch event",
-                limit: self.max_frame,
-            }));
+        if len > self.max {
+            return Some(Err(self.too_large()));
         }
         if self.buf.len() < 4 + len {
             return None;
         }
-        let mut frame = self.buf.split_to(4 + len);
-        let _ = frame.split_to(4);
-        Some(Ok(frame))
+        let frame = self.buf[4..4 + len].to_vec();
+        self.buf.advance(4 + len);
+        Some(Ok(Cut {
+            bytes: frame,
+            whole: true,
+        }))
     }
 
-    /// Reads one more chunk of the body into the buffer. `None` while the body goes on;
-    /// `Some(end)` once it is over: `None` for a clean end after whole frames, else the error
-    /// (a broken body, or one that ended inside a frame).
+    /// Ends the stream with [`ListWatchError::TooLarge`]: the body is dropped (closing the
+    /// watch) and the buffer freed.
+    fn too_large(&mut self) -> ListWatchError {
+        self.body = None;
+        self.buf = BytesMut::new();
+        self.scanned = 0;
+        ListWatchError::TooLarge {
+            what: "a watch event",
+            limit: self.max,
+        }
+    }
+
+    /// Reads one more chunk of the body into the buffer. `None` while the body goes on (or a
+    /// last line without a newline is still to be cut); `Some(end)` once it is over: `None`
+    /// for a clean end after whole events, else the error (a broken body, or one that ended
+    /// inside a frame).
     async fn fill(&mut self) -> Option<Option<ListWatchError>> {
         let Some(body) = self.body.as_mut() else {
-            return Some(None);
+            return self.ended();
         };
         match body.next().await {
             Some(Ok(chunk)) => {
@@ -396,15 +446,27 @@ where
             }
             None => {
                 self.body = None;
-                if self.buf.is_empty() {
-                    return Some(None);
-                }
+                self.ended()
+            }
+        }
+    }
+
+    /// After the body's end: a JSON line left without a newline is cut first (it may still
+    /// decode); bytes left of a protobuf frame are an event cut off.
+    fn ended(&mut self) -> Option<Option<ListWatchError>> {
+        match self.format {
+            Format::JsonLines if !blank(&self.buf) => None,
+            Format::Protobuf(_) if !self.buf.is_empty() => {
                 let n = self.buf.len();
                 self.buf = BytesMut::new();
                 Some(Some(ListWatchError::Transport {
                     kind: TransportErrorKind::Incomplete,
                     message: format!("the watch stream ended inside an event ({n} bytes)"),
                 }))
+            }
+            _ => {
+                self.buf = BytesMut::new();
+                Some(None)
             }
         }
     }
@@ -503,6 +565,111 @@ mod tests {
         big.extend_from_slice(&(1u32 << 30).to_be_bytes());
         big.extend_from_slice(&[0; 64]);
         let evs = events(vec![big], 1 << 20).await;
+        assert_eq!(evs.len(), 101);
+        assert!(evs[..100].iter().all(Result::is_ok));
+        assert!(
+            matches!(&evs[100], Err(ListWatchError::TooLarge { .. })),
+            "{:?}",
+            evs[100]
+        );
+    }
+
+    fn line(ty: &str, name: &str) -> Vec<u8> {
+        let mut l = serde_json::to_vec(&serde_json::json!({"type": ty,
+            "object": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}}}))
+        .unwrap();
+        l.push(b'\n');
+        l
+    }
+
+    async fn json_events(
+        body: Vec<Vec<u8>>,
+        max: usize,
+    ) -> Vec<Result<crate::reflector::WatchEvent<Pod>, ListWatchError>> {
+        let chunks = body
+            .into_iter()
+            .map(|c| Ok::<_, std::convert::Infallible>(Bytes::from(c)));
+        watch_lines::<Pod, _, _>(futures::stream::iter(chunks), "Pod".into(), max)
+            .collect()
+            .await
+    }
+
+    fn added_names(evs: &[Result<WatchEvent<Pod>, ListWatchError>]) -> Vec<String> {
+        evs.iter()
+            .map(|e| match e {
+                Ok(WatchEvent::Added(p)) => p.metadata.name.clone().unwrap(),
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    }
+
+    /// JSON watch lines are decoded in batches off the reading task as protobuf frames are:
+    /// a backlog (with blank lines, split anywhere) keeps the server's order, a line that does
+    /// not decode is one error in its place, and what ends the stream comes after every
+    /// event before it.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_json_backlog_decodes_in_batches_in_order_and_the_end_comes_last() {
+        let names: Vec<String> = (0..700).map(|i| format!("p{i:03}")).collect();
+        let mut all: Vec<u8> = Vec::new();
+        for (i, n) in names.iter().enumerate() {
+            all.extend(line("ADDED", n));
+            if i % 50 == 0 {
+                all.extend_from_slice(b"  \r\n\n");
+            }
+        }
+        let cut = all.len() * 2 / 3;
+        let (head, tail) = all.split_at(cut);
+        let mut body = vec![head.to_vec()];
+        body.extend(tail.chunks(97).map(<[u8]>::to_vec));
+        assert_eq!(
+            added_names(&json_events(body.clone(), 1 << 20).await),
+            names
+        );
+
+        // a last line without its newline still counts when it decodes
+        let mut last = line("ADDED", "last");
+        last.pop();
+        let mut with_last = body.clone();
+        with_last.push(last.clone());
+        let evs = json_events(with_last, 1 << 20).await;
+        assert_eq!(evs.len(), 701);
+        assert!(
+            matches!(&evs[700], Ok(WatchEvent::Added(p)) if p.metadata.name.as_deref() == Some("last"))
+        );
+
+        // the body ends inside an event: every whole event first, then Incomplete
+        let mut cut_off = body.clone();
+        cut_off.push(last[..20].to_vec());
+        let evs = json_events(cut_off, 1 << 20).await;
+        assert_eq!(evs.len(), 701);
+        assert!(evs[..700].iter().all(Result::is_ok));
+        assert!(
+            matches!(
+                &evs[700],
+                Err(ListWatchError::Transport {
+                    kind: TransportErrorKind::Incomplete,
+                    ..
+                })
+            ),
+            "{:?}",
+            evs[700]
+        );
+
+        // garbage in the middle of a backlog: one decode error in its place, then the rest
+        let mut garbled: Vec<u8> = names[..300].iter().flat_map(|n| line("ADDED", n)).collect();
+        garbled.extend_from_slice(b"{not json\n");
+        garbled.extend(names[300..].iter().flat_map(|n| line("ADDED", n)));
+        let evs = json_events(vec![garbled], 1 << 20).await;
+        assert_eq!(evs.len(), 701);
+        let mut around = evs;
+        assert!(around.remove(300).unwrap_err().is_decode());
+        assert_eq!(added_names(&around), names);
+
+        // a line over the limit behind a backlog (no newline in sight): the events before
+        // it, then TooLarge, then nothing
+        let mut big: Vec<u8> = names[..100].iter().flat_map(|n| line("ADDED", n)).collect();
+        big.extend(std::iter::repeat_n(b'x', 4096));
+        let evs = json_events(vec![big, line("ADDED", "after")], 1024).await;
         assert_eq!(evs.len(), 101);
         assert!(evs[..100].iter().all(Result::is_ok));
         assert!(
