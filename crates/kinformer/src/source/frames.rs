@@ -508,6 +508,40 @@ mod tests {
         }
     }
 
+    fn added_names(evs: &[Result<WatchEvent<Pod>, ListWatchError>]) -> Vec<String> {
+        evs.iter()
+            .map(|e| match e {
+                Ok(WatchEvent::Added(p)) => p.metadata.name.clone().unwrap(),
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    }
+
+    /// `n` events, then the error that ended the stream, then nothing.
+    fn assert_events_then(
+        evs: &[Result<WatchEvent<Pod>, ListWatchError>],
+        n: usize,
+        end: fn(&ListWatchError) -> bool,
+    ) {
+        assert_eq!(evs.len(), n + 1);
+        assert!(evs[..n].iter().all(Result::is_ok));
+        assert!(evs[n].as_ref().is_err_and(end), "{:?}", evs[n]);
+    }
+
+    fn incomplete(e: &ListWatchError) -> bool {
+        matches!(
+            e,
+            ListWatchError::Transport {
+                kind: TransportErrorKind::Incomplete,
+                ..
+            }
+        )
+    }
+
+    fn too_large(e: &ListWatchError) -> bool {
+        matches!(e, ListWatchError::TooLarge { .. })
+    }
+
     /// A backlog (hundreds of frames in one chunk, then more split across chunks) is decoded
     /// in batches off the reading task; the events still come out in the server's order, and
     /// what ends the stream comes after every event before it.
@@ -519,32 +553,11 @@ mod tests {
         let (head, tail) = all.split_at(cut);
         let mut body = vec![head.to_vec()];
         body.extend(tail.chunks(97).map(<[u8]>::to_vec));
-        let evs = events(body.clone(), 1 << 20).await;
-        let got: Vec<_> = evs
-            .iter()
-            .map(|e| match e {
-                Ok(WatchEvent::Added(p)) => p.metadata.name.clone().unwrap(),
-                other => panic!("{other:?}"),
-            })
-            .collect();
-        assert_eq!(got, names);
+        assert_eq!(added_names(&events(body.clone(), 1 << 20).await), names);
 
         // the body ends inside a frame: every whole event first, then Incomplete, then nothing
         body.push(frame("ADDED", "cut")[..10].to_vec());
-        let evs = events(body, 1 << 20).await;
-        assert_eq!(evs.len(), 701);
-        assert!(evs[..700].iter().all(Result::is_ok));
-        assert!(
-            matches!(
-                &evs[700],
-                Err(ListWatchError::Transport {
-                    kind: TransportErrorKind::Incomplete,
-                    ..
-                })
-            ),
-            "{:?}",
-            evs[700]
-        );
+        assert_events_then(&events(body, 1 << 20).await, 700, incomplete);
 
         // a frame over the limit behind a backlog: the events before it, then TooLarge
         let mut big = names[..100]
@@ -553,14 +566,7 @@ mod tests {
             .collect::<Vec<u8>>();
         big.extend_from_slice(&(1u32 << 30).to_be_bytes());
         big.extend_from_slice(&[0; 64]);
-        let evs = events(vec![big], 1 << 20).await;
-        assert_eq!(evs.len(), 101);
-        assert!(evs[..100].iter().all(Result::is_ok));
-        assert!(
-            matches!(&evs[100], Err(ListWatchError::TooLarge { .. })),
-            "{:?}",
-            evs[100]
-        );
+        assert_events_then(&events(vec![big], 1 << 20).await, 100, too_large);
     }
 
     fn line(ty: &str, name: &str) -> Vec<u8> {
@@ -581,15 +587,6 @@ mod tests {
         watch_lines::<Pod, _, _>(futures::stream::iter(chunks), "Pod".into(), max)
             .collect()
             .await
-    }
-
-    fn added_names(evs: &[Result<WatchEvent<Pod>, ListWatchError>]) -> Vec<String> {
-        evs.iter()
-            .map(|e| match e {
-                Ok(WatchEvent::Added(p)) => p.metadata.name.clone().unwrap(),
-                other => panic!("{other:?}"),
-            })
-            .collect()
     }
 
     /// JSON watch lines are decoded in batches off the reading task as protobuf frames are:
@@ -629,20 +626,7 @@ mod tests {
         // the body ends inside an event: every whole event first, then Incomplete
         let mut cut_off = body.clone();
         cut_off.push(last[..20].to_vec());
-        let evs = json_events(cut_off, 1 << 20).await;
-        assert_eq!(evs.len(), 701);
-        assert!(evs[..700].iter().all(Result::is_ok));
-        assert!(
-            matches!(
-                &evs[700],
-                Err(ListWatchError::Transport {
-                    kind: TransportErrorKind::Incomplete,
-                    ..
-                })
-            ),
-            "{:?}",
-            evs[700]
-        );
+        assert_events_then(&json_events(cut_off, 1 << 20).await, 700, incomplete);
 
         // garbage in the middle of a backlog: one decode error in its place, then the rest
         let mut garbled: Vec<u8> = names[..300].iter().flat_map(|n| line("ADDED", n)).collect();
@@ -659,13 +643,7 @@ mod tests {
         let mut big: Vec<u8> = names[..100].iter().flat_map(|n| line("ADDED", n)).collect();
         big.extend(std::iter::repeat_n(b'x', 4096));
         let evs = json_events(vec![big, line("ADDED", "after")], 1024).await;
-        assert_eq!(evs.len(), 101);
-        assert!(evs[..100].iter().all(Result::is_ok));
-        assert!(
-            matches!(&evs[100], Err(ListWatchError::TooLarge { .. })),
-            "{:?}",
-            evs[100]
-        );
+        assert_events_then(&evs, 100, too_large);
     }
 
     fn rich_pod() -> serde_json::Value {
