@@ -472,19 +472,23 @@ mod tests {
         kinformer_proto::watch_frame(ty, &kinformer_proto::object_from_json(&pod).unwrap())
     }
 
+    /// A response body arriving in these chunks.
+    fn body_of(
+        chunks: Vec<Vec<u8>>,
+    ) -> impl futures::Stream<Item = Result<Bytes, std::convert::Infallible>> + Send + 'static {
+        futures::stream::iter(chunks.into_iter().map(|c| Ok(Bytes::from(c))))
+    }
+
     async fn events(
         body: Vec<Vec<u8>>,
         max: usize,
     ) -> Vec<Result<crate::reflector::WatchEvent<Pod>, ListWatchError>> {
-        let chunks = body
-            .into_iter()
-            .map(|c| Ok::<_, std::convert::Infallible>(Bytes::from(c)));
         let items = ProtoItems {
             msg: kinformer_proto::MessageRef::for_kind("v1", "Pod").unwrap(),
             drop_managed_fields: false,
             typed: None,
         };
-        watch_frames::<Pod, _, _>(futures::stream::iter(chunks), "Pod".into(), items, max)
+        watch_frames::<Pod, _, _>(body_of(body), "Pod".into(), items, max)
             .collect()
             .await
     }
@@ -581,10 +585,7 @@ mod tests {
         body: Vec<Vec<u8>>,
         max: usize,
     ) -> Vec<Result<crate::reflector::WatchEvent<Pod>, ListWatchError>> {
-        let chunks = body
-            .into_iter()
-            .map(|c| Ok::<_, std::convert::Infallible>(Bytes::from(c)));
-        watch_lines::<Pod, _, _>(futures::stream::iter(chunks), "Pod".into(), max)
+        watch_lines::<Pod, _, _>(body_of(body), "Pod".into(), max)
             .collect()
             .await
     }
