@@ -65,6 +65,7 @@ mod server;
 mod status;
 mod store;
 mod tls;
+mod version;
 #[cfg(test)]
 mod untrusted_input;
 mod watch;

@@ -294,6 +294,8 @@ fn categories(group: &str, plural: &str) -> &'static [&'static str] {
         | (
             "admissionregistration.k8s.io",
             "mutatingwebhookconfigurations"
+            | "mutatingadmissionpolicies"
+            | "mutatingadmissionpolicybindings"
             | "validatingwebhookconfigurations"
             | "validatingadmissionpolicies"
             | "validatingadmissionpolicybindings",
@@ -357,20 +359,40 @@ pub(crate) fn builtin_resources() -> Vec<ResourceInfo> {
         api::rbac::v1::ClusterRoleBinding,
         api::rbac::v1::Role,
         api::rbac::v1::RoleBinding,
-        api::resource::v1::DeviceClass,
-        api::resource::v1::ResourceClaim,
-        api::resource::v1::ResourceClaimTemplate,
-        api::resource::v1::ResourceSlice,
         api::scheduling::v1::PriorityClass,
         api::storage::v1::CSIDriver,
         api::storage::v1::CSINode,
         api::storage::v1::CSIStorageCapacity,
         api::storage::v1::StorageClass,
         api::storage::v1::VolumeAttachment,
-        api::storage::v1::VolumeAttributesClass,
         k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
         k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService,
     ];
+    // What went GA after the oldest version k8s-openapi supports (1.33) is served from the
+    // version that made it GA, as kube-apiserver serves it by default.
+    k8s_openapi::k8s_if_ge_1_34! {
+        out.extend(types![
+            api::resource::v1::DeviceClass,
+            api::resource::v1::ResourceClaim,
+            api::resource::v1::ResourceClaimTemplate,
+            api::resource::v1::ResourceSlice,
+            api::storage::v1::VolumeAttributesClass,
+        ]);
+    }
+    k8s_openapi::k8s_if_ge_1_36! {
+        out.extend(types![
+            api::admissionregistration::v1::MutatingAdmissionPolicy,
+            api::admissionregistration::v1::MutatingAdmissionPolicyBinding,
+        ]);
+    }
+    k8s_openapi::k8s_if_ge_1_37! {
+        out.extend(types![
+            api::certificates::v1::ClusterTrustBundle,
+            api::certificates::v1::PodCertificateRequest,
+            api::resource::v1::DeviceTaintRule,
+            api::storagemigration::v1::StorageVersionMigration,
+        ]);
+    }
     out.extend([
         review::<api::authentication::v1::SelfSubjectReview>(),
         review::<api::authentication::v1::TokenReview>(),

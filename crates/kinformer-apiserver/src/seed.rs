@@ -160,7 +160,7 @@ pub fn node(name: &str) -> Value {
             "allocatable": {"cpu": "3800m", "memory": "15Gi", "pods": "110"},
             "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status", "lastHeartbeatTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z"}],
             "addresses": [{"type": "InternalIP", "address": "192.168.0.10"}, {"type": "Hostname", "address": name}],
-            "nodeInfo": {"kubeletVersion": "v1.35.0", "containerRuntimeVersion": "containerd://2.0.0", "kernelVersion": "6.8.0", "osImage": "Ubuntu 24.04", "operatingSystem": "linux", "architecture": "amd64", "machineID": "", "systemUUID": "", "bootID": "", "kubeProxyVersion": ""}
+            "nodeInfo": {"kubeletVersion": crate::version::git_version(), "containerRuntimeVersion": "containerd://2.0.0", "kernelVersion": "6.8.0", "osImage": "Ubuntu 24.04", "operatingSystem": "linux", "architecture": "amd64", "machineID": "", "systemUUID": "", "bootID": "", "kubeProxyVersion": ""}
         }
     })
 }

@@ -161,10 +161,10 @@ pub(super) fn resource_list(registry: &Registry, group: &str, version: &str) -> 
 pub(super) fn version() -> Value {
     json!({
         "major": "1",
-        "minor": "35",
+        "minor": crate::version::MINOR.to_string(),
         "emulationMajor": "1",
-        "emulationMinor": "35",
-        "gitVersion": "v1.35.0-kinformer",
+        "emulationMinor": crate::version::MINOR.to_string(),
+        "gitVersion": format!("{}-kinformer", crate::version::git_version()),
         "gitCommit": "0000000000000000000000000000000000000000",
         "gitTreeState": "clean",
         "buildDate": "2026-01-01T00:00:00Z",

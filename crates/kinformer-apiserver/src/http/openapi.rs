@@ -63,7 +63,7 @@ pub(super) fn group_version(registry: &Registry, gv: &str) -> Option<Value> {
     }
     Some(json!({
         "openapi": "3.0.0",
-        "info": {"title": "Kubernetes", "version": "v1.35.0"},
+        "info": {"title": "Kubernetes", "version": crate::version::git_version()},
         "paths": paths,
         "components": {"schemas": {}}
     }))
