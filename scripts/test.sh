@@ -30,11 +30,20 @@ tail -n 1 "$demo_log"
 rm -f "$demo_log"
 
 # Informers run on client-go 1.36's RealFifo by default; client-go <= 1.35's DeltaFifo stays
-# selectable (QueueMode). Every test that builds an informer without choosing a mode runs again
-# with the default flipped (the property tests of the queues themselves do not depend on it, so
-# they run with fewer cases here).
-echo "==> cargo test again, informers on DeltaFifo by default (KINFORMER_QUEUE_MODE=delta-fifo)"
-KINFORMER_QUEUE_MODE=delta-fifo PROPTEST_CASES=64 cargo test --workspace --all-targets
+# selectable (InformerConfig::queue_mode). The library reads no environment variable: every test
+# binary that builds informers without choosing a mode takes it from its `queue_mode` test module
+# (`KINFORMER_QUEUE_MODE`), and runs again here on DeltaFifo. Tests that choose a mode themselves
+# (informer_order, the lib tests) cover both modes in the pass above.
+queue_mode_tests=()
+for f in crates/kinformer/tests/*.rs crates/kinformer/tests/*/main.rs; do
+    if grep -q '^mod queue_mode;' "$f"; then
+        name="${f#crates/kinformer/tests/}"
+        name="${name%/main.rs}"
+        queue_mode_tests+=(--test "${name%.rs}")
+    fi
+done
+echo "==> the informer tests again on DeltaFifo (KINFORMER_QUEUE_MODE=delta-fifo): ${queue_mode_tests[*]}"
+KINFORMER_QUEUE_MODE=delta-fifo PROPTEST_CASES=64 cargo test --workspace "${queue_mode_tests[@]}"
 
 # The optional `metrics` feature of kinformer (prometheus-client): the workspace above builds it
 # on (the CLI's demo prints the informers' metrics), so here kinformer alone, without it, must

@@ -65,9 +65,9 @@ mod server;
 mod status;
 mod store;
 mod tls;
-mod version;
 #[cfg(test)]
 mod untrusted_input;
+mod version;
 mod watch;
 
 pub use config::ServerConfig;

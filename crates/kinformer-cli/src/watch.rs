@@ -15,7 +15,9 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{
     ConfigMap, Event as CoreEvent, Namespace, Node, Pod, Secret, Service,
 };
-use kinformer::{Event, IndexFunc, Object, SharedIndexInformer, SharedInformerFactory};
+use kinformer::{
+    Event, IndexFunc, InformerConfig, Object, SharedIndexInformer, SharedInformerFactory,
+};
 use kube::core::{ApiResource, GroupVersionKind};
 use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
@@ -82,14 +84,12 @@ pub async fn run(args: WatchArgs) -> Result<(), CliError> {
     } else {
         connect().await?
     };
-    let mut builder = SharedInformerFactory::builder(client.clone());
-    if let Some(ns) = &args.namespace {
-        builder = builder.namespace(ns.clone());
-    }
-    if let Some(sel) = &args.selector {
-        builder = builder.label_selector(sel.clone());
-    }
-    let factory = builder.build();
+    let mut config = InformerConfig::default();
+    config.namespace = args.namespace.clone();
+    config.label_selector = args.selector.clone();
+    let factory = SharedInformerFactory::builder(client.clone())
+        .defaults(config)
+        .build();
     let view = View {
         index_by: args.index_by.clone(),
     };

@@ -9,6 +9,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Namespace, ServiceAccount};
+use kinformer::InformerConfig;
+use kinformer::informer::QueueMode;
 use kinformer::{Object, meta_namespace_key};
 use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -237,4 +239,25 @@ where
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// The environment variable that picks the queue mode the informer tests run in:
+/// `real-fifo` (unset: the default) or `delta-fifo`. `scripts/test.sh` runs the informer tests
+/// once in each. A test setting: the library itself reads no environment variable.
+pub const QUEUE_MODE_VAR: &str = "KINFORMER_QUEUE_MODE";
+
+/// The queue mode under test ([`QUEUE_MODE_VAR`]); an unknown value fails the test.
+pub fn queue_mode() -> QueueMode {
+    match std::env::var(QUEUE_MODE_VAR) {
+        Err(_) => QueueMode::default(),
+        Ok(v) => QueueMode::parse(&v).unwrap_or_else(|| {
+            panic!("{QUEUE_MODE_VAR}={v:?} is neither real-fifo nor delta-fifo")
+        }),
+    }
+}
+
+/// `InformerConfig::default()` in the queue mode under test: what every informer test starts
+/// from.
+pub fn config<K>() -> InformerConfig<K> {
+    InformerConfig::default().queue_mode(queue_mode())
 }

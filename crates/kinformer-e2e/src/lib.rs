@@ -10,6 +10,8 @@
 //!   429/503/504 retries **off** (a Reflector must see those statuses itself);
 //! * [`E2eEnv::compact`]: compacts etcd through the harness's admin endpoint (forces 410s on a
 //!   server started with the watch cache off);
+//! * [`config`]: the `InformerConfig` every informer test starts from, in the queue mode under
+//!   test ([`QUEUE_MODE_VAR`]);
 //! * [`create_namespace`]: a fresh, uniquely named namespace per test (tests run in parallel);
 //! * [`MapStore`]: a minimal [`ReflectorStore`] to drive a bare Reflector;
 //! * [`CountingListerWatcher`]: wraps a [`ListerWatcher`] and counts what went over the wire
@@ -23,8 +25,8 @@ mod store;
 
 pub use counting::{CountingListerWatcher, WatchCounts};
 pub use env::{
-    E2eEnv, E2eError, NOCACHE_KUBECONFIG_VAR, WATCHCACHE_KUBECONFIG_VAR, create_namespace,
-    delete_namespace, eventually, server_snapshot, snapshot,
+    E2eEnv, E2eError, NOCACHE_KUBECONFIG_VAR, QUEUE_MODE_VAR, WATCHCACHE_KUBECONFIG_VAR, config,
+    create_namespace, delete_namespace, eventually, queue_mode, server_snapshot, snapshot,
 };
 pub use store::MapStore;
 

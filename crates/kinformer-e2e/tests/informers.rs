@@ -140,7 +140,7 @@ async fn factory_pods_and_configmaps_converge_after_create_update_delete() {
     }
 
     let factory = SharedInformerFactory::builder(client.clone())
-        .namespace(ns.clone())
+        .defaults(kinformer_e2e::config().namespace(ns.clone()))
         .build();
     let pod_informer = factory.informer::<Pod>();
     let cm_informer = factory.informer::<ConfigMap>();
@@ -252,8 +252,11 @@ async fn label_selector_informer_follows_objects_moving_in_and_out() {
         .unwrap();
 
     let factory = SharedInformerFactory::builder(client.clone())
-        .namespace(ns.clone())
-        .label_selector("app=e2e")
+        .defaults(
+            kinformer_e2e::config()
+                .namespace(ns.clone())
+                .label_selector("app=e2e"),
+        )
         .build();
     let informer = factory.informer::<ConfigMap>();
     start_and_sync(&factory).await;
@@ -282,8 +285,11 @@ async fn label_selector_informer_follows_objects_moving_in_and_out() {
 
     // a field selector: a single-object informer
     let factory = SharedInformerFactory::builder(client.clone())
-        .namespace(ns.clone())
-        .field_selector("metadata.name=new")
+        .defaults(
+            kinformer_e2e::config()
+                .namespace(ns.clone())
+                .field_selector("metadata.name=new"),
+        )
         .build();
     let informer = factory.informer::<ConfigMap>();
     start_and_sync(&factory).await;
@@ -386,7 +392,7 @@ async fn dynamic_informer_for_a_custom_resource_converges() {
     widgets.create(&pp, &widget("w1", 1)).await.unwrap();
 
     let factory = SharedInformerFactory::builder(client.clone())
-        .namespace(ns.clone())
+        .defaults(kinformer_e2e::config().namespace(ns.clone()))
         .build();
     let informer = factory.dynamic_informer(&ar, true);
     let synced = start_and_sync(&factory).await;
@@ -438,9 +444,12 @@ async fn metadata_informer_converges_with_only_metadata() {
         pods.create(&pp, &p).await.unwrap();
     }
     let factory = SharedInformerFactory::builder(client.clone())
-        .namespace(ns.clone())
-        .label_selector("app=a")
-        .strip_managed_fields()
+        .defaults(
+            kinformer_e2e::config()
+                .namespace(ns.clone())
+                .label_selector("app=a")
+                .strip_managed_fields(true),
+        )
         .build();
     let informer = factory.metadata_informer::<Pod>();
     let synced = start_and_sync(&factory).await;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kinformer::{KubeListerWatcher, reflector::Reflector};
+use kinformer::{InformerConfig, KubeListerWatcher, reflector::Reflector};
 use kinformer_e2e::{
     CountingListerWatcher, E2eEnv, MapStore, NOCACHE_KUBECONFIG_VAR, WATCHCACHE_KUBECONFIG_VAR,
     create_namespace, delete_namespace, eventually, server_snapshot,
@@ -55,8 +55,9 @@ async fn fixture(var: &str, test: &str, prefix: &str) -> Option<Fixture> {
     })
 }
 
-fn counting(cms: &Api<ConfigMap>) -> CountingListerWatcher<ConfigMap> {
-    CountingListerWatcher::new(Arc::new(KubeListerWatcher::new(cms.clone())))
+fn counting(f: &Fixture) -> CountingListerWatcher<ConfigMap> {
+    let config = InformerConfig::default().namespace(f.ns.clone());
+    CountingListerWatcher::new(Arc::new(KubeListerWatcher::new(f.client.clone(), &config)))
 }
 
 /// Runs `reflector` until the returned token is cancelled.
@@ -110,13 +111,16 @@ async fn page_size_2_lists_in_pages_and_converges() {
         return;
     };
     create_some(&f.cms, &["a", "b", "c", "d", "e"]).await;
-    let lw = Arc::new(counting(&f.cms));
+    let lw = Arc::new(counting(&f));
     let store = Arc::new(MapStore::default());
     let reflector = Arc::new(
         Reflector::builder(lw.clone(), store.clone())
             .name("e2e-pages")
-            .initial_list(InitialListMode::ListThenWatch)
-            .page_size(NonZeroU32::new(2).unwrap())
+            .config(
+                &InformerConfig::default()
+                    .initial_list(InitialListMode::ListThenWatch)
+                    .page_size(NonZeroU32::new(2).unwrap()),
+            )
             .build(),
     );
     let cancel = run(reflector);
@@ -147,12 +151,12 @@ async fn bookmarks_arrive_on_a_watch_with_bookmarks_allowed() {
     };
     create_some(&f.cms, &["a"]).await;
     // the watch cache sends a bookmark 2s before a watch's deadline: make the deadline 4s
-    let lw = Arc::new(counting(&f.cms).with_watch_timeout(4));
+    let lw = Arc::new(counting(&f).with_watch_timeout(4));
     let store = Arc::new(MapStore::default());
     let reflector = Arc::new(
         Reflector::builder(lw.clone(), store.clone())
             .name("e2e-bookmarks")
-            .initial_list(InitialListMode::ListThenWatch)
+            .config(&InformerConfig::default().initial_list(InitialListMode::ListThenWatch))
             .build(),
     );
     let cancel = run(reflector.clone());
@@ -188,12 +192,12 @@ async fn streaming_list_fills_the_store_without_a_list_request() {
         return;
     };
     create_some(&f.cms, &["a", "b", "c"]).await;
-    let lw = Arc::new(counting(&f.cms));
+    let lw = Arc::new(counting(&f));
     let store = Arc::new(MapStore::default());
     let reflector = Arc::new(
         Reflector::builder(lw.clone(), store.clone())
             .name("e2e-watchlist")
-            .initial_list(InitialListMode::StreamingList)
+            .config(&InformerConfig::default().initial_list(InitialListMode::StreamingList))
             .build(),
     );
     let cancel = run(reflector);
@@ -230,12 +234,12 @@ async fn forced_410_after_compaction_relists_and_converges() {
     );
     create_some(&f.cms, &["a", "b"]).await;
     // watches end after 3s; the re-watch starts from the reflector's last resourceVersion
-    let lw = Arc::new(counting(&f.cms).with_watch_timeout(3));
+    let lw = Arc::new(counting(&f).with_watch_timeout(3));
     let store = Arc::new(MapStore::default());
     let reflector = Arc::new(
         Reflector::builder(lw.clone(), store.clone())
             .name("e2e-expired")
-            .initial_list(InitialListMode::ListThenWatch)
+            .config(&InformerConfig::default().initial_list(InitialListMode::ListThenWatch))
             .build(),
     );
     let cancel = run(reflector);

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::{
-    KubeListerWatcher, ResourceEventHandlerFuncs, SharedIndexInformer, namespace_indexers,
+    InformerConfig, ResourceEventHandlerFuncs, SharedIndexInformer, namespace_indexers,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -17,10 +17,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = kinformer_apiserver::start(Default::default()).await?;
     server.seed_pods(100, 2)?;
 
-    let lw = KubeListerWatcher::<Pod>::new(kube::Api::all(server.client()));
-    let informer = SharedIndexInformer::builder(lw)
-        .indexers(namespace_indexers())
-        .build();
+    let informer = SharedIndexInformer::<Pod>::new(server.client(), InformerConfig::default());
+    informer.add_indexers(namespace_indexers())?;
     let adds = Arc::new(AtomicUsize::new(0));
     let a = adds.clone();
     informer.add_event_handler(

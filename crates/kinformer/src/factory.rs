@@ -11,10 +11,9 @@ use std::any::{Any, TypeId};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Debug;
 use std::sync::Arc;
-use std::time::Duration;
 
 use kube::Resource;
-use kube::api::{ApiResource, DynamicObject, ObjectMeta};
+use kube::api::{ApiResource, DynamicObject};
 use kube::core::PartialObjectMeta;
 use parking_lot::Mutex;
 use serde::Serialize;
@@ -22,14 +21,12 @@ use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::informer::{QueueMode, SharedIndexInformer};
-use crate::reflector::{InitialListMode, ListOptions};
-use crate::source::{KubeListerWatcher, WireFormat};
-use crate::store::{CacheMode, Indexers, NAMESPACE_INDEX, namespace_index_func};
+use crate::InformerConfig;
+use crate::informer::SharedIndexInformer;
+use crate::source::KubeListerWatcher;
+use crate::store::{Indexers, NAMESPACE_INDEX, namespace_index_func};
 use crate::wait::{SyncSignal, wait_for_cache_sync};
 
-type TweakFn = Arc<dyn Fn(&mut ListOptions) + Send + Sync>;
-type MetaTransform = Arc<dyn Fn(&mut ObjectMeta) + Send + Sync>;
 /// An informer, its key, and whether this factory has started it (set synchronously in
 /// `start`, like client-go's `startedInformers`, so `wait_for_cache_sync` right after `start`
 /// waits for it even before its task has begun running).
@@ -47,6 +44,15 @@ pub struct InformerScope {
 }
 
 impl InformerScope {
+    /// The scope of a configuration: its namespace and selectors.
+    fn of<K>(config: &InformerConfig<K>) -> Self {
+        Self {
+            namespace: config.namespace.clone(),
+            label_selector: config.label_selector.clone(),
+            field_selector: config.field_selector.clone(),
+        }
+    }
+
     fn describe(&self) -> String {
         let mut s = String::new();
         if let Some(ns) = &self.namespace {
@@ -96,141 +102,66 @@ impl<K: crate::Object> ErasedInformer for SharedIndexInformer<K> {
     }
 }
 
-/// Builds a [`SharedInformerFactory`].
+/// Builds a [`SharedInformerFactory`]: the [`InformerConfig`] every informer starts from,
+/// and per-type changes to it (controller-runtime's `cache.Options` with its `ByObject`).
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
+/// use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+/// use kinformer::{InformerConfig, SharedInformerFactory};
+/// use kinformer::store::CacheMode;
+/// let factory = SharedInformerFactory::builder(kube::Client::try_default().await?)
+///     .defaults(
+///         InformerConfig::default()
+///             .resync_period(Duration::from_secs(600))
+///             .strip_managed_fields(true),
+///     )
+///     .for_type::<Pod>(|c| c.label_selector("app=web").cache_mode(CacheMode::Lean))
+///     .for_type::<ConfigMap>(|c| c.namespace("kube-system"))
+///     .build();
+/// # let _ = factory; Ok(()) }
+/// ```
 #[must_use]
 pub struct SharedInformerFactoryBuilder {
     client: kube::Client,
-    scope: InformerScope,
-    tweak: Option<TweakFn>,
-    default_resync: Duration,
-    custom_resync: HashMap<TypeId, Duration>,
-    transform: Option<MetaTransform>,
-    /// managedFields may be left out while decoding (stripped, and no user transform).
-    strip_managed_fields: bool,
-    max_object_size: usize,
-    queue_mode: QueueMode,
-    initial_list: InitialListMode,
-    cache_mode: CacheMode,
-    wire_format: WireFormat,
+    defaults: InformerConfig,
+    by_type: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
 }
 
+/// A per-type change of the factory's defaults, stored under `K`'s `TypeId`.
+type ByType<K> = Arc<dyn Fn(InformerConfig<K>) -> InformerConfig<K> + Send + Sync>;
+
 impl SharedInformerFactoryBuilder {
-    /// What every informer's source asks the server to send (default
-    /// [`WireFormat::Protobuf`]: protobuf for built-in kinds and metadata-only informers, JSON
-    /// for full custom resources, as client-go; see [`KubeListerWatcher::with_wire_format`]).
-    pub fn wire_format(mut self, wire: WireFormat) -> Self {
-        self.wire_format = wire;
+    /// The configuration every informer starts from (default: `InformerConfig::default()`).
+    /// Being for every type, its [`transform`](InformerConfig::transform) can only be a
+    /// [metadata transform](crate::Transform::metadata).
+    pub fn defaults(mut self, defaults: InformerConfig) -> Self {
+        self.defaults = defaults;
         self
     }
 
-    /// How every informer's cache holds its objects (default [`CacheMode::Full`];
-    /// [`CacheMode::Lean`] keeps them compressed and decodes on demand: far less memory,
-    /// dearer reads, see [`CacheMode`]).
-    pub fn cache_mode(mut self, mode: CacheMode) -> Self {
-        self.cache_mode = mode;
-        self
-    }
-    /// Only this namespace (client-go's `WithNamespace`).
-    pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
-        self.scope.namespace = Some(namespace.into());
-        self
-    }
-    /// A label selector for every informer.
-    pub fn label_selector(mut self, selector: impl Into<String>) -> Self {
-        self.scope.label_selector = Some(selector.into());
-        self
-    }
-    /// A field selector for every informer.
-    pub fn field_selector(mut self, selector: impl Into<String>) -> Self {
-        self.scope.field_selector = Some(selector.into());
-        self
-    }
-    /// Adjusts every list and watch request (client-go's `WithTweakListOptions`).
-    pub fn tweak_list_options(
+    /// Changes the configuration of `K`'s informers: `f` gets the defaults and returns the
+    /// configuration for `K` (controller-runtime's `ByObject`; client-go's
+    /// `WithCustomResyncConfig` is `.for_type::<K>(|c| c.resync_period(p))`). Dynamic
+    /// informers are all `K = DynamicObject` (or `PartialObjectMeta<DynamicObject>`). A second
+    /// call for the same type replaces the first.
+    pub fn for_type<K: 'static>(
         mut self,
-        f: impl Fn(&mut ListOptions) + Send + Sync + 'static,
+        f: impl Fn(InformerConfig<K>) -> InformerConfig<K> + Send + Sync + 'static,
     ) -> Self {
-        self.tweak = Some(Arc::new(f));
+        let f: ByType<K> = Arc::new(f);
+        self.by_type.insert(TypeId::of::<K>(), Box::new(f));
         self
     }
-    /// The default resync period of every informer (zero: never).
-    pub fn default_resync(mut self, period: Duration) -> Self {
-        self.default_resync = period;
-        self
-    }
-    /// The resync period of one type (client-go's `WithCustomResyncConfig`).
-    pub fn resync_for<K: 'static>(mut self, period: Duration) -> Self {
-        self.custom_resync.insert(TypeId::of::<K>(), period);
-        self
-    }
-    /// A transform of every object's metadata before it is cached (client-go's
-    /// `WithTransform`), e.g. `|m| m.managed_fields = None` to save memory.
-    pub fn transform(mut self, f: impl Fn(&mut ObjectMeta) + Send + Sync + 'static) -> Self {
-        self.transform = Some(Arc::new(f));
-        self
-    }
-    /// Drops `metadata.managedFields` from every object before it is cached
-    /// (controller-runtime's `cache.TransformStripManagedFields`). Composes with
-    /// [`transform`](Self::transform): the transform runs first (so it can still read them),
-    /// then the fields are dropped. Without a transform, a protobuf list (built-in kinds) is
-    /// decoded without them at all, which saves the time and the transient memory of parsing
-    /// them.
-    ///
-    /// # Trade-off
-    ///
-    /// managedFields is server-side apply's bookkeeping (which manager owns which field); it
-    /// is usually the largest part of an object's metadata. On a real kube-apiserver with pods
-    /// written by two managers, dropping it saved about 27 KB per cached pod (57.7 KB → 30.5 KB
-    /// per pod for kinformer, issue #17's measurement). What breaks: anything that reads
-    /// managedFields from the cache — server-side-apply logic that computes field ownership or
-    /// conflicts client-side, or extracts "what my manager applied" (client-go's
-    /// `Extract…` apply configurations) from a cached object. Such code must `GET` the object
-    /// from the server instead. Objects written back from the cache with an update (not an
-    /// apply) are unaffected: an update without `managedFields` leaves the server's unchanged.
-    pub fn strip_managed_fields(mut self) -> Self {
-        self.strip_managed_fields = true;
-        self
-    }
-    /// The most bytes one object may take on the wire, for every informer's source (default
-    /// [`DEFAULT_MAX_OBJECT_SIZE`](crate::source::DEFAULT_MAX_OBJECT_SIZE); see
-    /// [`KubeListerWatcher::with_max_object_size`]).
-    pub fn max_object_size(mut self, bytes: usize) -> Self {
-        self.max_object_size = bytes;
-        self
-    }
-    /// The queue every informer runs on (default: client-go 1.36's in-order
-    /// [`QueueMode::RealFifo`]; [`QueueMode::DeltaFifo`] for client-go ≤ 1.35's order).
-    pub fn queue_mode(mut self, mode: QueueMode) -> Self {
-        self.queue_mode = mode;
-        self
-    }
-    /// How every informer gets its initial state, and again on every relist (default
-    /// [`InitialListMode::Auto`]: a streaming list, `sendInitialEvents=true`, as client-go 1.35+
-    /// does, falling back to list+watch on a server that refuses it; see [`crate::reflector`]).
-    /// [`InitialListMode::ListThenWatch`] is client-go's behaviour before 1.35. Informers with a
-    /// lean cache ([`CacheMode::Lean`]) list first under `Auto`: a streaming list holds every
-    /// decoded object until its end bookmark, a list reaches the lean cache compressed in parts.
-    pub fn initial_list(mut self, mode: InitialListMode) -> Self {
-        self.initial_list = mode;
-        self
-    }
+
     /// Builds the factory.
     pub fn build(self) -> SharedInformerFactory {
         SharedInformerFactory {
             inner: Arc::new(FactoryInner {
                 client: self.client,
-                scope: self.scope,
-                tweak: self.tweak,
-                default_resync: self.default_resync,
-                custom_resync: self.custom_resync,
-                // with no transform of the user's to read them first, they need not be decoded
-                strip_managed_fields: self.strip_managed_fields && self.transform.is_none(),
-                transform: compose_strip(self.transform, self.strip_managed_fields),
-                max_object_size: self.max_object_size,
-                queue_mode: self.queue_mode,
-                initial_list: self.initial_list,
-                cache_mode: self.cache_mode,
-                wire_format: self.wire_format,
+                defaults: self.defaults,
+                by_type: self.by_type,
                 informers: Mutex::new(Vec::new()),
                 tasks: TaskTracker::new(),
                 cancel: CancellationToken::new(),
@@ -245,19 +176,6 @@ fn informer_name<K: Resource>(kind: &str, scope: &InformerScope) -> String {
     format!("{kind}{metadata}{}", scope.describe())
 }
 
-/// The factory's metadata transform: the user's, then (if asked) dropping managedFields.
-fn compose_strip(transform: Option<MetaTransform>, strip: bool) -> Option<MetaTransform> {
-    if !strip {
-        return transform;
-    }
-    Some(Arc::new(move |m: &mut ObjectMeta| {
-        if let Some(t) = &transform {
-            t(m);
-        }
-        m.managed_fields = None;
-    }))
-}
-
 /// One shared informer per type and scope, started and waited for together.
 ///
 /// ```no_run
@@ -265,7 +183,7 @@ fn compose_strip(transform: Option<MetaTransform>, strip: bool) -> Option<MetaTr
 /// use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 /// use kinformer::SharedInformerFactory;
 /// use tokio_util::sync::CancellationToken;
-/// let factory = SharedInformerFactory::builder(kube::Client::try_default().await?).build();
+/// let factory = SharedInformerFactory::new(kube::Client::try_default().await?);
 /// let pods = factory.informer::<Pod>();
 /// let _configmaps = factory.informer::<ConfigMap>();
 /// factory.start();
@@ -282,18 +200,8 @@ pub struct SharedInformerFactory {
 
 struct FactoryInner {
     client: kube::Client,
-    scope: InformerScope,
-    tweak: Option<TweakFn>,
-    default_resync: Duration,
-    custom_resync: HashMap<TypeId, Duration>,
-    transform: Option<MetaTransform>,
-    /// managedFields may be left out while decoding (stripped, and no user transform).
-    strip_managed_fields: bool,
-    max_object_size: usize,
-    queue_mode: QueueMode,
-    initial_list: InitialListMode,
-    cache_mode: CacheMode,
-    wire_format: WireFormat,
+    defaults: InformerConfig,
+    by_type: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
     informers: Mutex<Vec<Registered>>,
     tasks: TaskTracker,
     cancel: CancellationToken,
@@ -302,38 +210,47 @@ struct FactoryInner {
 impl Debug for SharedInformerFactory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SharedInformerFactory")
-            .field("scope", &self.inner.scope)
+            .field("defaults", &self.inner.defaults)
             .field("informers", &self.inner.informers.lock().len())
             .finish_non_exhaustive()
     }
 }
 
 impl SharedInformerFactory {
-    /// A factory over `client` with default options (all namespaces, no resync).
+    /// A factory over `client` with the default [`InformerConfig`] for every type (all
+    /// namespaces, no resync). Any `kube::Client` does, `Client::try_default()` included: its
+    /// retry layer never retries an informer's requests (see
+    /// [`KubeListerWatcher`]'s "Retries are the Reflector's").
     pub fn new(client: kube::Client) -> Self {
         Self::builder(client).build()
     }
 
-    /// A builder.
+    /// A builder: defaults for every type, and per-type changes.
     pub fn builder(client: kube::Client) -> SharedInformerFactoryBuilder {
         SharedInformerFactoryBuilder {
             client,
-            scope: InformerScope::default(),
-            tweak: None,
-            default_resync: Duration::ZERO,
-            custom_resync: HashMap::new(),
-            transform: None,
-            strip_managed_fields: false,
-            max_object_size: crate::source::DEFAULT_MAX_OBJECT_SIZE,
-            queue_mode: QueueMode::default(),
-            initial_list: InitialListMode::default(),
-            cache_mode: CacheMode::default(),
-            wire_format: WireFormat::default(),
+            defaults: InformerConfig::default(),
+            by_type: HashMap::new(),
         }
     }
 
-    /// The shared informer for `K` in the factory's scope (created on first use, with a
-    /// namespace index).
+    /// The configuration of `K`'s informers: the defaults, changed by the type's
+    /// [`for_type`](SharedInformerFactoryBuilder::for_type) if it has one.
+    pub fn config_for<K: 'static>(&self) -> InformerConfig<K> {
+        let config = self.inner.defaults.for_type::<K>();
+        match self
+            .inner
+            .by_type
+            .get(&TypeId::of::<K>())
+            .and_then(|f| f.downcast_ref::<ByType<K>>())
+        {
+            Some(f) => f(config),
+            None => config,
+        }
+    }
+
+    /// The shared informer for `K` (created on first use, with a namespace index), configured
+    /// by [`config_for::<K>()`](Self::config_for).
     pub fn informer<K>(&self) -> SharedIndexInformer<K>
     where
         K: Resource<DynamicType = ()>
@@ -346,10 +263,11 @@ impl SharedInformerFactory {
             + 'static,
         K::Scope: 'static,
     {
-        self.informer_with_scope::<K>(self.inner.scope.clone())
+        self.typed(self.config_for::<K>())
     }
 
-    /// The shared informer for `K` in another scope (namespace, selectors).
+    /// The shared informer for `K` in another scope (namespace, selectors): `K`'s
+    /// configuration with the scope's namespace and selectors. Each scope is its own informer.
     pub fn informer_with_scope<K>(&self, scope: InformerScope) -> SharedIndexInformer<K>
     where
         K: Resource<DynamicType = ()>
@@ -362,22 +280,34 @@ impl SharedInformerFactory {
             + 'static,
         K::Scope: 'static,
     {
-        let cluster_scoped =
-            TypeId::of::<K::Scope>() == TypeId::of::<k8s_openapi::ClusterResourceScope>();
-        let mut scope = scope;
-        if cluster_scoped {
-            scope.namespace = None;
+        let mut config = self.config_for::<K>();
+        config.namespace = scope.namespace;
+        config.label_selector = scope.label_selector;
+        config.field_selector = scope.field_selector;
+        self.typed(config)
+    }
+
+    fn typed<K>(&self, mut config: InformerConfig<K>) -> SharedIndexInformer<K>
+    where
+        K: Resource<DynamicType = ()>
+            + Serialize
+            + DeserializeOwned
+            + Clone
+            + Debug
+            + Send
+            + Sync
+            + 'static,
+        K::Scope: 'static,
+    {
+        if TypeId::of::<K::Scope>() == TypeId::of::<k8s_openapi::ClusterResourceScope>() {
+            config.namespace = None;
         }
+        let scope = InformerScope::of(&config);
         let key = (TypeKey::Typed(TypeId::of::<K>()), scope.clone());
-        let resync = self.resync_of(TypeId::of::<K>());
         self.get_or_create(key, || {
-            let lw = KubeListerWatcher::<K>::for_scope(
-                self.inner.client.clone(),
-                scope.namespace.as_deref(),
-                &(),
-            );
+            let lw = KubeListerWatcher::<K>::new(self.inner.client.clone(), &config);
             let name = informer_name::<K>(&K::kind(&()), &scope);
-            self.new_informer(lw, &scope, resync, name)
+            self.new_informer(lw, config, name)
         })
     }
 
@@ -440,11 +370,13 @@ impl SharedInformerFactory {
             + Send
             + Sync
             + 'static,
+        K::Scope: 'static,
     {
-        let mut scope = self.inner.scope.clone();
+        let mut config = self.config_for::<K>();
         if !namespaced {
-            scope.namespace = None;
+            config.namespace = None;
         }
+        let scope = InformerScope::of(&config);
         let id = format!(
             "{}/{}/{}",
             resource.group, resource.version, resource.plural
@@ -455,71 +387,33 @@ impl SharedInformerFactory {
             TypeKey::Dynamic(id)
         };
         let key = (type_key, scope.clone());
-        let resync = self.inner.default_resync;
         self.get_or_create(key, || {
-            let lw = KubeListerWatcher::<K>::for_scope(
-                self.inner.client.clone(),
-                scope.namespace.as_deref(),
-                resource,
-            );
+            let lw = KubeListerWatcher::<K>::new_with(self.inner.client.clone(), &config, resource);
             let name = informer_name::<K>(&resource.kind, &scope);
-            self.new_informer(lw, &scope, resync, name)
+            self.new_informer(lw, config, name)
         })
     }
 
-    fn resync_of(&self, t: TypeId) -> Duration {
-        self.inner
-            .custom_resync
-            .get(&t)
-            .copied()
-            .unwrap_or(self.inner.default_resync)
-    }
-
-    /// An informer over `lw` narrowed to `scope`'s selectors and the factory's tweak: the
-    /// source carries them itself, so the informer gets the source's whole list protocol
-    /// (streamed, decoded in parallel, applied in parts) with nothing in between.
+    /// An informer over `lw` with `config` and a namespace index: the source carries the
+    /// configuration's namespace and wire options, the Reflector its selectors and tweak, so
+    /// the informer gets the source's whole list protocol (streamed, decoded in parallel,
+    /// applied in parts) with nothing in between.
     fn new_informer<K>(
         &self,
-        mut lw: KubeListerWatcher<K>,
-        scope: &InformerScope,
-        resync: Duration,
+        lw: KubeListerWatcher<K>,
+        config: InformerConfig<K>,
         name: String,
     ) -> SharedIndexInformer<K>
     where
         K: crate::Object + Clone + Debug + Serialize + DeserializeOwned,
     {
-        lw = lw
-            .with_max_object_size(self.inner.max_object_size)
-            .with_wire_format(self.inner.wire_format);
-        if self.inner.strip_managed_fields {
-            lw = lw.dropping_managed_fields();
-        }
-        if let Some(l) = &scope.label_selector {
-            lw = lw.with_label_selector(l.clone());
-        }
-        if let Some(f) = &scope.field_selector {
-            lw = lw.with_field_selector(f.clone());
-        }
-        if let Some(t) = self.inner.tweak.clone() {
-            lw = lw.with_tweak_options(move |o| t(o));
-        }
         let mut indexers = Indexers::default();
         indexers.insert(NAMESPACE_INDEX.to_owned(), namespace_index_func());
-        let informer = SharedIndexInformer::builder(lw)
-            .queue_mode(self.inner.queue_mode)
-            .initial_list(self.inner.initial_list)
-            .cache_mode(self.inner.cache_mode)
-            .resync_period(resync)
+        SharedIndexInformer::builder(lw)
+            .config(config)
             .indexers(indexers)
             .name(name)
-            .build();
-        if let Some(t) = self.inner.transform.clone() {
-            let _ = informer.set_transform(move |mut obj: K| {
-                t(obj.meta_mut());
-                obj
-            });
-        }
-        informer
+            .build()
     }
 
     fn get_or_create<K: crate::Object>(

@@ -72,6 +72,7 @@
 //! calling an async reconcile). With the `metrics` feature, `metrics` exports client-go's
 //! workqueue, controller-runtime's reconcile and informer metrics through `prometheus-client`.
 
+mod config;
 pub mod controller;
 pub mod factory;
 pub mod informer;
@@ -83,10 +84,12 @@ pub mod queue;
 pub mod reflector;
 pub mod source;
 pub mod store;
+mod transform;
 pub mod wait;
 pub mod workqueue;
 
 // The "start here" set: what a controller names. Everything else is reached through its module.
+pub use config::InformerConfig;
 pub use factory::SharedInformerFactory;
 pub use informer::{
     Event, EventStream, HandlerOptions, InformerError, ResourceEventHandler,
@@ -101,6 +104,7 @@ pub use store::{
     IndexFunc, IndexFuncError, Indexer, Indexers, Lister, NamespaceLister, StoreError,
     namespace_indexers,
 };
+pub use transform::Transform;
 pub use wait::wait_for_cache_sync;
 
 /// The README's Rust examples, compiled as doc tests so they cannot drift from the API.

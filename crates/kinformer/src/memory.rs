@@ -10,7 +10,8 @@
 //! back (`malloc_trim(0)`); the live objects are untouched.
 //!
 //! Every informer calls it on its own after it installs a list (the initial one and every
-//! relist): half a second after the list, once a lean cache (see
+//! relist), unless its [`InformerConfig::release_memory`](crate::InformerConfig::release_memory)
+//! is off: half a second after the list, once a lean cache (see
 //! [`CacheMode::Lean`](crate::store::CacheMode)) has forgotten the decoded objects the
 //! handlers are done with, on a blocking thread, one release at a time for the whole
 //! process. A program on another allocator loses nothing: the call finds nothing to do.
@@ -87,8 +88,12 @@ pub(crate) async fn release_free_memory_in_background() {
 /// What an informer does after it installs a list: waits [`AFTER_LIST_WAIT`], has `prune`
 /// forget the decoded objects nobody holds (it returns how many are still held), waits twice
 /// as long and prunes again while more than a few are held (a slow handler), up to a minute,
-/// then returns the freed memory to the OS. Returns how many prunes it took.
-pub(crate) async fn tidy_after_list(mut prune: impl FnMut() -> usize) -> u32 {
+/// then runs `release` (the informer's: [`release_free_memory_in_background`], unless its
+/// configuration turned that off). Returns how many prunes it took.
+pub(crate) async fn tidy_after_list(
+    mut prune: impl FnMut() -> usize,
+    release: Option<impl std::future::Future<Output = ()>>,
+) -> u32 {
     let mut wait = AFTER_LIST_WAIT;
     let mut prunes = 0;
     loop {
@@ -100,7 +105,9 @@ pub(crate) async fn tidy_after_list(mut prune: impl FnMut() -> usize) -> u32 {
         }
         wait *= 2;
     }
-    release_free_memory_in_background().await;
+    if let Some(release) = release {
+        release.await;
+    }
     prunes
 }
 
@@ -128,18 +135,34 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn tidying_waits_for_held_objects_then_gives_up() {
+        let released = std::sync::atomic::AtomicU32::new(0);
+        let release = || async {
+            released.fetch_add(1, Ordering::Relaxed);
+        };
         let start = tokio::time::Instant::now();
         // everything released at the first prune
-        assert_eq!(tidy_after_list(|| 0).await, 1);
+        assert_eq!(tidy_after_list(|| 0, Some(release())).await, 1);
         assert_eq!(start.elapsed(), AFTER_LIST_WAIT);
+        assert_eq!(
+            released.load(Ordering::Relaxed),
+            1,
+            "then memory goes back to the OS"
+        );
         // held for a while: 0.5 s, then 1 s, then 2 s
         let mut held = [10_000, 5_000, 3].into_iter();
         let start = tokio::time::Instant::now();
-        assert_eq!(tidy_after_list(|| held.next().unwrap()).await, 3);
+        let off: Option<std::future::Ready<()>> = None;
+        assert_eq!(tidy_after_list(|| held.next().unwrap(), off).await, 3);
         assert_eq!(start.elapsed(), Duration::from_millis(500 + 1000 + 2000));
+        assert_eq!(
+            released.load(Ordering::Relaxed),
+            1,
+            "release_memory off: nothing released"
+        );
         // held for good: it stops after the longest wait
         let start = tokio::time::Instant::now();
-        assert_eq!(tidy_after_list(|| 10_000).await, 8);
+        assert_eq!(tidy_after_list(|| 10_000, Some(release())).await, 8);
+        assert_eq!(released.load(Ordering::Relaxed), 2);
         assert_eq!(start.elapsed(), Duration::from_millis(127_500));
     }
 

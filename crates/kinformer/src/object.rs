@@ -14,9 +14,9 @@ use kube::Resource;
 ///
 /// This is blanket-implemented, so k8s-openapi types, `DynamicObject` and custom resources all
 /// qualify without any code of yours.
-pub trait Object: Resource + Send + Sync + 'static {}
+pub trait Object: Resource + Clone + Send + Sync + 'static {}
 
-impl<T: Resource + Send + Sync + 'static> Object for T {}
+impl<T: Resource + Clone + Send + Sync + 'static> Object for T {}
 
 /// Why a key could not be computed or parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

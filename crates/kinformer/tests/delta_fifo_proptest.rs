@@ -277,15 +277,13 @@ fn run(ops: Vec<Op>, with_known: bool, emit_replaced: bool, transformed: bool) {
         known_objects: with_known.then(|| known.clone() as Arc<dyn KeyListerGetter<ConfigMap>>),
         emit_delta_type_replaced: emit_replaced,
         transformer: transformed.then(|| {
-            Arc::new(|o: Arc<ConfigMap>| {
-                let mut o = (*o).clone();
-                let n = transform_count(&o) + 1;
+            kinformer::Transform::new(|o: &mut ConfigMap| {
+                let n = transform_count(o) + 1;
                 o.metadata
                     .annotations
                     .get_or_insert_default()
                     .insert("xf".into(), n.to_string());
-                Arc::new(o)
-            }) as kinformer::queue::TransformFunc<ConfigMap>
+            })
         }),
         ..Default::default()
     });

@@ -12,6 +12,8 @@
 //! Also: the `DynamicObject` path (a custom resource registered on the server,
 //! `factory.dynamic_informer`).
 
+mod queue_mode;
+
 mod embedded_support;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -281,7 +283,9 @@ async fn wait_for_cache_sync_right_after_start_waits_for_every_informer() {
         .await
         .expect("server starts");
     server.seed_pods(50, 2).expect("seed pods");
-    let factory = SharedInformerFactory::new(server.client());
+    let factory = SharedInformerFactory::builder(server.client())
+        .defaults(queue_mode::config())
+        .build();
     let pods = factory.informer::<Pod>();
     let configmaps = factory.informer::<ConfigMap>();
     factory.start();
@@ -308,7 +312,9 @@ async fn factory_handlers_caches_and_indexes_converge_through_churn_and_faults()
     let mut cms = ConfigMapChurn::seed(&server, 10_000, 8);
     let mut rng = Rng::new(5);
 
-    let factory = SharedInformerFactory::new(server.client());
+    let factory = SharedInformerFactory::builder(server.client())
+        .defaults(queue_mode::config())
+        .build();
     let pods: SharedIndexInformer<Pod> = factory.informer::<Pod>();
     let configmaps: SharedIndexInformer<ConfigMap> = factory.informer::<ConfigMap>();
     assert!(
@@ -454,7 +460,9 @@ async fn dynamic_informer_for_a_registered_custom_resource_converges() {
         live.push((ns, name));
     }
 
-    let factory = SharedInformerFactory::new(server.client());
+    let factory = SharedInformerFactory::builder(server.client())
+        .defaults(queue_mode::config())
+        .build();
     let ar = ApiResource {
         group: "example.com".into(),
         version: "v1".into(),

@@ -8,6 +8,8 @@
 //! - `strip_managed_fields()` drops managedFields from every cached object, after the factory's
 //!   own transform ran.
 
+mod queue_mode;
+
 mod embedded_support;
 
 use std::collections::BTreeMap;
@@ -17,8 +19,8 @@ use std::time::Duration;
 use embedded_support::*;
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::{
-    ObjectOrTombstone, ResourceEventHandlerFuncs, SharedInformerFactory, meta_namespace_key,
-    object::resource_version,
+    ObjectOrTombstone, ResourceEventHandlerFuncs, SharedInformerFactory, Transform,
+    meta_namespace_key, object::resource_version,
 };
 use kinformer_apiserver::{RunningServer, ServerConfig};
 use kube::Resource;
@@ -121,7 +123,9 @@ async fn metadata_informer_gets_only_metadata_and_behaves_as_a_full_informer() {
         .await
         .expect("server starts");
     server.seed_pods(10_000, 8).expect("seed pods");
-    let factory = SharedInformerFactory::new(server.client());
+    let factory = SharedInformerFactory::builder(server.client())
+        .defaults(queue_mode::config())
+        .build();
     let meta = factory.metadata_informer::<Pod>();
     let full = factory.informer::<Pod>();
     assert!(
@@ -274,14 +278,17 @@ async fn strip_managed_fields_drops_them_after_the_factory_transform() {
         .expect("server starts");
     server.seed_pods(200, 2).expect("seed pods");
     let factory = SharedInformerFactory::builder(server.client())
-        .transform(|m| {
-            // the user's transform still sees managedFields
-            let managers = m.managed_fields.as_ref().map_or(0, Vec::len);
-            m.annotations
-                .get_or_insert_default()
-                .insert("test/managers".into(), managers.to_string());
-        })
-        .strip_managed_fields()
+        .defaults(
+            queue_mode::config()
+                .transform(Transform::metadata(|m| {
+                    // the user's transform still sees managedFields
+                    let managers = m.managed_fields.as_ref().map_or(0, Vec::len);
+                    m.annotations
+                        .get_or_insert_default()
+                        .insert("test/managers".into(), managers.to_string());
+                }))
+                .strip_managed_fields(true),
+        )
         .build();
     let pods = factory.informer::<Pod>();
     let meta = factory.metadata_informer::<Pod>();
@@ -368,7 +375,9 @@ async fn dynamic_metadata_informer_lists_and_watches_a_custom_resource() {
         kind: "Widget".into(),
         plural: "widgets".into(),
     };
-    let factory = SharedInformerFactory::new(server.client());
+    let factory = SharedInformerFactory::builder(server.client())
+        .defaults(queue_mode::config())
+        .build();
     let meta = factory.dynamic_metadata_informer(&ar, true);
     let full = factory.dynamic_informer(&ar, true);
     assert_eq!(factory.len(), 2, "separate from the full dynamic informer");

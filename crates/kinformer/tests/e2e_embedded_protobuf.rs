@@ -3,6 +3,8 @@
 //! then watched through creates, updates and deletes, give exactly the objects and events the
 //! JSON wire format gives; a factory informer over protobuf syncs to the server's state.
 
+mod queue_mode;
+
 mod embedded_support;
 
 use std::time::Duration;
@@ -10,9 +12,9 @@ use std::time::Duration;
 use embedded_support::*;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
-use kinformer::SharedInformerFactory;
 use kinformer::reflector::{ListOptions, ListerWatcher, ListerWatcherExt, WatchEvent};
 use kinformer::source::{KubeListerWatcher, PROTOBUF_ACCEPT, WireFormat};
+use kinformer::{InformerConfig, SharedInformerFactory};
 use kinformer_apiserver::{RunningServer, ServerConfig};
 use tokio_util::sync::CancellationToken;
 
@@ -34,8 +36,11 @@ async fn seeded() -> RunningServer {
 }
 
 fn sources(server: &RunningServer) -> (KubeListerWatcher<Pod>, KubeListerWatcher<Pod>) {
-    let pb = KubeListerWatcher::<Pod>::for_scope(server.client(), None, &());
-    let json = pb.clone().with_wire_format(WireFormat::Json);
+    let pb = KubeListerWatcher::<Pod>::new(server.client(), &InformerConfig::default());
+    let json = KubeListerWatcher::<Pod>::new(
+        server.client(),
+        &InformerConfig::default().wire_format(WireFormat::Json),
+    );
     assert!(pb.asks_protobuf() && !json.asks_protobuf());
     (pb, json)
 }
@@ -146,7 +151,9 @@ async fn watch_events_are_the_same_in_protobuf_and_json() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_factory_informer_over_protobuf_syncs_ten_thousand_pods() {
     let server = seeded().await;
-    let factory = SharedInformerFactory::new(server.client());
+    let factory = SharedInformerFactory::builder(server.client())
+        .defaults(queue_mode::config())
+        .build();
     let pods = factory.informer::<Pod>();
     factory.start();
     let cancel = CancellationToken::new();

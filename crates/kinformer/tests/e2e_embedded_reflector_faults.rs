@@ -17,7 +17,7 @@ use embedded_support::*;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kinformer::reflector::BackoffConfig;
 use kinformer::store::ReplaceOnce;
-use kinformer::{Indexer, KubeListerWatcher, reflector::Reflector};
+use kinformer::{Indexer, InformerConfig, KubeListerWatcher, reflector::Reflector};
 use kinformer_apiserver::ServerConfig;
 use tokio_util::sync::CancellationToken;
 
@@ -43,13 +43,15 @@ async fn converge_under_faults(seed: u64, objects: usize) {
     let mut churn = ConfigMapChurn::seed(&server, objects, 8);
 
     let cache: Indexer<ConfigMap> = Indexer::default_namespaced();
-    let lw = Arc::new(KubeListerWatcher::new(kube::Api::<ConfigMap>::all(
+    let config = InformerConfig::default().backoff(short_backoff());
+    let lw = Arc::new(KubeListerWatcher::<ConfigMap>::new(
         server.client(),
-    )));
+        &config,
+    ));
     let reflector = Arc::new(
         Reflector::builder(lw, ReplaceOnce::new(cache.clone()))
             .name(format!("configmaps-seed-{seed}"))
-            .backoff(short_backoff())
+            .config(&config)
             .build(),
     );
     let cancel = CancellationToken::new();

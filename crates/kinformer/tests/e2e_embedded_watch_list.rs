@@ -13,7 +13,7 @@ use embedded_support::*;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kinformer::reflector::BackoffConfig;
 use kinformer::store::ReplaceOnce;
-use kinformer::{Indexer, KubeListerWatcher, reflector::Reflector};
+use kinformer::{Indexer, InformerConfig, KubeListerWatcher, reflector::Reflector};
 use kinformer_apiserver::ServerConfig;
 use tokio_util::sync::CancellationToken;
 
@@ -28,20 +28,23 @@ async fn streaming_list_reflector_converges_under_faults() {
     let mut rng = Rng::new(21);
 
     let cache: Indexer<ConfigMap> = Indexer::default_namespaced();
-    let lw = Arc::new(KubeListerWatcher::new(kube::Api::<ConfigMap>::all(
+    let config = InformerConfig::default()
+        .initial_list(InitialListMode::StreamingList)
+        .backoff(BackoffConfig {
+            initial: Duration::from_millis(10),
+            cap: Duration::from_millis(200),
+            factor: 2.0,
+            jitter: 0.5,
+            reset_after: Duration::from_secs(2),
+        });
+    let lw = Arc::new(KubeListerWatcher::<ConfigMap>::new(
         server.client(),
-    )));
+        &config,
+    ));
     let reflector = Arc::new(
         Reflector::builder(lw, ReplaceOnce::new(cache.clone()))
             .name("configmaps-watch-list")
-            .initial_list(InitialListMode::StreamingList)
-            .backoff(BackoffConfig {
-                initial: Duration::from_millis(10),
-                cap: Duration::from_millis(200),
-                factor: 2.0,
-                jitter: 0.5,
-                reset_after: Duration::from_secs(2),
-            })
+            .config(&config)
             .build(),
     );
     let cancel = CancellationToken::new();

@@ -4,6 +4,8 @@
 //! event once, in order. (Before handlers and streams shared that path, a stream that fell
 //! 1,024 events behind stalled its informer for good.)
 
+mod queue_mode;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -46,7 +48,9 @@ fn informer() -> SharedIndexInformer<Pod> {
             .boxed()
         },
     );
-    SharedIndexInformer::builder(lw).build()
+    SharedIndexInformer::builder(lw)
+        .config(queue_mode::config())
+        .build()
 }
 
 /// Waits until the listener is (nearly) at the bound, then checks that the informer has paused:
@@ -219,7 +223,9 @@ async fn a_stream_read_only_after_sync_does_not_stall_a_large_initial_list() {
         |_| async { Ok(ListPage::new((0..EVENTS).map(pod).collect(), "1")) }.boxed(),
         |_| async { Ok(futures::stream::pending().boxed()) }.boxed(),
     );
-    let informer = SharedIndexInformer::builder(lw).build();
+    let informer = SharedIndexInformer::builder(lw)
+        .config(queue_mode::config())
+        .build();
     let mut stream = informer.stream().unwrap();
     let cancel = CancellationToken::new();
     let run = tokio::spawn({

@@ -3,6 +3,8 @@
 //! client-go ≤ 1.35's `DeltaFifo` (issue #15's three cases; client-go `controller_test.go`'s
 //! handler-order scenarios).
 
+mod queue_mode;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -12,7 +14,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kinformer::informer::{QueueMode, ResourceEventHandlerFuncs, SharedIndexInformer};
 use kinformer::reflector::{ListPage, ListWatch, Status, WatchEvent};
 use kinformer::store::CacheMode;
-use kinformer::{ObjectOrTombstone, object::resource_version};
+use kinformer::{InformerConfig, ObjectOrTombstone, object::resource_version};
 use kube::api::ObjectMeta;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
@@ -71,8 +73,7 @@ async fn events_in(
         },
     );
     let informer = SharedIndexInformer::builder(lw)
-        .queue_mode(mode)
-        .cache_mode(cache)
+        .config(InformerConfig::default().queue_mode(mode).cache_mode(cache))
         .build();
     let seen: Arc<Mutex<Vec<String>>> = Arc::default();
     let s = (seen.clone(), seen.clone(), seen.clone());
@@ -273,7 +274,9 @@ async fn the_cache_is_written_before_the_handler_is_called_in_both_modes() {
                 .boxed()
             },
         );
-        let informer = SharedIndexInformer::builder(lw).queue_mode(mode).build();
+        let informer = SharedIndexInformer::builder(lw)
+            .config(InformerConfig::default().queue_mode(mode))
+            .build();
         let cache = informer.indexer();
         let stale = Arc::new(AtomicUsize::new(0));
         let calls = Arc::new(AtomicUsize::new(0));
@@ -357,8 +360,11 @@ async fn lean_cache_resyncs_every_object() {
         |_| async { Ok(futures::stream::pending().boxed()) }.boxed(),
     );
     let informer = SharedIndexInformer::builder(lw)
-        .cache_mode(CacheMode::Lean)
-        .resync_period(Duration::from_secs(1))
+        .config(
+            queue_mode::config()
+                .cache_mode(CacheMode::Lean)
+                .resync_period(Duration::from_secs(1)),
+        )
         .build();
     let resynced: Arc<Mutex<Vec<String>>> = Arc::default();
     let r = resynced.clone();

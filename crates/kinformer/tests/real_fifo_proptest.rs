@@ -345,15 +345,13 @@ fn run(ops: Vec<Op>, atomic: bool, bookmarks: bool, transformed: bool) {
             }
         },
         transformer: transformed.then(|| {
-            Arc::new(|o: Arc<ConfigMap>| {
-                let mut o = (*o).clone();
-                let n = transform_count(&o) + 1;
+            kinformer::Transform::new(|o: &mut ConfigMap| {
+                let n = transform_count(o) + 1;
                 o.metadata
                     .annotations
                     .get_or_insert_default()
                     .insert("xf".into(), n.to_string());
-                Arc::new(o)
-            }) as kinformer::queue::TransformFunc<ConfigMap>
+            })
         }),
         ..Default::default()
     });

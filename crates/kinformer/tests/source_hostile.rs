@@ -8,6 +8,8 @@
 //! Paused tokio time: the raw server runs on the test's runtime, so when both sides wait on
 //! the network the clock jumps to the next timer (a read timeout, a backoff).
 
+mod queue_mode;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -20,7 +22,8 @@ use kinformer::reflector::{
     InitialListMode, ListOptions, ListWatchError, ListerWatcher, ListerWatcherExt,
 };
 use kinformer::{
-    KubeListerWatcher, SharedIndexInformer, SharedInformerFactory, reflector::WatchEvent,
+    InformerConfig, KubeListerWatcher, SharedIndexInformer, SharedInformerFactory,
+    reflector::WatchEvent,
 };
 use parking_lot::Mutex;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -176,8 +179,11 @@ async fn factory_pods(
     max_object_size: usize,
 ) -> (SharedInformerFactory, SharedIndexInformer<Pod>) {
     let factory = SharedInformerFactory::builder(client(url).await)
-        .max_object_size(max_object_size)
-        .initial_list(InitialListMode::ListThenWatch)
+        .defaults(
+            queue_mode::config()
+                .max_object_size(max_object_size)
+                .initial_list(InitialListMode::ListThenWatch),
+        )
         .build();
     let pods = factory.informer::<Pod>();
     factory.start();
@@ -216,8 +222,11 @@ async fn a_factory_informer_applies_the_list_while_it_downloads() {
     // DeltaFifo mode applies a list as it arrives. (The default, client-go 1.36's atomic
     // RealFifo, decodes the list as it arrives too, but applies it in one step at its end.)
     let factory = SharedInformerFactory::builder(client(&url).await)
-        .queue_mode(QueueMode::DeltaFifo)
-        .initial_list(InitialListMode::ListThenWatch)
+        .defaults(
+            InformerConfig::default()
+                .queue_mode(QueueMode::DeltaFifo)
+                .initial_list(InitialListMode::ListThenWatch),
+        )
         .build();
     let pods = factory.informer::<Pod>();
     let handled = Arc::new(AtomicUsize::new(0));
@@ -294,8 +303,10 @@ async fn an_endless_watch_line_ends_the_watch_at_the_limit() {
     .await;
 
     // The source: a typed error at the limit, then the stream ends.
-    let lw = KubeListerWatcher::new(kube::Api::<Pod>::all(client(&url).await))
-        .with_max_object_size(LIMIT);
+    let lw = KubeListerWatcher::<Pod>::new(
+        client(&url).await,
+        &InformerConfig::default().max_object_size(LIMIT),
+    );
     let items: Vec<_> = lw
         .watch(&ListOptions::default())
         .await
@@ -356,8 +367,10 @@ async fn an_oversized_list_item_fails_the_list_and_the_informer_relists_keeping_
     }))
     .await;
 
-    let lw = KubeListerWatcher::new(kube::Api::<Pod>::all(client(&url).await))
-        .with_max_object_size(LIMIT);
+    let lw = KubeListerWatcher::<Pod>::new(
+        client(&url).await,
+        &InformerConfig::default().max_object_size(LIMIT),
+    );
     lw.list_page(&ListOptions::default()).await.unwrap(); // the first list
     let err = lw.list_page(&ListOptions::default()).await.unwrap_err();
     assert_eq!(
@@ -405,7 +418,7 @@ async fn a_watch_body_cut_inside_an_event_is_an_incomplete_stream_and_the_inform
     }))
     .await;
 
-    let lw = KubeListerWatcher::new(kube::Api::<Pod>::all(client(&url).await));
+    let lw = KubeListerWatcher::<Pod>::new(client(&url).await, &InformerConfig::default());
     let items: Vec<_> = lw
         .watch(&ListOptions::default())
         .await
@@ -537,7 +550,7 @@ async fn a_paged_list_asks_for_the_next_page_while_a_page_downloads() {
         .boxed()
     }))
     .await;
-    let lw = KubeListerWatcher::new(kube::Api::<Pod>::all(client(&url).await));
+    let lw = KubeListerWatcher::<Pod>::new(client(&url).await, &InformerConfig::default());
     let start = tokio::time::Instant::now();
     let list = kinformer::reflector::list_all(&lw, ListOptions::default(), Some(2))
         .await
@@ -594,7 +607,9 @@ async fn a_streaming_list_skips_garbage_and_syncs_on_its_end_bookmark() {
     }))
     .await;
     // the factory as the README builds it: a streaming list by default
-    let factory = SharedInformerFactory::builder(client(&url).await).build();
+    let factory = SharedInformerFactory::builder(client(&url).await)
+        .defaults(queue_mode::config())
+        .build();
     let pods = factory.informer::<Pod>();
     factory.start();
     wait_until(
@@ -633,7 +648,9 @@ async fn falls_back_after_the_end_bookmark_wait(answers: bool) {
     .await;
     let start = tokio::time::Instant::now();
     let (factory, pods) = {
-        let factory = SharedInformerFactory::builder(client(&url).await).build();
+        let factory = SharedInformerFactory::builder(client(&url).await)
+            .defaults(queue_mode::config())
+            .build();
         let pods = factory.informer::<Pod>();
         factory.start();
         (factory, pods)

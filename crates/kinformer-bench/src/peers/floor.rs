@@ -42,7 +42,7 @@ use crate::rss;
 pub const PAGE: u32 = 500;
 
 fn lister(client: kube::Client) -> KubeListerWatcher<Pod> {
-    KubeListerWatcher::<Pod>::new(kube::Api::all(client))
+    KubeListerWatcher::<Pod>::new(client, &kinformer::InformerConfig::default())
 }
 
 /// Stops the clock, then frees what was listed: freeing 10,000 pods takes long enough to

@@ -2,10 +2,10 @@
 //! `factory.informer::<Pod>()` (which comes with the namespace index), a second index
 //! (`spec.nodeName`) and two handlers added on that informer, then `factory.start()`.
 //!
-//! Every kinformer peer is this build with one [`Variant`]: what it sets on the factory builder
-//! (a queue mode, a cache mode) and whether the informer is metadata-only
-//! (`factory.metadata_informer::<Pod>()`, which has no `spec` and so no node index). W1t turns
-//! on the factory's `strip_managed_fields()`, as a user would.
+//! Every kinformer peer is this build with one [`Variant`]: what it sets in the factory's
+//! default [`InformerConfig`] (a queue mode, a cache mode) and whether the informer is
+//! metadata-only (`factory.metadata_informer::<Pod>()`, which has no `spec` and so no node
+//! index). W1t turns on the configuration's `strip_managed_fields`, as a user would.
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -15,8 +15,8 @@ use kinformer::reflector::InitialListMode;
 use kinformer::source::WireFormat;
 use kinformer::store::CacheMode;
 use kinformer::{
-    IndexFunc, Indexers, Object, ResourceEventHandlerFuncs, SharedIndexInformer,
-    SharedInformerFactory, factory::SharedInformerFactoryBuilder, informer::QueueMode,
+    IndexFunc, Indexers, InformerConfig, Object, ResourceEventHandlerFuncs, SharedIndexInformer,
+    SharedInformerFactory, informer::QueueMode,
 };
 
 use super::{Counters, PeerError, RunningPeer};
@@ -25,8 +25,8 @@ use crate::result::Peer;
 /// How one kinformer peer differs from the README's build.
 #[derive(Debug, Clone, Copy)]
 pub struct Variant {
-    /// Applied to the factory builder before `build()`.
-    pub factory: fn(SharedInformerFactoryBuilder) -> SharedInformerFactoryBuilder,
+    /// Applied to the factory's default configuration.
+    pub config: fn(InformerConfig) -> InformerConfig,
     /// A metadata-only informer (`metadata_informer::<Pod>()`) instead of `informer::<Pod>()`.
     pub metadata: bool,
 }
@@ -35,7 +35,7 @@ impl Variant {
     /// The variant of a kinformer peer; `None` for the other peers. A new variant is one arm
     /// here (and its [`Peer`]).
     pub fn of(peer: Peer) -> Option<Variant> {
-        let v = |factory, metadata| Some(Variant { factory, metadata });
+        let v = |config, metadata| Some(Variant { config, metadata });
         match peer {
             Peer::Kinformer => v(|b| b, false),
             Peer::KinformerMetadata => v(|b| b, true),
@@ -96,15 +96,14 @@ fn handler<K: Object>(counters: Arc<Counters>, h: usize) -> ResourceEventHandler
 }
 
 fn factory(client: kube::Client, variant: Variant, strip: bool) -> SharedInformerFactory {
-    let mut builder = (variant.factory)(SharedInformerFactory::builder(client));
-    if strip {
-        builder = builder.strip_managed_fields();
-    }
-    builder.build()
+    let config = (variant.config)(InformerConfig::default()).strip_managed_fields(strip);
+    SharedInformerFactory::builder(client)
+        .defaults(config)
+        .build()
 }
 
 /// Builds the factory and informer of `variant` and starts them on the current runtime;
-/// `strip` turns on the factory's `strip_managed_fields()` (W1t).
+/// `strip` turns on the configuration's `strip_managed_fields` (W1t).
 ///
 /// # Errors
 /// [`PeerError::Client`] when the informer refuses an index or handler.

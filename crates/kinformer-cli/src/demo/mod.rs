@@ -12,7 +12,7 @@ mod view;
 use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::{CliError, with_causes};
 use churn::{ChurnStats, Workload};
-use view::Tracked;
+use view::{Tracked, count_watch_errors};
 
 /// Arguments of `kinformer demo`.
 #[derive(Debug, Clone, clap::Args)]
@@ -69,16 +69,33 @@ pub async fn run(args: DemoArgs) -> Result<(), CliError> {
         t0.elapsed().as_millis()
     );
 
-    let factory = SharedInformerFactory::new(server.client());
+    let errors: [Arc<AtomicU64>; 3] = Default::default();
+    let factory = SharedInformerFactory::builder(server.client())
+        .for_type::<Pod>(count_watch_errors(errors[0].clone()))
+        .for_type::<Node>(count_watch_errors(errors[1].clone()))
+        .for_type::<ConfigMap>(count_watch_errors(errors[2].clone()))
+        .build();
     let pods = factory.informer::<Pod>();
     pods.add_indexers(pod_indexers())?;
     let slow = Some(Duration::from_micros(args.slow_handler_us));
+    let [pod_errors, node_errors, cm_errors] = errors;
     let tracked = vec![
-        Tracked::new("pods", &pods, &[("mirror", None), ("slow-audit", slow)])?,
-        Tracked::new("nodes", &factory.informer::<Node>(), &[("mirror", None)])?,
+        Tracked::new(
+            "pods",
+            &pods,
+            pod_errors,
+            &[("mirror", None), ("slow-audit", slow)],
+        )?,
+        Tracked::new(
+            "nodes",
+            &factory.informer::<Node>(),
+            node_errors,
+            &[("mirror", None)],
+        )?,
         Tracked::new(
             "configmaps",
             &factory.informer::<ConfigMap>(),
+            cm_errors,
             &[("mirror", None)],
         )?,
     ];

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use kinformer::{
-    HandlerOptions, InformerError, Object, ResourceEventHandlerFuncs,
+    HandlerOptions, InformerConfig, InformerError, Object, ResourceEventHandlerFuncs,
     ResourceEventHandlerRegistration, SharedIndexInformer, meta_namespace_key,
     object::resource_version,
 };
@@ -65,6 +65,20 @@ pub struct TrackedHandler {
     pub reg: ResourceEventHandlerRegistration,
 }
 
+/// A configuration change that counts the informer's list/watch errors in `errors` (and logs
+/// them), for the factory's `for_type`.
+pub fn count_watch_errors<K>(
+    errors: Arc<AtomicU64>,
+) -> impl Fn(InformerConfig<K>) -> InformerConfig<K> + Send + Sync + 'static {
+    move |config| {
+        let errors = errors.clone();
+        config.watch_error_handler(move |e| {
+            errors.fetch_add(1, Ordering::Relaxed);
+            tracing::info!(error = %e, "watch error");
+        })
+    }
+}
+
 /// An informer under observation, type-erased so the demo can treat all kinds alike.
 pub struct Tracked {
     /// The server's resource name (`pods`, `nodes`, `configmaps`).
@@ -82,20 +96,16 @@ pub struct Tracked {
 }
 
 impl Tracked {
-    /// Tracks `informer` (not started yet): counts its watch errors and registers one view
-    /// handler per `(name, delay)`; a handler with a delay is blocking and sleeps that long per
-    /// event (a deliberately slow consumer on its own thread).
+    /// Tracks `informer` (not started yet), whose watch errors `watch_errors` counts (see
+    /// [`count_watch_errors`]), and registers one view handler per `(name, delay)`; a handler
+    /// with a delay is blocking and sleeps that long per event (a deliberately slow consumer on
+    /// its own thread).
     pub fn new<K: Object>(
         resource: &'static str,
         informer: &SharedIndexInformer<K>,
+        watch_errors: Arc<AtomicU64>,
         handlers: &[(&str, Option<Duration>)],
     ) -> Result<Self, InformerError> {
-        let watch_errors = Arc::new(AtomicU64::new(0));
-        let errs = watch_errors.clone();
-        informer.set_watch_error_handler(move |e| {
-            errs.fetch_add(1, Ordering::Relaxed);
-            tracing::info!(error = %e, "watch error");
-        })?;
         let mut tracked = Vec::new();
         for (name, delay) in handlers {
             let view = Arc::new(HandlerView {

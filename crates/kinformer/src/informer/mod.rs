@@ -19,7 +19,7 @@ pub use event::Event;
 pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
 pub use listener::MAX_LISTENER_BACKLOG;
 pub use listener::ResourceEventHandlerRegistration;
-pub use queue::{QUEUE_MODE_ENV, QueueMode};
+pub use queue::QueueMode;
 pub use shared_informer::{
     HandlerOptions, InformerError, KindName, MAX_QUEUED_DELTAS, MINIMUM_RESYNC_PERIOD,
     SharedIndexInformer, SharedIndexInformerBuilder,

@@ -8,11 +8,9 @@ use futures::future::BoxFuture;
 use parking_lot::Mutex;
 use tokio::sync::watch;
 
-use crate::Object;
-use crate::queue::{
-    DeltaFifo, DeltaFifoOptions, QueueError, RealFifo, RealFifoOptions, TransformFunc,
-};
+use crate::queue::{DeltaFifo, DeltaFifoOptions, QueueError, RealFifo, RealFifoOptions};
 use crate::store::{CacheMode, Indexer, ReflectorStore, StagedReplace};
+use crate::{Object, Transform};
 
 /// Which queue an informer runs on, and so which order its handlers see.
 ///
@@ -27,24 +25,21 @@ use crate::store::{CacheMode, Indexer, ReflectorStore, StagedReplace};
 ///   is dropped; a relist's deletions come after its updates and adds. A list is applied to
 ///   the queue part by part while it downloads.
 ///
-/// The default, for informers whose builder does not choose, is `RealFifo`. The environment
-/// variable `KINFORMER_QUEUE_MODE` (`real-fifo` or `delta-fifo`, read once per process) changes
-/// that default, as client-go ≤ 1.35 let `KUBE_FEATURE_InOrderInformers` choose the order
-/// without a code change; the test suite uses it to run the informer tests in both modes. An
-/// unrecognised value is logged and ignored.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The default is `RealFifo`; an informer's [`InformerConfig::queue_mode`](crate::InformerConfig::queue_mode)
+/// chooses, and nothing else does (client-go ≤ 1.35 let a process-wide feature gate,
+/// `InOrderInformers`, choose; here the application decides per informer).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub enum QueueMode {
     /// client-go 1.36's `RealFifo`, atomic and batched.
+    #[default]
     RealFifo,
     /// client-go ≤ 1.35's `DeltaFifo`.
     DeltaFifo,
 }
 
-/// The environment variable that changes [`QueueMode::default`].
-pub const QUEUE_MODE_ENV: &str = "KINFORMER_QUEUE_MODE";
-
 impl QueueMode {
-    /// Parses `real-fifo` / `delta-fifo` (case and `-`/`_` insensitive, the separator optional).
+    /// Parses `real-fifo` / `delta-fifo` (case and `-`/`_` insensitive, the separator optional),
+    /// for command lines and test settings.
     pub fn parse(value: &str) -> Option<Self> {
         let v: String = value
             .trim()
@@ -57,23 +52,6 @@ impl QueueMode {
             "deltafifo" => Some(Self::DeltaFifo),
             _ => None,
         }
-    }
-}
-
-impl Default for QueueMode {
-    /// `RealFifo`, unless `KINFORMER_QUEUE_MODE` says otherwise (see the type's docs).
-    fn default() -> Self {
-        static DEFAULT: std::sync::OnceLock<QueueMode> = std::sync::OnceLock::new();
-        *DEFAULT.get_or_init(|| match std::env::var(QUEUE_MODE_ENV) {
-            Err(_) => QueueMode::RealFifo,
-            Ok(value) => QueueMode::parse(&value).unwrap_or_else(|| {
-                tracing::warn!(
-                    %value,
-                    "{QUEUE_MODE_ENV} is neither real-fifo nor delta-fifo; using real-fifo"
-                );
-                QueueMode::RealFifo
-            }),
-        })
     }
 }
 
@@ -91,7 +69,7 @@ pub(crate) enum InformerQueue<K: Object> {
 /// a time to notify. The decoded list is never held whole.
 pub(crate) struct LeanLists<K> {
     indexer: Indexer<K>,
-    transformer: Option<TransformFunc<K>>,
+    transformer: Option<Transform<K>>,
     /// The relist being downloaded.
     current: Mutex<Option<StagedReplace<K>>>,
     /// Complete relists, in the order their placeholders were queued.
@@ -106,7 +84,7 @@ impl<K: Object> LeanLists<K> {
 
     fn part(&self, items: Vec<Arc<K>>) -> Result<(), QueueError> {
         let items = match &self.transformer {
-            Some(t) => items.into_iter().map(|o| t(o)).collect(),
+            Some(t) => items.into_iter().map(|o| t.apply(o)).collect(),
             None => items,
         };
         let mut current = self.current.lock();
@@ -121,7 +99,7 @@ impl<K: Object> InformerQueue<K> {
     pub(crate) fn new(
         mode: QueueMode,
         cache: &Indexer<K>,
-        transformer: Option<TransformFunc<K>>,
+        transformer: Option<Transform<K>>,
         bound: usize,
     ) -> Self {
         match mode {
@@ -266,7 +244,7 @@ mod tests {
     use super::QueueMode;
 
     #[test]
-    fn queue_mode_parses_the_spellings_the_env_var_accepts() {
+    fn queue_mode_parses_its_spellings() {
         for s in ["real-fifo", "RealFifo", "real_fifo", " realfifo "] {
             assert_eq!(QueueMode::parse(s), Some(QueueMode::RealFifo), "{s}");
         }

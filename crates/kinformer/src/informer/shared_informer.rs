@@ -22,12 +22,13 @@ use super::processor::{Processor, determine_resync_period};
 /// a watch that stays unread for long, and the Reflector then watches again from its last
 /// resourceVersion, as after any closed watch.
 pub const MAX_QUEUED_DELTAS: usize = 1024;
-use super::queue::{InformerQueue, LeanLists, QueueMode};
+use super::queue::{InformerQueue, LeanLists};
 use super::stream::EventStream;
+use crate::InformerConfig;
 use crate::object::resource_version;
-use crate::queue::{DEFAULT_BATCH_SIZE, DeltaType, Deltas, Popped, QueueError, TransformFunc};
-use crate::reflector::{InitialListMode, ListerWatcher, Reflector, ReflectorError};
-use crate::store::{CacheMode, Indexer, Indexers, Lister, StagedReplace, StoreError, Transaction};
+use crate::queue::{DEFAULT_BATCH_SIZE, DeltaType, Deltas, Popped, QueueError};
+use crate::reflector::{ListerWatcher, Reflector};
+use crate::store::{Indexer, Indexers, Lister, StagedReplace, StoreError, Transaction};
 use crate::wait::{SyncFlag, SyncSignal};
 use crate::{DeletedFinalStateUnknown, Object, ObjectOrTombstone};
 
@@ -40,8 +41,6 @@ pub use options::{HandlerOptions, InformerError};
 
 /// client-go's `minimumResyncPeriod`: a handler may not ask to be resynced more often.
 pub const MINIMUM_RESYNC_PERIOD: Duration = Duration::from_secs(1);
-
-type WatchErrorHandler = Arc<dyn Fn(&ReflectorError) + Send + Sync>;
 
 static NEXT_INFORMER_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -58,12 +57,12 @@ static NEXT_INFORMER_ID: AtomicU64 = AtomicU64::new(1);
 /// - Eventually the cache holds the authoritative state of every object the list/watch covers,
 ///   and each handler is eventually notified of the final state of each object; intermediate
 ///   states may be skipped.
-/// - Order across objects depends on the [`QueueMode`]. With [`QueueMode::RealFifo`] (the
+/// - Order across objects depends on the [`QueueMode`](super::QueueMode). With [`QueueMode::RealFifo`](super::QueueMode::RealFifo) (the
 ///   default; client-go 1.36): notifications come in the order the server sent the changes,
 ///   across objects; a deletion of an object never cached still reaches `on_delete`; a relist
 ///   is applied in one step, and its deletions (tombstones) are told before its updates and
 ///   adds; changes are applied in batches of up to 1,000 distinct keys, each batch to the cache
-///   in one transaction before its notifications. With [`QueueMode::DeltaFifo`] (client-go
+///   in one transaction before its notifications. With [`QueueMode::DeltaFifo`](super::QueueMode::DeltaFifo) (client-go
 ///   ≤ 1.35): each object's changes come together and in order, objects in the order of their
 ///   first queued change; a deletion of an object never cached is dropped; a relist's deletions
 ///   come after its updates and adds.
@@ -123,35 +122,32 @@ struct Inner<K: Object> {
     tidy_pending: Arc<AtomicBool>,
     synced_signal: SyncSignal,
     next_listener_id: AtomicU64,
-    default_handler_resync_period: Duration,
-    queue_mode: QueueMode,
-    initial_list: InitialListMode,
+    /// Everything the informer was configured with; fixed once built.
+    config: InformerConfig<K>,
 }
 
 struct State<K: Object> {
     started: bool,
     stopped: bool,
     resync_check_period: Duration,
-    transform: Option<TransformFunc<K>>,
-    watch_error_handler: Option<WatchErrorHandler>,
     reflector: Option<Arc<Reflector<K, Arc<InformerQueue<K>>>>>,
 }
 
 impl<K: Object> SharedIndexInformer<K> {
-    /// The one way to make an informer (client-go's `NewSharedIndexInformer` and
-    /// `NewSharedIndexInformerWithOptions`): a builder over `lister_watcher`, with the
-    /// defaults of client-go (no resync, no indexes) and the in-order [`QueueMode::RealFifo`].
+    /// A builder over `lister_watcher` (client-go's `NewSharedIndexInformer` and
+    /// `NewSharedIndexInformerWithOptions`), with the defaults of [`InformerConfig`] (client-go's:
+    /// no resync, in-order [`QueueMode::RealFifo`](super::QueueMode::RealFifo)) and no indexes.
     ///
     /// ```
     /// use std::time::Duration;
     /// use k8s_openapi::api::core::v1::Pod;
-    /// use kinformer::SharedIndexInformer;
+    /// use kinformer::{InformerConfig, SharedIndexInformer};
     /// use kinformer::reflector::ListWatch;
     /// use kinformer::store::namespace_indexers;
     /// # fn lw() -> ListWatch<Pod> { unimplemented!() }
     /// # fn demo() {
     /// let informer = SharedIndexInformer::builder(lw())
-    ///     .resync_period(Duration::from_secs(30))
+    ///     .config(InformerConfig::default().resync_period(Duration::from_secs(30)))
     ///     .indexers(namespace_indexers())
     ///     .build();
     /// assert_eq!(informer.name(), "Pod");
@@ -161,6 +157,7 @@ impl<K: Object> SharedIndexInformer<K> {
     /// A shared `Arc<dyn ListerWatcher<K>>` is a `ListerWatcher<K>` too. Types without a
     /// static kind (`DynamicObject`) are named with
     /// [`name`](SharedIndexInformerBuilder::name) before [`build`](SharedIndexInformerBuilder::build).
+    /// For a real cluster, [`new`](Self::new) makes the source from the configuration.
     #[doc(alias = "NewSharedIndexInformer")]
     #[doc(alias = "NewSharedIndexInformerWithOptions")]
     pub fn builder(
@@ -168,22 +165,17 @@ impl<K: Object> SharedIndexInformer<K> {
     ) -> SharedIndexInformerBuilder<K> {
         SharedIndexInformerBuilder {
             lister_watcher: Arc::new(lister_watcher),
-            resync_period: Duration::ZERO,
+            config: InformerConfig::default(),
             indexers: Indexers::default(),
             name: builder::KindName,
-            queue_mode: QueueMode::default(),
-            initial_list: InitialListMode::default(),
-            make_indexer: Indexer::new,
         }
     }
 
     fn from_parts(
         name: String,
         lister_watcher: Arc<dyn ListerWatcher<K>>,
-        resync_period: Duration,
         indexer: Indexer<K>,
-        queue_mode: QueueMode,
-        initial_list: InitialListMode,
+        config: InformerConfig<K>,
     ) -> Self {
         let (synced_flag, synced_signal) = SyncSignal::new(format!("informer {name}"));
         Self {
@@ -195,9 +187,7 @@ impl<K: Object> SharedIndexInformer<K> {
                 state: Mutex::new(State {
                     started: false,
                     stopped: false,
-                    resync_check_period: resync_period,
-                    transform: None,
-                    watch_error_handler: None,
+                    resync_check_period: config.resync_period,
                     reflector: None,
                 }),
                 block_deltas: Mutex::new(()),
@@ -205,12 +195,15 @@ impl<K: Object> SharedIndexInformer<K> {
                 tidy_pending: Arc::default(),
                 synced_signal,
                 next_listener_id: AtomicU64::new(1),
-                default_handler_resync_period: resync_period,
-                queue_mode,
-                initial_list,
+                config,
                 name,
             }),
         }
+    }
+
+    /// The configuration the informer was built with.
+    pub fn config(&self) -> &InformerConfig<K> {
+        &self.inner.config
     }
 
     /// The informer's name.
@@ -295,9 +288,7 @@ impl<K: Object> SharedIndexInformer<K> {
         if state.stopped {
             return Err(InformerError::Stopped(inner.name.clone()));
         }
-        let mut resync = options
-            .resync_period
-            .unwrap_or(inner.default_handler_resync_period);
+        let mut resync = options.resync_period.unwrap_or(inner.config.resync_period);
         if !resync.is_zero() {
             if resync < MINIMUM_RESYNC_PERIOD {
                 tracing::warn!(informer = %inner.name, ?resync, "resync period is too small; using the minimum of 1s");
@@ -376,46 +367,6 @@ impl<K: Object> SharedIndexInformer<K> {
         let _state = self.inner.state.lock();
         let _deltas = self.inner.block_deltas.lock();
         self.inner.processor.remove_listener(registration.id);
-        Ok(())
-    }
-
-    /// Sets a transform applied to every object before it is cached (client-go's
-    /// `SetTransform`), for example to drop `managedFields`. It runs once per object received
-    /// from the server, never on resyncs or tombstones.
-    ///
-    /// # Errors
-    /// [`InformerError::AlreadyStarted`] after start.
-    pub fn set_transform(
-        &self,
-        transform: impl Fn(K) -> K + Send + Sync + 'static,
-    ) -> Result<(), InformerError>
-    where
-        K: Clone,
-    {
-        let f: TransformFunc<K> =
-            Arc::new(move |obj: Arc<K>| Arc::new(transform(Arc::unwrap_or_clone(obj))));
-        let mut state = self.inner.state.lock();
-        if state.started {
-            return Err(InformerError::AlreadyStarted(self.inner.name.clone()));
-        }
-        state.transform = Some(f);
-        Ok(())
-    }
-
-    /// Sets the handler called with every list/watch error (client-go's
-    /// `SetWatchErrorHandler`); the default logs.
-    ///
-    /// # Errors
-    /// [`InformerError::AlreadyStarted`] after start.
-    pub fn set_watch_error_handler(
-        &self,
-        handler: impl Fn(&ReflectorError) + Send + Sync + 'static,
-    ) -> Result<(), InformerError> {
-        let mut state = self.inner.state.lock();
-        if state.started {
-            return Err(InformerError::AlreadyStarted(self.inner.name.clone()));
-        }
-        state.watch_error_handler = Some(Arc::new(handler));
         Ok(())
     }
 

@@ -10,9 +10,10 @@ use tokio::sync::{Notify, watch};
 
 use super::delta::{Delta, DeltaType, Deltas};
 use super::error::QueueError;
-use super::options::{DeltaFifoOptions, TransformFunc};
+use super::options::DeltaFifoOptions;
 use super::room::{Room, wait_until};
 use super::sync_state::{CheckOnDrop, SyncState};
+use crate::Transform;
 
 mod replace;
 use crate::object::{
@@ -93,7 +94,7 @@ pub struct DeltaFifo<K> {
     key_func: KeyFunc<K>,
     known_objects: Option<Arc<dyn KeyListerGetter<K>>>,
     emit_delta_type_replaced: bool,
-    transformer: Option<TransformFunc<K>>,
+    transformer: Option<Transform<K>>,
 }
 
 struct Inner<K> {
@@ -361,7 +362,7 @@ impl<K: Object> DeltaFifo<K> {
     /// Appends a delta carrying `obj`, after running the transformer on it.
     fn queue_object(&self, inner: &mut Inner<K>, key: String, delta_type: DeltaType, obj: Arc<K>) {
         let obj = match &self.transformer {
-            Some(transform) => transform(obj),
+            Some(transform) => transform.apply(obj),
             None => obj,
         };
         Self::push(inner, key, Delta::new(delta_type, obj));

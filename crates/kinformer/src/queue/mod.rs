@@ -38,7 +38,7 @@ pub use delta::{Delta, DeltaType, Deltas};
 pub use delta_fifo::DeltaFifo;
 pub use error::QueueError;
 pub use fifo::Fifo;
-pub use options::{DeltaFifoOptions, TransformFunc};
+pub use options::DeltaFifoOptions;
 pub use real_fifo::{
     DEFAULT_BATCH_SIZE, KeyedDelta, Popped, RealFifo, RealFifoMode, RealFifoOptions, ReplacedAll,
 };

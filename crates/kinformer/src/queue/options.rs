@@ -6,16 +6,6 @@ use std::sync::Arc;
 use crate::object::KeyFunc;
 use crate::store::KeyListerGetter;
 
-/// Transforms an object before it is queued (client-go's `TransformFunc`), typically to strip
-/// fields the consumer does not need (managed fields, large annotations) and save memory.
-///
-/// A [`DeltaFifo`](super::DeltaFifo) calls it exactly once for every object handed to `add`,
-/// `update`, `delete` (unless the deletion is dropped) and `replace`, while holding the queue's
-/// lock, so it must be fast. It is never called for `Sync` deltas made by `resync` (those
-/// objects come from the cache and were transformed already) nor for tombstones. Unlike
-/// client-go's it cannot fail: return the object unchanged if there is nothing to do.
-pub type TransformFunc<K> = Arc<dyn Fn(Arc<K>) -> Arc<K> + Send + Sync>;
-
 /// How a [`DeltaFifo`](super::DeltaFifo) is built (client-go's `DeltaFIFOOptions`). All fields
 /// are optional; [`Default`] gives client-go's defaults.
 ///
@@ -41,8 +31,12 @@ pub struct DeltaFifoOptions<K> {
     /// for compatibility with consumers that predate it, [`DeltaType::Sync`](super::DeltaType::Sync)
     /// (false, the default as in client-go).
     pub emit_delta_type_replaced: bool,
-    /// Called on every incoming object before it is queued; see [`TransformFunc`].
-    pub transformer: Option<TransformFunc<K>>,
+    /// Called on every incoming object before it is queued (client-go's `Transformer`): exactly
+    /// once for every object handed to `add`, `update`, `delete` (unless the deletion is
+    /// dropped) and `replace`, while holding the queue's lock, so it must be fast; never for
+    /// `Sync` deltas made by `resync` (those objects come from the cache and were transformed
+    /// already) nor for tombstones. See [`Transform`](crate::Transform).
+    pub transformer: Option<crate::Transform<K>>,
     /// A soft bound on the deltas held: writes never block or fail, but
     /// [`wait_for_room`](super::DeltaFifo::wait_for_room) (which a Reflector awaits before it
     /// reads the next watch event) waits while at least this many are queued, until the

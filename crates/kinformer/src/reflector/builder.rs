@@ -6,11 +6,13 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use super::backoff::{Backoff, BackoffConfig};
-use super::hooks::{ShouldResyncFn, WatchErrorHandler};
+use super::backoff::Backoff;
+use super::hooks::ShouldResyncFn;
 use super::lister_watcher::ListerWatcher;
 use super::reflector_error::ReflectorError;
 use super::run::{Reflector, SyncState};
+use super::scoped::RequestScope;
+use crate::InformerConfig;
 use crate::object::Object;
 use crate::store::ReflectorStore;
 
@@ -73,30 +75,31 @@ impl Default for EndBookmarkWait {
 }
 
 /// Builds a [`Reflector`]; start with [`Reflector::builder`].
+///
+/// Its options are the list/watch part of an [`InformerConfig`] ([`config`](Self::config)):
+/// selectors and tweak (applied to every request, whatever the source), the initial-list mode,
+/// page size, end-bookmark wait, watch timeout, backoff, internal-error retries, the watch
+/// error handler and the resync period. Besides them, a name for logs and the informer's
+/// `should_resync` hook.
 #[must_use]
 pub struct ReflectorBuilder<K, S> {
     name: Option<String>,
     lister_watcher: Arc<dyn ListerWatcher<K>>,
     store: S,
-    resync_period: Option<Duration>,
     should_resync: Option<ShouldResyncFn>,
-    page_size: Option<u32>,
-    watch_error_handler: Option<WatchErrorHandler>,
-    initial_list: InitialListMode,
-    end_bookmark_timeout: Option<Duration>,
-    min_watch_timeout: Duration,
-    backoff: BackoffConfig,
-    max_internal_error_retry_duration: Duration,
+    config: InformerConfig<K>,
 }
 
 impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
-    /// Starts building a Reflector that fills `store` from `lister_watcher`.
+    /// Starts building a Reflector that fills `store` from `lister_watcher`, with the defaults
+    /// of [`InformerConfig`].
     ///
     /// ```
     /// use std::sync::Arc;
     /// use std::time::Duration;
     /// use futures::FutureExt;
     /// use k8s_openapi::api::core::v1::Pod;
+    /// use kinformer::InformerConfig;
     /// use kinformer::reflector::{ListPage, ListWatch, Reflector};
     /// use kinformer::store::{Indexer, ReplaceOnce};
     /// let lw = ListWatch::<Pod>::new(
@@ -106,7 +109,7 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
     /// let cache: Indexer<Pod> = Indexer::default_namespaced();
     /// let reflector = Reflector::builder(Arc::new(lw), ReplaceOnce::new(cache))
     ///     .name("pods")
-    ///     .resync_period(Duration::from_secs(30))
+    ///     .config(&InformerConfig::default().resync_period(Duration::from_secs(30)))
     ///     .build();
     /// assert_eq!(reflector.last_sync_resource_version(), "");
     /// ```
@@ -115,15 +118,8 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
             name: None,
             lister_watcher,
             store,
-            resync_period: None,
             should_resync: None,
-            page_size: None,
-            watch_error_handler: None,
-            initial_list: InitialListMode::Auto,
-            end_bookmark_timeout: Some(DEFAULT_END_BOOKMARK_TIMEOUT),
-            min_watch_timeout: DEFAULT_MIN_WATCH_TIMEOUT,
-            backoff: BackoffConfig::default(),
-            max_internal_error_retry_duration: DEFAULT_MAX_INTERNAL_ERROR_RETRY_DURATION,
+            config: InformerConfig::default(),
         }
     }
 }
@@ -135,9 +131,11 @@ impl<K: Object, S: ReflectorStore<K>> ReflectorBuilder<K, S> {
         self
     }
 
-    /// Calls `store.resync()` every `period` (zero disables; default: disabled).
-    pub fn resync_period(mut self, period: Duration) -> Self {
-        self.resync_period = (!period.is_zero()).then_some(period);
+    /// The list/watch options (see the type's docs); the informer's own fields (cache mode,
+    /// queue mode, transform, memory) do not concern a Reflector, except that a lean cache
+    /// mode makes [`InitialListMode::Auto`] list first.
+    pub fn config(mut self, config: &InformerConfig<K>) -> Self {
+        self.config = config.clone();
         self
     }
 
@@ -148,90 +146,42 @@ impl<K: Object, S: ReflectorStore<K>> ReflectorBuilder<K, S> {
         self
     }
 
-    /// Lists in pages of this size (client-go's `WatchListPageSize`). Without it, the default
-    /// rule applies: pages of 500 for lists at `""`/`"0"` or when the server paginated the
-    /// first list, unpaginated otherwise.
-    pub fn page_size(mut self, size: NonZeroU32) -> Self {
-        self.page_size = Some(size.get());
-        self
-    }
-
-    /// Receives every error that ends a cycle (default: logs it with `tracing`).
-    pub fn watch_error_handler(
-        mut self,
-        f: impl Fn(&ReflectorError) + Send + Sync + 'static,
-    ) -> Self {
-        self.watch_error_handler = Some(Arc::new(f));
-        self
-    }
-
-    /// How the Reflector gets its initial state and relists (default:
-    /// [`InitialListMode::Auto`]: a streaming list where the source supports one; see the
-    /// module docs).
-    pub fn initial_list(mut self, mode: InitialListMode) -> Self {
-        self.initial_list = mode;
-        self
-    }
-
-    /// How long a streaming list may take to deliver the bookmark that ends its initial events
-    /// before the Reflector falls back to list+watch. Default:
-    /// `EndBookmarkWait::After(DEFAULT_END_BOOKMARK_TIMEOUT)`.
-    pub fn end_bookmark_wait(mut self, wait: EndBookmarkWait) -> Self {
-        self.end_bookmark_timeout = match wait {
-            EndBookmarkWait::After(timeout) => Some(timeout),
-            EndBookmarkWait::Forever => None,
-        };
-        self
-    }
-
-    /// Watches are closed by the server after a random time in `[min, 2 × min]`; values below
-    /// the 5-minute default are ignored (client-go's `MinWatchTimeout`).
-    pub fn min_watch_timeout(mut self, min: Duration) -> Self {
-        self.min_watch_timeout = min.max(DEFAULT_MIN_WATCH_TIMEOUT);
-        self
-    }
-
-    /// The backoff between cycles and before retrying a watch (default:
-    /// [`BackoffConfig::default`]).
-    pub fn backoff(mut self, config: BackoffConfig) -> Self {
-        self.backoff = config;
-        self
-    }
-
-    /// How long internal errors (500) ending a watch are retried without relisting (zero: never;
-    /// client-go's `MaxInternalErrorRetryDuration`, which defaults to zero there; we default to
-    /// [`DEFAULT_MAX_INTERNAL_ERROR_RETRY_DURATION`]).
-    pub fn max_internal_error_retry_duration(mut self, d: Duration) -> Self {
-        self.max_internal_error_retry_duration = d;
-        self
-    }
-
     /// The Reflector.
     pub fn build(self) -> Reflector<K, S> {
         let name = self
             .name
             .unwrap_or_else(|| std::any::type_name::<K>().to_owned());
         let handler_name = name.clone();
-        let use_watch_list = self
-            .initial_list
+        let config = self.config;
+        let use_watch_list = config
+            .effective_initial_list()
             .streams(self.lister_watcher.supports_streaming_list());
-        let watch_error_handler = self.watch_error_handler.unwrap_or_else(|| {
+        let watch_error_handler = config.watch_error_handler.clone().unwrap_or_else(|| {
             Arc::new(move |e: &ReflectorError| default_watch_error_handler(&handler_name, e))
         });
+        let scope = RequestScope {
+            label_selector: config.label_selector.clone(),
+            field_selector: config.field_selector.clone(),
+            tweak: config.tweak_list_options.clone(),
+        };
+        let min_watch_timeout = config.min_watch_timeout.max(DEFAULT_MIN_WATCH_TIMEOUT);
         Reflector {
             name,
-            lister_watcher: self.lister_watcher,
+            lister_watcher: scope.wrap(self.lister_watcher),
             store: self.store,
-            resync_period: self.resync_period,
+            resync_period: (!config.resync_period.is_zero()).then_some(config.resync_period),
             should_resync: self.should_resync,
-            page_size: self.page_size,
+            page_size: config.page_size.map(NonZeroU32::get),
             watch_error_handler,
             use_watch_list,
-            end_bookmark_timeout: self.end_bookmark_timeout,
-            min_watch_timeout: self.min_watch_timeout,
-            max_watch_timeout: self.min_watch_timeout * 2,
-            max_internal_error_retry_duration: self.max_internal_error_retry_duration,
-            backoff: Mutex::new(Backoff::new(self.backoff)),
+            end_bookmark_timeout: match config.end_bookmark_wait {
+                EndBookmarkWait::After(timeout) => Some(timeout),
+                EndBookmarkWait::Forever => None,
+            },
+            min_watch_timeout,
+            max_watch_timeout: min_watch_timeout * 2,
+            max_internal_error_retry_duration: config.max_internal_error_retry_duration,
+            backoff: Mutex::new(Backoff::new(config.backoff)),
             state: Mutex::new(SyncState::default()),
             lists: Default::default(),
             watches: Default::default(),

@@ -26,7 +26,7 @@
 //! kube-apiserver with 10,000 pods it spent about 0.2 s of CPU streaming them against 0.5 s
 //! listing them, and the client's time was the same (its events are decoded on every core, as
 //! a list is). If a streaming list fails (an older server refuses the request), or its end
-//! bookmark does not arrive within [`ReflectorBuilder::end_bookmark_wait`] (a server that
+//! bookmark does not arrive within [`InformerConfig::end_bookmark_wait`](crate::InformerConfig::end_bookmark_wait) (a server that
 //! silently ignores the option turns it into a plain watch), the Reflector falls back to
 //! list+watch for that cycle and says why in the logs. [`InitialListMode::ListThenWatch`] and
 //! [`InitialListMode::StreamingList`] force one or the other. Informers with a lean cache
@@ -58,6 +58,7 @@ mod options;
 mod pager;
 mod reflector_error;
 mod run;
+mod scoped;
 mod temp_store;
 mod watch;
 mod watch_list;
@@ -69,7 +70,7 @@ pub use builder::{
     default_watch_error_handler,
 };
 pub use error::{ListWatchError, Status, StatusCause, TransportErrorKind};
-pub use hooks::{ShouldResyncFn, WatchErrorHandler};
+pub use hooks::{ShouldResyncFn, TweakFn, WatchErrorHandler};
 pub use lister_watcher::{
     INITIAL_EVENTS_END_ANNOTATION, ItemSink, ListMeta, ListPage, ListWatch, ListerWatcher,
     ListerWatcherExt, WatchEvent, WatchStream,

@@ -20,6 +20,7 @@
 //! Reflector logs and skips; one object over the size limit ends the list or watch with
 //! [`ListWatchError::TooLarge`]; nothing here panics.
 
+use std::any::TypeId;
 use std::collections::VecDeque;
 use std::fmt::Debug;
 use std::marker::PhantomData;
@@ -36,6 +37,8 @@ use super::frames::{watch_frames, watch_lines};
 use super::list_stream::{ListBody, ListStreamDecoder, ProtoItems};
 use super::proto_list::ProtoListDecoder;
 use super::status::{error_from_response, from_kube_error};
+use super::uncopied::UncopiedBodies;
+use crate::InformerConfig;
 use crate::reflector::{
     ItemSink, ListMeta, ListOptions, ListWatchError, ListerWatcher, WatchStream,
 };
@@ -47,8 +50,6 @@ use crate::reflector::{
 /// [`ListWatchError::TooLarge`] and the bytes are dropped, so a broken server or proxy that
 /// sends an endless line costs bounded memory.
 pub const DEFAULT_MAX_OBJECT_SIZE: usize = 16 << 20;
-
-type TweakFn = Arc<dyn Fn(&mut ListOptions) + Send + Sync>;
 
 /// The `Accept` header of a metadata-only list: the JSON clause client-go's metadata client
 /// sends (`k8s.io/client-go/metadata`), and what kube-rs sends for `PartialObjectMeta`. The
@@ -91,9 +92,11 @@ pub enum WireFormat {
 /// A [`ListerWatcher`] that lists and watches through a `kube::Client`.
 ///
 /// Works for typed resources (k8s-openapi types, `#[derive(CustomResource)]` types) and for
-/// `DynamicObject` with its `ApiResource`, namespaced or across all namespaces. It carries its
-/// own scope: label and field selectors and an options hook apply to every request it sends
-/// (client-go's `NewFilteredListWatchFromClient`), so nothing needs to wrap it.
+/// `DynamicObject` with its `ApiResource`, namespaced or across all namespaces. It takes its part
+/// of an [`InformerConfig`]: the namespace, the [`WireFormat`], the size limit, and whether
+/// managedFields must be decoded at all. It sends exactly the [`ListOptions`] it is given: the
+/// selectors and tweak of the configuration are applied by the Reflector to every request,
+/// whatever its source.
 ///
 /// # Metadata only
 ///
@@ -112,7 +115,7 @@ pub enum WireFormat {
 /// use k8s_openapi::api::core::v1::Pod;
 /// use kinformer::KubeListerWatcher;
 /// use kube::core::PartialObjectMeta;
-/// let lw = KubeListerWatcher::new(kube::Api::<PartialObjectMeta<Pod>>::all(client));
+/// let lw = KubeListerWatcher::<PartialObjectMeta<Pod>>::new(client, &Default::default());
 /// # let _ = lw; }
 /// ```
 ///
@@ -125,31 +128,28 @@ pub enum WireFormat {
 /// it. A caller that reads one page of a multi-page list and stops has cost the server one
 /// page more.
 ///
-/// # Build the client without kube's retry layer
+/// # Retries are the Reflector's
 ///
 /// kube 5's default client retries 429, 503 and 504 responses itself (up to 15 times, with
 /// delays growing to minutes). The Reflector has its own backoff and must *see* those statuses:
 /// a 504 carrying "too large resource version" means "list again at the latest version", not
-/// "try the same request again". Set `Config::default_retry = false` for the client you hand
-/// in, as below.
+/// "try the same request again". So this source sends its requests with bodies kube's retry
+/// layer cannot copy, and that layer passes them through untouched: a client built with
+/// `Client::try_default()` behaves as one built with `Config::default_retry = false`, for this
+/// source's requests only (the client's other requests keep kube's retries).
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
 /// use k8s_openapi::api::core::v1::Pod;
-/// use kinformer::KubeListerWatcher;
-/// let mut config = kube::Config::infer().await?;
-/// config.default_retry = false;
-/// let client = kube::Client::try_from(config)?;
-/// let lw = KubeListerWatcher::new(kube::Api::<Pod>::all(client)).with_label_selector("app=web");
+/// use kinformer::{InformerConfig, KubeListerWatcher};
+/// let client = kube::Client::try_default().await?;
+/// let lw = KubeListerWatcher::<Pod>::new(client, &InformerConfig::default().namespace("prod"));
 /// # let _ = lw; Ok(()) }
 /// ```
 pub struct KubeListerWatcher<K> {
     client: kube::Client,
     url_path: String,
     kind: String,
-    label_selector: Option<String>,
-    field_selector: Option<String>,
-    tweak: Option<TweakFn>,
     max_object_size: usize,
     /// Whether `K` is a `PartialObjectMeta`: requests ask for metadata only.
     metadata_only: bool,
@@ -160,6 +160,8 @@ pub struct KubeListerWatcher<K> {
     drop_managed_fields: bool,
     /// The next page, asked for while the current one downloaded (see [`Prefetch`]).
     prefetched: parking_lot::Mutex<Option<Prefetch>>,
+    /// Request bodies kube's retry layer cannot copy.
+    bodies: UncopiedBodies,
     _k: PhantomData<fn() -> K>,
 }
 
@@ -181,15 +183,13 @@ impl<K> Clone for KubeListerWatcher<K> {
             client: self.client.clone(),
             url_path: self.url_path.clone(),
             kind: self.kind.clone(),
-            label_selector: self.label_selector.clone(),
-            field_selector: self.field_selector.clone(),
-            tweak: self.tweak.clone(),
             max_object_size: self.max_object_size,
             metadata_only: self.metadata_only,
             proto: self.proto,
             wire: self.wire,
             drop_managed_fields: self.drop_managed_fields,
             prefetched: parking_lot::Mutex::new(None),
+            bodies: self.bodies.clone(),
             _k: PhantomData,
         }
     }
@@ -205,38 +205,34 @@ impl<K> KubeListerWatcher<K>
 where
     K: Resource + DeserializeOwned + Clone + Debug + Send + Sync + 'static,
 {
-    /// Lists and watches what `api` addresses (a typed resource).
-    pub fn new(api: kube::Api<K>) -> Self
+    /// Lists and watches `K` in `config`'s namespace (all namespaces without one; cluster-scoped
+    /// types ignore it), with `config`'s wire format and size limit.
+    pub fn new(client: kube::Client, config: &InformerConfig<K>) -> Self
     where
         K::DynamicType: Default,
+        K::Scope: 'static,
     {
-        Self::new_with(api, &K::DynamicType::default())
+        Self::new_with(client, config, &K::DynamicType::default())
     }
 
-    /// Lists and watches what `api` addresses, for resources with a runtime type
-    /// (`DynamicObject` and its `ApiResource`).
-    pub fn new_with(api: kube::Api<K>, dyntype: &K::DynamicType) -> Self {
-        let url_path = api.resource_url().to_owned();
-        Self::at(api.into_client(), url_path, dyntype)
-    }
-
-    /// Lists and watches `K` in `namespace` (`None`: all namespaces), built from a client
-    /// directly. For cluster-scoped types pass `None`. This is what the informer factory uses,
-    /// since `kube::Api::namespaced` cannot be called for a type whose scope is only known at
-    /// run time.
-    pub fn for_scope(
+    /// [`new`](Self::new) for resources with a runtime type (`DynamicObject` and its
+    /// `ApiResource`). Their scope is only known at run time: leave `config.namespace` unset
+    /// for a cluster-scoped resource.
+    pub fn new_with(
         client: kube::Client,
-        namespace: Option<&str>,
+        config: &InformerConfig<K>,
         dyntype: &K::DynamicType,
-    ) -> Self {
-        Self::at(client, K::url_path(dyntype, namespace), dyntype)
-    }
-
-    fn at(client: kube::Client, url_path: String, dyntype: &K::DynamicType) -> Self {
+    ) -> Self
+    where
+        K::Scope: 'static,
+    {
+        let cluster_scoped =
+            TypeId::of::<K::Scope>() == TypeId::of::<k8s_openapi::ClusterResourceScope>();
+        let namespace = config.namespace.as_deref().filter(|_| !cluster_scoped);
         let metadata = K::metadata_api();
         Self {
             client,
-            url_path,
+            url_path: K::url_path(dyntype, namespace),
             kind: if metadata {
                 METADATA_KIND.to_owned()
             } else {
@@ -248,60 +244,13 @@ where
             } else {
                 kinformer_proto::MessageRef::for_kind(&K::api_version(dyntype), &K::kind(dyntype))
             },
-            wire: WireFormat::default(),
-            drop_managed_fields: false,
-            label_selector: None,
-            field_selector: None,
-            tweak: None,
-            max_object_size: DEFAULT_MAX_OBJECT_SIZE,
+            wire: config.wire_format,
+            drop_managed_fields: config.decode_without_managed_fields(),
+            max_object_size: config.max_object_size,
             prefetched: parking_lot::Mutex::new(None),
+            bodies: UncopiedBodies::default(),
             _k: PhantomData,
         }
-    }
-
-    /// Only objects matching this label selector (applied to every list and watch).
-    #[must_use]
-    pub fn with_label_selector(mut self, selector: impl Into<String>) -> Self {
-        self.label_selector = Some(selector.into());
-        self
-    }
-
-    /// Only objects matching this field selector (applied to every list and watch).
-    #[must_use]
-    pub fn with_field_selector(mut self, selector: impl Into<String>) -> Self {
-        self.field_selector = Some(selector.into());
-        self
-    }
-
-    /// Adjusts the options of every list and watch request before it is sent, after the
-    /// selectors (client-go's `tweakListOptions`).
-    #[must_use]
-    pub fn with_tweak_options(
-        mut self,
-        tweak: impl Fn(&mut ListOptions) + Send + Sync + 'static,
-    ) -> Self {
-        self.tweak = Some(Arc::new(tweak));
-        self
-    }
-
-    /// What to ask the server to send (default [`WireFormat::Protobuf`]: protobuf for built-in
-    /// kinds, as client-go).
-    #[must_use]
-    pub fn with_wire_format(mut self, wire: WireFormat) -> Self {
-        self.wire = wire;
-        self
-    }
-
-    /// Lets the source leave `metadata.managedFields` out while it decodes, where it can (items
-    /// of a protobuf list and objects of protobuf watch events, never parsed at all), for a
-    /// consumer that strips them anyway (the factory's
-    /// [`strip_managed_fields`](crate::factory::SharedInformerFactoryBuilder::strip_managed_fields)
-    /// sets this). Objects from other paths may still carry them: strip them after decoding
-    /// too.
-    #[must_use]
-    pub fn dropping_managed_fields(mut self) -> Self {
-        self.drop_managed_fields = true;
-        self
     }
 
     /// Whether requests ask for protobuf: [`WireFormat::Protobuf`] and a built-in kind, or
@@ -315,30 +264,6 @@ where
         self.metadata_only
     }
 
-    /// The most bytes one object may take on the wire (a watch event's line, a list item, a
-    /// list's metadata); default [`DEFAULT_MAX_OBJECT_SIZE`].
-    #[must_use]
-    pub fn with_max_object_size(mut self, bytes: usize) -> Self {
-        self.max_object_size = bytes;
-        self
-    }
-
-    /// The options actually sent: the caller's, with this source's selectors where the caller
-    /// set none, then the tweak.
-    fn request_options(&self, options: &ListOptions) -> ListOptions {
-        let mut o = options.clone();
-        if o.label_selector.is_none() {
-            o.label_selector = self.label_selector.clone();
-        }
-        if o.field_selector.is_none() {
-            o.field_selector = self.field_selector.clone();
-        }
-        if let Some(t) = &self.tweak {
-            t(&mut o);
-        }
-        o
-    }
-
     /// Sends a list (or, with `watch`, a watch) request; a list takes the prefetched
     /// response when it is the request that was sent ahead.
     async fn get(
@@ -346,7 +271,7 @@ where
         options: &ListOptions,
         watch: bool,
     ) -> Result<http::Response<Body>, ListWatchError> {
-        let query = self.request_options(options).to_query(watch);
+        let query = options.to_query(watch);
         if !watch {
             // a prefetch this request does not match is dropped (cancelled) here
             let ahead = self.prefetched.lock().take();
@@ -362,9 +287,7 @@ where
     /// Asks for the page after the one whose metadata gave `token`, ahead of time (see
     /// [`Prefetch`]).
     fn prefetch_next(&self, options: &ListOptions, token: &str) {
-        let query = self
-            .request_options(&options.next_page(token))
-            .to_query(false);
+        let query = options.next_page(token).to_query(false);
         let this = self.clone();
         let q = query.clone();
         let response = tokio::spawn(async move { this.send(q, false).await });
@@ -393,7 +316,7 @@ where
             request = request.header(http::header::ACCEPT, accept);
         }
         let request = request
-            .body(Body::from(Vec::new()))
+            .body(self.bodies.next().await)
             .map_err(|e| ListWatchError::Decode(format!("cannot build request: {e}")))?;
         let response = self.client.send(request).await.map_err(from_kube_error)?;
         if response.status().is_success() {

@@ -6,6 +6,7 @@ mod kube;
 mod list_stream;
 mod proto_list;
 mod status;
+mod uncopied;
 mod wire;
 
 pub use self::kube::{

@@ -18,7 +18,9 @@ use tokio_util::sync::CancellationToken;
 const MS: Duration = Duration::from_millis(1);
 
 fn informer(source: &FakeControllerSource) -> SharedIndexInformer<Pod> {
-    SharedIndexInformer::builder(source.clone()).build()
+    SharedIndexInformer::builder(source.clone())
+        .config(crate::queue_mode::config())
+        .build()
 }
 
 /// Runs `informers` until `cancel`.

@@ -3,5 +3,7 @@
 //! controller runner's.
 
 mod controller_runner;
+#[path = "../queue_mode/mod.rs"]
+mod queue_mode;
 mod shared;
 mod support;

@@ -5,16 +5,17 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use crate::queue_mode::config;
 use crate::support::{FakeControllerSource, caught_up, pod, wait_until};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
-use kinformer::ObjectOrTombstone;
 use kinformer::informer::{
     Event, HandlerOptions, InformerError, ResourceEventHandler, ResourceEventHandlerFuncs,
     SharedIndexInformer,
 };
 use kinformer::store::Indexers;
 use kinformer::wait::wait_for_cache_sync;
+use kinformer::{InformerConfig, ObjectOrTombstone, Transform};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
@@ -56,8 +57,15 @@ fn set(names: &[&str]) -> BTreeSet<String> {
 }
 
 fn informer(source: &FakeControllerSource, resync: Duration) -> SharedIndexInformer<Pod> {
+    informer_with(source, config().resync_period(resync))
+}
+
+fn informer_with(
+    source: &FakeControllerSource,
+    config: InformerConfig<Pod>,
+) -> SharedIndexInformer<Pod> {
     SharedIndexInformer::builder(source.clone())
-        .resync_period(resync)
+        .config(config)
         .build()
 }
 
@@ -293,24 +301,21 @@ async fn shared_informer_error_handling() {
     source.set_list_error(Some(kinformer::reflector::Status::internal_error(
         "Access Denied",
     )));
-    let informer = informer(&source, Duration::from_secs(1));
     let errors = Arc::new(AtomicUsize::new(0));
     let e = errors.clone();
-    informer
-        .set_watch_error_handler(move |err| {
-            assert!(err.to_string().contains("Access Denied"), "{err}");
-            e.fetch_add(1, Ordering::SeqCst);
-        })
-        .unwrap();
+    let informer = informer_with(
+        &source,
+        config()
+            .resync_period(Duration::from_secs(1))
+            .watch_error_handler(move |err| {
+                assert!(err.to_string().contains("Access Denied"), "{err}");
+                e.fetch_add(1, Ordering::SeqCst);
+            }),
+    );
     let running = run(&informer);
     caught_up(&informer).await;
     assert!(errors.load(Ordering::SeqCst) >= 1);
     assert!(!informer.has_synced());
-    // errors after start are refused
-    assert!(matches!(
-        informer.set_watch_error_handler(|_| {}),
-        Err(InformerError::AlreadyStarted(_))
-    ));
     running.stop().await;
 }
 
@@ -319,22 +324,19 @@ async fn shared_informer_transformer() {
     let source = FakeControllerSource::new();
     source.add(pod("pod1"));
     source.add(pod("pod2"));
-    let informer = informer(&source, Duration::from_secs(1));
-    informer
-        .set_transform(|mut p: Pod| {
-            p.metadata.name = p.metadata.name.map(|n| format!("{n}-transformed"));
-            p
-        })
-        .unwrap();
+    let informer = informer_with(
+        &source,
+        config()
+            .resync_period(Duration::from_secs(1))
+            .transform(Transform::new(|p: &mut Pod| {
+                p.metadata.name = p.metadata.name.take().map(|n| format!("{n}-transformed"))
+            })),
+    );
     let l = TestListener::new();
     informer.add_event_handler(l.clone()).unwrap();
     let running = run(&informer);
     caught_up(&informer).await;
     assert_eq!(l.names(), set(&["pod1-transformed", "pod2-transformed"]));
-    assert!(matches!(
-        informer.set_transform(|p: Pod| p),
-        Err(InformerError::AlreadyStarted(_))
-    ));
     running.stop().await;
 }
 

@@ -574,15 +574,13 @@ async fn test_delta_fifo_transformer() {
     let calls = Arc::new(AtomicUsize::new(0));
     let counter = calls.clone();
     let f = DeltaFifo::new(DeltaFifoOptions {
-        transformer: Some(Arc::new(move |o: Arc<ConfigMap>| {
+        transformer: Some(kinformer::Transform::new(move |o: &mut ConfigMap| {
             counter.fetch_add(1, Ordering::SeqCst);
-            let mut o = (*o).clone();
-            let n = xfrm_count(&o) + 1;
+            let n = xfrm_count(o) + 1;
             o.metadata
                 .annotations
                 .get_or_insert_default()
                 .insert("xfrm".into(), n.to_string());
-            Arc::new(o)
         })),
         ..Default::default()
     });

@@ -193,17 +193,15 @@ fn test_real_fifo_transformer() {
         mode: RealFifoMode::PerObject {
             known_objects: Some(Arc::new(crate::delta_fifo_support::Literal(vec![]))),
         },
-        transformer: Some(Arc::new({
+        transformer: Some(kinformer::Transform::new({
             let calls = calls.clone();
-            move |o: Arc<ConfigMap>| {
+            move |o: &mut ConfigMap| {
                 calls.fetch_add(1, Ordering::SeqCst);
-                let mut o = Arc::unwrap_or_clone(o);
                 let v: i64 = o.data.as_ref().unwrap()["val"].parse().unwrap();
                 o.data
                     .as_mut()
                     .unwrap()
                     .insert("val".into(), (v * 100).to_string());
-                Arc::new(o)
             }
         })),
         ..Default::default()

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::support::*;
 use k8s_openapi::api::core::v1::Pod;
+use kinformer::InformerConfig;
 use kinformer::reflector::{
     BackoffConfig, ListWatchError, Reflector, ReflectorError, Status, WatchEvent,
 };
@@ -50,13 +51,13 @@ async fn reflector_list_and_watch_init_conn_backoff() {
         );
         let store = RecordingStore::new();
         let r = Reflector::builder(lw.clone(), store)
-            .backoff(BackoffConfig {
+            .config(&InformerConfig::default().backoff(BackoffConfig {
                 initial: Duration::from_millis(1),
                 cap: Duration::from_millis(50),
                 factor: 2.0,
                 jitter: 1.0,
                 reset_after: Duration::from_millis(100),
-            })
+            }))
             .build();
         let start = tokio::time::Instant::now();
         r.list_and_watch(&token).await.unwrap();
@@ -108,7 +109,7 @@ async fn new_reflector_with_custom_backoff() {
         );
         let mut b = Reflector::builder(lw, RecordingStore::new());
         if let Some(cfg) = backoff {
-            b = b.backoff(cfg);
+            b = b.config(&InformerConfig::default().backoff(cfg));
         }
         let r = b.build();
         let start = tokio::time::Instant::now();
@@ -132,7 +133,7 @@ async fn backoff_on_too_many_requests() {
         },
     );
     let r = Reflector::builder(lw.clone(), RecordingStore::new())
-        .backoff(flat_backoff(Duration::from_secs(1)))
+        .config(&InformerConfig::default().backoff(flat_backoff(Duration::from_secs(1))))
         .build();
     let start = tokio::time::Instant::now();
     let result = r.list_and_watch(&CancellationToken::new()).await;
@@ -164,7 +165,7 @@ async fn no_relist_on_too_many_requests() {
         },
     );
     let r = Reflector::builder(lw.clone(), RecordingStore::new())
-        .backoff(flat_backoff(Duration::ZERO))
+        .config(&InformerConfig::default().backoff(flat_backoff(Duration::ZERO)))
         .build();
     let _ = r.list_and_watch(&CancellationToken::new()).await;
     assert_eq!(lw.count(Verb::List), 1);
@@ -202,7 +203,7 @@ async fn retry_internal_error() {
             },
         );
         let r = Reflector::builder(lw.clone(), RecordingStore::new())
-            .max_internal_error_retry_duration(max)
+            .config(&InformerConfig::default().max_internal_error_retry_duration(max))
             .build();
         let result = r.list_and_watch(&CancellationToken::new()).await;
         assert!(
@@ -235,7 +236,7 @@ async fn reflector_resync() {
         |_, _| Ok(events_then_pending(vec![])),
     );
     let r = Reflector::builder(lw, store.clone())
-        .resync_period(Duration::from_millis(1))
+        .config(&InformerConfig::default().resync_period(Duration::from_millis(1)))
         .build();
     let start = tokio::time::Instant::now();
     let result = r.list_and_watch(&CancellationToken::new()).await;
@@ -265,7 +266,7 @@ async fn resync_timer_consults_should_resync() {
     let a = asked.clone();
     let r = Arc::new(
         Reflector::builder(lw, store.clone())
-            .resync_period(Duration::from_secs(10))
+            .config(&InformerConfig::default().resync_period(Duration::from_secs(10)))
             .should_resync(move || a.fetch_add(1, std::sync::atomic::Ordering::SeqCst) % 2 == 1)
             .build(),
     );
@@ -308,7 +309,7 @@ async fn watch_timeout() {
         );
         let mut b = Reflector::builder(lw.clone(), RecordingStore::new());
         if let Some(min) = min {
-            b = b.min_watch_timeout(min);
+            b = b.config(&InformerConfig::default().min_watch_timeout(min));
         }
         b.build().list_and_watch(&token).await.unwrap();
         let got = lw.requests()[1].options.timeout_seconds.unwrap();

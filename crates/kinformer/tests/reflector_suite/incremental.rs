@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use crate::support::*;
 use k8s_openapi::api::core::v1::Pod;
+use kinformer::InformerConfig;
 use kinformer::queue::{DeltaFifo, DeltaFifoOptions, DeltaType};
 use kinformer::reflector::{Reflector, ReflectorError, Status, WatchEvent};
 use kinformer::{ObjectOrTombstone, store::KeyListerGetter};
@@ -81,7 +82,7 @@ async fn each_page_is_queued_before_the_next_is_requested() {
         },
     );
     let r = Reflector::builder(lw, f.clone())
-        .page_size(NonZeroU32::new(3).unwrap())
+        .config(&InformerConfig::default().page_size(NonZeroU32::new(3).unwrap()))
         .build();
     let _ = r.list_and_watch(&CancellationToken::new()).await;
     let first_page: Vec<String> = numbered_pods(3)
@@ -122,7 +123,7 @@ async fn a_list_failing_on_a_later_page_keeps_earlier_pages_and_deletes_nothing(
         },
     );
     let r = Reflector::builder(lw, f.clone())
-        .page_size(NonZeroU32::new(2).unwrap())
+        .config(&InformerConfig::default().page_size(NonZeroU32::new(2).unwrap()))
         .build();
     let token = CancellationToken::new();
     let err = r.list_and_watch(&token).await.unwrap_err();

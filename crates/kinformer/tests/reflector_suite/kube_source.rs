@@ -2,6 +2,7 @@
 //! streams (garbage included) and error statuses; the Reflector must skip or retry, never panic,
 //! and the store keeps what it had.
 
+use kinformer::InformerConfig;
 use kinformer::reflector::InitialListMode;
 use std::sync::Arc;
 
@@ -98,9 +99,10 @@ async fn client(url: &str) -> kube::Client {
 }
 
 async fn pods_lw(url: &str) -> Arc<KubeListerWatcher<Pod>> {
-    Arc::new(KubeListerWatcher::new(kube::Api::<Pod>::all(
+    Arc::new(KubeListerWatcher::new(
         client(url).await,
-    )))
+        &InformerConfig::default(),
+    ))
 }
 
 fn lines(lines: &[&str]) -> String {
@@ -169,7 +171,7 @@ async fn kube_watch_garbage_is_skipped_and_good_events_applied() {
     let store = RecordingStore::new();
     // the list+watch path, whatever the default
     let r = Reflector::builder(pods_lw(&url).await, store.clone())
-        .initial_list(InitialListMode::ListThenWatch)
+        .config(&InformerConfig::default().initial_list(InitialListMode::ListThenWatch))
         .build();
     let err = r
         .list_and_watch(&CancellationToken::new())
@@ -215,7 +217,7 @@ async fn kube_list_garbage_fails_the_list_and_the_store_keeps_what_it_had() {
     let store = RecordingStore::new();
     // the list+watch path, whatever the default
     let r = Reflector::builder(pods_lw(&url).await, store.clone())
-        .initial_list(InitialListMode::ListThenWatch)
+        .config(&InformerConfig::default().initial_list(InitialListMode::ListThenWatch))
         .build();
     let token = CancellationToken::new();
     assert!(r.list_and_watch(&token).await.unwrap_err().is_expired());
@@ -313,8 +315,8 @@ async fn kube_dynamic_object_lists_and_checks_the_kind() {
     }))
     .await;
     let ar = ApiResource::erase::<Pod>(&());
-    let api = kube::Api::<DynamicObject>::namespaced_with(client(&url).await, "ns", &ar);
-    let lw = KubeListerWatcher::new_with(api, &ar);
+    let config = InformerConfig::default().namespace("ns");
+    let lw = KubeListerWatcher::<DynamicObject>::new_with(client(&url).await, &config, &ar);
     let page = lw.list_page(&ListOptions::default()).await.unwrap();
     assert_eq!(page.items[0].metadata.name.as_deref(), Some("a"));
     let events: Vec<_> =
@@ -343,7 +345,7 @@ async fn kube_streaming_list_through_the_reflector() {
     .await;
     let store = RecordingStore::new();
     let r = Reflector::builder(pods_lw(&url).await, store.clone())
-        .initial_list(InitialListMode::StreamingList)
+        .config(&InformerConfig::default().initial_list(InitialListMode::StreamingList))
         .build();
     let err = r
         .list_and_watch(&CancellationToken::new())
@@ -453,7 +455,7 @@ async fn kube_list_items_reach_the_queue_before_the_body_ends() {
     let lw = pods_lw(&url).await;
     let r = Arc::new(
         Reflector::builder(lw, fifo.clone())
-            .initial_list(InitialListMode::ListThenWatch)
+            .config(&InformerConfig::default().initial_list(InitialListMode::ListThenWatch))
             .build(),
     );
     // the watch that follows cannot connect (the server accepts once) and would retry

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use crate::support::*;
 use k8s_openapi::api::core::v1::Pod;
+use kinformer::InformerConfig;
 use kinformer::reflector::{
     InitialListMode, ListOptions, ListPage, ListWatchError, Reflector, ReflectorError, Status,
     WatchEvent,
@@ -432,7 +433,8 @@ async fn relist() {
         let store = RecordingStore::new();
         let mut builder = Reflector::builder(lw.clone(), store.clone()).name(name);
         if let Some(size) = case.page_size {
-            builder = builder.page_size(NonZeroU32::new(size).unwrap());
+            builder = builder
+                .config(&InformerConfig::default().page_size(NonZeroU32::new(size).unwrap()));
         }
         let r = builder.build();
         let token = CancellationToken::new();

@@ -7,6 +7,7 @@ use std::time::Duration;
 use crate::support::*;
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Pod;
+use kinformer::InformerConfig;
 use kinformer::reflector::{
     BackoffConfig, ListWatchError, Reflector, ReflectorError, Status, WatchEvent,
 };
@@ -40,11 +41,14 @@ async fn run_backs_off_800ms_doubling_to_30s_between_failing_cycles() {
     let (errors, handler) = recording_handler();
     let r = Arc::new(
         Reflector::builder(lw.clone(), RecordingStore::new())
-            .backoff(BackoffConfig {
-                jitter: 0.0,
-                ..Default::default()
-            })
-            .watch_error_handler(handler)
+            .config(
+                &InformerConfig::default()
+                    .backoff(BackoffConfig {
+                        jitter: 0.0,
+                        ..Default::default()
+                    })
+                    .watch_error_handler(handler),
+            )
             .build(),
     );
     let token = CancellationToken::new();
@@ -107,10 +111,10 @@ async fn run_backoff_resets_after_two_minutes_without_errors() {
     );
     let r = Arc::new(
         Reflector::builder(lw.clone(), RecordingStore::new())
-            .backoff(BackoffConfig {
+            .config(&InformerConfig::default().backoff(BackoffConfig {
                 jitter: 0.0,
                 ..Default::default()
-            })
+            }))
             .build(),
     );
     let token = CancellationToken::new();
@@ -153,7 +157,7 @@ async fn run_relists_at_the_last_resource_version_after_a_410_on_the_watch() {
     let (errors, handler) = recording_handler();
     let r = Arc::new(
         Reflector::builder(lw.clone(), store.clone())
-            .watch_error_handler(handler)
+            .config(&InformerConfig::default().watch_error_handler(handler))
             .build(),
     );
     spawn_run(r.clone(), &token).await.unwrap();

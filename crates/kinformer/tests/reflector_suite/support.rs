@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use futures::future::BoxFuture;
 use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::core::v1::Pod;
+use kinformer::InformerConfig;
 use kinformer::reflector::{
     InitialListMode, ItemSink, ListMeta, ListOptions, ListPage, ListWatchError, ListerWatcher,
     Reflector, ReflectorError, WatchEvent, WatchStream,
@@ -500,7 +501,7 @@ pub async fn run_scenarios(table: Vec<Scenario>) {
         let store = RecordingStore::new();
         let r = Reflector::builder(lw.clone(), store.clone())
             .name(name)
-            .initial_list(case.initial_list)
+            .config(&InformerConfig::default().initial_list(case.initial_list))
             .build();
         let result = r.list_and_watch(&token).await;
         match (case.error, &result) {

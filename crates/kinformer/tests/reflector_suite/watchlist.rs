@@ -3,6 +3,7 @@
 //! behaviours of ours
 //! with setups of their own (the end-bookmark timeout, a 410 on a streaming list).
 
+use kinformer::InformerConfig;
 use kinformer::reflector::{EndBookmarkWait, InitialListMode};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -22,7 +23,7 @@ fn watch_list_reflector(
 ) -> Reflector<Pod, Arc<RecordingStore>> {
     Reflector::builder(lw, store)
         .name("watch-list")
-        .initial_list(InitialListMode::StreamingList)
+        .config(&InformerConfig::default().initial_list(InitialListMode::StreamingList))
         .build()
 }
 
@@ -271,8 +272,11 @@ async fn watch_list_end_bookmark_timeout_falls_back_to_list_and_watch() {
     );
     let store = RecordingStore::new();
     let r = Reflector::builder(lw.clone(), store.clone())
-        .initial_list(InitialListMode::StreamingList)
-        .end_bookmark_wait(EndBookmarkWait::After(Duration::from_secs(10)))
+        .config(
+            &InformerConfig::default()
+                .initial_list(InitialListMode::StreamingList)
+                .end_bookmark_wait(EndBookmarkWait::After(Duration::from_secs(10))),
+        )
         .build();
     let start = tokio::time::Instant::now();
     r.list_and_watch(&token).await.unwrap();
@@ -361,7 +365,7 @@ async fn first_request(streaming: bool, mode: Option<InitialListMode>) -> (bool,
     let store = RecordingStore::new();
     let mut b = Reflector::builder(lw, store.clone());
     if let Some(m) = mode {
-        b = b.initial_list(m);
+        b = b.config(&InformerConfig::default().initial_list(m));
     }
     b.build().list_and_watch(&token).await.unwrap();
     let first_is_streaming_watch = seen.lock()[0];

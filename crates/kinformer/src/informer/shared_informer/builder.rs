@@ -1,8 +1,15 @@
-//! [`SharedIndexInformerBuilder`]: how an informer is configured before it is built.
+//! [`SharedIndexInformerBuilder`]: an informer's source, configuration, indexes and name.
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use super::*;
 
 /// Builds a [`SharedIndexInformer`]; made by [`SharedIndexInformer::builder`].
+///
+/// Everything an informer does is set by its [`InformerConfig`] ([`config`](Self::config));
+/// besides it, the builder takes the cache's first indexes ([`indexers`](Self::indexers); more
+/// can be added at any time with [`SharedIndexInformer::add_indexers`]) and a name.
 ///
 /// `N` records whether the informer has been given a [`name`](Self::name): until then the
 /// informer is named after its kind, which needs a type with a static kind
@@ -11,85 +18,43 @@ use super::*;
 #[must_use]
 pub struct SharedIndexInformerBuilder<K: Object, N = KindName> {
     pub(super) lister_watcher: Arc<dyn ListerWatcher<K>>,
-    pub(super) resync_period: Duration,
+    pub(super) config: InformerConfig<K>,
     pub(super) indexers: Indexers<K>,
     pub(super) name: N,
-    pub(super) queue_mode: QueueMode,
-    pub(super) initial_list: InitialListMode,
-    pub(super) make_indexer: MakeIndexer<K>,
 }
 
 /// The name of an informer that was not named: its kind (see [`SharedIndexInformerBuilder`]).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct KindName;
 
-/// Builds the informer's cache: `Indexer::new` or `Indexer::new_lean`.
-pub(super) type MakeIndexer<K> = fn(crate::object::KeyFunc<K>, Indexers<K>) -> Indexer<K>;
-
 impl<K: Object, N> SharedIndexInformerBuilder<K, N> {
-    /// How the cache holds its objects (default [`CacheMode::Full`]). [`CacheMode::Lean`]
-    /// keeps them compressed and decodes them on demand: far less memory, dearer reads (see
-    /// [`CacheMode`]). Handlers still receive decoded objects.
+    /// Everything the informer does (see [`InformerConfig`]; default: its `Default`).
     ///
     /// ```
     /// use k8s_openapi::api::core::v1::Pod;
-    /// use kinformer::SharedIndexInformer;
+    /// use kinformer::{InformerConfig, SharedIndexInformer};
     /// use kinformer::reflector::ListWatch;
     /// use kinformer::store::CacheMode;
     /// # fn lw() -> ListWatch<Pod> { unimplemented!() }
     /// # fn demo() {
-    /// let informer = SharedIndexInformer::builder(lw()).cache_mode(CacheMode::Lean).build();
+    /// let informer = SharedIndexInformer::builder(lw())
+    ///     .config(InformerConfig::default().cache_mode(CacheMode::Lean))
+    ///     .build();
     /// assert_eq!(informer.indexer().cache_mode(), CacheMode::Lean);
     /// # }
     /// ```
-    pub fn cache_mode(mut self, mode: CacheMode) -> Self
-    where
-        K: serde::Serialize + serde::de::DeserializeOwned,
-    {
-        self.make_indexer = match mode {
-            CacheMode::Full => Indexer::new,
-            CacheMode::Lean => Indexer::new_lean,
-        };
+    pub fn config(mut self, config: InformerConfig<K>) -> Self {
+        self.config = config;
         self
     }
-    /// The queue between the Reflector and the cache, and with it the order handlers see (see
-    /// [`QueueMode`]; default: client-go 1.36's in-order [`QueueMode::RealFifo`]).
-    pub fn queue_mode(mut self, mode: QueueMode) -> Self {
-        self.queue_mode = mode;
-        self
-    }
-    /// How the informer's Reflector gets its initial state, and again on every relist
-    /// (default [`InitialListMode::Auto`]: a streaming list where the source supports one, as
-    /// client-go 1.35+ does; see [`crate::reflector`]). With [`CacheMode::Lean`], `Auto` lists
-    /// first: a streaming list would hold every decoded object until its end bookmark.
-    ///
-    /// ```
-    /// use k8s_openapi::api::core::v1::Pod;
-    /// use kinformer::SharedIndexInformer;
-    /// use kinformer::reflector::{InitialListMode, ListWatch};
-    /// # fn lw() -> ListWatch<Pod> { unimplemented!() }
-    /// # fn demo() {
-    /// let informer = SharedIndexInformer::builder(lw())
-    ///     .initial_list(InitialListMode::ListThenWatch)
-    ///     .build();
-    /// # let _ = informer;
-    /// # }
-    /// ```
-    pub fn initial_list(mut self, mode: InitialListMode) -> Self {
-        self.initial_list = mode;
-        self
-    }
-    /// The default resync period of handlers (and the initial resync check period). Zero (the
-    /// default): never resync.
-    pub fn resync_period(mut self, period: Duration) -> Self {
-        self.resync_period = period;
-        self
-    }
-    /// Indexes of the cache.
+
+    /// The cache's indexes from the start (client-go's `NewSharedIndexInformer` `indexers`);
+    /// default none.
     pub fn indexers(mut self, indexers: Indexers<K>) -> Self {
         self.indexers = indexers;
         self
     }
+
     /// A name for logs, diagnostics and the handlers' default names (defaults to the kind).
     /// Required for a type without a static kind:
     ///
@@ -106,28 +71,26 @@ impl<K: Object, N> SharedIndexInformerBuilder<K, N> {
     pub fn name(self, name: impl Into<String>) -> SharedIndexInformerBuilder<K, String> {
         SharedIndexInformerBuilder {
             lister_watcher: self.lister_watcher,
-            resync_period: self.resync_period,
+            config: self.config,
             indexers: self.indexers,
             name: name.into(),
-            queue_mode: self.queue_mode,
-            initial_list: self.initial_list,
-            make_indexer: self.make_indexer,
         }
     }
 
-    fn build_as(self, name: String) -> SharedIndexInformer<K> {
-        SharedIndexInformer::from_parts(
-            name,
-            self.lister_watcher,
-            self.resync_period,
-            (self.make_indexer)(crate::object::meta_namespace_key_func(), self.indexers),
-            self.queue_mode,
-            self.initial_list,
-        )
+    fn build_as(self, name: String) -> SharedIndexInformer<K>
+    where
+        K: Serialize + DeserializeOwned,
+    {
+        let indexer = Indexer::with_cache_mode(
+            crate::object::meta_namespace_key_func(),
+            self.indexers,
+            self.config.cache_mode,
+        );
+        SharedIndexInformer::from_parts(name, self.lister_watcher, indexer, self.config)
     }
 }
 
-impl<K: Object> SharedIndexInformerBuilder<K, KindName>
+impl<K: Object + Serialize + DeserializeOwned> SharedIndexInformerBuilder<K, KindName>
 where
     K::DynamicType: Default,
 {
@@ -139,11 +102,37 @@ where
     }
 }
 
-impl<K: Object> SharedIndexInformerBuilder<K, String> {
+impl<K: Object + Serialize + DeserializeOwned> SharedIndexInformerBuilder<K, String> {
     /// Builds the informer under the name it was given; nothing runs until
     /// [`SharedIndexInformer::run`].
     pub fn build(mut self) -> SharedIndexInformer<K> {
         let name = std::mem::take(&mut self.name);
         self.build_as(name)
+    }
+}
+
+impl<K> SharedIndexInformer<K>
+where
+    K: Object + Serialize + DeserializeOwned + std::fmt::Debug,
+    K::DynamicType: Default,
+    K::Scope: 'static,
+{
+    /// An informer over a real cluster, its source made from `config`
+    /// ([`KubeListerWatcher::new`](crate::KubeListerWatcher::new)): `K` in `config`'s namespace
+    /// (all namespaces without one), named after its kind, without indexes. The factory
+    /// ([`SharedInformerFactory`](crate::SharedInformerFactory)) shares one per type; this is
+    /// for a program that wants one informer of its own.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+    /// use k8s_openapi::api::core::v1::Pod;
+    /// use kinformer::{InformerConfig, SharedIndexInformer};
+    /// let client = kube::Client::try_default().await?;
+    /// let pods = SharedIndexInformer::<Pod>::new(client, InformerConfig::default().namespace("prod"));
+    /// # let _ = pods; Ok(()) }
+    /// ```
+    pub fn new(client: kube::Client, config: InformerConfig<K>) -> Self {
+        let source = crate::KubeListerWatcher::new(client, &config);
+        Self::builder(source).config(config).build()
     }
 }

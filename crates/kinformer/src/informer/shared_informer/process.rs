@@ -19,24 +19,21 @@ impl<K: Object> SharedIndexInformer<K> {
                 tracing::warn!(informer = %inner.name, "the informer has already started; run more than once is not allowed");
                 return;
             }
+            let config = &inner.config;
             let fifo = Arc::new(InformerQueue::new(
-                inner.queue_mode,
+                config.queue_mode,
                 &inner.indexer,
-                state.transform.clone(),
+                config.cache_transform(),
                 MAX_QUEUED_DELTAS,
             ));
             let processor = inner.processor.clone();
-            let mut builder = Reflector::builder(inner.lister_watcher.clone(), fifo.clone())
+            // The Reflector resyncs at the check period, which handlers may have lowered.
+            let mut list_watch = config.clone();
+            list_watch.resync_period = state.resync_check_period;
+            let builder = Reflector::builder(inner.lister_watcher.clone(), fifo.clone())
                 .name(inner.name.clone())
-                .initial_list(initial_list_for(
-                    inner.initial_list,
-                    inner.indexer.cache_mode(),
-                ))
-                .resync_period(state.resync_check_period)
+                .config(&list_watch)
                 .should_resync(move || processor.should_resync());
-            if let Some(h) = state.watch_error_handler.clone() {
-                builder = builder.watch_error_handler(move |e| h(e));
-            }
             let reflector = Arc::new(builder.build());
             state.reflector = Some(reflector.clone());
             state.started = true;
@@ -110,8 +107,9 @@ impl<K: Object> SharedIndexInformer<K> {
     }
 
     /// After a list is installed: unless one is scheduled already, schedules the tidy-up of
-    /// [`crate::memory`] (a lean cache forgets the decoded objects nobody holds, then freed
-    /// memory goes back to the OS). Needs a tokio runtime; without one, nothing happens.
+    /// [`crate::memory`] (a lean cache forgets the decoded objects nobody holds, then, with
+    /// [`InformerConfig::release_memory`], freed memory goes back to the OS). Needs a tokio
+    /// runtime; without one, nothing happens.
     pub(super) fn tidy_after_list(&self) {
         let pending = &self.inner.tidy_pending;
         if pending.swap(true, Ordering::AcqRel) {
@@ -122,8 +120,10 @@ impl<K: Object> SharedIndexInformer<K> {
             return;
         };
         let (indexer, pending) = (self.inner.indexer.clone(), pending.clone());
+        let release = self.inner.config.release_memory;
         runtime.spawn(async move {
-            crate::memory::tidy_after_list(|| indexer.prune_decoded()).await;
+            let release = release.then(crate::memory::release_free_memory_in_background);
+            crate::memory::tidy_after_list(|| indexer.prune_decoded(), release).await;
             pending.store(false, Ordering::Release);
         });
     }
@@ -358,7 +358,9 @@ mod tests {
 
     use super::*;
     use crate::ResourceEventHandlerFuncs;
+    use crate::informer::QueueMode;
     use crate::reflector::{ListPage, ListWatch};
+    use crate::store::CacheMode;
 
     fn pod(name: &str) -> Pod {
         let mut pod = Pod::default();
@@ -369,9 +371,16 @@ mod tests {
     }
 
     /// A lean informer forgets the decoded objects of its initial list once the handlers are
-    /// done with them: their allocations (2.4 KB per pod) do not outlive the list.
+    /// done with them: their allocations (2.4 KB per pod) do not outlive the list. In both
+    /// queue modes.
     #[tokio::test(start_paused = true)]
     async fn a_lean_informer_forgets_listed_objects_after_the_list() {
+        for mode in [QueueMode::RealFifo, QueueMode::DeltaFifo] {
+            lean_informer_forgets_listed_objects(mode).await;
+        }
+    }
+
+    async fn lean_informer_forgets_listed_objects(mode: QueueMode) {
         const N: usize = 600;
         let lw = ListWatch::<Pod>::new(
             |_| {
@@ -383,9 +392,10 @@ mod tests {
             },
             |_| async { Ok(futures::stream::pending().boxed()) }.boxed(),
         );
-        let informer = SharedIndexInformer::builder(lw)
+        let config = InformerConfig::default()
             .cache_mode(CacheMode::Lean)
-            .build();
+            .queue_mode(mode);
+        let informer = SharedIndexInformer::builder(lw).config(config).build();
         let adds = Arc::new(AtomicUsize::new(0));
         let a = adds.clone();
         informer
@@ -404,49 +414,19 @@ mod tests {
         let indexer = informer.indexer();
         assert!(
             indexer.decoded_entries() >= N / 2,
-            "the listed objects are remembered until the tidy-up: {}",
+            "{mode:?}: the listed objects are remembered until the tidy-up: {}",
             indexer.decoded_entries()
         );
         tokio::time::sleep(crate::memory::AFTER_LIST_WAIT * 2).await;
-        assert_eq!(indexer.decoded_entries(), 0);
-        assert_eq!(indexer.list_keys().len(), N, "nothing cached is lost");
+        assert_eq!(indexer.decoded_entries(), 0, "{mode:?}");
+        assert_eq!(
+            indexer.list_keys().len(),
+            N,
+            "{mode:?}: nothing cached is lost"
+        );
         let held = indexer.get_by_key("default/p7").unwrap();
         assert_eq!(held.metadata.name.as_deref(), Some("p7"));
         cancel.cancel();
         run.await.unwrap();
-    }
-}
-
-/// The initial-list mode an informer's Reflector runs with. A lean cache lists first unless a
-/// streaming list is asked for by name: a list reaches a lean cache in parts, each compressed
-/// as it arrives, while a streaming list holds every decoded object until its end bookmark,
-/// which is what the lean cache exists to avoid (10,000 pods on a real kube-apiserver: peak
-/// RSS 594 MiB streaming against 122 MiB listing).
-pub(super) fn initial_list_for(mode: InitialListMode, cache: CacheMode) -> InitialListMode {
-    match (mode, cache) {
-        (InitialListMode::Auto, CacheMode::Lean) => InitialListMode::ListThenWatch,
-        (mode, _) => mode,
-    }
-}
-
-#[cfg(test)]
-mod initial_list_tests {
-    use super::*;
-
-    #[test]
-    fn a_lean_cache_lists_first_unless_a_streaming_list_is_asked_for_by_name() {
-        use InitialListMode::{Auto, ListThenWatch, StreamingList};
-        assert_eq!(initial_list_for(Auto, CacheMode::Lean), ListThenWatch);
-        assert_eq!(
-            initial_list_for(StreamingList, CacheMode::Lean),
-            StreamingList
-        );
-        assert_eq!(
-            initial_list_for(ListThenWatch, CacheMode::Lean),
-            ListThenWatch
-        );
-        for mode in [Auto, ListThenWatch, StreamingList] {
-            assert_eq!(initial_list_for(mode, CacheMode::Full), mode);
-        }
     }
 }

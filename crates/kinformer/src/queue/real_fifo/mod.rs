@@ -15,9 +15,9 @@ use tokio::sync::{Notify, watch};
 
 use super::delta::{Delta, DeltaType};
 use super::error::QueueError;
-use super::options::TransformFunc;
 use super::room::Room;
 use super::sync_state::SyncState;
+use crate::Transform;
 use crate::object::{KeyFunc, Object, meta_namespace_key_func};
 use crate::store::{KeyListerGetter, ReflectorStore};
 
@@ -97,7 +97,7 @@ pub struct RealFifo<K> {
     room: Room,
     key_func: KeyFunc<K>,
     mode: RealFifoMode<K>,
-    transformer: Option<TransformFunc<K>>,
+    transformer: Option<Transform<K>>,
 }
 
 struct Inner<K> {
@@ -319,7 +319,7 @@ impl<K: Object> RealFifo<K> {
 
     fn transform(&self, obj: Arc<K>) -> Arc<K> {
         match &self.transformer {
-            Some(transform) => transform(obj),
+            Some(transform) => transform.apply(obj),
             None => obj,
         }
     }

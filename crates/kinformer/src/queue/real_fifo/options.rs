@@ -4,7 +4,6 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::object::KeyFunc;
-use crate::queue::TransformFunc;
 use crate::store::KeyListerGetter;
 
 /// How a [`RealFifo`](super::RealFifo) reports relists and resyncs. client-go expresses the same
@@ -89,9 +88,10 @@ pub struct RealFifoOptions<K> {
     pub key_func: Option<KeyFunc<K>>,
     /// Atomic or per-object relists and resyncs; see [`RealFifoMode`].
     pub mode: RealFifoMode<K>,
-    /// Called exactly once on every incoming object before it is queued; see [`TransformFunc`].
+    /// Called exactly once on every incoming object before it is queued; see
+    /// [`Transform`](crate::Transform).
     /// Never called on tombstones nor on the known objects a per-object resync re-delivers.
-    pub transformer: Option<TransformFunc<K>>,
+    pub transformer: Option<crate::Transform<K>>,
     /// A soft bound on the objects held (one per delta, one per object of a relist, one per
     /// resync or bookmark entry): writes never block or fail, but
     /// [`wait_for_room`](super::RealFifo::wait_for_room), which a Reflector awaits before it
