@@ -273,6 +273,73 @@ async fn assert_handler_converges(
     );
 }
 
+/// A factory over kube's default client (`Client::try_default`-style: `Config::default_retry`
+/// on, so kube's retry layer resends 429, 503 and 504 itself, up to 15 times) behaves as
+/// client-go does: its Reflector sees each 429 and 503 at once and backs off itself. Without
+/// the source's uncopyable request bodies, kube would retry both within milliseconds and the
+/// watch error handler would see nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_factory_over_kubes_default_client_sees_429_and_503_itself() {
+    use kinformer::reflector::{BackoffConfig, InitialListMode};
+    use kinformer_apiserver::{FailureRule, Verb};
+    let server = kinformer_apiserver::start(ServerConfig::default())
+        .await
+        .expect("server starts");
+    server.seed_pods(20, 2).expect("seed pods");
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&server.kubeconfig()).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default())
+        .await
+        .unwrap();
+    assert!(config.default_retry, "kube's default: retries on");
+    let client = kube::Client::try_from(config).unwrap();
+    server
+        .faults()
+        .fail_next(FailureRule::new(429, 1).verb(Verb::List).resource("pods"));
+    server
+        .faults()
+        .fail_next(FailureRule::new(503, 1).verb(Verb::List).resource("pods"));
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let factory = SharedInformerFactory::builder(client)
+        .defaults(
+            queue_mode::config()
+                .initial_list(InitialListMode::ListThenWatch)
+                .backoff(BackoffConfig {
+                    initial: Duration::from_millis(10),
+                    cap: Duration::from_millis(20),
+                    ..Default::default()
+                })
+                .watch_error_handler(move |e| {
+                    let code = e
+                        .list_watch_error()
+                        .and_then(|e| e.status())
+                        .map(|s| s.code);
+                    s.lock().push(code);
+                }),
+        )
+        .build();
+    let pods = factory.informer::<Pod>();
+    factory.start();
+    let synced = factory.wait_for_cache_sync(&deadline(SYNC_LIMIT)).await;
+    assert!(synced.values().all(|s| *s), "{synced:?}");
+    assert_eq!(pods.indexer().len(), 20);
+    assert_eq!(
+        *seen.lock(),
+        [Some(429), Some(503)],
+        "the Reflector saw both failures, in order, each after one request"
+    );
+    let pod_lists = server
+        .requests()
+        .iter()
+        .filter(|r| r.verb.as_deref() == Some("list") && r.path.ends_with("/pods"))
+        .count();
+    assert_eq!(
+        pod_lists, 3,
+        "two failed lists and the one that worked: no retries"
+    );
+    factory.shutdown().await;
+}
+
 /// Regression: `start` used to leave "started" to the informer's task, so a
 /// `wait_for_cache_sync` right after `start` could find no started informer and return an
 /// empty map at once, before anything had synced. On a current-thread runtime the informer
