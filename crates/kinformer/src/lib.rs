@@ -76,6 +76,8 @@ mod config;
 pub mod controller;
 pub mod factory;
 pub mod informer;
+#[cfg(feature = "kube-runtime")]
+pub mod kube_runtime;
 pub mod memory;
 #[cfg(feature = "metrics")]
 pub mod metrics;
