@@ -21,7 +21,6 @@
 //! [`ListWatchError::TooLarge`]; nothing here panics.
 
 use std::any::TypeId;
-use std::collections::VecDeque;
 use std::fmt::Debug;
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -33,9 +32,11 @@ use kube::Resource;
 use kube::client::Body;
 use serde::de::DeserializeOwned;
 
-use super::frames::{watch_frames, watch_lines};
-use super::list_stream::{ListBody, ListStreamDecoder, ProtoItems};
-use super::proto_list::ProtoListDecoder;
+use super::decode::json_list::ListStreamDecoder;
+use super::decode::ordered::{Ordered, Step};
+use super::decode::proto_list::ProtoListDecoder;
+use super::decode::watch::{watch_frames, watch_lines};
+use super::decode::{DECODE_BATCH, ListBody, ProtoItems};
 use super::status::{error_from_response, from_kube_error};
 use super::uncopied::UncopiedBodies;
 use crate::InformerConfig;
@@ -195,12 +196,6 @@ impl<K> Clone for KubeListerWatcher<K> {
     }
 }
 
-/// Items per decoding job (and per batch handed on) while a list or a watch backlog arrives.
-pub(super) const DECODE_BATCH: usize = 64;
-/// Decoding jobs in flight at most, for a list or a watch (each holds one batch's bytes, about
-/// 256 KB for pods).
-pub(super) const DECODE_JOBS: usize = 4;
-
 impl<K> KubeListerWatcher<K>
 where
     K: Resource + DeserializeOwned + Clone + Debug + Send + Sync + 'static,
@@ -353,22 +348,18 @@ impl<K> KubeListerWatcher<K>
 where
     K: Resource + DeserializeOwned + Clone + Debug + Send + Sync + 'static,
 {
-    /// Lists one page, decoding items while the body arrives ([`ListStreamDecoder`]): the
-    /// body is never held whole, and items are decoded in batches of [`DECODE_BATCH`] on
-    /// tokio's blocking pool, up to [`DECODE_JOBS`] batches at a time, so decoding a large list
-    /// uses every core while the scan keeps reading. Order is kept. Decoded batches go to
-    /// `sink` as soon as the list is known to be of this kind (its `kind` came before
-    /// `items`); until then, and for a list without a `kind`, they are held to the end.
+    /// Lists one page, decoding items while the body arrives ([`ListStreamDecoder`],
+    /// [`ProtoListDecoder`]): the body is never held whole, and items are decoded in batches of
+    /// [`DECODE_BATCH`] on the [`Ordered`] pipeline (tokio's blocking pool, a few batches at a
+    /// time), so decoding a large list uses every core while the scan keeps reading. Order is
+    /// kept. Decoded batches go to `sink` as soon as the list is known to be of this kind (its
+    /// `kind` came before `items`); until then, and for a list without a `kind`, they are held
+    /// to the end.
     async fn list_streamed(
         &self,
         options: &ListOptions,
         sink: ItemSink<'_, K>,
     ) -> Result<ListMeta, ListWatchError> {
-        type Job<K> = tokio::task::JoinHandle<Result<Vec<Arc<K>>, ListWatchError>>;
-        enum Step<D, F> {
-            Decoded(D),
-            Frame(F),
-        }
         let response = self.get(options, false).await?;
         let mut decoder: Box<dyn ListBody<K>> = match self.protobuf_response(&response) {
             Some(items) => Box::new(ProtoListDecoder::<K>::new(
@@ -383,27 +374,15 @@ where
         };
         let mut body = response.into_body();
         let mut prefetching = false;
-        let mut jobs: VecDeque<Job<K>> = VecDeque::new();
+        let mut pipeline = Ordered::new();
         // decoded items that may not leave yet
         let mut held: Vec<Arc<K>> = Vec::new();
         let mut body_done = false;
-        loop {
-            if body_done && jobs.is_empty() {
-                break;
-            }
-            let must_wait = body_done || jobs.len() >= DECODE_JOBS;
-            let step = match jobs.front_mut() {
-                Some(job) if must_wait => Step::Decoded(job.await),
-                Some(job) => tokio::select! {
-                    biased;
-                    r = job => Step::Decoded(r),
-                    f = body.frame() => Step::Frame(f),
-                },
-                None => Step::Frame(body.frame().await),
-            };
-            match step {
+        while !(body_done && pipeline.is_empty()) {
+            // read on while decoding, unless the body is over or the pipeline is full
+            let may_read = !body_done && pipeline.has_room();
+            match pipeline.next(may_read, body.frame()).await {
                 Step::Decoded(r) => {
-                    jobs.pop_front();
                     let items = r.map_err(|e| {
                         ListWatchError::Decode(format!("decoding a list batch failed: {e}"))
                     })??;
@@ -416,8 +395,8 @@ where
                         held.extend(items);
                     }
                 }
-                Step::Frame(None) => body_done = true,
-                Step::Frame(Some(frame)) => {
+                Step::Read(None) => body_done = true,
+                Step::Read(Some(frame)) => {
                     let frame = frame.map_err(from_kube_error)?;
                     if let Ok(data) = frame.into_data() {
                         decoder.push(&data);
@@ -431,7 +410,7 @@ where
                     }
                     while let Some(raw) = decoder.take_raw(DECODE_BATCH) {
                         let kind = self.kind.clone();
-                        jobs.push_back(tokio::task::spawn_blocking(move || raw.decode::<K>(&kind)));
+                        pipeline.spawn(move || raw.decode::<K>(&kind));
                     }
                 }
             }

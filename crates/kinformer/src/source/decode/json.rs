@@ -11,8 +11,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::status::status_from_value;
 use crate::reflector::{ListPage, ListWatchError, WatchEvent};
+use crate::source::status::status_from_value;
 
 /// Decodes one line of a watch response (`{"type": ..., "object": ...}`).
 ///

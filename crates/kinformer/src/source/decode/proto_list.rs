@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 
-use super::list_stream::{ListBody, ProtoItems, RawItems};
-use super::wire::{decode_list, is_list_of};
+use super::json::{decode_list, is_list_of};
+use super::{ListBody, ProtoItems, RawItems};
 use crate::reflector::{ListPage, ListWatchError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -426,7 +426,7 @@ mod tests {
         let proto = decode_in_chunks(&kinformer_proto::object_from_json(&list).unwrap(), 64)
             .unwrap()
             .items;
-        let mut d = crate::source::list_stream::ListStreamDecoder::<Pod>::new("Pod", 1 << 20);
+        let mut d = crate::source::decode::json_list::ListStreamDecoder::<Pod>::new("Pod", 1 << 20);
         d.push(&serde_json::to_vec(&list).unwrap());
         let json = Box::new(d).finish().unwrap().items;
         for (format, items) in [("protobuf", proto), ("JSON", json)] {

@@ -7,7 +7,7 @@ use super::*;
 
 fn streamed(body: &[u8], chunk: usize) -> Result<ListPage<Arc<ConfigMap>>, ListWatchError> {
     let mut d =
-        ListStreamDecoder::<ConfigMap>::new("ConfigMap", super::super::DEFAULT_MAX_OBJECT_SIZE);
+        ListStreamDecoder::<ConfigMap>::new("ConfigMap", crate::source::DEFAULT_MAX_OBJECT_SIZE);
     for c in body.chunks(chunk.max(1)) {
         d.push(c);
     }
@@ -30,7 +30,7 @@ const TRICKY: &str = r#" {"kind":"ConfigMapList","apiVersion":"v1",
 
 #[test]
 fn every_chunking_of_a_tricky_body_decodes_like_the_whole_body() {
-    let whole = super::super::decode_list::<ConfigMap>(TRICKY.as_bytes(), "ConfigMap");
+    let whole = super::super::json::decode_list::<ConfigMap>(TRICKY.as_bytes(), "ConfigMap");
     // unknown envelope fields ("trailer", metadata "x"/"y") are ignored, as by serde
     let whole = whole.unwrap();
     assert_eq!(whole.items.len(), 2);
@@ -51,7 +51,7 @@ fn every_chunking_of_a_tricky_body_decodes_like_the_whole_body() {
 fn items_are_decoded_as_their_bytes_arrive() {
     let body = br#"{"kind":"ConfigMapList","items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]}"#;
     let mut d =
-        ListStreamDecoder::<ConfigMap>::new("ConfigMap", super::super::DEFAULT_MAX_OBJECT_SIZE);
+        ListStreamDecoder::<ConfigMap>::new("ConfigMap", crate::source::DEFAULT_MAX_OBJECT_SIZE);
     let first_end = body.windows(3).position(|w| w == b"}},").unwrap() + 2;
     d.push(&body[..first_end - 1]);
     assert_eq!(d.decoded(), 0, "the first item is not complete yet");
@@ -65,7 +65,7 @@ fn items_are_decoded_as_their_bytes_arrive() {
 fn batches_leave_early_only_once_the_list_kind_is_known() {
     let body = br#"{"kind":"ConfigMapList","metadata":{},"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}},{"metadata":{"name":"c"}}]}"#;
     let mut d =
-        ListStreamDecoder::<ConfigMap>::new("ConfigMap", super::super::DEFAULT_MAX_OBJECT_SIZE);
+        ListStreamDecoder::<ConfigMap>::new("ConfigMap", crate::source::DEFAULT_MAX_OBJECT_SIZE);
     let mut batches = Vec::new();
     for c in body.chunks(9) {
         d.push(c);
@@ -82,7 +82,7 @@ fn batches_leave_early_only_once_the_list_kind_is_known() {
         &br#"{"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}],"kind":"ConfigMapList"}"#[..],
         br#"{"items":[{"metadata":{"name":"a"}},{"metadata":{"name":"b"}}]}"#,
     ] {
-        let mut d = ListStreamDecoder::<ConfigMap>::new("ConfigMap", super::super::DEFAULT_MAX_OBJECT_SIZE);
+        let mut d = ListStreamDecoder::<ConfigMap>::new("ConfigMap", crate::source::DEFAULT_MAX_OBJECT_SIZE);
         d.push(body);
         assert!(d.take_batch(1).is_none());
         assert_eq!(names(&d.finish().unwrap()), ["a", "b"]);
@@ -90,7 +90,7 @@ fn batches_leave_early_only_once_the_list_kind_is_known() {
 
     // a list of another kind fails before any item is decoded
     let mut d =
-        ListStreamDecoder::<ConfigMap>::new("ConfigMap", super::super::DEFAULT_MAX_OBJECT_SIZE);
+        ListStreamDecoder::<ConfigMap>::new("ConfigMap", crate::source::DEFAULT_MAX_OBJECT_SIZE);
     d.push(br#"{"kind":"PodList","items":[{"metadata":{"name":"a"}}"#);
     assert_eq!(d.decoded(), 0);
     assert!(d.take_batch(1).is_none());
@@ -191,7 +191,7 @@ proptest! {
         };
         let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c % (body.len() + 1)).collect();
         cuts.sort_unstable();
-        let mut d = ListStreamDecoder::<ConfigMap>::new("ConfigMap", super::super::DEFAULT_MAX_OBJECT_SIZE);
+        let mut d = ListStreamDecoder::<ConfigMap>::new("ConfigMap", crate::source::DEFAULT_MAX_OBJECT_SIZE);
         let mut at = 0;
         for c in cuts.into_iter().chain([body.len()]) {
             d.push(&body[at..c]);
@@ -201,7 +201,7 @@ proptest! {
         let got: Vec<ConfigMap> = page.items.iter().map(|c| (**c).clone()).collect();
         prop_assert_eq!(&got, &items);
         prop_assert_eq!(page.resource_version, "9");
-        let whole = super::super::decode_list::<ConfigMap>(&body, "ConfigMap").unwrap();
+        let whole = super::super::json::decode_list::<ConfigMap>(&body, "ConfigMap").unwrap();
         prop_assert_eq!(whole.items, items);
     }
 }

@@ -1,0 +1,104 @@
+//! A user's application: an embedded API server, a factory informer over it, synced, with the
+//! Kubernetes version this build selected. Exits non-zero saying what went wrong.
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use kinformer::SharedInformerFactory;
+use tokio_util::sync::CancellationToken;
+
+const PODS: usize = 2_000;
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let k8s = k8s_version();
+    let table = kinformer_proto::kubernetes_version();
+    if table != k8s {
+        return Err(format!("the protobuf table is {table}, k8s-openapi is {k8s}").into());
+    }
+    let server = kinformer_apiserver::start(Default::default()).await?;
+    server.seed_pods(PODS, 20)?;
+    let server_version: serde_json::Value = {
+        let client = server.client();
+        let req = http::Request::get("/version").body(Vec::new())?;
+        client.request(req).await?
+    };
+    if server_version["minor"] != k8s.trim_start_matches("1.") {
+        return Err(format!("the embedded server plays {server_version}, not {k8s}").into());
+    }
+    // A field newer than the oldest supported version travels through protobuf whole.
+    let newer = newer_field_pod();
+    if let Some(pod) = &newer {
+        server.create(pod)?;
+    }
+
+    let factory = SharedInformerFactory::new(server.client());
+    let pods = factory.informer::<Pod>();
+    factory.start();
+    let cancel = CancellationToken::new();
+    let timeout = tokio::spawn({
+        let cancel = cancel.clone();
+        async move {
+            tokio::time::sleep(Duration::from_secs(120)).await;
+            cancel.cancel();
+        }
+    });
+    let synced = factory.wait_for_cache_sync(&cancel).await;
+    timeout.abort();
+    if !synced.values().all(|s| *s) {
+        return Err(format!("not synced within 2 minutes: {synced:?}").into());
+    }
+    let want = PODS + usize::from(newer.is_some());
+    if pods.indexer().len() != want {
+        return Err(format!("{} pods cached, {want} on the server", pods.indexer().len()).into());
+    }
+    if newer.is_some() {
+        check_newer_field(&pods.indexer())?;
+    }
+    factory.shutdown().await;
+    server.shutdown().await;
+    println!(
+        "app-check: Kubernetes {k8s} (protobuf table {table}): {want} pods synced{}",
+        if newer.is_some() { ", a 1.34+ field kept" } else { "" }
+    );
+    Ok(())
+}
+
+/// The version this build's k8s-openapi feature selected.
+fn k8s_version() -> &'static str {
+    K8S_VERSION
+}
+
+k8s_openapi::k8s_if_1_33! { const K8S_VERSION: &str = "1.33"; }
+k8s_openapi::k8s_if_1_34! { const K8S_VERSION: &str = "1.34"; }
+k8s_openapi::k8s_if_1_35! { const K8S_VERSION: &str = "1.35"; }
+k8s_openapi::k8s_if_1_36! { const K8S_VERSION: &str = "1.36"; }
+k8s_openapi::k8s_if_1_37! { const K8S_VERSION: &str = "1.37"; }
+
+/// A pod with `spec.hostnameOverride` (Kubernetes 1.34+), where this version has it.
+fn newer_field_pod() -> Option<Pod> {
+    #[allow(unused_mut)]
+    let mut pod = None;
+    k8s_openapi::k8s_if_ge_1_34! {
+        let mut p: Pod = serde_json::from_value(kinformer_apiserver::seed::pod("app", "newer", 0))
+            .expect("a seed pod");
+        if let Some(spec) = p.spec.as_mut() {
+            spec.hostname_override = Some("overridden".into());
+        }
+        pod = Some(p);
+    }
+    pod
+}
+
+/// The cached pod still has its 1.34+ field.
+#[allow(unused_variables)]
+fn check_newer_field(cache: &kinformer::Indexer<Pod>) -> Result<(), String> {
+    k8s_openapi::k8s_if_ge_1_34! {
+        let pod = cache.get_by_key("app/newer").ok_or("the newer pod is not cached")?;
+        let kept = pod.spec.as_ref().and_then(|s| s.hostname_override.as_deref());
+        if kept != Some("overridden") {
+            return Err(format!("spec.hostnameOverride came back as {kept:?}"));
+        }
+    }
+    Ok(())
+}
