@@ -1,15 +1,13 @@
 //! The informer's queue between its Reflector and its cache: client-go 1.36's `RealFifo`
 //! (the default) or the `DeltaFifo` of client-go ≤ 1.35.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use parking_lot::Mutex;
 use tokio::sync::watch;
 
 use crate::queue::{DeltaFifo, DeltaFifoOptions, QueueError, RealFifo, RealFifoOptions};
-use crate::store::{CacheMode, Indexer, ReflectorStore, StagedReplace};
+use crate::store::{Indexer, ReflectorStore};
 use crate::{Object, Transform};
 
 /// Which queue an informer runs on, and so which order its handlers see.
@@ -57,42 +55,8 @@ impl QueueMode {
 
 /// The queue an informer runs on.
 pub(crate) enum InformerQueue<K: Object> {
-    /// The RealFifo, and in lean mode the relists it stands for.
-    Real(RealFifo<K>, Option<LeanLists<K>>),
+    Real(RealFifo<K>),
     Delta(DeltaFifo<K>),
-}
-
-/// How a lean-mode informer on a RealFifo takes a list: each part is keyed, indexed and
-/// encoded into a staged relist as it arrives (its decoded objects dropped at once), and the
-/// RealFifo queues an empty relist in its place, so order and sync are the queue's as ever.
-/// When the process loop pops it, it installs the staged relist and decodes the objects one at
-/// a time to notify. The decoded list is never held whole.
-pub(crate) struct LeanLists<K> {
-    indexer: Indexer<K>,
-    transformer: Option<Transform<K>>,
-    /// The relist being downloaded.
-    current: Mutex<Option<StagedReplace<K>>>,
-    /// Complete relists, in the order their placeholders were queued.
-    ready: Mutex<VecDeque<StagedReplace<K>>>,
-}
-
-impl<K: Object> LeanLists<K> {
-    /// The staged relist of the placeholder just popped.
-    pub(crate) fn take_ready(&self) -> Option<StagedReplace<K>> {
-        self.ready.lock().pop_front()
-    }
-
-    fn part(&self, items: Vec<Arc<K>>) -> Result<(), QueueError> {
-        let items = match &self.transformer {
-            Some(t) => items.into_iter().map(|o| t.apply(o)).collect(),
-            None => items,
-        };
-        let mut current = self.current.lock();
-        let stage = current.get_or_insert_with(|| self.indexer.stage_replace());
-        self.indexer
-            .stage_part(stage, items)
-            .map_err(QueueError::Key)
-    }
 }
 
 impl<K: Object> InformerQueue<K> {
@@ -103,22 +67,11 @@ impl<K: Object> InformerQueue<K> {
         bound: usize,
     ) -> Self {
         match mode {
-            QueueMode::RealFifo => {
-                let lean = (cache.cache_mode() == CacheMode::Lean).then(|| LeanLists {
-                    indexer: cache.clone(),
-                    transformer: transformer.clone(),
-                    current: Mutex::new(None),
-                    ready: Mutex::new(VecDeque::new()),
-                });
-                Self::Real(
-                    RealFifo::new(RealFifoOptions {
-                        transformer,
-                        max_queued: Some(bound),
-                        ..Default::default()
-                    }),
-                    lean,
-                )
-            }
+            QueueMode::RealFifo => Self::Real(RealFifo::new(RealFifoOptions {
+                transformer,
+                max_queued: Some(bound),
+                ..Default::default()
+            })),
             QueueMode::DeltaFifo => Self::Delta(DeltaFifo::new(DeltaFifoOptions {
                 known_objects: Some(Arc::new(cache.clone())),
                 emit_delta_type_replaced: true,
@@ -132,28 +85,28 @@ impl<K: Object> InformerQueue<K> {
     /// Entries (or deltas) queued.
     pub(crate) fn len(&self) -> usize {
         match self {
-            Self::Real(q, _) => q.queued_objects(),
+            Self::Real(q) => q.queued_objects(),
             Self::Delta(q) => q.queued_deltas(),
         }
     }
 
     pub(crate) fn has_synced(&self) -> bool {
         match self {
-            Self::Real(q, _) => q.has_synced(),
+            Self::Real(q) => q.has_synced(),
             Self::Delta(q) => q.has_synced(),
         }
     }
 
     pub(crate) fn synced_watch(&self) -> watch::Receiver<bool> {
         match self {
-            Self::Real(q, _) => q.synced_watch(),
+            Self::Real(q) => q.synced_watch(),
             Self::Delta(q) => q.synced_watch(),
         }
     }
 
     pub(crate) fn close(&self) {
         match self {
-            Self::Real(q, _) => q.close(),
+            Self::Real(q) => q.close(),
             Self::Delta(q) => q.close(),
         }
     }
@@ -163,77 +116,61 @@ impl<K: Object> ReflectorStore<K> for InformerQueue<K> {
     type Error = QueueError;
     fn add(&self, obj: Arc<K>) -> Result<(), QueueError> {
         match self {
-            Self::Real(q, _) => ReflectorStore::add(q, obj),
+            Self::Real(q) => ReflectorStore::add(q, obj),
             Self::Delta(q) => ReflectorStore::add(q, obj),
         }
     }
     fn update(&self, obj: Arc<K>) -> Result<(), QueueError> {
         match self {
-            Self::Real(q, _) => ReflectorStore::update(q, obj),
+            Self::Real(q) => ReflectorStore::update(q, obj),
             Self::Delta(q) => ReflectorStore::update(q, obj),
         }
     }
     fn delete(&self, obj: Arc<K>) -> Result<(), QueueError> {
         match self {
-            Self::Real(q, _) => ReflectorStore::delete(q, obj),
+            Self::Real(q) => ReflectorStore::delete(q, obj),
             Self::Delta(q) => ReflectorStore::delete(q, obj),
         }
     }
     fn resync(&self) -> Result<(), QueueError> {
         match self {
-            Self::Real(q, _) => ReflectorStore::resync(q),
+            Self::Real(q) => ReflectorStore::resync(q),
             Self::Delta(q) => ReflectorStore::resync(q),
         }
     }
     fn replace_begin(&self) {
         match self {
-            Self::Real(_, Some(lean)) => *lean.current.lock() = Some(lean.indexer.stage_replace()),
-            Self::Real(q, None) => ReflectorStore::replace_begin(q),
+            Self::Real(q) => ReflectorStore::replace_begin(q),
             Self::Delta(q) => ReflectorStore::replace_begin(q),
         }
     }
     fn replace_part(&self, items: Vec<Arc<K>>) -> Result<(), QueueError> {
         match self {
-            Self::Real(_, Some(lean)) => lean.part(items),
-            Self::Real(q, None) => ReflectorStore::replace_part(q, items),
+            Self::Real(q) => ReflectorStore::replace_part(q, items),
             Self::Delta(q) => ReflectorStore::replace_part(q, items),
         }
     }
     fn replace_end(&self, resource_version: String) -> Result<(), QueueError> {
         match self {
-            Self::Real(q, Some(lean)) => {
-                let Some(stage) = lean.current.lock().take() else {
-                    tracing::error!(
-                        "lean informer queue: replace_end without replace_begin; ignored"
-                    );
-                    return Ok(());
-                };
-                let mut ready = lean.ready.lock();
-                ready.push_back(stage);
-                // The placeholder: an empty relist, queued after the staged one is ready.
-                q.replace_begin();
-                q.replace_end(resource_version)
-            }
-            Self::Real(q, None) => ReflectorStore::replace_end(q, resource_version),
+            Self::Real(q) => ReflectorStore::replace_end(q, resource_version),
             Self::Delta(q) => ReflectorStore::replace_end(q, resource_version),
         }
     }
     fn replace_abort(&self) {
         match self {
-            Self::Real(_, Some(lean)) => *lean.current.lock() = None,
-            Self::Real(q, None) => ReflectorStore::replace_abort(q),
+            Self::Real(q) => ReflectorStore::replace_abort(q),
             Self::Delta(q) => ReflectorStore::replace_abort(q),
         }
     }
     fn wait_for_room(&self) -> BoxFuture<'_, ()> {
         match self {
-            Self::Real(q, _) => ReflectorStore::wait_for_room(q),
+            Self::Real(q) => ReflectorStore::wait_for_room(q),
             Self::Delta(q) => ReflectorStore::wait_for_room(q),
         }
     }
     fn update_resource_version(&self, resource_version: &str) {
         match self {
-            Self::Real(q, _) => ReflectorStore::update_resource_version(q, resource_version),
+            Self::Real(q) => ReflectorStore::update_resource_version(q, resource_version),
             Self::Delta(q) => ReflectorStore::update_resource_version(q, resource_version),
         }
     }

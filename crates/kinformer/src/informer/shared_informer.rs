@@ -22,13 +22,16 @@ use super::processor::{Processor, determine_resync_period};
 /// a watch that stays unread for long, and the Reflector then watches again from its last
 /// resourceVersion, as after any closed watch.
 pub const MAX_QUEUED_DELTAS: usize = 1024;
-use super::queue::{InformerQueue, LeanLists};
+use super::lean_staging::LeanStaging;
+use super::queue::InformerQueue;
 use super::stream::EventStream;
 use crate::InformerConfig;
 use crate::object::resource_version;
 use crate::queue::{DEFAULT_BATCH_SIZE, DeltaType, Deltas, Popped, QueueError};
 use crate::reflector::{ListerWatcher, Reflector};
-use crate::store::{Indexer, Indexers, Lister, StagedReplace, StoreError, Transaction};
+use crate::store::{
+    CacheMode, Indexer, Indexers, Lister, ReflectorStore, StagedReplace, StoreError, Transaction,
+};
 use crate::wait::{SyncFlag, SyncSignal};
 use crate::{DeletedFinalStateUnknown, Object, ObjectOrTombstone};
 
@@ -43,6 +46,10 @@ pub use options::{HandlerOptions, InformerError};
 pub const MINIMUM_RESYNC_PERIOD: Duration = Duration::from_secs(1);
 
 static NEXT_INFORMER_ID: AtomicU64 = AtomicU64::new(1);
+
+/// What the informer's Reflector fills: the queue, or (a lean cache on a RealFifo) the
+/// [`LeanStaging`] wrapped around it.
+type InformerStore<K> = Arc<dyn ReflectorStore<K, Error = QueueError>>;
 
 /// A shared, indexed informer (client-go's `SharedIndexInformer`).
 ///
@@ -130,7 +137,9 @@ struct State<K: Object> {
     started: bool,
     stopped: bool,
     resync_check_period: Duration,
-    reflector: Option<Arc<Reflector<K, Arc<InformerQueue<K>>>>>,
+    reflector: Option<Arc<Reflector<K, InformerStore<K>>>>,
+    /// The queue between the Reflector and the cache, while the informer runs.
+    queue: Option<Arc<InformerQueue<K>>>,
 }
 
 impl<K: Object> SharedIndexInformer<K> {
@@ -189,6 +198,7 @@ impl<K: Object> SharedIndexInformer<K> {
                     stopped: false,
                     resync_check_period: config.resync_period,
                     reflector: None,
+                    queue: None,
                 }),
                 block_deltas: Mutex::new(()),
                 synced_flag,
@@ -455,7 +465,7 @@ impl<K: Object> SharedIndexInformer<K> {
 
     /// Deltas queued between the reflector and the cache (0 before the informer runs).
     pub fn queued_deltas(&self) -> usize {
-        let reflector = self.inner.state.lock().reflector.clone();
-        reflector.map_or(0, |r| r.store().len())
+        let queue = self.inner.state.lock().queue.clone();
+        queue.map_or(0, |q| q.len())
     }
 }

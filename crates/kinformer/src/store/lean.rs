@@ -100,14 +100,28 @@ const PARALLEL_MIN: usize = 32;
 /// `f` over `items` in order, on every core for a large slice (scoped threads, one chunk
 /// each): how lean mode spreads the encoding of a list part and the decoding of a list's
 /// notifications, which otherwise run on one thread.
+///
+/// Never on a tokio worker: on a multi-threaded runtime's worker the work runs inside
+/// `block_in_place` (the worker hands its other tasks to another thread first); on a
+/// current-thread runtime's thread it runs there, one item after another, since that thread
+/// must not block; elsewhere (a plain thread, the blocking pool) it spreads as it is.
 pub(crate) fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     static CORES: OnceLock<usize> = OnceLock::new();
     let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     if cores < 2 || items.len() < PARALLEL_MIN {
         return items.iter().map(f).collect();
     }
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(RuntimeFlavor::CurrentThread) => items.iter().map(f).collect(),
+        Ok(_) => tokio::task::block_in_place(|| spread(items, cores, &f)),
+        Err(_) => spread(items, cores, &f),
+    }
+}
+
+/// `f` over `items` in order on `cores` scoped threads (this one included).
+fn spread<T: Sync, R: Send>(items: &[T], cores: usize, f: &(impl Fn(&T) -> R + Sync)) -> Vec<R> {
     let chunk = items.len().div_ceil(cores);
-    let f = &f;
     std::thread::scope(|scope| {
         let mut chunks = items.chunks(chunk);
         // the first chunk on this thread, the rest on their own

@@ -26,7 +26,6 @@ pub use key_lister_getter::KeyListerGetter;
 pub use kinformer_selector as label_selector;
 pub use label_selector::{LabelSelector, LabelSelectorError, Operator, Requirement};
 pub use lean::CacheMode;
-pub(crate) use lean::par_map;
 pub use lister::{Lister, NamespaceLister};
 pub use reflector_store::{ReflectorStore, ReplaceOnce, ReplaceStore};
 pub(crate) use staged::StagedReplace;

@@ -80,9 +80,15 @@ impl<K: Object> Indexer<K> {
             return Ok(());
         }
         let codec = self.codec();
-        // Encoding is most of what staging costs: done on every core for a large part.
         let pairs: Vec<(String, Arc<K>)> = keys.into_iter().zip(items).collect();
-        let stored = super::lean::par_map(&pairs, |(key, obj)| to_stored(codec, obj, key));
+        let stored = match codec {
+            // Encoding is most of what lean staging costs: done on every core for a large part.
+            Some(_) => super::lean::par_map(&pairs, |(key, obj)| to_stored(codec, obj, key)),
+            None => pairs
+                .iter()
+                .map(|(key, obj)| to_stored(None, obj, key))
+                .collect(),
+        };
         for ((key, obj), stored) in pairs.into_iter().zip(stored) {
             let pushed = stored.and_then(|stored| {
                 stage
@@ -126,6 +132,29 @@ impl<K: Object> Indexer<K> {
     /// `None`, logged, when it cannot be decoded.
     pub(crate) fn staged_object(&self, key: &str, stored: &Stored<K>) -> Option<Arc<K>> {
         self.decoded(key, stored)
+    }
+
+    /// Each listed object of `chunk` with the object it replaced, as handlers are told them
+    /// (decoded on every core in a lean cache); objects that cannot be decoded are left out.
+    pub(crate) fn staged_objects(
+        &self,
+        chunk: &[(Arc<str>, Stored<K>)],
+        outcome: &StagedOutcome<K>,
+    ) -> Vec<(Option<Arc<K>>, Arc<K>)> {
+        let pair = |(key, stored): &(Arc<str>, Stored<K>)| {
+            let obj = self.staged_object(key, stored)?;
+            let old = outcome
+                .previous(key)
+                .and_then(|old| self.staged_object(key, old));
+            Some((old, obj))
+        };
+        match self.codec() {
+            Some(_) => super::lean::par_map(chunk, pair)
+                .into_iter()
+                .flatten()
+                .collect(),
+            None => chunk.iter().filter_map(pair).collect(),
+        }
     }
 }
 

@@ -3,7 +3,8 @@
 
 use super::*;
 
-/// Objects of a lean relist decoded at a time to be told to the handlers.
+/// Objects of a relist taken from the cache at a time to be told to the handlers (a lean cache
+/// decodes them).
 const NOTIFY_CHUNK: usize = 256;
 
 impl<K: Object> SharedIndexInformer<K> {
@@ -13,7 +14,7 @@ impl<K: Object> SharedIndexInformer<K> {
     /// logs a warning and returns at once.
     pub async fn run(&self, cancel: CancellationToken) {
         let inner = &self.inner;
-        let (fifo, reflector) = {
+        let (fifo, reflector, staging) = {
             let mut state = inner.state.lock();
             if state.started {
                 tracing::warn!(informer = %inner.name, "the informer has already started; run more than once is not allowed");
@@ -26,18 +27,35 @@ impl<K: Object> SharedIndexInformer<K> {
                 config.cache_transform(),
                 MAX_QUEUED_DELTAS,
             ));
+            // A lean cache on a RealFifo stages each list encoded as it arrives (DeltaFifo
+            // hands lists through part by part anyway).
+            let staging = matches!(&*fifo, InformerQueue::Real(_))
+                .then_some(())
+                .filter(|()| inner.indexer.cache_mode() == CacheMode::Lean)
+                .map(|()| {
+                    Arc::new(LeanStaging::new(
+                        fifo.clone(),
+                        inner.indexer.clone(),
+                        config.cache_transform(),
+                    ))
+                });
+            let store: InformerStore<K> = match &staging {
+                Some(staging) => staging.clone(),
+                None => fifo.clone(),
+            };
             let processor = inner.processor.clone();
             // The Reflector resyncs at the check period, which handlers may have lowered.
             let mut list_watch = config.clone();
             list_watch.resync_period = state.resync_check_period;
-            let builder = Reflector::builder(inner.lister_watcher.clone(), fifo.clone())
+            let builder = Reflector::builder(inner.lister_watcher.clone(), store)
                 .name(inner.name.clone())
                 .config(&list_watch)
                 .should_resync(move || processor.should_resync());
             let reflector = Arc::new(builder.build());
             state.reflector = Some(reflector.clone());
+            state.queue = Some(fifo.clone());
             state.started = true;
-            (fifo, reflector)
+            (fifo, reflector, staging)
         };
         inner.processor.start();
 
@@ -73,7 +91,7 @@ impl<K: Object> SharedIndexInformer<K> {
                 r = async {
                     inner.processor.wait_for_room().await;
                     match &*fifo {
-                        InformerQueue::Real(q, lean) => q.pop_batch(DEFAULT_BATCH_SIZE, |popped, initial| self.handle_popped(popped, initial, lean.as_ref())).await,
+                        InformerQueue::Real(q) => q.pop_batch(DEFAULT_BATCH_SIZE, |popped, initial| self.handle_popped(popped, initial, staging.as_deref())).await,
                         InformerQueue::Delta(q) => q.pop(|deltas, initial| self.handle_deltas(deltas, initial)).await,
                     }
                 } => r,
@@ -154,7 +172,7 @@ impl<K: Object> SharedIndexInformer<K> {
         &self,
         popped: Popped<K>,
         is_in_initial_list: bool,
-        lean: Option<&LeanLists<K>>,
+        staging: Option<&LeanStaging<K, Arc<InformerQueue<K>>>>,
     ) {
         let inner = &self.inner;
         let _deltas = inner.block_deltas.lock();
@@ -196,42 +214,27 @@ impl<K: Object> SharedIndexInformer<K> {
                     }
                 }
             }
-            Popped::ReplacedAll(all) if lean.is_some() => {
-                self.tidy_after_list();
-                let staged = lean.and_then(LeanLists::take_ready);
-                self.apply_staged(staged, &all.resource_version, is_in_initial_list);
-            }
             Popped::ReplacedAll(all) => {
                 self.tidy_after_list();
-                let objects: Vec<Arc<K>> = all.objects.iter().map(|(_, o)| o.clone()).collect();
-                let outcome = match inner
-                    .indexer
-                    .replace_reporting(objects, &all.resource_version)
-                {
-                    Ok(outcome) => outcome,
-                    Err(e) => {
-                        tracing::error!(informer = %inner.name, error = %e, "relist not applied to the cache");
-                        return;
+                // the relist staged while it downloaded (lean), or the popped objects staged now
+                let staged = match staging {
+                    Some(staging) => staging.take_ready(),
+                    None => {
+                        let mut stage = inner.indexer.stage_replace();
+                        let objects = all.objects.into_iter().map(|(_, o)| o).collect();
+                        match inner.indexer.stage_part(&mut stage, objects) {
+                            Ok(()) => Some(stage),
+                            Err(e) => {
+                                tracing::error!(informer = %inner.name, error = %e, "relist not applied to the cache");
+                                return;
+                            }
+                        }
                     }
                 };
-                let mut removed = outcome.removed;
-                removed.sort_by(|a, b| a.0.cmp(&b.0));
-                for (key, obj) in removed {
-                    let tombstone = DeletedFinalStateUnknown {
-                        key,
-                        obj: Some(obj),
-                    };
-                    inner.processor.distribute(
-                        &Event::Delete(ObjectOrTombstone::Tombstone(tombstone)),
-                        false,
-                    );
-                }
-                for ((_, obj), old) in all.objects.into_iter().zip(outcome.previous) {
-                    self.notify_upsert(old, obj, is_in_initial_list);
-                }
+                self.apply_relist(staged, &all.resource_version, is_in_initial_list);
             }
-            Popped::SyncAll if lean.is_some() => {
-                // One object decoded at a time, not the whole cache at once.
+            Popped::SyncAll => {
+                // one object at a time (a lean cache decodes each), not the whole cache at once
                 for key in inner.indexer.list_keys() {
                     let Some(obj) = inner.indexer.get_by_key(&key) else {
                         continue;
@@ -245,24 +248,14 @@ impl<K: Object> SharedIndexInformer<K> {
                     );
                 }
             }
-            Popped::SyncAll => {
-                for obj in inner.indexer.list() {
-                    inner.processor.distribute(
-                        &Event::Update {
-                            old: obj.clone(),
-                            new: obj,
-                        },
-                        true,
-                    );
-                }
-            }
             Popped::Bookmark { resource_version } => inner.indexer.bookmark(&resource_version),
         }
     }
 
-    /// A lean-mode relist: installs the relist staged while it downloaded (see
-    /// [`LeanLists`]), then notifies as a full-mode relist does, decoding one object at a time.
-    pub(super) fn apply_staged(
+    /// A relist (client-go 1.36's atomic `ReplacedAll`): installs it in one swap, then tells
+    /// the handlers its deletions (tombstones, sorted by key) before its updates and adds, in
+    /// list order. A lean cache's objects are decoded a chunk at a time, never all at once.
+    pub(super) fn apply_relist(
         &self,
         staged: Option<StagedReplace<K>>,
         resource_version: &str,
@@ -270,7 +263,7 @@ impl<K: Object> SharedIndexInformer<K> {
     ) {
         let inner = &self.inner;
         let Some(staged) = staged else {
-            tracing::error!(informer = %inner.name, "a lean relist was popped without its staged objects; skipped");
+            tracing::error!(informer = %inner.name, "a relist was popped without its staged objects; skipped");
             return;
         };
         let outcome = match inner.indexer.install_staged(staged, resource_version) {
@@ -290,16 +283,9 @@ impl<K: Object> SharedIndexInformer<K> {
                 false,
             );
         }
-        // Decoded a chunk at a time, on every core, and told in list order.
+        // A chunk at a time (decoded on every core in a lean cache), told in list order.
         for chunk in outcome.listed.chunks(NOTIFY_CHUNK) {
-            let decoded = crate::store::par_map(chunk, |(key, stored)| {
-                let obj = inner.indexer.staged_object(key, stored)?;
-                let old = outcome
-                    .previous(key)
-                    .and_then(|old| inner.indexer.staged_object(key, old));
-                Some((old, obj))
-            });
-            for (old, obj) in decoded.into_iter().flatten() {
+            for (old, obj) in inner.indexer.staged_objects(chunk, &outcome) {
                 self.notify_upsert(old, obj, is_in_initial_list);
             }
         }
