@@ -86,3 +86,15 @@ fn encoding_go_json_and_decoding_again_gives_it_back() {
         failures[..failures.len().min(5)].join("\n")
     );
 }
+
+/// A `map[string][]byte` entry without a value (Go writes none for a nil `[]byte`) decodes in
+/// Go as an empty, non-nil `[]byte`, which its JSON writes as `""`.
+#[test]
+fn an_absent_bytes_map_value_is_an_empty_string() {
+    let secret = kinformer_proto::MessageRef::for_kind("v1", "Secret").unwrap();
+    // field 2 (data), one entry holding only its key (field 1, "k")
+    let raw = [0x12, 0x03, 0x0a, 0x01, b'k'];
+    let json = kinformer_proto::message_to_json(secret, &raw).unwrap();
+    let json: Value = serde_json::from_slice(&json).unwrap();
+    assert_eq!(json["data"], serde_json::json!({"k": ""}));
+}

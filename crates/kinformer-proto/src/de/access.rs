@@ -227,8 +227,10 @@ impl<'de> MapAccess<'de> for Entries<'_, 'de> {
             .ok_or(ProtoError::Malformed("a value without a key"))?;
         let slot = match (v, self.kind) {
             (Some(v), k) => Slot::Value(k, v),
-            // Go's map decoding starts each value as an empty, non-nil named slice
+            // Go's map decoding starts each value as an empty, non-nil named slice, and a
+            // `[]byte` value as an empty, non-nil one (JSON `""`, not `null`)
             (None, Kind::Wrapper(ek)) => Slot::Repeated(*ek, Span::EMPTY),
+            (None, Kind::Bytes) => Slot::Value(Kind::Bytes, WireValue::Bytes(&[])),
             (None, k) => Slot::Zero(k),
         };
         seed.deserialize(Value {
