@@ -9,8 +9,8 @@
 #   gen/generate.sh            # every minor
 #   gen/generate.sh 1.36       # only the ones named
 #
-# Bump a minor's patch release here; add a minor here and in src/lib.rs (tables!) when
-# k8s-openapi adds one.
+# Bump a minor's patch release here; add a minor here and in src/tables.rs (table!) when
+# k8s-openapi adds one (see README.md).
 set -euo pipefail
 
 # Kubernetes minor, k8s.io module version, fuzzed objects per kind in the fixtures

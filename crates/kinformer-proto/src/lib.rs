@@ -24,7 +24,7 @@
 //! version, as it does for k8s-openapi: this crate depends on k8s-openapi without a version
 //! feature, and its `k8s_if_1_NN!` macros compile in the table of the one feature the
 //! application enables (see [`kubernetes_version`]). The `every-version` feature compiles in
-//! every table (for tests: [`MessageRef::for_kind_in`]).
+//! every table (for tests: `MessageRef::for_kind_in`).
 //!
 //! Input is untrusted: every length is checked, nesting is bounded, the JSON written is at most
 //! 64 times the input plus 1 MiB, and malformed input is a [`ProtoError`], never a panic.
