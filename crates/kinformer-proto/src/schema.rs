@@ -168,6 +168,14 @@ pub struct MessageRef {
     msg: &'static Message,
 }
 
+// Callers keep it in their decoders and hand it to other threads: it stays small, `Copy`,
+// `Send` and `Sync` (two pointers to statics).
+const _: () = {
+    const fn holds<T: Copy + Send + Sync + 'static>() {}
+    holds::<MessageRef>();
+    assert!(std::mem::size_of::<MessageRef>() <= 16);
+};
+
 impl PartialEq for MessageRef {
     fn eq(&self, other: &MessageRef) -> bool {
         std::ptr::eq(self.msg, other.msg)
