@@ -38,7 +38,7 @@ impl<'de> MessageDeserializer<'de> {
             msg,
             buf,
             typed: None,
-            budget: Budget::for_input(buf.len()),
+            budget: Budget::for_input(buf.len(), msg.table()),
         }
     }
 
@@ -69,7 +69,7 @@ impl<'de> de::Deserializer<'de> for &mut MessageDeserializer<'de> {
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ProtoError> {
         visitor.visit_map(Message::new(
-            self.msg,
+            self.msg.get(),
             self.buf,
             0,
             &self.budget,

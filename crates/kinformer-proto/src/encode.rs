@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use crate::ProtoError;
 use crate::de::MAX_DEPTH;
 use crate::gotime;
-use crate::schema::{Kind, MessageRef};
+use crate::schema::{Kind, MessageRef, Table};
 use crate::wire::{begin_nested, end_nested, put_bytes, put_key, put_varint_field};
 
 fn wrong(what: &str, v: &Value) -> ProtoError {
@@ -50,7 +50,7 @@ pub(crate) fn message(
                 return Err(ProtoError::Malformed("inline field is not a message"));
             };
             let start = begin_nested(out, f.num);
-            message(MessageRef(mi), obj, out, depth + 1)?;
+            message(m.sibling(mi), obj, out, depth + 1)?;
             end_nested(out, start);
             continue;
         }
@@ -68,17 +68,18 @@ pub(crate) fn message(
                 .ok_or_else(|| wrong("an array", v))
                 .map_err(field_err)?;
             for e in arr {
-                value(out, f.num, f.kind, e, depth).map_err(field_err)?;
+                value(m.table(), out, f.num, f.kind, e, depth).map_err(field_err)?;
             }
             continue;
         }
-        value(out, f.num, f.kind, v, depth).map_err(field_err)?;
+        value(m.table(), out, f.num, f.kind, v, depth).map_err(field_err)?;
     }
     Ok(())
 }
 
-/// Writes one value of `kind` as field `num`.
+/// Writes one value of `kind` as field `num`; `t` is the table its message indices refer to.
 fn value(
+    t: &'static Table,
     out: &mut Vec<u8>,
     num: u32,
     kind: Kind,
@@ -128,7 +129,7 @@ fn value(
         Kind::Msg(mi) => {
             let start = begin_nested(out, num);
             match v {
-                Value::Object(o) => message(MessageRef(mi), o, out, depth + 1)?,
+                Value::Object(o) => message(t.message(mi), o, out, depth + 1)?,
                 Value::Null => {}
                 _ => return Err(wrong("an object", v)),
             }
@@ -189,10 +190,10 @@ fn value(
             match v {
                 Value::Array(a) => {
                     for e in a {
-                        value(out, 2, Kind::Msg(p), e, depth + 1)?;
+                        value(t, out, 2, Kind::Msg(p), e, depth + 1)?;
                     }
                 }
-                Value::Object(_) => value(out, 1, Kind::Msg(p), v, depth + 1)?,
+                Value::Object(_) => value(t, out, 1, Kind::Msg(p), v, depth + 1)?,
                 _ => return Err(wrong("a schema or an array of schemas", v)),
             }
             end_nested(out, start);
@@ -203,7 +204,7 @@ fn value(
                 Value::Bool(b) => put_varint_field(out, 1, u64::from(*b)),
                 Value::Object(_) => {
                     put_varint_field(out, 1, 1);
-                    value(out, 2, Kind::Msg(p), v, depth + 1)?;
+                    value(t, out, 2, Kind::Msg(p), v, depth + 1)?;
                 }
                 _ => return Err(wrong("a schema or a bool", v)),
             }
@@ -214,10 +215,10 @@ fn value(
             match v {
                 Value::Array(a) => {
                     for e in a {
-                        value(out, 2, Kind::Str, e, depth + 1)?;
+                        value(t, out, 2, Kind::Str, e, depth + 1)?;
                     }
                 }
-                Value::Object(_) => value(out, 1, Kind::Msg(p), v, depth + 1)?,
+                Value::Object(_) => value(t, out, 1, Kind::Msg(p), v, depth + 1)?,
                 _ => return Err(wrong("a schema or an array of strings", v)),
             }
             end_nested(out, start);
@@ -231,7 +232,7 @@ fn value(
                 put_bytes(out, 1, k.as_bytes());
                 let val = &o[k];
                 if !val.is_null() {
-                    value(out, 2, *vk, val, depth + 1)?;
+                    value(t, out, 2, *vk, val, depth + 1)?;
                 }
                 end_nested(out, start);
             }
@@ -240,7 +241,7 @@ fn value(
             let a = v.as_array().ok_or_else(|| wrong("an array", v))?;
             let start = begin_nested(out, num);
             for e in a {
-                value(out, 1, *ek, e, depth + 1)?;
+                value(t, out, 1, *ek, e, depth + 1)?;
             }
             end_nested(out, start);
         }

@@ -131,42 +131,131 @@ impl KindEntry {
     }
 }
 
-/// A message of the table: what the encoders and decoders take.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MessageRef(pub(crate) u16);
+/// One Kubernetes version's schema table, as `gen/` writes it.
+pub(crate) struct Table {
+    /// The Kubernetes minor it was read from (`1.35`).
+    pub(crate) version: &'static str,
+    /// Every message, by index (`Kind::Msg` and its kin index this).
+    pub(crate) messages: &'static [Message],
+    /// Every registered kind, sorted by (group, version, kind).
+    pub(crate) kinds: &'static [KindEntry],
+}
+
+impl Table {
+    /// Message `index` of this table (an index the table itself holds).
+    pub(crate) fn message(&'static self, index: u16) -> MessageRef {
+        MessageRef {
+            table: self,
+            msg: &self.messages[usize::from(index)],
+        }
+    }
+
+    /// The message of `kind` in `api_version`, if this table has it.
+    pub(crate) fn for_kind(&'static self, api_version: &str, kind: &str) -> Option<MessageRef> {
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        self.kinds
+            .binary_search_by(|k| (k.group, k.version, k.kind).cmp(&(group, version, kind)))
+            .ok()
+            .map(|i| self.message(self.kinds[i].msg))
+    }
+}
+
+/// A message of a table: what the encoders and decoders take. It names the message and the
+/// table it belongs to (the messages it refers to are in the same table).
+#[derive(Clone, Copy)]
+pub struct MessageRef {
+    table: &'static Table,
+    msg: &'static Message,
+}
+
+// Callers keep it in their decoders and hand it to other threads: it stays small, `Copy`,
+// `Send` and `Sync` (two pointers to statics).
+const _: () = {
+    const fn holds<T: Copy + Send + Sync + 'static>() {}
+    holds::<MessageRef>();
+    assert!(std::mem::size_of::<MessageRef>() <= 16);
+};
+
+impl PartialEq for MessageRef {
+    fn eq(&self, other: &MessageRef) -> bool {
+        std::ptr::eq(self.msg, other.msg)
+    }
+}
+
+impl Eq for MessageRef {}
+
+impl std::fmt::Debug for MessageRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MessageRef")
+            .field("name", &self.msg.name)
+            .field("kubernetes", &self.table.version)
+            .finish()
+    }
+}
 
 impl MessageRef {
     pub(crate) fn get(self) -> &'static Message {
-        &crate::table::MESSAGES[usize::from(self.0)]
+        self.msg
+    }
+
+    /// Message `index` of the same table (what a `Kind::Msg` of this message's fields holds).
+    pub(crate) fn sibling(self, index: u16) -> MessageRef {
+        self.table.message(index)
+    }
+
+    pub(crate) fn table(self) -> &'static Table {
+        self.table
     }
 
     /// The Go type's short name (`core/v1.Pod`).
     pub fn name(self) -> &'static str {
-        self.get().name
+        self.msg.name
     }
 
-    /// The message of `kind` in `api_version` (`v1`, `apps/v1`), for every kind the Go
-    /// clients register (all built-in groups and versions, `apiextensions.k8s.io/v1`, and
-    /// `meta.k8s.io/v1`'s `PartialObjectMetadata(List)`); `None` for anything else, such as
-    /// a custom resource.
+    /// The Kubernetes minor version of the table this message is from (`1.35`).
+    pub fn kubernetes_version(self) -> &'static str {
+        self.table.version
+    }
+
+    /// The message of `kind` in `api_version` (`v1`, `apps/v1`), in the table of the
+    /// Kubernetes version the build selected (see [`crate::kubernetes_version`]), for every
+    /// kind the Go clients register (all built-in groups and versions,
+    /// `apiextensions.k8s.io/v1`, and `meta.k8s.io/v1`'s `PartialObjectMetadata(List)`);
+    /// `None` for anything else, such as a custom resource.
     pub fn for_kind(api_version: &str, kind: &str) -> Option<MessageRef> {
-        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-        let kinds = &crate::table::KINDS;
-        kinds
-            .binary_search_by(|k| (k.group, k.version, k.kind).cmp(&(group, version, kind)))
-            .ok()
-            .map(|i| MessageRef(kinds[i].msg))
+        crate::tables::CURRENT.for_kind(api_version, kind)
+    }
+
+    /// The message of `kind` in `api_version` in the table of Kubernetes
+    /// `kubernetes_version` (`1.33` ... `1.37`, see [`crate::KUBERNETES_VERSIONS`]); `None`
+    /// for an unknown kind or version. Only with the `every-version` feature, which compiles
+    /// every table in (for tests).
+    #[cfg(feature = "every-version")]
+    pub fn for_kind_in(
+        kubernetes_version: &str,
+        api_version: &str,
+        kind: &str,
+    ) -> Option<MessageRef> {
+        crate::tables::ALL
+            .iter()
+            .find(|t| t.version == kubernetes_version)?
+            .for_kind(api_version, kind)
+    }
+
+    /// The message of this message's field `json` (its JSON name), if that field holds one.
+    pub(crate) fn field_message(self, json: &str, repeated: bool) -> Option<MessageRef> {
+        self.msg
+            .fields
+            .iter()
+            .find(|f| f.json == json && f.repeated() == repeated)
+            .and_then(|f| match f.kind {
+                Kind::Msg(m) => Some(self.sibling(m)),
+                _ => None,
+            })
     }
 
     /// The message of a list's items: the list message's `items` field.
     pub fn items(self) -> Option<MessageRef> {
-        self.get()
-            .fields
-            .iter()
-            .find(|f| f.json == "items" && f.repeated())
-            .and_then(|f| match f.kind {
-                Kind::Msg(m) => Some(MessageRef(m)),
-                _ => None,
-            })
+        self.field_message("items", true)
     }
 }

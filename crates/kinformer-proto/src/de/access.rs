@@ -11,7 +11,7 @@ use serde::de::{
 use super::walk::{Budget, MAX_DEPTH, Slot, Span, Truncate, bytes_of, entries, varint_of};
 use crate::ProtoError;
 use crate::gotime;
-use crate::schema::{Kind, MessageRef};
+use crate::schema::{self, Kind};
 use crate::wire::{Fields, WireValue, read_varint};
 
 /// A message as a map: its entries are `next..end` of the walk's entry stack, and its
@@ -29,7 +29,7 @@ pub(crate) struct Message<'a, 'de> {
 
 impl<'a, 'de> Message<'a, 'de> {
     pub(crate) fn new(
-        m: MessageRef,
+        m: &'static schema::Message,
         buf: &'de [u8],
         depth: usize,
         budget: &'a Budget<'de>,
@@ -227,8 +227,10 @@ impl<'de> MapAccess<'de> for Entries<'_, 'de> {
             .ok_or(ProtoError::Malformed("a value without a key"))?;
         let slot = match (v, self.kind) {
             (Some(v), k) => Slot::Value(k, v),
-            // Go's map decoding starts each value as an empty, non-nil named slice
+            // Go's map decoding starts each value as an empty, non-nil named slice, and a
+            // `[]byte` value as an empty, non-nil one (JSON `""`, not `null`)
             (None, Kind::Wrapper(ek)) => Slot::Repeated(*ek, Span::EMPTY),
+            (None, Kind::Bytes) => Slot::Value(Kind::Bytes, WireValue::Bytes(&[])),
             (None, k) => Slot::Zero(k),
         };
         seed.deserialize(Value {
@@ -269,13 +271,20 @@ impl<'a, 'de> Value<'a, 'de> {
         }
     }
 
+    /// Message `m` (an index into the walk's table) in `buf`.
     fn message<V: Visitor<'de>>(
         &self,
-        m: MessageRef,
+        m: u16,
         buf: &'de [u8],
         visitor: V,
     ) -> Result<V::Value, ProtoError> {
-        visitor.visit_map(Message::new(m, buf, self.depth + 1, self.budget, None)?)
+        visitor.visit_map(Message::new(
+            self.budget.message(m),
+            buf,
+            self.depth + 1,
+            self.budget,
+            None,
+        )?)
     }
 
     /// `vals` of the value stack as a sequence; `own` when this sequence pushed them itself.
@@ -317,7 +326,7 @@ impl<'a, 'de> Value<'a, 'de> {
             Kind::I32 | Kind::I64 | Kind::IntOrString => visitor.visit_i64(0),
             Kind::U32 | Kind::U64 => visitor.visit_u64(0),
             Kind::F64 => visitor.visit_f64(0.0),
-            Kind::Msg(mi) => self.message(MessageRef(mi), &[], visitor),
+            Kind::Msg(mi) => self.message(mi, &[], visitor),
             Kind::Duration => visitor.visit_borrowed_str("0s"),
             Kind::Quantity => visitor.visit_borrowed_str("0"),
             _ => visitor.visit_unit(),
@@ -350,7 +359,7 @@ impl<'a, 'de> Value<'a, 'de> {
                 }
                 visitor.visit_f64(x)
             }
-            Kind::Msg(mi) => self.message(MessageRef(mi), bytes_of(v)?, visitor),
+            Kind::Msg(mi) => self.message(mi, bytes_of(v)?, visitor),
             Kind::Time | Kind::MicroTime => {
                 let b = bytes_of(v)?;
                 if b.is_empty() {
@@ -442,7 +451,7 @@ impl<'a, 'de> Value<'a, 'de> {
                     };
                     self.seq(ek, many, true, visitor)
                 } else if let Some(s) = schema {
-                    self.message(MessageRef(p), s, visitor)
+                    self.message(p, s, visitor)
                 } else {
                     visitor.visit_unit()
                 }
@@ -457,7 +466,7 @@ impl<'a, 'de> Value<'a, 'de> {
                     }
                 }
                 match schema {
-                    Some(s) => self.message(MessageRef(p), s, visitor),
+                    Some(s) => self.message(p, s, visitor),
                     None => visitor.visit_bool(allows),
                 }
             }

@@ -12,7 +12,7 @@
 use std::cell::{Cell, RefCell};
 
 use crate::ProtoError;
-use crate::schema::{Field, Kind, MessageRef};
+use crate::schema::{Field, Kind, Message, Table};
 use crate::wire::{Fields, WireValue};
 
 /// How deep messages may nest (JSON schemas nest; nothing real comes near this).
@@ -23,6 +23,9 @@ pub(crate) const MAX_DEPTH: usize = 100;
 /// size), whether `metadata.managedFields` is left out, and the walk's stacks (see the module
 /// docs).
 pub(crate) struct Budget<'de> {
+    /// The messages of the walked message's table, which its fields' message indices refer
+    /// to (held here rather than the table, one load fewer per nested message).
+    messages: &'static [Message],
     left: Cell<usize>,
     pub(crate) drop_managed_fields: bool,
     /// Entries of the messages being presented, innermost last.
@@ -38,12 +41,13 @@ impl<'de> Budget<'de> {
         self.left.get() == 0
     }
 
-    pub(crate) fn for_input(len: usize) -> Budget<'de> {
+    pub(crate) fn for_input(len: usize, table: &'static Table) -> Budget<'de> {
         // the stacks hold the messages on one path from the root at a time: a few entries for
         // every 32 bytes of a small object, a few hundred at most for a large one, so they
         // start there rather than grow from nothing
         let stack = (len / 32).clamp(8, 256);
         Budget {
+            messages: table.messages,
             left: Cell::new(len.saturating_mul(4).saturating_add(1 << 16)),
             drop_managed_fields: false,
             slots: RefCell::new(Vec::with_capacity(stack)),
@@ -61,9 +65,14 @@ impl<'de> Budget<'de> {
         Ok(())
     }
 
-    /// Whether field `f` of `m` is left out of this walk.
-    pub(crate) fn skips(&self, m: MessageRef, f: &Field) -> bool {
-        self.drop_managed_fields && f.json == "managedFields" && m.name() == "meta/v1.ObjectMeta"
+    /// Message `index` of the walk's table.
+    pub(crate) fn message(&self, index: u16) -> &'static Message {
+        &self.messages[usize::from(index)]
+    }
+
+    /// Whether this walk leaves out the `managedFields` of message `m` (an `ObjectMeta`).
+    pub(crate) fn skips_managed_fields(&self, m: &Message) -> bool {
+        self.drop_managed_fields && m.name == "meta/v1.ObjectMeta"
     }
 
     /// Pushes `vals` on the value stack; returns where they are.
@@ -173,7 +182,7 @@ fn omitted(f: &Field, v: WireValue<'_>) -> bool {
 /// more than once takes its last occurrence. The values of repeated fields and maps go on the
 /// value stack; whoever started the message truncates both stacks when done with it.
 pub(crate) fn entries<'de>(
-    m: MessageRef,
+    m: &'static Message,
     buf: &'de [u8],
     depth: usize,
     budget: &Budget<'de>,
@@ -181,7 +190,9 @@ pub(crate) fn entries<'de>(
     if depth > MAX_DEPTH {
         return Err(ProtoError::Malformed("nested too deeply"));
     }
-    let fields = m.get().fields;
+    let fields = m.fields;
+    // decided once, so that the loop below needs neither `m` nor its name
+    let skip_managed_fields = budget.skips_managed_fields(m);
     let base = budget.occ.borrow().len();
     let scratch = Truncate(&budget.occ, base);
     {
@@ -225,10 +236,10 @@ pub(crate) fn entries<'de>(
                 Some(v) => bytes_of(v)?,
                 None => &[],
             };
-            entries(MessageRef(mi), b, depth + 1, budget)?;
+            entries(budget.message(mi), b, depth + 1, budget)?;
             continue;
         }
-        if budget.skips(m, f) {
+        if skip_managed_fields && f.json == "managedFields" {
             continue;
         }
         let push = |slot: Slot<'de>| budget.slots.borrow_mut().push((f.json, slot));
