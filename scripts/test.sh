@@ -45,6 +45,13 @@ done
 echo "==> the informer tests again on DeltaFifo (KINFORMER_QUEUE_MODE=delta-fifo): ${queue_mode_tests[*]}"
 KINFORMER_QUEUE_MODE=delta-fifo PROPTEST_CASES=64 cargo test --workspace "${queue_mode_tests[@]}"
 
+# A user's application outside the workspace, on the oldest and the newest Kubernetes version
+# k8s-openapi supports: it builds only if no library crate enables a k8s-openapi version feature,
+# and it runs an informer against the embedded server with that version's protobuf table.
+echo "==> the application check (scripts/app-check.sh: earliest and latest k8s-openapi)"
+cargo fmt --manifest-path scripts/app-check/Cargo.toml -- --check
+./scripts/app-check.sh
+
 # The optional `metrics` feature of kinformer (prometheus-client): the workspace above builds it
 # on (the CLI's demo prints the informers' metrics), so here kinformer alone, without it, must
 # still build cleanly and pass its own tests.

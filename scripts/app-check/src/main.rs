@@ -75,30 +75,34 @@ k8s_openapi::k8s_if_1_35! { const K8S_VERSION: &str = "1.35"; }
 k8s_openapi::k8s_if_1_36! { const K8S_VERSION: &str = "1.36"; }
 k8s_openapi::k8s_if_1_37! { const K8S_VERSION: &str = "1.37"; }
 
-/// A pod with `spec.hostnameOverride` (Kubernetes 1.34+), where this version has it.
-fn newer_field_pod() -> Option<Pod> {
-    #[allow(unused_mut)]
-    let mut pod = None;
-    k8s_openapi::k8s_if_ge_1_34! {
-        let mut p: Pod = serde_json::from_value(kinformer_apiserver::seed::pod("app", "newer", 0))
-            .expect("a seed pod");
-        if let Some(spec) = p.spec.as_mut() {
+// `spec.hostnameOverride` (Kubernetes 1.34+), where this version has it: a pod carrying it, and
+// the check that the cached pod still does.
+k8s_openapi::k8s_if_ge_1_34! {
+    fn newer_field_pod() -> Option<Pod> {
+        let mut pod: Pod =
+            serde_json::from_value(kinformer_apiserver::seed::pod("app", "newer", 0))
+                .expect("a seed pod");
+        if let Some(spec) = pod.spec.as_mut() {
             spec.hostname_override = Some("overridden".into());
         }
-        pod = Some(p);
+        Some(pod)
     }
-    pod
-}
 
-/// The cached pod still has its 1.34+ field.
-#[allow(unused_variables)]
-fn check_newer_field(cache: &kinformer::Indexer<Pod>) -> Result<(), String> {
-    k8s_openapi::k8s_if_ge_1_34! {
+    fn check_newer_field(cache: &kinformer::Indexer<Pod>) -> Result<(), String> {
         let pod = cache.get_by_key("app/newer").ok_or("the newer pod is not cached")?;
         let kept = pod.spec.as_ref().and_then(|s| s.hostname_override.as_deref());
         if kept != Some("overridden") {
             return Err(format!("spec.hostnameOverride came back as {kept:?}"));
         }
+        Ok(())
     }
-    Ok(())
+}
+k8s_openapi::k8s_if_le_1_33! {
+    fn newer_field_pod() -> Option<Pod> {
+        None
+    }
+
+    fn check_newer_field(_: &kinformer::Indexer<Pod>) -> Result<(), String> {
+        Ok(())
+    }
 }

@@ -161,9 +161,9 @@ pub(super) fn resource_list(registry: &Registry, group: &str, version: &str) -> 
 pub(super) fn version() -> Value {
     json!({
         "major": "1",
-        "minor": crate::version::MINOR.to_string(),
+        "minor": crate::version::minor(),
         "emulationMajor": "1",
-        "emulationMinor": crate::version::MINOR.to_string(),
+        "emulationMinor": crate::version::minor(),
         "gitVersion": format!("{}-kinformer", crate::version::git_version()),
         "gitCommit": "0000000000000000000000000000000000000000",
         "gitTreeState": "clean",
