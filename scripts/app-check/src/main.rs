@@ -59,7 +59,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     server.shutdown().await;
     println!(
         "app-check: Kubernetes {k8s} (protobuf table {table}): {want} pods synced{}",
-        if newer.is_some() { ", a 1.34+ field kept" } else { "" }
+        if newer.is_some() {
+            ", a 1.34+ field kept"
+        } else {
+            ""
+        }
     );
     Ok(())
 }
