@@ -17,9 +17,13 @@
 //!
 //! The crate root holds what a controller names; everything else is reached through its module.
 //!
-//! - [`SharedInformerFactory`]: one shared informer per type, scoped by namespace or selectors,
-//!   started together. Or build one informer yourself with [`SharedIndexInformer::builder`]
-//!   over a [`KubeListerWatcher`].
+//! - [`SharedInformerFactory`]: one shared informer per type, started together. Or build one
+//!   informer yourself: [`SharedIndexInformer::new`] over a `kube::Client`, or
+//!   [`SharedIndexInformer::builder`] over any [`ListerWatcher`](reflector::ListerWatcher).
+//! - [`InformerConfig`]: every option of an informer in one place (which objects, how they
+//!   travel, what the cache keeps, how changes are delivered), each documenting its default;
+//!   the factory takes defaults for every type and per-type changes. [`Transform`] changes
+//!   objects before they are cached.
 //! - [`SharedIndexInformer`]: add handlers ([`add_event_handler`](SharedIndexInformer::add_event_handler),
 //!   with [`HandlerOptions`] through
 //!   [`add_event_handler_with`](SharedIndexInformer::add_event_handler_with)) or
@@ -71,6 +75,17 @@
 //! delaying, deduplicating queues) and [`controller`] (handlers that enqueue keys, N workers
 //! calling an async reconcile). With the `metrics` feature, `metrics` exports client-go's
 //! workqueue, controller-runtime's reconcile and informer metrics through `prometheus-client`.
+//! With the `kube-runtime` feature, `kube_runtime::Bridge` feeds kube-runtime's `Controller`
+//! from a shared informer, so a kube-runtime program moves over one piece at a time.
+//!
+//! # The application decides
+//!
+//! The crate enables no k8s-openapi version feature (pick one in your application, 1.33 to
+//! 1.37, as with kube-rs) and no TLS stack of kube's; it reads no environment variable; its one
+//! process-wide act, handing freed memory back to glibc after a list, is an option
+//! ([`InformerConfig::release_memory`]). Any `kube::Client` does, `Client::try_default()`
+//! included: kube's retry layer never retries an informer's requests (see
+//! [`KubeListerWatcher`]).
 
 mod config;
 pub mod controller;

@@ -5,7 +5,7 @@
 //!   full informer's do through adds, updates, deletes and a forced relist (410 after a
 //!   compaction, with deletions made while the watch was paused);
 //! - the dynamic variant (`dynamic_metadata_informer`) does the same for a custom resource;
-//! - `strip_managed_fields()` drops managedFields from every cached object, after the factory's
+//! - `strip_managed_fields` drops managedFields from every cached object, after the factory's
 //!   own transform ran.
 
 mod queue_mode;

@@ -135,7 +135,7 @@ pub enum ListWatchError {
     Decode(String),
     /// One object (a watch event, a list item, a list's metadata) is larger than the
     /// client's limit (see
-    /// [`KubeListerWatcher::with_max_object_size`](crate::source::KubeListerWatcher::with_max_object_size)).
+    /// [`InformerConfig::max_object_size`](crate::InformerConfig::max_object_size)).
     /// Nothing of it was kept.
     #[error("{what} is larger than the limit of {limit} bytes")]
     TooLarge {

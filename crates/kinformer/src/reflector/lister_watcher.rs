@@ -240,11 +240,10 @@ type ListFn<K> = Arc<
 type WatchFn<K> = Arc<
     dyn Fn(ListOptions) -> BoxFuture<'static, Result<WatchStream<K>, ListWatchError>> + Send + Sync,
 >;
-type TweakFn = Arc<dyn Fn(&mut ListOptions) + Send + Sync>;
 
-/// A [`ListerWatcher`] made of two closures (client-go's `ListWatch`), with an optional hook
-/// that adjusts every request's options (client-go `NewFilteredListWatchFromClient`'s
-/// `optionsModifier`, e.g. to add a label selector).
+/// A [`ListerWatcher`] made of two closures (client-go's `ListWatch`). Selectors and an options
+/// hook (client-go `NewFilteredListWatchFromClient`'s `optionsModifier`) are the Reflector's,
+/// from its [`InformerConfig`](crate::InformerConfig): they reach these closures in the options.
 ///
 /// ```
 /// use futures::FutureExt;
@@ -253,14 +252,12 @@ type TweakFn = Arc<dyn Fn(&mut ListOptions) + Send + Sync>;
 /// let lw: ListWatch<Pod> = ListWatch::new(
 ///     |_opts| async { Ok(ListPage::new(vec![], "1")) }.boxed(),
 ///     |_opts| async { Ok(futures::StreamExt::boxed(futures::stream::empty())) }.boxed(),
-/// )
-/// .with_tweak_options(|o| o.label_selector = Some("app=web".into()));
+/// );
 /// # let _ = lw;
 /// ```
 pub struct ListWatch<K> {
     list_fn: ListFn<K>,
     watch_fn: WatchFn<K>,
-    tweak: Option<TweakFn>,
     streaming_list: bool,
 }
 
@@ -269,7 +266,6 @@ impl<K> Clone for ListWatch<K> {
         Self {
             list_fn: self.list_fn.clone(),
             watch_fn: self.watch_fn.clone(),
-            tweak: self.tweak.clone(),
             streaming_list: self.streaming_list,
         }
     }
@@ -291,7 +287,6 @@ impl<K> ListWatch<K> {
         Self {
             list_fn: Arc::new(list),
             watch_fn: Arc::new(watch),
-            tweak: None,
             streaming_list: false,
         }
     }
@@ -307,24 +302,6 @@ impl<K> ListWatch<K> {
         self.streaming_list = true;
         self
     }
-
-    /// Adds a hook that adjusts the options of every list and watch request before it is sent.
-    #[must_use]
-    pub fn with_tweak_options(
-        mut self,
-        tweak: impl Fn(&mut ListOptions) + Send + Sync + 'static,
-    ) -> Self {
-        self.tweak = Some(Arc::new(tweak));
-        self
-    }
-
-    fn tweaked(&self, options: &ListOptions) -> ListOptions {
-        let mut o = options.clone();
-        if let Some(t) = &self.tweak {
-            t(&mut o);
-        }
-        o
-    }
 }
 
 impl<K: Send + Sync + 'static> ListerWatcher<K> for ListWatch<K> {
@@ -333,14 +310,14 @@ impl<K: Send + Sync + 'static> ListerWatcher<K> for ListWatch<K> {
         options: &ListOptions,
         sink: ItemSink<'a, K>,
     ) -> BoxFuture<'a, Result<ListMeta, ListWatchError>> {
-        let page = (self.list_fn)(self.tweaked(options));
+        let page = (self.list_fn)(options.clone());
         Box::pin(async move { Ok(page.await?.deliver(sink)) })
     }
     fn watch(
         &self,
         options: &ListOptions,
     ) -> BoxFuture<'_, Result<WatchStream<K>, ListWatchError>> {
-        (self.watch_fn)(self.tweaked(options))
+        (self.watch_fn)(options.clone())
     }
     fn supports_streaming_list(&self) -> bool {
         self.streaming_list

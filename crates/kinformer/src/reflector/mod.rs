@@ -30,7 +30,7 @@
 //! silently ignores the option turns it into a plain watch), the Reflector falls back to
 //! list+watch for that cycle and says why in the logs. [`InitialListMode::ListThenWatch`] and
 //! [`InitialListMode::StreamingList`] force one or the other. Informers with a lean cache
-//! list first under `Auto` (see `SharedIndexInformerBuilder::initial_list`).
+//! list first under `Auto` (see [`InformerConfig::initial_list`](crate::InformerConfig::initial_list)).
 //!
 //! # Differences from client-go
 //!

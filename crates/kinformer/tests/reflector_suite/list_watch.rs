@@ -467,10 +467,13 @@ async fn relist() {
 
 // client-go NewFilteredListWatchFromClient's optionsModifier: the tweak applies to every list
 // and watch request.
+/// The configuration's selectors and tweak (client-go's `NewFilteredListWatchFromClient`
+/// options modifier, the factory's `WithTweakListOptions`) reach every list and watch the
+/// Reflector sends, whatever its source: here two closures.
 #[tokio::test(start_paused = true)]
-async fn list_watch_tweak_options_apply_to_list_and_watch() {
+async fn config_selectors_and_tweak_apply_to_every_list_and_watch() {
     use futures::FutureExt;
-    use kinformer::reflector::{ListWatch, ListerWatcher, ListerWatcherExt};
+    use kinformer::reflector::ListWatch;
     let seen: Arc<Mutex<Vec<ListOptions>>> = Arc::default();
     let (s1, s2) = (seen.clone(), seen.clone());
     let lw: ListWatch<Pod> = ListWatch::new(
@@ -482,16 +485,24 @@ async fn list_watch_tweak_options_apply_to_list_and_watch() {
             s2.lock().push(o);
             async { Ok(events_then_close(vec![])) }.boxed()
         },
-    )
-    .with_tweak_options(|o| o.label_selector = Some("app=web".into()));
-    lw.list_page(&ListOptions::default()).await.unwrap();
-    let _ = lw.watch(&ListOptions::default()).await.unwrap();
-    let seen = seen.lock();
-    assert_eq!(seen.len(), 2);
-    assert!(
-        seen.iter()
-            .all(|o| o.label_selector.as_deref() == Some("app=web"))
     );
+    let config = InformerConfig::default()
+        .initial_list(InitialListMode::ListThenWatch)
+        .label_selector("app=web")
+        .field_selector("spec.nodeName=n1")
+        .tweak_list_options(|o| {
+            o.label_selector = o.label_selector.take().map(|l| l + ",tier=front")
+        });
+    let r = Reflector::builder(Arc::new(lw), RecordingStore::new())
+        .config(&config)
+        .build();
+    let _ = r.list_and_watch(&CancellationToken::new()).await;
+    let seen = seen.lock();
+    assert_eq!(seen.len(), 2, "one list, one watch");
+    for o in seen.iter() {
+        assert_eq!(o.label_selector.as_deref(), Some("app=web,tier=front"));
+        assert_eq!(o.field_selector.as_deref(), Some("spec.nodeName=n1"));
+    }
 }
 
 /// A store whose `replace` always fails.
