@@ -68,7 +68,6 @@ mod tls;
 #[cfg(test)]
 mod untrusted_input;
 mod version;
-mod watch;
 
 pub use config::ServerConfig;
 pub use context::RequestRecord;

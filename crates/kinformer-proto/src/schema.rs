@@ -217,31 +217,6 @@ impl MessageRef {
         self.table.version
     }
 
-    /// The message of `kind` in `api_version` (`v1`, `apps/v1`), in the table of the
-    /// Kubernetes version the build selected (see [`crate::kubernetes_version`]), for every
-    /// kind the Go clients register (all built-in groups and versions,
-    /// `apiextensions.k8s.io/v1`, and `meta.k8s.io/v1`'s `PartialObjectMetadata(List)`);
-    /// `None` for anything else, such as a custom resource.
-    pub fn for_kind(api_version: &str, kind: &str) -> Option<MessageRef> {
-        crate::tables::CURRENT.for_kind(api_version, kind)
-    }
-
-    /// The message of `kind` in `api_version` in the table of Kubernetes
-    /// `kubernetes_version` (`1.33` ... `1.37`, see [`crate::KUBERNETES_VERSIONS`]); `None`
-    /// for an unknown kind or version. Only with the `every-version` feature, which compiles
-    /// every table in (for tests).
-    #[cfg(feature = "every-version")]
-    pub fn for_kind_in(
-        kubernetes_version: &str,
-        api_version: &str,
-        kind: &str,
-    ) -> Option<MessageRef> {
-        crate::tables::ALL
-            .iter()
-            .find(|t| t.version == kubernetes_version)?
-            .for_kind(api_version, kind)
-    }
-
     /// The message of this message's field `json` (its JSON name), if that field holds one.
     pub(crate) fn field_message(self, json: &str, repeated: bool) -> Option<MessageRef> {
         self.msg

@@ -7,6 +7,8 @@
 //! compiled in, and it is [`CURRENT`]. With this crate's `every-version` feature (its own
 //! tests) every table is compiled in, and [`CURRENT`] is still the selected one.
 
+use crate::schema::MessageRef;
+
 /// Declares the table of one Kubernetes minor, `$module` (`v1_35`, its file
 /// `generated/v1_35.rs`), compiled in when k8s-openapi's `$when` macro keeps its contents or
 /// with `every-version`, and makes it [`CURRENT`] when `$when` keeps its contents.
@@ -63,6 +65,33 @@ pub(crate) static ALL: [&crate::schema::Table; 5] = [
 /// The versions of [`ALL`].
 #[cfg(feature = "every-version")]
 pub(crate) const VERSIONS: [&str; 5] = ["1.33", "1.34", "1.35", "1.36", "1.37"];
+
+// The lookups of a kind's message live with the tables (the schema types know no table).
+impl MessageRef {
+    /// The message of `kind` in `api_version` (`v1`, `apps/v1`), in the table of the
+    /// Kubernetes version the build selected (see [`crate::kubernetes_version`]), for every
+    /// kind the Go clients register (all built-in groups and versions,
+    /// `apiextensions.k8s.io/v1`, and `meta.k8s.io/v1`'s `PartialObjectMetadata(List)`);
+    /// `None` for anything else, such as a custom resource.
+    pub fn for_kind(api_version: &str, kind: &str) -> Option<MessageRef> {
+        CURRENT.for_kind(api_version, kind)
+    }
+
+    /// The message of `kind` in `api_version` in the table of Kubernetes
+    /// `kubernetes_version` (`1.33` ... `1.37`, see [`crate::KUBERNETES_VERSIONS`]); `None`
+    /// for an unknown kind or version. Only with the `every-version` feature, which compiles
+    /// every table in (for tests).
+    #[cfg(feature = "every-version")]
+    pub fn for_kind_in(
+        kubernetes_version: &str,
+        api_version: &str,
+        kind: &str,
+    ) -> Option<MessageRef> {
+        ALL.iter()
+            .find(|t| t.version == kubernetes_version)?
+            .for_kind(api_version, kind)
+    }
+}
 
 #[cfg(test)]
 mod tests {

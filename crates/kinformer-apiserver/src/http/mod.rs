@@ -25,6 +25,7 @@ mod path;
 mod resources;
 mod response;
 pub(crate) mod table;
+mod watch;
 
 use std::sync::Arc;
 

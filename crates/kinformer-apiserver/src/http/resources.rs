@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use super::partial::{self, metadata_request};
 use super::path::{Target, parse_path};
 use super::table::{IncludeObject, table, wants_table};
+use super::watch::{WatchRequest, run_watch};
 use super::{discovery, openapi, response};
 use crate::context::{Context, RequestRecord};
 use crate::faults::Verb;
@@ -22,7 +23,6 @@ use crate::resource::ResourceInfo;
 use crate::selector::SelectorError;
 use crate::status::{ApiError, success_status};
 use crate::store::{COMMON_FIELDS, extra_fields};
-use crate::watch::{WatchRequest, run_watch};
 
 /// The request log keeps at most this many entries.
 const MAX_RECORDED_REQUESTS: usize = 100_000;

@@ -277,7 +277,11 @@ impl<K: Object> Controller<K> {
         tracing::info!(controller = %self.name, workers = self.workers, "Starting workers");
         #[cfg(feature = "metrics")]
         if let Some(m) = &self.metrics {
-            m.controller_started(&self.name, self.workers);
+            m.controller_started(
+                &self.name,
+                self.workers,
+                &ReconcileResult::ALL.map(ReconcileResult::as_str),
+            );
         }
         let reconcile = Arc::new(reconcile);
         let mut workers = JoinSet::new();
@@ -400,7 +404,12 @@ impl Worker {
         #[cfg(feature = "metrics")]
         if let Some(m) = &self.metrics {
             m.worker_active(&self.name, -1);
-            m.reconciled(&self.name, result, panicked, elapsed);
+            m.reconciled(
+                &self.name,
+                (result.as_str(), result == ReconcileResult::Error),
+                panicked,
+                elapsed,
+            );
         }
         #[cfg(not(feature = "metrics"))]
         let _ = elapsed;

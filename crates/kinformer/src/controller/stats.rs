@@ -31,6 +31,14 @@ pub enum ReconcileResult {
 }
 
 impl ReconcileResult {
+    /// Every result, in controller-runtime's order.
+    #[cfg(feature = "metrics")]
+    pub(crate) const ALL: [ReconcileResult; 3] = [
+        ReconcileResult::Success,
+        ReconcileResult::RequeueAfter,
+        ReconcileResult::Error,
+    ];
+
     /// controller-runtime's label value.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -10,7 +10,6 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 use super::Metrics;
-use crate::controller::ReconcileResult;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct ControllerLabels {
@@ -92,17 +91,14 @@ fn controller(name: &str) -> ControllerLabels {
 }
 
 impl Metrics {
-    /// As controller-runtime at start: every `result` series at 0, the worker gauges set.
-    pub(crate) fn controller_started(&self, name: &str, workers: usize) {
+    /// As controller-runtime at start: every `result` series (`results`, the label values) at
+    /// 0, the worker gauges set.
+    pub(crate) fn controller_started(&self, name: &str, workers: usize, results: &[&str]) {
         let c = &self.controller;
-        for r in [
-            ReconcileResult::Success,
-            ReconcileResult::RequeueAfter,
-            ReconcileResult::Error,
-        ] {
+        for result in results {
             let _ = c.total.get_or_create(&ResultLabels {
                 controller: name.to_owned(),
-                result: r.as_str().to_owned(),
+                result: (*result).to_owned(),
             });
         }
         let _ = c.errors.get_or_create(&controller(name));
@@ -120,10 +116,11 @@ impl Metrics {
             .inc_by(delta);
     }
 
+    /// One reconcile ended with `result` (its label value; `error` when it failed).
     pub(crate) fn reconciled(
         &self,
         name: &str,
-        result: ReconcileResult,
+        (result, error): (&str, bool),
         panicked: bool,
         took: Duration,
     ) {
@@ -131,10 +128,10 @@ impl Metrics {
         c.total
             .get_or_create(&ResultLabels {
                 controller: name.to_owned(),
-                result: result.as_str().to_owned(),
+                result: result.to_owned(),
             })
             .inc();
-        if result == ReconcileResult::Error {
+        if error {
             c.errors.get_or_create(&controller(name)).inc();
         }
         if panicked {

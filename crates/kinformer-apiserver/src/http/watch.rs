@@ -27,8 +27,8 @@ use bytes::{BufMut, Bytes, BytesMut};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use super::table::{IncludeObject, table};
 use crate::context::Context;
-use crate::http::table::{IncludeObject, table};
 use crate::list::matches;
 use crate::objects::with_resource_version;
 use crate::options::ListOptions;
@@ -135,7 +135,7 @@ impl Filter {
     fn emit(&self, buf: &mut BytesMut, ty: &str, object: &[u8]) {
         match &self.table {
             None if self.metadata_only => {
-                self.push(buf, ty, &crate::http::partial::metadata_object(object));
+                self.push(buf, ty, &super::partial::metadata_object(object));
             }
             None => self.push(buf, ty, object),
             Some((res, include)) => {
@@ -151,11 +151,7 @@ impl Filter {
     /// (kube-apiserver converts bookmarks too), as is otherwise.
     fn emit_bookmark(&self, buf: &mut BytesMut, object: &[u8]) {
         if self.metadata_only && self.table.is_none() {
-            self.push(
-                buf,
-                "BOOKMARK",
-                &crate::http::partial::metadata_object(object),
-            );
+            self.push(buf, "BOOKMARK", &super::partial::metadata_object(object));
         } else if self.table.is_none() {
             self.push(buf, "BOOKMARK", object);
         } else {
