@@ -7,6 +7,9 @@ cd "$(dirname "$0")/.."
 echo "==> cargo fmt --check"
 cargo fmt --all -- --check
 
+echo "==> structure: no source file over 600 lines, no import cycle (scripts/structure.py)"
+python3 scripts/structure.py
+
 echo "==> cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 
