@@ -2,15 +2,14 @@
 
 use super::*;
 
-/// Errors from informer operations.
+/// Errors from informer operations. Nothing an informer is configured with can fail once it
+/// runs: its options are fixed when it is built ([`InformerConfig`](crate::InformerConfig)).
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum InformerError {
     /// The informer has stopped; it takes no new handlers or indexers.
     #[error("informer {0:?} has stopped; handler or indexer not added")]
     Stopped(String),
-    /// The operation is only allowed before the informer starts.
-    #[error("informer {0:?} has already started")]
-    AlreadyStarted(String),
     /// The registration belongs to another informer.
     #[error("registration {0:?} does not belong to informer {1:?}")]
     ForeignRegistration(String, String),
