@@ -5,27 +5,28 @@
 //! `cargo run -p kinformer --example kube_runtime_controller --features kube-runtime`
 //!
 //! The reconciler, the error policy and the custom resource are what a kube-runtime program
-//! already has; only the controller's construction changes. With kube-runtime's own watchers it
-//! reads:
+//! already has; only the controller's construction changes, and [`controller`] has both: with
+//! kube-runtime's own watchers (one per controller and type),
 //!
 //! ```text
-//! Controller::new(Api::<ConfigMapGenerator>::all(client.clone()), watcher::Config::default())
+//! Controller::new(Api::all(client.clone()), watcher::Config::default())
 //!     .owns(Api::<ConfigMap>::all(client.clone()), watcher::Config::default())
 //! ```
 //!
-//! Here it is fed by a `SharedInformerFactory` through [`kinformer::kube_runtime::Bridge`]:
+//! and fed by a `SharedInformerFactory` through [`kinformer::kube_runtime::Bridge`]s, whose
+//! two informers serve every other controller and kinformer handler of the program too (one
+//! list and one watch per type, whatever the number of controllers):
 //!
 //! ```text
 //! let factory = SharedInformerFactory::new(client.clone());
-//! let generators = Bridge::new(&factory.informer::<ConfigMapGenerator>())?;
-//! let configmaps = Bridge::new(&factory.informer::<ConfigMap>())?;
-//! factory.start();
+//! let generators = Bridge::new(&factory.informer())?;
+//! let configmaps = Bridge::new(&factory.informer())?;
 //! Controller::for_shared_stream(generators.applied_objects(), generators.store())
-//!     .owns_shared_stream(configmaps.touched_objects())
+//!     .owns_shared_stream::<ConfigMap>(configmaps.touched_objects())
+//! // ... factory.start() once every informer is asked for
 //! ```
 //!
-//! and the same two informers serve every other controller and kinformer handler of the
-//! program (one list and one watch per type, whatever the number of controllers).
+//! The tests run it both ways (`tests/kube_runtime_bridge.rs`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -40,6 +41,7 @@ use kinformer::{ResourceEventHandlerFuncs, SharedInformerFactory};
 use kinformer_apiserver::RunningServer;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
+use kube::runtime::watcher;
 use kube::{CustomResource, CustomResourceExt, Resource};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -139,14 +141,60 @@ pub fn generator(namespace: &str, name: &str, content: &str) -> ConfigMapGenerat
 pub struct Report {
     /// Reconciles made by the controller.
     pub reconciles: usize,
-    /// Generators a kinformer handler on the same informer heard of.
+    /// Generators a kinformer handler on the same informer heard of (shared informers).
     pub handler_adds: usize,
 }
 
-/// Installs the CRD, creates `generators` generators, runs the controller on shared informers
-/// until every generator's ConfigMap holds its content, then changes one generator and deletes
-/// another's ConfigMap (which the controller restores, as it owns it) and waits again.
-pub async fn run(server: &RunningServer, generators: usize) -> Result<Report, String> {
+/// How the controller gets its objects: the program before and after the move.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wiring {
+    /// kube-runtime's own watchers, one per controller and type.
+    KubeRuntime,
+    /// kinformer's shared informers, through [`Bridge`]s.
+    SharedInformers,
+}
+
+/// The controller, wired one way or the other, and the factory to start (shared informers).
+/// The whole move from kube-runtime is the difference between the two arms.
+fn controller(
+    wiring: Wiring,
+    client: &kube::Client,
+) -> Result<
+    (
+        Controller<ConfigMapGenerator>,
+        Option<SharedInformerFactory>,
+    ),
+    String,
+> {
+    Ok(match wiring {
+        Wiring::KubeRuntime => (
+            Controller::new(Api::all(client.clone()), watcher::Config::default()).owns(
+                Api::<ConfigMap>::all(client.clone()),
+                watcher::Config::default(),
+            ),
+            None,
+        ),
+        Wiring::SharedInformers => {
+            let factory = SharedInformerFactory::new(client.clone());
+            let generators = Bridge::new(&factory.informer()).map_err(|e| e.to_string())?;
+            let configmaps = Bridge::new(&factory.informer()).map_err(|e| e.to_string())?;
+            (
+                Controller::for_shared_stream(generators.applied_objects(), generators.store())
+                    .owns_shared_stream::<ConfigMap>(configmaps.touched_objects()),
+                Some(factory),
+            )
+        }
+    })
+}
+
+/// Installs the CRD, creates `generators` generators, runs the controller (wired as `wiring`
+/// says) until every generator's ConfigMap holds its content, then changes one generator and
+/// deletes another's ConfigMap (which the controller restores, as it owns it) and waits again.
+pub async fn run(
+    server: &RunningServer,
+    generators: usize,
+    wiring: Wiring,
+) -> Result<Report, String> {
     let client = server.client();
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     crds.create(&PostParams::default(), &ConfigMapGenerator::crd())
@@ -160,19 +208,19 @@ pub async fn run(server: &RunningServer, generators: usize) -> Result<Report, St
             .map_err(|e| format!("creating gen-{i}: {e}"))?;
     }
 
-    // The shared informers, a kinformer handler on one of them, and the bridges.
-    let factory = SharedInformerFactory::new(client.clone());
-    let generator_informer = factory.informer::<ConfigMapGenerator>();
+    let (controller, factory) = controller(wiring, &client)?;
+    // On shared informers, a kinformer handler shares the generators' informer too.
     let handler_adds = Arc::new(AtomicUsize::new(0));
-    let adds = handler_adds.clone();
-    generator_informer
-        .add_event_handler(ResourceEventHandlerFuncs::new().on_add(move |_, _| {
-            adds.fetch_add(1, Ordering::Relaxed);
-        }))
-        .map_err(|e| e.to_string())?;
-    let generator_bridge = Bridge::new(&generator_informer).map_err(|e| e.to_string())?;
-    let configmaps = Bridge::new(&factory.informer::<ConfigMap>()).map_err(|e| e.to_string())?;
-    factory.start();
+    if let Some(factory) = &factory {
+        let adds = handler_adds.clone();
+        factory
+            .informer::<ConfigMapGenerator>()
+            .add_event_handler(ResourceEventHandlerFuncs::new().on_add(move |_, _| {
+                adds.fetch_add(1, Ordering::Relaxed);
+            }))
+            .map_err(|e| e.to_string())?;
+        factory.start();
+    }
 
     // The kube-runtime controller, unchanged but for its construction.
     let data = Arc::new(Data {
@@ -183,19 +231,15 @@ pub async fn run(server: &RunningServer, generators: usize) -> Result<Report, St
     let controller = tokio::spawn({
         let (data, stop) = (data.clone(), stop.clone());
         async move {
-            Controller::for_shared_stream(
-                generator_bridge.applied_objects(),
-                generator_bridge.store(),
-            )
-            .owns_shared_stream(configmaps.touched_objects())
-            .graceful_shutdown_on(async move { stop.cancelled().await })
-            .run(reconcile, error_policy, data)
-            .for_each(|result| async move {
-                if let Err(e) = result {
-                    eprintln!("reconcile failed: {e}");
-                }
-            })
-            .await
+            controller
+                .graceful_shutdown_on(async move { stop.cancelled().await })
+                .run(reconcile, error_policy, data)
+                .for_each(|result| async move {
+                    if let Err(e) = result {
+                        eprintln!("reconcile failed: {e}");
+                    }
+                })
+                .await
         }
     });
 
@@ -226,7 +270,9 @@ pub async fn run(server: &RunningServer, generators: usize) -> Result<Report, St
 
     stop.cancel();
     controller.await.map_err(|e| e.to_string())?;
-    factory.shutdown().await;
+    if let Some(factory) = factory {
+        factory.shutdown().await;
+    }
     Ok(Report {
         reconciles: data.reconciles.load(Ordering::Relaxed),
         handler_adds: handler_adds.load(Ordering::Relaxed),
@@ -265,7 +311,7 @@ async fn converge(cms: &Api<ConfigMap>, want: &BTreeMap<String, String>) -> Resu
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = kinformer_apiserver::start(Default::default()).await?;
-    let report = run(&server, 20).await?;
+    let report = run(&server, 20, Wiring::SharedInformers).await?;
     println!(
         "converged: 20 generators, {} reconciles; a kinformer handler on the same informer saw {} generators",
         report.reconciles, report.handler_adds
