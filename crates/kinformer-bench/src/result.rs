@@ -350,4 +350,90 @@ mod tests {
         r.steady_rss_kib = Some(1);
         assert!(r.missing_fields().is_empty());
     }
+
+    /// Report lines as the client-go peer prints them (Go's `encoding/json` of its `report`
+    /// struct, bench/peers/client-go/main.go: no `tier`, no W5 fields, `null` for what the
+    /// workload does not measure). Go writes a whole-number float without a fraction (`10848`)
+    /// where serde_json writes `10848.0`: the same value, so these lines avoid one.
+    const GO_LINES: [&str; 2] = [
+        r#"{"peer":"client-go","workload":"w1","n":2000,"objects":2000,"baseline_rss_kib":28604,"sync_ms":88.691796,"peak_rss_kib":56880,"steady_rss_kib":49792,"bytes_per_object":10848.256,"events_per_sec":null,"events":null,"latency_p50_us":null,"latency_p99_us":null,"relist_ms":null,"relist_peak_rss_kib":null}"#,
+        r#"{"peer":"client-go-json","workload":"w2","n":1000,"objects":1000,"baseline_rss_kib":28696,"sync_ms":null,"peak_rss_kib":null,"steady_rss_kib":40484,"bytes_per_object":null,"events_per_sec":35754.83700039276,"events":5000,"latency_p50_us":252077.349,"latency_p99_us":286198.691,"relist_ms":null,"relist_peak_rss_kib":null}"#,
+    ];
+
+    #[test]
+    fn a_go_peer_line_reads_and_writes_back_unchanged() {
+        for line in GO_LINES {
+            let r: PeerReport = serde_json::from_str(line).unwrap();
+            assert_eq!(serde_json::to_string(&r).unwrap(), line);
+        }
+    }
+
+    /// Three entries of the `results.json` that `report --quick` wrote before the report's
+    /// peer, tier and workload were typed.
+    const RESULTS_JSON: &str = r#"[
+  {
+    "peer": "client-go-metadata",
+    "tier": "embedded",
+    "workload": "w1",
+    "n": 2000,
+    "objects": 2000,
+    "baseline_rss_kib": 28480,
+    "sync_ms": 72.656253,
+    "peak_rss_kib": 40388,
+    "steady_rss_kib": 38144,
+    "bytes_per_object": 4947.968,
+    "events_per_sec": null,
+    "events": null,
+    "latency_p50_us": null,
+    "latency_p99_us": null,
+    "relist_ms": null,
+    "relist_peak_rss_kib": null
+  },
+  {
+    "peer": "kinformer-lean",
+    "tier": "embedded",
+    "workload": "w3",
+    "n": 2000,
+    "objects": 2000,
+    "baseline_rss_kib": 10564,
+    "sync_ms": null,
+    "peak_rss_kib": null,
+    "steady_rss_kib": 30760,
+    "bytes_per_object": null,
+    "events_per_sec": null,
+    "events": null,
+    "latency_p50_us": null,
+    "latency_p99_us": null,
+    "relist_ms": 1276.104046,
+    "relist_peak_rss_kib": 78920
+  },
+  {
+    "peer": "kinformer",
+    "tier": "embedded",
+    "workload": "w2",
+    "n": 1000,
+    "objects": 1000,
+    "baseline_rss_kib": 10704,
+    "sync_ms": null,
+    "peak_rss_kib": null,
+    "steady_rss_kib": 46684,
+    "bytes_per_object": null,
+    "events_per_sec": 40332.721473819445,
+    "events": 5000,
+    "latency_p50_us": 253356.247,
+    "latency_p99_us": 290279.482,
+    "relist_ms": null,
+    "relist_peak_rss_kib": null
+  }
+]"#;
+
+    #[test]
+    fn an_earlier_results_json_loads_and_writes_back_unchanged() {
+        let results: Vec<PeerReport> = serde_json::from_str(RESULTS_JSON).unwrap();
+        assert_eq!(results.len(), 3);
+        assert_eq!(
+            serde_json::to_string_pretty(&results).unwrap(),
+            RESULTS_JSON
+        );
+    }
 }
