@@ -20,29 +20,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::real::{Harness, RealControl};
+pub use crate::result::Tier;
 use crate::result::{Peer, PeerReport, Workload};
 
 /// Pods on the W2 servers.
 pub const W2_PODS: u64 = 1_000;
 
-/// A tier: which server the peers talk to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum)]
-pub enum Tier {
-    /// The embedded API server in its own process.
-    Embedded,
-    /// kube-apiserver v1.35.4 from the e2e harness.
-    Real,
-}
-
 impl Tier {
-    /// The name used in results and the report.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Tier::Embedded => "embedded",
-            Tier::Real => "real",
-        }
-    }
-
     /// The informer peers run on this tier (each on the workloads it [runs](Peer::runs)).
     /// Both servers speak protobuf for built-in kinds, so client-go and kinformer run both
     /// ways on both tiers.
@@ -373,7 +357,7 @@ impl Runner<'_> {
                 for peer in order {
                     let label = format!("run {}", round + 1);
                     if let Some(mut r) = self.run_one(tier, peer, w, at, n, &label) {
-                        r.tier = tier.as_str().to_string();
+                        r.tier = Some(tier);
                         results.push(r);
                         checkpoint(&self.opts.out_dir, results);
                     }
@@ -581,7 +565,7 @@ fn run_real(
                     &mut runner.command(Tier::Real, peer, Workload::W2, &at, W2_PODS),
                     &what,
                 ) {
-                    r.tier = Tier::Real.as_str().to_string();
+                    r.tier = Some(Tier::Real);
                     results.push(r);
                     checkpoint(&runner.opts.out_dir, results);
                 }

@@ -6,7 +6,7 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use crate::report::{Notes, ReportError, ReportOptions, W2_PODS};
-use crate::result::PeerReport;
+use crate::result::{Peer, PeerReport, Tier, Workload};
 use crate::svg::{bar_chart, fmt_num};
 
 /// Median of the values (ignoring `None`).
@@ -25,7 +25,7 @@ pub fn median(values: impl IntoIterator<Item = Option<f64>>) -> Option<f64> {
 }
 
 /// (tier, workload, n, peer).
-type Key = (String, String, u64, String);
+type Key = (Tier, Workload, u64, Peer);
 
 /// Medians of one measure per (tier, workload, n, peer).
 pub struct Medians(BTreeMap<Key, f64>);
@@ -50,8 +50,10 @@ impl Medians {
     ) -> Self {
         let mut groups: BTreeMap<Key, Vec<Option<f64>>> = BTreeMap::new();
         for r in results {
+            // a peer's own line, not yet placed on a tier by the orchestrator, is in no table
+            let Some(tier) = r.tier else { continue };
             groups
-                .entry((r.tier.clone(), r.workload.clone(), r.n, r.peer.clone()))
+                .entry((tier, r.workload, r.n, r.peer))
                 .or_default()
                 .push(f(r));
         }
@@ -64,22 +66,20 @@ impl Medians {
     }
 
     /// One cell.
-    pub fn get(&self, tier: &str, w: &str, n: u64, peer: &str) -> Option<f64> {
-        self.0
-            .get(&(tier.to_string(), w.to_string(), n, peer.to_string()))
-            .copied()
+    pub fn get(&self, tier: Tier, w: Workload, n: u64, peer: Peer) -> Option<f64> {
+        self.0.get(&(tier, w, n, peer)).copied()
     }
 
     /// The W1 floor: the fastest of the paged, unpaged and streaming floors, with which one it
     /// was (on a [`Medians::least`] table: the fastest run of any).
-    pub fn floor(&self, tier: &str, n: u64) -> Option<(f64, &'static str)> {
+    pub fn floor(&self, tier: Tier, n: u64) -> Option<(f64, &'static str)> {
         [
-            ("floor-paged", "paged"),
-            ("floor-unpaged", "unpaged"),
-            ("floor-streaming", "streaming"),
+            (Peer::FloorPaged, "paged"),
+            (Peer::FloorUnpaged, "unpaged"),
+            (Peer::FloorStreaming, "streaming"),
         ]
         .into_iter()
-        .filter_map(|(peer, mode)| self.get(tier, "w1", n, peer).map(|v| (v, mode)))
+        .filter_map(|(peer, mode)| self.get(tier, Workload::W1, n, peer).map(|v| (v, mode)))
         .min_by(|a, b| a.0.total_cmp(&b.0))
     }
 }
@@ -118,16 +118,16 @@ pub fn verdict(k: f64, other: f64, worse: &str, better: &str) -> String {
 /// the rounds in which `a` was faster, and the rounds paired.
 pub fn same_round(
     results: &[PeerReport],
-    tier: &str,
-    w: &str,
+    tier: Tier,
+    w: Workload,
     n: u64,
-    a: &str,
-    b: &str,
+    a: Peer,
+    b: Peer,
 ) -> Option<(f64, usize, usize)> {
-    let runs = |peer: &str| -> Vec<f64> {
+    let runs = |peer: Peer| -> Vec<f64> {
         results
             .iter()
-            .filter(|r| r.tier == tier && r.workload == w && r.n == n && r.peer == peer)
+            .filter(|r| r.tier == Some(tier) && r.workload == w && r.n == n && r.peer == peer)
             .filter_map(|r| r.sync_ms)
             .collect()
     };
@@ -142,10 +142,10 @@ pub fn same_round(
     Some((ratio, faster, pairs.len()))
 }
 
-fn sizes_of(results: &[PeerReport], tier: &str, w: &str) -> Vec<u64> {
+fn sizes_of(results: &[PeerReport], tier: Tier, w: Workload) -> Vec<u64> {
     let mut s: Vec<u64> = results
         .iter()
-        .filter(|r| r.tier == tier && r.workload == w)
+        .filter(|r| r.tier == Some(tier) && r.workload == w)
         .map(|r| r.n)
         .collect();
     s.sort_unstable();
@@ -153,13 +153,13 @@ fn sizes_of(results: &[PeerReport], tier: &str, w: &str) -> Vec<u64> {
     s
 }
 
-const TIERS: [&str; 2] = ["real", "embedded"];
-const INFORMERS: [&str; 5] = [
-    "kinformer",
-    "kinformer-lean",
-    "kube-rs",
-    "client-go",
-    "client-go-json",
+const TIERS: [Tier; 2] = [Tier::Real, Tier::Embedded];
+const INFORMERS: [Peer; 5] = [
+    Peer::Kinformer,
+    Peer::KinformerLean,
+    Peer::KubeRs,
+    Peer::ClientGo,
+    Peer::ClientGoJson,
 ];
 
 /// Everything the writer needs, computed once.
@@ -197,10 +197,12 @@ impl Tables {
 
 fn headline(md: &mut String, t: &Tables, results: &[PeerReport]) {
     md.push_str("## Headline: kinformer against client-go on protobuf, real kube-apiserver\n\n");
-    let sizes = sizes_of(results, "real", "w1");
-    let has_cg = sizes
-        .iter()
-        .any(|&n| t.sync.get("real", "w1", n, "client-go").is_some());
+    let sizes = sizes_of(results, Tier::Real, Workload::W1);
+    let has_cg = sizes.iter().any(|&n| {
+        t.sync
+            .get(Tier::Real, Workload::W1, n, Peer::ClientGo)
+            .is_some()
+    });
     if sizes.is_empty() || !has_cg {
         md.push_str("The real tier (or client-go on it) did not run in this report, so there is no headline; see the notes.\n\n");
         return;
@@ -226,30 +228,30 @@ fn headline(md: &mut String, t: &Tables, results: &[PeerReport]) {
     }
     for &n in &sizes {
         for (w, a, b, label) in [
-            ("w1", "kinformer", "client-go", "W1 sync"),
+            (Workload::W1, Peer::Kinformer, Peer::ClientGo, "W1 sync"),
             (
-                "w1t",
-                "kinformer",
-                "client-go",
+                Workload::W1t,
+                Peer::Kinformer,
+                Peer::ClientGo,
                 "W1t sync (managedFields dropped)",
             ),
             (
-                "w1",
-                "kinformer-metadata",
-                "client-go-metadata",
+                Workload::W1,
+                Peer::KinformerMetadata,
+                Peer::ClientGoMetadata,
                 "metadata-only informers, W1 sync",
             ),
         ] {
             line(
                 md,
                 &format!("N = {n}, {label}"),
-                t.sync.get("real", w, n, a),
-                t.sync.get("real", w, n, b),
+                t.sync.get(Tier::Real, w, n, a),
+                t.sync.get(Tier::Real, w, n, b),
                 "ms",
                 "slower",
                 "faster",
             );
-            if let Some((r, faster, rounds)) = same_round(results, "real", w, n, a, b) {
+            if let Some((r, faster, rounds)) = same_round(results, Tier::Real, w, n, a, b) {
                 let _ = writeln!(
                     md,
                     "  - round by round: median ratio {r:.2}×; {a} faster in {faster} of {rounds} rounds."
@@ -259,8 +261,8 @@ fn headline(md: &mut String, t: &Tables, results: &[PeerReport]) {
         line(
             md,
             &format!("N = {n}, W1 peak RSS"),
-            t.peak.get("real", "w1", n, "kinformer"),
-            t.peak.get("real", "w1", n, "client-go"),
+            t.peak.get(Tier::Real, Workload::W1, n, Peer::Kinformer),
+            t.peak.get(Tier::Real, Workload::W1, n, Peer::ClientGo),
             "MiB",
             "the memory",
             "less memory",
@@ -268,8 +270,8 @@ fn headline(md: &mut String, t: &Tables, results: &[PeerReport]) {
         line(
             md,
             &format!("N = {n}, W4 bytes per cached pod"),
-            t.bpo.get("real", "w1", n, "kinformer"),
-            t.bpo.get("real", "w1", n, "client-go"),
+            t.bpo.get(Tier::Real, Workload::W1, n, Peer::Kinformer),
+            t.bpo.get(Tier::Real, Workload::W1, n, Peer::ClientGo),
             "B",
             "the memory",
             "less memory",
@@ -277,8 +279,8 @@ fn headline(md: &mut String, t: &Tables, results: &[PeerReport]) {
         line(
             md,
             &format!("N = {n}, W4 with managedFields dropped"),
-            t.bpo.get("real", "w1t", n, "kinformer"),
-            t.bpo.get("real", "w1t", n, "client-go"),
+            t.bpo.get(Tier::Real, Workload::W1t, n, Peer::Kinformer),
+            t.bpo.get(Tier::Real, Workload::W1t, n, Peer::ClientGo),
             "B",
             "the memory",
             "less memory",
@@ -286,8 +288,8 @@ fn headline(md: &mut String, t: &Tables, results: &[PeerReport]) {
         line(
             md,
             &format!("N = {n}, lean cache (`CacheMode::Lean`), W1 sync"),
-            t.sync.get("real", "w1", n, "kinformer-lean"),
-            t.sync.get("real", "w1", n, "client-go"),
+            t.sync.get(Tier::Real, Workload::W1, n, Peer::KinformerLean),
+            t.sync.get(Tier::Real, Workload::W1, n, Peer::ClientGo),
             "ms",
             "slower",
             "faster",
@@ -295,8 +297,8 @@ fn headline(md: &mut String, t: &Tables, results: &[PeerReport]) {
         line(
             md,
             &format!("N = {n}, lean cache (`CacheMode::Lean`), W4 bytes per cached pod"),
-            t.bpo.get("real", "w1", n, "kinformer-lean"),
-            t.bpo.get("real", "w1", n, "client-go"),
+            t.bpo.get(Tier::Real, Workload::W1, n, Peer::KinformerLean),
+            t.bpo.get(Tier::Real, Workload::W1, n, Peer::ClientGo),
             "B",
             "the memory",
             "less memory",
@@ -304,8 +306,10 @@ fn headline(md: &mut String, t: &Tables, results: &[PeerReport]) {
         line(
             md,
             &format!("N = {n}, metadata-only informers, W4 bytes per cached pod"),
-            t.bpo.get("real", "w1", n, "kinformer-metadata"),
-            t.bpo.get("real", "w1", n, "client-go-metadata"),
+            t.bpo
+                .get(Tier::Real, Workload::W1, n, Peer::KinformerMetadata),
+            t.bpo
+                .get(Tier::Real, Workload::W1, n, Peer::ClientGoMetadata),
             "B",
             "the memory",
             "less memory",
@@ -313,8 +317,8 @@ fn headline(md: &mut String, t: &Tables, results: &[PeerReport]) {
         line(
             md,
             &format!("N = {n}, W3 relist"),
-            t.relist.get("real", "w3", n, "kinformer"),
-            t.relist.get("real", "w3", n, "client-go"),
+            t.relist.get(Tier::Real, Workload::W3, n, Peer::Kinformer),
+            t.relist.get(Tier::Real, Workload::W3, n, Peer::ClientGo),
             "ms",
             "slower",
             "faster",
@@ -323,8 +327,9 @@ fn headline(md: &mut String, t: &Tables, results: &[PeerReport]) {
     line(
         md,
         "W2 p50 write-to-handler latency",
-        t.p50.get("real", "w2", W2_PODS, "kinformer"),
-        t.p50.get("real", "w2", W2_PODS, "client-go"),
+        t.p50
+            .get(Tier::Real, Workload::W2, W2_PODS, Peer::Kinformer),
+        t.p50.get(Tier::Real, Workload::W2, W2_PODS, Peer::ClientGo),
         "µs",
         "slower",
         "faster",
@@ -337,11 +342,11 @@ fn w1_tables(md: &mut String, t: &Tables, results: &[PeerReport]) {
     md.push_str("The floor is the fastest run of three decode-only fetches on every core (pages of 500, one unpaged response, or one streaming list: what the informers send first), no cache; the informers' columns are medians. kinformer / floor below 1.00× would be run-to-run noise.\n\n");
     md.push_str("| tier | N | floor | kinformer | kube-rs | client-go (protobuf) | client-go (JSON) | kinformer / floor | kinformer / client-go (protobuf) | kinformer / client-go (JSON) |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for tier in TIERS {
-        for n in sizes_of(results, tier, "w1") {
-            let k = t.sync.get(tier, "w1", n, "kinformer");
+        for n in sizes_of(results, tier, Workload::W1) {
+            let k = t.sync.get(tier, Workload::W1, n, Peer::Kinformer);
             let floor = t.sync_least.floor(tier, n);
-            let cg = t.sync.get(tier, "w1", n, "client-go");
-            let cgj = t.sync.get(tier, "w1", n, "client-go-json");
+            let cg = t.sync.get(tier, Workload::W1, n, Peer::ClientGo);
+            let cgj = t.sync.get(tier, Workload::W1, n, Peer::ClientGoJson);
             let _ = writeln!(
                 md,
                 "| {tier} | {n} | {} | {} | {} | {} | {} | {} | {} | {} |",
@@ -349,7 +354,7 @@ fn w1_tables(md: &mut String, t: &Tables, results: &[PeerReport]) {
                     .map(|(v, m)| format!("{} ({m})", fmt_num(v)))
                     .unwrap_or_else(|| "–".into()),
                 show(k),
-                show(t.sync.get(tier, "w1", n, "kube-rs")),
+                show(t.sync.get(tier, Workload::W1, n, Peer::KubeRs)),
                 show(cg),
                 show(cgj),
                 ratio(k, floor.map(|f| f.0)),
@@ -360,18 +365,18 @@ fn w1_tables(md: &mut String, t: &Tables, results: &[PeerReport]) {
     }
     md.push_str("\nPeak RSS during W1 (MiB):\n\n| tier | N | floor (paged) | floor (unpaged) | floor (streaming) | kinformer | kube-rs | client-go (protobuf) | client-go (JSON) |\n|---|---|---|---|---|---|---|---|---|\n");
     for tier in TIERS {
-        for n in sizes_of(results, tier, "w1") {
-            let g = |p: &str| show(t.peak.get(tier, "w1", n, p));
+        for n in sizes_of(results, tier, Workload::W1) {
+            let g = |p: Peer| show(t.peak.get(tier, Workload::W1, n, p));
             let _ = writeln!(
                 md,
                 "| {tier} | {n} | {} | {} | {} | {} | {} | {} | {} |",
-                g("floor-paged"),
-                g("floor-unpaged"),
-                g("floor-streaming"),
-                g("kinformer"),
-                g("kube-rs"),
-                g("client-go"),
-                g("client-go-json"),
+                g(Peer::FloorPaged),
+                g(Peer::FloorUnpaged),
+                g(Peer::FloorStreaming),
+                g(Peer::Kinformer),
+                g(Peer::KubeRs),
+                g(Peer::ClientGo),
+                g(Peer::ClientGoJson),
             );
         }
     }
@@ -381,18 +386,21 @@ fn w4_table(md: &mut String, t: &Tables, results: &[PeerReport]) {
     md.push_str("\n## W4: memory per cached pod after sync (bytes: (steady RSS − baseline RSS) / objects)\n\n");
     md.push_str("| tier | N | transform | kinformer | kube-rs | client-go (protobuf) | client-go (JSON) | kinformer / client-go (protobuf) | kinformer / client-go (JSON) |\n|---|---|---|---|---|---|---|---|---|\n");
     for tier in TIERS {
-        for n in sizes_of(results, tier, "w1") {
-            for (w, label) in [("w1", "none"), ("w1t", "drop managedFields")] {
-                let k = t.bpo.get(tier, w, n, "kinformer");
+        for n in sizes_of(results, tier, Workload::W1) {
+            for (w, label) in [
+                (Workload::W1, "none"),
+                (Workload::W1t, "drop managedFields"),
+            ] {
+                let k = t.bpo.get(tier, w, n, Peer::Kinformer);
                 let _ = writeln!(
                     md,
                     "| {tier} | {n} | {label} | {} | {} | {} | {} | {} | {} |",
                     show(k),
-                    show(t.bpo.get(tier, w, n, "kube-rs")),
-                    show(t.bpo.get(tier, w, n, "client-go")),
-                    show(t.bpo.get(tier, w, n, "client-go-json")),
-                    ratio(k, t.bpo.get(tier, w, n, "client-go")),
-                    ratio(k, t.bpo.get(tier, w, n, "client-go-json")),
+                    show(t.bpo.get(tier, w, n, Peer::KubeRs)),
+                    show(t.bpo.get(tier, w, n, Peer::ClientGo)),
+                    show(t.bpo.get(tier, w, n, Peer::ClientGoJson)),
+                    ratio(k, t.bpo.get(tier, w, n, Peer::ClientGo)),
+                    ratio(k, t.bpo.get(tier, w, n, Peer::ClientGoJson)),
                 );
             }
         }
@@ -404,29 +412,29 @@ fn w3_table(md: &mut String, t: &Tables, results: &[PeerReport]) {
     md.push_str("Embedded: every pod changed while watches were paused, done when N updates reached both handlers. Real (no watch cache, connections cut by a proxy after a compaction): unchanged pods, done when the library reports a list at or after the compaction.\n\n");
     md.push_str("| tier | N | kinformer | kube-rs | client-go (protobuf) | client-go (JSON) | kinformer / client-go (protobuf) | kinformer peak/steady | kube-rs peak/steady | client-go peak/steady |\n|---|---|---|---|---|---|---|---|---|---|\n");
     for tier in TIERS {
-        for n in sizes_of(results, tier, "w3") {
-            let pr = |p: &str| {
+        for n in sizes_of(results, tier, Workload::W3) {
+            let pr = |p: Peer| {
                 ratio(
-                    t.relist_peak.get(tier, "w3", n, p),
-                    t.steady.get(tier, "w3", n, p),
+                    t.relist_peak.get(tier, Workload::W3, n, p),
+                    t.steady.get(tier, Workload::W3, n, p),
                 )
             };
-            let g = |p: &str| t.relist.get(tier, "w3", n, p);
-            let cg_peak = if tier == "real" {
-                pr("client-go")
+            let g = |p: Peer| t.relist.get(tier, Workload::W3, n, p);
+            let cg_peak = if tier == Tier::Real {
+                pr(Peer::ClientGo)
             } else {
-                pr("client-go-json")
+                pr(Peer::ClientGoJson)
             };
             let _ = writeln!(
                 md,
                 "| {tier} | {n} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                show(g("kinformer")),
-                show(g("kube-rs")),
-                show(g("client-go")),
-                show(g("client-go-json")),
-                ratio(g("kinformer"), g("client-go")),
-                pr("kinformer"),
-                pr("kube-rs"),
+                show(g(Peer::Kinformer)),
+                show(g(Peer::KubeRs)),
+                show(g(Peer::ClientGo)),
+                show(g(Peer::ClientGoJson)),
+                ratio(g(Peer::Kinformer), g(Peer::ClientGo)),
+                pr(Peer::Kinformer),
+                pr(Peer::KubeRs),
                 cg_peak,
             );
         }
@@ -443,23 +451,23 @@ fn w2_table(md: &mut String, t: &Tables, opts: &ReportOptions, notes: &Notes) {
     md.push_str("| tier | peer | events/s | p50 latency (µs) | p99 latency (µs) | events/s ÷ floor | p50 ÷ floor p50 |\n|---|---|---|---|---|---|---|\n");
     for tier in TIERS {
         let n = W2_PODS;
-        let floor_eps = t.eps.get(tier, "w2", n, "floor-watch");
-        let floor_p50 = t.p50.get(tier, "w2", n, "floor-watch");
+        let floor_eps = t.eps.get(tier, Workload::W2, n, Peer::FloorWatch);
+        let floor_p50 = t.p50.get(tier, Workload::W2, n, Peer::FloorWatch);
         for p in INFORMERS
-            .iter()
-            .chain(["kinformer-delta-fifo", "floor-watch"].iter())
+            .into_iter()
+            .chain([Peer::KinformerDeltaFifo, Peer::FloorWatch])
         {
-            let eps = t.eps.get(tier, "w2", n, p);
+            let eps = t.eps.get(tier, Workload::W2, n, p);
             if eps.is_none() {
                 continue;
             }
-            let p50 = t.p50.get(tier, "w2", n, p);
+            let p50 = t.p50.get(tier, Workload::W2, n, p);
             let _ = writeln!(
                 md,
                 "| {tier} | {p} | {} | {} | {} | {} | {} |",
                 show(eps),
                 show(p50),
-                show(t.p99.get(tier, "w2", n, p)),
+                show(t.p99.get(tier, Workload::W2, n, p)),
                 ratio(eps, floor_eps),
                 ratio(p50, floor_p50),
             );
@@ -483,7 +491,7 @@ fn chart(
     unit: &str,
     m: &Medians,
     floor: Option<&Medians>,
-    (tier, w): (&str, &str),
+    (tier, w): (Tier, Workload),
     sizes: &[u64],
 ) -> Result<(), ReportError> {
     if sizes.is_empty() {
@@ -493,10 +501,10 @@ fn chart(
         .iter()
         .map(|&n| {
             let mut bars: Vec<(String, f64)> = INFORMERS
-                .iter()
+                .into_iter()
                 .filter_map(|p| m.get(tier, w, n, p).map(|v| (p.to_string(), v)))
                 .collect();
-            if w == "w1"
+            if w == Workload::W1
                 && let Some((v, _)) = floor.and_then(|f| f.floor(tier, n))
             {
                 bars.insert(0, ("floor".into(), v));
@@ -549,15 +557,15 @@ pub fn write_report(
     }
     let mut charts = Vec::new();
     for tier in TIERS {
-        let w1 = sizes_of(results, tier, "w1");
-        let w3 = sizes_of(results, tier, "w3");
+        let w1 = sizes_of(results, tier, Workload::W1);
+        let w3 = sizes_of(results, tier, Workload::W3);
         let specs = [
             (
                 "w1-sync",
                 "W1 initial sync",
                 "ms, lower is better",
                 &t.sync,
-                "w1",
+                Workload::W1,
                 &w1,
             ),
             (
@@ -565,7 +573,7 @@ pub fn write_report(
                 "W1 peak RSS",
                 "MiB, lower is better",
                 &t.peak,
-                "w1",
+                Workload::W1,
                 &w1,
             ),
             (
@@ -573,7 +581,7 @@ pub fn write_report(
                 "W4 memory per pod",
                 "bytes, lower is better",
                 &t.bpo,
-                "w1",
+                Workload::W1,
                 &w1,
             ),
             (
@@ -581,7 +589,7 @@ pub fn write_report(
                 "W3 relist after 410",
                 "ms, lower is better",
                 &t.relist,
-                "w3",
+                Workload::W3,
                 &w3,
             ),
         ];

@@ -24,7 +24,7 @@ use serde_json::json;
 
 use crate::control::{TS_ANNOTATION, now_nanos};
 use crate::report::{ReportError, Tier, start_server};
-use crate::result::{PeerReport, slope};
+use crate::result::{Peer, PeerReport, Workload, slope};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -49,7 +49,7 @@ pub struct SoakOptions {
 #[derive(Debug, Clone, Serialize)]
 pub struct SoakResult {
     /// `embedded` or `real`.
-    pub tier: String,
+    pub tier: Tier,
     /// Pods kept on the server.
     pub pods: u64,
     /// Pods on the server at the end.
@@ -181,7 +181,8 @@ pub fn run(opts: &SoakOptions) -> Result<PathBuf, ReportError> {
         };
     let client = rt.block_on(crate::kubeconfig::client(&direct))?;
     let mut peer = Command::new(&exe)
-        .args(["peer", "--peer", "kinformer", "--workload", "w5"])
+        .args(["peer", "--peer", Peer::Kinformer.as_str()])
+        .args(["--workload", Workload::W5.as_str()])
         .arg("--kubeconfig")
         .arg(&kubeconfig)
         .args([
@@ -251,7 +252,7 @@ pub fn run(opts: &SoakOptions) -> Result<PathBuf, ReportError> {
     let warm = warmup(total);
     let (s, med, flat) = assess(&report.rss_samples, warm);
     let result = SoakResult {
-        tier: opts.tier.as_str().into(),
+        tier: opts.tier,
         pods: opts.pods,
         pods_at_end,
         minutes,

@@ -40,7 +40,7 @@ pub enum PeerError {
     List(String),
     /// The peer is not a Rust peer or does not run this workload.
     #[error("{0} does not run {1} here")]
-    Unsupported(&'static str, &'static str),
+    Unsupported(Peer, Workload),
 }
 
 /// What a peer run is told.
@@ -220,9 +220,9 @@ async fn spawned(
 /// See [`PeerError`]; [`PeerError::Unsupported`] for the Go peers (their own binary), a floor
 /// on a workload it has no floor for, and W5 on anything but kinformer.
 pub async fn run(peer: Peer, args: &PeerArgs) -> Result<PeerReport, PeerError> {
-    let unsupported = || PeerError::Unsupported(peer.as_str(), args.workload.as_str());
+    let unsupported = || PeerError::Unsupported(peer, args.workload);
     let client = client(args).await?;
-    let mut report = PeerReport::new(peer.as_str(), args.workload, args.n);
+    let mut report = PeerReport::new(peer, args.workload, args.n);
     report.baseline_rss_kib = rss::current_kib();
     match (peer, args.workload) {
         (Peer::FloorPaged, Workload::W1) => {

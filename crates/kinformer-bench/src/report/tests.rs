@@ -55,10 +55,7 @@ fn peers_per_tier_and_workload() {
 fn peer_output_is_the_last_json_line() {
     let out = "log line\n{\"peer\":\"kinformer\",\"workload\":\"w1\",\"n\":3,\"objects\":3,\"baseline_rss_kib\":1,\"sync_ms\":2.5,\"peak_rss_kib\":null,\"steady_rss_kib\":null,\"bytes_per_object\":null,\"events_per_sec\":null,\"events\":null,\"latency_p50_us\":null,\"latency_p99_us\":null,\"relist_ms\":null,\"relist_peak_rss_kib\":null}\n";
     let r = parse_peer_output(out).unwrap();
-    assert_eq!(
-        (r.peer.as_str(), r.n, r.sync_ms),
-        ("kinformer", 3, Some(2.5))
-    );
+    assert_eq!((r.peer, r.n, r.sync_ms), (Peer::Kinformer, 3, Some(2.5)));
     assert!(parse_peer_output("no json here").is_err());
     assert!(parse_peer_output("{not json").is_err());
 }
@@ -67,17 +64,17 @@ fn peer_output_is_the_last_json_line() {
 fn checkpointed_results_render_into_a_report() {
     let dir = std::env::temp_dir().join(format!("kinformer-bench-render-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let run = |peer: &str, sync: f64| PeerReport {
-        peer: peer.into(),
-        workload: "w1".into(),
-        tier: "embedded".into(),
-        n: 2_000,
+    let run = |peer: Peer, sync: f64| PeerReport {
+        tier: Some(Tier::Embedded),
         objects: 2_000,
         sync_ms: Some(sync),
         bytes_per_object: Some(1_000.0),
-        ..PeerReport::default()
+        ..PeerReport::new(peer, Workload::W1, 2_000)
     };
-    checkpoint(&dir, &[run("kinformer", 90.0), run("kube-rs", 140.0)]);
+    checkpoint(
+        &dir,
+        &[run(Peer::Kinformer, 90.0), run(Peer::KubeRs, 140.0)],
+    );
     let mut opts = ReportOptions::new(true);
     opts.out_dir = dir.join("out");
     let (results, notes) = load_results(&opts, &dir.join("results.partial.json")).unwrap();

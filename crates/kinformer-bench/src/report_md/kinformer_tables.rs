@@ -7,7 +7,7 @@ use super::*;
 pub(super) fn metadata_table(md: &mut String, t: &Tables, results: &[PeerReport]) {
     let any = results
         .iter()
-        .any(|r| r.peer == "kinformer-metadata" || r.peer == "client-go-metadata");
+        .any(|r| r.peer == Peer::KinformerMetadata || r.peer == Peer::ClientGoMetadata);
     if !any {
         return;
     }
@@ -15,21 +15,24 @@ pub(super) fn metadata_table(md: &mut String, t: &Tables, results: &[PeerReport]
     md.push_str("kinformer: `factory.metadata_informer::<Pod>()`; client-go: `metadatainformer` (protobuf on the real server, JSON on the embedded one). Both cache `PartialObjectMetadata` (metadata only, managedFields included unless dropped) with the namespace index and two handlers. Sync in ms, memory in bytes per cached pod; the full kinformer informer's bytes for comparison.\n\n");
     md.push_str("| tier | N | transform | kinformer-metadata sync | client-go-metadata sync | kinformer-metadata B/pod | client-go-metadata B/pod | kinformer (full) B/pod | kinformer-metadata / client-go-metadata (B/pod) |\n|---|---|---|---|---|---|---|---|---|\n");
     for tier in TIERS {
-        for n in sizes_of(results, tier, "w1") {
-            for (w, label) in [("w1", "none"), ("w1t", "drop managedFields")] {
-                let k = t.bpo.get(tier, w, n, "kinformer-metadata");
-                let c = t.bpo.get(tier, w, n, "client-go-metadata");
+        for n in sizes_of(results, tier, Workload::W1) {
+            for (w, label) in [
+                (Workload::W1, "none"),
+                (Workload::W1t, "drop managedFields"),
+            ] {
+                let k = t.bpo.get(tier, w, n, Peer::KinformerMetadata);
+                let c = t.bpo.get(tier, w, n, Peer::ClientGoMetadata);
                 if k.is_none() && c.is_none() {
                     continue;
                 }
                 let _ = writeln!(
                     md,
                     "| {tier} | {n} | {label} | {} | {} | {} | {} | {} | {} |",
-                    show(t.sync.get(tier, w, n, "kinformer-metadata")),
-                    show(t.sync.get(tier, w, n, "client-go-metadata")),
+                    show(t.sync.get(tier, w, n, Peer::KinformerMetadata)),
+                    show(t.sync.get(tier, w, n, Peer::ClientGoMetadata)),
                     show(k),
                     show(c),
-                    show(t.bpo.get(tier, w, n, "kinformer")),
+                    show(t.bpo.get(tier, w, n, Peer::Kinformer)),
                     ratio(k, c),
                 );
             }
@@ -40,7 +43,7 @@ pub(super) fn metadata_table(md: &mut String, t: &Tables, results: &[PeerReport]
 /// kinformer on its two queues: client-go 1.36's RealFifo (the default; batches of up to 1,000
 /// keys applied in one store transaction) and client-go ≤ 1.35's DeltaFifo, on W3 and W2.
 pub(super) fn queue_modes_table(md: &mut String, t: &Tables, results: &[PeerReport]) {
-    if !results.iter().any(|r| r.peer == "kinformer-delta-fifo") {
+    if !results.iter().any(|r| r.peer == Peer::KinformerDeltaFifo) {
         return;
     }
     md.push_str(
@@ -49,9 +52,9 @@ pub(super) fn queue_modes_table(md: &mut String, t: &Tables, results: &[PeerRepo
     md.push_str(
         "| tier | measure | RealFifo | DeltaFifo | RealFifo / DeltaFifo |\n|---|---|---|---|---|\n",
     );
-    let (rf, df) = ("kinformer", "kinformer-delta-fifo");
+    let (rf, df) = (Peer::Kinformer, Peer::KinformerDeltaFifo);
     for tier in TIERS {
-        let mut row = |label: String, m: &Medians, w: &str, n: u64| {
+        let mut row = |label: String, m: &Medians, w: Workload, n: u64| {
             let (a, b) = (m.get(tier, w, n, rf), m.get(tier, w, n, df));
             if a.is_some() || b.is_some() {
                 let _ = writeln!(
@@ -63,17 +66,22 @@ pub(super) fn queue_modes_table(md: &mut String, t: &Tables, results: &[PeerRepo
                 );
             }
         };
-        for n in sizes_of(results, tier, "w3") {
-            row(format!("W3 relist, N = {n} (ms)"), &t.relist, "w3", n);
+        for n in sizes_of(results, tier, Workload::W3) {
+            row(
+                format!("W3 relist, N = {n} (ms)"),
+                &t.relist,
+                Workload::W3,
+                n,
+            );
             row(
                 format!("W3 peak RSS during the relist, N = {n} (MiB)"),
                 &t.relist_peak,
-                "w3",
+                Workload::W3,
                 n,
             );
         }
-        row("W2 events/s".into(), &t.eps, "w2", W2_PODS);
-        row("W2 p50 latency (µs)".into(), &t.p50, "w2", W2_PODS);
-        row("W2 p99 latency (µs)".into(), &t.p99, "w2", W2_PODS);
+        row("W2 events/s".into(), &t.eps, Workload::W2, W2_PODS);
+        row("W2 p50 latency (µs)".into(), &t.p50, Workload::W2, W2_PODS);
+        row("W2 p99 latency (µs)".into(), &t.p99, Workload::W2, W2_PODS);
     }
 }
