@@ -1,5 +1,6 @@
 //! Unit tests of the report writer.
 
+use super::medians::{Medians, median, ratio, same_round, verdict};
 use super::*;
 
 #[test]
