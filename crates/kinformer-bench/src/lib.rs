@@ -23,6 +23,7 @@
 pub mod control;
 pub mod kubeconfig;
 pub mod peers;
+mod process;
 pub mod proxy;
 pub mod real;
 pub mod report;
@@ -33,4 +34,4 @@ pub mod server;
 pub mod soak;
 pub mod svg;
 
-pub use result::{Peer, PeerReport, Workload};
+pub use result::{Peer, PeerReport, Tier, Workload};

@@ -12,16 +12,15 @@
 //! so noise hits every peer alike), each its own process connecting through a kubeconfig.
 //! Medians go to `report.md` ([`crate::report_md`]), every raw run to `results.json`.
 
-use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::process::{build_go_peer, run_peer, start_server};
 use crate::real::{Harness, RealControl};
-pub use crate::result::Tier;
-use crate::result::{Peer, PeerReport, Workload};
+use crate::result::{Peer, PeerReport, Tier, Workload};
 
 /// Pods on the W2 servers.
 pub const W2_PODS: u64 = 1_000;
@@ -160,121 +159,6 @@ pub enum ReportError {
     Kubeconfig(#[from] crate::kubeconfig::KubeconfigError),
 }
 
-/// A bench server child process; killed on drop.
-pub struct ServerProcess {
-    child: Child,
-    /// Base URL of the API server.
-    pub url: String,
-    /// The control port address.
-    pub control: String,
-}
-
-impl Drop for ServerProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts `kinformer-bench server` (this executable) seeded with `pods` pods.
-///
-/// # Errors
-/// [`ReportError`] when it cannot start or does not print its addresses.
-pub fn start_server(exe: &Path, pods: u64) -> Result<ServerProcess, ReportError> {
-    let mut child = Command::new(exe)
-        .args([
-            "server",
-            "--seed-pods",
-            &pods.to_string(),
-            "--seed-namespaces",
-            "10",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .map_err(|e| ReportError::Io("spawn server".into(), e))?;
-    let stdout = child
-        .stdout
-        .take()
-        .ok_or_else(|| ReportError::Server("no stdout".into()))?;
-    let mut lines = BufReader::new(stdout).lines();
-    let mut url = None;
-    let mut control = None;
-    while url.is_none() || control.is_none() {
-        let Some(Ok(line)) = lines.next() else {
-            return Err(ReportError::Server(
-                "exited before printing its addresses".into(),
-            ));
-        };
-        if let Some(u) = line.strip_prefix("listening on ") {
-            url = Some(u.trim().to_string());
-        } else if let Some(c) = line.strip_prefix("control on ") {
-            control = Some(c.trim().to_string());
-        }
-    }
-    Ok(ServerProcess {
-        child,
-        url: url.unwrap_or_default(),
-        control: control.unwrap_or_default(),
-    })
-}
-
-/// The client-go peer's directory in the source tree.
-pub fn go_peer_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/peers/client-go")
-}
-
-/// Builds the client-go peer (into its gitignored `bin/`); `None` with a message on stderr
-/// when Go is missing or the build fails.
-pub fn build_go_peer() -> Option<PathBuf> {
-    let dir = go_peer_dir();
-    let bin = dir.join("bin/client-go-peer");
-    let status = Command::new("go")
-        .args(["build", "-o", "bin/client-go-peer", "."])
-        .current_dir(&dir)
-        .status();
-    match status {
-        Ok(s) if s.success() => Some(bin),
-        other => {
-            eprintln!("client-go peer not built ({other:?}); it is left out of the report");
-            None
-        }
-    }
-}
-
-/// Parses a peer's stdout: the last line that is a JSON object.
-pub fn parse_peer_output(stdout: &str) -> Result<PeerReport, String> {
-    let line = stdout
-        .lines()
-        .rev()
-        .find(|l| l.trim_start().starts_with('{'))
-        .ok_or("no JSON on stdout")?;
-    serde_json::from_str::<PeerReport>(line).map_err(|e| format!("bad JSON {line:?}: {e}"))
-}
-
-/// Runs one peer process and parses its JSON report.
-fn run_peer(cmd: &mut Command, what: &str) -> Option<PeerReport> {
-    let out = match cmd.stderr(Stdio::inherit()).output() {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("{what}: could not run: {e}");
-            return None;
-        }
-    };
-    if !out.status.success() {
-        eprintln!("{what}: exited with {}", out.status);
-        return None;
-    }
-    match parse_peer_output(&String::from_utf8_lossy(&out.stdout)) {
-        Ok(r) => Some(r),
-        Err(e) => {
-            eprintln!("{what}: {e}");
-            None
-        }
-    }
-}
-
 /// Where the peers of one server connect.
 #[derive(Debug, Clone)]
 pub struct Endpoint {
@@ -376,12 +260,7 @@ impl Runner<'_> {
         n: u64,
         label: &str,
     ) -> Option<PeerReport> {
-        let what = format!(
-            "{} {} {} n={n} {label}",
-            tier.as_str(),
-            peer.as_str(),
-            w.as_str()
-        );
+        let what = format!("{tier} {peer} {w} n={n} {label}");
         eprintln!("running {what}");
         let report = run_peer(&mut self.command(tier, peer, w, at, n), &what);
         if w == Workload::W2 {
@@ -453,7 +332,7 @@ fn run_embedded(runner: &Runner<'_>, results: &mut Vec<PeerReport>) -> Result<()
             break;
         }
         let server = start_server(&runner.exe, n)?;
-        let kubeconfig = out.join(format!("kubeconfig-embedded-{n}"));
+        let kubeconfig = out.join(format!("kubeconfig-{}-{n}", Tier::Embedded));
         crate::kubeconfig::write_plain(&kubeconfig, &server.url)?;
         let at = Endpoint {
             kubeconfig,
@@ -463,7 +342,7 @@ fn run_embedded(runner: &Runner<'_>, results: &mut Vec<PeerReport>) -> Result<()
     }
     if opts.workloads.contains(&Workload::W2) {
         let server = start_server(&runner.exe, W2_PODS)?;
-        let kubeconfig = out.join("kubeconfig-embedded-w2");
+        let kubeconfig = out.join(format!("kubeconfig-{}-{}", Tier::Embedded, Workload::W2));
         crate::kubeconfig::write_plain(&kubeconfig, &server.url)?;
         let at = Endpoint {
             kubeconfig,
@@ -505,7 +384,7 @@ fn real_instance(
         let proxy = rt
             .block_on(crate::proxy::Proxy::start(harness.server))
             .map_err(|e| ReportError::Io("proxy".into(), e))?;
-        let kc = out.join(format!("kubeconfig-real-{name}-proxy"));
+        let kc = out.join(format!("kubeconfig-{}-{name}-proxy", Tier::Real));
         crate::kubeconfig::rewrite_server(
             &harness.kubeconfig,
             &kc,
@@ -550,7 +429,8 @@ fn run_real(
         }
     }
     if opts.workloads.contains(&Workload::W2) {
-        let (_harness, at, control) = real_instance(rt, "w2", true, W2_PODS, false, out)?;
+        let (_harness, at, control) =
+            real_instance(rt, Workload::W2.as_str(), true, W2_PODS, false, out)?;
         for round in 0..opts.runs {
             let mut order = runner
                 .opts
@@ -558,7 +438,7 @@ fn run_real(
             let len = order.len();
             order.rotate_left(round % len.max(1));
             for peer in order {
-                let what = format!("real {} w2 run {}", peer.as_str(), round + 1);
+                let what = format!("{} {peer} {} run {}", Tier::Real, Workload::W2, round + 1);
                 eprintln!("running {what}");
                 *control.last_write_rate.lock() = None;
                 if let Some(mut r) = run_peer(

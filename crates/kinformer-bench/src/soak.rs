@@ -23,8 +23,9 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::control::{TS_ANNOTATION, now_nanos};
-use crate::report::{ReportError, Tier, start_server};
-use crate::result::{Peer, PeerReport, Workload, slope};
+use crate::process::{parse_peer_output, start_server};
+use crate::report::ReportError;
+use crate::result::{Peer, PeerReport, Tier, Workload, slope};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -233,7 +234,7 @@ pub fn run(opts: &SoakOptions) -> Result<PathBuf, ReportError> {
         .collect::<Vec<_>>()
         .join("\n");
     let _ = peer.wait();
-    let report = crate::report::parse_peer_output(&text).map_err(ReportError::Server)?;
+    let report = parse_peer_output(&text).map_err(ReportError::Server)?;
     // An injected failure may still be pending for the next list: try a few times.
     let pods_at_end = rt
         .block_on(async {

@@ -52,15 +52,6 @@ fn peers_per_tier_and_workload() {
 }
 
 #[test]
-fn peer_output_is_the_last_json_line() {
-    let out = "log line\n{\"peer\":\"kinformer\",\"workload\":\"w1\",\"n\":3,\"objects\":3,\"baseline_rss_kib\":1,\"sync_ms\":2.5,\"peak_rss_kib\":null,\"steady_rss_kib\":null,\"bytes_per_object\":null,\"events_per_sec\":null,\"events\":null,\"latency_p50_us\":null,\"latency_p99_us\":null,\"relist_ms\":null,\"relist_peak_rss_kib\":null}\n";
-    let r = parse_peer_output(out).unwrap();
-    assert_eq!((r.peer, r.n, r.sync_ms), (Peer::Kinformer, 3, Some(2.5)));
-    assert!(parse_peer_output("no json here").is_err());
-    assert!(parse_peer_output("{not json").is_err());
-}
-
-#[test]
 fn checkpointed_results_render_into_a_report() {
     let dir = std::env::temp_dir().join(format!("kinformer-bench-render-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
