@@ -2,7 +2,7 @@
 //!
 //! Commands (the same for every peer, so the Go peer speaks it too):
 //!
-//! * `relist` — pauses watch delivery, touches every pod (sets [`TS_ANNOTATION`]; the watchers
+//! * `relist` — pauses watch delivery, touches every pod (sets `kinformer.bench/ts`; the watchers
 //!   never see these events), compacts the history up to the current revision, drops every
 //!   watch and resumes delivery: each informer's re-watch from its last resourceVersion gets
 //!   410 Gone and relists, and the relist brings N changed objects, so every informer (client-go
@@ -10,7 +10,7 @@
 //!   Replies `ok` once the watches are dropped.
 //! * `update COUNT` — starts COUNT pod updates, round-robin over the seeded pods, written as
 //!   fast as the storage takes them on a background thread. Each update sets the annotation
-//!   [`TS_ANNOTATION`] to the wall-clock write time in nanoseconds since the Unix epoch. The
+//!   `kinformer.bench/ts` to the wall-clock write time in nanoseconds since the Unix epoch. The
 //!   writes go in at the storage layer ([`RunningServer::put_stored`], as a write straight
 //!   into etcd would), from JSON pre-serialized per pod with only the resourceVersion and the
 //!   timestamp spliced in: the API server's update handler (parse, merge, checks) would
@@ -24,7 +24,7 @@
 //! * `fail CODE COUNT` — the next COUNT list and watch requests for pods fail with HTTP CODE.
 //!
 //! Anything else replies `error: ...`. The real tier serves the same port from the
-//! orchestrator with its own commands ([`crate::real`]).
+//! orchestrator with its own commands (`real.rs`).
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
@@ -36,10 +36,10 @@ use kinformer_apiserver::{FailureRule, Verb};
 use serde_json::Value;
 
 /// Annotation carrying the server's write time (ns since the Unix epoch) in W2 updates.
-pub const TS_ANNOTATION: &str = "kinformer.bench/ts";
+pub(crate) const TS_ANNOTATION: &str = "kinformer.bench/ts";
 
 /// Nanoseconds since the Unix epoch, now.
-pub fn now_nanos() -> u128 {
+pub(crate) fn now_nanos() -> u128 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos())
@@ -50,7 +50,7 @@ pub fn now_nanos() -> u128 {
 ///
 /// # Errors
 /// Connection or I/O errors.
-pub fn send(addr: &str, command: &str) -> std::io::Result<String> {
+pub(crate) fn send(addr: &str, command: &str) -> std::io::Result<String> {
     let mut stream = TcpStream::connect(addr)?;
     stream.write_all(command.as_bytes())?;
     stream.write_all(b"\n")?;
@@ -67,7 +67,7 @@ pub fn serve(listener: TcpListener, server: Arc<RunningServer>) {
 
 /// Serves the control port on `listener`, answering each command line with `handle`, until
 /// the listener fails. Blocking: run it on its own thread.
-pub fn serve_with(listener: TcpListener, handle: impl Fn(&str) -> String) {
+pub(crate) fn serve_with(listener: TcpListener, handle: impl Fn(&str) -> String) {
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };
         let mut line = String::new();

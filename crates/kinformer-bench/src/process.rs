@@ -10,7 +10,7 @@ use crate::report::ReportError;
 use crate::result::PeerReport;
 
 /// A bench server child process; killed on drop.
-pub struct ServerProcess {
+pub(crate) struct ServerProcess {
     child: Child,
     /// Base URL of the API server.
     pub url: String,
@@ -29,7 +29,7 @@ impl Drop for ServerProcess {
 ///
 /// # Errors
 /// [`ReportError`] when it cannot start or does not print its addresses.
-pub fn start_server(exe: &Path, pods: u64) -> Result<ServerProcess, ReportError> {
+pub(crate) fn start_server(exe: &Path, pods: u64) -> Result<ServerProcess, ReportError> {
     let mut child = Command::new(exe)
         .args([
             "server",
@@ -70,13 +70,13 @@ pub fn start_server(exe: &Path, pods: u64) -> Result<ServerProcess, ReportError>
 }
 
 /// The client-go peer's directory in the source tree.
-pub fn go_peer_dir() -> PathBuf {
+pub(crate) fn go_peer_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/peers/client-go")
 }
 
 /// Builds the client-go peer (into its gitignored `bin/`); `None` with a message on stderr
 /// when Go is missing or the build fails.
-pub fn build_go_peer() -> Option<PathBuf> {
+pub(crate) fn build_go_peer() -> Option<PathBuf> {
     let dir = go_peer_dir();
     let bin = dir.join("bin/client-go-peer");
     let status = Command::new("go")
@@ -93,7 +93,7 @@ pub fn build_go_peer() -> Option<PathBuf> {
 }
 
 /// Parses a peer's stdout: the last line that is a JSON object.
-pub fn parse_peer_output(stdout: &str) -> Result<PeerReport, String> {
+pub(crate) fn parse_peer_output(stdout: &str) -> Result<PeerReport, String> {
     let line = stdout
         .lines()
         .rev()

@@ -2,15 +2,17 @@
 //!
 //! * **Embedded** (fast, reproducible; the only tier of `--quick`): per size N one bench
 //!   server process ([`crate::server`]) seeded with N pods; W2 on its own server with
-//!   [`W2_PODS`] pods.
-//! * **Real**: kube-apiserver v1.35.4 started by the e2e harness ([`crate::real`]), pods
-//!   created through the API. W1 and W1t on an instance with the watch cache (as clusters
-//!   run); W3 on one without it behind a [`crate::proxy::Proxy`] (where a compaction forces
-//!   410 at once); W2 on a third with [`W2_PODS`] pods.
+//!   `W2_PODS` (1,000) pods.
+//! * **Real**: kube-apiserver v1.35.4 started by the e2e harness (`real.rs`), pods created
+//!   through the API. W1 and W1t on an instance with the watch cache (as clusters run); W3 on
+//!   one without it behind a cutting proxy (`proxy.rs`; where a compaction forces 410 at
+//!   once); W2 on a third with `W2_PODS` pods.
 //!
 //! Every peer runs `runs` times per workload, interleaved (round r starts with peer r mod P,
 //! so noise hits every peer alike), each its own process connecting through a kubeconfig.
-//! Medians go to `report.md` ([`crate::report_md`]), every raw run to `results.json`.
+//! Medians go to `report.md` ([`crate::report_md`]), every raw run to `results.json`. The child
+//! processes themselves (starting a bench server, building the client-go peer, running a peer
+//! and reading its JSON line) are `process.rs`'s.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -23,13 +25,13 @@ use crate::real::{Harness, RealControl};
 use crate::result::{Peer, PeerReport, Tier, Workload};
 
 /// Pods on the W2 servers.
-pub const W2_PODS: u64 = 1_000;
+pub(crate) const W2_PODS: u64 = 1_000;
 
 impl Tier {
     /// The informer peers run on this tier (each on the workloads it [runs](Peer::runs)).
     /// Both servers speak protobuf for built-in kinds, so client-go and kinformer run both
     /// ways on both tiers.
-    pub fn informer_peers(self) -> &'static [Peer] {
+    pub(crate) fn informer_peers(self) -> &'static [Peer] {
         match self {
             Tier::Embedded => &[
                 Peer::Kinformer,
@@ -60,7 +62,7 @@ impl Tier {
 }
 
 /// The peers of one workload on one tier: the informers, plus the workload's floors.
-pub fn peers_for(tier: Tier, workload: Workload, with_go: bool) -> Vec<Peer> {
+pub(crate) fn peers_for(tier: Tier, workload: Workload, with_go: bool) -> Vec<Peer> {
     let mut peers: Vec<Peer> = tier
         .informer_peers()
         .iter()
@@ -161,7 +163,7 @@ pub enum ReportError {
 
 /// Where the peers of one server connect.
 #[derive(Debug, Clone)]
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     /// The kubeconfig.
     pub kubeconfig: PathBuf,
     /// The control port.
@@ -463,7 +465,8 @@ fn run_real(
 }
 
 mod render;
-pub use render::{checkpoint, load_results};
+pub(crate) use render::checkpoint;
+pub use render::load_results;
 
 #[cfg(test)]
 mod tests;

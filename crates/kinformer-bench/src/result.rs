@@ -314,7 +314,7 @@ impl PeerReport {
 }
 
 /// Percentile (0..=100) of sorted values by nearest rank; `None` when empty.
-pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
+pub(crate) fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
     if sorted.is_empty() {
         return None;
     }
@@ -324,7 +324,7 @@ pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
 
 /// Least-squares slope of `(x, y)` points, `y` units per `x` unit; `None` with fewer than two
 /// distinct `x`.
-pub fn slope(points: &[(f64, f64)]) -> Option<f64> {
+pub(crate) fn slope(points: &[(f64, f64)]) -> Option<f64> {
     if points.len() < 2 {
         return None;
     }

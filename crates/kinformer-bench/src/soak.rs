@@ -48,7 +48,7 @@ pub struct SoakOptions {
 
 /// The verdict written to `soak.json`.
 #[derive(Debug, Clone, Serialize)]
-pub struct SoakResult {
+pub(crate) struct SoakResult {
     /// `embedded` or `real`.
     pub tier: Tier,
     /// Pods kept on the server.
@@ -78,12 +78,12 @@ pub struct SoakResult {
 }
 
 /// Warm-up: the first fifth of the run, at least one minute unless the run is shorter.
-pub fn warmup(total_secs: f64) -> f64 {
+pub(crate) fn warmup(total_secs: f64) -> f64 {
     (total_secs / 5.0).max(60.0_f64.min(total_secs / 2.0))
 }
 
 /// Slope (KiB/min), median and flatness of the samples after `warmup_secs`.
-pub fn assess(samples: &[(f64, u64)], warmup_secs: f64) -> (Option<f64>, Option<f64>, bool) {
+pub(crate) fn assess(samples: &[(f64, u64)], warmup_secs: f64) -> (Option<f64>, Option<f64>, bool) {
     let after: Vec<(f64, f64)> = samples
         .iter()
         .filter(|(t, _)| *t >= warmup_secs)
@@ -103,7 +103,7 @@ pub fn assess(samples: &[(f64, u64)], warmup_secs: f64) -> (Option<f64>, Option<
 }
 
 /// Slope (KiB/min) over the last third of the samples.
-pub fn tail_slope(samples: &[(f64, u64)]) -> Option<f64> {
+pub(crate) fn tail_slope(samples: &[(f64, u64)]) -> Option<f64> {
     let tail: Vec<(f64, f64)> = samples[samples.len() - samples.len() / 3..]
         .iter()
         .map(|(t, kib)| (*t / 60.0, *kib as f64))
