@@ -11,7 +11,7 @@
 //! * `update COUNT` — starts COUNT pod updates, round-robin over the seeded pods, written as
 //!   fast as the storage takes them on a background thread. Each update sets the annotation
 //!   `kinformer.bench/ts` to the wall-clock write time in nanoseconds since the Unix epoch. The
-//!   writes go in at the storage layer ([`RunningServer::put_stored`], as a write straight
+//!   writes go in at the storage layer ([`RunningServer::put_encoded`], as a write straight
 //!   into etcd would), from JSON pre-serialized per pod with only the resourceVersion and the
 //!   timestamp spliced in: the API server's update handler (parse, merge, checks) would
 //!   otherwise cap the rate below what the informers can take, and W2 would measure the
@@ -143,7 +143,9 @@ fn handle(command: &str, server: &Arc<RunningServer>) -> String {
 const RV_MARK: &str = "KINFORMER_BENCH_RV_PLACEHOLDER";
 const TS_MARK: &str = "KINFORMER_BENCH_TS_PLACEHOLDER";
 
-/// One pod's JSON pre-serialized around its two changing values.
+/// One pod's JSON pre-serialized around its two changing values. `serde_json` writes a
+/// `Value`'s keys in order, so a pod's JSON starts with `apiVersion` and `kind`, as the server
+/// keeps it ([`RunningServer::put_encoded`] refuses JSON that does not).
 struct Template {
     namespace: String,
     name: String,
@@ -151,7 +153,6 @@ struct Template {
     /// are the resourceVersion and the timestamp in the order they appear (`rv_first`).
     pieces: [Vec<u8>; 3],
     rv_first: bool,
-    type_len: usize,
 }
 
 impl Template {
@@ -172,7 +173,7 @@ impl Template {
         if let Some(ann) = ann.as_object_mut() {
             ann.insert(TS_ANNOTATION.into(), Value::String(TS_MARK.into()));
         }
-        let (bytes, type_len) = kinformer_apiserver::encode_typed(&obj);
+        let bytes = serde_json::to_vec(&obj).map_err(|e| e.to_string())?;
         let find = |mark: &str| {
             bytes
                 .windows(mark.len())
@@ -205,7 +206,6 @@ impl Template {
                 bytes[b + b_len..].to_vec(),
             ],
             rv_first,
-            type_len,
         })
     }
 
@@ -230,12 +230,8 @@ impl Template {
     /// Writes the pod at the storage layer with [`TS_ANNOTATION`] set to now.
     fn write(&self, server: &RunningServer) -> Result<(), String> {
         server
-            .put_stored("pods", Some(&self.namespace), &self.name, |current, rev| {
-                Ok(kinformer_apiserver::StoredObject {
-                    bytes: bytes::Bytes::from(self.render(rev)),
-                    type_len: self.type_len,
-                    ..current.clone()
-                })
+            .put_encoded("pods", Some(&self.namespace), &self.name, |rev| {
+                self.render(rev)
             })
             .map(|_| ())
             .map_err(|e| e.to_string())
