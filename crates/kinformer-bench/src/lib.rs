@@ -23,6 +23,7 @@
 #![warn(unreachable_pub)]
 
 pub mod control;
+mod error;
 pub mod kubeconfig;
 pub mod peers;
 mod process;

@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use crate::report::ReportError;
+use crate::error::ReportError;
 use crate::result::PeerReport;
 
 /// A bench server child process; killed on drop.

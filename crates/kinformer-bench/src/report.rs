@@ -20,6 +20,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use crate::error::ReportError;
 use crate::process::{build_go_peer, run_peer, start_server};
 use crate::real::{Harness, RealControl};
 use crate::result::{Peer, PeerReport, Tier, Workload};
@@ -142,23 +143,6 @@ impl ReportOptions {
             peers: None,
         }
     }
-}
-
-/// Why the report could not be made.
-#[derive(Debug, thiserror::Error)]
-pub enum ReportError {
-    /// A process could not be started or talked to.
-    #[error("{0}: {1}")]
-    Io(String, std::io::Error),
-    /// The server did not print its addresses.
-    #[error("bench server did not start: {0}")]
-    Server(String),
-    /// The real tier failed.
-    #[error(transparent)]
-    Real(#[from] crate::real::RealError),
-    /// A kubeconfig could not be written.
-    #[error(transparent)]
-    Kubeconfig(#[from] crate::kubeconfig::KubeconfigError),
 }
 
 /// Where the peers of one server connect.

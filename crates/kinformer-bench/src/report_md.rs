@@ -10,7 +10,8 @@
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
-use crate::report::{Notes, ReportError, ReportOptions};
+use crate::error::ReportError;
+use crate::report::{Notes, ReportOptions};
 use crate::result::{Peer, PeerReport, Tier, Workload};
 use crate::svg::{bar_chart, fmt_num};
 

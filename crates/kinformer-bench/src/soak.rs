@@ -23,8 +23,8 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::control::{TS_ANNOTATION, now_nanos};
+use crate::error::ReportError;
 use crate::process::{parse_peer_output, start_server};
-use crate::report::ReportError;
 use crate::result::{Peer, PeerReport, Tier, Workload, slope};
 
 /// What to run.
