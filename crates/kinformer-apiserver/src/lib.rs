@@ -10,8 +10,8 @@
 //!
 //! - **Storage**: an MVCC store with one global revision (the resourceVersion), per-object
 //!   uid/creationTimestamp/generation, an event history with compaction ([`HistoryConfig`]);
-//!   objects are kept as pre-serialized JSON ([`StoredObject`]) so LIST and WATCH serve bytes
-//!   without re-encoding.
+//!   objects are kept as pre-serialized JSON so LIST and WATCH serve bytes without
+//!   re-encoding.
 //! - **Resources**: every listable kind of k8s-openapi's stable API versions, described from
 //!   the types, with `/status` and `/scale`; the access and token reviews; custom resources
 //!   from CustomResourceDefinitions created over the API (schema pruning, defaults,
@@ -75,4 +75,4 @@ pub use faults::{FailureRule, Faults, Verb};
 pub use resource::{ResourceInfo, ScaleInfo, Scope};
 pub use server::{ObjectState, RunningServer, ServerState, StartError, start};
 pub use status::ApiError;
-pub use store::{HistoryConfig, ProtoCache, StoredObject, encode_typed};
+pub use store::HistoryConfig;

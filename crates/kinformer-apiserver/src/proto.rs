@@ -6,7 +6,7 @@
 //! one is 415 and their responses are JSON, as kube-apiserver answers.
 //!
 //! Each stored object version's message is encoded once, on first use by a protobuf client, and
-//! kept beside its JSON ([`crate::store::ProtoCache`]).
+//! kept beside its JSON ([`StoredObject::proto`](crate::store::StoredObject::proto)).
 
 use bytes::Bytes;
 use kinformer_proto::{Envelope, MessageRef, ProtoError};

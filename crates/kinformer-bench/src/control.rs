@@ -2,7 +2,7 @@
 //!
 //! Commands (the same for every peer, so the Go peer speaks it too):
 //!
-//! * `relist` — pauses watch delivery, touches every pod (sets [`TS_ANNOTATION`]; the watchers
+//! * `relist` — pauses watch delivery, touches every pod (sets `kinformer.bench/ts`; the watchers
 //!   never see these events), compacts the history up to the current revision, drops every
 //!   watch and resumes delivery: each informer's re-watch from its last resourceVersion gets
 //!   410 Gone and relists, and the relist brings N changed objects, so every informer (client-go
@@ -10,8 +10,8 @@
 //!   Replies `ok` once the watches are dropped.
 //! * `update COUNT` — starts COUNT pod updates, round-robin over the seeded pods, written as
 //!   fast as the storage takes them on a background thread. Each update sets the annotation
-//!   [`TS_ANNOTATION`] to the wall-clock write time in nanoseconds since the Unix epoch. The
-//!   writes go in at the storage layer ([`RunningServer::put_stored`], as a write straight
+//!   `kinformer.bench/ts` to the wall-clock write time in nanoseconds since the Unix epoch. The
+//!   writes go in at the storage layer ([`RunningServer::put_encoded`], as a write straight
 //!   into etcd would), from JSON pre-serialized per pod with only the resourceVersion and the
 //!   timestamp spliced in: the API server's update handler (parse, merge, checks) would
 //!   otherwise cap the rate below what the informers can take, and W2 would measure the
@@ -24,7 +24,7 @@
 //! * `fail CODE COUNT` — the next COUNT list and watch requests for pods fail with HTTP CODE.
 //!
 //! Anything else replies `error: ...`. The real tier serves the same port from the
-//! orchestrator with its own commands ([`crate::real`]).
+//! orchestrator with its own commands (`real.rs`).
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
@@ -36,10 +36,10 @@ use kinformer_apiserver::{FailureRule, Verb};
 use serde_json::Value;
 
 /// Annotation carrying the server's write time (ns since the Unix epoch) in W2 updates.
-pub const TS_ANNOTATION: &str = "kinformer.bench/ts";
+pub(crate) const TS_ANNOTATION: &str = "kinformer.bench/ts";
 
 /// Nanoseconds since the Unix epoch, now.
-pub fn now_nanos() -> u128 {
+pub(crate) fn now_nanos() -> u128 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos())
@@ -50,7 +50,7 @@ pub fn now_nanos() -> u128 {
 ///
 /// # Errors
 /// Connection or I/O errors.
-pub fn send(addr: &str, command: &str) -> std::io::Result<String> {
+pub(crate) fn send(addr: &str, command: &str) -> std::io::Result<String> {
     let mut stream = TcpStream::connect(addr)?;
     stream.write_all(command.as_bytes())?;
     stream.write_all(b"\n")?;
@@ -67,7 +67,7 @@ pub fn serve(listener: TcpListener, server: Arc<RunningServer>) {
 
 /// Serves the control port on `listener`, answering each command line with `handle`, until
 /// the listener fails. Blocking: run it on its own thread.
-pub fn serve_with(listener: TcpListener, handle: impl Fn(&str) -> String) {
+pub(crate) fn serve_with(listener: TcpListener, handle: impl Fn(&str) -> String) {
     for stream in listener.incoming() {
         let Ok(stream) = stream else { continue };
         let mut line = String::new();
@@ -143,7 +143,9 @@ fn handle(command: &str, server: &Arc<RunningServer>) -> String {
 const RV_MARK: &str = "KINFORMER_BENCH_RV_PLACEHOLDER";
 const TS_MARK: &str = "KINFORMER_BENCH_TS_PLACEHOLDER";
 
-/// One pod's JSON pre-serialized around its two changing values.
+/// One pod's JSON pre-serialized around its two changing values. `serde_json` writes a
+/// `Value`'s keys in order, so a pod's JSON starts with `apiVersion` and `kind`, as the server
+/// keeps it ([`RunningServer::put_encoded`] refuses JSON that does not).
 struct Template {
     namespace: String,
     name: String,
@@ -151,7 +153,6 @@ struct Template {
     /// are the resourceVersion and the timestamp in the order they appear (`rv_first`).
     pieces: [Vec<u8>; 3],
     rv_first: bool,
-    type_len: usize,
 }
 
 impl Template {
@@ -172,7 +173,7 @@ impl Template {
         if let Some(ann) = ann.as_object_mut() {
             ann.insert(TS_ANNOTATION.into(), Value::String(TS_MARK.into()));
         }
-        let (bytes, type_len) = kinformer_apiserver::encode_typed(&obj);
+        let bytes = serde_json::to_vec(&obj).map_err(|e| e.to_string())?;
         let find = |mark: &str| {
             bytes
                 .windows(mark.len())
@@ -205,7 +206,6 @@ impl Template {
                 bytes[b + b_len..].to_vec(),
             ],
             rv_first,
-            type_len,
         })
     }
 
@@ -230,12 +230,8 @@ impl Template {
     /// Writes the pod at the storage layer with [`TS_ANNOTATION`] set to now.
     fn write(&self, server: &RunningServer) -> Result<(), String> {
         server
-            .put_stored("pods", Some(&self.namespace), &self.name, |current, rev| {
-                Ok(kinformer_apiserver::StoredObject {
-                    bytes: bytes::Bytes::from(self.render(rev)),
-                    type_len: self.type_len,
-                    ..current.clone()
-                })
+            .put_encoded("pods", Some(&self.namespace), &self.name, |rev| {
+                self.render(rev)
             })
             .map(|_| ())
             .map_err(|e| e.to_string())

@@ -25,7 +25,7 @@ pub enum KubeconfigError {
 
 /// The text of a kubeconfig for `server` without credentials (the embedded server in plain
 /// HTTP, as the bench starts it).
-pub fn plain_kubeconfig(server: &str) -> String {
+pub(crate) fn plain_kubeconfig(server: &str) -> String {
     format!(
         "apiVersion: v1\nkind: Config\nclusters:\n- name: bench\n  cluster:\n    server: {server}\n\
          users:\n- name: bench\n  user: {{}}\ncontexts:\n- name: bench\n  context:\n    cluster: bench\n    user: bench\n\
@@ -33,7 +33,7 @@ pub fn plain_kubeconfig(server: &str) -> String {
     )
 }
 
-/// Writes [`plain_kubeconfig`] for `server` to `path`.
+/// Writes a kubeconfig for `server` (plain HTTP, no credentials) to `path`.
 ///
 /// # Errors
 /// [`KubeconfigError::Write`].
@@ -48,7 +48,7 @@ pub fn write_plain(path: &Path, server: &str) -> Result<(), KubeconfigError> {
 ///
 /// # Errors
 /// [`KubeconfigError`] when reading or writing fails.
-pub fn rewrite_server(from: &Path, to: &Path, server: &str) -> Result<(), KubeconfigError> {
+pub(crate) fn rewrite_server(from: &Path, to: &Path, server: &str) -> Result<(), KubeconfigError> {
     let text = std::fs::read_to_string(from).map_err(|e| KubeconfigError::Read {
         path: from.display().to_string(),
         message: e.to_string(),
@@ -68,7 +68,7 @@ pub fn rewrite_server(from: &Path, to: &Path, server: &str) -> Result<(), Kubeco
 ///
 /// # Errors
 /// [`KubeconfigError::Read`] when the file is missing or not a kubeconfig.
-pub async fn config(path: &Path) -> Result<kube::Config, KubeconfigError> {
+pub(crate) async fn config(path: &Path) -> Result<kube::Config, KubeconfigError> {
     let read = |message: String| KubeconfigError::Read {
         path: path.display().to_string(),
         message,
@@ -86,7 +86,7 @@ pub async fn config(path: &Path) -> Result<kube::Config, KubeconfigError> {
 ///
 /// # Errors
 /// See [`config`]; [`KubeconfigError::Client`] when the client cannot be built.
-pub async fn client(path: &Path) -> Result<kube::Client, KubeconfigError> {
+pub(crate) async fn client(path: &Path) -> Result<kube::Client, KubeconfigError> {
     let config = config(path).await?;
     kube::Client::try_from(config).map_err(|e| KubeconfigError::Client(e.to_string()))
 }

@@ -4,7 +4,7 @@
 //! `SharedInformerFactory`, as the README builds it), kube-rs (`kube-runtime` watcher +
 //! reflector + store) and client-go's `SharedIndexInformer` (on protobuf, as in the field, and
 //! on JSON), plus decode-only floors, on two tiers: the embedded API server in its own
-//! process, and a real kube-apiserver v1.35.4 started by the e2e harness ([`real`]).
+//! process, and a real kube-apiserver v1.35.4 started by the e2e harness (`real.rs`).
 //!
 //! One binary, several roles (see `kinformer-bench --help`):
 //!
@@ -12,25 +12,29 @@
 //!   plus a line-based control port used to trigger writes and faults ([`control`]);
 //! * `peer`: one peer running one workload, printing one JSON [`PeerReport`] on stdout
 //!   ([`peers`]);
-//! * `report`: the orchestrator ([`report`]): starts servers, runs every peer and workload
-//!   several times interleaved, takes medians and writes Markdown and SVG charts to
-//!   `target/bench-report/` ([`report_md`]);
+//! * `report`: the orchestrator ([`report`]; its child processes in `process.rs`): starts
+//!   servers, runs every peer and workload several times interleaved, takes medians and writes
+//!   Markdown and SVG charts to `target/bench-report/` ([`report_md`]);
 //! * `soak`: W5, churn at a constant object count with faults while sampling the kinformer
 //!   peer's RSS ([`soak`]).
 //!
-//! Each peer is its own process so the resident set size it reports is its own ([`rss`]).
+//! Each peer is its own process so the resident set size it reports is its own (`rss.rs`).
+
+#![warn(unreachable_pub)]
 
 pub mod control;
+mod error;
 pub mod kubeconfig;
 pub mod peers;
-pub mod proxy;
-pub mod real;
+mod process;
+mod proxy;
+mod real;
 pub mod report;
 pub mod report_md;
-pub mod result;
-pub mod rss;
+mod result;
+mod rss;
 pub mod server;
 pub mod soak;
-pub mod svg;
+mod svg;
 
-pub use result::{Peer, PeerReport, Workload};
+pub use result::{Peer, PeerReport, Tier, Workload};

@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use kinformer_bench::peers::{self, PeerArgs};
-use kinformer_bench::report::{self, ReportOptions, Tier};
+use kinformer_bench::report::{self, ReportOptions};
 use kinformer_bench::soak::{self, SoakOptions};
-use kinformer_bench::{Peer, Workload};
+use kinformer_bench::{Peer, Tier, Workload};
 
 /// Benchmarks kinformer, kube-rs and client-go informers against the embedded API server and
 /// a real kube-apiserver.

@@ -8,7 +8,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
 /// A running proxy; stops accepting when dropped (open connections end with the runtime).
-pub struct Proxy {
+pub(crate) struct Proxy {
     addr: SocketAddr,
     generation: watch::Sender<u64>,
     accept: tokio::task::JoinHandle<()>,
@@ -26,7 +26,7 @@ impl Proxy {
     ///
     /// # Errors
     /// The listener could not be bound.
-    pub async fn start(upstream: SocketAddr) -> std::io::Result<Self> {
+    pub(crate) async fn start(upstream: SocketAddr) -> std::io::Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0").await?;
         let addr = listener.local_addr()?;
         let (generation, _) = watch::channel(0u64);
@@ -53,12 +53,12 @@ impl Proxy {
     }
 
     /// The proxy's address.
-    pub fn addr(&self) -> SocketAddr {
+    pub(crate) fn addr(&self) -> SocketAddr {
         self.addr
     }
 
     /// Cuts every open connection (new ones are accepted as usual).
-    pub fn cut_all(&self) {
+    pub(crate) fn cut_all(&self) {
         self.generation.send_modify(|g| *g += 1);
     }
 }

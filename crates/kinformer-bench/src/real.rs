@@ -32,10 +32,10 @@ use crate::control::{TS_ANNOTATION, now_nanos};
 use crate::proxy::Proxy;
 
 /// Concurrent writes of the seeder and the W2 writer.
-pub const WRITERS: usize = 32;
+pub(crate) const WRITERS: usize = 32;
 
 /// Namespaces the pods are spread over (as on the embedded tier).
-pub const NAMESPACES: usize = 10;
+pub(crate) const NAMESPACES: usize = 10;
 
 /// Why the real tier failed.
 #[derive(Debug, thiserror::Error)]
@@ -52,12 +52,12 @@ pub enum RealError {
 }
 
 /// The repository's `e2e/` directory.
-pub fn e2e_dir() -> PathBuf {
+pub(crate) fn e2e_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../e2e")
 }
 
 /// A running harness instance; stopped (`e2e/stop.sh`) when dropped.
-pub struct Harness {
+pub(crate) struct Harness {
     instance: PathBuf,
     /// Its kubeconfig (TLS, bearer token).
     pub kubeconfig: PathBuf,
@@ -89,7 +89,7 @@ impl Harness {
     ///
     /// # Errors
     /// [`RealError::Harness`] when it does not start or its state file is unreadable.
-    pub fn start(instance: &Path, watch_cache: bool) -> Result<Self, RealError> {
+    pub(crate) fn start(instance: &Path, watch_cache: bool) -> Result<Self, RealError> {
         std::fs::create_dir_all(instance)
             .map_err(|e| RealError::Io(instance.display().to_string(), e))?;
         let instance = instance
@@ -143,7 +143,7 @@ impl Harness {
 ///
 /// # Errors
 /// [`RealError::Api`] when the endpoint does not answer with a revision.
-pub fn compact(compact_url: &str) -> Result<u64, RealError> {
+pub(crate) fn compact(compact_url: &str) -> Result<u64, RealError> {
     use std::io::{Read, Write};
     let err = |m: String| RealError::Api("compact".into(), m);
     let rest = compact_url
@@ -163,7 +163,7 @@ pub fn compact(compact_url: &str) -> Result<u64, RealError> {
 }
 
 /// The revision in an HTTP reply whose body is `{"revision": N}`.
-pub fn parse_compact_reply(reply: &str) -> Option<u64> {
+pub(crate) fn parse_compact_reply(reply: &str) -> Option<u64> {
     if !reply.starts_with("HTTP/1.") || !reply.split_whitespace().nth(1)?.starts_with('2') {
         return None;
     }
@@ -177,7 +177,7 @@ pub fn parse_compact_reply(reply: &str) -> Option<u64> {
 /// A seed pod as a client would create it: the embedded tier's realistic pod without what
 /// the server sets (resourceVersion, uid, creation time, managedFields) and without status,
 /// which goes in afterwards through the status subresource as a kubelet would write it.
-pub fn pod_for_create(ns: &str, name: &str, i: usize) -> (Value, Value) {
+pub(crate) fn pod_for_create(ns: &str, name: &str, i: usize) -> (Value, Value) {
     let mut pod = kinformer_apiserver::seed::pod(ns, name, i);
     let status = pod
         .as_object_mut()
@@ -212,7 +212,10 @@ fn ignore_exists<T>(r: Result<T, kube::Error>) -> Result<(), kube::Error> {
 ///
 /// # Errors
 /// [`RealError::Api`] for the first failed call.
-pub async fn seed(client: &kube::Client, pods: u64) -> Result<Vec<(String, String)>, RealError> {
+pub(crate) async fn seed(
+    client: &kube::Client,
+    pods: u64,
+) -> Result<Vec<(String, String)>, RealError> {
     let api = |what: &str, e: kube::Error| RealError::Api(what.to_string(), e.to_string());
     let names = kinformer_apiserver::seed::namespace_names(NAMESPACES);
     for ns in &names {
@@ -267,7 +270,7 @@ pub async fn seed(client: &kube::Client, pods: u64) -> Result<Vec<(String, Strin
 }
 
 /// The control port's state on the real tier.
-pub struct RealControl {
+pub(crate) struct RealControl {
     rt: tokio::runtime::Handle,
     client: kube::Client,
     pods: Arc<Vec<(String, String)>>,
@@ -279,7 +282,7 @@ pub struct RealControl {
 
 impl RealControl {
     /// A control for the seeded `pods`; `proxy` is needed for `relist` and `drop`.
-    pub fn new(
+    pub(crate) fn new(
         rt: tokio::runtime::Handle,
         client: kube::Client,
         pods: Vec<(String, String)>,
@@ -297,7 +300,7 @@ impl RealControl {
     }
 
     /// Answers one command line (see the module docs).
-    pub fn handle(&self, command: &str) -> String {
+    pub(crate) fn handle(&self, command: &str) -> String {
         let mut words = command.split_whitespace();
         match (words.next(), words.next()) {
             (Some("update"), Some(count)) => match count.parse::<usize>() {
@@ -380,7 +383,7 @@ impl RealControl {
 }
 
 /// Waits for `what` up to `timeout`, polling.
-pub fn wait_for(timeout: Duration, mut ok: impl FnMut() -> bool) -> bool {
+pub(crate) fn wait_for(timeout: Duration, mut ok: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + timeout;
     while Instant::now() < deadline {
         if ok() {

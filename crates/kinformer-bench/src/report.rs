@@ -2,51 +2,37 @@
 //!
 //! * **Embedded** (fast, reproducible; the only tier of `--quick`): per size N one bench
 //!   server process ([`crate::server`]) seeded with N pods; W2 on its own server with
-//!   [`W2_PODS`] pods.
-//! * **Real**: kube-apiserver v1.35.4 started by the e2e harness ([`crate::real`]), pods
-//!   created through the API. W1 and W1t on an instance with the watch cache (as clusters
-//!   run); W3 on one without it behind a [`crate::proxy::Proxy`] (where a compaction forces
-//!   410 at once); W2 on a third with [`W2_PODS`] pods.
+//!   `W2_PODS` (1,000) pods.
+//! * **Real**: kube-apiserver v1.35.4 started by the e2e harness (`real.rs`), pods created
+//!   through the API. W1 and W1t on an instance with the watch cache (as clusters run); W3 on
+//!   one without it behind a cutting proxy (`proxy.rs`; where a compaction forces 410 at
+//!   once); W2 on a third with `W2_PODS` pods.
 //!
 //! Every peer runs `runs` times per workload, interleaved (round r starts with peer r mod P,
 //! so noise hits every peer alike), each its own process connecting through a kubeconfig.
-//! Medians go to `report.md` ([`crate::report_md`]), every raw run to `results.json`.
+//! Medians go to `report.md` ([`crate::report_md`]), every raw run to `results.json`. The child
+//! processes themselves (starting a bench server, building the client-go peer, running a peer
+//! and reading its JSON line) are `process.rs`'s.
 
-use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use crate::error::ReportError;
+use crate::process::{build_go_peer, run_peer, start_server};
 use crate::real::{Harness, RealControl};
-use crate::result::{Peer, PeerReport, Workload};
+use crate::result::{Peer, PeerReport, Tier, Workload};
 
 /// Pods on the W2 servers.
-pub const W2_PODS: u64 = 1_000;
-
-/// A tier: which server the peers talk to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum)]
-pub enum Tier {
-    /// The embedded API server in its own process.
-    Embedded,
-    /// kube-apiserver v1.35.4 from the e2e harness.
-    Real,
-}
+pub(crate) const W2_PODS: u64 = 1_000;
 
 impl Tier {
-    /// The name used in results and the report.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Tier::Embedded => "embedded",
-            Tier::Real => "real",
-        }
-    }
-
     /// The informer peers run on this tier (each on the workloads it [runs](Peer::runs)).
     /// Both servers speak protobuf for built-in kinds, so client-go and kinformer run both
     /// ways on both tiers.
-    pub fn informer_peers(self) -> &'static [Peer] {
+    pub(crate) fn informer_peers(self) -> &'static [Peer] {
         match self {
             Tier::Embedded => &[
                 Peer::Kinformer,
@@ -77,7 +63,7 @@ impl Tier {
 }
 
 /// The peers of one workload on one tier: the informers, plus the workload's floors.
-pub fn peers_for(tier: Tier, workload: Workload, with_go: bool) -> Vec<Peer> {
+pub(crate) fn peers_for(tier: Tier, workload: Workload, with_go: bool) -> Vec<Peer> {
     let mut peers: Vec<Peer> = tier
         .informer_peers()
         .iter()
@@ -159,141 +145,9 @@ impl ReportOptions {
     }
 }
 
-/// Why the report could not be made.
-#[derive(Debug, thiserror::Error)]
-pub enum ReportError {
-    /// A process could not be started or talked to.
-    #[error("{0}: {1}")]
-    Io(String, std::io::Error),
-    /// The server did not print its addresses.
-    #[error("bench server did not start: {0}")]
-    Server(String),
-    /// The real tier failed.
-    #[error(transparent)]
-    Real(#[from] crate::real::RealError),
-    /// A kubeconfig could not be written.
-    #[error(transparent)]
-    Kubeconfig(#[from] crate::kubeconfig::KubeconfigError),
-}
-
-/// A bench server child process; killed on drop.
-pub struct ServerProcess {
-    child: Child,
-    /// Base URL of the API server.
-    pub url: String,
-    /// The control port address.
-    pub control: String,
-}
-
-impl Drop for ServerProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts `kinformer-bench server` (this executable) seeded with `pods` pods.
-///
-/// # Errors
-/// [`ReportError`] when it cannot start or does not print its addresses.
-pub fn start_server(exe: &Path, pods: u64) -> Result<ServerProcess, ReportError> {
-    let mut child = Command::new(exe)
-        .args([
-            "server",
-            "--seed-pods",
-            &pods.to_string(),
-            "--seed-namespaces",
-            "10",
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .map_err(|e| ReportError::Io("spawn server".into(), e))?;
-    let stdout = child
-        .stdout
-        .take()
-        .ok_or_else(|| ReportError::Server("no stdout".into()))?;
-    let mut lines = BufReader::new(stdout).lines();
-    let mut url = None;
-    let mut control = None;
-    while url.is_none() || control.is_none() {
-        let Some(Ok(line)) = lines.next() else {
-            return Err(ReportError::Server(
-                "exited before printing its addresses".into(),
-            ));
-        };
-        if let Some(u) = line.strip_prefix("listening on ") {
-            url = Some(u.trim().to_string());
-        } else if let Some(c) = line.strip_prefix("control on ") {
-            control = Some(c.trim().to_string());
-        }
-    }
-    Ok(ServerProcess {
-        child,
-        url: url.unwrap_or_default(),
-        control: control.unwrap_or_default(),
-    })
-}
-
-/// The client-go peer's directory in the source tree.
-pub fn go_peer_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/peers/client-go")
-}
-
-/// Builds the client-go peer (into its gitignored `bin/`); `None` with a message on stderr
-/// when Go is missing or the build fails.
-pub fn build_go_peer() -> Option<PathBuf> {
-    let dir = go_peer_dir();
-    let bin = dir.join("bin/client-go-peer");
-    let status = Command::new("go")
-        .args(["build", "-o", "bin/client-go-peer", "."])
-        .current_dir(&dir)
-        .status();
-    match status {
-        Ok(s) if s.success() => Some(bin),
-        other => {
-            eprintln!("client-go peer not built ({other:?}); it is left out of the report");
-            None
-        }
-    }
-}
-
-/// Parses a peer's stdout: the last line that is a JSON object.
-pub fn parse_peer_output(stdout: &str) -> Result<PeerReport, String> {
-    let line = stdout
-        .lines()
-        .rev()
-        .find(|l| l.trim_start().starts_with('{'))
-        .ok_or("no JSON on stdout")?;
-    serde_json::from_str::<PeerReport>(line).map_err(|e| format!("bad JSON {line:?}: {e}"))
-}
-
-/// Runs one peer process and parses its JSON report.
-fn run_peer(cmd: &mut Command, what: &str) -> Option<PeerReport> {
-    let out = match cmd.stderr(Stdio::inherit()).output() {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("{what}: could not run: {e}");
-            return None;
-        }
-    };
-    if !out.status.success() {
-        eprintln!("{what}: exited with {}", out.status);
-        return None;
-    }
-    match parse_peer_output(&String::from_utf8_lossy(&out.stdout)) {
-        Ok(r) => Some(r),
-        Err(e) => {
-            eprintln!("{what}: {e}");
-            None
-        }
-    }
-}
-
 /// Where the peers of one server connect.
 #[derive(Debug, Clone)]
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     /// The kubeconfig.
     pub kubeconfig: PathBuf,
     /// The control port.
@@ -373,7 +227,7 @@ impl Runner<'_> {
                 for peer in order {
                     let label = format!("run {}", round + 1);
                     if let Some(mut r) = self.run_one(tier, peer, w, at, n, &label) {
-                        r.tier = tier.as_str().to_string();
+                        r.tier = Some(tier);
                         results.push(r);
                         checkpoint(&self.opts.out_dir, results);
                     }
@@ -392,12 +246,7 @@ impl Runner<'_> {
         n: u64,
         label: &str,
     ) -> Option<PeerReport> {
-        let what = format!(
-            "{} {} {} n={n} {label}",
-            tier.as_str(),
-            peer.as_str(),
-            w.as_str()
-        );
+        let what = format!("{tier} {peer} {w} n={n} {label}");
         eprintln!("running {what}");
         let report = run_peer(&mut self.command(tier, peer, w, at, n), &what);
         if w == Workload::W2 {
@@ -469,7 +318,7 @@ fn run_embedded(runner: &Runner<'_>, results: &mut Vec<PeerReport>) -> Result<()
             break;
         }
         let server = start_server(&runner.exe, n)?;
-        let kubeconfig = out.join(format!("kubeconfig-embedded-{n}"));
+        let kubeconfig = out.join(format!("kubeconfig-{}-{n}", Tier::Embedded));
         crate::kubeconfig::write_plain(&kubeconfig, &server.url)?;
         let at = Endpoint {
             kubeconfig,
@@ -479,7 +328,7 @@ fn run_embedded(runner: &Runner<'_>, results: &mut Vec<PeerReport>) -> Result<()
     }
     if opts.workloads.contains(&Workload::W2) {
         let server = start_server(&runner.exe, W2_PODS)?;
-        let kubeconfig = out.join("kubeconfig-embedded-w2");
+        let kubeconfig = out.join(format!("kubeconfig-{}-{}", Tier::Embedded, Workload::W2));
         crate::kubeconfig::write_plain(&kubeconfig, &server.url)?;
         let at = Endpoint {
             kubeconfig,
@@ -521,7 +370,7 @@ fn real_instance(
         let proxy = rt
             .block_on(crate::proxy::Proxy::start(harness.server))
             .map_err(|e| ReportError::Io("proxy".into(), e))?;
-        let kc = out.join(format!("kubeconfig-real-{name}-proxy"));
+        let kc = out.join(format!("kubeconfig-{}-{name}-proxy", Tier::Real));
         crate::kubeconfig::rewrite_server(
             &harness.kubeconfig,
             &kc,
@@ -566,7 +415,8 @@ fn run_real(
         }
     }
     if opts.workloads.contains(&Workload::W2) {
-        let (_harness, at, control) = real_instance(rt, "w2", true, W2_PODS, false, out)?;
+        let (_harness, at, control) =
+            real_instance(rt, Workload::W2.as_str(), true, W2_PODS, false, out)?;
         for round in 0..opts.runs {
             let mut order = runner
                 .opts
@@ -574,14 +424,14 @@ fn run_real(
             let len = order.len();
             order.rotate_left(round % len.max(1));
             for peer in order {
-                let what = format!("real {} w2 run {}", peer.as_str(), round + 1);
+                let what = format!("{} {peer} {} run {}", Tier::Real, Workload::W2, round + 1);
                 eprintln!("running {what}");
                 *control.last_write_rate.lock() = None;
                 if let Some(mut r) = run_peer(
                     &mut runner.command(Tier::Real, peer, Workload::W2, &at, W2_PODS),
                     &what,
                 ) {
-                    r.tier = Tier::Real.as_str().to_string();
+                    r.tier = Some(Tier::Real);
                     results.push(r);
                     checkpoint(&runner.opts.out_dir, results);
                 }
@@ -599,7 +449,8 @@ fn run_real(
 }
 
 mod render;
-pub use render::{checkpoint, load_results};
+pub(crate) use render::checkpoint;
+pub use render::load_results;
 
 #[cfg(test)]
 mod tests;

@@ -1,4 +1,8 @@
-//! What a peer reports: one JSON object on stdout per run.
+//! What a peer reports: one JSON object on stdout per run, and the names that identify it
+//! (peer, workload, tier). The names are enums end to end; serde and clap spell them as the
+//! JSON and the command line always have (`kinformer-delta-fifo`, `w1t`, `embedded`).
+
+use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
@@ -39,6 +43,38 @@ impl Workload {
             Workload::W2 => "w2",
             Workload::W3 => "w3",
             Workload::W5 => "w5",
+        }
+    }
+}
+
+/// A tier: which server the peers talk to.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Tier {
+    /// The embedded API server in its own process.
+    Embedded,
+    /// kube-apiserver v1.35.4 from the e2e harness.
+    Real,
+}
+
+impl Tier {
+    /// The name used in results and the report.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tier::Embedded => "embedded",
+            Tier::Real => "real",
         }
     }
 }
@@ -152,18 +188,30 @@ impl Peer {
     }
 }
 
+/// Each name prints as it reads in JSON and on the command line (`as_str`).
+macro_rules! display_as_str {
+    ($($t:ty),*) => {$(
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    )*};
+}
+display_as_str!(Workload, Tier, Peer);
+
 /// One run of one peer on one workload. Fields a workload does not measure are `None`.
 ///
 /// Memory figures are KiB of resident set size of the peer process.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PeerReport {
-    /// The peer's name ([`Peer::as_str`]).
-    pub peer: String,
-    /// The tier (`embedded` or `real`), set by the orchestrator.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub tier: String,
-    /// The workload's name (`w1`, `w1t`, `w2`, `w3`).
-    pub workload: String,
+    /// The peer (`"peer": "kinformer-lean"`).
+    pub peer: Peer,
+    /// The tier (`"tier": "embedded"`), set by the orchestrator; a peer's own line has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tier: Option<Tier>,
+    /// The workload (`"workload": "w1t"`).
+    pub workload: Workload,
     /// Objects on the server when the run started.
     pub n: u64,
     /// Objects the peer's cache held at the end (the floor: objects decoded).
@@ -202,13 +250,28 @@ pub struct PeerReport {
 }
 
 impl PeerReport {
-    /// A report with the identifying fields set.
-    pub fn new(peer: &str, workload: Workload, n: u64) -> Self {
+    /// A report with the identifying fields set and nothing measured.
+    pub fn new(peer: Peer, workload: Workload, n: u64) -> Self {
         Self {
-            peer: peer.to_string(),
-            workload: workload.as_str().to_string(),
+            peer,
+            tier: None,
+            workload,
             n,
-            ..Default::default()
+            objects: 0,
+            baseline_rss_kib: 0,
+            sync_ms: None,
+            peak_rss_kib: None,
+            steady_rss_kib: None,
+            bytes_per_object: None,
+            events_per_sec: None,
+            events: None,
+            latency_p50_us: None,
+            latency_p99_us: None,
+            relist_ms: None,
+            relist_peak_rss_kib: None,
+            rss_samples: Vec::new(),
+            converged: None,
+            convergence_ms: None,
         }
     }
 
@@ -221,38 +284,37 @@ impl PeerReport {
             }
         };
         need(self.baseline_rss_kib > 0, "baseline_rss_kib");
-        match self.workload.as_str() {
-            "w1" | "w1t" => {
+        match self.workload {
+            Workload::W1 | Workload::W1t => {
                 need(self.sync_ms.is_some(), "sync_ms");
                 need(self.peak_rss_kib.is_some(), "peak_rss_kib");
-                if !self.peer.starts_with("floor") {
+                if !self.peer.is_floor() {
                     need(self.steady_rss_kib.is_some(), "steady_rss_kib");
                     need(self.bytes_per_object.is_some(), "bytes_per_object");
                 }
             }
-            "w2" => {
+            Workload::W2 => {
                 need(self.events_per_sec.is_some(), "events_per_sec");
                 need(self.events.is_some(), "events");
                 need(self.latency_p50_us.is_some(), "latency_p50_us");
                 need(self.latency_p99_us.is_some(), "latency_p99_us");
             }
-            "w3" => {
+            Workload::W3 => {
                 need(self.relist_ms.is_some(), "relist_ms");
                 need(self.relist_peak_rss_kib.is_some(), "relist_peak_rss_kib");
                 need(self.steady_rss_kib.is_some(), "steady_rss_kib");
             }
-            "w5" => {
+            Workload::W5 => {
                 need(!self.rss_samples.is_empty(), "rss_samples");
                 need(self.converged.is_some(), "converged");
             }
-            _ => need(false, "workload"),
         }
         missing
     }
 }
 
 /// Percentile (0..=100) of sorted values by nearest rank; `None` when empty.
-pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
+pub(crate) fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
     if sorted.is_empty() {
         return None;
     }
@@ -262,7 +324,7 @@ pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
 
 /// Least-squares slope of `(x, y)` points, `y` units per `x` unit; `None` with fewer than two
 /// distinct `x`.
-pub fn slope(points: &[(f64, f64)]) -> Option<f64> {
+pub(crate) fn slope(points: &[(f64, f64)]) -> Option<f64> {
     if points.len() < 2 {
         return None;
     }
@@ -302,34 +364,37 @@ mod tests {
         assert_eq!(slope(&[(1.0, 2.0), (1.0, 3.0)]), None, "no spread in x");
     }
 
-    #[test]
-    fn peer_names_round_trip_through_json() {
-        for p in [
-            Peer::Kinformer,
-            Peer::KinformerMetadata,
-            Peer::KinformerDeltaFifo,
-            Peer::KinformerJson,
-            Peer::KinformerList,
-            Peer::KubeRs,
-            Peer::ClientGo,
-            Peer::ClientGoJson,
-            Peer::ClientGoMetadata,
-            Peer::FloorPaged,
-            Peer::FloorUnpaged,
-            Peer::FloorStreaming,
-            Peer::FloorWatch,
-        ] {
-            let json = serde_json::to_string(&p).unwrap();
-            assert_eq!(json, format!("\"{}\"", p.as_str()));
-            assert_eq!(serde_json::from_str::<Peer>(&json).unwrap(), p);
+    /// Every variant's JSON name, command-line name and `as_str` are one spelling.
+    fn names_agree<T>()
+    where
+        T: clap::ValueEnum + Serialize + for<'de> Deserialize<'de> + fmt::Display + PartialEq,
+        T: fmt::Debug,
+    {
+        for v in T::value_variants() {
+            let name = v.to_string();
+            let json = serde_json::to_string(v).unwrap();
+            assert_eq!(json, format!("\"{name}\""));
+            assert_eq!(&serde_json::from_str::<T>(&json).unwrap(), v);
+            let cli = v.to_possible_value().unwrap();
+            assert_eq!(cli.get_name(), name, "{v:?}");
         }
+    }
+
+    #[test]
+    fn names_are_the_same_in_json_on_the_command_line_and_in_the_report() {
+        names_agree::<Peer>();
+        names_agree::<Workload>();
+        names_agree::<Tier>();
+        assert_eq!(Peer::KinformerDeltaFifo.to_string(), "kinformer-delta-fifo");
+        assert_eq!(Workload::W1t.to_string(), "w1t");
+        assert_eq!(Tier::Embedded.to_string(), "embedded");
         assert!(Peer::ClientGoJson.is_go() && !Peer::Kinformer.is_go());
         assert!(Peer::FloorWatch.is_floor() && !Peer::KubeRs.is_floor());
     }
 
     #[test]
     fn w5_needs_samples_and_a_convergence_verdict() {
-        let mut r = PeerReport::new("kinformer", Workload::W5, 10);
+        let mut r = PeerReport::new(Peer::Kinformer, Workload::W5, 10);
         r.baseline_rss_kib = 1;
         assert_eq!(r.missing_fields(), vec!["rss_samples", "converged"]);
         r.rss_samples.push((0.0, 1));
@@ -339,7 +404,7 @@ mod tests {
 
     #[test]
     fn missing_fields_names_what_a_workload_lacks() {
-        let mut r = PeerReport::new("kinformer", Workload::W3, 10);
+        let mut r = PeerReport::new(Peer::Kinformer, Workload::W3, 10);
         r.baseline_rss_kib = 1;
         assert_eq!(
             r.missing_fields(),
@@ -349,5 +414,107 @@ mod tests {
         r.relist_peak_rss_kib = Some(1);
         r.steady_rss_kib = Some(1);
         assert!(r.missing_fields().is_empty());
+    }
+
+    /// Report lines as the client-go peer prints them (Go's `encoding/json` of its `report`
+    /// struct, bench/peers/client-go/main.go: no `tier`, no W5 fields, `null` for what the
+    /// workload does not measure). Go writes a whole-number float without a fraction (`10848`)
+    /// where serde_json writes `10848.0`: the same value, so these lines avoid one.
+    const GO_LINES: [&str; 2] = [
+        r#"{"peer":"client-go","workload":"w1","n":2000,"objects":2000,"baseline_rss_kib":28604,"sync_ms":88.691796,"peak_rss_kib":56880,"steady_rss_kib":49792,"bytes_per_object":10848.256,"events_per_sec":null,"events":null,"latency_p50_us":null,"latency_p99_us":null,"relist_ms":null,"relist_peak_rss_kib":null}"#,
+        r#"{"peer":"client-go-json","workload":"w2","n":1000,"objects":1000,"baseline_rss_kib":28696,"sync_ms":null,"peak_rss_kib":null,"steady_rss_kib":40484,"bytes_per_object":null,"events_per_sec":35754.83700039276,"events":5000,"latency_p50_us":252077.349,"latency_p99_us":286198.691,"relist_ms":null,"relist_peak_rss_kib":null}"#,
+    ];
+
+    #[test]
+    fn a_go_peer_line_reads_and_writes_back_unchanged() {
+        for line in GO_LINES {
+            let r: PeerReport = serde_json::from_str(line).unwrap();
+            assert_eq!(serde_json::to_string(&r).unwrap(), line);
+        }
+        let r: PeerReport = serde_json::from_str(GO_LINES[1]).unwrap();
+        assert_eq!(
+            (r.peer, r.tier, r.workload, r.n),
+            (Peer::ClientGoJson, None, Workload::W2, 1000)
+        );
+    }
+
+    /// Three entries of the `results.json` that `report --quick` wrote before the report's
+    /// peer, tier and workload were typed.
+    const RESULTS_JSON: &str = r#"[
+  {
+    "peer": "client-go-metadata",
+    "tier": "embedded",
+    "workload": "w1",
+    "n": 2000,
+    "objects": 2000,
+    "baseline_rss_kib": 28480,
+    "sync_ms": 72.656253,
+    "peak_rss_kib": 40388,
+    "steady_rss_kib": 38144,
+    "bytes_per_object": 4947.968,
+    "events_per_sec": null,
+    "events": null,
+    "latency_p50_us": null,
+    "latency_p99_us": null,
+    "relist_ms": null,
+    "relist_peak_rss_kib": null
+  },
+  {
+    "peer": "kinformer-lean",
+    "tier": "embedded",
+    "workload": "w3",
+    "n": 2000,
+    "objects": 2000,
+    "baseline_rss_kib": 10564,
+    "sync_ms": null,
+    "peak_rss_kib": null,
+    "steady_rss_kib": 30760,
+    "bytes_per_object": null,
+    "events_per_sec": null,
+    "events": null,
+    "latency_p50_us": null,
+    "latency_p99_us": null,
+    "relist_ms": 1276.104046,
+    "relist_peak_rss_kib": 78920
+  },
+  {
+    "peer": "kinformer",
+    "tier": "embedded",
+    "workload": "w2",
+    "n": 1000,
+    "objects": 1000,
+    "baseline_rss_kib": 10704,
+    "sync_ms": null,
+    "peak_rss_kib": null,
+    "steady_rss_kib": 46684,
+    "bytes_per_object": null,
+    "events_per_sec": 40332.721473819445,
+    "events": 5000,
+    "latency_p50_us": 253356.247,
+    "latency_p99_us": 290279.482,
+    "relist_ms": null,
+    "relist_peak_rss_kib": null
+  }
+]"#;
+
+    #[test]
+    fn an_earlier_results_json_loads_and_writes_back_unchanged() {
+        let results: Vec<PeerReport> = serde_json::from_str(RESULTS_JSON).unwrap();
+        let names: Vec<_> = results
+            .iter()
+            .map(|r| (r.peer, r.tier, r.workload))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                (Peer::ClientGoMetadata, Some(Tier::Embedded), Workload::W1),
+                (Peer::KinformerLean, Some(Tier::Embedded), Workload::W3),
+                (Peer::Kinformer, Some(Tier::Embedded), Workload::W2),
+            ]
+        );
+        assert_eq!(
+            serde_json::to_string_pretty(&results).unwrap(),
+            RESULTS_JSON
+        );
     }
 }

@@ -15,18 +15,18 @@ fn status_field(field: &str) -> u64 {
 }
 
 /// Current resident set size (`VmRSS`), KiB.
-pub fn current_kib() -> u64 {
+pub(crate) fn current_kib() -> u64 {
     status_field("VmRSS")
 }
 
 /// Peak resident set size since start or the last [`reset_peak`] (`VmHWM`), KiB.
-pub fn peak_kib() -> u64 {
+pub(crate) fn peak_kib() -> u64 {
     status_field("VmHWM")
 }
 
 /// Resets the peak (`VmHWM`) to the current RSS by writing `5` to `/proc/self/clear_refs`.
 /// Returns false when the kernel refused (the peak then stays the lifetime peak).
-pub fn reset_peak() -> bool {
+pub(crate) fn reset_peak() -> bool {
     std::fs::write("/proc/self/clear_refs", "5").is_ok()
 }
 

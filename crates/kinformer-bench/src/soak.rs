@@ -23,8 +23,9 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::control::{TS_ANNOTATION, now_nanos};
-use crate::report::{ReportError, Tier, start_server};
-use crate::result::{PeerReport, slope};
+use crate::error::ReportError;
+use crate::process::{parse_peer_output, start_server};
+use crate::result::{Peer, PeerReport, Tier, Workload, slope};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -47,9 +48,9 @@ pub struct SoakOptions {
 
 /// The verdict written to `soak.json`.
 #[derive(Debug, Clone, Serialize)]
-pub struct SoakResult {
+pub(crate) struct SoakResult {
     /// `embedded` or `real`.
-    pub tier: String,
+    pub tier: Tier,
     /// Pods kept on the server.
     pub pods: u64,
     /// Pods on the server at the end.
@@ -77,12 +78,12 @@ pub struct SoakResult {
 }
 
 /// Warm-up: the first fifth of the run, at least one minute unless the run is shorter.
-pub fn warmup(total_secs: f64) -> f64 {
+pub(crate) fn warmup(total_secs: f64) -> f64 {
     (total_secs / 5.0).max(60.0_f64.min(total_secs / 2.0))
 }
 
 /// Slope (KiB/min), median and flatness of the samples after `warmup_secs`.
-pub fn assess(samples: &[(f64, u64)], warmup_secs: f64) -> (Option<f64>, Option<f64>, bool) {
+pub(crate) fn assess(samples: &[(f64, u64)], warmup_secs: f64) -> (Option<f64>, Option<f64>, bool) {
     let after: Vec<(f64, f64)> = samples
         .iter()
         .filter(|(t, _)| *t >= warmup_secs)
@@ -102,7 +103,7 @@ pub fn assess(samples: &[(f64, u64)], warmup_secs: f64) -> (Option<f64>, Option<
 }
 
 /// Slope (KiB/min) over the last third of the samples.
-pub fn tail_slope(samples: &[(f64, u64)]) -> Option<f64> {
+pub(crate) fn tail_slope(samples: &[(f64, u64)]) -> Option<f64> {
     let tail: Vec<(f64, f64)> = samples[samples.len() - samples.len() / 3..]
         .iter()
         .map(|(t, kib)| (*t / 60.0, *kib as f64))
@@ -181,7 +182,8 @@ pub fn run(opts: &SoakOptions) -> Result<PathBuf, ReportError> {
         };
     let client = rt.block_on(crate::kubeconfig::client(&direct))?;
     let mut peer = Command::new(&exe)
-        .args(["peer", "--peer", "kinformer", "--workload", "w5"])
+        .args(["peer", "--peer", Peer::Kinformer.as_str()])
+        .args(["--workload", Workload::W5.as_str()])
         .arg("--kubeconfig")
         .arg(&kubeconfig)
         .args([
@@ -232,7 +234,7 @@ pub fn run(opts: &SoakOptions) -> Result<PathBuf, ReportError> {
         .collect::<Vec<_>>()
         .join("\n");
     let _ = peer.wait();
-    let report = crate::report::parse_peer_output(&text).map_err(ReportError::Server)?;
+    let report = parse_peer_output(&text).map_err(ReportError::Server)?;
     // An injected failure may still be pending for the next list: try a few times.
     let pods_at_end = rt
         .block_on(async {
@@ -251,7 +253,7 @@ pub fn run(opts: &SoakOptions) -> Result<PathBuf, ReportError> {
     let warm = warmup(total);
     let (s, med, flat) = assess(&report.rss_samples, warm);
     let result = SoakResult {
-        tier: opts.tier.as_str().into(),
+        tier: opts.tier,
         pods: opts.pods,
         pods_at_end,
         minutes,

@@ -22,7 +22,11 @@ fn escape(s: &str) -> String {
 
 /// A grouped bar chart. `groups` are (label, bars) with bars as (peer, value); missing values
 /// are simply absent bars. Lower or higher is better as `unit` says.
-pub fn bar_chart(title: &str, unit: &str, groups: &[(String, Vec<(String, f64)>)]) -> String {
+pub(crate) fn bar_chart(
+    title: &str,
+    unit: &str,
+    groups: &[(String, Vec<(String, f64)>)],
+) -> String {
     let max = groups
         .iter()
         .flat_map(|(_, bars)| bars.iter().map(|(_, v)| *v))
@@ -114,7 +118,7 @@ pub fn bar_chart(title: &str, unit: &str, groups: &[(String, Vec<(String, f64)>)
 }
 
 /// A short number: 3 significant digits, thousands grouped with k/M.
-pub fn fmt_num(v: f64) -> String {
+pub(crate) fn fmt_num(v: f64) -> String {
     let a = v.abs();
     if a >= 1e6 {
         format!("{:.2}M", v / 1e6)

@@ -60,7 +60,6 @@ fn args(f: &Fixture, w: Workload) -> PeerArgs {
 
 /// Round-trips through JSON as the orchestrator reads it, and checks completeness.
 fn check(report: PeerReport, peer: Peer, w: Workload) {
-    let peer = peer.as_str();
     let json = serde_json::to_string(&report).expect("serializes");
     let back: PeerReport = serde_json::from_str(&json).expect("parses");
     // serde_json's default float parsing may land one ulp away from the printed value, so the
@@ -97,8 +96,7 @@ fn check(report: PeerReport, peer: Peer, w: Workload) {
         )
     };
     assert_eq!(exact(&back), exact(&report));
-    assert_eq!(back.peer, peer);
-    assert_eq!(back.workload, w.as_str());
+    assert_eq!((back.peer, back.workload), (peer, w));
     assert_eq!(back.n, PODS);
     assert_eq!(back.objects, PODS, "{peer} {w:?} cached/decoded every pod");
     assert!(
@@ -160,7 +158,7 @@ async fn peers_refuse_what_they_do_not_run() {
     ] {
         let err = peers::run(peer, &args(&f, w)).await;
         assert!(
-            matches!(err, Err(peers::PeerError::Unsupported(p, _)) if p == peer.as_str()),
+            matches!(err, Err(peers::PeerError::Unsupported(p, _)) if p == peer),
             "{peer:?} {w:?}: {err:?}"
         );
     }

@@ -162,26 +162,28 @@ impl RunningServer {
     }
 
     /// Replaces an existing object at the storage layer, as a write straight into etcd would:
-    /// no validation, no defaults, no managedFields. `build` gets the stored version and the
-    /// revision this write takes, and returns the new version, whose JSON must carry that
-    /// revision as `metadata.resourceVersion` (a [`StoredObject`](crate::store::StoredObject)
-    /// keeps its key, name, namespace and uid from the old one). Watchers get a `MODIFIED`
-    /// event as for any update. Returns the revision written.
+    /// no validation, no defaults, no managedFields. `render` gets the revision this write
+    /// takes and returns the object's new JSON, which the server stores and serves as it is.
+    /// Watchers get a `MODIFIED` event as for any update. Returns the revision written.
+    ///
+    /// The caller keeps what the server would otherwise derive: the JSON carries that revision
+    /// as `metadata.resourceVersion`, keeps the object's name, namespace and uid, and starts
+    /// with the stored version's type fields (`{"apiVersion":"v1","kind":"Pod",`, which is how
+    /// `serde_json` writes a pod's `Value`); its labels and field-selectable values are taken to
+    /// be unchanged (selectors keep matching on the stored version's).
     ///
     /// For load generators (the benchmarks' watch-throughput writer), which need writes far
     /// cheaper than the update handler's merge and checks.
     ///
     /// # Errors
-    /// 404 when the resource or the object does not exist; whatever `build` returns.
-    pub fn put_stored(
+    /// 404 when the resource or the object does not exist; 400 when the JSON does not start
+    /// with the stored version's type fields.
+    pub fn put_encoded(
         &self,
         resource: &str,
         namespace: Option<&str>,
         name: &str,
-        build: impl FnOnce(
-            &crate::store::StoredObject,
-            u64,
-        ) -> Result<crate::store::StoredObject, ApiError>,
+        render: impl FnOnce(u64) -> Vec<u8>,
     ) -> Result<u64, ApiError> {
         let res = self.find(resource)?;
         let ns = if res.namespaced() {
@@ -197,14 +199,17 @@ impl RunningServer {
                 let Some(current) = current else {
                     return Err(ApiError::not_found(&res, name));
                 };
-                let built = build(current, rev)?;
+                let json = render(rev);
+                let type_fields = &current.bytes[..(1 + current.type_len).min(current.bytes.len())];
+                if !json.starts_with(type_fields) {
+                    return Err(ApiError::bad_request(
+                        "the JSON does not start with the stored object's apiVersion and kind",
+                    ));
+                }
                 let next = crate::store::StoredObject {
-                    key: current.key.clone(),
-                    namespace: current.namespace.clone(),
-                    name: current.name.clone(),
-                    uid: current.uid.clone(),
+                    bytes: json.into(),
                     resource_version: rev,
-                    ..built
+                    ..crate::store::StoredObject::clone(current)
                 };
                 Ok(crate::store::Mutation::Put(Arc::new(next), rev))
             })
@@ -286,5 +291,39 @@ impl RunningServer {
                 })
                 .collect(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    #[tokio::test]
+    async fn put_encoded_stores_the_json_as_given_and_refuses_other_type_fields() {
+        let server = crate::start(Default::default()).await.expect("server");
+        server.seed_pods(1, 1).expect("seeded");
+        let pod = server.state("pods", None).expect("state").objects[0].clone();
+        let mut obj = pod.object.clone();
+        let rev = server
+            .put_encoded("pods", Some(&pod.namespace), &pod.name, |rev| {
+                obj["metadata"]["resourceVersion"] = Value::String(rev.to_string());
+                obj["metadata"]["annotations"] = serde_json::json!({"bench": "1"});
+                serde_json::to_vec(&obj).expect("json")
+            })
+            .expect("written");
+        let after = server.state("pods", None).expect("state").objects[0].clone();
+        assert_eq!(after.resource_version, rev.to_string());
+        assert_eq!(after.object, obj, "stored as given");
+        assert_eq!(after.uid, pod.uid);
+
+        let untyped = server.put_encoded("pods", Some(&pod.namespace), &pod.name, |_| {
+            br#"{"metadata":{"name":"x"}}"#.to_vec()
+        });
+        assert_eq!(untyped.map_err(|e| e.code), Err(400));
+        let missing = server.put_encoded("pods", Some(&pod.namespace), "no-such-pod", |_| {
+            unreachable!("nothing to render for a missing object")
+        });
+        assert_eq!(missing.map_err(|e| e.code), Err(404));
+        server.shutdown().await;
     }
 }

@@ -7,5 +7,5 @@ mod object;
 
 pub use mvcc::HistoryConfig;
 pub(crate) use mvcc::{EventType, Mutation, ReadError, Store, StoredEvent};
+pub(crate) use object::StoredObject;
 pub(crate) use object::{COMMON_FIELDS, extra_fields};
-pub use object::{ProtoCache, StoredObject, encode_typed};

@@ -15,7 +15,7 @@ use serde_json::Value;
 /// `kind`/`apiVersion`, as kube-apiserver's do, at the cost of one extra byte copy call per item.
 /// `labels` and `fields` are extracted once at write time for selectors.
 #[derive(Debug, Clone, PartialEq)]
-pub struct StoredObject {
+pub(crate) struct StoredObject {
     /// Storage key: `namespace/name` for namespaced objects, `name` for cluster-scoped ones.
     /// Lists are ordered by this key, as etcd orders `/registry/...` keys.
     pub key: String,
@@ -45,7 +45,7 @@ pub struct StoredObject {
 /// The protobuf form of one stored object version, encoded once on first use (see
 /// [`StoredObject::proto`]). Empty when cloned; never part of equality.
 #[derive(Debug, Default)]
-pub struct ProtoCache(std::sync::OnceLock<Option<Bytes>>);
+pub(crate) struct ProtoCache(std::sync::OnceLock<Option<Bytes>>);
 
 impl ProtoCache {
     /// The cached message, or `encode`'s result (kept, `None` included).
@@ -68,7 +68,7 @@ impl PartialEq for ProtoCache {
 
 /// Serializes a JSON object with `apiVersion` and `kind` first; returns the bytes and the
 /// length of the type fields after the opening brace (see [`StoredObject::type_len`]).
-pub fn encode_typed(value: &Value) -> (Vec<u8>, usize) {
+pub(crate) fn encode_typed(value: &Value) -> (Vec<u8>, usize) {
     let Value::Object(map) = value else {
         return (serde_json::to_vec(value).unwrap_or_default(), 0);
     };
@@ -237,7 +237,7 @@ impl StoredObject {
     }
 
     /// The object parsed back into JSON (for updates and patches).
-    pub fn to_value(&self) -> Value {
+    pub(crate) fn to_value(&self) -> Value {
         serde_json::from_slice(&self.bytes).unwrap_or(Value::Null)
     }
 }

@@ -39,7 +39,7 @@ use crate::result::PeerReport;
 use crate::rss;
 
 /// Page size of the paged floor (client-go's and kube-rs's default page).
-pub const PAGE: u32 = 500;
+pub(super) const PAGE: u32 = 500;
 
 fn lister(client: kube::Client) -> KubeListerWatcher<Pod> {
     KubeListerWatcher::<Pod>::new(client, &kinformer::InformerConfig::default())
@@ -60,7 +60,10 @@ fn finish<T>(mut report: PeerReport, t0: Instant, listed: Vec<T>, decoded: u64) 
 ///
 /// # Errors
 /// [`PeerError::List`] when a page fails.
-pub async fn run_paged(client: kube::Client, report: PeerReport) -> Result<PeerReport, PeerError> {
+pub(super) async fn run_paged(
+    client: kube::Client,
+    report: PeerReport,
+) -> Result<PeerReport, PeerError> {
     let lw = lister(client);
     let t0 = Instant::now();
     // what a Reflector sends first (client-go's and kinformer's), then continue tokens
@@ -92,7 +95,7 @@ pub async fn run_paged(client: kube::Client, report: PeerReport) -> Result<PeerR
 ///
 /// # Errors
 /// [`PeerError::List`] when the list fails.
-pub async fn run_unpaged(
+pub(super) async fn run_unpaged(
     client: kube::Client,
     report: PeerReport,
 ) -> Result<PeerReport, PeerError> {
@@ -115,7 +118,7 @@ pub async fn run_unpaged(
 ///
 /// # Errors
 /// [`PeerError::List`] when the watch fails, or ends or errs before the end bookmark.
-pub async fn run_streaming(
+pub(super) async fn run_streaming(
     client: kube::Client,
     report: PeerReport,
 ) -> Result<PeerReport, PeerError> {
@@ -153,7 +156,7 @@ pub async fn run_streaming(
 }
 
 /// The W2 floor once started: objects seen by its list (dropped at once).
-pub struct WatchFloor {
+pub(super) struct WatchFloor {
     listed: Arc<AtomicU64>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -173,7 +176,7 @@ impl Drop for WatchFloor {
 /// Lists once (decoding and dropping the items), marks itself synced, then decodes every
 /// watch event and counts it for both "handlers" (no cache); re-watches from the last
 /// resourceVersion when the server ends the watch.
-pub fn start_watch(client: kube::Client, counters: Arc<Counters>) -> WatchFloor {
+pub(super) fn start_watch(client: kube::Client, counters: Arc<Counters>) -> WatchFloor {
     let lw = lister(client);
     let listed = Arc::new(AtomicU64::new(0));
     let seen = listed.clone();

@@ -24,7 +24,7 @@ use crate::result::Peer;
 
 /// How one kinformer peer differs from the README's build.
 #[derive(Debug, Clone, Copy)]
-pub struct Variant {
+pub(super) struct Variant {
     /// Applied to the factory's default configuration.
     pub config: fn(InformerConfig) -> InformerConfig,
     /// A metadata-only informer (`metadata_informer::<Pod>()`) instead of `informer::<Pod>()`.
@@ -34,7 +34,7 @@ pub struct Variant {
 impl Variant {
     /// The variant of a kinformer peer; `None` for the other peers. A new variant is one arm
     /// here (and its [`Peer`]).
-    pub fn of(peer: Peer) -> Option<Variant> {
+    pub(super) fn of(peer: Peer) -> Option<Variant> {
         let v = |config, metadata| Some(Variant { config, metadata });
         match peer {
             Peer::Kinformer => v(|b| b, false),
@@ -49,19 +49,19 @@ impl Variant {
 }
 
 /// A started factory and its pod informer (`K`: `Pod`, or `PartialObjectMeta<Pod>`).
-pub struct KinformerPeer<K: Object = Pod> {
+pub(super) struct KinformerPeer<K: Object = Pod> {
     factory: SharedInformerFactory,
     informer: SharedIndexInformer<K>,
 }
 
 impl<K: Object> KinformerPeer<K> {
     /// The pod informer.
-    pub fn informer(&self) -> &SharedIndexInformer<K> {
+    pub(super) fn informer(&self) -> &SharedIndexInformer<K> {
         &self.informer
     }
 
     /// Stops every informer of the factory and waits for them.
-    pub async fn shutdown(&self) {
+    pub(super) async fn shutdown(&self) {
         self.factory.shutdown().await;
     }
 }
@@ -107,7 +107,7 @@ fn factory(client: kube::Client, variant: Variant, strip: bool) -> SharedInforme
 ///
 /// # Errors
 /// [`PeerError::Client`] when the informer refuses an index or handler.
-pub fn start(
+pub(super) fn start(
     client: kube::Client,
     counters: Arc<Counters>,
     variant: Variant,
@@ -125,7 +125,7 @@ pub fn start(
 ///
 /// # Errors
 /// [`PeerError::Client`] when the informer refuses an index or handler.
-pub fn start_pods(
+pub(super) fn start_pods(
     client: kube::Client,
     counters: Arc<Counters>,
     variant: Variant,

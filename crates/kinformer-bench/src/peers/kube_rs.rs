@@ -14,7 +14,7 @@ use kube::runtime::watcher::{self, Event};
 use super::{Counters, PeerError, RunningPeer};
 
 /// A started kube-rs watcher + reflector.
-pub struct KubeRsPeer {
+pub(super) struct KubeRsPeer {
     store: Store<Pod>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -53,7 +53,7 @@ fn handle(counters: &Counters, event: &Event<Pod>) {
 ///
 /// # Errors
 /// Never in practice (kept for symmetry with the other peers).
-pub fn start(
+pub(super) fn start(
     client: kube::Client,
     counters: Arc<Counters>,
     transform: bool,

@@ -6,10 +6,10 @@
 //! (namespace and `spec.nodeName`). kube-rs's store has no indexes. Every peer connects
 //! through a kubeconfig ([`crate::kubeconfig`]).
 
-pub mod floor;
-pub mod kinformer_peer;
-pub mod kube_rs;
-pub mod soak;
+mod floor;
+mod kinformer_peer;
+mod kube_rs;
+mod soak;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -40,7 +40,7 @@ pub enum PeerError {
     List(String),
     /// The peer is not a Rust peer or does not run this workload.
     #[error("{0} does not run {1} here")]
-    Unsupported(&'static str, &'static str),
+    Unsupported(Peer, Workload),
 }
 
 /// What a peer run is told.
@@ -66,7 +66,7 @@ pub struct PeerArgs {
 
 /// Counters shared by a peer's handlers and the driver.
 #[derive(Debug, Default)]
-pub struct Counters {
+pub(crate) struct Counters {
     /// Adds seen by the first handler.
     pub adds: AtomicU64,
     /// Updates seen by each of the two handlers.
@@ -75,8 +75,6 @@ pub struct Counters {
     pub synced: AtomicBool,
     /// kube-rs: `InitDone` events seen (a relist ends with one).
     pub init_done: AtomicU64,
-    /// Objects in the peer's cache (set by the peer when asked).
-    pub cached: AtomicU64,
     /// W2: latencies in microseconds (first handler), with the arrival time of the first and
     /// last measured update.
     pub w2: Mutex<W2Samples>,
@@ -86,7 +84,7 @@ pub struct Counters {
 
 /// Latency samples of W2.
 #[derive(Debug, Default)]
-pub struct W2Samples {
+pub(crate) struct W2Samples {
     /// Write-to-handler latencies, microseconds.
     pub latencies_us: Vec<f64>,
     /// Arrival of the first recorded update.
@@ -97,7 +95,7 @@ pub struct W2Samples {
 
 impl Counters {
     /// An add seen by handler `h`.
-    pub fn on_add(&self, h: usize) {
+    pub(crate) fn on_add(&self, h: usize) {
         if h == 0 {
             self.adds.fetch_add(1, Ordering::Relaxed);
         }
@@ -105,7 +103,7 @@ impl Counters {
 
     /// An update seen by handler `h` (the object's metadata); the first handler records W2
     /// latency.
-    pub fn on_update(&self, h: usize, meta: &ObjectMeta) {
+    pub(crate) fn on_update(&self, h: usize, meta: &ObjectMeta) {
         self.updates[h.min(1)].fetch_add(1, Ordering::Relaxed);
         if h != 0 || !self.recording.load(Ordering::Relaxed) {
             return;
@@ -134,7 +132,7 @@ impl Counters {
 }
 
 /// A running peer: the driver asks it for its cache size and stops it at the end.
-pub trait RunningPeer {
+pub(crate) trait RunningPeer {
     /// Objects in the cache now.
     fn cached(&self) -> u64;
     /// The resourceVersion of the library's last list or watch event, when it tells.
@@ -164,7 +162,7 @@ async fn wait_until(
 ///
 /// # Errors
 /// [`PeerError::Client`] for a bad kubeconfig or URL.
-pub async fn client(args: &PeerArgs) -> Result<kube::Client, PeerError> {
+pub(crate) async fn client(args: &PeerArgs) -> Result<kube::Client, PeerError> {
     if let Some(path) = &args.kubeconfig {
         return crate::kubeconfig::client(path)
             .await
@@ -182,7 +180,7 @@ pub async fn client(args: &PeerArgs) -> Result<kube::Client, PeerError> {
 
 /// A relist reply `ok rv=N` (a real server, which cannot change every object unseen): the
 /// relist is done once the library has listed at or after N. `None` for a bare `ok`.
-pub fn relist_target(reply: &str) -> Option<u64> {
+pub(crate) fn relist_target(reply: &str) -> Option<u64> {
     reply.strip_prefix("rv=")?.trim().parse().ok()
 }
 
@@ -220,9 +218,9 @@ async fn spawned(
 /// See [`PeerError`]; [`PeerError::Unsupported`] for the Go peers (their own binary), a floor
 /// on a workload it has no floor for, and W5 on anything but kinformer.
 pub async fn run(peer: Peer, args: &PeerArgs) -> Result<PeerReport, PeerError> {
-    let unsupported = || PeerError::Unsupported(peer.as_str(), args.workload.as_str());
+    let unsupported = || PeerError::Unsupported(peer, args.workload);
     let client = client(args).await?;
-    let mut report = PeerReport::new(peer.as_str(), args.workload, args.n);
+    let mut report = PeerReport::new(peer, args.workload, args.n);
     report.baseline_rss_kib = rss::current_kib();
     match (peer, args.workload) {
         (Peer::FloorPaged, Workload::W1) => {

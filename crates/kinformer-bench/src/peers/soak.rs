@@ -52,7 +52,10 @@ async fn server_versions(client: &kube::Client) -> Result<BTreeMap<String, Strin
 }
 
 /// Describes how two maps differ (for the log), empty when equal.
-pub fn difference(cache: &BTreeMap<String, String>, server: &BTreeMap<String, String>) -> String {
+pub(super) fn difference(
+    cache: &BTreeMap<String, String>,
+    server: &BTreeMap<String, String>,
+) -> String {
     let missing = server.keys().filter(|k| !cache.contains_key(*k)).count();
     let extra = cache.keys().filter(|k| !server.contains_key(*k)).count();
     let stale = server
@@ -70,7 +73,7 @@ pub fn difference(cache: &BTreeMap<String, String>, server: &BTreeMap<String, St
 ///
 /// # Errors
 /// [`PeerError::Timeout`] when the first sync does not finish in time.
-pub async fn run(
+pub(super) async fn run(
     peer: KinformerPeer,
     client: kube::Client,
     counters: Arc<Counters>,

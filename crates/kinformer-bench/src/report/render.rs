@@ -4,7 +4,7 @@ use super::*;
 
 /// Writes every run so far to `results.partial.json`, so a report cut short keeps its raw data
 /// (`report --from-results` renders it). A failure to write is logged, not fatal.
-pub fn checkpoint(out_dir: &Path, results: &[PeerReport]) {
+pub(crate) fn checkpoint(out_dir: &Path, results: &[PeerReport]) {
     let raw = serde_json::to_string(results).unwrap_or_default();
     if let Err(e) = std::fs::write(out_dir.join("results.partial.json"), raw) {
         eprintln!("could not write results.partial.json: {e}");

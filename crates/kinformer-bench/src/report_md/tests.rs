@@ -1,5 +1,6 @@
 //! Unit tests of the report writer.
 
+use super::medians::{Medians, median, ratio, same_round, verdict};
 use super::*;
 
 #[test]
@@ -9,48 +10,48 @@ fn median_of_odd_and_even_counts_ignores_missing() {
     assert_eq!(median([None]), None);
 }
 
-fn run(tier: &str, peer: &str, n: u64, sync: f64) -> PeerReport {
+fn run(tier: Tier, peer: Peer, n: u64, sync: f64) -> PeerReport {
     PeerReport {
-        peer: peer.into(),
-        tier: tier.into(),
-        workload: "w1".into(),
-        n,
+        tier: Some(tier),
         sync_ms: Some(sync),
-        ..Default::default()
+        ..PeerReport::new(peer, Workload::W1, n)
     }
 }
 
 #[test]
 fn the_floor_is_the_fastest_run_of_any_mode() {
     let results = vec![
-        run("real", "floor-paged", 10, 300.0),
-        run("real", "floor-paged", 10, 200.0),
-        run("real", "floor-unpaged", 10, 250.0),
-        run("real", "floor-unpaged", 10, 400.0),
+        run(Tier::Real, Peer::FloorPaged, 10, 300.0),
+        run(Tier::Real, Peer::FloorPaged, 10, 200.0),
+        run(Tier::Real, Peer::FloorUnpaged, 10, 250.0),
+        run(Tier::Real, Peer::FloorUnpaged, 10, 400.0),
     ];
     let m = Medians::least(&results, |r| r.sync_ms);
-    assert_eq!(m.floor("real", 10), Some((200.0, "paged")));
+    assert_eq!(m.floor(Tier::Real, 10), Some((200.0, "paged")));
     let mut with_streaming = results.clone();
-    with_streaming.push(run("real", "floor-streaming", 10, 190.0));
-    with_streaming.push(run("real", "floor-streaming", 10, 500.0));
+    with_streaming.push(run(Tier::Real, Peer::FloorStreaming, 10, 190.0));
+    with_streaming.push(run(Tier::Real, Peer::FloorStreaming, 10, 500.0));
     let m = Medians::least(&with_streaming, |r| r.sync_ms);
-    assert_eq!(m.floor("real", 10), Some((190.0, "streaming")));
+    assert_eq!(m.floor(Tier::Real, 10), Some((190.0, "streaming")));
 }
 
 #[test]
 fn the_floor_is_the_faster_fetch_mode_per_tier() {
     let results = vec![
-        run("real", "floor-paged", 10, 300.0),
-        run("real", "floor-paged", 10, 320.0),
-        run("real", "floor-unpaged", 10, 250.0),
-        run("embedded", "floor-paged", 10, 100.0),
-        run("embedded", "floor-unpaged", 10, 150.0),
+        run(Tier::Real, Peer::FloorPaged, 10, 300.0),
+        run(Tier::Real, Peer::FloorPaged, 10, 320.0),
+        run(Tier::Real, Peer::FloorUnpaged, 10, 250.0),
+        run(Tier::Embedded, Peer::FloorPaged, 10, 100.0),
+        run(Tier::Embedded, Peer::FloorUnpaged, 10, 150.0),
     ];
     let m = Medians::of(&results, |r| r.sync_ms);
-    assert_eq!(m.floor("real", 10), Some((250.0, "unpaged")));
-    assert_eq!(m.floor("embedded", 10), Some((100.0, "paged")));
-    assert_eq!(m.floor("real", 99), None);
-    assert_eq!(m.get("real", "w1", 10, "floor-paged"), Some(310.0));
+    assert_eq!(m.floor(Tier::Real, 10), Some((250.0, "unpaged")));
+    assert_eq!(m.floor(Tier::Embedded, 10), Some((100.0, "paged")));
+    assert_eq!(m.floor(Tier::Real, 99), None);
+    assert_eq!(
+        m.get(Tier::Real, Workload::W1, 10, Peer::FloorPaged),
+        Some(310.0)
+    );
 }
 
 #[test]
@@ -71,11 +72,11 @@ fn the_report_puts_both_tiers_side_by_side_and_headlines_the_real_one() {
     let mut opts = ReportOptions::new(true);
     opts.out_dir = dir.clone();
     let results = vec![
-        run("real", "kinformer", 10, 1170.0),
-        run("real", "client-go", 10, 951.0),
-        run("real", "floor-unpaged", 10, 900.0),
-        run("embedded", "kinformer", 10, 300.0),
-        run("embedded", "client-go-json", 10, 2000.0),
+        run(Tier::Real, Peer::Kinformer, 10, 1170.0),
+        run(Tier::Real, Peer::ClientGo, 10, 951.0),
+        run(Tier::Real, Peer::FloorUnpaged, 10, 900.0),
+        run(Tier::Embedded, Peer::Kinformer, 10, 300.0),
+        run(Tier::Embedded, Peer::ClientGoJson, 10, 2000.0),
     ];
     let path = write_report(&opts, &results, &Notes::default()).unwrap();
     let md = std::fs::read_to_string(path).unwrap();
@@ -97,23 +98,23 @@ fn metadata_and_queue_mode_rows_have_their_own_tables() {
     let dir = std::env::temp_dir().join(format!("kb-report-meta-{}", std::process::id()));
     let mut opts = ReportOptions::new(true);
     opts.out_dir = dir.clone();
-    let bpo = |peer: &str, w: &str, b: f64| PeerReport {
-        workload: w.into(),
+    let bpo = |peer: Peer, w: Workload, b: f64| PeerReport {
+        workload: w,
         bytes_per_object: Some(b),
-        ..run("real", peer, 10, 100.0)
+        ..run(Tier::Real, peer, 10, 100.0)
     };
-    let w3 = |peer: &str, ms: f64| PeerReport {
-        workload: "w3".into(),
+    let w3 = |peer: Peer, ms: f64| PeerReport {
+        workload: Workload::W3,
         relist_ms: Some(ms),
-        ..run("embedded", peer, 10, 0.0)
+        ..run(Tier::Embedded, peer, 10, 0.0)
     };
     let results = vec![
-        bpo("kinformer", "w1", 50_000.0),
-        bpo("kinformer-metadata", "w1", 30_000.0),
-        bpo("client-go-metadata", "w1", 10_000.0),
-        bpo("kinformer-metadata", "w1t", 3_000.0),
-        w3("kinformer", 200.0),
-        w3("kinformer-delta-fifo", 400.0),
+        bpo(Peer::Kinformer, Workload::W1, 50_000.0),
+        bpo(Peer::KinformerMetadata, Workload::W1, 30_000.0),
+        bpo(Peer::ClientGoMetadata, Workload::W1, 10_000.0),
+        bpo(Peer::KinformerMetadata, Workload::W1t, 3_000.0),
+        w3(Peer::Kinformer, 200.0),
+        w3(Peer::KinformerDeltaFifo, 400.0),
     ];
     let path = write_report(&opts, &results, &Notes::default()).unwrap();
     let md = std::fs::read_to_string(path).unwrap();
@@ -137,21 +138,68 @@ fn same_round_ratios_pair_the_ith_runs_and_count_the_rounds_won() {
     // medians 500 against 500: at par taken apart; round by round kinformer is behind in
     // three of four rounds
     let results = vec![
-        run("real", "kinformer", 10, 510.0),
-        run("real", "client-go", 10, 500.0),
-        run("real", "kinformer", 10, 300.0),
-        run("real", "client-go", 10, 600.0),
-        run("real", "kinformer", 10, 520.0),
-        run("real", "client-go", 10, 500.0),
-        run("real", "kinformer", 10, 490.0),
-        run("real", "client-go", 10, 450.0),
-        run("real", "kinformer", 20, 1.0),
-        run("embedded", "client-go", 10, 1.0),
+        run(Tier::Real, Peer::Kinformer, 10, 510.0),
+        run(Tier::Real, Peer::ClientGo, 10, 500.0),
+        run(Tier::Real, Peer::Kinformer, 10, 300.0),
+        run(Tier::Real, Peer::ClientGo, 10, 600.0),
+        run(Tier::Real, Peer::Kinformer, 10, 520.0),
+        run(Tier::Real, Peer::ClientGo, 10, 500.0),
+        run(Tier::Real, Peer::Kinformer, 10, 490.0),
+        run(Tier::Real, Peer::ClientGo, 10, 450.0),
+        run(Tier::Real, Peer::Kinformer, 20, 1.0),
+        run(Tier::Embedded, Peer::ClientGo, 10, 1.0),
     ];
-    let (r, faster, rounds) =
-        same_round(&results, "real", "w1", 10, "kinformer", "client-go").unwrap();
+    let (r, faster, rounds) = same_round(
+        &results,
+        Tier::Real,
+        Workload::W1,
+        10,
+        Peer::Kinformer,
+        Peer::ClientGo,
+    )
+    .unwrap();
     assert_eq!((faster, rounds), (1, 4));
     // ratios 1.02, 0.5, 1.04, 1.089: median (1.02 + 1.04) / 2
     assert!((r - 1.03).abs() < 1e-9, "{r}");
-    assert!(same_round(&results, "real", "w1", 20, "kinformer", "client-go").is_none());
+    assert!(
+        same_round(
+            &results,
+            Tier::Real,
+            Workload::W1,
+            20,
+            Peer::Kinformer,
+            Peer::ClientGo
+        )
+        .is_none()
+    );
+}
+
+#[test]
+fn checkpointed_results_render_into_a_report() {
+    let dir = std::env::temp_dir().join(format!("kinformer-bench-render-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |peer: Peer, sync: f64| PeerReport {
+        tier: Some(Tier::Embedded),
+        objects: 2_000,
+        sync_ms: Some(sync),
+        bytes_per_object: Some(1_000.0),
+        ..PeerReport::new(peer, Workload::W1, 2_000)
+    };
+    crate::report::checkpoint(
+        &dir,
+        &[run(Peer::Kinformer, 90.0), run(Peer::KubeRs, 140.0)],
+    );
+    let mut opts = ReportOptions::new(true);
+    opts.out_dir = dir.join("out");
+    let (results, notes) =
+        crate::report::load_results(&opts, &dir.join("results.partial.json")).unwrap();
+    let md = write_report(&opts, &results, &notes).unwrap();
+    let text = std::fs::read_to_string(md).unwrap();
+    assert!(text.contains("Rendered from"), "{text}");
+    assert!(
+        text.contains("| kube-rs |") || text.contains("kube-rs"),
+        "{text}"
+    );
+    assert!(crate::report::load_results(&opts, &dir.join("missing.json")).is_err());
+    std::fs::remove_dir_all(&dir).unwrap();
 }
