@@ -178,27 +178,7 @@ impl<K> Default for InformerConfig<K> {
 
 impl<K> Clone for InformerConfig<K> {
     fn clone(&self) -> Self {
-        Self {
-            namespace: self.namespace.clone(),
-            label_selector: self.label_selector.clone(),
-            field_selector: self.field_selector.clone(),
-            tweak_list_options: self.tweak_list_options.clone(),
-            wire_format: self.wire_format,
-            max_object_size: self.max_object_size,
-            initial_list: self.initial_list,
-            page_size: self.page_size,
-            end_bookmark_wait: self.end_bookmark_wait,
-            min_watch_timeout: self.min_watch_timeout,
-            backoff: self.backoff,
-            max_internal_error_retry_duration: self.max_internal_error_retry_duration,
-            watch_error_handler: self.watch_error_handler.clone(),
-            transform: self.transform.clone(),
-            strip_managed_fields: self.strip_managed_fields,
-            cache_mode: self.cache_mode,
-            release_memory: self.release_memory,
-            queue_mode: self.queue_mode,
-            resync_period: self.resync_period,
-        }
+        self.with_transform(self.transform.clone())
     }
 }
 
@@ -390,6 +370,13 @@ impl InformerConfig<()> {
     /// These defaults for one type: every field, the transform included (an
     /// `InformerConfig<()>` can only hold a metadata transform, which fits every type).
     pub(crate) fn for_type<L>(&self) -> InformerConfig<L> {
+        self.with_transform(self.transform.as_ref().and_then(Transform::for_type))
+    }
+}
+
+impl<K> InformerConfig<K> {
+    /// Every field of this configuration, with `transform` as the transform (of any type).
+    fn with_transform<L>(&self, transform: Option<Transform<L>>) -> InformerConfig<L> {
         InformerConfig {
             namespace: self.namespace.clone(),
             label_selector: self.label_selector.clone(),
@@ -404,7 +391,7 @@ impl InformerConfig<()> {
             backoff: self.backoff,
             max_internal_error_retry_duration: self.max_internal_error_retry_duration,
             watch_error_handler: self.watch_error_handler.clone(),
-            transform: self.transform.as_ref().and_then(Transform::for_type),
+            transform,
             strip_managed_fields: self.strip_managed_fields,
             cache_mode: self.cache_mode,
             release_memory: self.release_memory,
