@@ -98,20 +98,25 @@ pub(super) type CodecError = String;
 const PARALLEL_MIN: usize = 32;
 
 /// `f` over `items` in order, on every core for a large slice (scoped threads, one chunk
-/// each), except on a tokio runtime: there (an informer's reflector and process loop) it runs
-/// on the calling task, one item after another, since a runtime's thread must not spawn or
-/// join threads. An informer keeps its other cores busy anyway: the source decodes the next
-/// list items while a part is encoded. (Measured 2026-11-25, lean cache, 10,000 pods from
-/// `kinformer serve`, 6 interleaved runs: on the task, sync 672 ms median and 45 MiB RSS
-/// after it; scoped threads on the task, 611 ms and 50 MiB; `block_in_place` around the
-/// threads, 748 ms and 54 MiB.)
+/// each): how lean mode spreads the encoding of a list part and the decoding of a list's
+/// notifications, which otherwise run on one thread.
+///
+/// On a multi-threaded tokio runtime's worker (an informer's reflector and process loop) it
+/// runs inside `block_in_place`: the worker hands its other tasks to another thread before it
+/// spreads the work, so the runtime never stalls behind it. On a current-thread runtime, whose
+/// one thread must not block, it runs there one item after another.
 pub(crate) fn par_map<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
     static CORES: OnceLock<usize> = OnceLock::new();
     let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    if cores < 2 || items.len() < PARALLEL_MIN || tokio::runtime::Handle::try_current().is_ok() {
+    if cores < 2 || items.len() < PARALLEL_MIN {
         return items.iter().map(f).collect();
     }
-    spread(items, cores, &f)
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current().map(|h| h.runtime_flavor()) {
+        Ok(RuntimeFlavor::CurrentThread) => items.iter().map(f).collect(),
+        Ok(_) => tokio::task::block_in_place(|| spread(items, cores, &f)),
+        Err(_) => spread(items, cores, &f),
+    }
 }
 
 /// `f` over `items` in order on `cores` scoped threads (this one included).
