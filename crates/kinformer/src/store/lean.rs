@@ -98,8 +98,8 @@ pub(super) type CodecError = String;
 const PARALLEL_MIN: usize = 32;
 
 /// `f` over `items` in order, on every core for a large slice (scoped threads, one chunk
-/// each): how lean mode spreads the encoding of a list part and the decoding of a list's
-/// notifications, which otherwise run on one thread.
+/// each): how lean mode spreads the decoding of a relist's notifications, which otherwise
+/// runs on one thread.
 ///
 /// On a multi-threaded tokio runtime's worker (an informer's reflector and process loop) it
 /// runs inside `block_in_place`: the worker hands its other tasks to another thread before it

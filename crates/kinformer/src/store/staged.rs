@@ -81,14 +81,15 @@ impl<K: Object> Indexer<K> {
         }
         let codec = self.codec();
         let pairs: Vec<(String, Arc<K>)> = keys.into_iter().zip(items).collect();
-        let stored = match codec {
-            // Encoding is most of what lean staging costs: done on every core for a large part.
-            Some(_) => super::lean::par_map(&pairs, |(key, obj)| to_stored(codec, obj, key)),
-            None => pairs
-                .iter()
-                .map(|(key, obj)| to_stored(None, obj, key))
-                .collect(),
-        };
+        // Encoding is most of what lean staging costs. It runs on the task that delivers the
+        // part (the Reflector's), while the source decodes the next items on the other cores:
+        // as fast as spreading it (real kube-apiserver, 10,000 pods: lean W1 1,273-1,292 ms
+        // against 1,290-1,335 with scoped threads) and without the memory that more threads
+        // touching the heap leave behind (3.5k bytes a pod against 4.0-4.5k).
+        let stored: Vec<_> = pairs
+            .iter()
+            .map(|(key, obj)| to_stored(codec, obj, key))
+            .collect();
         for ((key, obj), stored) in pairs.into_iter().zip(stored) {
             let pushed = stored.and_then(|stored| {
                 stage
