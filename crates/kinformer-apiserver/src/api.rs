@@ -127,16 +127,18 @@ impl Api {
         namespace: Option<&str>,
         body: Map<String, Value>,
     ) -> Result<Arc<StoredObject>, ApiError> {
-        self.create_by(res, namespace, body, None)
+        self.create_by(res, namespace, body, None, false)
     }
 
-    /// [`Api::create`] by a field manager (`managedFields` maintained when `writer` is set).
+    /// [`Api::create`] by a field manager (`managedFields` maintained when `writer` is set);
+    /// with `dry_run`, everything but storing (see [`Api::write`]).
     pub(crate) fn create_by(
         &self,
         res: &ResourceInfo,
         namespace: Option<&str>,
         mut body: Map<String, Value>,
         writer: Option<&Writer>,
+        dry_run: bool,
     ) -> Result<Arc<StoredObject>, ApiError> {
         let ns = ns_of(res, namespace);
         // Resolve generateName first so the key is known before the write.
@@ -169,18 +171,37 @@ impl Api {
             return Err(ApiError::not_found(&ns_res, ns));
         }
         let key = storage_key(res, ns, &name);
-        let created = self
-            .store
-            .mutate(&res.group_resource(), &key, |current, rev| {
-                let (_, obj) = prepare_create_by(res, ns, body, rev, writer)?;
-                if current.is_some() {
-                    return Err(ApiError::already_exists(res, &name));
-                }
-                let obj = Arc::new(obj);
-                Ok(Mutation::Put(obj.clone(), obj))
-            })?;
-        self.after_write(res, &created.name);
+        let created = self.write(res, &key, dry_run, |current, rev| {
+            let (_, obj) = prepare_create_by(res, ns, body, rev, writer)?;
+            if current.is_some() {
+                return Err(ApiError::already_exists(res, &name));
+            }
+            let obj = Arc::new(obj);
+            Ok(Mutation::Put(obj.clone(), obj))
+        })?;
         Ok(created)
+    }
+
+    /// One read-modify-write of `key` (see [`Store::mutate`]), then what follows a write of
+    /// `res` ([`Api::after_write`]). With `dry_run` (`dryRun=All`) the same decisions are made
+    /// — validation, defaulting, preconditions, managedFields, conflicts — and answered as
+    /// kube-apiserver's dry-run storage answers them ([`crate::store::Preview::answer`]), but
+    /// nothing is stored, no resourceVersion is used, no watcher hears of it and nothing
+    /// follows.
+    fn write(
+        &self,
+        res: &ResourceInfo,
+        key: &str,
+        dry_run: bool,
+        f: impl FnOnce(Option<&Arc<StoredObject>>, u64) -> Result<Mutation<Arc<StoredObject>>, ApiError>,
+    ) -> Result<Arc<StoredObject>, ApiError> {
+        let gr = res.group_resource();
+        if dry_run {
+            return Ok(self.store.preview(&gr, key, f)?.answer());
+        }
+        let written = self.store.mutate(&gr, key, f)?;
+        self.after_write(res, &written.name);
+        Ok(written)
     }
 
     /// Keeps the served custom resources in step with the CustomResourceDefinitions.
@@ -261,10 +282,12 @@ impl Api {
         body: Map<String, Value>,
         mode: UpdateMode,
     ) -> Result<Arc<StoredObject>, ApiError> {
-        self.update_by(res, namespace, name, body, mode, None)
+        self.update_by(res, namespace, name, body, mode, None, false)
     }
 
-    /// [`Api::update`] by a field manager (`managedFields` maintained when `writer` is set).
+    /// [`Api::update`] by a field manager (`managedFields` maintained when `writer` is set);
+    /// with `dry_run`, everything but storing (see [`Api::write`]).
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn update_by(
         &self,
         res: &ResourceInfo,
@@ -273,21 +296,18 @@ impl Api {
         body: Map<String, Value>,
         mode: UpdateMode,
         writer: Option<&Writer>,
+        dry_run: bool,
     ) -> Result<Arc<StoredObject>, ApiError> {
         let key = storage_key(res, ns_of(res, namespace), name);
-        let updated = self
-            .store
-            .mutate(&res.group_resource(), &key, |current, rev| {
-                let Some(current) = current else {
-                    return Err(ApiError::not_found(res, name));
-                };
-                Self::outcome(
-                    prepare_update_by(res, current, body, rev, mode, writer)?,
-                    current,
-                )
-            })?;
-        self.after_write(res, name);
-        Ok(updated)
+        self.write(res, &key, dry_run, |current, rev| {
+            let Some(current) = current else {
+                return Err(ApiError::not_found(res, name));
+            };
+            Self::outcome(
+                prepare_update_by(res, current, body, rev, mode, writer)?,
+                current,
+            )
+        })
     }
 
     fn outcome(
@@ -319,99 +339,112 @@ impl Api {
         patch: &[u8],
         mode: UpdateMode,
         writer: Option<&Writer>,
+        dry_run: bool,
     ) -> Result<Arc<StoredObject>, ApiError> {
         let ns = ns_of(res, namespace);
         let key = storage_key(res, ns, name);
-        let patched = self
-            .store
-            .mutate(&res.group_resource(), &key, |current, rev| {
-                let Some(current) = current else {
-                    if patch_type == PatchType::Apply && mode != UpdateMode::Status {
-                        let mut base = Value::Object(Map::new());
-                        apply_patch(res, &mut base, patch_type, patch)?;
-                        let Value::Object(mut body) = base else {
-                            return Err(ApiError::bad_request("apply patch must be a JSON object"));
-                        };
-                        let meta = body
-                            .entry("metadata")
-                            .or_insert_with(|| Value::Object(Map::new()));
-                        if let Value::Object(m) = meta {
-                            m.insert("name".into(), Value::String(name.to_string()));
-                        }
-                        let (_, obj) = prepare_create_by(res, ns, body, rev, writer)?;
-                        let obj = Arc::new(obj);
-                        return Ok(Mutation::Put(obj.clone(), obj));
+        self.write(res, &key, dry_run, |current, rev| {
+            let Some(current) = current else {
+                if patch_type == PatchType::Apply && mode != UpdateMode::Status {
+                    let mut base = Value::Object(Map::new());
+                    apply_patch(res, &mut base, patch_type, patch)?;
+                    let Value::Object(mut body) = base else {
+                        return Err(ApiError::bad_request("apply patch must be a JSON object"));
+                    };
+                    let meta = body
+                        .entry("metadata")
+                        .or_insert_with(|| Value::Object(Map::new()));
+                    if let Value::Object(m) = meta {
+                        m.insert("name".into(), Value::String(name.to_string()));
                     }
-                    return Err(ApiError::not_found(res, name));
-                };
-                let mut value = current.to_value();
-                apply_patch(res, &mut value, patch_type, patch)?;
-                let Value::Object(body) = value else {
-                    return Err(ApiError::bad_request(
-                        "the patched object is not a JSON object",
-                    ));
-                };
-                Self::outcome(
-                    prepare_update_by(res, current, body, rev, mode, writer)?,
-                    current,
-                )
-            })?;
-        self.after_write(res, name);
-        Ok(patched)
+                    let (_, obj) = prepare_create_by(res, ns, body, rev, writer)?;
+                    let obj = Arc::new(obj);
+                    return Ok(Mutation::Put(obj.clone(), obj));
+                }
+                return Err(ApiError::not_found(res, name));
+            };
+            let mut value = current.to_value();
+            apply_patch(res, &mut value, patch_type, patch)?;
+            let Value::Object(body) = value else {
+                return Err(ApiError::bad_request(
+                    "the patched object is not a JSON object",
+                ));
+            };
+            Self::outcome(
+                prepare_update_by(res, current, body, rev, mode, writer)?,
+                current,
+            )
+        })
     }
 
-    /// Deletes an object (or marks it for deletion if it has finalizers); 404 if absent.
+    /// Deletes an object (or marks it for deletion if it has finalizers); 404 if absent. With
+    /// `dry_run`, everything but storing (see [`Api::write`]).
     pub(crate) fn delete(
         &self,
         res: &ResourceInfo,
         namespace: Option<&str>,
         name: &str,
         pre: &Preconditions,
+        dry_run: bool,
     ) -> Result<Deleted, ApiError> {
         let key = storage_key(res, ns_of(res, namespace), name);
-        let deleted = self
-            .store
-            .mutate(&res.group_resource(), &key, |current, rev| {
-                let Some(current) = current else {
-                    return Err(ApiError::not_found(res, name));
-                };
-                Ok(match prepare_delete(res, current, pre, rev)? {
-                    DeleteOutcome::Remove(obj) => {
-                        let obj = Arc::new(obj);
-                        Mutation::Delete(
-                            obj.clone(),
-                            Deleted {
-                                object: obj,
-                                removed: true,
-                            },
-                        )
-                    }
-                    DeleteOutcome::MarkDeleting(obj) => {
-                        let obj = Arc::new(obj);
-                        Mutation::Put(
-                            obj.clone(),
-                            Deleted {
-                                object: obj,
-                                removed: false,
-                            },
-                        )
-                    }
-                    DeleteOutcome::AlreadyDeleting => Mutation::Nothing(Deleted {
-                        object: current.clone(),
-                        removed: false,
-                    }),
-                })
-            })?;
+        let decide = |current: Option<&Arc<StoredObject>>, rev| {
+            let Some(current) = current else {
+                return Err(ApiError::not_found(res, name));
+            };
+            Ok(match prepare_delete(res, current, pre, rev)? {
+                DeleteOutcome::Remove(obj) => {
+                    let obj = Arc::new(obj);
+                    Mutation::Delete(
+                        obj.clone(),
+                        Deleted {
+                            object: obj,
+                            removed: true,
+                        },
+                    )
+                }
+                DeleteOutcome::MarkDeleting(obj) => {
+                    let obj = Arc::new(obj);
+                    Mutation::Put(
+                        obj.clone(),
+                        Deleted {
+                            object: obj,
+                            removed: false,
+                        },
+                    )
+                }
+                DeleteOutcome::AlreadyDeleting => Mutation::Nothing(Deleted {
+                    object: current.clone(),
+                    removed: false,
+                }),
+            })
+        };
+        if dry_run {
+            let p = self.store.preview(&res.group_resource(), &key, decide)?;
+            let object = crate::store::Preview {
+                out: p.out.object,
+                current: p.current,
+                next: p.next,
+            }
+            .answer();
+            return Ok(Deleted {
+                object,
+                removed: p.out.removed,
+            });
+        }
+        let deleted = self.store.mutate(&res.group_resource(), &key, decide)?;
         self.after_write(res, name);
         Ok(deleted)
     }
 
-    /// Deletes every object matching the options' selectors; returns what was deleted.
+    /// Deletes every object matching the options' selectors; returns what was deleted (with
+    /// `dry_run`, what would be).
     pub(crate) fn delete_collection(
         &self,
         res: &ResourceInfo,
         namespace: Option<&str>,
         opts: &ListOptions,
+        dry_run: bool,
     ) -> Result<Vec<Arc<StoredObject>>, ApiError> {
         let prefix = match namespace {
             Some(ns) if res.namespaced() => format!("{ns}/"),
@@ -428,7 +461,7 @@ impl Api {
             } else {
                 Some(o.namespace.as_str())
             };
-            match self.delete(res, ns, &o.name, &Preconditions::default()) {
+            match self.delete(res, ns, &o.name, &Preconditions::default(), dry_run) {
                 Ok(d) => out.push(d.object),
                 Err(e) if e.code == 404 => {}
                 Err(e) => return Err(e),

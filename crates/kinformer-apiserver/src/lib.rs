@@ -22,6 +22,9 @@
 //!   kube-apiserver's `apiserver_request_total`.
 //! - **Verbs**: create, get, update, patch (merge, JSON, strategic with inferred merge keys, apply as merge),
 //!   delete, deletecollection, list, watch, with the real `Status` errors ([`ApiError`]).
+//!   `dryRun=All` on every write (subresources included) decides and answers as a real write
+//!   (validation, defaults, preconditions, managedFields) but stores nothing, uses no
+//!   resourceVersion and sends no watch event.
 //! - **List/watch semantics**: label selectors (the grammar of the `kinformer-selector` crate,
 //!   shared with kinformer's listers), field selectors, pagination, resourceVersion matching,
 //!   bookmarks, `sendInitialEvents`, 410 Gone and 504 "Too large resource version".

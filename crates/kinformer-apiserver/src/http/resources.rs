@@ -171,6 +171,66 @@ fn parse_delete_options(body: &[u8]) -> Result<Preconditions, ApiError> {
     })
 }
 
+/// Whether a write is a dry run: `dryRun` (from the query, or from a DELETE's body) must be
+/// `All`, the only value kube-apiserver knows; any other is 422 Invalid on the verb's options
+/// kind (`CreateOptions`, `UpdateOptions`, `PatchOptions`, `DeleteOptions`), as
+/// `ValidateDryRun` answers.
+fn dry_run(values: &[String], options_kind: &str) -> Result<bool, ApiError> {
+    if values.iter().all(|v| v == "All") {
+        return Ok(!values.is_empty());
+    }
+    let quoted: Vec<String> = values.iter().map(|v| format!("{v:?}")).collect();
+    Err(ApiError::invalid(
+        options_kind,
+        "meta.k8s.io",
+        "",
+        &[(
+            "dryRun".to_string(),
+            "FieldValueNotSupported".to_string(),
+            format!(
+                "Unsupported value: []string{{{}}}: supported values: \"All\"",
+                quoted.join(", ")
+            ),
+        )],
+    ))
+}
+
+/// `dryRun` of a request's query string.
+fn query_dry_run(
+    query: &std::collections::HashMap<String, String>,
+    options_kind: &str,
+) -> Result<bool, ApiError> {
+    let values: Vec<String> = query.get("dryRun").cloned().into_iter().collect();
+    dry_run(&values, options_kind)
+}
+
+/// `dryRun` of a DELETE: kube-apiserver reads DeleteOptions from the body when there is one,
+/// else from the query string.
+fn delete_dry_run(
+    body: &[u8],
+    query: &std::collections::HashMap<String, String>,
+) -> Result<bool, ApiError> {
+    if body.iter().all(|b| b.is_ascii_whitespace()) {
+        return query_dry_run(query, "DeleteOptions");
+    }
+    let v: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
+    let values = match v.get("dryRun") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|x| x.as_str().map(str::to_string))
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| ApiError::bad_request("error decoding DeleteOptions: dryRun"))?,
+        Some(_) => {
+            return Err(ApiError::bad_request(
+                "error decoding DeleteOptions: dryRun must be a list of strings",
+            ));
+        }
+    };
+    dry_run(&values, "DeleteOptions")
+}
+
 /// What a resource request addressed, for the request log and the metrics.
 struct Served {
     verb: Verb,
@@ -341,7 +401,7 @@ async fn serve_verb(
     if c.subresource.as_deref() == Some("scale")
         && let Some(scale) = &res.scale
     {
-        return serve_scale(ctx, req, &c, scale, &writer).await;
+        return serve_scale(ctx, req, &c, scale, &writer, query).await;
     }
     match c.verb {
         Verb::Get => {
@@ -418,6 +478,7 @@ async fn serve_verb(
             Ok((200, response::watch(rx, pb)))
         }
         Verb::Create => {
+            let dry = query_dry_run(query, "CreateOptions")?;
             let obj = read_object(ctx, req, res).await?;
             if res.create_only {
                 let answer = crate::review::answer(res, obj, ctx.token.as_deref())?;
@@ -426,12 +487,13 @@ async fn serve_verb(
                 }
                 return Ok((201, response::json_value(201, &answer)));
             }
-            let o = api.create_by(res, ns, obj, Some(&writer))?;
+            let o = api.create_by(res, ns, obj, Some(&writer), dry)?;
             Ok((201, response::object_as(201, res, &o, pb)))
         }
         Verb::Update => {
+            let dry = query_dry_run(query, "UpdateOptions")?;
             let obj = read_object(ctx, req, res).await?;
-            let o = api.update_by(res, ns, name, obj, mode, Some(&writer))?;
+            let o = api.update_by(res, ns, name, obj, mode, Some(&writer), dry)?;
             Ok((200, response::object_as(200, res, &o, pb)))
         }
         Verb::Patch => {
@@ -443,16 +505,18 @@ async fn serve_verb(
                 .to_string();
             let pt = PatchType::from_content_type(&ct)
                 .ok_or_else(|| ApiError::unsupported_media_type(&ct))?;
+            let dry = query_dry_run(query, "PatchOptions")?;
             let body = read_body(ctx, req).await?;
             let existed = api.get(res, ns, name).is_ok();
-            let o = api.patch_by(res, ns, name, pt, &body, mode, Some(&writer))?;
+            let o = api.patch_by(res, ns, name, pt, &body, mode, Some(&writer), dry)?;
             let code = if existed { 200 } else { 201 };
             Ok((code, response::object_as(code, res, &o, pb)))
         }
         Verb::Delete => {
             let body = read_body(ctx, req).await?;
             let pre = parse_delete_options(&body)?;
-            let d = api.delete(res, ns, name, &pre)?;
+            let dry = delete_dry_run(&body, query)?;
+            let d = api.delete(res, ns, name, &pre, dry)?;
             if d.removed && !res.return_deleted_object {
                 let s = success_status(res, name, &d.object.uid);
                 Ok((200, response::json_value(200, &s)))
@@ -463,7 +527,9 @@ async fn serve_verb(
         Verb::DeleteCollection => {
             let opts = ListOptions::from_query(query)?;
             check_fields(res, &opts)?;
-            let deleted = api.delete_collection(res, ns, &opts)?;
+            let body = read_body(ctx, req).await?;
+            let dry = delete_dry_run(&body, query)?;
+            let deleted = api.delete_collection(res, ns, &opts, dry)?;
             let rv = api.store.revision();
             Ok((200, response::plain_list(res, rv, deleted, pb)))
         }
@@ -477,6 +543,7 @@ async fn serve_scale(
     c: &Classified,
     scale: &crate::resource::ScaleInfo,
     writer: &Writer,
+    query: &std::collections::HashMap<String, String>,
 ) -> Result<(u16, Response), ApiError> {
     let (api, res) = (&ctx.api, &c.resource);
     let ns = c.namespace.as_deref();
@@ -510,7 +577,13 @@ async fn serve_scale(
         _ => return Err(ApiError::method_not_allowed()),
     };
     let obj = crate::scale::apply_scale(res, scale, current, &written)?;
-    let o = api.update_by(res, ns, name, obj, UpdateMode::Main, Some(writer))?;
+    let options_kind = if c.verb == Verb::Patch {
+        "PatchOptions"
+    } else {
+        "UpdateOptions"
+    };
+    let dry = query_dry_run(query, options_kind)?;
+    let o = api.update_by(res, ns, name, obj, UpdateMode::Main, Some(writer), dry)?;
     let v = crate::scale::to_scale(scale, &o.to_value());
     Ok((200, response::json_value(200, &v)))
 }

@@ -118,7 +118,7 @@ impl RunningServer {
         let res = resource_for::<K>(&self.ctx)?;
         self.ctx
             .api
-            .delete(&res, namespace, name, &Preconditions::default())?;
+            .delete(&res, namespace, name, &Preconditions::default(), false)?;
         Ok(())
     }
 
@@ -225,7 +225,7 @@ impl RunningServer {
         let res = self.find(resource)?;
         self.ctx
             .api
-            .delete(&res, namespace, name, &Preconditions::default())?;
+            .delete(&res, namespace, name, &Preconditions::default(), false)?;
         Ok(())
     }
 

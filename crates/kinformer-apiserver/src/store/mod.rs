@@ -6,6 +6,6 @@ mod mvcc;
 mod object;
 
 pub use mvcc::HistoryConfig;
-pub(crate) use mvcc::{EventType, Mutation, ReadError, Store, StoredEvent};
+pub(crate) use mvcc::{EventType, Mutation, Preview, ReadError, Store, StoredEvent};
 pub(crate) use object::StoredObject;
 pub(crate) use object::{COMMON_FIELDS, extra_fields};

@@ -77,6 +77,33 @@ pub(crate) enum Mutation<T> {
     Nothing(T),
 }
 
+/// What [`Store::preview`] found: the closure's result, the live object it saw and the
+/// revision a real write would have taken.
+#[derive(Debug)]
+pub(crate) struct Preview<T> {
+    /// The closure's result.
+    pub out: T,
+    /// The live object when the preview ran.
+    pub current: Option<Arc<StoredObject>>,
+    /// The revision the write would have taken (not used).
+    pub next: u64,
+}
+
+impl Preview<Arc<StoredObject>> {
+    /// The object a dry-run write answers with, as kube-apiserver's dry-run storage does: a
+    /// version the write would have stored keeps the live object's resourceVersion (updates,
+    /// patches, deletes) or has none (creates); anything else is returned as is.
+    pub(crate) fn answer(self) -> Arc<StoredObject> {
+        if self.out.resource_version != self.next {
+            return self.out;
+        }
+        Arc::new(match &self.current {
+            Some(c) => self.out.at_revision(c.resource_version),
+            None => self.out.without_resource_version(),
+        })
+    }
+}
+
 /// A read at a revision that cannot be served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub(crate) enum ReadError {
@@ -235,6 +262,29 @@ impl Store {
         Self::auto_compact(&mut inner, config);
         self.revision_tx.send_replace(next);
         Ok(out)
+    }
+
+    /// A dry run of [`Store::mutate`]: `f` sees the live object and the revision a write
+    /// would take, exactly as a real write, and its result is returned with the live object,
+    /// but nothing is stored, no revision is used and no watcher hears of it (kube-apiserver's
+    /// `dryRun=All`).
+    pub(crate) fn preview<T>(
+        &self,
+        resource: &str,
+        key: &str,
+        f: impl FnOnce(Option<&Arc<StoredObject>>, u64) -> Result<Mutation<T>, ApiError>,
+    ) -> Result<Preview<T>, ApiError> {
+        let inner = self.inner.lock();
+        let current = inner
+            .objects
+            .get(resource)
+            .and_then(|m| m.get(key))
+            .cloned();
+        let next = inner.revision + 1;
+        let out = match f(current.as_ref(), next)? {
+            Mutation::Nothing(out) | Mutation::Put(_, out) | Mutation::Delete(_, out) => out,
+        };
+        Ok(Preview { out, current, next })
     }
 
     fn resource_arc(inner: &mut Inner, resource: &str) -> Arc<str> {

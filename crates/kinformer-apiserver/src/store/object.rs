@@ -222,6 +222,22 @@ impl StoredObject {
         }
     }
 
+    /// This version without `metadata.resourceVersion` (resourceVersion 0): what a dry-run
+    /// create answers with, since nothing was stored.
+    pub(crate) fn without_resource_version(&self) -> StoredObject {
+        let mut v = self.to_value();
+        if let Some(m) = v.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+            m.remove("resourceVersion");
+        }
+        let (bytes, type_len) = encode_typed(&v);
+        StoredObject {
+            resource_version: 0,
+            bytes: Bytes::from(bytes),
+            type_len,
+            ..self.clone()
+        }
+    }
+
     /// The value of a field-selectable path (`metadata.name`, `metadata.namespace`, or one of
     /// the resource's extra fields); `None` when absent.
     pub(crate) fn field(&self, path: &str) -> Option<&str> {
