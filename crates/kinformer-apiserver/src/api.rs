@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::list::{self, ListPage};
 use crate::objects::{
-    DeleteOutcome, Preconditions, UpdateMode, UpdateOutcome, Writer, prepare_create_by,
+    DeleteOptions, DeleteOutcome, UpdateMode, UpdateOutcome, Writer, namespace, prepare_create_by,
     prepare_delete, prepare_update_by, storage_key,
 };
 use crate::options::ListOptions;
@@ -106,7 +106,8 @@ pub(crate) struct Api {
     /// Objects and history.
     pub store: Store,
     /// Refuse to create namespaced objects in a namespace that does not exist (404
-    /// `namespaces "x" not found`, as the real server's NamespaceLifecycle admission does).
+    /// `namespaces "x" not found`, as the real server's NamespaceLifecycle admission does;
+    /// the rest of that admission always applies, see [`crate::admission`]).
     pub enforce_namespaces: bool,
 }
 
@@ -161,13 +162,7 @@ impl Api {
             .and_then(|n| n.as_str())
             .unwrap_or("")
             .to_string();
-        if self.enforce_namespaces
-            && res.namespaced()
-            && self.store.get("namespaces", ns).is_none()
-            && let Some(ns_res) = self.registry.find("", "v1", "namespaces")
-        {
-            return Err(ApiError::not_found(&ns_res, ns));
-        }
+        crate::admission::admit_create(self, res, ns, &name)?;
         let key = storage_key(res, ns, &name);
         let created = self
             .store
@@ -322,6 +317,9 @@ impl Api {
     ) -> Result<Arc<StoredObject>, ApiError> {
         let ns = ns_of(res, namespace);
         let key = storage_key(res, ns, name);
+        if patch_type == PatchType::Apply && self.get(res, namespace, name).is_err() {
+            crate::admission::admit_create(self, res, ns, name)?;
+        }
         let patched = self
             .store
             .mutate(&res.group_resource(), &key, |current, rev| {
@@ -360,14 +358,17 @@ impl Api {
         Ok(patched)
     }
 
-    /// Deletes an object (or marks it for deletion if it has finalizers); 404 if absent.
+    /// Deletes an object (or marks it for deletion if it has finalizers, or gets one from
+    /// the propagation policy); 404 if absent. A namespace is only moved to `Terminating` by
+    /// its first delete ([`crate::objects::namespace`]); the immortal ones are refused.
     pub(crate) fn delete(
         &self,
         res: &ResourceInfo,
         namespace: Option<&str>,
         name: &str,
-        pre: &Preconditions,
+        opts: &DeleteOptions,
     ) -> Result<Deleted, ApiError> {
+        crate::admission::admit_delete(res, name)?;
         let key = storage_key(res, ns_of(res, namespace), name);
         let deleted = self
             .store
@@ -375,7 +376,12 @@ impl Api {
                 let Some(current) = current else {
                     return Err(ApiError::not_found(res, name));
                 };
-                Ok(match prepare_delete(res, current, pre, rev)? {
+                let outcome = if namespace::is_namespace(res) {
+                    namespace::prepare_delete(res, current, opts, rev)?
+                } else {
+                    prepare_delete(res, current, opts, rev)?
+                };
+                Ok(match outcome {
                     DeleteOutcome::Remove(obj) => {
                         let obj = Arc::new(obj);
                         Mutation::Delete(
@@ -406,12 +412,14 @@ impl Api {
         Ok(deleted)
     }
 
-    /// Deletes every object matching the options' selectors; returns what was deleted.
+    /// Deletes every object matching the options' selectors, each with `delete` as its
+    /// `DeleteOptions`; returns what was deleted (or marked).
     pub(crate) fn delete_collection(
         &self,
         res: &ResourceInfo,
         namespace: Option<&str>,
         opts: &ListOptions,
+        delete: &DeleteOptions,
     ) -> Result<Vec<Arc<StoredObject>>, ApiError> {
         let prefix = match namespace {
             Some(ns) if res.namespaced() => format!("{ns}/"),
@@ -428,7 +436,7 @@ impl Api {
             } else {
                 Some(o.namespace.as_str())
             };
-            match self.delete(res, ns, &o.name, &Preconditions::default()) {
+            match self.delete(res, ns, &o.name, delete) {
                 Ok(d) => out.push(d.object),
                 Err(e) if e.code == 404 => {}
                 Err(e) => return Err(e),

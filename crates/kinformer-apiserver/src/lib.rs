@@ -42,9 +42,11 @@
 
 #![warn(unreachable_pub)]
 
+mod admission;
 mod api;
 mod config;
 mod context;
+mod controllers;
 mod crd;
 mod faults;
 mod go_text;

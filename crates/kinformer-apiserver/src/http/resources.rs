@@ -16,7 +16,7 @@ use crate::context::{Context, RequestRecord};
 use crate::faults::Verb;
 use crate::metrics::RequestLabels;
 use crate::objects::managed_fields::manager_from_user_agent;
-use crate::objects::{Preconditions, UpdateMode, Writer, decode_body};
+use crate::objects::{DeleteOptions, UpdateMode, Writer, decode_body};
 use crate::options::{ListOptions, parse_query};
 use crate::patch::PatchType;
 use crate::resource::ResourceInfo;
@@ -47,7 +47,8 @@ fn classify(method: &Method, target: Target, watch: bool) -> Result<Classified, 
     };
     if let Some(sub) = &subresource
         && !(sub == "status" && resource.status_subresource
-            || sub == "scale" && resource.scale.is_some())
+            || sub == "scale" && resource.scale.is_some()
+            || sub == "finalize" && crate::objects::namespace::is_namespace(&resource))
     {
         return Err(ApiError::not_found_path());
     }
@@ -64,6 +65,10 @@ fn classify(method: &Method, target: Target, watch: bool) -> Result<Classified, 
         _ => return Err(ApiError::method_not_allowed()),
     };
     if subresource.is_some() && !matches!(verb, Verb::Get | Verb::Update | Verb::Patch) {
+        return Err(ApiError::method_not_allowed());
+    }
+    // A namespace's `/finalize` only takes a PUT (kube-apiserver serves `update` alone).
+    if subresource.as_deref() == Some("finalize") && verb != Verb::Update {
         return Err(ApiError::method_not_allowed());
     }
     if resource.create_only && verb != Verb::Create {
@@ -151,24 +156,6 @@ async fn read_object(
     } else {
         decode_body(res, &body)
     }
-}
-
-fn parse_delete_options(body: &[u8]) -> Result<Preconditions, ApiError> {
-    if body.iter().all(|b| b.is_ascii_whitespace()) {
-        return Ok(Preconditions::default());
-    }
-    let v: Value = serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
-    let pre = v.get("preconditions");
-    let get = |f: &str| {
-        pre.and_then(|p| p.get(f))
-            .and_then(|x| x.as_str())
-            .map(|s| s.to_string())
-    };
-    Ok(Preconditions {
-        uid: get("uid"),
-        resource_version: get("resourceVersion"),
-    })
 }
 
 /// What a resource request addressed, for the request log and the metrics.
@@ -319,10 +306,10 @@ async fn serve_verb(
     let pb = crate::proto::wants_protobuf(accept, res);
     let as_table = wants_table(accept)
         .then(|| IncludeObject::parse(query.get("includeObject").map(|s| s.as_str())));
-    let mode = if c.subresource.as_deref() == Some("status") {
-        UpdateMode::Status
-    } else {
-        UpdateMode::Main
+    let mode = match c.subresource.as_deref() {
+        Some("status") => UpdateMode::Status,
+        Some("finalize") => UpdateMode::Finalize,
+        _ => UpdateMode::Main,
     };
     // The field manager of writes: `fieldManager`, else the User-Agent's prefix, as
     // kube-apiserver derives it (managedFields, Update operation).
@@ -451,8 +438,8 @@ async fn serve_verb(
         }
         Verb::Delete => {
             let body = read_body(ctx, req).await?;
-            let pre = parse_delete_options(&body)?;
-            let d = api.delete(res, ns, name, &pre)?;
+            let opts = DeleteOptions::parse(&body, query)?;
+            let d = api.delete(res, ns, name, &opts)?;
             if d.removed && !res.return_deleted_object {
                 let s = success_status(res, name, &d.object.uid);
                 Ok((200, response::json_value(200, &s)))
@@ -463,7 +450,9 @@ async fn serve_verb(
         Verb::DeleteCollection => {
             let opts = ListOptions::from_query(query)?;
             check_fields(res, &opts)?;
-            let deleted = api.delete_collection(res, ns, &opts)?;
+            let body = read_body(ctx, req).await?;
+            let delete = DeleteOptions::parse(&body, query)?;
+            let deleted = api.delete_collection(res, ns, &opts, &delete)?;
             let rv = api.store.revision();
             Ok((200, response::plain_list(res, rv, deleted, pb)))
         }
