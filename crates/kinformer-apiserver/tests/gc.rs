@@ -12,7 +12,12 @@ use kinformer_apiserver::{ServerConfig, start};
 use serde_json::{Value, json};
 
 /// Polls `path` until `pred` holds on (code, body), at most 5 s.
-async fn eventually(addr: SocketAddr, path: &str, what: &str, pred: impl Fn(u16, &Value) -> bool) -> Value {
+async fn eventually(
+    addr: SocketAddr,
+    path: &str,
+    what: &str,
+    pred: impl Fn(u16, &Value) -> bool,
+) -> Value {
     let deadline = tokio::time::Instant::now() + SECS;
     loop {
         let r = get(addr, path).await;
@@ -94,7 +99,16 @@ async fn background_deletion_cascades_over_two_levels() {
     let d = create(addr, DEPLOY, deployment("web")).await;
     let r = create(addr, RS, rs("web-1", json!([owner_ref(&d, true)]))).await;
     for i in 0..3 {
-        create(addr, PODS, pod(&format!("web-1-{i}"), json!([owner_ref(&r, true)]), json!([]))).await;
+        create(
+            addr,
+            PODS,
+            pod(
+                &format!("web-1-{i}"),
+                json!([owner_ref(&r, true)]),
+                json!([]),
+            ),
+        )
+        .await;
     }
     // No propagationPolicy: background, the owner goes at once.
     let resp = delete(addr, &format!("{DEPLOY}/web"), &Value::Null).await;
@@ -120,12 +134,27 @@ async fn a_custom_resource_owns_a_configmap() {
                 "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
     })).await;
     let widgets = "/apis/example.com/v1/namespaces/default/widgets";
-    let w = create(addr, widgets, json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}})).await;
+    let w = create(
+        addr,
+        widgets,
+        json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}),
+    )
+    .await;
     // A widget owned by the widget too: custom resources are dependents as well.
-    create(addr, widgets, json!({"apiVersion": "example.com/v1", "kind": "Widget",
-        "metadata": {"name": "w-child", "ownerReferences": [owner_ref(&w, false)]}})).await;
+    create(
+        addr,
+        widgets,
+        json!({"apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "w-child", "ownerReferences": [owner_ref(&w, false)]}}),
+    )
+    .await;
     create(addr, CMS, cm("w-config", json!([owner_ref(&w, false)]))).await;
-    assert_eq!(delete(addr, &format!("{widgets}/w"), &Value::Null).await.code, 200);
+    assert_eq!(
+        delete(addr, &format!("{widgets}/w"), &Value::Null)
+            .await
+            .code,
+        200
+    );
     gone(addr, &format!("{CMS}/w-config")).await;
     gone(addr, &format!("{widgets}/w-child")).await;
     server.shutdown().await;
@@ -137,27 +166,61 @@ async fn foreground_deletion_waits_for_blocking_dependents() {
     let addr = server.addr();
     let r = create(addr, RS, rs("fg", json!([]))).await;
     // The blocking one holds its own finalizer, so it stays (being deleted) for a while.
-    create(addr, PODS, pod("fg-block", json!([owner_ref(&r, true)]), json!(["example.com/hold"]))).await;
-    create(addr, PODS, pod("fg-free", json!([owner_ref(&r, false)]), json!([]))).await;
-    let resp = delete(addr, &format!("{RS}/fg"), &json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Foreground"})).await;
+    create(
+        addr,
+        PODS,
+        pod(
+            "fg-block",
+            json!([owner_ref(&r, true)]),
+            json!(["example.com/hold"]),
+        ),
+    )
+    .await;
+    create(
+        addr,
+        PODS,
+        pod("fg-free", json!([owner_ref(&r, false)]), json!([])),
+    )
+    .await;
+    let resp = delete(
+        addr,
+        &format!("{RS}/fg"),
+        &json!({"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Foreground"}),
+    )
+    .await;
     assert_eq!(resp.code, 200);
     let v = resp.json();
     assert_eq!(v["kind"], "ReplicaSet");
     assert_eq!(v["metadata"]["finalizers"], json!(["foregroundDeletion"]));
     assert!(v["metadata"]["deletionTimestamp"].is_string());
-    assert_eq!(v["metadata"]["generation"], 2, "the first mark bumps generation");
+    assert_eq!(
+        v["metadata"]["generation"], 2,
+        "the first mark bumps generation"
+    );
     gone(addr, &format!("{PODS}/fg-free")).await;
-    eventually(addr, &format!("{PODS}/fg-block"), "blocking pod marked", |c, v| {
-        c == 200 && v["metadata"]["deletionTimestamp"].is_string()
-    })
+    eventually(
+        addr,
+        &format!("{PODS}/fg-block"),
+        "blocking pod marked",
+        |c, v| c == 200 && v["metadata"]["deletionTimestamp"].is_string(),
+    )
     .await;
     // The owner stays while the blocking dependent exists.
     tokio::time::sleep(Duration::from_millis(100)).await;
     let owner = get(addr, &format!("{RS}/fg")).await;
     assert_eq!(owner.code, 200);
-    assert_eq!(owner.json()["metadata"]["finalizers"], json!(["foregroundDeletion"]));
-    let r = request(addr, "PATCH", &format!("{PODS}/fg-block"), Some("application/merge-patch+json"),
-        br#"{"metadata":{"finalizers":null}}"#).await;
+    assert_eq!(
+        owner.json()["metadata"]["finalizers"],
+        json!(["foregroundDeletion"])
+    );
+    let r = request(
+        addr,
+        "PATCH",
+        &format!("{PODS}/fg-block"),
+        Some("application/merge-patch+json"),
+        br#"{"metadata":{"finalizers":null}}"#,
+    )
+    .await;
     assert_eq!(r.code, 200);
     gone(addr, &format!("{PODS}/fg-block")).await;
     gone(addr, &format!("{RS}/fg")).await;
@@ -170,10 +233,24 @@ async fn foreground_deletion_of_a_chain_deletes_bottom_up() {
     let addr = server.addr();
     let d = create(addr, DEPLOY, deployment("chain")).await;
     let r = create(addr, RS, rs("chain-1", json!([owner_ref(&d, true)]))).await;
-    create(addr, PODS, pod("chain-1-a", json!([owner_ref(&r, true)]), json!([]))).await;
-    let mut w = watch(addr, &format!("{DEPLOY}?watch=true&resourceVersion={}", server.revision())).await;
+    create(
+        addr,
+        PODS,
+        pod("chain-1-a", json!([owner_ref(&r, true)]), json!([])),
+    )
+    .await;
+    let mut w = watch(
+        addr,
+        &format!("{DEPLOY}?watch=true&resourceVersion={}", server.revision()),
+    )
+    .await;
     // kubectl delete --cascade=foreground sends the policy in the body.
-    let resp = delete(addr, &format!("{DEPLOY}/chain"), &json!({"propagationPolicy": "Foreground"})).await;
+    let resp = delete(
+        addr,
+        &format!("{DEPLOY}/chain"),
+        &json!({"propagationPolicy": "Foreground"}),
+    )
+    .await;
     assert_eq!(resp.code, 200);
     gone(addr, &format!("{PODS}/chain-1-a")).await;
     gone(addr, &format!("{RS}/chain-1")).await;
@@ -182,7 +259,10 @@ async fn foreground_deletion_of_a_chain_deletes_bottom_up() {
     // DELETED carries the last state).
     let e1 = w.next_within(SECS).await.unwrap();
     assert_eq!(e1["type"], "MODIFIED");
-    assert_eq!(e1["object"]["metadata"]["finalizers"], json!(["foregroundDeletion"]));
+    assert_eq!(
+        e1["object"]["metadata"]["finalizers"],
+        json!(["foregroundDeletion"])
+    );
     let e2 = w.next_within(SECS).await.unwrap();
     assert_eq!(e2["type"], "DELETED");
     server.shutdown().await;
@@ -194,10 +274,31 @@ async fn orphan_deletion_strips_the_references_and_keeps_the_dependents() {
     let addr = server.addr();
     let r = create(addr, RS, rs("orph", json!([]))).await;
     let other = create(addr, CMS, cm("other-owner", json!([]))).await;
-    create(addr, PODS, pod("orph-a", json!([owner_ref(&r, true)]), json!([]))).await;
-    create(addr, PODS, pod("orph-b", json!([owner_ref(&r, false), owner_ref(&other, false)]), json!([]))).await;
+    create(
+        addr,
+        PODS,
+        pod("orph-a", json!([owner_ref(&r, true)]), json!([])),
+    )
+    .await;
+    create(
+        addr,
+        PODS,
+        pod(
+            "orph-b",
+            json!([owner_ref(&r, false), owner_ref(&other, false)]),
+            json!([]),
+        ),
+    )
+    .await;
     // Query form (no body), as client-go may send it.
-    let resp = request(addr, "DELETE", &format!("{RS}/orph?propagationPolicy=Orphan"), None, b"").await;
+    let resp = request(
+        addr,
+        "DELETE",
+        &format!("{RS}/orph?propagationPolicy=Orphan"),
+        None,
+        b"",
+    )
+    .await;
     assert_eq!(resp.code, 200);
     assert_eq!(resp.json()["metadata"]["finalizers"], json!(["orphan"]));
     gone(addr, &format!("{RS}/orph")).await;
@@ -205,15 +306,33 @@ async fn orphan_deletion_strips_the_references_and_keeps_the_dependents() {
     assert!(a["metadata"].get("ownerReferences").is_none(), "{a}");
     // The removed field is owned by nobody any more (a manager that only removes fields gets
     // no managedFields entry, as in kube).
-    assert!(!a["metadata"]["managedFields"].to_string().contains("ownerReferences"), "{a}");
+    assert!(
+        !a["metadata"]["managedFields"]
+            .to_string()
+            .contains("ownerReferences"),
+        "{a}"
+    );
     let b = get(addr, &format!("{PODS}/orph-b")).await.json();
-    assert_eq!(b["metadata"]["ownerReferences"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        b["metadata"]["ownerReferences"].as_array().unwrap().len(),
+        1
+    );
     assert_eq!(b["metadata"]["ownerReferences"][0]["name"], "other-owner");
 
     // orphanDependents=true (deprecated) means the same.
     let r2 = create(addr, RS, rs("orph2", json!([]))).await;
-    create(addr, PODS, pod("orph2-a", json!([owner_ref(&r2, true)]), json!([]))).await;
-    let resp = delete(addr, &format!("{RS}/orph2"), &json!({"orphanDependents": true})).await;
+    create(
+        addr,
+        PODS,
+        pod("orph2-a", json!([owner_ref(&r2, true)]), json!([])),
+    )
+    .await;
+    let resp = delete(
+        addr,
+        &format!("{RS}/orph2"),
+        &json!({"orphanDependents": true}),
+    )
+    .await;
     assert_eq!(resp.json()["metadata"]["finalizers"], json!(["orphan"]));
     gone(addr, &format!("{RS}/orph2")).await;
     assert_eq!(get(addr, &format!("{PODS}/orph2-a")).await.code, 200);
@@ -225,21 +344,40 @@ async fn bad_delete_options_are_refused_as_kube_apiserver_does() {
     let server = start(ServerConfig::default()).await.unwrap();
     let addr = server.addr();
     create(addr, CMS, cm("c", json!([]))).await;
-    let r = delete(addr, &format!("{CMS}/c"), &json!({"propagationPolicy": "Sometimes"})).await;
+    let r = delete(
+        addr,
+        &format!("{CMS}/c"),
+        &json!({"propagationPolicy": "Sometimes"}),
+    )
+    .await;
     assert_eq!(r.code, 422);
-    assert_eq!(r.json(), json!({
-        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-        "message": "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Unsupported value: \"Sometimes\": supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\"",
-        "reason": "Invalid",
-        "details": {"group": "meta.k8s.io", "kind": "DeleteOptions", "causes": [{
-            "reason": "FieldValueNotSupported",
-            "message": "Unsupported value: \"Sometimes\": supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\"",
-            "field": "propagationPolicy"}]},
-        "code": 422
-    }));
-    let r = request(addr, "DELETE", &format!("{CMS}?propagationPolicy=Nope"), None, b"").await;
+    assert_eq!(
+        r.json(),
+        json!({
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": "DeleteOptions.meta.k8s.io \"\" is invalid: propagationPolicy: Unsupported value: \"Sometimes\": supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\"",
+            "reason": "Invalid",
+            "details": {"group": "meta.k8s.io", "kind": "DeleteOptions", "causes": [{
+                "reason": "FieldValueNotSupported",
+                "message": "Unsupported value: \"Sometimes\": supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\"",
+                "field": "propagationPolicy"}]},
+            "code": 422
+        })
+    );
+    let r = request(
+        addr,
+        "DELETE",
+        &format!("{CMS}?propagationPolicy=Nope"),
+        None,
+        b"",
+    )
+    .await;
     assert_eq!(r.code, 422, "deletecollection validates the same options");
-    assert_eq!(get(addr, &format!("{CMS}/c")).await.code, 200, "nothing was deleted");
+    assert_eq!(
+        get(addr, &format!("{CMS}/c")).await.code,
+        200,
+        "nothing was deleted"
+    );
     server.shutdown().await;
 }
 
@@ -249,15 +387,36 @@ async fn dangling_and_wrong_uid_references_are_collected() {
     let addr = server.addr();
     let owner = create(addr, CMS, cm("owner", json!([]))).await;
     // A uid that never existed.
-    create(addr, CMS, cm("dangling", json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "ghost",
-        "uid": "00000000-0000-4000-8000-000000000000"}]))).await;
+    create(
+        addr,
+        CMS,
+        cm(
+            "dangling",
+            json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "ghost",
+        "uid": "00000000-0000-4000-8000-000000000000"}]),
+        ),
+    )
+    .await;
     // The right name, another uid: not its owner.
-    create(addr, CMS, cm("wrong-uid", json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
-        "uid": "00000000-0000-4000-8000-000000000001"}]))).await;
+    create(
+        addr,
+        CMS,
+        cm(
+            "wrong-uid",
+            json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+        "uid": "00000000-0000-4000-8000-000000000001"}]),
+        ),
+    )
+    .await;
     create(addr, CMS, cm("owned", json!([owner_ref(&owner, false)]))).await;
     // A namespaced owner is looked up in the dependent's namespace only.
-    create(addr, "/api/v1/namespaces/other/configmaps", json!({"apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": "elsewhere", "ownerReferences": [owner_ref(&owner, false)]}})).await;
+    create(
+        addr,
+        "/api/v1/namespaces/other/configmaps",
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "elsewhere", "ownerReferences": [owner_ref(&owner, false)]}}),
+    )
+    .await;
     gone(addr, &format!("{CMS}/dangling")).await;
     gone(addr, &format!("{CMS}/wrong-uid")).await;
     gone(addr, "/api/v1/namespaces/other/configmaps/elsewhere").await;
@@ -271,10 +430,20 @@ async fn a_dependent_with_a_live_owner_only_loses_the_dead_reference() {
     let addr = server.addr();
     let a = create(addr, CMS, cm("a", json!([]))).await;
     let b = create(addr, CMS, cm("b", json!([]))).await;
-    create(addr, CMS, cm("both", json!([owner_ref(&a, false), owner_ref(&b, false)]))).await;
-    assert_eq!(delete(addr, &format!("{CMS}/a"), &Value::Null).await.code, 200);
+    create(
+        addr,
+        CMS,
+        cm("both", json!([owner_ref(&a, false), owner_ref(&b, false)])),
+    )
+    .await;
+    assert_eq!(
+        delete(addr, &format!("{CMS}/a"), &Value::Null).await.code,
+        200
+    );
     let v = eventually(addr, &format!("{CMS}/both"), "reference removed", |_, v| {
-        v["metadata"]["ownerReferences"].as_array().is_some_and(|r| r.len() == 1)
+        v["metadata"]["ownerReferences"]
+            .as_array()
+            .is_some_and(|r| r.len() == 1)
     })
     .await;
     assert_eq!(v["metadata"]["ownerReferences"][0]["name"], "b");
@@ -287,12 +456,31 @@ async fn cluster_scoped_owners_own_namespaced_dependents() {
     let addr = server.addr();
     let role = create(addr, "/apis/rbac.authorization.k8s.io/v1/clusterroles",
         json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "owner-role"}})).await;
-    let ns = create(addr, "/api/v1/namespaces", json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "owner-ns"}})).await;
+    let ns = create(
+        addr,
+        "/api/v1/namespaces",
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "owner-ns"}}),
+    )
+    .await;
     create(addr, CMS, cm("by-role", json!([owner_ref(&role, false)]))).await;
     create(addr, CMS, cm("by-ns", json!([owner_ref(&ns, false)]))).await;
-    assert_eq!(delete(addr, "/apis/rbac.authorization.k8s.io/v1/clusterroles/owner-role", &Value::Null).await.code, 200);
+    assert_eq!(
+        delete(
+            addr,
+            "/apis/rbac.authorization.k8s.io/v1/clusterroles/owner-role",
+            &Value::Null
+        )
+        .await
+        .code,
+        200
+    );
     gone(addr, &format!("{CMS}/by-role")).await;
-    assert_eq!(delete(addr, "/api/v1/namespaces/owner-ns", &Value::Null).await.code, 200);
+    assert_eq!(
+        delete(addr, "/api/v1/namespaces/owner-ns", &Value::Null)
+            .await
+            .code,
+        200
+    );
     gone(addr, "/api/v1/namespaces/owner-ns").await;
     gone(addr, &format!("{CMS}/by-ns")).await;
     server.shutdown().await;
@@ -300,22 +488,45 @@ async fn cluster_scoped_owners_own_namespaced_dependents() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn switched_off_the_collector_leaves_dependents_alone() {
-    let server = start(ServerConfig::default().garbage_collector(false)).await.unwrap();
+    let server = start(ServerConfig::default().garbage_collector(false))
+        .await
+        .unwrap();
     let addr = server.addr();
     let owner = create(addr, CMS, cm("owner", json!([]))).await;
     create(addr, CMS, cm("dep", json!([owner_ref(&owner, false)]))).await;
-    create(addr, CMS, cm("dangling", json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "nope"}]))).await;
-    assert_eq!(delete(addr, &format!("{CMS}/owner"), &Value::Null).await.code, 200);
+    create(
+        addr,
+        CMS,
+        cm(
+            "dangling",
+            json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "nope"}]),
+        ),
+    )
+    .await;
+    assert_eq!(
+        delete(addr, &format!("{CMS}/owner"), &Value::Null)
+            .await
+            .code,
+        200
+    );
     // Orphan still marks (the apiserver's part), and nothing removes the finalizer.
     let o2 = create(addr, CMS, cm("owner2", json!([]))).await;
     create(addr, CMS, cm("dep2", json!([owner_ref(&o2, false)]))).await;
-    let r = delete(addr, &format!("{CMS}/owner2"), &json!({"propagationPolicy": "Orphan"})).await;
+    let r = delete(
+        addr,
+        &format!("{CMS}/owner2"),
+        &json!({"propagationPolicy": "Orphan"}),
+    )
+    .await;
     assert_eq!(r.json()["metadata"]["finalizers"], json!(["orphan"]));
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(get(addr, &format!("{CMS}/dep")).await.code, 200);
     assert_eq!(get(addr, &format!("{CMS}/dangling")).await.code, 200);
     assert_eq!(get(addr, &format!("{CMS}/owner2")).await.code, 200);
     let d2 = get(addr, &format!("{CMS}/dep2")).await.json();
-    assert_eq!(d2["metadata"]["ownerReferences"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        d2["metadata"]["ownerReferences"].as_array().unwrap().len(),
+        1
+    );
     server.shutdown().await;
 }

@@ -167,7 +167,10 @@ mod tests {
         let mut b = tv.as_object().unwrap().clone();
         b["spec"] = json!({});
         b["metadata"]["labels"] = json!({"a": "b"});
-        b["metadata"].as_object_mut().unwrap().remove("resourceVersion");
+        b["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("resourceVersion");
         let UpdateOutcome::Write(u) =
             prepare_update(&ns, &t, b.clone(), 4, UpdateMode::Main).unwrap()
         else {
