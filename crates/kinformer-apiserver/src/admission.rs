@@ -12,9 +12,9 @@
 
 use serde_json::{Value, json};
 
-use crate::api::Api;
 use crate::resource::ResourceInfo;
 use crate::status::ApiError;
+use crate::store::StoredObject;
 
 /// Namespaces that cannot be deleted.
 pub(crate) const IMMORTAL_NAMESPACES: [&str; 3] = ["default", "kube-system", "kube-public"];
@@ -31,22 +31,27 @@ pub(crate) fn admit_delete(res: &ResourceInfo, name: &str) -> Result<(), ApiErro
     Ok(())
 }
 
-/// Admits the creation of `name` (possibly empty: generated later) of `res` in `namespace`.
+/// Whether a create of `res` is subject to the namespace checks.
+pub(crate) fn checks_namespace(res: &ResourceInfo, namespace: &str) -> bool {
+    res.namespaced() && !namespace.is_empty() && res.plural != "localsubjectaccessreviews"
+}
+
+/// Admits the creation of `name` of `res` in `namespace`, given the namespaces resource and
+/// the namespace as stored (`None`: absent); `enforce` refuses a missing namespace.
 pub(crate) fn admit_create(
-    api: &Api,
     res: &ResourceInfo,
     namespace: &str,
     name: &str,
+    ns_res: &ResourceInfo,
+    ns: Option<&StoredObject>,
+    enforce: bool,
 ) -> Result<(), ApiError> {
-    if !res.namespaced() || namespace.is_empty() || res.plural == "localsubjectaccessreviews" {
+    if !checks_namespace(res, namespace) {
         return Ok(());
     }
-    let Some(ns_res) = api.registry.find("", "v1", "namespaces") else {
-        return Ok(());
-    };
-    let Some(ns) = api.store.get(&ns_res.group_resource(), namespace) else {
-        if api.enforce_namespaces {
-            return Err(ApiError::not_found(&ns_res, namespace));
+    let Some(ns) = ns else {
+        if enforce {
+            return Err(ApiError::not_found(ns_res, namespace));
         }
         return Ok(());
     };

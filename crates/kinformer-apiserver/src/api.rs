@@ -162,7 +162,7 @@ impl Api {
             .and_then(|n| n.as_str())
             .unwrap_or("")
             .to_string();
-        crate::admission::admit_create(self, res, ns, &name)?;
+        self.admit_create(res, ns, &name)?;
         let key = storage_key(res, ns, &name);
         let created = self
             .store
@@ -176,6 +176,25 @@ impl Api {
             })?;
         self.after_write(res, &created.name);
         Ok(created)
+    }
+
+    /// The NamespaceLifecycle admission of a create ([`crate::admission`]).
+    fn admit_create(&self, res: &ResourceInfo, ns: &str, name: &str) -> Result<(), ApiError> {
+        if !crate::admission::checks_namespace(res, ns) {
+            return Ok(());
+        }
+        let Some(ns_res) = self.registry.find("", "v1", "namespaces") else {
+            return Ok(());
+        };
+        let stored = self.store.get(&ns_res.group_resource(), ns);
+        crate::admission::admit_create(
+            res,
+            ns,
+            name,
+            &ns_res,
+            stored.as_deref(),
+            self.enforce_namespaces,
+        )
     }
 
     /// Keeps the served custom resources in step with the CustomResourceDefinitions.
@@ -318,7 +337,7 @@ impl Api {
         let ns = ns_of(res, namespace);
         let key = storage_key(res, ns, name);
         if patch_type == PatchType::Apply && self.get(res, namespace, name).is_err() {
-            crate::admission::admit_create(self, res, ns, name)?;
+            self.admit_create(res, ns, name)?;
         }
         let patched = self
             .store
