@@ -530,3 +530,89 @@ async fn switched_off_the_collector_leaves_dependents_alone() {
     );
     server.shutdown().await;
 }
+
+/// A small xorshift generator: reproducible random graphs without a dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// Random owner graphs (a DAG of ConfigMaps, up to three owners each, random
+/// `blockOwnerDeletion`), random deletions with random propagation: once the collector is quiet,
+/// no live object references a dead owner and no object is stuck with a garbage-collection
+/// finalizer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_owner_graphs_leave_no_reference_to_a_dead_owner() {
+    for seed in 1..=6u64 {
+        let server = start(ServerConfig::default()).await.unwrap();
+        let addr = server.addr();
+        let mut rng = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+        let mut made: Vec<Value> = Vec::new();
+        for i in 0..30 {
+            let mut owners = Vec::new();
+            if i > 0 {
+                for _ in 0..rng.below(4) {
+                    let o = &made[rng.below(i as u64) as usize];
+                    if !owners
+                        .iter()
+                        .any(|r: &Value| r["uid"] == o["metadata"]["uid"])
+                    {
+                        owners.push(owner_ref(o, rng.below(2) == 0));
+                    }
+                }
+            }
+            made.push(create(addr, CMS, cm(&format!("n{i}"), Value::Array(owners))).await);
+        }
+        for _ in 0..10 {
+            let victim = rng.below(30);
+            let policy = ["Background", "Foreground", "Orphan"][rng.below(3) as usize];
+            let r = delete(
+                addr,
+                &format!("{CMS}/n{victim}"),
+                &json!({"propagationPolicy": policy}),
+            )
+            .await;
+            assert!(r.code == 200 || r.code == 404, "{}", r.code);
+        }
+        let deadline = tokio::time::Instant::now() + SECS;
+        loop {
+            let state = server.state("configmaps", Some("default")).unwrap();
+            let live: std::collections::HashSet<String> =
+                state.objects.iter().map(|o| o.uid.clone()).collect();
+            let bad: Vec<String> = state
+                .objects
+                .iter()
+                .filter(|o| {
+                    let m = &o.object["metadata"];
+                    let dead_ref = m["ownerReferences"].as_array().is_some_and(|refs| {
+                        refs.iter()
+                            .any(|r| !live.contains(r["uid"].as_str().unwrap_or("")))
+                    });
+                    let stuck = m["finalizers"].as_array().is_some_and(|f| {
+                        f.iter().any(|x| x == "orphan" || x == "foregroundDeletion")
+                    });
+                    dead_ref || stuck
+                })
+                .map(|o| o.object.to_string())
+                .collect();
+            if bad.is_empty() {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "seed {seed}: still {bad:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        server.shutdown().await;
+    }
+}
