@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::list::{self, ListPage};
 use crate::objects::{
-    DeleteOutcome, Preconditions, UpdateMode, UpdateOutcome, Writer, prepare_create_by,
+    DeleteOptions, DeleteOutcome, UpdateMode, UpdateOutcome, Writer, namespace, prepare_create_by,
     prepare_delete, prepare_update_by, storage_key,
 };
 use crate::options::ListOptions;
@@ -106,7 +106,8 @@ pub(crate) struct Api {
     /// Objects and history.
     pub store: Store,
     /// Refuse to create namespaced objects in a namespace that does not exist (404
-    /// `namespaces "x" not found`, as the real server's NamespaceLifecycle admission does).
+    /// `namespaces "x" not found`, as the real server's NamespaceLifecycle admission does;
+    /// the rest of that admission always applies, see [`crate::admission`]).
     pub enforce_namespaces: bool,
 }
 
@@ -163,13 +164,7 @@ impl Api {
             .and_then(|n| n.as_str())
             .unwrap_or("")
             .to_string();
-        if self.enforce_namespaces
-            && res.namespaced()
-            && self.store.get("namespaces", ns).is_none()
-            && let Some(ns_res) = self.registry.find("", "v1", "namespaces")
-        {
-            return Err(ApiError::not_found(&ns_res, ns));
-        }
+        self.admit_create(res, ns, &name)?;
         let key = storage_key(res, ns, &name);
         let created = self.write(res, &key, dry_run, |current, rev| {
             let (_, obj) = prepare_create_by(res, ns, body, rev, writer)?;
@@ -202,6 +197,25 @@ impl Api {
         let written = self.store.mutate(&gr, key, f)?;
         self.after_write(res, &written.name);
         Ok(written)
+    }
+
+    /// The NamespaceLifecycle admission of a create ([`crate::admission`]).
+    fn admit_create(&self, res: &ResourceInfo, ns: &str, name: &str) -> Result<(), ApiError> {
+        if !crate::admission::checks_namespace(res, ns) {
+            return Ok(());
+        }
+        let Some(ns_res) = self.registry.find("", "v1", "namespaces") else {
+            return Ok(());
+        };
+        let stored = self.store.get(&ns_res.group_resource(), ns);
+        crate::admission::admit_create(
+            res,
+            ns,
+            name,
+            &ns_res,
+            stored.as_deref(),
+            self.enforce_namespaces,
+        )
     }
 
     /// Keeps the served custom resources in step with the CustomResourceDefinitions.
@@ -343,6 +357,9 @@ impl Api {
     ) -> Result<Arc<StoredObject>, ApiError> {
         let ns = ns_of(res, namespace);
         let key = storage_key(res, ns, name);
+        if patch_type == PatchType::Apply && self.get(res, namespace, name).is_err() {
+            self.admit_create(res, ns, name)?;
+        }
         self.write(res, &key, dry_run, |current, rev| {
             let Some(current) = current else {
                 if patch_type == PatchType::Apply && mode != UpdateMode::Status {
@@ -377,22 +394,29 @@ impl Api {
         })
     }
 
-    /// Deletes an object (or marks it for deletion if it has finalizers); 404 if absent. With
-    /// `dry_run`, everything but storing (see [`Api::write`]).
+    /// Deletes an object (or marks it for deletion if it has finalizers, or gets one from
+    /// the propagation policy); 404 if absent. A namespace is only moved to `Terminating` by
+    /// its first delete ([`crate::objects::namespace`]); the immortal ones are refused. With
+    /// `opts.dry_run`, everything but storing (see [`Api::write`]).
     pub(crate) fn delete(
         &self,
         res: &ResourceInfo,
         namespace: Option<&str>,
         name: &str,
-        pre: &Preconditions,
-        dry_run: bool,
+        opts: &DeleteOptions,
     ) -> Result<Deleted, ApiError> {
+        crate::admission::admit_delete(res, name)?;
         let key = storage_key(res, ns_of(res, namespace), name);
         let decide = |current: Option<&Arc<StoredObject>>, rev| {
             let Some(current) = current else {
                 return Err(ApiError::not_found(res, name));
             };
-            Ok(match prepare_delete(res, current, pre, rev)? {
+            let outcome = if namespace::is_namespace(res) {
+                namespace::prepare_delete(res, current, opts, rev)?
+            } else {
+                prepare_delete(res, current, opts, rev)?
+            };
+            Ok(match outcome {
                 DeleteOutcome::Remove(obj) => {
                     let obj = Arc::new(obj);
                     Mutation::Delete(
@@ -419,7 +443,7 @@ impl Api {
                 }),
             })
         };
-        if dry_run {
+        if opts.dry_run {
             let p = self.store.preview(&res.group_resource(), &key, decide)?;
             let object = crate::store::Preview {
                 out: p.out.object,
@@ -437,14 +461,15 @@ impl Api {
         Ok(deleted)
     }
 
-    /// Deletes every object matching the options' selectors; returns what was deleted (with
-    /// `dry_run`, what would be).
+    /// Deletes every object matching the options' selectors, each with `delete` as its
+    /// `DeleteOptions`; returns what was deleted or marked (with `delete.dry_run`, what would
+    /// be).
     pub(crate) fn delete_collection(
         &self,
         res: &ResourceInfo,
         namespace: Option<&str>,
         opts: &ListOptions,
-        dry_run: bool,
+        delete: &DeleteOptions,
     ) -> Result<Vec<Arc<StoredObject>>, ApiError> {
         let prefix = match namespace {
             Some(ns) if res.namespaced() => format!("{ns}/"),
@@ -461,7 +486,7 @@ impl Api {
             } else {
                 Some(o.namespace.as_str())
             };
-            match self.delete(res, ns, &o.name, &Preconditions::default(), dry_run) {
+            match self.delete(res, ns, &o.name, delete) {
                 Ok(d) => out.push(d.object),
                 Err(e) if e.code == 404 => {}
                 Err(e) => return Err(e),

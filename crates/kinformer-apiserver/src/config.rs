@@ -43,9 +43,24 @@ pub struct ServerConfig {
     pub resources: Vec<ResourceInfo>,
     /// Create `default`, `kube-system`, `kube-public` and `kube-node-lease` namespaces.
     pub default_namespaces: bool,
-    /// Refuse creates in namespaces that do not exist (404), like the real server. Off by
-    /// default so tests can use any namespace without creating it first.
+    /// Refuse creates in namespaces that do not exist (404 `namespaces "x" not found`), like
+    /// the real server's NamespaceLifecycle admission. On in [`ServerConfig::standalone`]; off
+    /// in [`ServerConfig::default`] so in-process tests can use any namespace without creating
+    /// it first (creating into a namespace being terminated is refused either way, 403).
     pub enforce_namespaces: bool,
+    /// Run the garbage collector inside the server (on by default): deleting an owner deletes
+    /// its dependents (background and foreground propagation) or strips their
+    /// `ownerReferences` (orphan), as kube-controller-manager's does. Event-driven: a write is
+    /// acted on as soon as the collector's task next runs, with no timer (see the delay bound
+    /// in the crate docs). Off: a bare API server, `ownerReferences` and the `orphan`/
+    /// `foregroundDeletion` finalizers are stored and nothing acts on them (envtest's
+    /// behaviour).
+    pub garbage_collector: bool,
+    /// Run the namespace controller inside the server (on by default): a deleted namespace's
+    /// content is deleted, its conditions report what remains, and it is removed once empty.
+    /// Off: a deleted namespace stays `Terminating` until its `kubernetes` finalizer is
+    /// removed through `/finalize` by hand.
+    pub namespace_controller: bool,
     /// Serve HTTPS with a certificate generated at start (its CA in [`RunningServer::kubeconfig`](crate::RunningServer::kubeconfig))
     /// and require the bearer token [`RunningServer::token`](crate::RunningServer::token) (401 without it), like a real
     /// server. Off by default in process (tests reach the plain HTTP address directly); the
@@ -74,6 +89,8 @@ impl Default for ServerConfig {
             resources: Vec::new(),
             default_namespaces: true,
             enforce_namespaces: false,
+            garbage_collector: true,
+            namespace_controller: true,
             tls: false,
             seed_pods: 0,
             seed_namespaces: 1,
@@ -84,19 +101,23 @@ impl Default for ServerConfig {
 
 impl ServerConfig {
     /// The defaults of a server run as its own process (`kinformer serve`, the
-    /// `kinformer-apiserver` binary): [`ServerConfig::default`] with [`tls`](Self::tls) on,
-    /// like a real server. Everything else is shared with the in-process default.
+    /// `kinformer-apiserver` binary): [`ServerConfig::default`] with [`tls`](Self::tls) and
+    /// [`enforce_namespaces`](Self::enforce_namespaces) on, like a real server. Everything
+    /// else (the garbage collector and namespace controller included) is shared with the
+    /// in-process default.
     ///
     /// ```
     /// use kinformer_apiserver::ServerConfig;
     /// let config = ServerConfig::standalone();
-    /// assert!(config.tls);
+    /// assert!(config.tls && config.enforce_namespaces);
     /// assert!(!ServerConfig::default().tls);
+    /// assert!(config.garbage_collector && ServerConfig::default().garbage_collector);
     /// assert_eq!(config.port, ServerConfig::default().port);
     /// ```
     pub fn standalone() -> Self {
         ServerConfig {
             tls: true,
+            enforce_namespaces: true,
             ..ServerConfig::default()
         }
     }
@@ -135,6 +156,18 @@ impl ServerConfig {
     #[must_use]
     pub fn enforce_namespaces(mut self, on: bool) -> Self {
         self.enforce_namespaces = on;
+        self
+    }
+    /// Runs the garbage collector or not ([`ServerConfig::garbage_collector`]).
+    #[must_use]
+    pub fn garbage_collector(mut self, on: bool) -> Self {
+        self.garbage_collector = on;
+        self
+    }
+    /// Runs the namespace controller or not ([`ServerConfig::namespace_controller`]).
+    #[must_use]
+    pub fn namespace_controller(mut self, on: bool) -> Self {
+        self.namespace_controller = on;
         self
     }
     /// Serves HTTPS and requires a bearer token ([`ServerConfig::tls`]).

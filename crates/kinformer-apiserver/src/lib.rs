@@ -15,16 +15,28 @@
 //! - **Resources**: every listable kind of k8s-openapi's stable API versions, described from
 //!   the types, with `/status` and `/scale`; the access and token reviews; custom resources
 //!   from CustomResourceDefinitions created over the API (schema pruning, defaults,
-//!   validation) or registered at run time ([`ResourceInfo`]).
+//!   validation) or registered at run time ([`ResourceInfo`]). Namespaces as kube's registry
+//!   has them: `Active` with the `kubernetes` finalizer, `Terminating` on delete, `/finalize`.
 //! - **Transport**: plain HTTP in process by default; TLS with a generated CA and a bearer
 //!   token with [`ServerConfig::tls`] ([`ServerConfig::standalone`], the default of
 //!   `kinformer serve`), both in the kubeconfig. `/metrics` counts requests like
 //!   kube-apiserver's `apiserver_request_total`.
 //! - **Verbs**: create, get, update, patch (merge, JSON, strategic with inferred merge keys, apply as merge),
-//!   delete, deletecollection, list, watch, with the real `Status` errors ([`ApiError`]).
-//!   `dryRun=All` on every write (subresources included) decides and answers as a real write
-//!   (validation, defaults, preconditions, managedFields) but stores nothing, uses no
-//!   resourceVersion and sends no watch event.
+//!   delete and deletecollection (`DeleteOptions` with preconditions and `propagationPolicy`
+//!   / `orphanDependents`, from the body or the query: the `orphan` and `foregroundDeletion`
+//!   finalizers as kube-apiserver sets them), list, watch, with the real `Status` errors
+//!   ([`ApiError`]). `dryRun=All` on every write (subresources included) decides and answers
+//!   as a real write (validation, defaults, admission, preconditions, managedFields) but
+//!   stores nothing, uses no resourceVersion and sends no watch event.
+//! - **Controllers inside the server** (event-driven, no timer; on by default, switchable):
+//!   the garbage collector ([`ServerConfig::garbage_collector`]: background, foreground with
+//!   `blockOwnerDeletion`, orphan; dangling references; cluster-scoped and custom-resource
+//!   owners) and the namespace controller ([`ServerConfig::namespace_controller`]: a deleted
+//!   namespace is `Terminating`, its content of every namespaced kind is deleted, its
+//!   conditions report what finalizers hold back, then it goes). envtest runs neither.
+//! - **Admission**: NamespaceLifecycle — 403 for creates in a terminating namespace, the
+//!   immortal `default`/`kube-system`/`kube-public`, 404 for a missing namespace with
+//!   [`ServerConfig::enforce_namespaces`] (on in [`ServerConfig::standalone`]).
 //! - **List/watch semantics**: label selectors (the grammar of the `kinformer-selector` crate,
 //!   shared with kinformer's listers), field selectors, pagination, resourceVersion matching,
 //!   bookmarks, `sendInitialEvents`, 410 Gone and 504 "Too large resource version".
@@ -45,9 +57,11 @@
 
 #![warn(unreachable_pub)]
 
+mod admission;
 mod api;
 mod config;
 mod context;
+mod controllers;
 mod crd;
 mod faults;
 mod go_text;

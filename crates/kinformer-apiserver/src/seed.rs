@@ -26,7 +26,9 @@ pub fn namespace_names(n: usize) -> Vec<String> {
     }
 }
 
-/// A realistic pod (about 3.5 KB of JSON); `i` varies the app, node and addresses.
+/// A realistic pod (about 3.5 KB of JSON); `i` varies the app, node and addresses. It has no
+/// `ownerReferences` (a reference to a ReplicaSet that does not exist would be garbage
+/// collected, as on a real cluster); its ReplicaSet is named in an annotation instead.
 pub fn pod(namespace: &str, name: &str, i: usize) -> Value {
     let app = format!("app-{}", i % 50);
     let hash = format!(
@@ -54,16 +56,16 @@ pub fn pod(namespace: &str, name: &str, i: usize) -> Value {
             "annotations": {
                 "prometheus.io/scrape": "true",
                 "prometheus.io/port": "9090",
-                "cluster-autoscaler.kubernetes.io/safe-to-evict": "true"
+                "cluster-autoscaler.kubernetes.io/safe-to-evict": "true",
+                // Where an owner reference would be: the server's garbage collector deletes a
+                // pod whose owner does not exist, so seeded pods name their (absent)
+                // ReplicaSet in the historical `created-by` annotation instead, keeping the
+                // pod's size.
+                "kubernetes.io/created-by": format!(
+                    "{{\"kind\":\"SerializedReference\",\"apiVersion\":\"v1\",\"reference\":{{\"kind\":\"ReplicaSet\",\"namespace\":\"{namespace}\",\"name\":\"{app}-{hash}\",\"uid\":\"6b1f3c2a-0000-4000-8000-{:012x}\",\"apiVersion\":\"apps/v1\"}}}}",
+                    i % 50
+                )
             },
-            "ownerReferences": [{
-                "apiVersion": "apps/v1",
-                "kind": "ReplicaSet",
-                "name": format!("{app}-{hash}"),
-                "uid": format!("6b1f3c2a-0000-4000-8000-{:012x}", i % 50),
-                "controller": true,
-                "blockOwnerDeletion": true
-            }],
             "managedFields": [
                 {
                     "manager": "kube-controller-manager",
@@ -72,7 +74,7 @@ pub fn pod(namespace: &str, name: &str, i: usize) -> Value {
                     "time": ts,
                     "fieldsType": "FieldsV1",
                     "fieldsV1": {
-                        "f:metadata": {"f:generateName": {}, "f:labels": {".": {}, "f:app": {}, "f:pod-template-hash": {}, "f:tier": {}, "f:version": {}}, "f:ownerReferences": {".": {}, "k:{\"uid\":\"6b1f3c2a\"}": {}}},
+                        "f:metadata": {"f:generateName": {}, "f:labels": {".": {}, "f:app": {}, "f:pod-template-hash": {}, "f:tier": {}, "f:version": {}}, "f:annotations": {".": {}, "f:kubernetes.io/created-by": {}}},
                         "f:spec": {"f:containers": {"k:{\"name\":\"main\"}": {".": {}, "f:env": {}, "f:image": {}, "f:imagePullPolicy": {}, "f:livenessProbe": {}, "f:name": {}, "f:ports": {}, "f:resources": {}, "f:volumeMounts": {}}}, "f:dnsPolicy": {}, "f:restartPolicy": {}, "f:schedulerName": {}, "f:terminationGracePeriodSeconds": {}, "f:volumes": {}}
                     }
                 },

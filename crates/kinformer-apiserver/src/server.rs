@@ -62,6 +62,8 @@ pub struct RunningServer {
     credentials: Option<(String, String)>,
     client: kube::Client,
     task: Mutex<Option<JoinHandle<()>>>,
+    /// The in-server controllers' task ([`crate::controllers`]), if any runs.
+    controllers: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for RunningServer {
@@ -167,12 +169,19 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         }
     };
     tracing::info!(%addr, "kinformer-apiserver listening");
+    let controllers = crate::controllers::start(
+        ctx.api.clone(),
+        config.garbage_collector,
+        config.namespace_controller,
+        ctx.shutdown.clone(),
+    );
     let server = RunningServer {
         ctx,
         addr,
         credentials: public,
         client,
         task: Mutex::new(Some(task)),
+        controllers: Mutex::new(controllers),
     };
     if config.seed_pods > 0 {
         server.seed_pods(config.seed_pods, config.seed_namespaces)?;
@@ -299,6 +308,10 @@ impl RunningServer {
         self.ctx.shutdown.cancel();
         let task = self.task.lock().take();
         if let Some(t) = task {
+            let _ = t.await;
+        }
+        let controllers = self.controllers.lock().take();
+        if let Some(t) = controllers {
             let _ = t.await;
         }
     }

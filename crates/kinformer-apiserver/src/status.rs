@@ -74,6 +74,23 @@ impl ApiError {
         e
     }
 
+    /// 403 Forbidden: `namespaces "default" is forbidden: <why>` (apimachinery's
+    /// `NewForbidden`, as admission plugins answer).
+    pub(crate) fn forbidden(res: &ResourceInfo, name: &str, why: &str) -> Self {
+        let mut e = Self::new(
+            403,
+            "Forbidden",
+            format!(
+                "{} \"{}\" is forbidden: {}",
+                res.group_resource(),
+                name,
+                why
+            ),
+        );
+        e.details = Some(details(name, res));
+        e
+    }
+
     /// 404 NotFound for a path that names no known resource.
     pub(crate) fn not_found_path() -> Self {
         let mut e = Self::new(

@@ -139,6 +139,15 @@ pub(super) fn resource_list(registry: &Registry, group: &str, version: &str) -> 
                 "verbs": ["get", "patch", "update"],
             }));
         }
+        if crate::objects::namespace::is_namespace(r) {
+            resources.push(json!({
+                "name": "namespaces/finalize",
+                "singularName": "",
+                "namespaced": false,
+                "kind": "Namespace",
+                "verbs": ["update"],
+            }));
+        }
         if r.status_subresource {
             resources.push(json!({
                 "name": format!("{}/status", r.plural),

@@ -16,7 +16,7 @@ use crate::context::{Context, RequestRecord};
 use crate::faults::Verb;
 use crate::metrics::RequestLabels;
 use crate::objects::managed_fields::manager_from_user_agent;
-use crate::objects::{Preconditions, UpdateMode, Writer, decode_body};
+use crate::objects::{DeleteOptions, UpdateMode, Writer, decode_body};
 use crate::options::{ListOptions, parse_query};
 use crate::patch::PatchType;
 use crate::resource::ResourceInfo;
@@ -47,7 +47,8 @@ fn classify(method: &Method, target: Target, watch: bool) -> Result<Classified, 
     };
     if let Some(sub) = &subresource
         && !(sub == "status" && resource.status_subresource
-            || sub == "scale" && resource.scale.is_some())
+            || sub == "scale" && resource.scale.is_some()
+            || sub == "finalize" && crate::objects::namespace::is_namespace(&resource))
     {
         return Err(ApiError::not_found_path());
     }
@@ -64,6 +65,10 @@ fn classify(method: &Method, target: Target, watch: bool) -> Result<Classified, 
         _ => return Err(ApiError::method_not_allowed()),
     };
     if subresource.is_some() && !matches!(verb, Verb::Get | Verb::Update | Verb::Patch) {
+        return Err(ApiError::method_not_allowed());
+    }
+    // A namespace's `/finalize` only takes a PUT (kube-apiserver serves `update` alone).
+    if subresource.as_deref() == Some("finalize") && verb != Verb::Update {
         return Err(ApiError::method_not_allowed());
     }
     if resource.create_only && verb != Verb::Create {
@@ -153,84 +158,15 @@ async fn read_object(
     }
 }
 
-fn parse_delete_options(body: &[u8]) -> Result<Preconditions, ApiError> {
-    if body.iter().all(|b| b.is_ascii_whitespace()) {
-        return Ok(Preconditions::default());
-    }
-    let v: Value = serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
-    let pre = v.get("preconditions");
-    let get = |f: &str| {
-        pre.and_then(|p| p.get(f))
-            .and_then(|x| x.as_str())
-            .map(|s| s.to_string())
-    };
-    Ok(Preconditions {
-        uid: get("uid"),
-        resource_version: get("resourceVersion"),
-    })
-}
-
-/// Whether a write is a dry run: `dryRun` (from the query, or from a DELETE's body) must be
-/// `All`, the only value kube-apiserver knows; any other is 422 Invalid on the verb's options
-/// kind (`CreateOptions`, `UpdateOptions`, `PatchOptions`, `DeleteOptions`), as
-/// `ValidateDryRun` answers.
-fn dry_run(values: &[String], options_kind: &str) -> Result<bool, ApiError> {
-    if values.iter().all(|v| v == "All") {
-        return Ok(!values.is_empty());
-    }
-    let quoted: Vec<String> = values.iter().map(|v| format!("{v:?}")).collect();
-    Err(ApiError::invalid(
-        options_kind,
-        "meta.k8s.io",
-        "",
-        &[(
-            "dryRun".to_string(),
-            "FieldValueNotSupported".to_string(),
-            format!(
-                "Unsupported value: []string{{{}}}: supported values: \"All\"",
-                quoted.join(", ")
-            ),
-        )],
-    ))
-}
-
-/// `dryRun` of a request's query string.
+/// `dryRun` of a request's query string (create, update, patch; a DELETE's is part of its
+/// [`DeleteOptions`]).
 fn query_dry_run(
     query: &std::collections::HashMap<String, String>,
     options_kind: &str,
 ) -> Result<bool, ApiError> {
     let values: Vec<String> = query.get("dryRun").cloned().into_iter().collect();
-    dry_run(&values, options_kind)
+    crate::objects::dry_run(&values, options_kind)
 }
-
-/// `dryRun` of a DELETE: kube-apiserver reads DeleteOptions from the body when there is one,
-/// else from the query string.
-fn delete_dry_run(
-    body: &[u8],
-    query: &std::collections::HashMap<String, String>,
-) -> Result<bool, ApiError> {
-    if body.iter().all(|b| b.is_ascii_whitespace()) {
-        return query_dry_run(query, "DeleteOptions");
-    }
-    let v: Value = serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request(format!("error decoding DeleteOptions: {e}")))?;
-    let values = match v.get("dryRun") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(a)) => a
-            .iter()
-            .map(|x| x.as_str().map(str::to_string))
-            .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| ApiError::bad_request("error decoding DeleteOptions: dryRun"))?,
-        Some(_) => {
-            return Err(ApiError::bad_request(
-                "error decoding DeleteOptions: dryRun must be a list of strings",
-            ));
-        }
-    };
-    dry_run(&values, "DeleteOptions")
-}
-
 /// What a resource request addressed, for the request log and the metrics.
 struct Served {
     verb: Verb,
@@ -379,10 +315,10 @@ async fn serve_verb(
     let pb = crate::proto::wants_protobuf(accept, res);
     let as_table = wants_table(accept)
         .then(|| IncludeObject::parse(query.get("includeObject").map(|s| s.as_str())));
-    let mode = if c.subresource.as_deref() == Some("status") {
-        UpdateMode::Status
-    } else {
-        UpdateMode::Main
+    let mode = match c.subresource.as_deref() {
+        Some("status") => UpdateMode::Status,
+        Some("finalize") => UpdateMode::Finalize,
+        _ => UpdateMode::Main,
     };
     // The field manager of writes: `fieldManager`, else the User-Agent's prefix, as
     // kube-apiserver derives it (managedFields, Update operation).
@@ -514,9 +450,8 @@ async fn serve_verb(
         }
         Verb::Delete => {
             let body = read_body(ctx, req).await?;
-            let pre = parse_delete_options(&body)?;
-            let dry = delete_dry_run(&body, query)?;
-            let d = api.delete(res, ns, name, &pre, dry)?;
+            let opts = DeleteOptions::parse(&body, query)?;
+            let d = api.delete(res, ns, name, &opts)?;
             if d.removed && !res.return_deleted_object {
                 let s = success_status(res, name, &d.object.uid);
                 Ok((200, response::json_value(200, &s)))
@@ -528,8 +463,8 @@ async fn serve_verb(
             let opts = ListOptions::from_query(query)?;
             check_fields(res, &opts)?;
             let body = read_body(ctx, req).await?;
-            let dry = delete_dry_run(&body, query)?;
-            let deleted = api.delete_collection(res, ns, &opts, dry)?;
+            let delete = DeleteOptions::parse(&body, query)?;
+            let deleted = api.delete_collection(res, ns, &opts, &delete)?;
             let rv = api.store.revision();
             Ok((200, response::plain_list(res, rv, deleted, pb)))
         }

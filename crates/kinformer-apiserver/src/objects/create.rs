@@ -59,6 +59,9 @@ pub(crate) fn prepare_create_by(
         meta.remove("generation");
     }
     set_type_meta(res, &mut obj);
+    if namespace::is_namespace(res) {
+        namespace::prepare_create(&mut obj, &name);
+    }
     if crate::crd::is_crd(res) {
         obj.remove("status");
         crate::crd::prepare(&mut obj)?;

@@ -11,8 +11,10 @@ use crate::store::{StoredObject, extra_fields};
 mod create;
 pub(crate) mod defaults;
 mod delete;
+pub(crate) mod delete_options;
 pub(crate) mod fieldset;
 pub(crate) mod managed_fields;
+pub(crate) mod namespace;
 pub(crate) mod normalize;
 mod update;
 pub(crate) mod validate;
@@ -20,7 +22,11 @@ pub(crate) mod validate;
 #[cfg(test)]
 pub(crate) use create::prepare_create;
 pub(crate) use create::prepare_create_by;
-pub(crate) use delete::{DeleteOutcome, Preconditions, prepare_delete};
+pub(crate) use delete::{
+    DeleteOutcome, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Preconditions, check_preconditions,
+    finalizers_of, gc_finalizers, prepare_delete,
+};
+pub(crate) use delete_options::{DeleteOptions, Propagation, dry_run};
 pub(crate) use managed_fields::Writer;
 #[cfg(test)]
 pub(crate) use update::prepare_update;

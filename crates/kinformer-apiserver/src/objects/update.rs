@@ -18,6 +18,9 @@ pub(crate) enum UpdateMode {
     Status,
     /// Storage-level write (direct Rust API): the object is stored as given.
     Raw,
+    /// A namespace's `/finalize` subresource: as [`UpdateMode::Main`], but `spec.finalizers`
+    /// is taken from the body ([`super::namespace`]).
+    Finalize,
 }
 
 /// What an update resolves to.
@@ -119,7 +122,7 @@ pub(crate) fn prepare_update_by(
             };
             r
         }
-        UpdateMode::Main if res.status_subresource => {
+        UpdateMode::Main | UpdateMode::Finalize if res.status_subresource => {
             let mut r = new;
             match old_obj.get("status") {
                 Some(s) => r.insert("status".into(), s.clone()),
@@ -129,6 +132,9 @@ pub(crate) fn prepare_update_by(
         }
         _ => new,
     };
+    if namespace::is_namespace(res) && mode != UpdateMode::Raw {
+        namespace::prepare_update(mode, &old_obj, &mut result, &old.name);
+    }
     set_type_meta(res, &mut result);
     if crate::crd::is_crd(res) && mode != UpdateMode::Raw {
         crate::crd::prepare(&mut result)?;
@@ -173,6 +179,9 @@ pub(crate) fn prepare_update_by(
         return Ok(UpdateOutcome::Unchanged);
     }
     let deleting = old_meta.contains_key("deletionTimestamp");
+    // A namespace also waits for its `spec.finalizers` (ShouldDeleteNamespaceDuringUpdate).
+    let spec_finalized =
+        !namespace::is_namespace(res) || namespace::spec_finalizers(&result).is_empty();
     let meta = metadata_mut(res, &mut result)?;
     if res.tracks_generation && spec_changed {
         let g = meta.get("generation").and_then(|g| g.as_i64()).unwrap_or(0);
@@ -181,7 +190,8 @@ pub(crate) fn prepare_update_by(
     let no_finalizers = meta
         .get("finalizers")
         .and_then(|f| f.as_array())
-        .is_none_or(|f| f.is_empty());
+        .is_none_or(|f| f.is_empty())
+        && spec_finalized;
     if deleting && no_finalizers {
         let response = finish(
             res,

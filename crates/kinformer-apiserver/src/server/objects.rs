@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use super::RunningServer;
 use crate::context::Context;
-use crate::objects::{Preconditions, UpdateMode};
+use crate::objects::{DeleteOptions, UpdateMode};
 use crate::resource::ResourceInfo;
 use crate::status::ApiError;
 
@@ -118,7 +118,7 @@ impl RunningServer {
         let res = resource_for::<K>(&self.ctx)?;
         self.ctx
             .api
-            .delete(&res, namespace, name, &Preconditions::default(), false)?;
+            .delete(&res, namespace, name, &DeleteOptions::default())?;
         Ok(())
     }
 
@@ -225,7 +225,7 @@ impl RunningServer {
         let res = self.find(resource)?;
         self.ctx
             .api
-            .delete(&res, namespace, name, &Preconditions::default(), false)?;
+            .delete(&res, namespace, name, &DeleteOptions::default())?;
         Ok(())
     }
 
