@@ -8,7 +8,9 @@
 //! The pieces: a `SharedInformerFactory` with Deployment and ConfigMap informers; a
 //! `Controller` that reconciles Deployments and `owns` ConfigMaps (a changed or deleted summary
 //! reconciles its Deployment); a reconcile that reads the caches and writes through the API.
-//! Write conflicts and injected 500s are plain errors: the key is retried with backoff.
+//! Write conflicts and injected 500s are plain errors: the key is retried with backoff. A
+//! deleted Deployment's summary is left to the server's garbage collector (the summary's
+//! `ownerReferences` name the Deployment), as on a real cluster: the embedded server runs one.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -21,7 +23,7 @@ use kinformer::controller::{Action, Controller, ControllerStats};
 use kinformer::{Indexer, SharedInformerFactory, split_meta_namespace_key};
 use kinformer_apiserver::RunningServer;
 use kinformer_apiserver::{FailureRule, Verb};
-use kube::api::{Api, DeleteParams, ObjectMeta, PostParams};
+use kube::api::{Api, ObjectMeta, PostParams};
 use tokio_util::sync::CancellationToken;
 
 /// The label on every ConfigMap this controller manages.
@@ -63,15 +65,9 @@ pub async fn reconcile(ctx: Context, key: String) -> Result<Action, kube::Error>
     let cm_name = summary_name(name);
     let existing = ctx.configmaps.get_by_key(&format!("{ns}/{cm_name}"));
     let Some(deployment) = ctx.deployments.get_by_key(&key) else {
-        // The Deployment is gone. A real cluster's garbage collector would delete the owned
-        // ConfigMap; the embedded server has none, so the controller does.
-        if existing.is_some() {
-            match api.delete(&cm_name, &DeleteParams::default()).await {
-                Ok(_) => {}
-                Err(kube::Error::Api(s)) if s.code == 404 => {}
-                Err(e) => return Err(e),
-            }
-        }
+        // The Deployment is gone. Its summary names it in `ownerReferences`, so the server's
+        // garbage collector deletes the summary, on a real cluster as on the embedded server:
+        // nothing to do here.
         return Ok(Action::await_change());
     };
     let data = desired_data(&deployment);

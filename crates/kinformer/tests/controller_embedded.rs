@@ -50,3 +50,31 @@ async fn example_controller_converges_without_faults_with_one_worker() {
     assert_eq!(stats.panics(), 0);
     server.shutdown().await;
 }
+
+/// The example leaves a deleted Deployment's summary to the server's garbage collector, as a
+/// controller on a real cluster does: with the collector switched off, the summaries of the
+/// deleted Deployments stay behind and the run never converges.
+#[tokio::test]
+async fn example_controller_relies_on_the_servers_garbage_collector() {
+    let server = kinformer_apiserver::start(
+        kinformer_apiserver::ServerConfig::default().garbage_collector(false),
+    )
+    .await
+    .unwrap();
+    let mut options = example::Options::default();
+    (
+        options.initial,
+        options.rounds,
+        options.faults,
+        options.workers,
+    ) = (6, 2, false, 2);
+    options.limit = Duration::from_secs(3);
+    let err = example::run(&server, options).await.unwrap_err();
+    // The summaries of Deployments deleted after the controller made them stay behind (one
+    // deleted early may never have had one).
+    assert!(
+        err.contains("orphans") && !err.contains(", 0 orphans"),
+        "{err}"
+    );
+    server.shutdown().await;
+}
