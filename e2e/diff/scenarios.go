@@ -34,6 +34,16 @@ var catalogue = []scenarioDef{
 	{"finalizers", "delete with a finalizer: MODIFIED with deletionTimestamp, DELETED when the finalizer goes", scFinalizers},
 	{"too-large-rv", "resourceVersion from the future: 504 Timeout with cause ResourceVersionTooLarge", scTooLargeRV},
 	{"crd", "a CRD over the API, then its custom resources: discovery, structural pruning, defaults, required fields, the status subresource, a watch", scCRD},
+	{"dry-run", "dryRun=All on every write verb: the answers, then nothing stored, no resourceVersion handed out, no watch event", scDryRun},
+	{"ssa", "server-side apply field ownership: conflicts (409 with causes), force, shared ownership, an Update taking a field over, managedFields", scSSA},
+	{"token", "TokenRequest for a ServiceAccount: the token's shape, defaults, bounds, a missing ServiceAccount, the token used as a bearer", scToken},
+	{"openapi", "OpenAPI v3 index and core/v1 schema (Container: properties and x-kubernetes extensions), v2's Pod", scOpenAPI},
+	{"gc-background", "garbage collection, background propagation: dependents deleted after the owner; a second live owner keeps a dependent", scGCBackground},
+	{"gc-foreground", "garbage collection, foreground propagation: foregroundDeletion finalizer, blockOwnerDeletion, a dependent with its own finalizer holding the owner", scGCForeground},
+	{"gc-orphan", "garbage collection, orphan propagation: orphan finalizer, references removed, dependents kept", scGCOrphan},
+	{"gc-owners", "garbage collection of dangling references (no such owner, a wrong uid) and of dependents of a cluster-scoped owner", scGCOwners},
+	// Last: it deletes (tries to delete) the immortal namespaces.
+	{"namespace-lifecycle", "namespace lifecycle: 404 into a missing namespace, Terminating with conditions while content has finalizers, 403 for new content, gone when empty; immortal namespaces", scNamespaceLifecycle},
 }
 
 func scNotFound(s *sc) {

@@ -129,6 +129,13 @@ func runCmd(args []string) error {
 		return err
 	}
 	server := fmt.Sprintf("https://127.0.0.1:%d", port)
+	// Clients name themselves after the binary (rest.DefaultKubernetesUserAgent
+	// reads os.Args[0]), and the apiserver records that name as the field
+	// manager of what they write (the "default" namespace, a terminating
+	// namespace's conditions). Named as the real binaries are, so recorded
+	// managedFields read as on a real cluster: the apiserver's loopback
+	// clients are made before it is ready, kube-controller-manager's after.
+	os.Args[0] = "kube-apiserver"
 	apiCtx, stopAPI := context.WithCancel(context.Background())
 	defer stopAPI()
 	apiDone, err := startAPIServer(apiCtx, apiserverArgs(p, etcdURL, port, filepath.Join(dataDir, "certs"), *watchCache))
@@ -162,6 +169,7 @@ func runCmd(args []string) error {
 			return err
 		}
 		certDir := filepath.Join(dataDir, "kcm-certs")
+		os.Args[0] = "kube-controller-manager"
 		kcmDone, err = startKCM(kcmCtx, kcmArgs(p, kcmKubeconfig, kcmPort, certDir))
 		if err != nil {
 			return fmt.Errorf("kube-controller-manager: %w", err)
