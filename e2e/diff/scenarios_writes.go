@@ -18,8 +18,10 @@ import (
 // keeps its rank: no object resourceVersion was handed out in between).
 func scDryRun(s *sc) {
 	a := s.call("create-a", "POST", s.cms(""), configMap("a", map[string]string{"app": "a"}, map[string]string{"k": "1"}))
-	before := s.call("list-before", "GET", s.cms(""), nil)
-	path := s.cms(q("watch", "1", "resourceVersion", rvOf(before)))
+	s.call("list-before", "GET", s.cms(""), nil)
+	// From a's own resourceVersion: nothing of this scenario's happens after
+	// it but the dry runs and the sentinel.
+	path := s.cms(q("watch", "1", "resourceVersion", rvOf(a)))
 	h := s.watch(path)
 	dry := func(extra ...string) string { return q(append([]string{"dryRun", "All"}, extra...)...) }
 
