@@ -5,6 +5,9 @@ import (
 	"time"
 )
 
+// giveUpBound bounds a scenario's polls once one of them has run out.
+const giveUpBound = 2 * time.Second
+
 // Content types of the patch flavours kube-apiserver accepts.
 const (
 	ctMerge     = "application/merge-patch+json"
@@ -51,8 +54,13 @@ func (s *sc) recordAs(name, request string, r *response, body any) {
 // answer is settled or bound passes; it returns the last answer and whether
 // it settled. Controllers act asynchronously (garbage collection, namespace
 // deletion): the recording keeps only the settled state, and a server that
-// never settles costs the bound, never a hang.
+// never settles costs the bound, never a hang. Once a poll of the scenario has
+// run out, the following ones wait at most giveUpBound: a server without the
+// controller would only repeat the wait.
 func (s *sc) pollUntil(path string, bound time.Duration, done func(*response) bool) (*response, bool) {
+	if s.gaveUp && bound > giveUpBound {
+		bound = giveUpBound
+	}
 	deadline := time.Now().Add(bound)
 	for {
 		r, err := s.t.do(s.ctx, "GET", path, nil)
@@ -63,6 +71,7 @@ func (s *sc) pollUntil(path string, bound time.Duration, done func(*response) bo
 			return r, true
 		}
 		if time.Now().After(deadline) {
+			s.gaveUp = true
 			return r, false
 		}
 		time.Sleep(200 * time.Millisecond)

@@ -50,6 +50,9 @@ type sc struct {
 	run     string // run id, part of every namespace name
 	ns      string
 	res     *scenarioResult
+	// gaveUp: a poll of this scenario reached its bound without settling
+	// (the server lacks the controller); later polls get a short bound.
+	gaveUp bool
 	// setupRVs are the resourceVersions of objects written by setup
 	// requests: not compared themselves, but ranked with the others so that
 	// every write of the scenario has its place in the order.
