@@ -37,16 +37,17 @@ func (s *sc) callReduced(name, method, path string, reduce func(*response) any) 
 		s.fail("%s: %s %s: %v", name, method, path, err)
 	}
 	s.res.Steps = append(s.res.Steps, &step{
-		Step: name, Request: method + " " + path, Status: r.status, ContentType: r.contentType, Body: reduce(r),
+		Step: name, Request: method + " " + path, Status: r.status, ContentType: r.contentType, Body: toGeneric(reduce(r)),
 	})
 	return r
 }
 
 // recordAs records a step made of an already performed request, with the
-// body given (a reduced view).
+// body given (a reduced view; made plain JSON values, as a decoded body is,
+// so normalization reaches every string in it).
 func (s *sc) recordAs(name, request string, r *response, body any) {
 	s.res.Steps = append(s.res.Steps, &step{
-		Step: name, Request: request, Status: r.status, ContentType: r.contentType, Body: body,
+		Step: name, Request: request, Status: r.status, ContentType: r.contentType, Body: toGeneric(body),
 	})
 }
 
@@ -56,9 +57,10 @@ func (s *sc) recordAs(name, request string, r *response, body any) {
 // deletion): the recording keeps only the settled state, and a server that
 // never settles costs the bound, never a hang. Once a poll of the scenario has
 // run out, the following ones wait at most giveUpBound: a server without the
-// controller would only repeat the wait.
+// controller would only repeat the wait; so do the polls of later scenarios
+// waiting for the same controller (s.controller).
 func (s *sc) pollUntil(path string, bound time.Duration, done func(*response) bool) (*response, bool) {
-	if s.gaveUp && bound > giveUpBound {
+	if (s.gaveUp || s.t.lacking[s.controller]) && bound > giveUpBound {
 		bound = giveUpBound
 	}
 	deadline := time.Now().Add(bound)
@@ -72,6 +74,9 @@ func (s *sc) pollUntil(path string, bound time.Duration, done func(*response) bo
 		}
 		if time.Now().After(deadline) {
 			s.gaveUp = true
+			if s.controller != "" {
+				s.t.lacking[s.controller] = true
+			}
 			return r, false
 		}
 		time.Sleep(200 * time.Millisecond)

@@ -64,6 +64,7 @@ func refsTo(r *response, name, uid string) bool {
 // once, its dependents after it; a dependent with a second, live owner stays
 // and loses the reference to the deleted one.
 func scGCBackground(s *sc) {
+	s.controller = "garbage-collector"
 	other := s.call("create-other-owner", "POST", s.cms(""), configMap("other", nil, map[string]string{"k": "1"})).body
 	owner := gcSetup(s, false, "dep-1", "dep-2")
 	s.setup("POST", s.cms(""), withOwners(configMap("dep-shared", nil, nil), ownerRef(owner, false), ownerRef(other, false)))
@@ -86,6 +87,7 @@ func scGCBackground(s *sc) {
 // and the foregroundDeletion finalizer) until the dependents that block it are
 // gone; a dependent held by its own finalizer holds the owner.
 func scGCForeground(s *sc) {
+	s.controller = "garbage-collector"
 	owner := s.call("create-owner", "POST", s.cms(""), configMap("owner", nil, map[string]string{"k": "1"})).body
 	s.setup("POST", s.cms(""), withFinalizers(withOwners(configMap("dep-held", nil, nil), ownerRef(owner, true)), "kinformer.dev/hold"))
 	s.setup("POST", s.cms(""), withOwners(configMap("dep-blocking", nil, nil), ownerRef(owner, true)))
@@ -106,6 +108,7 @@ func scGCForeground(s *sc) {
 // scGCOrphan: orphan propagation: the owner gets the orphan finalizer, the
 // dependents lose their references to it and stay, then the owner goes.
 func scGCOrphan(s *sc) {
+	s.controller = "garbage-collector"
 	owner := gcSetup(s, true, "dep-1", "dep-2")
 	// The answer shows the orphan finalizer; a GET right after would race the
 	// garbage collector, which removes it within milliseconds.
@@ -130,6 +133,7 @@ func scGCOrphan(s *sc) {
 // owner's name with another uid) and a cluster-scoped owner (a ClusterRole) of
 // a namespaced dependent.
 func scGCOwners(s *sc) {
+	s.controller = "garbage-collector"
 	live := s.call("create-live", "POST", s.cms(""), configMap("live", nil, nil)).body
 	ghost := map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{"name": "ghost", "uid": "7d1e1c38-0000-4000-8000-000000000001"}}
@@ -161,6 +165,7 @@ func scGCOwners(s *sc) {
 // namespaces. Runs last among the scenarios: a server that lets "default" or
 // "kube-system" be deleted cannot spoil the others.
 func scNamespaceLifecycle(s *sc) {
+	s.controller = "namespace"
 	nsPath := "/api/v1/namespaces/" + s.ns
 	s.call("create-in-missing-namespace", "POST", "/api/v1/namespaces/kd-"+s.run+"-nowhere/configmaps", configMap("a", nil, nil))
 	s.call("create-held", "POST", s.cms(""), withFinalizers(configMap("held", nil, nil), "kinformer.dev/hold"))
@@ -192,4 +197,36 @@ func scNamespaceLifecycle(s *sc) {
 		s.call("delete-"+immortal, "DELETE", "/api/v1/namespaces/"+immortal, nil)
 	}
 	s.call("get-default-after", "GET", "/api/v1/namespaces/default", nil)
+}
+
+// crBound bounds the wait for garbage collection that involves custom resources:
+// kube-controller-manager's garbage collector starts monitoring a new CRD's resource at its
+// next discovery sync (every 30s).
+const crBound = 45 * time.Second
+
+// scGCCustomResources: custom resources as owners and dependents: a Widget owning a ConfigMap,
+// a ConfigMap owning a Widget; both owners deleted (background), both dependents collected.
+func scGCCustomResources(s *sc) {
+	s.controller = "garbage-collector"
+	group, base := s.widgetCRD(s.ns)
+	widget := func(name string) map[string]any {
+		return map[string]any{"apiVersion": group + "/v1", "kind": "Widget",
+			"metadata": map[string]any{"name": name}, "spec": map[string]any{"size": 1}}
+	}
+	wOwner := s.call("create-widget-owner", "POST", base, widget("w-owner")).body
+	cmOwner := s.call("create-configmap-owner", "POST", s.cms(""), configMap("cm-owner", nil, nil)).body
+	s.call("create-configmap-dependent", "POST", s.cms(""), withOwners(configMap("cm-dep", nil, nil), ownerRef(wOwner, false)))
+	s.call("create-widget-dependent", "POST", base, withOwners(widget("w-dep"), ownerRef(cmOwner, false)))
+	s.call("delete-widget-owner", "DELETE", base+"/w-owner", nil)
+	s.call("delete-configmap-owner", "DELETE", s.cm("cm-owner"), nil)
+	gone := func(path, name string) bool {
+		r, err := s.t.do(s.ctx, "GET", path, nil)
+		return err == nil && r.status == 200 && !hasName(r, name)
+	}
+	s.settle("settled-configmaps", crBound, func(r *response) bool {
+		return !hasName(r, "cm-dep") && gone(base, "w-dep")
+	})
+	r, ok := s.pollUntil(base, giveUpBound, func(r *response) bool { return r.status == 200 && !hasName(r, "w-dep") })
+	s.recordAs("settled-widgets", "GET "+base+" (settled)", r, settledView(r))
+	s.fact("settled", ok)
 }

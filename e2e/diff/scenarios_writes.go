@@ -284,3 +284,41 @@ func scOpenAPI(s *sc) {
 		}
 	})
 }
+
+// scOpenAPICRD: a CRD's schema published in OpenAPI v3 (what `kubectl explain <crd>.spec`
+// reads): the group version appears in the index, and its document holds the kind's schema.
+func scOpenAPICRD(s *sc) {
+	group, _ := s.widgetCRD(s.ns)
+	gv := "apis/" + group + "/v1"
+	// Publication is asynchronous (the CRD OpenAPI controller): wait for the index entry.
+	_, ok := s.pollUntil("/openapi/v3", 15*time.Second, func(r *response) bool {
+		paths, _ := field(r.body, "paths").(map[string]any)
+		return paths[gv] != nil
+	})
+	s.callReduced("v3-index", "GET", "/openapi/v3", func(r *response) any {
+		paths, _ := field(r.body, "paths").(map[string]any)
+		return map[string]any{"hasGroupVersion": paths[gv] != nil}
+	})
+	s.fact("published", ok)
+	s.callReduced("v3-group-version", "GET", "/openapi/v3/"+gv, func(r *response) any {
+		if r.status != 200 {
+			return r.body
+		}
+		schemas, _ := field(r.body, "components", "schemas").(map[string]any)
+		keys := sortedKeys(schemas)
+		var w map[string]any
+		for _, k := range keys {
+			if strings.HasSuffix(k, ".v1.Widget") {
+				w, _ = schemas[k].(map[string]any)
+			}
+		}
+		props, _ := w["properties"].(map[string]any)
+		return map[string]any{
+			"schemaNames": keys,
+			"widget":      openAPISchemaView(w),
+			"widgetGVK":   w["x-kubernetes-group-version-kind"],
+			"spec":        props["spec"],
+			"status":      props["status"],
+		}
+	})
+}
