@@ -7,10 +7,12 @@
 #       normalization: identical runs must compare equal), saves the
 #       observations under e2e/diff/observations/ and compares.
 #   e2e/diff.sh embedded KUBECONFIG [COMPACT_URL]
-#       Records the scenarios against another server (the embedded kinformer
-#       API server) and compares with the saved real observations
-#       (E2E_DIFF_REF=nowatchcache, the default, or watchcache), using
-#       e2e/diff/allow-embedded.json. COMPACT_URL defaults to
+#       Records the scenarios once against another server (the embedded
+#       kinformer API server) and compares that recording with both saved real
+#       observations: real-nowatchcache.json with diff/allow-embedded.json,
+#       then real-watchcache.json with diff/allow-embedded-watchcache.json
+#       (E2E_DIFF_REF=nowatchcache or watchcache: only that one). Fails if
+#       either comparison has unexplained differences. COMPACT_URL defaults to
 #       /__kinformer/faults/compact on that server.
 #   e2e/diff.sh live KUBECONFIG [COMPACT_URL]
 #       Like embedded, but against a freshly started real harness (watch cache
@@ -55,9 +57,21 @@ real)
 embedded)
     kc="${2:?usage: e2e/diff.sh embedded KUBECONFIG [COMPACT_URL]}"
     url="${3:-/__kinformer/faults/compact}"
+    t0=$SECONDS
     "$diff_bin" record -kubeconfig "$kc" -compact-url "$url" -label "embedded" -out "$E2E_BIN/embedded.json"
-    exec "$diff_bin" compare -a "$obs/real-${E2E_DIFF_REF:-nowatchcache}.json" -b "$E2E_BIN/embedded.json" \
-        -allow "$E2E_ROOT/diff/allow-embedded.json" -json "$E2E_BIN/embedded-diffs.json"
+    log "recorded in $((SECONDS - t0))s"
+    status=0
+    for ref in ${E2E_DIFF_REF:-nowatchcache watchcache}; do
+        case "$ref" in
+        nowatchcache) allow="$E2E_ROOT/diff/allow-embedded.json" ;;
+        watchcache) allow="$E2E_ROOT/diff/allow-embedded-watchcache.json" ;;
+        *) log "E2E_DIFF_REF: nowatchcache or watchcache, not $ref"; exit 2 ;;
+        esac
+        log "embedded vs real-$ref.json (allow-list $(basename "$allow")):"
+        "$diff_bin" compare -a "$obs/real-$ref.json" -b "$E2E_BIN/embedded.json" \
+            -allow "$allow" -json "$E2E_BIN/embedded-diffs-$ref.json" || status=$?
+    done
+    exit $status
     ;;
 live)
     kc="${2:?usage: e2e/diff.sh live KUBECONFIG [COMPACT_URL]}"

@@ -24,6 +24,13 @@ type response struct {
 }
 
 func (t *target) do(ctx context.Context, method, path string, body any) (*response, error) {
+	return t.doAs(ctx, method, path, "application/json", "", body)
+}
+
+// doAs is do with a request Content-Type of its own (patches: merge, JSON,
+// strategic, apply) and, when bearer is set, that bearer token instead of the
+// kubeconfig's credentials (a ServiceAccount token the server issued).
+func (t *target) doAs(ctx context.Context, method, path, contentType, bearer string, body any) (*response, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -41,9 +48,13 @@ func (t *target) do(ctx context.Context, method, path string, body any) (*respon
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", userAgent)
 	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Content-Type", contentType)
 	}
-	t.auth(req)
+	if bearer != "" {
+		req.Header.Set("Authorization", "Bearer "+bearer)
+	} else {
+		t.auth(req)
+	}
 	resp, err := t.http.Do(req)
 	if err != nil {
 		return nil, err

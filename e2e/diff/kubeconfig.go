@@ -54,6 +54,10 @@ type target struct {
 	server string
 	http   *http.Client
 	auth   func(*http.Request)
+	// lacking: controllers ("garbage-collector", "namespace") a poll of an
+	// earlier scenario waited for in vain; later scenarios' polls for them
+	// wait at most giveUpBound (see pollUntil).
+	lacking map[string]bool
 }
 
 func readMaybe(data, file, base string) ([]byte, error) {
@@ -91,7 +95,7 @@ func loadTarget(path string) (*target, error) {
 	if userName == "" && len(kc.Users) == 1 {
 		userName = kc.Users[0].Name
 	}
-	t := &target{auth: func(*http.Request) {}}
+	t := &target{auth: func(*http.Request) {}, lacking: map[string]bool{}}
 	tlsCfg := &tls.Config{}
 	found := false
 	for _, c := range kc.Clusters {

@@ -22,8 +22,18 @@ import (
 //     unrelated writes elsewhere (leases), so only that interval is kept;
 //     scenarios record exact equalities they care about as facts.
 //     resourceVersion=N in request lines is rewritten the same way ("0" stays).
-//   - uids: "uid1", "uid2", ... in order of first appearance.
-//   - creationTimestamp, deletionTimestamp, managedFields[].time: "<time>".
+//   - uids: "uid1", "uid2", ... in order of first appearance: metadata.uid,
+//     Status details.uid and every other "uid" key (ownerReferences[].uid, a
+//     token's kubernetes.io claim), so a reference keeps naming its owner;
+//     also a UUID inside a string or an object key (managedFields'
+//     k:{"uid":"…"} keys of ownerReferences, messages).
+//   - creationTimestamp, deletionTimestamp, managedFields[].time: "<time>";
+//     so is every string that is an RFC 3339 time (conditions'
+//     lastTransitionTime, a TokenRequest's expirationTimestamp).
+//   - tokens: a TokenRequest's status.token is recorded as its shape (header
+//     alg, claim names, aud, sub, exp - iat; see jwtShape in
+//     scenarios_writes.go), never its bytes; OpenAPI documents are reduced
+//     by their scenario (hashes dropped).
 //   - the run id (part of every namespace name): "<run>".
 //   - server-generated names (generateName + 5 characters): prefix + "<gen>",
 //     wherever the name appears.
@@ -40,6 +50,12 @@ import (
 var rvInMessage = regexp.MustCompile(`(\(|[Vv]ersion:? |current:? |revision:? )[0-9]+`)
 
 func messageNumbers(s string) string { return rvInMessage.ReplaceAllString(s, "${1}N") }
+
+// rfc3339 matches a whole string that is an RFC 3339 time as the API writes
+// them (seconds, optional fraction, Z or an offset).
+var rfc3339 = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$`)
+
+var uuidRE = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 
 var rvParam = regexp.MustCompile(`resourceVersion=([0-9]+)`)
 var continueParam = regexp.MustCompile(`continue=[^&]*`)
@@ -147,6 +163,7 @@ func (n *normalizer) uid(u string) string {
 }
 
 func (n *normalizer) str(s string) string {
+	s = uuidRE.ReplaceAllStringFunc(s, n.uid)
 	if n.run != "" {
 		s = strings.ReplaceAll(s, n.run, "<run>")
 	}
@@ -173,6 +190,9 @@ func (n *normalizer) request(s string) string {
 func (n *normalizer) value(v any, kind string) any {
 	switch x := v.(type) {
 	case string:
+		if rfc3339.MatchString(x) {
+			return "<time>"
+		}
 		return n.str(x)
 	case []any:
 		out := make([]any, len(x))
@@ -200,8 +220,13 @@ func (n *normalizer) value(v any, kind string) any {
 		}
 		isStatus := x["kind"] == "Status"
 		_, isList := x["items"].([]any)
-		for _, key := range sortedKeys(x) {
-			val := x[key]
+		for _, rawKey := range sortedKeys(x) {
+			val := x[rawKey]
+			key := rawKey
+			if uuidRE.MatchString(key) {
+				// managedFields: f:ownerReferences's k:{"uid":"…"} keys.
+				key = n.str(key)
+			}
 			switch {
 			case key == "metadata":
 				mk := kind
@@ -227,6 +252,12 @@ func (n *normalizer) value(v any, kind string) any {
 			case key == "storageVersionHash":
 				// a hash of the group (which carries the run id), version and kind
 				out[key] = "<hash>"
+			case key == "uid":
+				if s, ok := val.(string); ok && s != "" {
+					out[key] = n.uid(s)
+				} else {
+					out[key] = n.value(val, "")
+				}
 			default:
 				out[key] = n.value(val, "")
 			}

@@ -108,3 +108,35 @@ func TestStatusMessageNumbers(t *testing.T) {
 		t.Errorf("cause: got %q", got)
 	}
 }
+
+// A uid keeps naming the same object wherever it appears: metadata.uid, an
+// ownerReference, a managedFields key, a message; RFC 3339 times anywhere
+// become <time>.
+func TestUIDsEverywhereAndTimes(t *testing.T) {
+	owner := "0c08239b-3e43-4bb6-8208-64d1f67e6182"
+	res := normalized(t, "xrun", nil,
+		&step{Step: "owner", Body: decode(t, `{"kind":"ConfigMap","metadata":{"name":"o","uid":"`+owner+`","resourceVersion":"5"}}`)},
+		&step{Step: "dependent", Body: decode(t, `{"kind":"ConfigMap","metadata":{"name":"d","uid":"7d1e1c38-0000-4000-8000-000000000001","resourceVersion":"6",
+			"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"o","uid":"`+owner+`"}],
+			"managedFields":[{"manager":"m","time":"2026-11-26T00:00:00Z","fieldsV1":{"f:metadata":{"f:ownerReferences":{"k:{\"uid\":\"`+owner+`\"}":{}}}}}]},
+			"status":{"conditions":[{"lastTransitionTime":"2026-11-26T00:00:01Z","message":"owner `+owner+` gone"}]}}`)},
+	)
+	d := res.Steps[1].Body
+	if got := str(field(d, "metadata", "ownerReferences").([]any)[0], "uid"); got != "uid1" {
+		t.Errorf("ownerReference uid: got %q, want uid1 (the owner's)", got)
+	}
+	if got := str(d, "metadata", "uid"); got != "uid2" {
+		t.Errorf("dependent uid: got %q, want uid2", got)
+	}
+	mf := field(d, "metadata", "managedFields").([]any)[0]
+	if _, ok := field(mf, "fieldsV1", "f:metadata", "f:ownerReferences").(map[string]any)[`k:{"uid":"uid1"}`]; !ok {
+		t.Errorf("managedFields key not normalized: %v", field(mf, "fieldsV1"))
+	}
+	c := field(d, "status", "conditions").([]any)[0]
+	if got := str(c, "lastTransitionTime"); got != "<time>" {
+		t.Errorf("condition time: got %q", got)
+	}
+	if got := str(c, "message"); got != "owner uid1 gone" {
+		t.Errorf("uid in a message: got %q", got)
+	}
+}

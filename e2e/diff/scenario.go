@@ -50,6 +50,14 @@ type sc struct {
 	run     string // run id, part of every namespace name
 	ns      string
 	res     *scenarioResult
+	// cleanups run when the scenario ends, also after a failure (not recorded).
+	cleanups []func()
+	// gaveUp: a poll of this scenario reached its bound without settling
+	// (the server lacks the controller); later polls get a short bound.
+	gaveUp bool
+	// controller is what this scenario's polls wait for ("garbage-collector",
+	// "namespace"); see target.lacking.
+	controller string
 	// setupRVs are the resourceVersions of objects written by setup
 	// requests: not compared themselves, but ranked with the others so that
 	// every write of the scenario has its place in the order.
@@ -247,6 +255,9 @@ func runScenario(ctx context.Context, t *target, compact func(context.Context) e
 	res = &scenarioResult{Name: d.name, Description: d.description}
 	s := &sc{ctx: ctx, t: t, compact: compact, run: run, ns: "kd-" + run + "-" + d.name, res: res}
 	defer func() {
+		for i := len(s.cleanups) - 1; i >= 0; i-- {
+			s.cleanups[i]()
+		}
 		res.setupRVs = s.setupRVs
 		if r := recover(); r != nil {
 			a, ok := r.(abort)

@@ -34,6 +34,18 @@ var catalogue = []scenarioDef{
 	{"finalizers", "delete with a finalizer: MODIFIED with deletionTimestamp, DELETED when the finalizer goes", scFinalizers},
 	{"too-large-rv", "resourceVersion from the future: 504 Timeout with cause ResourceVersionTooLarge", scTooLargeRV},
 	{"crd", "a CRD over the API, then its custom resources: discovery, structural pruning, defaults, required fields, the status subresource, a watch", scCRD},
+	{"dry-run", "dryRun=All on every write verb: the answers, then nothing stored, no resourceVersion handed out, no watch event", scDryRun},
+	{"ssa", "server-side apply field ownership: conflicts (409 with causes), force, shared ownership, an Update taking a field over, managedFields", scSSA},
+	{"token", "TokenRequest for a ServiceAccount: the token's shape, defaults, bounds, a missing ServiceAccount, the token used as a bearer", scToken},
+	{"openapi", "OpenAPI v3 index and core/v1 schema (Container: properties and x-kubernetes extensions), v2's Pod", scOpenAPI},
+	{"openapi-crd", "a CRD's schema in OpenAPI v3 (kubectl explain on a custom resource)", scOpenAPICRD},
+	{"gc-background", "garbage collection, background propagation: dependents deleted after the owner; a second live owner keeps a dependent", scGCBackground},
+	{"gc-foreground", "garbage collection, foreground propagation: foregroundDeletion finalizer, blockOwnerDeletion, a dependent with its own finalizer holding the owner", scGCForeground},
+	{"gc-orphan", "garbage collection, orphan propagation: orphan finalizer, references removed, dependents kept", scGCOrphan},
+	{"gc-owners", "garbage collection of dangling references (no such owner, a wrong uid) and of dependents of a cluster-scoped owner", scGCOwners},
+	{"gc-custom-resources", "garbage collection with custom resources as owner and as dependent", scGCCustomResources},
+	// Last: it deletes (tries to delete) the immortal namespaces.
+	{"namespace-lifecycle", "namespace lifecycle: 404 into a missing namespace, Terminating with conditions while content has finalizers, 403 for new content, gone when empty; immortal namespaces", scNamespaceLifecycle},
 }
 
 func scNotFound(s *sc) {
@@ -351,12 +363,14 @@ func scTooLargeRV(s *sc) {
 	s.call("get-future", "GET", s.cm("a")+"?"+q("resourceVersion", future), nil)
 }
 
-// scCRD registers a CustomResourceDefinition through the API (its group carries the run id, so
-// every run has its own), waits until its resource is served, then exercises it as an
-// operator's controller would. The CRD is deleted at the end (not compared: its teardown is
-// asynchronous on a real server).
-func scCRD(s *sc) {
-	group := "kd-" + s.run + ".example.com"
+// widgetCRD registers the Widget CustomResourceDefinition through the API (its group carries the
+// run id, so every run has its own) and waits until its resource is served in the scenario's
+// namespace; the CRD is deleted when the scenario ends (not compared: its teardown is
+// asynchronous on a real server). Its group is name + ".example.com" (a CRD's name is its
+// group's, so two scenarios of a run need two names). It returns the group and the namespaced
+// collection path.
+func (s *sc) widgetCRD(name string) (group, base string) {
+	group = name + ".example.com"
 	crds := "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 	crd := map[string]any{
 		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -387,8 +401,8 @@ func scCRD(s *sc) {
 		},
 	}
 	s.setup("POST", crds, crd)
-	defer func() { _, _ = s.t.do(s.ctx, "DELETE", crds+"/widgets."+group, nil) }()
-	base := "/apis/" + group + "/v1/namespaces/" + s.ns + "/widgets"
+	s.cleanups = append(s.cleanups, func() { _, _ = s.t.do(s.ctx, "DELETE", crds+"/widgets."+group, nil) })
+	base = "/apis/" + group + "/v1/namespaces/" + s.ns + "/widgets"
 	served := false
 	for i := 0; i < 100 && !served; i++ {
 		if r, err := s.t.do(s.ctx, "GET", base, nil); err == nil && r.status == 200 {
@@ -400,6 +414,13 @@ func scCRD(s *sc) {
 	if !served {
 		s.fail("the CRD's resource was not served within 10s")
 	}
+	return group, base
+}
+
+// scCRD registers a CustomResourceDefinition through the API, waits until its resource is
+// served, then exercises it as an operator's controller would.
+func scCRD(s *sc) {
+	group, base := s.widgetCRD("kd-" + s.run)
 	widget := func(name string, spec map[string]any) map[string]any {
 		return map[string]any{"apiVersion": group + "/v1", "kind": "Widget", "metadata": map[string]any{"name": name}, "spec": spec}
 	}

@@ -8,7 +8,53 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/spf13/pflag"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/apiserver/pkg/server/flagz"
+	"k8s.io/client-go/rest"
+	basecompatibility "k8s.io/component-base/compatibility"
+	logsapi "k8s.io/component-base/logs/api/v1"
+	"k8s.io/kubernetes/cmd/kube-apiserver/app"
+	apioptions "k8s.io/kubernetes/cmd/kube-apiserver/app/options"
 )
+
+// startAPIServer runs kube-apiserver in process: what its cobra command
+// (app.NewAPIServerCommand) runs, but with the harness's context instead of
+// the signal handler the command installs, so the harness decides the order
+// of shutdown (kube-controller-manager first, then the apiserver). done
+// receives app.Run's result once the apiserver has shut down.
+func startAPIServer(ctx context.Context, args []string) (<-chan error, error) {
+	s := apioptions.NewServerRunOptions()
+	featureGate := s.GenericServerRunOptions.ComponentGlobalsRegistry.FeatureGateFor(basecompatibility.DefaultKubeComponent)
+	fs := pflag.NewFlagSet("kube-apiserver", pflag.ContinueOnError)
+	named := s.Flags()
+	s.Flagz = flagz.NamedFlagSetsReader{FlagSets: named}
+	for _, f := range named.FlagSets {
+		fs.AddFlagSet(f)
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if err := s.GenericServerRunOptions.ComponentGlobalsRegistry.Set(); err != nil {
+		return nil, err
+	}
+	// Loopback clients should not log self-issued warnings (as the command does).
+	rest.SetDefaultWarningHandler(rest.NoWarnings{})
+	if err := logsapi.ValidateAndApply(s.Logs, featureGate); err != nil {
+		return nil, err
+	}
+	completed, err := s.Complete(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if errs := completed.Validate(); len(errs) != 0 {
+		return nil, utilerrors.NewAggregate(errs)
+	}
+	done := make(chan error, 1)
+	go func() { done <- app.Run(ctx, completed) }()
+	return done, nil
+}
 
 // apiserverArgs is the kube-apiserver command line the harness runs.
 //

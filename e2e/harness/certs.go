@@ -30,6 +30,7 @@ type pki struct {
 	saPrivateKey string
 	tokenFile    string
 	adminToken   string
+	caFile       string
 }
 
 func writePEM(path, typ string, der []byte) error {
@@ -118,6 +119,7 @@ func newPKI(dir string) (*pki, error) {
 		saPrivateKey: filepath.Join(dir, "sa.key"),
 		tokenFile:    filepath.Join(dir, "tokens.csv"),
 		adminToken:   hex.EncodeToString(tok),
+		caFile:       filepath.Join(dir, "ca.crt"),
 	}
 	if err := writePEM(p.servingCert, "CERTIFICATE", srvDER); err != nil {
 		return nil, err
@@ -131,7 +133,7 @@ func newPKI(dir string) (*pki, error) {
 	if err := writePEM(p.saPrivateKey, "RSA PRIVATE KEY", x509.MarshalPKCS1PrivateKey(saKey)); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), p.caPEM, 0o644); err != nil {
+	if err := os.WriteFile(p.caFile, p.caPEM, 0o644); err != nil {
 		return nil, err
 	}
 	// Static token file: token,user,uid,"group". system:masters bypasses RBAC.

@@ -2,13 +2,15 @@
 // on top of an embedded etcd, both on loopback, for kinformer's end-to-end
 // and differential tests. See ../README.md.
 //
-//	harness run     [-dir DIR] [-watch-cache=true|false]   (default subcommand)
+//	harness run     [-dir DIR] [-watch-cache=true|false] [-kcm=true|false]   (default subcommand)
 //	harness compact [-state DIR/state.json]
 //
-// run prints nothing useful on stdout; once the apiserver answers /readyz it
-// writes DIR/kubeconfig and DIR/state.json and keeps running until SIGTERM or
-// SIGINT, then shuts the apiserver down gracefully, stops etcd, deletes its
-// temporary data directory and the state file.
+// run prints nothing useful on stdout; once the apiserver answers /readyz and
+// kube-controller-manager is healthy (its /healthz, and the "default"
+// ServiceAccount exists) it writes DIR/kubeconfig and DIR/state.json and keeps
+// running until SIGTERM or SIGINT, then stops kube-controller-manager, shuts
+// the apiserver down gracefully, stops etcd, deletes its temporary data
+// directory and the state file.
 package main
 
 import (
@@ -27,7 +29,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"k8s.io/kubernetes/cmd/kube-apiserver/app"
 )
 
 func main() {
@@ -76,6 +77,7 @@ func runCmd(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	dir := fs.String("dir", "e2e/run", "where kubeconfig, state.json go")
 	watchCache := fs.Bool("watch-cache", true, "run kube-apiserver with its watch cache (see apiserverArgs)")
+	withKCM := fs.Bool("kcm", true, "also run kube-controller-manager (garbage collector, namespace and service-account controllers; see kcmControllers)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -101,8 +103,9 @@ func runCmd(args []string) error {
 		}
 	}
 
-	// Our own signal watch only arms a deadline: the apiserver command
-	// installs the handler that actually starts its graceful shutdown.
+	// The harness owns the signals: on the first SIGTERM/SIGINT it stops
+	// kube-controller-manager, then the apiserver (graceful), then etcd; a
+	// second signal exits at once.
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 
@@ -126,10 +129,19 @@ func runCmd(args []string) error {
 		return err
 	}
 	server := fmt.Sprintf("https://127.0.0.1:%d", port)
-	cmd := app.NewAPIServerCommand()
-	cmd.SetArgs(apiserverArgs(p, etcdURL, port, filepath.Join(dataDir, "certs"), *watchCache))
-	apiDone := make(chan error, 1)
-	go func() { apiDone <- cmd.Execute() }()
+	// Clients name themselves after the binary (rest.DefaultKubernetesUserAgent
+	// reads os.Args[0]), and the apiserver records that name as the field
+	// manager of what they write (the "default" namespace, a terminating
+	// namespace's conditions). Named as the real binaries are, so recorded
+	// managedFields read as on a real cluster: the apiserver's loopback
+	// clients are made before it is ready, kube-controller-manager's after.
+	os.Args[0] = "kube-apiserver"
+	apiCtx, stopAPI := context.WithCancel(context.Background())
+	defer stopAPI()
+	apiDone, err := startAPIServer(apiCtx, apiserverArgs(p, etcdURL, port, filepath.Join(dataDir, "certs"), *watchCache))
+	if err != nil {
+		return fmt.Errorf("kube-apiserver: %w", err)
+	}
 
 	admin, err := newAdminClient(p, server)
 	if err != nil {
@@ -140,6 +152,38 @@ func runCmd(args []string) error {
 	cancel()
 	if err != nil {
 		return err
+	}
+	t0 := time.Now()
+
+	// kube-controller-manager, once the apiserver is ready (unless -kcm=false).
+	var kcmDone <-chan error
+	kcmCtx, stopKCM := context.WithCancel(context.Background())
+	defer stopKCM()
+	if *withKCM {
+		kcmKubeconfig := filepath.Join(dataDir, "kcm.kubeconfig")
+		if err := writeKubeconfig(kcmKubeconfig, server, p); err != nil {
+			return err
+		}
+		kcmPort, err := freePort()
+		if err != nil {
+			return err
+		}
+		certDir := filepath.Join(dataDir, "kcm-certs")
+		os.Args[0] = "kube-controller-manager"
+		kcmDone, err = startKCM(kcmCtx, kcmArgs(p, kcmKubeconfig, kcmPort, certDir))
+		if err != nil {
+			return fmt.Errorf("kube-controller-manager: %w", err)
+		}
+		waitCtx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+		err = waitKCMHealthy(waitCtx, kcmPort, kcmDone)
+		if err == nil {
+			err = admin.waitDefaultServiceAccount(waitCtx)
+		}
+		cancel()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "harness: kube-controller-manager healthy in %.1fs (controllers %v)\n", time.Since(t0).Seconds(), kcmControllers)
 	}
 
 	// The admin endpoint: what a kube client cannot do.
@@ -182,6 +226,7 @@ func runCmd(args []string) error {
 		AdminURL:     adminURL,
 		CompactURL:   adminURL + "/compact",
 		WatchCache:   *watchCache,
+		KCM:          *withKCM,
 		DataDir:      dataDir,
 		Token:        p.adminToken,
 		CAFile:       caFile,
@@ -195,9 +240,30 @@ func runCmd(args []string) error {
 	select {
 	case err := <-apiDone:
 		return fmt.Errorf("apiserver exited: %v", err)
+	case err := <-kcmDone:
+		return fmt.Errorf("kube-controller-manager exited: %v", err)
 	case <-sigs:
 	}
-	// Graceful shutdown is under way inside the apiserver; give it a bound.
+	go func() {
+		<-sigs
+		fmt.Fprintln(os.Stderr, "harness: second signal, exiting at once")
+		os.Exit(1)
+	}()
+	// kube-controller-manager first (its controllers' requests would only
+	// fail against a stopping apiserver), bounded.
+	if kcmDone != nil {
+		stopKCM()
+		select {
+		case err := <-kcmDone:
+			if err != nil && !errors.Is(err, context.Canceled) {
+				fmt.Fprintln(os.Stderr, "harness: kube-controller-manager shutdown:", err)
+			}
+		case <-time.After(30 * time.Second):
+			fmt.Fprintln(os.Stderr, "harness: kube-controller-manager did not stop within 30s; stopping the apiserver anyway")
+		}
+	}
+	// Then the apiserver's graceful shutdown, bounded.
+	stopAPI()
 	select {
 	case err := <-apiDone:
 		if err != nil && !errors.Is(err, context.Canceled) {

@@ -20,9 +20,12 @@ type state struct {
 	// CompactURL: POST compacts etcd at its current revision.
 	CompactURL string `json:"compactURL"`
 	WatchCache bool   `json:"watchCache"`
-	DataDir    string `json:"dataDir"`
-	Token      string `json:"token"`
-	CAFile     string `json:"caFile"`
+	// KCM: kube-controller-manager runs next to the apiserver (garbage
+	// collector, namespace, serviceaccount, serviceaccount-token controllers).
+	KCM     bool   `json:"kcm"`
+	DataDir string `json:"dataDir"`
+	Token   string `json:"token"`
+	CAFile  string `json:"caFile"`
 }
 
 func writeKubeconfig(path, server string, p *pki) error {

@@ -161,8 +161,10 @@ static NAMESPACE_SEQ: AtomicU32 = AtomicU32::new(0);
 
 /// Creates a fresh namespace `<prefix>-<pid>-<seq>-<time>` (unique across parallel tests and
 /// runs against the same server) and its `default` ServiceAccount (the ServiceAccount admission
-/// plugin rejects pods whose service account does not exist, and the harness runs no
-/// controller-manager to create it). Returns the name.
+/// plugin rejects pods whose service account does not exist). The harness's
+/// kube-controller-manager creates that ServiceAccount too, asynchronously, and a harness started
+/// with `E2E_KCM=false` does not: whoever comes first creates it, the other's 409 AlreadyExists
+/// is fine. Returns the name.
 pub async fn create_namespace(client: &kube::Client, prefix: &str) -> Result<String, E2eError> {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -180,15 +182,20 @@ pub async fn create_namespace(client: &kube::Client, prefix: &str) -> Result<Str
         .await?;
     let mut sa = ServiceAccount::default();
     sa.metadata.name = Some("default".into());
-    Api::<ServiceAccount>::namespaced(client.clone(), &name)
+    match Api::<ServiceAccount>::namespaced(client.clone(), &name)
         .create(&PostParams::default(), &sa)
-        .await?;
+        .await
+    {
+        Ok(_) => {}
+        Err(kube::Error::Api(status)) if status.code == 409 => {}
+        Err(e) => return Err(e.into()),
+    }
     Ok(name)
 }
 
-/// Deletes a namespace made by [`create_namespace`]. Best effort: the harness runs no namespace
-/// controller, so the namespace stays `Terminating` and its objects stay until the server is
-/// stopped (its data directory is temporary).
+/// Deletes a namespace made by [`create_namespace`]. Best effort, not waited for: the harness's
+/// namespace controller deletes its objects and then the namespace (with `E2E_KCM=false` it
+/// stays `Terminating` until the server is stopped; its data directory is temporary).
 pub async fn delete_namespace(client: &kube::Client, name: &str) {
     let _ = Api::<Namespace>::all(client.clone())
         .delete(name, &DeleteParams::default())
