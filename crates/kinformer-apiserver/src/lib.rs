@@ -20,8 +20,11 @@
 //!   token with [`ServerConfig::tls`] ([`ServerConfig::standalone`], the default of
 //!   `kinformer serve`), both in the kubeconfig. `/metrics` counts requests like
 //!   kube-apiserver's `apiserver_request_total`.
-//! - **Verbs**: create, get, update, patch (merge, JSON, strategic with inferred merge keys, apply as merge),
-//!   delete, deletecollection, list, watch, with the real `Status` errors ([`ApiError`]).
+//! - **Verbs**: create, get, update, patch (merge, JSON, strategic with inferred merge keys,
+//!   server-side apply with field ownership: `Apply` managedFields entries, 409 conflicts with
+//!   kube-apiserver's causes, `force`, list-map and set semantics from CRD schemas and a table
+//!   of the built-in kinds), delete, deletecollection, list, watch, with the real `Status`
+//!   errors ([`ApiError`]).
 //! - **List/watch semantics**: label selectors (the grammar of the `kinformer-selector` crate,
 //!   shared with kinformer's listers), field selectors, pagination, resourceVersion matching,
 //!   bookmarks, `sendInitialEvents`, 410 Gone and 504 "Too large resource version".

@@ -20,13 +20,13 @@
 //! Writes without a manager (the in-process Rust API: `seed`, `create`, ...) skip all of this
 //! and store `managedFields` exactly as given.
 //!
-//! Deliberate difference: server-side apply is a merge patch here, and its entry is an Update
-//! entry like any patch's (kube-apiserver records an `Apply` entry owning the applied
-//! configuration's fields).
+//! Server-side apply keeps `Apply` entries ([`super::apply`]); an Update takes the fields it
+//! changes from them as from any entry.
 
 use serde_json::{Map, Value};
 
-use super::fieldset::{FieldSet, compare};
+use super::apply::schema::schema_for;
+use super::fieldset::{FieldPath, FieldSet, compare};
 use super::now_rfc3339;
 use crate::resource::ResourceInfo;
 
@@ -63,7 +63,7 @@ pub(crate) fn manager_from_user_agent(user_agent: &str) -> String {
 /// Go's zero object of a kind, as kube-apiserver compares a create against it: fields without
 /// `omitempty` (a pod's `spec.containers`, a deployment's `spec.template`) are present, so
 /// they are never owned as nodes.
-fn zero_object(res: &ResourceInfo) -> Map<String, Value> {
+pub(crate) fn zero_object(res: &ResourceInfo) -> Map<String, Value> {
     let v = match (res.group.as_str(), res.plural.as_str()) {
         ("", "pods") => serde_json::json!({"spec": {"containers": null}, "status": {}}),
         ("apps", "deployments") => serde_json::json!({
@@ -90,7 +90,7 @@ fn zero_object(res: &ResourceInfo) -> Map<String, Value> {
 }
 
 /// Paths no manager owns (kube-apiserver's strip set).
-fn stripped(path: &[String]) -> bool {
+pub(crate) fn stripped(path: &[String]) -> bool {
     match path {
         [a] => a == "f:apiVersion" || a == "f:kind" || a == "f:metadata",
         [m, f] if m == "f:metadata" => matches!(
@@ -109,23 +109,87 @@ fn stripped(path: &[String]) -> bool {
     }
 }
 
+/// Whether `path` may be owned by a write of `writer` (kube-apiserver's reset fields): on a
+/// resource with a status subresource, main-resource writes own nothing under `status` and
+/// `/status` writes own only `status`.
+pub(crate) fn ownable(res: &ResourceInfo, writer: &Writer, path: &FieldPath) -> bool {
+    let status_path = path.first().is_some_and(|f| f == "f:status");
+    if writer.subresource.is_some() {
+        status_path
+    } else {
+        !(res.status_subresource && status_path)
+    }
+}
+
 /// One parsed `managedFields` entry.
 #[derive(Debug, Clone)]
-struct Entry {
-    manager: String,
-    operation: String,
-    api_version: String,
-    subresource: String,
-    time: Option<String>,
-    set: FieldSet,
+pub(crate) struct Entry {
+    /// `manager`.
+    pub manager: String,
+    /// `operation`: `Apply` or `Update`.
+    pub operation: String,
+    /// `apiVersion`.
+    pub api_version: String,
+    /// `subresource` (empty for the main resource).
+    pub subresource: String,
+    /// `time`, as stored.
+    pub time: Option<String>,
+    /// The owned fields (`fieldsV1`).
+    pub set: FieldSet,
 }
 
 impl Entry {
-    fn same_owner(&self, other: &Entry) -> bool {
+    /// Whether both entries are the same manager (kube-apiserver's manager identifier:
+    /// manager, operation, subresource, and apiVersion for Update entries only).
+    pub(crate) fn same_owner(&self, other: &Entry) -> bool {
         self.manager == other.manager
             && self.operation == other.operation
-            && self.api_version == other.api_version
+            && (self.operation == "Apply" || self.api_version == other.api_version)
             && self.subresource == other.subresource
+    }
+
+    /// How kube-apiserver names this manager in conflict messages (`printManager`):
+    /// `"mgr"`, `"mgr" with subresource "status"`, then ` using v1` for Update entries.
+    pub(crate) fn describe(&self) -> String {
+        let mut s = go_quote(if self.manager.is_empty() {
+            "unknown"
+        } else {
+            &self.manager
+        });
+        if !self.subresource.is_empty() {
+            s.push_str(&format!(
+                " with subresource {}",
+                go_quote(&self.subresource)
+            ));
+        }
+        if self.operation == "Update" {
+            s.push_str(&format!(" using {}", self.api_version));
+        }
+        s
+    }
+
+    /// kube-apiserver's manager identifier (the JSON of the entry's identity), the key its
+    /// conflict messages are sorted by.
+    pub(crate) fn identifier(&self) -> String {
+        let mut m = Map::new();
+        m.insert("manager".into(), Value::String(self.manager.clone()));
+        m.insert("operation".into(), Value::String(self.operation.clone()));
+        let mut s = Value::Object(m).to_string();
+        s.pop();
+        if self.operation != "Apply" {
+            s.push_str(&format!(
+                ",\"apiVersion\":{}",
+                Value::String(self.api_version.clone())
+            ));
+        }
+        if !self.subresource.is_empty() {
+            s.push_str(&format!(
+                ",\"subresource\":{}",
+                Value::String(self.subresource.clone())
+            ));
+        }
+        s.push('}');
+        s
     }
 
     fn to_value(&self) -> Value {
@@ -150,9 +214,14 @@ impl Entry {
     }
 }
 
+/// Go's `%q` for a manager name (JSON string escaping, which agrees for printable text).
+fn go_quote(s: &str) -> String {
+    Value::String(s.to_string()).to_string()
+}
+
 /// Parses `managedFields`; `None` when absent, empty or malformed (an entry that is not an
 /// object, a `fieldsType` other than `FieldsV1`, a non-object `fieldsV1`).
-fn decode(v: Option<&Value>) -> Option<Vec<Entry>> {
+pub(crate) fn decode(v: Option<&Value>) -> Option<Vec<Entry>> {
     let list = v?.as_array()?;
     if list.is_empty() {
         return None;
@@ -186,11 +255,11 @@ fn decode(v: Option<&Value>) -> Option<Vec<Entry>> {
     Some(out)
 }
 
-fn managed_of(obj: &Map<String, Value>) -> Option<&Value> {
+pub(crate) fn managed_of(obj: &Map<String, Value>) -> Option<&Value> {
     obj.get("metadata")?.get("managedFields")
 }
 
-fn without_managed(obj: &Map<String, Value>) -> Map<String, Value> {
+pub(crate) fn without_managed(obj: &Map<String, Value>) -> Map<String, Value> {
     let mut o = obj.clone();
     if let Some(Value::Object(m)) = o.get_mut("metadata") {
         m.remove("managedFields");
@@ -220,7 +289,7 @@ pub(crate) fn update_managed_fields(
         None => zero_object(res),
     };
     let candidate = without_managed(new);
-    let cmp = compare(res, &live, &candidate);
+    let cmp = compare(&*schema_for(res), &live, &candidate);
     let me = Entry {
         manager: writer.manager.clone(),
         operation: "Update".into(),
@@ -230,34 +299,25 @@ pub(crate) fn update_managed_fields(
         set: FieldSet::new(),
     };
     let previous = entries.iter().position(|e| e.same_owner(&me));
-    let prev_set = previous.map(|i| entries[i].set.clone());
-    let prev_time = previous.and_then(|i| entries[i].time.clone());
-    if let Some(i) = previous {
-        entries.remove(i);
-    }
+    let prev = previous.map(|i| entries.remove(i));
     let changed = cmp.modified.union(&cmp.added);
     for e in &mut entries {
         e.set = e.set.difference(&changed).difference(&cmp.removed);
     }
     entries.retain(|e| !e.set.is_empty());
-    let status_path = |p: &Vec<String>| p.first().is_some_and(|f| f == "f:status");
-    let mine = prev_set
-        .clone()
-        .unwrap_or_default()
-        .difference(&cmp.removed)
-        .union(&changed)
-        .filter(|p| {
-            !stripped(p)
-                && if status_write {
-                    status_path(p)
-                } else {
-                    !(res.status_subresource && status_path(p))
-                }
-        });
+    // What this write took (kube-apiserver's "current-operation" manager): its entry's time
+    // changes only when it took something.
+    let current = changed.filter(|p| !stripped(p) && ownable(res, writer, p));
+    let (prev_set, prev_time) = match prev {
+        Some(p) => (p.set, p.time),
+        None => (FieldSet::new(), None),
+    };
+    let mine = prev_set.difference(&cmp.removed).union(&current);
     if !mine.is_empty() {
-        let time = match (&prev_set, prev_time) {
-            (Some(s), Some(t)) if *s == mine => Some(t),
-            _ => Some(now_rfc3339()),
+        let time = if current.is_empty() {
+            prev_time
+        } else {
+            Some(now_rfc3339())
         };
         entries.push(Entry {
             time,
@@ -265,6 +325,12 @@ pub(crate) fn update_managed_fields(
             ..me
         });
     }
+    write_entries(new, entries);
+}
+
+/// Sorts `entries` as kube-apiserver does (operation, time, manager, apiVersion, subresource)
+/// and stores them as `obj.metadata.managedFields` (removed when there are none).
+pub(crate) fn write_entries(obj: &mut Map<String, Value>, mut entries: Vec<Entry>) {
     entries.sort_by(|a, b| {
         (
             &a.operation,
@@ -281,7 +347,7 @@ pub(crate) fn update_managed_fields(
                 &b.subresource,
             ))
     });
-    let meta = new
+    let meta = obj
         .entry("metadata")
         .or_insert_with(|| Value::Object(Map::new()));
     if let Value::Object(meta) = meta {

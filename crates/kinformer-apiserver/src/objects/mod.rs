@@ -8,6 +8,7 @@ use crate::resource::ResourceInfo;
 use crate::status::ApiError;
 use crate::store::{StoredObject, extra_fields};
 
+pub(crate) mod apply;
 mod create;
 pub(crate) mod defaults;
 mod delete;
@@ -24,7 +25,7 @@ pub(crate) use delete::{DeleteOutcome, Preconditions, prepare_delete};
 pub(crate) use managed_fields::Writer;
 #[cfg(test)]
 pub(crate) use update::prepare_update;
-pub(crate) use update::{UpdateMode, UpdateOutcome, prepare_update_by};
+pub(crate) use update::{UpdateMode, UpdateOutcome, prepare_applied_update, prepare_update_by};
 
 fn invalid(res: &ResourceInfo, name: &str, field: &str, reason: &str, msg: String) -> ApiError {
     ApiError::invalid(
