@@ -65,13 +65,16 @@ async fn two_managers_share_conflict_and_force() {
     assert_eq!(r.code, 200);
     let shared = r.json();
     assert_eq!(shared["data"], json!({"k": "1"}));
+    // The object did not change, so bob's new entry has no time (kube-apiserver's
+    // managedFieldsUpdater stamps an applier only when the object changes) and sorts first.
     assert_eq!(
         managed(&shared),
         vec![
-            m("alice", "Apply", json!({"f:data": {"f:k": {}}})),
             m("bob", "Apply", json!({"f:data": {"f:k": {}}})),
+            m("alice", "Apply", json!({"f:data": {"f:k": {}}})),
         ]
     );
+    assert!(shared["metadata"]["managedFields"][0].get("time").is_none());
     // A different value from bob: 409 naming alice.
     let r = apply(a, CM, "fieldManager=bob", &cm(json!({"k": "2"}))).await;
     assert_eq!(r.code, 409);
@@ -162,11 +165,12 @@ async fn fields_an_applier_stops_applying_are_removed_unless_owned() {
     let o = r.json();
     // z was alice's alone: gone; y is still bob's.
     assert_eq!(o["data"], json!({"x": "1", "y": "1"}));
+    // bob's apply changed nothing (no time): its entry sorts first.
     assert_eq!(
         managed(&o),
         vec![
-            m("alice", "Apply", json!({"f:data": {"f:x": {}}})),
             m("bob", "Apply", json!({"f:data": {"f:y": {}}})),
+            m("alice", "Apply", json!({"f:data": {"f:x": {}}})),
         ]
     );
 }

@@ -49,13 +49,17 @@ impl Sim {
 
     /// An Update by `m` replacing the object's content with `body` (metadata kept).
     fn update(&mut self, m: &str, body: Value) {
-        let old = self.obj.clone().unwrap();
+        let old = self.obj.clone();
         let mut new = body.as_object().unwrap().clone();
-        new.insert("metadata".into(), old["metadata"].clone());
+        let meta = old
+            .as_ref()
+            .map(|o| o["metadata"].clone())
+            .unwrap_or(json!({"name": "x"}));
+        new.insert("metadata".into(), meta);
         if let Some(Value::Object(meta)) = new.get_mut("metadata") {
             meta.remove("managedFields");
         }
-        update_managed_fields(&self.res, Some(&old), &mut new, &writer(m));
+        update_managed_fields(&self.res, old.as_ref(), &mut new, &writer(m));
         self.obj = Some(new);
     }
 
@@ -109,7 +113,12 @@ fn widgets() -> ResourceInfo {
             "args": {"type": "array", "items": {"type": "string"}},
             "selector": {"type": "object", "x-kubernetes-map-type": "atomic",
                          "additionalProperties": {"type": "string"}},
-            "replicas": {"type": "integer"}
+            "replicas": {"type": "integer"},
+            "struct": {"type": "object", "properties": {
+                "name": {"type": "string"},
+                "scalarField": {"type": "string"},
+                "complexField": {"type": "object", "properties": {"name": {"type": "string"}}}
+            }}
         }}
     }})));
     r
@@ -405,5 +414,96 @@ fn pod_ports_are_keyed_with_the_default_protocol() {
             ".": {}, "f:image": {}, "f:name": {},
             "f:ports": {"k:{\"containerPort\":80,\"protocol\":\"TCP\"}": {".": {}, "f:containerPort": {}}}
         }}}}))
+    );
+}
+
+#[test]
+fn a_struct_no_longer_applied_goes_with_its_fields() {
+    let mut s = Sim::new(widgets());
+    s.apply(
+        "apply-one",
+        widget(json!({"struct": {"name": "a", "complexField": {"name": "b"}}})),
+    );
+    s.apply("apply-one", widget(json!({"struct": {"name": "a"}})));
+    assert_eq!(s.content(), json!({"spec": {"struct": {"name": "a"}}}));
+    assert_eq!(
+        s.managed(),
+        vec![(
+            "apply-one".into(),
+            "Apply".into(),
+            json!({"f:spec": {"f:struct": {"f:name": {}}}})
+        )]
+    );
+}
+
+#[test]
+fn a_struct_shared_with_another_applier_keeps_its_part() {
+    let mut s = Sim::new(widgets());
+    s.apply(
+        "apply-one",
+        widget(json!({"struct": {"name": "a", "complexField": {"name": "b"}}})),
+    );
+    s.apply(
+        "apply-two",
+        widget(json!({"struct": {"complexField": {"name": "b"}}})),
+    );
+    s.apply("apply-one", widget(json!({"struct": {"name": "a"}})));
+    assert_eq!(
+        s.content(),
+        json!({"spec": {"struct": {"name": "a", "complexField": {"name": "b"}}}})
+    );
+    assert_eq!(
+        s.fields_of("apply-two", "Apply"),
+        Some(json!({"f:spec": {"f:struct": {"f:complexField": {"f:name": {}}}}}))
+    );
+}
+
+#[test]
+fn a_field_shared_with_an_updater_stays_when_no_longer_applied() {
+    let mut s = Sim::new(widgets());
+    s.update(
+        "updater",
+        json!({"spec": {"struct": {"name": "a", "scalarField": "a"}}}),
+    );
+    s.apply(
+        "applier",
+        widget(json!({"struct": {"name": "a", "scalarField": "a"}})),
+    );
+    s.apply("applier", widget(json!({"struct": {"name": "a"}})));
+    assert_eq!(
+        s.content()["spec"],
+        json!({"struct": {"name": "a", "scalarField": "a"}})
+    );
+    // The updater created the struct: it owns the node too.
+    assert_eq!(
+        s.fields_of("updater", "Update"),
+        Some(
+            json!({"f:spec": {".": {}, "f:struct": {".": {}, "f:name": {}, "f:scalarField": {}}}})
+        )
+    );
+    assert_eq!(
+        s.fields_of("applier", "Apply"),
+        Some(json!({"f:spec": {"f:struct": {"f:name": {}}}}))
+    );
+}
+
+#[test]
+fn an_updater_claims_the_field_it_changes() {
+    let mut s = Sim::new(widgets());
+    s.apply(
+        "applier",
+        widget(json!({"struct": {"name": "a", "scalarField": "a"}})),
+    );
+    s.update(
+        "updater",
+        json!({"spec": {"struct": {"name": "a", "scalarField": "b"}}}),
+    );
+    assert_eq!(
+        s.fields_of("updater", "Update"),
+        Some(json!({"f:spec": {"f:struct": {"f:scalarField": {}}}}))
+    );
+    assert_eq!(
+        s.fields_of("applier", "Apply"),
+        Some(json!({"f:spec": {"f:struct": {"f:name": {}}}}))
     );
 }
