@@ -91,6 +91,10 @@ fn rand_suffix() -> u64 {
         .unwrap_or(0)
 }
 
+fn args(v: &[String]) -> Vec<&str> {
+    v.iter().map(|s| s.as_str()).collect()
+}
+
 fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
 }
@@ -308,7 +312,6 @@ async fn kubectl_server_side_apply_from_two_managers() {
             m.to_string(),
         ]
     };
-    let args = |v: &Vec<String>| v.iter().map(|s| s.as_str()).collect::<Vec<_>>();
     assert_eq!(
         s.run(&args(&ssa("alice"))).await.trim(),
         "configmap/shared serverside-applied"

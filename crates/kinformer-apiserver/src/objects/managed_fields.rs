@@ -15,7 +15,8 @@
 //! - the entry's `time` changes only when its set changes;
 //! - entries are sorted by operation, time, manager, apiVersion, subresource;
 //! - managedFields sent by the client are the starting point when non-empty and well formed
-//!   (and not a `/status` write), else the stored ones, as kube-apiserver does.
+//!   (and not a `/status` write), else the stored ones, as kube-apiserver does; an empty list
+//!   (or one empty entry) resets them.
 //!
 //! Writes without a manager (the in-process Rust API: `seed`, `create`, ...) skip all of this
 //! and store `managedFields` exactly as given.
@@ -276,14 +277,22 @@ pub(crate) fn update_managed_fields(
     writer: &Writer,
 ) {
     let status_write = writer.subresource.is_some();
+    // `managedFields: []` (or one empty entry) from the client resets the ownership.
+    let reset = !status_write
+        && matches!(managed_of(new), Some(Value::Array(a))
+            if a.is_empty() || (a.len() == 1 && a[0] == Value::Object(Map::new())));
     let from_client = if status_write {
         None
     } else {
         decode(managed_of(new))
     };
-    let mut entries = from_client
-        .or_else(|| old.and_then(|o| decode(managed_of(o))))
-        .unwrap_or_default();
+    let mut entries = if reset {
+        Vec::new()
+    } else {
+        from_client
+            .or_else(|| old.and_then(|o| decode(managed_of(o))))
+            .unwrap_or_default()
+    };
     let live = match old {
         Some(o) => without_managed(o),
         None => zero_object(res),
@@ -503,6 +512,42 @@ mod tests {
             obj(json!({"metadata": {"name": "a", "managedFields": [1]}, "data": {"x": "1"}}));
         update_managed_fields(&r, None, &mut bad, &writer("me"));
         assert_eq!(entries(&bad).len(), 1);
+    }
+
+    #[test]
+    fn an_empty_managed_fields_list_resets_ownership() {
+        let r = res("configmaps");
+        let mut old = obj(json!({"metadata": {"name": "a"}, "data": {"a": "1"}}));
+        update_managed_fields(&r, None, &mut old, &writer("first"));
+        let mut new = obj(
+            json!({"metadata": {"name": "a", "managedFields": []}, "data": {"a": "1", "b": "2"}}),
+        );
+        update_managed_fields(&r, Some(&old), &mut new, &writer("second"));
+        let e = entries(&new);
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0]["manager"], "second");
+        assert_eq!(e[0]["fieldsV1"], json!({"f:data": {"f:b": {}}}));
+    }
+
+    #[test]
+    fn an_update_of_owned_fields_refreshes_the_time() {
+        let r = res("configmaps");
+        let mut old = obj(json!({"metadata": {"name": "a"}, "data": {"a": "1"}}));
+        update_managed_fields(&r, None, &mut old, &writer("m"));
+        old["metadata"]["managedFields"][0]["time"] = json!("2000-01-01T00:00:00Z");
+        let mut same = old.clone();
+        update_managed_fields(&r, Some(&old), &mut same, &writer("m"));
+        assert_eq!(
+            same["metadata"]["managedFields"][0]["time"],
+            "2000-01-01T00:00:00Z"
+        );
+        let mut new = old.clone();
+        new["data"]["a"] = json!("2");
+        update_managed_fields(&r, Some(&old), &mut new, &writer("m"));
+        assert_ne!(
+            new["metadata"]["managedFields"][0]["time"],
+            "2000-01-01T00:00:00Z"
+        );
     }
 
     #[test]
