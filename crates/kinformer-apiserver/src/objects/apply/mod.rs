@@ -14,13 +14,16 @@
 //!   owning what it has (kube-apiserver's skip-non-applied manager);
 //! - the applier's entry gets a new `time` only when the object changed.
 //!
+//! - for the `kubectl` manager, the client-side apply annotation is honoured as kube-apiserver
+//!   does ([`last_applied`]).
+//!
 //! Deliberate differences: the body must be JSON (kube-apiserver also reads YAML; kubectl,
 //! client-go and kube-rs send JSON); a keyed-list item without its key (and no default) makes
-//! the list atomic instead of failing the request; the client-side-apply migration of the
-//! `kubectl` manager (last-applied annotation) and the cap of ten Update managers are not
-//! done.
+//! the list atomic instead of failing the request; the cap of ten Update managers
+//! (`ancient-changes`) is not done; `/scale` applies are merge patches of the scale.
 
 pub(crate) mod conflicts;
+pub(crate) mod last_applied;
 pub(crate) mod merge;
 pub(crate) mod schema;
 
@@ -139,7 +142,20 @@ pub(crate) fn apply(
         .filter(|(_, c)| !c.is_empty())
         .collect();
     if !force && !found.is_empty() {
-        return Err(conflicts::conflict_error(&found));
+        let allowed = (writer.manager == last_applied::KUBECTL)
+            .then(|| live.and_then(|l| last_applied::allowed_conflicts(res, schema, l)))
+            .flatten();
+        let remaining: Vec<(Entry, FieldSet)> = match &allowed {
+            Some(a) => found
+                .iter()
+                .map(|(e, c)| (e.clone(), c.difference(a)))
+                .filter(|(_, c)| !c.is_empty())
+                .collect(),
+            None => found,
+        };
+        if !remaining.is_empty() {
+            return Err(conflicts::conflict_error(&remaining));
+        }
     }
     for e in &mut entries {
         e.set = e.set.difference(&changed).difference(&removed);
@@ -156,6 +172,9 @@ pub(crate) fn apply(
     }
     let mut out = new;
     write_entries(&mut out, entries);
+    if writer.manager == last_applied::KUBECTL {
+        last_applied::update_annotation(&mut out, config);
+    }
     Ok(out)
 }
 

@@ -507,3 +507,63 @@ fn an_updater_claims_the_field_it_changes() {
         Some(json!({"f:spec": {"f:struct": {"f:name": {}}}}))
     );
 }
+
+#[test]
+fn keyed_items_shared_by_two_appliers_survive_one_of_them() {
+    let mut s = Sim::new(widgets());
+    let ports = |names: &[&str]| {
+        widget(json!({"ports": names.iter().map(|n| json!({"name": n})).collect::<Vec<_>>()}))
+    };
+    s.apply("apply-one", ports(&["a", "b", "c"]));
+    s.apply("apply-two", ports(&["c", "d"]));
+    s.apply("apply-one", ports(&["a"]));
+    assert_eq!(
+        s.content()["spec"]["ports"],
+        json!([{"name": "a"}, {"name": "c"}, {"name": "d"}])
+    );
+    assert_eq!(
+        s.fields_of("apply-one", "Apply"),
+        Some(json!({"f:spec": {"f:ports": {"k:{\"name\":\"a\"}": {".": {}, "f:name": {}}}}}))
+    );
+    assert_eq!(
+        s.fields_of("apply-two", "Apply"),
+        Some(json!({"f:spec": {"f:ports": {
+            "k:{\"name\":\"c\"}": {".": {}, "f:name": {}},
+            "k:{\"name\":\"d\"}": {".": {}, "f:name": {}}}}}))
+    );
+}
+
+#[test]
+fn kubectl_moves_from_client_side_apply_without_conflicts() {
+    let last = "{\"apiVersion\":\"v1\",\"data\":{\"k\":\"1\"},\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"c\"}}\n";
+    let csa = |s: &mut Sim| {
+        s.obj = None;
+        s.update(
+            "kubectl-client-side-apply",
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "1"}}),
+        );
+        s.obj.as_mut().unwrap()["metadata"]["annotations"] =
+            json!({(super::last_applied::ANNOTATION): last});
+    };
+    let mut s = Sim::new(res("configmaps"));
+    csa(&mut s);
+    // Another manager conflicts with the client-side applier...
+    let e = s
+        .try_apply("other", cm(json!({"k": "2"})), false)
+        .unwrap_err();
+    assert_eq!(
+        e.message,
+        "Apply failed with 1 conflict: conflict with \"kubectl-client-side-apply\" using v1: .data.k"
+    );
+    // ...kubectl does not for what the annotation recorded, and rewrites the annotation.
+    s.apply("kubectl", cm(json!({"k": "2"})));
+    assert_eq!(s.content()["data"], json!({"k": "2"}));
+    assert_eq!(
+        s.obj.as_ref().unwrap()["metadata"]["annotations"][super::last_applied::ANNOTATION],
+        "{\"apiVersion\":\"v1\",\"data\":{\"k\":\"2\"},\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"c\"}}\n"
+    );
+    assert_eq!(
+        s.fields_of("kubectl", "Apply"),
+        Some(json!({"f:data": {"f:k": {}}}))
+    );
+}
