@@ -250,8 +250,9 @@ pub(crate) fn ensure_named(schema: &dyn MergeSchema, set: &FieldSet) -> FieldSet
 struct Remover<'a> {
     schema: &'a dyn MergeSchema,
     spath: Vec<String>,
-    /// Drop a map or list left empty instead of leaving null (the final object: Go's typed
-    /// objects omit what structured-merge-diff leaves null).
+    /// Drop a map or list left empty instead of leaving it null (the final object: Go's typed
+    /// objects omit what structured-merge-diff leaves null); its parent stays, as it would
+    /// hold the null.
     drop_empty: bool,
 }
 
@@ -266,6 +267,8 @@ impl Remover<'_> {
                     return None;
                 }
                 let mut out = Map::new();
+                // Whether a child was left null and dropped: the map itself stays.
+                let mut dropped = false;
                 for (k, child) in m {
                     let pe = format!("f:{k}");
                     if set.contains(std::slice::from_ref(&pe)) {
@@ -280,17 +283,21 @@ impl Remover<'_> {
                         self.spath.pop();
                         match kept {
                             Some(v) => out.insert(k.clone(), v),
-                            None if self.drop_empty => None,
+                            None if self.drop_empty => {
+                                dropped = true;
+                                None
+                            }
                             None => out.insert(k.clone(), Value::Null),
                         };
                     }
                 }
-                (!out.is_empty()).then_some(Value::Object(out))
+                (!out.is_empty() || dropped).then_some(Value::Object(out))
             }
             Value::Array(items) => {
                 let lt = self.schema.list_at(&sp);
                 let pes = elements(&lt, items).filter(|_| lt != ListType::Atomic)?;
                 let mut out = Vec::new();
+                let mut dropped = false;
                 for (pe, item) in pes.iter().zip(items) {
                     if set.contains(std::slice::from_ref(pe)) {
                         continue;
@@ -304,12 +311,12 @@ impl Remover<'_> {
                         self.spath.pop();
                         match kept {
                             Some(v) => out.push(v),
-                            None if self.drop_empty => {}
+                            None if self.drop_empty => dropped = true,
                             None => out.push(Value::Null),
                         }
                     }
                 }
-                (!out.is_empty()).then_some(Value::Array(out))
+                (!out.is_empty() || dropped).then_some(Value::Array(out))
             }
             other => Some(other.clone()),
         }

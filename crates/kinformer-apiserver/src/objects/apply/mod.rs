@@ -179,4 +179,6 @@ pub(crate) fn apply(
 }
 
 #[cfg(test)]
+mod struct_tests;
+#[cfg(test)]
 mod tests;

@@ -21,13 +21,13 @@ fn writer(m: &str) -> Writer {
 
 /// One object and the writes to it, as the server would do them (without the API server's
 /// defaulting and validation).
-struct Sim {
+pub(super) struct Sim {
     res: ResourceInfo,
     obj: Option<Map<String, Value>>,
 }
 
 impl Sim {
-    fn new(res: ResourceInfo) -> Self {
+    pub(super) fn new(res: ResourceInfo) -> Self {
         Sim { res, obj: None }
     }
 
@@ -43,12 +43,12 @@ impl Sim {
         Ok(())
     }
 
-    fn apply(&mut self, m: &str, config: Value) {
+    pub(super) fn apply(&mut self, m: &str, config: Value) {
         self.try_apply(m, config, false).unwrap();
     }
 
     /// An Update by `m` replacing the object's content with `body` (metadata kept).
-    fn update(&mut self, m: &str, body: Value) {
+    pub(super) fn update(&mut self, m: &str, body: Value) {
         let old = self.obj.clone();
         let mut new = body.as_object().unwrap().clone();
         let meta = old
@@ -63,7 +63,7 @@ impl Sim {
         self.obj = Some(new);
     }
 
-    fn content(&self) -> Value {
+    pub(super) fn content(&self) -> Value {
         let mut o = self.obj.clone().unwrap();
         o.remove("metadata");
         o.remove("apiVersion");
@@ -72,7 +72,7 @@ impl Sim {
     }
 
     /// `(manager, operation, fieldsV1)` of every entry, in stored order.
-    fn managed(&self) -> Vec<(String, String, Value)> {
+    pub(super) fn managed(&self) -> Vec<(String, String, Value)> {
         self.obj.as_ref().unwrap()["metadata"]["managedFields"]
             .as_array()
             .cloned()
@@ -88,7 +88,7 @@ impl Sim {
             .collect()
     }
 
-    fn fields_of(&self, manager: &str, op: &str) -> Option<Value> {
+    pub(super) fn fields_of(&self, manager: &str, op: &str) -> Option<Value> {
         self.managed()
             .into_iter()
             .find(|(m, o, _)| m == manager && o == op)
@@ -101,7 +101,7 @@ fn cm(data: Value) -> Value {
 }
 
 /// A custom resource whose schema has a keyed list, a set, an atomic list and an atomic map.
-fn widgets() -> ResourceInfo {
+pub(super) fn widgets() -> ResourceInfo {
     let mut r = ResourceInfo::new("example.com", "v1", "Widget", "widgets", Scope::Namespaced);
     r.schema = Some(Arc::new(json!({"type": "object", "properties": {
         "spec": {"type": "object", "properties": {
@@ -124,7 +124,7 @@ fn widgets() -> ResourceInfo {
     r
 }
 
-fn widget(spec: Value) -> Value {
+pub(super) fn widget(spec: Value) -> Value {
     json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": spec})
 }
 
