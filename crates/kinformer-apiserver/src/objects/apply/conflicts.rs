@@ -7,13 +7,13 @@
 
 use serde_json::{Value, json};
 
-use crate::objects::fieldset::{FieldPath, FieldSet};
+use crate::objects::fieldset::FieldSet;
 use crate::objects::managed_fields::Entry;
 use crate::status::ApiError;
 
 /// structured-merge-diff's `Path.String()` of a field path: `.spec.containers[name="c"].image`,
 /// `[=value]` for set items.
-pub(crate) fn path_string(path: &FieldPath) -> String {
+pub(crate) fn path_string(path: &[String]) -> String {
     let mut out = String::new();
     for pe in path {
         if let Some(f) = pe.strip_prefix("f:") {
@@ -59,7 +59,11 @@ pub(crate) fn conflict_error(conflicts: &[(Entry, FieldSet)]) -> ApiError {
     let mut by_manager: Vec<(String, String, Vec<String>)> = conflicts
         .iter()
         .map(|(e, set)| {
-            let fields = set.iterate_in_go_order().iter().map(path_string).collect();
+            let fields = set
+                .iterate_in_go_order()
+                .iter()
+                .map(|p| path_string(p))
+                .collect();
             (e.identifier(), e.describe(), fields)
         })
         .collect();

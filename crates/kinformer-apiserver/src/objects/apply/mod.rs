@@ -18,14 +18,15 @@
 //!   does ([`last_applied`]).
 //!
 //! Deliberate differences: the body must be JSON (kube-apiserver also reads YAML; kubectl,
-//! client-go and kube-rs send JSON); a keyed-list item without its key (and no default) makes
-//! the list atomic instead of failing the request; the cap of ten Update managers
+//! client-go and kube-rs send JSON); the configuration's scalar types are not checked against
+//! the schema (the CRD schema's validation after the merge catches them, 422); the cap of ten Update managers
 //! (`ancient-changes`) is not done; `/scale` applies are merge patches of the scale.
 
 pub(crate) mod conflicts;
 pub(crate) mod last_applied;
 pub(crate) mod merge;
 pub(crate) mod schema;
+mod validate;
 
 use serde_json::{Map, Value};
 
@@ -98,6 +99,7 @@ pub(crate) fn apply(
 ) -> Result<Map<String, Value>, ApiError> {
     let schema = schema_for(res);
     let schema = &*schema;
+    validate::check_lists(schema, config, &gvk_string(config))?;
     let live_obj = live.map(without_managed).unwrap_or_default();
     let mut entries = live.and_then(|l| decode(managed_of(l))).unwrap_or_default();
     if entries.is_empty()

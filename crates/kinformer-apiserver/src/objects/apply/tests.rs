@@ -567,3 +567,28 @@ fn kubectl_moves_from_client_side_apply_without_conflicts() {
         Some(json!({"f:data": {"f:k": {}}}))
     );
 }
+
+#[test]
+fn duplicate_keys_in_an_applied_configuration_are_refused() {
+    let mut s = Sim::new(widgets());
+    let e = s
+        .try_apply(
+            "a",
+            widget(json!({"ports": [{"name": "x"}, {"name": "x", "port": 1}]})),
+            false,
+        )
+        .unwrap_err();
+    assert_eq!((e.code, e.reason.as_str()), (500, ""));
+    assert_eq!(
+        e.message,
+        "failed to create typed patch object (/w; example.com/v1, Kind=Widget): .spec.ports: duplicate entries for key [name=\"x\"]"
+    );
+    let e = s
+        .try_apply("a", widget(json!({"ports": [{"port": 1}]})), false)
+        .unwrap_err();
+    assert_eq!(
+        e.message,
+        "failed to create typed patch object (/w; example.com/v1, Kind=Widget): .spec.ports: element 0: associative list with keys has an element that omits all key fields [\"name\"] (and doesn't have default values for any key fields)"
+    );
+    assert!(s.obj.is_none());
+}
