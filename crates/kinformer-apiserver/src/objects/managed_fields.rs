@@ -13,6 +13,7 @@
 //!   on a resource with a status subresource, main-resource writes own nothing under `status`
 //!   and `/status` writes own only `status` (kube-apiserver's reset fields);
 //! - the entry's `time` changes only when its set changes;
+//! - past ten Update entries the oldest merge into `ancient-changes` ([`super::cap_managers`]);
 //! - entries are sorted by operation, time, manager, apiVersion, subresource;
 //! - managedFields sent by the client are the starting point when non-empty and well formed
 //!   (and not a `/status` write), else the stored ones, as kube-apiserver does; an empty list
@@ -334,6 +335,7 @@ pub(crate) fn update_managed_fields(
             ..me
         });
     }
+    super::cap_managers::cap_update_managers(&mut entries);
     write_entries(new, entries);
 }
 

@@ -9,6 +9,7 @@ use crate::status::ApiError;
 use crate::store::{StoredObject, extra_fields};
 
 pub(crate) mod apply;
+mod cap_managers;
 mod create;
 pub(crate) mod defaults;
 mod delete;

@@ -19,8 +19,9 @@
 //!
 //! Deliberate differences: the body must be JSON (kube-apiserver also reads YAML; kubectl,
 //! client-go and kube-rs send JSON); the configuration's scalar types are not checked against
-//! the schema (the CRD schema's validation after the merge catches them, 422); the cap of ten Update managers
-//! (`ancient-changes`) is not done; `/scale` applies are merge patches of the scale.
+//! the schema (a CRD's schema validation after the merge catches them, 422); `/scale`
+//! applies are merge patches of the scale (kube-apiserver converts the managedFields between
+//! the object and its `Scale`).
 
 pub(crate) mod conflicts;
 pub(crate) mod last_applied;
