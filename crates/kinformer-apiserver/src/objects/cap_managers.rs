@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use super::managed_fields::Entry;
+use super::managed_entries::Entry;
 
 /// kube-apiserver's `DefaultMaxUpdateManagers`.
 pub(crate) const MAX_UPDATE_MANAGERS: usize = 10;

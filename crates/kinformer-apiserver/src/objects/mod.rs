@@ -14,6 +14,7 @@ mod create;
 pub(crate) mod defaults;
 mod delete;
 pub(crate) mod fieldset;
+pub(crate) mod managed_entries;
 pub(crate) mod managed_fields;
 pub(crate) mod normalize;
 mod update;
