@@ -377,3 +377,41 @@ async fn kube_rs_patch_apply() {
     assert_eq!(mf.len(), 1);
     assert_eq!(mf[0].manager.as_deref(), Some("two"));
 }
+
+#[tokio::test]
+async fn a_scale_write_takes_the_replicas_from_the_applier() {
+    let s = start(ServerConfig::default()).await.unwrap();
+    let a = s.addr();
+    let path = "/apis/apps/v1/namespaces/default/deployments/web";
+    let deploy = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
+    let r = apply(a, path, "fieldManager=me", &deploy).await;
+    assert_eq!(r.code, 201, "{}", String::from_utf8_lossy(&r.body));
+    let r = request(
+        a,
+        "PATCH",
+        &format!("{path}/scale?fieldManager=scaler"),
+        Some("application/merge-patch+json"),
+        br#"{"spec": {"replicas": 3}}"#,
+    )
+    .await;
+    assert_eq!(r.code, 200, "{}", String::from_utf8_lossy(&r.body));
+    let o = common::get(a, path).await.json();
+    assert_eq!(o["spec"]["replicas"], 3);
+    let entries = o["metadata"]["managedFields"].as_array().unwrap().clone();
+    let scaler = entries.iter().find(|e| e["manager"] == "scaler").unwrap();
+    assert_eq!(scaler["operation"], "Update");
+    assert_eq!(scaler["subresource"], "scale");
+    assert_eq!(scaler["fieldsV1"], json!({"f:spec": {"f:replicas": {}}}));
+    let me = entries.iter().find(|e| e["manager"] == "me").unwrap();
+    assert!(me["fieldsV1"]["f:spec"].get("f:replicas").is_none(), "{me}");
+    // The applier now conflicts on the replicas with the scaler.
+    let r = apply(a, path, "fieldManager=me", &deploy).await;
+    assert_eq!(r.code, 409);
+    assert_eq!(
+        r.json()["message"],
+        "Apply failed with 1 conflict: conflict with \"scaler\" with subresource \"scale\" using apps/v1: .spec.replicas"
+    );
+}

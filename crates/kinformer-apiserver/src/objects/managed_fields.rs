@@ -114,13 +114,22 @@ pub(crate) fn stripped(path: &[String]) -> bool {
 
 /// Whether `path` may be owned by a write of `writer` (kube-apiserver's reset fields): on a
 /// resource with a status subresource, main-resource writes own nothing under `status` and
-/// `/status` writes own only `status`.
+/// `/status` writes own only `status`; `/scale` writes own only the replicas field they set
+/// (kube-apiserver's scale handler maps the Scale's `spec.replicas` to it).
 pub(crate) fn ownable(res: &ResourceInfo, writer: &Writer, path: &FieldPath) -> bool {
     let status_path = path.first().is_some_and(|f| f == "f:status");
-    if writer.subresource.is_some() {
-        status_path
-    } else {
-        !(res.status_subresource && status_path)
+    match writer.subresource.as_deref() {
+        Some("scale") => res.scale.as_ref().is_some_and(|s| {
+            let want: Vec<String> = s
+                .spec_replicas_path
+                .trim_start_matches('.')
+                .split('.')
+                .map(|f| format!("f:{f}"))
+                .collect();
+            *path == want
+        }),
+        Some(_) => status_path,
+        None => !(res.status_subresource && status_path),
     }
 }
 
