@@ -415,3 +415,44 @@ async fn a_scale_write_takes_the_replicas_from_the_applier() {
         "Apply failed with 1 conflict: conflict with \"scaler\" with subresource \"scale\" using apps/v1: .spec.replicas"
     );
 }
+
+#[tokio::test]
+async fn yaml_bodies_apply_like_json() {
+    let s = start(ServerConfig::default()).await.unwrap();
+    let a = s.addr();
+    let yaml = b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  k: \"1\"\n  other: text\n";
+    let r = request(
+        a,
+        "PATCH",
+        &format!("{CM}?fieldManager=y"),
+        Some(APPLY),
+        yaml,
+    )
+    .await;
+    assert_eq!(r.code, 201, "{}", String::from_utf8_lossy(&r.body));
+    let o = r.json();
+    assert_eq!(o["data"], json!({"k": "1", "other": "text"}));
+    assert_eq!(
+        managed(&o),
+        vec![m(
+            "y",
+            "Apply",
+            json!({"f:data": {"f:k": {}, "f:other": {}}})
+        )]
+    );
+    let r = request(
+        a,
+        "PATCH",
+        &format!("{CM}?fieldManager=y"),
+        Some(APPLY),
+        b"a: [unclosed",
+    )
+    .await;
+    assert_eq!(r.code, 400);
+    assert!(
+        r.json()["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("error decoding patch: ")
+    );
+}

@@ -17,8 +17,9 @@
 //! - for the `kubectl` manager, the client-side apply annotation is honoured as kube-apiserver
 //!   does ([`last_applied`]).
 //!
-//! Deliberate differences: the body must be JSON (kube-apiserver also reads YAML; kubectl,
-//! client-go and kube-rs send JSON); the configuration's scalar types are not checked against
+//! Deliberate differences: YAML bodies are read by serde-saphyr (YAML 1.2) where kube-apiserver
+//! uses sigs.k8s.io/yaml (YAML 1.1 scalars such as `yes` and `on` are strings here), and
+//! error messages for bad YAML differ; the configuration's scalar types are not checked against
 //! the schema (a CRD's schema validation after the merge catches them, 422); `/scale`
 //! applies are merge patches of the scale (kube-apiserver converts the managedFields between
 //! the object and its `Scale`).
@@ -53,10 +54,14 @@ fn gvk_string(obj: &Map<String, Value>) -> String {
     format!("{group}/{version}, Kind={kind}")
 }
 
-/// Decodes an apply patch body: a JSON object (400 otherwise, as kube-apiserver words it).
+/// Decodes an apply patch body: JSON, else YAML (kube-apiserver's `application/apply-patch+yaml`
+/// is YAML, of which JSON is a subset), to an object (400 otherwise).
 pub(crate) fn decode_config(body: &[u8]) -> Result<Map<String, Value>, ApiError> {
-    let v: Value = serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+    let v: Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(_) => serde_saphyr::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?,
+    };
     match v {
         Value::Object(m) => Ok(m),
         other => Err(ApiError::bad_request(format!(
