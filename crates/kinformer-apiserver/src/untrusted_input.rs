@@ -89,10 +89,10 @@ proptest! {
             prop_assert_eq!(e.code, 400);
         }
         // Arbitrary live objects and configurations: merged, or 409/500 as kube-apiserver.
-        if let (serde_json::Value::Object(l), serde_json::Value::Object(c)) = (&live, &config) {
-            if let Err(e) = crate::objects::apply::apply(&res, Some(l), c, &w, force) {
-                prop_assert!(e.code == 409 || e.code == 500);
-            }
+        if let (serde_json::Value::Object(l), serde_json::Value::Object(c)) = (&live, &config)
+            && let Err(e) = crate::objects::apply::apply(&res, Some(l), c, &w, force)
+        {
+            prop_assert!(e.code == 409 || e.code == 500);
         }
     }
 
