@@ -8,8 +8,8 @@ use serde_json::{Map, Value};
 
 use crate::list::{self, ListPage};
 use crate::objects::{
-    DeleteOptions, DeleteOutcome, UpdateMode, UpdateOutcome, Writer, namespace, prepare_create_by,
-    prepare_delete, prepare_update_by, storage_key,
+    DeleteOptions, DeleteOutcome, UpdateMode, UpdateOutcome, Writer, apply, namespace,
+    prepare_applied_update, prepare_create_by, prepare_delete, prepare_update_by, storage_key,
 };
 use crate::options::ListOptions;
 use crate::patch::{PatchType, apply_patch};
@@ -341,8 +341,8 @@ impl Api {
     }
 
     /// Patches an object. Merge, JSON and strategic-merge patches need the object to exist
-    /// (404); an apply patch creates it when absent. `managedFields` are maintained when
-    /// `writer` (the field manager) is set.
+    /// (404); an apply patch is [`Api::apply_by`] without `force`. `managedFields` are
+    /// maintained when `writer` (the field manager) is set.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn patch_by(
         &self,
@@ -355,29 +355,18 @@ impl Api {
         writer: Option<&Writer>,
         dry_run: bool,
     ) -> Result<Arc<StoredObject>, ApiError> {
+        if patch_type == PatchType::Apply {
+            let fallback = Writer {
+                manager: String::new(),
+                subresource: None,
+            };
+            let w = writer.unwrap_or(&fallback);
+            return self.apply_by(res, namespace, name, patch, mode, w, false, dry_run);
+        }
         let ns = ns_of(res, namespace);
         let key = storage_key(res, ns, name);
-        if patch_type == PatchType::Apply && self.get(res, namespace, name).is_err() {
-            self.admit_create(res, ns, name)?;
-        }
         self.write(res, &key, dry_run, |current, rev| {
             let Some(current) = current else {
-                if patch_type == PatchType::Apply && mode != UpdateMode::Status {
-                    let mut base = Value::Object(Map::new());
-                    apply_patch(res, &mut base, patch_type, patch)?;
-                    let Value::Object(mut body) = base else {
-                        return Err(ApiError::bad_request("apply patch must be a JSON object"));
-                    };
-                    let meta = body
-                        .entry("metadata")
-                        .or_insert_with(|| Value::Object(Map::new()));
-                    if let Value::Object(m) = meta {
-                        m.insert("name".into(), Value::String(name.to_string()));
-                    }
-                    let (_, obj) = prepare_create_by(res, ns, body, rev, writer)?;
-                    let obj = Arc::new(obj);
-                    return Ok(Mutation::Put(obj.clone(), obj));
-                }
                 return Err(ApiError::not_found(res, name));
             };
             let mut value = current.to_value();
@@ -389,6 +378,66 @@ impl Api {
             };
             Self::outcome(
                 prepare_update_by(res, current, body, rev, mode, writer)?,
+                current,
+            )
+        })
+    }
+
+    /// Server-side apply of the configuration `body` by `writer` (see
+    /// [`crate::objects::apply`]): creates the object when absent (not through `/status`),
+    /// 409 on conflicts with other managers unless `force`. With `dry_run`, everything but
+    /// storing (see [`Api::write`]).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn apply_by(
+        &self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        name: &str,
+        body: &[u8],
+        mode: UpdateMode,
+        writer: &Writer,
+        force: bool,
+        dry_run: bool,
+    ) -> Result<Arc<StoredObject>, ApiError> {
+        let config = apply::decode_config(body)?;
+        apply::check_config(res, &config)?;
+        let ns = ns_of(res, namespace);
+        let key = storage_key(res, ns, name);
+        if self.get(res, namespace, name).is_err() {
+            self.admit_create(res, ns, name)?;
+        }
+        self.write(res, &key, dry_run, |current, rev| {
+            let Some(current) = current else {
+                if mode == UpdateMode::Status {
+                    return Err(ApiError::not_found(res, name));
+                }
+                let body_name = config
+                    .get("metadata")
+                    .and_then(|m| m.get("name"))
+                    .and_then(|n| n.as_str())
+                    .unwrap_or(name);
+                if body_name != name {
+                    return Err(ApiError::bad_request(format!(
+                        "the name of the object ({body_name}) does not match the name on the URL ({name})"
+                    )));
+                }
+                let mut body = apply::apply(res, None, &config, writer, force)?;
+                if let Value::Object(m) = body
+                    .entry("metadata")
+                    .or_insert_with(|| Value::Object(Map::new()))
+                {
+                    m.insert("name".into(), Value::String(name.to_string()));
+                }
+                let (_, obj) = prepare_create_by(res, ns, body, rev, None)?;
+                let obj = Arc::new(obj);
+                return Ok(Mutation::Put(obj.clone(), obj));
+            };
+            let Value::Object(live) = current.to_value() else {
+                return Err(ApiError::internal("stored object is not a JSON object"));
+            };
+            let new = apply::apply(res, Some(&live), &config, writer, force)?;
+            Self::outcome(
+                prepare_applied_update(res, current, new, rev, mode)?,
                 current,
             )
         })

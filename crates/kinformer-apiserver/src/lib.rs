@@ -21,13 +21,16 @@
 //!   token with [`ServerConfig::tls`] ([`ServerConfig::standalone`], the default of
 //!   `kinformer serve`), both in the kubeconfig. `/metrics` counts requests like
 //!   kube-apiserver's `apiserver_request_total`.
-//! - **Verbs**: create, get, update, patch (merge, JSON, strategic with inferred merge keys, apply as merge),
-//!   delete and deletecollection (`DeleteOptions` with preconditions and `propagationPolicy`
-//!   / `orphanDependents`, from the body or the query: the `orphan` and `foregroundDeletion`
-//!   finalizers as kube-apiserver sets them), list, watch, with the real `Status` errors
-//!   ([`ApiError`]). `dryRun=All` on every write (subresources included) decides and answers
-//!   as a real write (validation, defaults, admission, preconditions, managedFields) but
-//!   stores nothing, uses no resourceVersion and sends no watch event.
+//! - **Verbs**: create, get, update, patch (merge, JSON, strategic with inferred merge keys,
+//!   server-side apply with field ownership: `Apply` managedFields entries, 409 conflicts with
+//!   kube-apiserver's causes, `force`, list-map and set semantics from CRD schemas and a table
+//!   of the built-in kinds), delete and deletecollection (`DeleteOptions` with preconditions
+//!   and `propagationPolicy` / `orphanDependents`, from the body or the query: the `orphan`
+//!   and `foregroundDeletion` finalizers as kube-apiserver sets them), list, watch, with the
+//!   real `Status` errors ([`ApiError`]). `dryRun=All` on every write (subresources included)
+//!   decides and answers as a real write (validation, defaults, admission, preconditions,
+//!   managedFields, conflicts) but stores nothing, uses no resourceVersion and sends no watch
+//!   event.
 //! - **Controllers inside the server** (event-driven, no timer; on by default, switchable):
 //!   the garbage collector ([`ServerConfig::garbage_collector`]: background, foreground with
 //!   `blockOwnerDeletion`, orphan; dangling references; cluster-scoped and custom-resource

@@ -73,6 +73,30 @@ proptest! {
     }
 
     #[test]
+    fn server_side_applies_succeed_or_fail_cleanly(
+        live in arb_json(),
+        config in arb_json(),
+        bytes in proptest::collection::vec(any::<u8>(), 0..100),
+        force in any::<bool>(),
+    ) {
+        let res = builtin_resources()
+            .into_iter()
+            .find(|r| r.plural == "pods")
+            .unwrap();
+        let w = crate::objects::Writer { manager: "m".into(), subresource: None };
+        // Arbitrary bytes: decoded (JSON or YAML) or refused with 400.
+        if let Err(e) = crate::objects::apply::decode_config(&bytes) {
+            prop_assert_eq!(e.code, 400);
+        }
+        // Arbitrary live objects and configurations: merged, or 409/500 as kube-apiserver.
+        if let (serde_json::Value::Object(l), serde_json::Value::Object(c)) = (&live, &config)
+            && let Err(e) = crate::objects::apply::apply(&res, Some(l), c, &w, force)
+        {
+            prop_assert!(e.code == 409 || e.code == 500);
+        }
+    }
+
+    #[test]
     fn patches_apply_or_fail_with_4xx(doc in arb_json(), patch in proptest::collection::vec(any::<u8>(), 0..100)) {
         let res = builtin_resources().remove(0);
         for pt in [PatchType::Merge, PatchType::Json, PatchType::StrategicMerge] {

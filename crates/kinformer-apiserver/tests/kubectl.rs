@@ -91,6 +91,10 @@ fn rand_suffix() -> u64 {
         .unwrap_or(0)
 }
 
+fn args(v: &[String]) -> Vec<&str> {
+    v.iter().map(|s| s.as_str()).collect()
+}
+
 fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
 }
@@ -283,5 +287,64 @@ async fn kubectl_apply_creates_updates_and_is_idempotent() {
         s.run(&["apply", "-f", m]).await.trim(),
         "deployment.apps/web unchanged"
     );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn kubectl_server_side_apply_from_two_managers() {
+    if !kubectl_available() {
+        eprintln!("kubectl not installed: skipping");
+        return;
+    }
+    let s = Standalone::start(0).await;
+    let manifest = s.dir.join("cm.yaml");
+    let cm = |v: &str| {
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: shared\ndata:\n  k: \"{v}\"\n")
+    };
+    write(&manifest, &cm("1"));
+    let m = manifest.to_str().unwrap();
+    let ssa = |manager: &'static str| {
+        vec![
+            "apply".to_string(),
+            "--server-side".into(),
+            format!("--field-manager={manager}"),
+            "-f".into(),
+            m.to_string(),
+        ]
+    };
+    assert_eq!(
+        s.run(&args(&ssa("alice"))).await.trim(),
+        "configmap/shared serverside-applied"
+    );
+    // The same value from a second manager: shared, no conflict.
+    assert_eq!(
+        s.run(&args(&ssa("bob"))).await.trim(),
+        "configmap/shared serverside-applied"
+    );
+    write(&manifest, &cm("2"));
+    let out = s.kubectl().args(args(&ssa("bob"))).output().await.unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("Apply failed with 1 conflict: conflict with \"alice\": .data.k"),
+        "{stderr}"
+    );
+    let mut forced = ssa("bob");
+    forced.push("--force-conflicts".into());
+    assert_eq!(
+        s.run(&args(&forced)).await.trim(),
+        "configmap/shared serverside-applied"
+    );
+    let o = get(s.addr, "/api/v1/namespaces/default/configmaps/shared")
+        .await
+        .json();
+    assert_eq!(o["data"]["k"], "2");
+    let managers: Vec<&str> = o["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["manager"].as_str().unwrap())
+        .collect();
+    assert_eq!(managers, vec!["bob"]);
     s.stop().await;
 }

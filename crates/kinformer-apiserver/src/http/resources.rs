@@ -441,10 +441,20 @@ async fn serve_verb(
                 .to_string();
             let pt = PatchType::from_content_type(&ct)
                 .ok_or_else(|| ApiError::unsupported_media_type(&ct))?;
+            let force = check_patch_options(pt, query)?;
             let dry = query_dry_run(query, "PatchOptions")?;
             let body = read_body(ctx, req).await?;
             let existed = api.get(res, ns, name).is_ok();
-            let o = api.patch_by(res, ns, name, pt, &body, mode, Some(&writer), dry)?;
+            let o = if pt == PatchType::Apply {
+                // The applier is `fieldManager` itself (required), never the User-Agent.
+                let applier = Writer {
+                    manager: query.get("fieldManager").cloned().unwrap_or_default(),
+                    subresource: c.subresource.clone(),
+                };
+                api.apply_by(res, ns, name, &body, mode, &applier, force, dry)?
+            } else {
+                api.patch_by(res, ns, name, pt, &body, mode, Some(&writer), dry)?
+            };
             let code = if existed { 200 } else { 201 };
             Ok((code, response::object_as(code, res, &o, pb)))
         }
@@ -469,6 +479,53 @@ async fn serve_verb(
             Ok((200, response::plain_list(res, rv, deleted, pb)))
         }
     }
+}
+
+/// kube-apiserver's `ValidatePatchOptions` (422 `PatchOptions.meta.k8s.io "" is invalid`): an
+/// apply needs a `fieldManager`, `force` is for applies only, a manager is at most 128 bytes
+/// of printable characters. Returns `force`.
+fn check_patch_options(
+    pt: PatchType,
+    query: &std::collections::HashMap<String, String>,
+) -> Result<bool, ApiError> {
+    let manager = query.get("fieldManager").map(|s| s.as_str()).unwrap_or("");
+    let force = query.get("force");
+    let mut causes = Vec::new();
+    let cause = |f: &str, r: &str, m: String| (f.to_string(), r.to_string(), m);
+    if pt == PatchType::Apply {
+        if manager.is_empty() {
+            causes.push(cause(
+                "fieldManager",
+                "FieldValueRequired",
+                "Required value: is required for apply patch".into(),
+            ));
+        }
+    } else if force.is_some() {
+        causes.push(cause(
+            "force",
+            "FieldValueForbidden",
+            "Forbidden: may not be specified for non-apply patch".into(),
+        ));
+    }
+    if manager.len() > 128 {
+        causes.push(cause(
+            "fieldManager",
+            "FieldValueTooLong",
+            "Too long: may not be more than 128 bytes".into(),
+        ));
+    }
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(
+            "PatchOptions",
+            "meta.k8s.io",
+            "",
+            &causes,
+        ));
+    }
+    Ok(matches!(
+        force.map(|s| s.as_str()),
+        Some("true" | "True" | "TRUE" | "1" | "t" | "T")
+    ))
 }
 
 /// `GET`, `PUT` and `PATCH` of `/scale`: the object's replicas as an `autoscaling/v1` `Scale`.

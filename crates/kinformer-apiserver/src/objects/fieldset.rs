@@ -10,17 +10,13 @@
 //! which is why a newly created config map owns `f:data` (`"."`) while a pod's `f:spec`, present
 //! in Go's zero object, is never a member.
 //!
-//! The schema is not read from OpenAPI: [`list_type`] knows the keyed and set lists of the
-//! built-in kinds (pod spec containers by `name`, ports by `containerPort`+`protocol`, env and
-//! volumes by `name`, metadata finalizers as a set, owner references by `uid`, conditions by
-//! `type`, ...); every other list is atomic, as structured-merge-diff deduces for unknown
-//! schemas.
+//! List and map semantics come from a [`MergeSchema`] (see [`super::apply::schema`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
-use crate::resource::ResourceInfo;
+use super::apply::schema::{ListType, MapType, MergeSchema};
 
 /// One path: encoded path elements (`f:spec`, `k:{"name":"a"}`, `v:"x"`).
 pub(crate) type FieldPath = Vec<String>;
@@ -46,9 +42,54 @@ impl FieldSet {
     }
 
     /// Whether the set holds exactly this path.
-    #[cfg(test)]
     pub(crate) fn contains(&self, path: &[String]) -> bool {
         self.0.contains(path)
+    }
+
+    /// The paths, in lexicographic order of their elements.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &FieldPath> {
+        self.0.iter()
+    }
+
+    /// Paths in both `self` and `other`.
+    pub(crate) fn intersection(&self, other: &FieldSet) -> FieldSet {
+        FieldSet(self.0.intersection(&other.0).cloned().collect())
+    }
+
+    /// The paths below `pe` (longer than it, starting with it), with `pe` taken off.
+    pub(crate) fn with_prefix(&self, pe: &str) -> FieldSet {
+        FieldSet(
+            self.0
+                .iter()
+                .filter(|p| p.len() > 1 && p[0] == pe)
+                .map(|p| p[1..].to_vec())
+                .collect(),
+        )
+    }
+
+    /// The paths in structured-merge-diff's iteration order (`Set.Iterate`): at each level the
+    /// members first, then the children's paths, each group sorted.
+    pub(crate) fn iterate_in_go_order(&self) -> Vec<FieldPath> {
+        fn walk(set: &FieldSet, prefix: &mut FieldPath, out: &mut Vec<FieldPath>) {
+            let mut children: Vec<&String> = Vec::new();
+            for p in &set.0 {
+                if p.len() == 1 {
+                    prefix.push(p[0].clone());
+                    out.push(prefix.clone());
+                    prefix.pop();
+                } else if children.last() != Some(&&p[0]) {
+                    children.push(&p[0]);
+                }
+            }
+            for c in children {
+                prefix.push(c.clone());
+                walk(&set.with_prefix(c), prefix, out);
+                prefix.pop();
+            }
+        }
+        let mut out = Vec::new();
+        walk(self, &mut Vec::new(), &mut out);
+        out
     }
 
     /// Paths in `self` or `other`.
@@ -125,72 +166,6 @@ impl FieldSet {
     }
 }
 
-/// How a list merges, by schema.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ListType {
-    /// Replaced as a whole (a leaf).
-    Atomic,
-    /// A set of scalars: items are `v:<json>`.
-    Set,
-    /// Items keyed by these fields: `k:{...}`.
-    Map(&'static [&'static str]),
-}
-
-const NAME: &[&str] = &["name"];
-
-/// Lists of a pod spec, by their path below the spec (`[]` = any list item).
-fn pod_spec_list(rest: &[&str]) -> ListType {
-    const CONTAINERS: &[&str] = &["containers", "initContainers", "ephemeralContainers"];
-    match rest {
-        [c] if CONTAINERS.contains(c) => ListType::Map(NAME),
-        [c, "[]", "ports"] if CONTAINERS.contains(c) => {
-            ListType::Map(&["containerPort", "protocol"])
-        }
-        [c, "[]", "env"] if CONTAINERS.contains(c) => ListType::Map(NAME),
-        [c, "[]", "volumeMounts"] if CONTAINERS.contains(c) => ListType::Map(&["mountPath"]),
-        [c, "[]", "volumeDevices"] if CONTAINERS.contains(c) => ListType::Map(&["devicePath"]),
-        [c, "[]", "resources", "claims"] if CONTAINERS.contains(c) => ListType::Map(NAME),
-        ["volumes"] | ["imagePullSecrets"] | ["schedulingGates"] | ["resourceClaims"] => {
-            ListType::Map(NAME)
-        }
-        ["hostAliases"] => ListType::Map(&["ip"]),
-        ["topologySpreadConstraints"] => ListType::Map(&["topologyKey", "whenUnsatisfiable"]),
-        _ => ListType::Atomic,
-    }
-}
-
-/// The merge type of the list at `spath` (field names, `[]` for list items) in objects of
-/// `res`; atomic unless known.
-pub(crate) fn list_type(res: &ResourceInfo, spath: &[&str]) -> ListType {
-    match spath {
-        ["metadata", "finalizers"] => return ListType::Set,
-        ["metadata", "ownerReferences"] => return ListType::Map(&["uid"]),
-        _ => {}
-    }
-    match (res.group.as_str(), res.plural.as_str(), spath) {
-        ("", "pods", ["spec", rest @ ..]) => pod_spec_list(rest),
-        ("", "pods", ["status", "conditions"]) => ListType::Map(&["type"]),
-        ("", "pods", ["status", "podIPs"]) => ListType::Map(&["ip"]),
-        ("apps", "deployments", ["spec", "template", "spec", rest @ ..]) => pod_spec_list(rest),
-        ("apps", "deployments", ["spec", "template", "metadata", "finalizers"]) => ListType::Set,
-        ("apps", "deployments", ["status", "conditions"]) => ListType::Map(&["type"]),
-        ("", "services", ["spec", "ports"]) => ListType::Map(&["port", "protocol"]),
-        ("", "nodes", ["spec", "podCIDRs"]) => ListType::Set,
-        ("", "nodes", ["status", "addresses"]) => ListType::Map(&["type"]),
-        ("", "nodes" | "namespaces", ["status", "conditions"]) => ListType::Map(&["type"]),
-        _ => ListType::Atomic,
-    }
-}
-
-/// Whether the map at `spath` is atomic (replaced as a whole), e.g. a deployment's
-/// `spec.selector` (`LabelSelector` is `structType=atomic`).
-fn atomic_map(res: &ResourceInfo, spath: &[&str]) -> bool {
-    matches!(
-        (res.group.as_str(), res.plural.as_str(), spath),
-        ("apps", "deployments", ["spec", "selector"])
-    )
-}
-
 /// What changed between two versions of an object.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Comparison {
@@ -203,8 +178,9 @@ pub(crate) struct Comparison {
 }
 
 /// The path element of a list item, or `None` when the item cannot be keyed (then the list
-/// is treated as atomic).
-fn item_element(lt: ListType, item: &Value) -> Option<String> {
+/// is treated as atomic). A key field the item omits takes its schema default, as
+/// structured-merge-diff does.
+pub(crate) fn item_element(lt: &ListType, item: &Value) -> Option<String> {
     match lt {
         ListType::Atomic => None,
         ListType::Set => Some(format!("v:{item}")),
@@ -212,7 +188,11 @@ fn item_element(lt: ListType, item: &Value) -> Option<String> {
             let obj = item.as_object()?;
             let key: Map<String, Value> = keys
                 .iter()
-                .filter_map(|k| obj.get(*k).map(|v| ((*k).to_string(), v.clone())))
+                .filter_map(|k| {
+                    obj.get(&k.name)
+                        .or(k.default.as_ref())
+                        .map(|v| (k.name.clone(), v.clone()))
+                })
                 .collect();
             if key.is_empty() {
                 return None;
@@ -220,6 +200,13 @@ fn item_element(lt: ListType, item: &Value) -> Option<String> {
             Some(format!("k:{}", Value::Object(key)))
         }
     }
+}
+
+/// The schema path of a field path: field names, `[]` for list items.
+pub(crate) fn schema_path(path: &[String]) -> Vec<&str> {
+    path.iter()
+        .map(|pe| pe.strip_prefix("f:").unwrap_or("[]"))
+        .collect()
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -238,7 +225,7 @@ fn shape(v: &Value) -> Shape {
 }
 
 struct Walker<'a> {
-    res: &'a ResourceInfo,
+    schema: &'a dyn MergeSchema,
     path: FieldPath,
     spath: Vec<String>,
     out: Comparison,
@@ -282,7 +269,7 @@ impl Walker<'_> {
                 let lm = l.and_then(|v| v.as_object());
                 let rm = r.and_then(|v| v.as_object());
                 let empty = lm.is_none_or(|m| m.is_empty()) && rm.is_none_or(|m| m.is_empty());
-                if empty || atomic_map(self.res, &self.spath()) {
+                if empty || self.schema.map_at(&self.spath()) == MapType::Atomic {
                     return self.leaf(lhs, rhs);
                 }
                 self.fields(lm, rm);
@@ -297,14 +284,14 @@ impl Walker<'_> {
                     .and_then(|v| v.as_array())
                     .map(|a| a.as_slice())
                     .unwrap_or(&[]);
-                let lt = list_type(self.res, &self.spath());
+                let lt = self.schema.list_at(&self.spath());
                 if (la.is_empty() && ra.is_empty()) || lt == ListType::Atomic {
                     return self.leaf(lhs, rhs);
                 }
                 let mut items: BTreeMap<String, (Option<&Value>, Option<&Value>)> = BTreeMap::new();
                 for (side, list) in [(0, la), (1, ra)] {
                     for item in list {
-                        let Some(pe) = item_element(lt, item) else {
+                        let Some(pe) = item_element(&lt, item) else {
                             // Unkeyable item: the list is compared as a whole.
                             return self.leaf(lhs, rhs);
                         };
@@ -345,15 +332,15 @@ impl Walker<'_> {
     }
 }
 
-/// Compares two versions of an object of `res` (both JSON objects; `old` may be Go's zero
-/// object of the kind for a create).
+/// Compares two versions of an object (both JSON objects; `old` may be Go's zero object of
+/// the kind for a create) under `schema`.
 pub(crate) fn compare(
-    res: &ResourceInfo,
+    schema: &dyn MergeSchema,
     old: &Map<String, Value>,
     new: &Map<String, Value>,
 ) -> Comparison {
     let mut w = Walker {
-        res,
+        schema,
         path: Vec::new(),
         spath: Vec::new(),
         out: Comparison::default(),
@@ -365,8 +352,14 @@ pub(crate) fn compare(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::objects::test_util::res;
+    use crate::objects::apply::schema::BuiltinSchema;
+    use crate::objects::test_util;
     use serde_json::json;
+
+    fn compare(plural: &str, old: &Map<String, Value>, new: &Map<String, Value>) -> Comparison {
+        let r = test_util::res(plural);
+        super::compare(&BuiltinSchema { res: &r }, old, new)
+    }
 
     fn obj(v: Value) -> Map<String, Value> {
         v.as_object().unwrap().clone()
@@ -385,7 +378,7 @@ mod tests {
     #[test]
     fn new_maps_are_members_present_structs_are_not() {
         let c = compare(
-            &res("pods"),
+            "pods",
             &obj(
                 json!({"metadata": {"creationTimestamp": null}, "spec": {"containers": null}, "status": {}}),
             ),
@@ -413,7 +406,7 @@ mod tests {
     #[test]
     fn modified_and_removed_leaves() {
         let c = compare(
-            &res("configmaps"),
+            "configmaps",
             &obj(json!({"data": {"a": "1", "b": "2"}, "metadata": {"finalizers": ["x"]}})),
             &obj(json!({"data": {"a": "9"}, "metadata": {}})),
         );
@@ -428,7 +421,7 @@ mod tests {
     #[test]
     fn unknown_lists_are_atomic() {
         let c = compare(
-            &res("configmaps"),
+            "configmaps",
             &obj(json!({})),
             &obj(json!({"x": [1, 2], "y": []})),
         );

@@ -13,20 +13,23 @@
 //!   on a resource with a status subresource, main-resource writes own nothing under `status`
 //!   and `/status` writes own only `status` (kube-apiserver's reset fields);
 //! - the entry's `time` changes only when its set changes;
+//! - past ten Update entries the oldest merge into `ancient-changes` ([`super::cap_managers`]);
 //! - entries are sorted by operation, time, manager, apiVersion, subresource;
 //! - managedFields sent by the client are the starting point when non-empty and well formed
-//!   (and not a `/status` write), else the stored ones, as kube-apiserver does.
+//!   (and not a `/status` write), else the stored ones, as kube-apiserver does; an empty list
+//!   (or one empty entry) resets them.
 //!
 //! Writes without a manager (the in-process Rust API: `seed`, `create`, ...) skip all of this
 //! and store `managedFields` exactly as given.
 //!
-//! Deliberate difference: server-side apply is a merge patch here, and its entry is an Update
-//! entry like any patch's (kube-apiserver records an `Apply` entry owning the applied
-//! configuration's fields).
+//! Server-side apply keeps `Apply` entries ([`super::apply`]); an Update takes the fields it
+//! changes from them as from any entry.
 
 use serde_json::{Map, Value};
 
-use super::fieldset::{FieldSet, compare};
+use super::apply::schema::schema_for;
+use super::fieldset::{FieldPath, FieldSet, compare};
+pub(crate) use super::managed_entries::{Entry, decode, write_entries};
 use super::now_rfc3339;
 use crate::resource::ResourceInfo;
 
@@ -63,7 +66,7 @@ pub(crate) fn manager_from_user_agent(user_agent: &str) -> String {
 /// Go's zero object of a kind, as kube-apiserver compares a create against it: fields without
 /// `omitempty` (a pod's `spec.containers`, a deployment's `spec.template`) are present, so
 /// they are never owned as nodes.
-fn zero_object(res: &ResourceInfo) -> Map<String, Value> {
+pub(crate) fn zero_object(res: &ResourceInfo) -> Map<String, Value> {
     let v = match (res.group.as_str(), res.plural.as_str()) {
         ("", "pods") => serde_json::json!({"spec": {"containers": null}, "status": {}}),
         ("apps", "deployments") => serde_json::json!({
@@ -90,7 +93,7 @@ fn zero_object(res: &ResourceInfo) -> Map<String, Value> {
 }
 
 /// Paths no manager owns (kube-apiserver's strip set).
-fn stripped(path: &[String]) -> bool {
+pub(crate) fn stripped(path: &[String]) -> bool {
     match path {
         [a] => a == "f:apiVersion" || a == "f:kind" || a == "f:metadata",
         [m, f] if m == "f:metadata" => matches!(
@@ -109,88 +112,32 @@ fn stripped(path: &[String]) -> bool {
     }
 }
 
-/// One parsed `managedFields` entry.
-#[derive(Debug, Clone)]
-struct Entry {
-    manager: String,
-    operation: String,
-    api_version: String,
-    subresource: String,
-    time: Option<String>,
-    set: FieldSet,
-}
-
-impl Entry {
-    fn same_owner(&self, other: &Entry) -> bool {
-        self.manager == other.manager
-            && self.operation == other.operation
-            && self.api_version == other.api_version
-            && self.subresource == other.subresource
-    }
-
-    fn to_value(&self) -> Value {
-        let mut m = Map::new();
-        if !self.manager.is_empty() {
-            m.insert("manager".into(), Value::String(self.manager.clone()));
-        }
-        m.insert("operation".into(), Value::String(self.operation.clone()));
-        m.insert("apiVersion".into(), Value::String(self.api_version.clone()));
-        if let Some(t) = &self.time {
-            m.insert("time".into(), Value::String(t.clone()));
-        }
-        m.insert("fieldsType".into(), Value::String("FieldsV1".into()));
-        m.insert("fieldsV1".into(), self.set.to_fields_v1());
-        if !self.subresource.is_empty() {
-            m.insert(
-                "subresource".into(),
-                Value::String(self.subresource.clone()),
-            );
-        }
-        Value::Object(m)
+/// Whether `path` may be owned by a write of `writer` (kube-apiserver's reset fields): on a
+/// resource with a status subresource, main-resource writes own nothing under `status` and
+/// `/status` writes own only `status`; `/scale` writes own only the replicas field they set
+/// (kube-apiserver's scale handler maps the Scale's `spec.replicas` to it).
+pub(crate) fn ownable(res: &ResourceInfo, writer: &Writer, path: &FieldPath) -> bool {
+    let status_path = path.first().is_some_and(|f| f == "f:status");
+    match writer.subresource.as_deref() {
+        Some("scale") => res.scale.as_ref().is_some_and(|s| {
+            let want: Vec<String> = s
+                .spec_replicas_path
+                .trim_start_matches('.')
+                .split('.')
+                .map(|f| format!("f:{f}"))
+                .collect();
+            *path == want
+        }),
+        Some(_) => status_path,
+        None => !(res.status_subresource && status_path),
     }
 }
 
-/// Parses `managedFields`; `None` when absent, empty or malformed (an entry that is not an
-/// object, a `fieldsType` other than `FieldsV1`, a non-object `fieldsV1`).
-fn decode(v: Option<&Value>) -> Option<Vec<Entry>> {
-    let list = v?.as_array()?;
-    if list.is_empty() {
-        return None;
-    }
-    let mut out = Vec::with_capacity(list.len());
-    for e in list {
-        let e = e.as_object()?;
-        let s = |k: &str| e.get(k).and_then(|v| v.as_str()).unwrap_or("").to_string();
-        if e.get("fieldsType")
-            .is_some_and(|t| t.as_str() != Some("FieldsV1"))
-        {
-            return None;
-        }
-        let set = match e.get("fieldsV1") {
-            None | Some(Value::Null) => FieldSet::new(),
-            Some(f @ Value::Object(_)) => FieldSet::from_fields_v1(f),
-            Some(_) => return None,
-        };
-        out.push(Entry {
-            manager: s("manager"),
-            operation: s("operation"),
-            api_version: s("apiVersion"),
-            subresource: s("subresource"),
-            time: e
-                .get("time")
-                .and_then(|t| t.as_str())
-                .map(|t| t.to_string()),
-            set,
-        });
-    }
-    Some(out)
-}
-
-fn managed_of(obj: &Map<String, Value>) -> Option<&Value> {
+pub(crate) fn managed_of(obj: &Map<String, Value>) -> Option<&Value> {
     obj.get("metadata")?.get("managedFields")
 }
 
-fn without_managed(obj: &Map<String, Value>) -> Map<String, Value> {
+pub(crate) fn without_managed(obj: &Map<String, Value>) -> Map<String, Value> {
     let mut o = obj.clone();
     if let Some(Value::Object(m)) = o.get_mut("metadata") {
         m.remove("managedFields");
@@ -207,20 +154,28 @@ pub(crate) fn update_managed_fields(
     writer: &Writer,
 ) {
     let status_write = writer.subresource.is_some();
+    // `managedFields: []` (or one empty entry) from the client resets the ownership.
+    let reset = !status_write
+        && matches!(managed_of(new), Some(Value::Array(a))
+            if a.is_empty() || (a.len() == 1 && a[0] == Value::Object(Map::new())));
     let from_client = if status_write {
         None
     } else {
         decode(managed_of(new))
     };
-    let mut entries = from_client
-        .or_else(|| old.and_then(|o| decode(managed_of(o))))
-        .unwrap_or_default();
+    let mut entries = if reset {
+        Vec::new()
+    } else {
+        from_client
+            .or_else(|| old.and_then(|o| decode(managed_of(o))))
+            .unwrap_or_default()
+    };
     let live = match old {
         Some(o) => without_managed(o),
         None => zero_object(res),
     };
     let candidate = without_managed(new);
-    let cmp = compare(res, &live, &candidate);
+    let cmp = compare(&*schema_for(res), &live, &candidate);
     let me = Entry {
         manager: writer.manager.clone(),
         operation: "Update".into(),
@@ -230,34 +185,25 @@ pub(crate) fn update_managed_fields(
         set: FieldSet::new(),
     };
     let previous = entries.iter().position(|e| e.same_owner(&me));
-    let prev_set = previous.map(|i| entries[i].set.clone());
-    let prev_time = previous.and_then(|i| entries[i].time.clone());
-    if let Some(i) = previous {
-        entries.remove(i);
-    }
+    let prev = previous.map(|i| entries.remove(i));
     let changed = cmp.modified.union(&cmp.added);
     for e in &mut entries {
         e.set = e.set.difference(&changed).difference(&cmp.removed);
     }
     entries.retain(|e| !e.set.is_empty());
-    let status_path = |p: &Vec<String>| p.first().is_some_and(|f| f == "f:status");
-    let mine = prev_set
-        .clone()
-        .unwrap_or_default()
-        .difference(&cmp.removed)
-        .union(&changed)
-        .filter(|p| {
-            !stripped(p)
-                && if status_write {
-                    status_path(p)
-                } else {
-                    !(res.status_subresource && status_path(p))
-                }
-        });
+    // What this write took (kube-apiserver's "current-operation" manager): its entry's time
+    // changes only when it took something.
+    let current = changed.filter(|p| !stripped(p) && ownable(res, writer, p));
+    let (prev_set, prev_time) = match prev {
+        Some(p) => (p.set, p.time),
+        None => (FieldSet::new(), None),
+    };
+    let mine = prev_set.difference(&cmp.removed).union(&current);
     if !mine.is_empty() {
-        let time = match (&prev_set, prev_time) {
-            (Some(s), Some(t)) if *s == mine => Some(t),
-            _ => Some(now_rfc3339()),
+        let time = if current.is_empty() {
+            prev_time
+        } else {
+            Some(now_rfc3339())
         };
         entries.push(Entry {
             time,
@@ -265,35 +211,8 @@ pub(crate) fn update_managed_fields(
             ..me
         });
     }
-    entries.sort_by(|a, b| {
-        (
-            &a.operation,
-            a.time.as_deref().unwrap_or(""),
-            &a.manager,
-            &a.api_version,
-            &a.subresource,
-        )
-            .cmp(&(
-                &b.operation,
-                b.time.as_deref().unwrap_or(""),
-                &b.manager,
-                &b.api_version,
-                &b.subresource,
-            ))
-    });
-    let meta = new
-        .entry("metadata")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if let Value::Object(meta) = meta {
-        if entries.is_empty() {
-            meta.remove("managedFields");
-        } else {
-            meta.insert(
-                "managedFields".into(),
-                Value::Array(entries.iter().map(Entry::to_value).collect()),
-            );
-        }
-    }
+    super::cap_managers::cap_update_managers(&mut entries);
+    write_entries(new, entries);
 }
 
 #[cfg(test)]
@@ -437,6 +356,42 @@ mod tests {
             obj(json!({"metadata": {"name": "a", "managedFields": [1]}, "data": {"x": "1"}}));
         update_managed_fields(&r, None, &mut bad, &writer("me"));
         assert_eq!(entries(&bad).len(), 1);
+    }
+
+    #[test]
+    fn an_empty_managed_fields_list_resets_ownership() {
+        let r = res("configmaps");
+        let mut old = obj(json!({"metadata": {"name": "a"}, "data": {"a": "1"}}));
+        update_managed_fields(&r, None, &mut old, &writer("first"));
+        let mut new = obj(
+            json!({"metadata": {"name": "a", "managedFields": []}, "data": {"a": "1", "b": "2"}}),
+        );
+        update_managed_fields(&r, Some(&old), &mut new, &writer("second"));
+        let e = entries(&new);
+        assert_eq!(e.len(), 1);
+        assert_eq!(e[0]["manager"], "second");
+        assert_eq!(e[0]["fieldsV1"], json!({"f:data": {"f:b": {}}}));
+    }
+
+    #[test]
+    fn an_update_of_owned_fields_refreshes_the_time() {
+        let r = res("configmaps");
+        let mut old = obj(json!({"metadata": {"name": "a"}, "data": {"a": "1"}}));
+        update_managed_fields(&r, None, &mut old, &writer("m"));
+        old["metadata"]["managedFields"][0]["time"] = json!("2000-01-01T00:00:00Z");
+        let mut same = old.clone();
+        update_managed_fields(&r, Some(&old), &mut same, &writer("m"));
+        assert_eq!(
+            same["metadata"]["managedFields"][0]["time"],
+            "2000-01-01T00:00:00Z"
+        );
+        let mut new = old.clone();
+        new["data"]["a"] = json!("2");
+        update_managed_fields(&r, Some(&old), &mut new, &writer("m"));
+        assert_ne!(
+            new["metadata"]["managedFields"][0]["time"],
+            "2000-01-01T00:00:00Z"
+        );
     }
 
     #[test]

@@ -8,11 +8,14 @@ use crate::resource::ResourceInfo;
 use crate::status::ApiError;
 use crate::store::{StoredObject, extra_fields};
 
+pub(crate) mod apply;
+mod cap_managers;
 mod create;
 pub(crate) mod defaults;
 mod delete;
 pub(crate) mod delete_options;
 pub(crate) mod fieldset;
+pub(crate) mod managed_entries;
 pub(crate) mod managed_fields;
 pub(crate) mod namespace;
 pub(crate) mod normalize;
@@ -30,7 +33,7 @@ pub(crate) use delete_options::{DeleteOptions, Propagation, dry_run};
 pub(crate) use managed_fields::Writer;
 #[cfg(test)]
 pub(crate) use update::prepare_update;
-pub(crate) use update::{UpdateMode, UpdateOutcome, prepare_update_by};
+pub(crate) use update::{UpdateMode, UpdateOutcome, prepare_applied_update, prepare_update_by};
 
 fn invalid(res: &ResourceInfo, name: &str, field: &str, reason: &str, msg: String) -> ApiError {
     ApiError::invalid(

@@ -70,12 +70,41 @@ pub(crate) fn prepare_update(
 pub(crate) fn prepare_update_by(
     res: &ResourceInfo,
     old: &StoredObject,
-    mut new: Map<String, Value>,
+    new: Map<String, Value>,
     rev: u64,
     mode: UpdateMode,
     writer: Option<&Writer>,
 ) -> Result<UpdateOutcome, ApiError> {
+    prepare(res, old, new, rev, mode, writer, false)
+}
+
+/// [`prepare_update`] of the result of a server-side apply ([`super::apply::apply`]): its
+/// `managedFields` are kept as computed, a `/status` apply included.
+pub(crate) fn prepare_applied_update(
+    res: &ResourceInfo,
+    old: &StoredObject,
+    new: Map<String, Value>,
+    rev: u64,
+    mode: UpdateMode,
+) -> Result<UpdateOutcome, ApiError> {
+    prepare(res, old, new, rev, mode, None, true)
+}
+
+fn prepare(
+    res: &ResourceInfo,
+    old: &StoredObject,
+    mut new: Map<String, Value>,
+    rev: u64,
+    mode: UpdateMode,
+    writer: Option<&Writer>,
+    applied: bool,
+) -> Result<UpdateOutcome, ApiError> {
     check_type_meta(res, &new)?;
+    let applied_fields = new
+        .get("metadata")
+        .and_then(|m| m.get("managedFields"))
+        .cloned()
+        .filter(|_| applied);
     if mode != UpdateMode::Raw {
         normalize::normalize_body(res, &mut new);
         defaults::apply_defaults(res, &mut new);
@@ -167,6 +196,11 @@ pub(crate) fn prepare_update_by(
         if mode == UpdateMode::Status {
             // Status writes keep the stored metadata entirely (labels, annotations, ...).
             *meta = old_meta.clone();
+            match applied_fields {
+                Some(mf) => meta.insert("managedFields".into(), mf),
+                None if applied => meta.remove("managedFields"),
+                None => None,
+            };
         }
     }
     if mode != UpdateMode::Raw {

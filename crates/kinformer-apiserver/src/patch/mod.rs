@@ -1,9 +1,9 @@
-//! PATCH bodies: JSON merge patch (RFC 7386), JSON patch (RFC 6902), strategic merge patch
-//! (treated as a merge patch) and apply patch (treated as a merge patch that may create).
+//! PATCH bodies: JSON merge patch (RFC 7386), JSON patch (RFC 6902) and strategic merge
+//! patch. Apply patches are server-side apply (`crate::objects::apply`); [`apply_patch`]
+//! merges them only for `/scale`.
 //!
-//! Deliberate differences from the real server: strategic merge patch infers list merge keys
-//! instead of reading them from type schemas (see [`strategic`]), and server-side apply is a
-//! merge patch that creates when absent, tracking no field managers.
+//! Deliberate difference from the real server: strategic merge patch infers list merge keys
+//! instead of reading them from type schemas (see [`strategic`]).
 
 pub(crate) mod strategic;
 
@@ -21,7 +21,7 @@ pub(crate) enum PatchType {
     Json,
     /// `application/strategic-merge-patch+json` (see [`strategic`]).
     StrategicMerge,
-    /// `application/apply-patch+yaml` with a JSON body (applied as a merge patch).
+    /// `application/apply-patch+yaml` with a JSON body (server-side apply).
     Apply,
 }
 
