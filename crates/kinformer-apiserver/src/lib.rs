@@ -13,13 +13,22 @@
 //!   objects are kept as pre-serialized JSON so LIST and WATCH serve bytes without
 //!   re-encoding.
 //! - **Resources**: every listable kind of k8s-openapi's stable API versions, described from
-//!   the types, with `/status` and `/scale`; the access and token reviews; custom resources
-//!   from CustomResourceDefinitions created over the API (schema pruning, defaults,
-//!   validation) or registered at run time ([`ResourceInfo`]).
+//!   the types, with `/status` and `/scale`; the access and token reviews, token requests;
+//!   custom resources from CustomResourceDefinitions created over the API (schema pruning,
+//!   defaults, validation) or registered at run time ([`ResourceInfo`]).
 //! - **Transport**: plain HTTP in process by default; TLS with a generated CA and a bearer
 //!   token with [`ServerConfig::tls`] ([`ServerConfig::standalone`], the default of
 //!   `kinformer serve`), both in the kubeconfig. `/metrics` counts requests like
 //!   kube-apiserver's `apiserver_request_total`.
+//! - **Service account tokens**: `serviceaccounts/{name}/token` answers a `TokenRequest` with a
+//!   JWT signed by a key generated at start (kube-apiserver's claims); the server accepts it
+//!   as a bearer token (as `system:serviceaccount:<ns>:<name>`) and in a `TokenReview`, so
+//!   `kubectl create token` works. There is no service account controller: create the
+//!   service account (`default` too) before asking for its token.
+//! - **OpenAPI**: `/openapi/v2` (JSON) and `/openapi/v3` with the built-in kinds' schemas of the
+//!   selected Kubernetes version (generated from the k8s.io/kubernetes module's published
+//!   spec, `gen/openapi.py`) and custom resources' from their CRD's `openAPIV3Schema`, so
+//!   `kubectl explain` works on both.
 //! - **Verbs**: create, get, update, patch (merge, JSON, strategic with inferred merge keys, apply as merge),
 //!   delete, deletecollection, list, watch, with the real `Status` errors ([`ApiError`]).
 //! - **List/watch semantics**: label selectors (the grammar of the `kinformer-selector` crate,
@@ -59,12 +68,14 @@ mod proto;
 mod resource;
 mod review;
 mod scale;
+mod schemas;
 pub mod seed;
 mod selector;
 mod server;
 mod status;
 mod store;
 mod tls;
+mod token;
 #[cfg(test)]
 mod untrusted_input;
 mod version;

@@ -19,7 +19,7 @@
 
 mod admin;
 mod discovery;
-mod openapi;
+pub(crate) mod openapi;
 pub(crate) mod partial;
 mod path;
 mod resources;
@@ -53,18 +53,32 @@ pub(crate) fn router(ctx: Arc<Context>) -> Router {
     Router::new().fallback(handle).with_state(ctx)
 }
 
+/// Whether `header` carries a service account token (`serviceaccounts/token`) the server
+/// accepts for its API audience.
+fn service_account_bearer(ctx: &Context, header: Option<&[u8]>) -> bool {
+    let Some(token) = header
+        .and_then(|h| h.strip_prefix(b"Bearer "))
+        .and_then(|t| std::str::from_utf8(t).ok())
+    else {
+        return false;
+    };
+    ctx.tokens
+        .authenticate(&ctx.api, token, &[], crate::token::now())
+        .is_ok()
+}
+
 async fn handle(State(ctx): State<Arc<Context>>, req: Request) -> Response {
     let path = req.uri().path().to_string();
     if let Some(token) = &ctx.token
         && !public_path(&path)
-        && !crate::tls::bearer_matches(
-            req.headers()
-                .get(http::header::AUTHORIZATION)
-                .map(|v| v.as_bytes()),
-            token,
-        )
     {
-        return response::error(&ApiError::new(401, "Unauthorized", "Unauthorized"));
+        let header = req
+            .headers()
+            .get(http::header::AUTHORIZATION)
+            .map(|v| v.as_bytes());
+        if !crate::tls::bearer_matches(header, token) && !service_account_bearer(&ctx, header) {
+            return response::error(&ApiError::new(401, "Unauthorized", "Unauthorized"));
+        }
     }
     if path == "/metrics" {
         return response::text(200, ctx.metrics.encode());

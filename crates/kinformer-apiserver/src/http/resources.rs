@@ -45,14 +45,20 @@ fn classify(method: &Method, target: Target, watch: bool) -> Result<Classified, 
     else {
         return Err(ApiError::not_found_path());
     };
+    // `serviceaccounts/token`: create-only (a TokenRequest).
+    let token_request = subresource.as_deref() == Some("token")
+        && resource.group.is_empty()
+        && resource.plural == "serviceaccounts";
     if let Some(sub) = &subresource
         && !(sub == "status" && resource.status_subresource
-            || sub == "scale" && resource.scale.is_some())
+            || sub == "scale" && resource.scale.is_some()
+            || token_request)
     {
         return Err(ApiError::not_found_path());
     }
     let collection = name.is_none();
     let verb = match (method.as_str(), collection) {
+        ("POST", false) if token_request => Verb::Create,
         ("GET", true) if watch => Verb::Watch,
         ("GET", true) => Verb::List,
         ("GET", false) => Verb::Get,
@@ -63,7 +69,11 @@ fn classify(method: &Method, target: Target, watch: bool) -> Result<Classified, 
         ("DELETE", true) => Verb::DeleteCollection,
         _ => return Err(ApiError::method_not_allowed()),
     };
-    if subresource.is_some() && !matches!(verb, Verb::Get | Verb::Update | Verb::Patch) {
+    if subresource.is_some()
+        && !token_request
+        && !matches!(verb, Verb::Get | Verb::Update | Verb::Patch)
+        || token_request && verb != Verb::Create
+    {
         return Err(ApiError::method_not_allowed());
     }
     if resource.create_only && verb != Verb::Create {
@@ -248,14 +258,25 @@ async fn serve(
         Target::Group(g) => Some(discovery::group(&ctx.api.registry, g)),
         Target::GroupVersion(g, v) => Some(discovery::resource_list(&ctx.api.registry, g, v)),
         Target::Version => Some(discovery::version()),
-        Target::OpenApiV3(None) => Some(openapi::index(&ctx.api.registry)),
-        Target::OpenApiV3(Some(gv)) => match openapi::group_version(&ctx.api.registry, gv) {
-            Some(doc) => Some(doc),
-            None => {
-                let e = ApiError::not_found_path();
+        Target::OpenApiV2 | Target::OpenApiV3(_) => {
+            if method != Method::GET {
+                let e = ApiError::method_not_allowed();
                 return (e.code, None, response::error(&e));
             }
-        },
+            let accept = req
+                .headers()
+                .get(header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            let gv = match &target {
+                Target::OpenApiV3(gv) => gv.as_deref(),
+                _ => None,
+            };
+            let v2 = target == Target::OpenApiV2;
+            let (code, r) =
+                openapi::serve(&ctx.openapi, &ctx.api.registry, v2, gv, accept, raw_query);
+            return (code, None, r);
+        }
         Target::Health => {
             return (200, None, response::json_bytes(200, "ok"));
         }
@@ -343,6 +364,16 @@ async fn serve_verb(
     {
         return serve_scale(ctx, req, &c, scale, &writer).await;
     }
+    if c.subresource.as_deref() == Some("token") {
+        let info = crate::token::token_request_info();
+        let obj = read_object(ctx, req, &info).await?;
+        let ns = ns.unwrap_or("");
+        let answer = crate::token::request(api, &ctx.tokens, ns, name, obj, crate::token::now())?;
+        if pb && let Ok(b) = kinformer_proto::object_from_json(&answer) {
+            return Ok((201, response::protobuf(201, b)));
+        }
+        return Ok((201, response::json_value(201, &answer)));
+    }
     match c.verb {
         Verb::Get => {
             // A GET at a resourceVersion the server has not reached waits briefly, then answers
@@ -420,7 +451,11 @@ async fn serve_verb(
         Verb::Create => {
             let obj = read_object(ctx, req, res).await?;
             if res.create_only {
-                let answer = crate::review::answer(res, obj, ctx.token.as_deref())?;
+                let sa = |t: &str, auds: &[String]| {
+                    ctx.tokens
+                        .authenticate(&ctx.api, t, auds, crate::token::now())
+                };
+                let answer = crate::review::answer(res, obj, ctx.token.as_deref(), &sa)?;
                 if pb && let Ok(b) = kinformer_proto::object_from_json(&answer) {
                     return Ok((201, response::protobuf(201, b)));
                 }
