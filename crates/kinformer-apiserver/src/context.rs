@@ -50,5 +50,5 @@ pub(crate) struct Context {
     /// The key service account tokens are signed with.
     pub(crate) tokens: crate::token::Issuer,
     /// The OpenAPI documents, built when first asked for.
-    pub(crate) openapi: crate::http::openapi::Cache,
+    pub(crate) openapi: crate::openapi::Cache,
 }

@@ -62,6 +62,7 @@ mod kubeconfig;
 mod list;
 mod metrics;
 mod objects;
+mod openapi;
 mod options;
 mod patch;
 mod proto;

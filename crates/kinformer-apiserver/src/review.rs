@@ -16,11 +16,14 @@ pub(crate) type ServiceAccountAuth<'a> =
     dyn Fn(&str, &[String]) -> Result<crate::token::User, String> + 'a;
 
 /// Answers a review `body` of kind `res.kind`: the body with its `status` filled in (and an
-/// empty `metadata` if it had none), as kube-apiserver answers a create of one.
+/// empty `metadata` if it had none), as kube-apiserver answers a create of one. `requester` is
+/// the service account that sent it (a `SelfSubjectReview` describes it), `None` for the
+/// server's own token.
 pub(crate) fn answer(
     res: &ResourceInfo,
     mut body: Map<String, Value>,
     token: Option<&str>,
+    requester: Option<&crate::token::User>,
     service_account: &ServiceAccountAuth<'_>,
 ) -> Result<Value, ApiError> {
     crate::objects::check_type_meta(res, &body)?;
@@ -57,7 +60,10 @@ pub(crate) fn answer(
             "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
             "incomplete": false,
         }),
-        "SelfSubjectReview" => json!({"userInfo": {"username": USER, "groups": GROUPS}}),
+        "SelfSubjectReview" => match requester {
+            Some(user) => json!({"userInfo": user.to_json()}),
+            None => json!({"userInfo": {"username": USER, "groups": GROUPS}}),
+        },
         "TokenReview" => {
             let given = spec.get("token").and_then(|t| t.as_str()).unwrap_or("");
             let audiences: Vec<String> = match spec.get("audiences") {
@@ -105,22 +111,37 @@ mod tests {
             &r,
             body(json!({"spec": {"resourceAttributes": {"verb": "list", "resource": "pods"}}})),
             None,
+            None,
             &no_sa,
         )
         .unwrap();
         assert_eq!(out["status"]["allowed"], true);
         assert_eq!(out["kind"], "SelfSubjectAccessReview");
         assert_eq!(out["apiVersion"], "authorization.k8s.io/v1");
-        let e = answer(&r, body(json!({"spec": {}})), None, &no_sa).unwrap_err();
+        let e = answer(&r, body(json!({"spec": {}})), None, None, &no_sa).unwrap_err();
         assert_eq!(e.code, 422);
     }
 
     #[test]
     fn token_reviews_check_the_token() {
         let r = res("tokenreviews");
-        let ok = answer(&r, body(json!({"spec": {"token": "t"}})), Some("t"), &no_sa).unwrap();
+        let ok = answer(
+            &r,
+            body(json!({"spec": {"token": "t"}})),
+            Some("t"),
+            None,
+            &no_sa,
+        )
+        .unwrap();
         assert_eq!(ok["status"]["authenticated"], true);
-        let bad = answer(&r, body(json!({"spec": {"token": "x"}})), Some("t"), &no_sa).unwrap();
+        let bad = answer(
+            &r,
+            body(json!({"spec": {"token": "x"}})),
+            Some("t"),
+            None,
+            &no_sa,
+        )
+        .unwrap();
         assert_eq!(bad["status"].get("authenticated"), None);
     }
 }

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 /// Every `$ref` in `doc` (v3 `#/components/schemas/...` or v2 `#/definitions/...`) names a
 /// definition of the document.
-fn assert_refs_resolve(doc: &Value, defs: &Value, prefix: &str) {
+fn assert_refs_resolve(doc: &Value, defs: &Value, prefix: &str, at_least: usize) {
     let mut stack = vec![doc];
     let mut n = 0;
     while let Some(v) = stack.pop() {
@@ -30,7 +30,7 @@ fn assert_refs_resolve(doc: &Value, defs: &Value, prefix: &str) {
             _ => {}
         }
     }
-    assert!(n > 100, "only {n} references");
+    assert!(n >= at_least, "only {n} references");
 }
 
 async fn index(s: &RunningServer) -> Value {
@@ -77,7 +77,7 @@ async fn built_in_schemas_are_served_in_v2_and_v3() {
         "#/components/schemas/io.k8s.api.core.v1.Container"
     );
     assert_eq!(containers["x-kubernetes-list-map-keys"], json!(["name"]));
-    assert_refs_resolve(&doc, schemas, "#/components/schemas/");
+    assert_refs_resolve(&doc, schemas, "#/components/schemas/", 100);
     // kubectl finds server-side field validation from the PATCH operations' parameters.
     let patch = &doc["paths"]["/api/v1/namespaces/{namespace}/pods/{name}"]["patch"];
     assert_eq!(patch["x-kubernetes-group-version-kind"]["kind"], "Pod");
@@ -125,7 +125,7 @@ async fn built_in_schemas_are_served_in_v2_and_v3() {
             .unwrap()
             .starts_with("List of containers")
     );
-    assert_refs_resolve(&v2, defs, "#/definitions/");
+    assert_refs_resolve(&v2, defs, "#/definitions/", 100);
     let pb = request_with_headers(
         s.addr(),
         "GET",
@@ -207,7 +207,7 @@ async fn a_crds_schema_comes_and_goes_with_it() {
         schemas["com.example.v1.WidgetList"]["properties"]["items"]["items"]["$ref"],
         "#/components/schemas/com.example.v1.Widget"
     );
-    assert_refs_resolve(&doc, schemas, "#/components/schemas/");
+    assert_refs_resolve(&doc, schemas, "#/components/schemas/", 10);
     let v2 = get(s.addr(), "/openapi/v2").await.json();
     assert_eq!(
         v2["definitions"]["com.example.v1.Widget"]["properties"]["metadata"]["$ref"],

@@ -1,7 +1,8 @@
 //! Service account tokens over HTTP: `serviceaccounts/{name}/token` answers a TokenRequest
 //! with a signed JWT (kube's claims, expiry bounds, 404 for a missing service account, bound
 //! object checks), the server accepts that JWT as a bearer token over TLS (a tampered one or
-//! one of a deleted service account is 401), and a TokenReview authenticates it.
+//! one of a deleted service account is 401; a SelfSubjectReview names the service account),
+//! and a TokenReview authenticates it.
 
 mod common;
 
@@ -168,6 +169,24 @@ async fn service_account_tokens_authenticate_over_tls() {
     let token = tr.status.unwrap().token;
 
     assert_eq!(list_code(client_with(&s, &token).await).await, 200);
+    // `kubectl auth whoami`: the service account
+    let ssr = http::Request::post("/apis/authentication.k8s.io/v1/selfsubjectreviews")
+        .header("Content-Type", "application/json")
+        .body(
+            json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+                .to_string()
+                .into_bytes(),
+        )
+        .unwrap();
+    let who: Value = client_with(&s, &token).await.request(ssr).await.unwrap();
+    assert_eq!(
+        who["status"]["userInfo"]["username"],
+        "system:serviceaccount:default:builder"
+    );
+    assert_eq!(
+        who["status"]["userInfo"]["groups"][1],
+        "system:serviceaccounts:default"
+    );
     // a flipped signature byte, or claims edited, are refused
     let mut tampered = token.clone().into_bytes();
     let last = tampered.len() - 2;

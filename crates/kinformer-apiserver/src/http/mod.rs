@@ -19,7 +19,7 @@
 
 mod admin;
 mod discovery;
-pub(crate) mod openapi;
+mod openapi;
 pub(crate) mod partial;
 mod path;
 mod resources;
@@ -53,21 +53,18 @@ pub(crate) fn router(ctx: Arc<Context>) -> Router {
     Router::new().fallback(handle).with_state(ctx)
 }
 
-/// Whether `header` carries a service account token (`serviceaccounts/token`) the server
-/// accepts for its API audience.
-fn service_account_bearer(ctx: &Context, header: Option<&[u8]>) -> bool {
-    let Some(token) = header
+/// The service account whose token (`serviceaccounts/token`) `header` carries, if the server
+/// accepts it for its API audience.
+fn service_account_bearer(ctx: &Context, header: Option<&[u8]>) -> Option<crate::token::User> {
+    let token = header
         .and_then(|h| h.strip_prefix(b"Bearer "))
-        .and_then(|t| std::str::from_utf8(t).ok())
-    else {
-        return false;
-    };
+        .and_then(|t| std::str::from_utf8(t).ok())?;
     ctx.tokens
         .authenticate(&ctx.api, token, &[], crate::token::now())
-        .is_ok()
+        .ok()
 }
 
-async fn handle(State(ctx): State<Arc<Context>>, req: Request) -> Response {
+async fn handle(State(ctx): State<Arc<Context>>, mut req: Request) -> Response {
     let path = req.uri().path().to_string();
     if let Some(token) = &ctx.token
         && !public_path(&path)
@@ -76,8 +73,14 @@ async fn handle(State(ctx): State<Arc<Context>>, req: Request) -> Response {
             .headers()
             .get(http::header::AUTHORIZATION)
             .map(|v| v.as_bytes());
-        if !crate::tls::bearer_matches(header, token) && !service_account_bearer(&ctx, header) {
-            return response::error(&ApiError::new(401, "Unauthorized", "Unauthorized"));
+        if !crate::tls::bearer_matches(header, token) {
+            match service_account_bearer(&ctx, header) {
+                // who is asking, for SelfSubjectReview
+                Some(user) => drop(req.extensions_mut().insert(user)),
+                None => {
+                    return response::error(&ApiError::new(401, "Unauthorized", "Unauthorized"));
+                }
+            }
         }
     }
     if path == "/metrics" {

@@ -449,13 +449,15 @@ async fn serve_verb(
             Ok((200, response::watch(rx, pb)))
         }
         Verb::Create => {
+            let requester = req.extensions().get::<crate::token::User>().cloned();
             let obj = read_object(ctx, req, res).await?;
             if res.create_only {
                 let sa = |t: &str, auds: &[String]| {
                     ctx.tokens
                         .authenticate(&ctx.api, t, auds, crate::token::now())
                 };
-                let answer = crate::review::answer(res, obj, ctx.token.as_deref(), &sa)?;
+                let answer =
+                    crate::review::answer(res, obj, ctx.token.as_deref(), requester.as_ref(), &sa)?;
                 if pb && let Ok(b) = kinformer_proto::object_from_json(&answer) {
                     return Ok((201, response::protobuf(201, b)));
                 }
