@@ -1,7 +1,10 @@
 //! The built-in kinds' OpenAPI schemas, as the Kubernetes version the build selected publishes
 //! them: `openapi/v1_NN.json`, written by `gen/openapi.py` from the k8s.io/kubernetes module's
 //! `api/openapi-spec/v3` (the OpenAPI v3 `components.schemas` of the stable API versions'
-//! kinds and everything they reference). Only the selected version's file is compiled in
+//! kinds and everything they reference), with the enumerated fields' `enum`s and descriptions
+//! the published spec leaves out taken from the module's generated definitions. For 1.35 the
+//! result is, definition for definition, what kube-apiserver v1.35.4 serves (v3, and v2
+//! through [`to_v2`]). Only the selected version's file is compiled in
 //! (k8s-openapi's `k8s_if_1_NN!`, as kinformer-proto selects its table); it is parsed on first
 //! use.
 //!
