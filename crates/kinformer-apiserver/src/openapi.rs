@@ -234,8 +234,17 @@ fn build_v3(resources: &[Arc<ResourceInfo>]) -> BTreeMap<String, Value> {
         .map(|(gv, rs)| {
             let (group, version) = (&rs[0].group, &rs[0].version);
             let mut local = Map::new();
-            let mut roots: BTreeSet<String> = COMMON.iter().map(|s| s.to_string()).collect();
-            if rs.iter().any(|r| builtin(r)) {
+            let has_builtin = rs.iter().any(|r| builtin(r));
+            // A custom group-version's document has no discovery list or watch event
+            // definitions (kube-apiserver's CRD builder adds neither).
+            let mut roots: BTreeSet<String> = COMMON
+                .iter()
+                .filter(|c| {
+                    has_builtin || !c.ends_with(".APIResourceList") && !c.ends_with(".WatchEvent")
+                })
+                .map(|s| s.to_string())
+                .collect();
+            if has_builtin {
                 for (name, def) in defs {
                     if schemas::gvks(def)
                         .iter()
