@@ -25,7 +25,7 @@
 //!   as a bearer token (as `system:serviceaccount:<ns>:<name>`) and in a `TokenReview`, so
 //!   `kubectl create token` works. There is no service account controller: create the
 //!   service account (`default` too) before asking for its token.
-//! - **OpenAPI**: `/openapi/v2` (JSON) and `/openapi/v3` with the built-in kinds' schemas of the
+//! - **OpenAPI**: `/openapi/v2` (JSON and protobuf) and `/openapi/v3` with the built-in kinds' schemas of the
 //!   selected Kubernetes version (generated from the k8s.io/kubernetes module's published
 //!   spec, `gen/openapi.py`) and custom resources' from their CRD's `openAPIV3Schema`, so
 //!   `kubectl explain` works on both.

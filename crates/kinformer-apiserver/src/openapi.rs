@@ -13,6 +13,8 @@
 //! index's links. Documents are built when first asked for and kept until the set of served
 //! resources changes.
 
+mod protobuf;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -48,6 +50,8 @@ pub(crate) struct Built {
     v3: BTreeMap<String, (Bytes, String)>,
     /// The v2 document, built when first asked for.
     v2: std::sync::OnceLock<Bytes>,
+    /// Its protobuf form, built when first asked for.
+    v2_protobuf: std::sync::OnceLock<Bytes>,
 }
 
 /// The server's OpenAPI documents, rebuilt when the served resources change.
@@ -77,6 +81,16 @@ impl Built {
     /// The v3 document of `gv` (`api/v1`, `apis/g/v`) and its hash.
     pub(crate) fn v3(&self, gv: &str) -> Option<(&Bytes, &str)> {
         self.v3.get(gv).map(|(doc, hash)| (doc, hash.as_str()))
+    }
+
+    /// The v2 document in gnostic's protobuf form.
+    pub(crate) fn v2_protobuf(&self) -> Bytes {
+        self.v2_protobuf
+            .get_or_init(|| {
+                let doc: Value = serde_json::from_slice(&self.v2()).unwrap_or(Value::Null);
+                Bytes::from(protobuf::document(&doc))
+            })
+            .clone()
     }
 
     /// The v2 document.
@@ -110,6 +124,7 @@ impl Cache {
             snapshot: now,
             v3,
             v2: std::sync::OnceLock::new(),
+            v2_protobuf: std::sync::OnceLock::new(),
         });
         *slot = Some(built.clone());
         built

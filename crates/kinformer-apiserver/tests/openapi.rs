@@ -1,7 +1,8 @@
 //! OpenAPI over HTTP: the built-in kinds' schemas in `/openapi/v2` and `/openapi/v3/{gv}`
 //! (Pod with its descriptions and group-version-kind, every reference resolving inside the
-//! document, the `fieldValidation` parameter kubectl looks for), the index's hashes, and a
-//! CustomResourceDefinition's schema appearing and disappearing with it.
+//! document, v2 in JSON and in protobuf, the `fieldValidation` parameter kubectl looks for),
+//! the index's hashes, and a CustomResourceDefinition's schema appearing and disappearing
+//! with it.
 
 mod common;
 
@@ -98,8 +99,8 @@ async fn built_in_schemas_are_served_in_v2_and_v3() {
     assert!(!apps_schemas.contains_key("io.k8s.api.core.v1.Service"));
     assert_eq!(get(s.addr(), "/openapi/v3/apis/nothing/v1").await.code, 404);
 
-    // v2: JSON when JSON is acceptable; protobuf only is 406, as kube-openapi answers a media
-    // type it cannot serve.
+    // v2: JSON, or gnostic's protobuf form for client-go; another media type is 406, as
+    // kube-openapi answers
     let v2 = request_with_headers(
         s.addr(),
         "GET",
@@ -138,7 +139,24 @@ async fn built_in_schemas_are_served_in_v2_and_v3() {
         b"",
     )
     .await;
-    assert_eq!(pb.code, 406);
+    assert_eq!(pb.code, 200);
+    assert_eq!(
+        pb.header("content-type"),
+        Some("application/com.github.proto-openapi.spec.v2.v1.0+protobuf")
+    );
+    // Document.swagger = "2.0", then the definitions, Pod's among them
+    assert_eq!(&pb.body[..5], &[0x0a, 3, b'2', b'.', b'0']);
+    assert!(pb.body.windows(22).any(|w| w == b"io.k8s.api.core.v1.Pod"));
+    let html = request_with_headers(
+        s.addr(),
+        "GET",
+        "/openapi/v2",
+        None,
+        &[("Accept", "text/html")],
+        b"",
+    )
+    .await;
+    assert_eq!(html.code, 406);
     s.shutdown().await;
 }
 

@@ -9,14 +9,14 @@
 //! answered `Cache-Control: public, immutable`, one with a stale hash is redirected (301) to
 //! the current link, as kube-openapi does.
 //!
-//! Deliberate difference from kube-apiserver: `/openapi/v2` is served as JSON only. A client
-//! that accepts nothing but the protobuf form
-//! (`application/com.github.proto-openapi.spec.v2@v1.0+protobuf`, as client-go's
-//! `OpenAPISchema` asks) gets 406 Not Acceptable, as kube-openapi answers a media type it cannot
-//! serve; kubectl then does without v2 (`kubectl explain` reads v3; client-side `kubectl apply`
-//! falls back to the types' own patch strategies). Operations carry fewer parameters and
-//! responses than kube-apiserver's, and only the stable API versions the server serves are
-//! described.
+//! `/openapi/v2` answers JSON or, for clients that ask for it (client-go's `OpenAPISchema`,
+//! so kubectl's v2 `explain` and client-side apply), gnostic's protobuf form
+//! (`application/com.github.proto-openapi.spec.v2@v1.0+protobuf`); another media type is 406,
+//! as kube-openapi answers.
+//!
+//! Deliberate difference from kube-apiserver: the protobuf form has no `paths` (see
+//! `crate::openapi`'s `protobuf` module); operations carry fewer parameters and responses than
+//! kube-apiserver's; only the stable API versions the server serves are described.
 
 use axum::response::Response;
 use bytes::Bytes;
@@ -37,12 +37,22 @@ pub(super) fn serve(
 ) -> (u16, Response) {
     let built = cache.get(registry);
     if v2 {
-        if !accepts_json(accept) {
-            let mut r = response::json_bytes(406, Bytes::new());
-            r.headers_mut().remove(header::CONTENT_TYPE);
-            return (406, r);
-        }
-        return (200, response::json_bytes(200, built.v2()));
+        return match v2_form(accept) {
+            Some(V2Form::Json) => (200, response::json_bytes(200, built.v2())),
+            Some(V2Form::Protobuf) => {
+                let mut r = response::json_bytes(200, built.v2_protobuf());
+                r.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static(V2_PROTOBUF_ALT),
+                );
+                (200, r)
+            }
+            None => {
+                let mut r = response::json_bytes(406, Bytes::new());
+                r.headers_mut().remove(header::CONTENT_TYPE);
+                (406, r)
+            }
+        };
     }
     let Some(gv) = gv else {
         return (200, response::json_value(200, &built.index()));
@@ -79,11 +89,27 @@ pub(super) fn serve(
     (200, r)
 }
 
-/// Whether an `Accept` header admits JSON (no header, `*/*`, `application/*`, JSON).
-fn accepts_json(accept: &str) -> bool {
-    accept.trim().is_empty()
-        || accept.split(',').any(|part| {
-            let media = part.split(';').next().unwrap_or("").trim();
-            matches!(media, "*/*" | "application/*" | "application/json")
+/// The protobuf media type of the v2 document, as client-go asks for it.
+const V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+/// The same, as kube-openapi names it in its answer.
+const V2_PROTOBUF_ALT: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+
+enum V2Form {
+    Json,
+    Protobuf,
+}
+
+/// The form of the v2 document an `Accept` header asks for: the first media type listed that
+/// the server has (JSON for none, `*/*` or `application/*`), as kube-openapi negotiates.
+fn v2_form(accept: &str) -> Option<V2Form> {
+    if accept.trim().is_empty() {
+        return Some(V2Form::Json);
+    }
+    accept
+        .split(',')
+        .find_map(|part| match part.split(';').next().unwrap_or("").trim() {
+            "*/*" | "application/*" | "application/json" => Some(V2Form::Json),
+            V2_PROTOBUF | V2_PROTOBUF_ALT => Some(V2Form::Protobuf),
+            _ => None,
         })
 }
