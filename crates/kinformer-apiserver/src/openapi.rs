@@ -36,6 +36,16 @@ const COMMON: &[&str] = &[
     "io.k8s.apimachinery.pkg.apis.meta.v1.Status",
     "io.k8s.apimachinery.pkg.apis.meta.v1.WatchEvent",
 ];
+/// Kinds whose definitions declare a group-version whose document does not have them:
+/// discovery documents (`/api`, `/apis`), TokenRequest (the `serviceaccounts/token`
+/// subresource's, in `api/v1`), Eviction (`pods/eviction`'s, which the server does not serve).
+const ELSEWHERE: &[&str] = &[
+    "APIGroup",
+    "APIGroupList",
+    "APIVersions",
+    "Eviction",
+    "TokenRequest",
+];
 const API_VERSION_DOC: &str = "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources";
 const KIND_DOC: &str = "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds";
 const METADATA_DOC: &str = "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
@@ -251,20 +261,32 @@ fn build_v3(resources: &[Arc<ResourceInfo>]) -> BTreeMap<String, Value> {
             let mut local = Map::new();
             let has_builtin = rs.iter().any(|r| builtin(r));
             // A custom group-version's document has no discovery list or watch event
-            // definitions (kube-apiserver's CRD builder adds neither).
+            // definitions (kube-apiserver's CRD builder adds neither); one of create-only
+            // kinds (the reviews) only has the discovery list.
+            let create_only = rs.iter().all(|r| r.create_only);
             let mut roots: BTreeSet<String> = COMMON
                 .iter()
                 .filter(|c| {
-                    has_builtin || !c.ends_with(".APIResourceList") && !c.ends_with(".WatchEvent")
+                    let discovery = c.ends_with(".APIResourceList");
+                    if create_only {
+                        discovery
+                    } else {
+                        has_builtin || !discovery && !c.ends_with(".WatchEvent")
+                    }
                 })
                 .map(|s| s.to_string())
                 .collect();
             if has_builtin {
                 for (name, def) in defs {
-                    if schemas::gvks(def)
-                        .iter()
-                        .any(|(g, v, _)| g == group && v == version)
-                    {
+                    // kinds no operation of the group-version answers (discovery documents, a
+                    // subresource's kind served elsewhere) stay out, as in kube-apiserver's
+                    if schemas::gvks(def).iter().any(|(g, v, k)| {
+                        let k = k.as_str();
+                        g == group
+                            && v == version
+                            && !ELSEWHERE.contains(&k)
+                            && !(create_only && matches!(k, "DeleteOptions" | "WatchEvent"))
+                    }) {
                         roots.insert(name.clone());
                     }
                 }

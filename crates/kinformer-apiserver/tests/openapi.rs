@@ -97,6 +97,28 @@ async fn built_in_schemas_are_served_in_v2_and_v3() {
     assert!(apps_schemas.contains_key("io.k8s.api.apps.v1.Deployment"));
     assert!(apps_schemas.contains_key("io.k8s.api.core.v1.PodSpec"));
     assert!(!apps_schemas.contains_key("io.k8s.api.core.v1.Service"));
+    // as kube-apiserver's: TokenRequest with the service accounts, not discovery documents;
+    // the reviews' group has no DeleteOptions
+    assert!(
+        schemas
+            .get("io.k8s.api.authentication.v1.TokenRequest")
+            .is_some()
+    );
+    assert!(
+        schemas
+            .get("io.k8s.apimachinery.pkg.apis.meta.v1.APIGroupList")
+            .is_none()
+    );
+    let authn = get(
+        s.addr(),
+        &url(&idx, "apis/authentication.k8s.io/v1").unwrap(),
+    )
+    .await
+    .json();
+    let authn = authn["components"]["schemas"].as_object().unwrap();
+    assert!(authn.contains_key("io.k8s.api.authentication.v1.TokenReview"));
+    assert!(!authn.contains_key("io.k8s.api.authentication.v1.TokenRequest"));
+    assert!(!authn.contains_key("io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions"));
     assert_eq!(get(s.addr(), "/openapi/v3/apis/nothing/v1").await.code, 404);
 
     // v2: JSON, or gnostic's protobuf form for client-go; another media type is 406, as
