@@ -47,4 +47,8 @@ pub(crate) struct Context {
     pub(crate) token: Option<String>,
     /// Request counters served at `/metrics`.
     pub(crate) metrics: crate::metrics::Metrics,
+    /// The key service account tokens are signed with.
+    pub(crate) tokens: crate::token::Issuer,
+    /// The OpenAPI documents, built when first asked for.
+    pub(crate) openapi: crate::openapi::Cache,
 }

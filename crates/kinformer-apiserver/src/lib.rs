@@ -13,10 +13,11 @@
 //!   objects are kept as pre-serialized JSON so LIST and WATCH serve bytes without
 //!   re-encoding.
 //! - **Resources**: every listable kind of k8s-openapi's stable API versions, described from
-//!   the types, with `/status` and `/scale`; the access and token reviews; custom resources
-//!   from CustomResourceDefinitions created over the API (schema pruning, defaults,
-//!   validation) or registered at run time ([`ResourceInfo`]). Namespaces as kube's registry
-//!   has them: `Active` with the `kubernetes` finalizer, `Terminating` on delete, `/finalize`.
+//!   the types, with `/status` and `/scale`; the access and token reviews, token requests;
+//!   custom resources from CustomResourceDefinitions created over the API (schema pruning,
+//!   defaults, validation) or registered at run time ([`ResourceInfo`]). Namespaces as kube's
+//!   registry has them: `Active` with the `kubernetes` finalizer, `Terminating` on delete,
+//!   `/finalize`.
 //! - **Transport**: plain HTTP in process by default; TLS with a generated CA and a bearer
 //!   token with [`ServerConfig::tls`] ([`ServerConfig::standalone`], the default of
 //!   `kinformer serve`), both in the kubeconfig. `/metrics` counts requests like
@@ -40,6 +41,14 @@
 //! - **Admission**: NamespaceLifecycle — 403 for creates in a terminating namespace, the
 //!   immortal `default`/`kube-system`/`kube-public`, 404 for a missing namespace with
 //!   [`ServerConfig::enforce_namespaces`] (on in [`ServerConfig::standalone`]).
+//! - **Service account tokens**: `serviceaccounts/{name}/token` answers a `TokenRequest` with a
+//!   JWT signed by a key generated at start (kube-apiserver's claims); the server accepts it
+//!   as a bearer token (as `system:serviceaccount:<ns>:<name>`) and in a `TokenReview`, so
+//!   `kubectl create token` works.
+//! - **OpenAPI**: `/openapi/v2` (JSON and protobuf) and `/openapi/v3` with the built-in kinds' schemas of the
+//!   selected Kubernetes version (generated from the k8s.io/kubernetes module's published
+//!   spec, `gen/openapi.py`) and custom resources' from their CRD's `openAPIV3Schema`, so
+//!   `kubectl explain` works on both.
 //! - **List/watch semantics**: label selectors (the grammar of the `kinformer-selector` crate,
 //!   shared with kinformer's listers), field selectors, pagination, resourceVersion matching,
 //!   bookmarks, `sendInitialEvents`, 410 Gone and 504 "Too large resource version".
@@ -73,18 +82,21 @@ mod kubeconfig;
 mod list;
 mod metrics;
 mod objects;
+mod openapi;
 mod options;
 mod patch;
 mod proto;
 mod resource;
 mod review;
 mod scale;
+mod schemas;
 pub mod seed;
 mod selector;
 mod server;
 mod status;
 mod store;
 mod tls;
+mod token;
 #[cfg(test)]
 mod untrusted_input;
 mod version;

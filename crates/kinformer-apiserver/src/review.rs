@@ -1,6 +1,6 @@
 //! The create-only review kinds: answered from the request, never stored. The server has no
 //! authorization, so every access review is allowed; a token review authenticates the server's
-//! own token.
+//! own token and the service account tokens it issued (`crate::token`).
 
 use serde_json::{Map, Value, json};
 
@@ -11,12 +11,20 @@ use crate::status::ApiError;
 const USER: &str = "kinformer-admin";
 const GROUPS: &[&str] = &["system:masters", "system:authenticated"];
 
+/// Authenticates a service account token for the given audiences (see `crate::token`).
+pub(crate) type ServiceAccountAuth<'a> =
+    dyn Fn(&str, &[String]) -> Result<crate::token::User, String> + 'a;
+
 /// Answers a review `body` of kind `res.kind`: the body with its `status` filled in (and an
-/// empty `metadata` if it had none), as kube-apiserver answers a create of one.
+/// empty `metadata` if it had none), as kube-apiserver answers a create of one. `requester` is
+/// the service account that sent it (a `SelfSubjectReview` describes it), `None` for the
+/// server's own token.
 pub(crate) fn answer(
     res: &ResourceInfo,
     mut body: Map<String, Value>,
     token: Option<&str>,
+    requester: Option<&crate::token::User>,
+    service_account: &ServiceAccountAuth<'_>,
 ) -> Result<Value, ApiError> {
     crate::objects::check_type_meta(res, &body)?;
     body.insert("apiVersion".into(), Value::String(res.api_version()));
@@ -52,11 +60,28 @@ pub(crate) fn answer(
             "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
             "incomplete": false,
         }),
-        "SelfSubjectReview" => json!({"userInfo": {"username": USER, "groups": GROUPS}}),
+        "SelfSubjectReview" => match requester {
+            Some(user) => json!({"userInfo": user.to_json()}),
+            None => json!({"userInfo": {"username": USER, "groups": GROUPS}}),
+        },
         "TokenReview" => {
             let given = spec.get("token").and_then(|t| t.as_str()).unwrap_or("");
-            let ok = token.is_none_or(|t| t == given);
-            if ok {
+            let audiences: Vec<String> = match spec.get("audiences") {
+                Some(Value::Array(a)) => a
+                    .iter()
+                    .filter_map(|x| x.as_str().map(String::from))
+                    .collect(),
+                _ => Vec::new(),
+            };
+            // A JWT is a service account token: it authenticates as its service account or
+            // not at all. Anything else is the server's own token.
+            let jwt = given.split('.').count() == 3;
+            let sa = jwt.then(|| service_account(given, &audiences));
+            if let Some(Ok(user)) = &sa {
+                json!({"authenticated": true, "user": user.to_json(), "audiences": user.audiences})
+            } else if let Some(Err(why)) = &sa {
+                json!({"user": {}, "error": why})
+            } else if token.is_none_or(|t| t == given) {
                 json!({"authenticated": true, "user": {"username": USER, "groups": GROUPS}, "audiences": spec.get("audiences").cloned().unwrap_or(json!([]))})
             } else {
                 json!({"user": {}, "error": "invalid bearer token"})
@@ -75,6 +100,10 @@ mod tests {
     use super::*;
     use crate::objects::test_util::{body, res};
 
+    fn no_sa(_: &str, _: &[String]) -> Result<crate::token::User, String> {
+        Err("not a service account token".into())
+    }
+
     #[test]
     fn access_reviews_are_allowed() {
         let r = res("selfsubjectaccessreviews");
@@ -82,21 +111,37 @@ mod tests {
             &r,
             body(json!({"spec": {"resourceAttributes": {"verb": "list", "resource": "pods"}}})),
             None,
+            None,
+            &no_sa,
         )
         .unwrap();
         assert_eq!(out["status"]["allowed"], true);
         assert_eq!(out["kind"], "SelfSubjectAccessReview");
         assert_eq!(out["apiVersion"], "authorization.k8s.io/v1");
-        let e = answer(&r, body(json!({"spec": {}})), None).unwrap_err();
+        let e = answer(&r, body(json!({"spec": {}})), None, None, &no_sa).unwrap_err();
         assert_eq!(e.code, 422);
     }
 
     #[test]
     fn token_reviews_check_the_token() {
         let r = res("tokenreviews");
-        let ok = answer(&r, body(json!({"spec": {"token": "t"}})), Some("t")).unwrap();
+        let ok = answer(
+            &r,
+            body(json!({"spec": {"token": "t"}})),
+            Some("t"),
+            None,
+            &no_sa,
+        )
+        .unwrap();
         assert_eq!(ok["status"]["authenticated"], true);
-        let bad = answer(&r, body(json!({"spec": {"token": "x"}})), Some("t")).unwrap();
+        let bad = answer(
+            &r,
+            body(json!({"spec": {"token": "x"}})),
+            Some("t"),
+            None,
+            &no_sa,
+        )
+        .unwrap();
         assert_eq!(bad["status"].get("authenticated"), None);
     }
 }

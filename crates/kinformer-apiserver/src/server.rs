@@ -101,6 +101,8 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     } else {
         None
     };
+    let tokens = crate::token::Issuer::generate()
+        .map_err(|e| StartError::Tls(format!("cannot generate the service account key: {e}")))?;
     let ctx = Arc::new(Context {
         api,
         faults: Arc::new(FaultState::default()),
@@ -111,6 +113,8 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         bookmark_rv: tokio::sync::watch::channel(0).0,
         token: credentials.as_ref().map(|c| c.token.clone()),
         metrics: crate::metrics::Metrics::default(),
+        openapi: Default::default(),
+        tokens,
     });
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", config.port))
         .await

@@ -626,11 +626,15 @@ async fn discovery_documents() {
         "apps/v1"
     );
     assert_eq!(get(a, "/version").await.json()["major"], "1");
-    assert_eq!(
-        get(a, "/openapi/v3").await.json()["paths"]["api/v1"]["serverRelativeURL"],
-        "/openapi/v3/api/v1?hash=kinformer"
+    let core_doc = get(a, "/openapi/v3").await.json()["paths"]["api/v1"]["serverRelativeURL"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        core_doc.starts_with("/openapi/v3/api/v1?hash="),
+        "{core_doc}"
     );
-    assert_eq!(get(a, "/openapi/v2").await.code, 404);
+    assert_eq!(get(a, "/openapi/v2").await.code, 200);
     s.shutdown().await;
 }
 

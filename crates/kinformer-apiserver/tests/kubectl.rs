@@ -348,3 +348,55 @@ async fn kubectl_server_side_apply_from_two_managers() {
     assert_eq!(managers, vec!["bob"]);
     s.stop().await;
 }
+
+#[tokio::test]
+async fn kubectl_explains_built_ins_and_crds_and_creates_tokens() {
+    if !kubectl_available() {
+        eprintln!("kubectl not installed: skipping");
+        return;
+    }
+    let s = Standalone::start(0).await;
+    // built-in kinds: the schemas of the selected Kubernetes version, enums included
+    let containers = s.run(&["explain", "pods.spec.containers"]).await;
+    assert!(
+        containers.contains("FIELD: containers <[]Container>"),
+        "{containers}"
+    );
+    assert!(containers.contains("List of containers belonging to the pod."));
+    assert!(
+        containers.contains("enum: Always, IfNotPresent, Never"),
+        "{containers}"
+    );
+    let deploy = s.run(&["explain", "deployments", "--recursive"]).await;
+    assert!(deploy.contains("GROUP:      apps"), "{deploy}");
+    assert!(
+        deploy.contains("      enum: Recreate, RollingUpdate"),
+        "{deploy}"
+    );
+    // a CRD: its openAPIV3Schema under its group-version
+    let crd = s.dir.join("crd.yaml");
+    write(
+        &crd,
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {plural: widgets, singular: widget, kind: Widget}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec:\n            type: object\n            description: What the widget should be.\n            required: [size]\n            properties:\n              size: {type: integer, description: How big the widget is.}\n",
+    );
+    s.run(&["apply", "-f", crd.to_str().unwrap()]).await;
+    let spec = s.run(&["explain", "widgets.spec"]).await;
+    assert!(spec.contains("What the widget should be."), "{spec}");
+    assert!(spec.contains("size\t<integer> -required-"), "{spec}");
+    // kubectl create token (the service account first: there is no service account controller)
+    s.run(&["create", "serviceaccount", "default"]).await;
+    let token = s.run(&["create", "token", "default"]).await;
+    assert_eq!(token.trim().split('.').count(), 3, "{token}");
+    let out = s
+        .kubectl()
+        .args(["create", "token", "default", "--duration=5m"])
+        .output()
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("may not specify a duration less than 10 minutes")
+    );
+    s.stop().await;
+}

@@ -53,18 +53,35 @@ pub(crate) fn router(ctx: Arc<Context>) -> Router {
     Router::new().fallback(handle).with_state(ctx)
 }
 
-async fn handle(State(ctx): State<Arc<Context>>, req: Request) -> Response {
+/// The service account whose token (`serviceaccounts/token`) `header` carries, if the server
+/// accepts it for its API audience.
+fn service_account_bearer(ctx: &Context, header: Option<&[u8]>) -> Option<crate::token::User> {
+    let token = header
+        .and_then(|h| h.strip_prefix(b"Bearer "))
+        .and_then(|t| std::str::from_utf8(t).ok())?;
+    ctx.tokens
+        .authenticate(&ctx.api, token, &[], crate::token::now())
+        .ok()
+}
+
+async fn handle(State(ctx): State<Arc<Context>>, mut req: Request) -> Response {
     let path = req.uri().path().to_string();
     if let Some(token) = &ctx.token
         && !public_path(&path)
-        && !crate::tls::bearer_matches(
-            req.headers()
-                .get(http::header::AUTHORIZATION)
-                .map(|v| v.as_bytes()),
-            token,
-        )
     {
-        return response::error(&ApiError::new(401, "Unauthorized", "Unauthorized"));
+        let header = req
+            .headers()
+            .get(http::header::AUTHORIZATION)
+            .map(|v| v.as_bytes());
+        if !crate::tls::bearer_matches(header, token) {
+            match service_account_bearer(&ctx, header) {
+                // who is asking, for SelfSubjectReview
+                Some(user) => drop(req.extensions_mut().insert(user)),
+                None => {
+                    return response::error(&ApiError::new(401, "Unauthorized", "Unauthorized"));
+                }
+            }
+        }
     }
     if path == "/metrics" {
         return response::text(200, ctx.metrics.encode());

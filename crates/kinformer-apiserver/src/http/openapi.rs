@@ -1,70 +1,115 @@
-//! A minimal OpenAPI v3 surface: enough for kubectl to find that the server supports
-//! server-side field validation (`fieldValidation` on PATCH for each group-version-kind), so
-//! `kubectl create -f` / `apply` validate on the server instead of downloading full schemas.
+//! Serving OpenAPI: `/openapi/v2` (one document) and `/openapi/v3` (an index of one document
+//! per group-version, `/openapi/v3/api/v1`, `/openapi/v3/apis/{group}/{version}`), built by
+//! [`crate::openapi`]: the built-in kinds' schemas of the selected Kubernetes version and the
+//! CRDs' `openAPIV3Schema`, so `kubectl explain` works on both, and the `fieldValidation`
+//! parameters from which kubectl finds server-side field validation.
 //!
-//! Deliberate difference from the real server: no object schemas are published (clients that
-//! generate code from OpenAPI need a real cluster).
+//! The index links each document with a `hash` of its content, so a new CRD changes its
+//! group-version's link and clients' caches refresh; a request with the current hash is
+//! answered `Cache-Control: public, immutable`, one with a stale hash is redirected (301) to
+//! the current link, as kube-openapi does.
+//!
+//! `/openapi/v2` answers JSON or, for clients that ask for it (client-go's `OpenAPISchema`,
+//! so kubectl's v2 `explain` and client-side apply), gnostic's protobuf form
+//! (`application/com.github.proto-openapi.spec.v2@v1.0+protobuf`); another media type is 406,
+//! as kube-openapi answers.
+//!
+//! Deliberate difference from kube-apiserver: the protobuf form has no `paths` (see
+//! `crate::openapi`'s `protobuf` module); operations carry fewer parameters and responses than
+//! kube-apiserver's; only the stable API versions the server serves are described.
 
-use serde_json::{Map, Value, json};
+use axum::response::Response;
+use bytes::Bytes;
+use http::{HeaderValue, header};
 
+use super::response;
 use crate::api::Registry;
+use crate::openapi::Cache;
 
-fn gv_path(group: &str, version: &str) -> String {
-    if group.is_empty() {
-        format!("api/{version}")
-    } else {
-        format!("apis/{group}/{version}")
+/// Serves `/openapi/v2` (`gv` `None`, `v2`), `/openapi/v3` (`None`) and `/openapi/v3/{gv}`.
+pub(super) fn serve(
+    cache: &Cache,
+    registry: &Registry,
+    v2: bool,
+    gv: Option<&str>,
+    accept: &str,
+    query: &str,
+) -> (u16, Response) {
+    let built = cache.get(registry);
+    if v2 {
+        return match v2_form(accept) {
+            Some(V2Form::Json) => (200, response::json_bytes(200, built.v2())),
+            Some(V2Form::Protobuf) => {
+                let mut r = response::json_bytes(200, built.v2_protobuf());
+                r.headers_mut().insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static(V2_PROTOBUF_ALT),
+                );
+                (200, r)
+            }
+            None => {
+                let mut r = response::json_bytes(406, Bytes::new());
+                r.headers_mut().remove(header::CONTENT_TYPE);
+                (406, r)
+            }
+        };
     }
-}
-
-/// `/openapi/v3`: the index of group-version documents.
-pub(super) fn index(registry: &Registry) -> Value {
-    let mut paths = Map::new();
-    for r in registry.all() {
-        let p = gv_path(&r.group, &r.version);
-        paths.entry(p.clone()).or_insert_with(
-            || json!({"serverRelativeURL": format!("/openapi/v3/{p}?hash=kinformer")}),
-        );
-    }
-    json!({"paths": paths})
-}
-
-/// `/openapi/v3/{api/v1 | apis/g/v}`: one PATCH operation per resource, declaring the
-/// `fieldValidation` query parameter and its group-version-kind.
-pub(super) fn group_version(registry: &Registry, gv: &str) -> Option<Value> {
-    let mut paths = Map::new();
-    for r in registry.all() {
-        if gv_path(&r.group, &r.version) != gv {
-            continue;
+    let Some(gv) = gv else {
+        return (200, response::json_value(200, &built.index()));
+    };
+    let Some((doc, hash)) = built.v3(gv) else {
+        let e = crate::status::ApiError::not_found_path();
+        return (e.code, response::error(&e));
+    };
+    let asked = query
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("hash="))
+        .filter(|h| !h.is_empty());
+    let mut r = match asked {
+        Some(h) if h != hash => {
+            let mut r = response::json_bytes(301, Bytes::new());
+            if let Ok(v) = HeaderValue::from_str(&format!("/openapi/v3/{gv}?hash={hash}")) {
+                r.headers_mut().insert(header::LOCATION, v);
+            }
+            return (301, r);
         }
-        let item = if r.namespaced() {
-            format!("/{gv}/namespaces/{{namespace}}/{}/{{name}}", r.plural)
-        } else {
-            format!("/{gv}/{}/{{name}}", r.plural)
-        };
-        let gvk = json!({"group": r.group, "version": r.version, "kind": r.kind});
-        let op = |verb: &str| {
-            json!({
-                "operationId": format!("{verb}{}", r.kind),
-                "parameters": [
-                    {"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
-                    {"name": "dryRun", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
-                    {"name": "fieldManager", "in": "query", "schema": {"type": "string", "uniqueItems": true}}
-                ],
-                "responses": {"200": {"description": "OK"}},
-                "x-kubernetes-action": verb,
-                "x-kubernetes-group-version-kind": gvk,
-            })
-        };
-        paths.insert(item, json!({"get": op("get"), "put": op("put"), "patch": op("patch"), "delete": op("delete")}));
+        Some(_) => {
+            let mut r = response::json_bytes(200, doc.clone());
+            r.headers_mut().insert(
+                header::CACHE_CONTROL,
+                HeaderValue::from_static("public, immutable"),
+            );
+            r
+        }
+        None => response::json_bytes(200, doc.clone()),
+    };
+    if let Ok(v) = HeaderValue::from_str(&format!("\"{hash}\"")) {
+        r.headers_mut().insert(header::ETAG, v);
     }
-    if paths.is_empty() {
-        return None;
+    (200, r)
+}
+
+/// The protobuf media type of the v2 document, as client-go asks for it.
+const V2_PROTOBUF: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+/// The same, as kube-openapi names it in its answer.
+const V2_PROTOBUF_ALT: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+
+enum V2Form {
+    Json,
+    Protobuf,
+}
+
+/// The form of the v2 document an `Accept` header asks for: the first media type listed that
+/// the server has (JSON for none, `*/*` or `application/*`), as kube-openapi negotiates.
+fn v2_form(accept: &str) -> Option<V2Form> {
+    if accept.trim().is_empty() {
+        return Some(V2Form::Json);
     }
-    Some(json!({
-        "openapi": "3.0.0",
-        "info": {"title": "Kubernetes", "version": crate::version::git_version()},
-        "paths": paths,
-        "components": {"schemas": {}}
-    }))
+    accept
+        .split(',')
+        .find_map(|part| match part.split(';').next().unwrap_or("").trim() {
+            "*/*" | "application/*" | "application/json" => Some(V2Form::Json),
+            V2_PROTOBUF | V2_PROTOBUF_ALT => Some(V2Form::Protobuf),
+            _ => None,
+        })
 }

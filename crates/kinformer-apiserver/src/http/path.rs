@@ -31,6 +31,8 @@ pub(crate) enum Target {
         /// Subresource (`status`).
         subresource: Option<String>,
     },
+    /// `/openapi/v2`.
+    OpenApiV2,
     /// `/openapi/v3` (`None`) or `/openapi/v3/{gv}` (`Some(gv)`).
     OpenApiV3(Option<String>),
     /// Nothing known.
@@ -48,6 +50,7 @@ pub(crate) fn parse_path(registry: &Registry, path: &str) -> Target {
         ["version"] => return Target::Version,
         ["healthz" | "livez" | "readyz", ..] => return Target::Health,
         ["api"] => return Target::CoreVersions,
+        ["openapi", "v2"] => return Target::OpenApiV2,
         ["openapi", "v3"] => return Target::OpenApiV3(None),
         ["openapi", "v3", gv @ ..] => return Target::OpenApiV3(Some(gv.join("/"))),
         ["apis"] => return Target::Groups,

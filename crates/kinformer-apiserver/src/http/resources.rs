@@ -1,5 +1,7 @@
 //! Resource requests: classify (verb), apply faults, serve, record.
 
+mod scale;
+
 use std::sync::Arc;
 
 use axum::extract::Request;
@@ -45,15 +47,21 @@ fn classify(method: &Method, target: Target, watch: bool) -> Result<Classified, 
     else {
         return Err(ApiError::not_found_path());
     };
+    // `serviceaccounts/token`: create-only (a TokenRequest).
+    let token_request = subresource.as_deref() == Some("token")
+        && resource.group.is_empty()
+        && resource.plural == "serviceaccounts";
     if let Some(sub) = &subresource
         && !(sub == "status" && resource.status_subresource
             || sub == "scale" && resource.scale.is_some()
-            || sub == "finalize" && crate::objects::namespace::is_namespace(&resource))
+            || sub == "finalize" && crate::objects::namespace::is_namespace(&resource)
+            || token_request)
     {
         return Err(ApiError::not_found_path());
     }
     let collection = name.is_none();
     let verb = match (method.as_str(), collection) {
+        ("POST", false) if token_request => Verb::Create,
         ("GET", true) if watch => Verb::Watch,
         ("GET", true) => Verb::List,
         ("GET", false) => Verb::Get,
@@ -64,7 +72,11 @@ fn classify(method: &Method, target: Target, watch: bool) -> Result<Classified, 
         ("DELETE", true) => Verb::DeleteCollection,
         _ => return Err(ApiError::method_not_allowed()),
     };
-    if subresource.is_some() && !matches!(verb, Verb::Get | Verb::Update | Verb::Patch) {
+    if subresource.is_some()
+        && !token_request
+        && !matches!(verb, Verb::Get | Verb::Update | Verb::Patch)
+        || token_request && verb != Verb::Create
+    {
         return Err(ApiError::method_not_allowed());
     }
     // A namespace's `/finalize` only takes a PUT (kube-apiserver serves `update` alone).
@@ -244,14 +256,25 @@ async fn serve(
         Target::Group(g) => Some(discovery::group(&ctx.api.registry, g)),
         Target::GroupVersion(g, v) => Some(discovery::resource_list(&ctx.api.registry, g, v)),
         Target::Version => Some(discovery::version()),
-        Target::OpenApiV3(None) => Some(openapi::index(&ctx.api.registry)),
-        Target::OpenApiV3(Some(gv)) => match openapi::group_version(&ctx.api.registry, gv) {
-            Some(doc) => Some(doc),
-            None => {
-                let e = ApiError::not_found_path();
+        Target::OpenApiV2 | Target::OpenApiV3(_) => {
+            if method != Method::GET {
+                let e = ApiError::method_not_allowed();
                 return (e.code, None, response::error(&e));
             }
-        },
+            let accept = req
+                .headers()
+                .get(header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            let gv = match &target {
+                Target::OpenApiV3(gv) => gv.as_deref(),
+                _ => None,
+            };
+            let v2 = target == Target::OpenApiV2;
+            let (code, r) =
+                openapi::serve(&ctx.openapi, &ctx.api.registry, v2, gv, accept, raw_query);
+            return (code, None, r);
+        }
         Target::Health => {
             return (200, None, response::json_bytes(200, "ok"));
         }
@@ -337,7 +360,17 @@ async fn serve_verb(
     if c.subresource.as_deref() == Some("scale")
         && let Some(scale) = &res.scale
     {
-        return serve_scale(ctx, req, &c, scale, &writer, query).await;
+        return scale::serve_scale(ctx, req, &c, scale, &writer, query).await;
+    }
+    if c.subresource.as_deref() == Some("token") {
+        let info = crate::token::token_request_info();
+        let obj = read_object(ctx, req, &info).await?;
+        let ns = ns.unwrap_or("");
+        let answer = crate::token::request(api, &ctx.tokens, ns, name, obj, crate::token::now())?;
+        if pb && let Ok(b) = kinformer_proto::object_from_json(&answer) {
+            return Ok((201, response::protobuf(201, b)));
+        }
+        return Ok((201, response::json_value(201, &answer)));
     }
     match c.verb {
         Verb::Get => {
@@ -415,9 +448,15 @@ async fn serve_verb(
         }
         Verb::Create => {
             let dry = query_dry_run(query, "CreateOptions")?;
+            let requester = req.extensions().get::<crate::token::User>().cloned();
             let obj = read_object(ctx, req, res).await?;
             if res.create_only {
-                let answer = crate::review::answer(res, obj, ctx.token.as_deref())?;
+                let sa = |t: &str, auds: &[String]| {
+                    ctx.tokens
+                        .authenticate(&ctx.api, t, auds, crate::token::now())
+                };
+                let answer =
+                    crate::review::answer(res, obj, ctx.token.as_deref(), requester.as_ref(), &sa)?;
                 if pb && let Ok(b) = kinformer_proto::object_from_json(&answer) {
                     return Ok((201, response::protobuf(201, b)));
                 }
@@ -526,56 +565,4 @@ fn check_patch_options(
         force.map(|s| s.as_str()),
         Some("true" | "True" | "TRUE" | "1" | "t" | "T")
     ))
-}
-
-/// `GET`, `PUT` and `PATCH` of `/scale`: the object's replicas as an `autoscaling/v1` `Scale`.
-async fn serve_scale(
-    ctx: &Arc<Context>,
-    req: Request,
-    c: &Classified,
-    scale: &crate::resource::ScaleInfo,
-    writer: &Writer,
-    query: &std::collections::HashMap<String, String>,
-) -> Result<(u16, Response), ApiError> {
-    let (api, res) = (&ctx.api, &c.resource);
-    let ns = c.namespace.as_deref();
-    let name = c.name.as_deref().unwrap_or("");
-    let current = api.get(res, ns, name)?.to_value();
-    let written = match c.verb {
-        Verb::Get => {
-            let v = crate::scale::to_scale(scale, &current);
-            return Ok((200, response::json_value(200, &v)));
-        }
-        Verb::Update => {
-            check_body_media_type(&req)?;
-            let body = read_body(ctx, req).await?;
-            serde_json::from_slice::<Value>(&body)
-                .map_err(|e| ApiError::bad_request(format!("error decoding Scale: {e}")))?
-        }
-        Verb::Patch => {
-            let ct = req
-                .headers()
-                .get(header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("")
-                .to_string();
-            let pt = PatchType::from_content_type(&ct)
-                .ok_or_else(|| ApiError::unsupported_media_type(&ct))?;
-            let body = read_body(ctx, req).await?;
-            let mut v = crate::scale::to_scale(scale, &current);
-            crate::patch::apply_patch(res, &mut v, pt, &body)?;
-            v
-        }
-        _ => return Err(ApiError::method_not_allowed()),
-    };
-    let obj = crate::scale::apply_scale(res, scale, current, &written)?;
-    let options_kind = if c.verb == Verb::Patch {
-        "PatchOptions"
-    } else {
-        "UpdateOptions"
-    };
-    let dry = query_dry_run(query, options_kind)?;
-    let o = api.update_by(res, ns, name, obj, UpdateMode::Main, Some(writer), dry)?;
-    let v = crate::scale::to_scale(scale, &o.to_value());
-    Ok((200, response::json_value(200, &v)))
 }

@@ -1,0 +1,67 @@
+//! The `/scale` subresource: an object's replicas as an `autoscaling/v1` `Scale`.
+
+use std::sync::Arc;
+
+use axum::extract::Request;
+use axum::response::Response;
+use http::header;
+use serde_json::Value;
+
+use super::{Classified, check_body_media_type, query_dry_run, read_body, response};
+use crate::context::Context;
+use crate::faults::Verb;
+use crate::objects::{UpdateMode, Writer};
+use crate::patch::PatchType;
+use crate::status::ApiError;
+
+/// `GET`, `PUT` and `PATCH` of `/scale`: the object's replicas as an `autoscaling/v1` `Scale`.
+pub(super) async fn serve_scale(
+    ctx: &Arc<Context>,
+    req: Request,
+    c: &Classified,
+    scale: &crate::resource::ScaleInfo,
+    writer: &Writer,
+    query: &std::collections::HashMap<String, String>,
+) -> Result<(u16, Response), ApiError> {
+    let (api, res) = (&ctx.api, &c.resource);
+    let ns = c.namespace.as_deref();
+    let name = c.name.as_deref().unwrap_or("");
+    let current = api.get(res, ns, name)?.to_value();
+    let written = match c.verb {
+        Verb::Get => {
+            let v = crate::scale::to_scale(scale, &current);
+            return Ok((200, response::json_value(200, &v)));
+        }
+        Verb::Update => {
+            check_body_media_type(&req)?;
+            let body = read_body(ctx, req).await?;
+            serde_json::from_slice::<Value>(&body)
+                .map_err(|e| ApiError::bad_request(format!("error decoding Scale: {e}")))?
+        }
+        Verb::Patch => {
+            let ct = req
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_string();
+            let pt = PatchType::from_content_type(&ct)
+                .ok_or_else(|| ApiError::unsupported_media_type(&ct))?;
+            let body = read_body(ctx, req).await?;
+            let mut v = crate::scale::to_scale(scale, &current);
+            crate::patch::apply_patch(res, &mut v, pt, &body)?;
+            v
+        }
+        _ => return Err(ApiError::method_not_allowed()),
+    };
+    let obj = crate::scale::apply_scale(res, scale, current, &written)?;
+    let options_kind = if c.verb == Verb::Patch {
+        "PatchOptions"
+    } else {
+        "UpdateOptions"
+    };
+    let dry = query_dry_run(query, options_kind)?;
+    let o = api.update_by(res, ns, name, obj, UpdateMode::Main, Some(writer), dry)?;
+    let v = crate::scale::to_scale(scale, &o.to_value());
+    Ok((200, response::json_value(200, &v)))
+}
