@@ -616,3 +616,60 @@ async fn random_owner_graphs_leave_no_reference_to_a_dead_owner() {
         server.shutdown().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deletecollection_and_the_job_default_follow_the_same_rules() {
+    let server = start(ServerConfig::default()).await.unwrap();
+    let addr = server.addr();
+    for n in ["c1", "c2"] {
+        let r = create(addr, RS, rs(n, json!([]))).await;
+        create(
+            addr,
+            PODS,
+            pod(&format!("{n}-p"), json!([owner_ref(&r, true)]), json!([])),
+        )
+        .await;
+    }
+    let r = delete(addr, RS, &json!({"propagationPolicy": "Orphan"})).await;
+    assert_eq!(r.code, 200);
+    let items = r.json()["items"].clone();
+    assert_eq!(items.as_array().unwrap().len(), 2);
+    assert!(
+        items
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|i| i["metadata"]["finalizers"] == json!(["orphan"]))
+    );
+    for n in ["c1", "c2"] {
+        gone(addr, &format!("{RS}/{n}")).await;
+        let p = get(addr, &format!("{PODS}/{n}-p")).await.json();
+        assert!(p["metadata"].get("ownerReferences").is_none(), "{p}");
+    }
+    // batch/v1 Jobs default to orphan (kube-apiserver keeps that for compatibility; kubectl
+    // sends Background explicitly).
+    let job = create(addr, "/apis/batch/v1/namespaces/default/jobs", json!({
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}
+    })).await;
+    create(
+        addr,
+        PODS,
+        pod("j-p", json!([owner_ref(&job, true)]), json!([])),
+    )
+    .await;
+    let r = delete(
+        addr,
+        "/apis/batch/v1/namespaces/default/jobs/j",
+        &Value::Null,
+    )
+    .await;
+    assert_eq!(r.json()["metadata"]["finalizers"], json!(["orphan"]));
+    gone(addr, "/apis/batch/v1/namespaces/default/jobs/j").await;
+    let p = eventually(addr, &format!("{PODS}/j-p"), "orphaned", |c, v| {
+        c == 200 && v["metadata"].get("ownerReferences").is_none()
+    })
+    .await;
+    assert_eq!(p["metadata"]["name"], "j-p");
+    server.shutdown().await;
+}

@@ -321,6 +321,28 @@ pub(crate) fn object_meta_causes(res: &ResourceInfo, meta: &Map<String, Value>) 
             format!("Too long: may not be more than {TOTAL_ANNOTATION_SIZE} bytes"),
         ));
     }
+    // ValidateOwnerReferences (the garbage collector relies on them). Not checked: the single
+    // controller rule and the banned owner kinds.
+    if let Some(refs) = meta.get("ownerReferences").and_then(|r| r.as_array()) {
+        for r in refs {
+            let s = |f: &str| r.get(f).and_then(|v| v.as_str()).unwrap_or("");
+            let version = s("apiVersion").rsplit('/').next().unwrap_or("");
+            for (field, empty, value, what) in [
+                ("apiVersion", version.is_empty(), s("apiVersion"), "version"),
+                ("kind", s("kind").is_empty(), s("kind"), "kind"),
+                ("name", s("name").is_empty(), s("name"), "name"),
+                ("uid", s("uid").is_empty(), s("uid"), "uid"),
+            ] {
+                if empty {
+                    causes.push(invalid_value(
+                        &format!("metadata.ownerReferences.{field}"),
+                        value,
+                        &format!("{what} must not be empty"),
+                    ));
+                }
+            }
+        }
+    }
     if let Some(finalizers) = meta.get("finalizers").and_then(|f| f.as_array()) {
         for f in finalizers.iter().filter_map(|f| f.as_str()) {
             for m in qualified_name_errors(f) {
@@ -498,6 +520,19 @@ mod tests {
             ),
             "{}",
             e.message
+        );
+    }
+
+    #[test]
+    fn owner_references_need_every_identifying_field() {
+        let e = check(
+            "configmaps",
+            json!({"metadata": {"name": "c", "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "r"}]}}),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.message,
+            "ConfigMap \"c\" is invalid: metadata.ownerReferences.uid: Invalid value: \"\": uid must not be empty"
         );
     }
 
