@@ -35,6 +35,15 @@ pub(crate) fn answer(
     if !meta.is_object() {
         return Err(ApiError::bad_request("metadata must be an object"));
     }
+    // kube-apiserver's SelfSubjectReview storage stamps its answer (e2e/diff "token / whoami").
+    if res.kind == "SelfSubjectReview"
+        && let Some(Value::Object(m)) = body.get_mut("metadata")
+    {
+        m.insert(
+            "creationTimestamp".into(),
+            Value::String(crate::objects::now_rfc3339()),
+        );
+    }
     let spec = body.get("spec").cloned().unwrap_or(Value::Null);
     let status = match res.kind.as_str() {
         "SelfSubjectAccessReview" | "SubjectAccessReview" | "LocalSubjectAccessReview" => {

@@ -99,8 +99,6 @@ pub(crate) fn definitions() -> &'static Map<String, Value> {
 }
 
 /// The definition named `name` (`io.k8s.api.core.v1.Pod`), in its v3 form.
-// Server-side apply reads list semantics through these (see the module docs).
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) fn definition(name: &str) -> Option<&'static Value> {
     schemas().definitions.get(name)
 }
@@ -122,8 +120,6 @@ pub(crate) fn for_kind(
 
 /// The definition name a schema refers to: its `$ref`, or the one reference of v3's
 /// `allOf: [{"$ref": ...}]` (how a property with a description or default refers).
-// Server-side apply reads list semantics through these (see the module docs).
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) fn ref_name(schema: &Value) -> Option<&str> {
     let r = match schema.get("$ref") {
         Some(Value::String(r)) => r,
@@ -137,8 +133,6 @@ pub(crate) fn ref_name(schema: &Value) -> Option<&str> {
 
 /// The schema a property's schema stands for: the built-in definition it refers to, else
 /// itself.
-// Server-side apply reads list semantics through these (see the module docs).
-#[cfg_attr(not(test), allow(dead_code))]
 pub(crate) fn resolve(schema: &Value) -> &Value {
     ref_name(schema).and_then(definition).unwrap_or(schema)
 }

@@ -134,9 +134,20 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
                 .registry
                 .find("", "v1", "namespaces")
                 .ok_or_else(ApiError::not_found_path)?;
-            let body = crate::seed::namespace(ns);
+            // As kube-apiserver's system-namespaces controller creates them: a bare namespace
+            // by the `kube-apiserver` manager, so managedFields own the name label (a default)
+            // and nothing else (e2e/diff "namespace-lifecycle / get-default-after").
+            let body = serde_json::json!({
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": ns},
+            });
+            let writer = crate::objects::Writer {
+                manager: "kube-apiserver".into(),
+                subresource: None,
+            };
             if let Value::Object(m) = body {
-                ctx.api.create(&res, None, m)?;
+                ctx.api.create_by(&res, None, m, Some(&writer), false)?;
             }
         }
     }

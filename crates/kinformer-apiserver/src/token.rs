@@ -324,6 +324,7 @@ pub(crate) fn request(
     name: &str,
     mut body: Map<String, Value>,
     now: i64,
+    writer: Option<&crate::objects::Writer>,
 ) -> Result<Value, ApiError> {
     let info = token_request_info();
     crate::objects::check_type_meta(&info, &body)?;
@@ -384,6 +385,23 @@ pub(crate) fn request(
             .ok_or_else(|| ApiError::bad_request("spec.expirationSeconds must be an integer"))?,
     };
     spec.insert("expirationSeconds".into(), json!(expiration));
+    // The field manager runs on the request as decoded (expirationSeconds defaulted), before
+    // the handler fills the audiences in (e2e/diff "token / token-defaults").
+    if let Some(w) = writer {
+        let mut typed = body.clone();
+        typed.insert("apiVersion".into(), json!(info.api_version()));
+        typed.insert("kind".into(), json!(info.kind));
+        crate::objects::managed_fields::update_managed_fields(&info, None, &mut typed, w);
+        if let (Some(Value::Object(from)), Some(Value::Object(to))) =
+            (typed.get("metadata"), body.get_mut("metadata"))
+            && let Some(mf) = from.get("managedFields")
+        {
+            to.insert("managedFields".into(), mf.clone());
+        }
+    }
+    let Some(Value::Object(spec)) = body.get_mut("spec") else {
+        return Err(ApiError::internal("spec vanished"));
+    };
     let audiences: Vec<String> = match spec.get("audiences") {
         Some(Value::Array(a)) if !a.is_empty() => a
             .iter()
@@ -412,6 +430,8 @@ pub(crate) fn request(
     if let Some(r) = spec.get("boundObjectRef").filter(|r| !r.is_null()) {
         bind(api, &mut k8s, r, ns, name)?;
     }
+    // `boundObjectRef` has no `omitempty`: absent is `null`.
+    spec.entry("boundObjectRef").or_insert(Value::Null);
     let claims = json!({
         "aud": audiences,
         "exp": now + expiration,

@@ -369,11 +369,11 @@ async fn an_unknown_dry_run_value_is_invalid_on_the_verbs_options() {
     assert_eq!(
         r.json(),
         json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-            "message": "CreateOptions.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: []string{\"Some\"}: supported values: \"All\"",
+            "message": "CreateOptions.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: [\"Some\"]: supported values: \"All\"",
             "reason": "Invalid",
             "details": {"group": "meta.k8s.io", "kind": "CreateOptions",
                 "causes": [{"reason": "FieldValueNotSupported",
-                    "message": "Unsupported value: []string{\"Some\"}: supported values: \"All\"",
+                    "message": "Unsupported value: [\"Some\"]: supported values: \"All\"",
                     "field": "dryRun"}]},
             "code": 422})
     );

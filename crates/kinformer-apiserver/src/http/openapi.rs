@@ -55,11 +55,20 @@ pub(super) fn serve(
         };
     }
     let Some(gv) = gv else {
-        return (200, response::json_value(200, &built.index()));
+        // kube-openapi writes the index without a Content-Type; Go's server sniffs it as text
+        // (e2e/diff "openapi / v3-index").
+        let mut r = response::json_value(200, &built.index());
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/plain; charset=utf-8"),
+        );
+        return (200, r);
     };
     let Some((doc, hash)) = built.v3(gv) else {
-        let e = crate::status::ApiError::not_found_path();
-        return (e.code, response::error(&e));
+        // An unknown group-version: a bare 404, no body (e2e/diff "openapi / v3-missing-group").
+        let mut r = response::json_bytes(404, Bytes::new());
+        r.headers_mut().remove(header::CONTENT_TYPE);
+        return (404, r);
     };
     let asked = query
         .split('&')

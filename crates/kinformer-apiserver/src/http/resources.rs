@@ -366,7 +366,15 @@ async fn serve_verb(
         let info = crate::token::token_request_info();
         let obj = read_object(ctx, req, &info).await?;
         let ns = ns.unwrap_or("");
-        let answer = crate::token::request(api, &ctx.tokens, ns, name, obj, crate::token::now())?;
+        let answer = crate::token::request(
+            api,
+            &ctx.tokens,
+            ns,
+            name,
+            obj,
+            crate::token::now(),
+            Some(&writer),
+        )?;
         if pb && let Ok(b) = kinformer_proto::object_from_json(&answer) {
             return Ok((201, response::protobuf(201, b)));
         }

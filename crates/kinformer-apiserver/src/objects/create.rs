@@ -59,7 +59,16 @@ pub(crate) fn prepare_create_by(
         meta.remove("generation");
     }
     set_type_meta(res, &mut obj);
-    if namespace::is_namespace(res) {
+    let is_namespace = namespace::is_namespace(res);
+    if is_namespace {
+        // `SetDefaults_Namespace`'s name label is a default: the writer owns it. The
+        // `kubernetes` finalizer and the `Active` phase come from `PrepareForCreate`, after
+        // kube-apiserver's field manager has run: nobody owns them (e2e/diff
+        // "namespace-lifecycle").
+        namespace::set_name_label(&mut obj, &name);
+        if let Some(w) = writer {
+            managed_fields::update_managed_fields(res, None, &mut obj, w);
+        }
         namespace::prepare_create(&mut obj, &name);
     }
     if crate::crd::is_crd(res) {
@@ -69,7 +78,7 @@ pub(crate) fn prepare_create_by(
     // After the server's metadata, as kube-apiserver validates after PrepareForCreate (the
     // namespace mismatch, a 400, comes first).
     validate::validate_object(res, &obj)?;
-    if let Some(w) = writer {
+    if !is_namespace && let Some(w) = writer {
         managed_fields::update_managed_fields(res, None, &mut obj, w);
     }
     let key = storage_key(res, &ns, &name);

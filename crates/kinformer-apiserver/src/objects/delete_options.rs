@@ -52,7 +52,8 @@ pub(crate) fn dry_run(values: &[String], options_kind: &str) -> Result<bool, Api
     if values.iter().all(|v| v == "All") {
         return Ok(!values.is_empty());
     }
-    let quoted: Vec<String> = values.iter().map(|v| format!("{v:?}")).collect();
+    // apimachinery 1.35 prints the rejected list as JSON (e2e/diff "dry-run / bad-dry-run-value").
+    let listed = serde_json::to_string(values).unwrap_or_default();
     Err(ApiError::invalid(
         options_kind,
         "meta.k8s.io",
@@ -60,10 +61,7 @@ pub(crate) fn dry_run(values: &[String], options_kind: &str) -> Result<bool, Api
         &[(
             "dryRun".to_string(),
             "FieldValueNotSupported".to_string(),
-            format!(
-                "Unsupported value: []string{{{}}}: supported values: \"All\"",
-                quoted.join(", ")
-            ),
+            format!("Unsupported value: {listed}: supported values: \"All\""),
         )],
     ))
 }

@@ -256,6 +256,8 @@ fn finish(
     uid: &str,
     rev: u64,
 ) -> StoredObject {
+    let mut obj = obj;
+    normalize::null_fields(res, &mut obj);
     let value = Value::Object(obj);
     StoredObject::from_value(
         &value,

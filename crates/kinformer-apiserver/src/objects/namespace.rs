@@ -51,7 +51,7 @@ fn set_spec_finalizers(obj: &mut Map<String, Value>, finalizers: Vec<String>) {
     }
 }
 
-fn set_name_label(obj: &mut Map<String, Value>, name: &str) {
+pub(crate) fn set_name_label(obj: &mut Map<String, Value>, name: &str) {
     if let Some(Value::Object(meta)) = obj.get_mut("metadata") {
         let labels = meta.entry("labels").or_insert_with(|| json!({}));
         if let Value::Object(l) = labels {

@@ -1,6 +1,7 @@
 //! What kube-apiserver's decoding does to a body before anything else sees it, for the kinds
 //! where it shows: a secret's `stringData` is merged into `data` (base64) and never stored;
-//! empty or null `data`/`binaryData` maps are dropped (Go's `omitempty`).
+//! empty or null `data`/`binaryData` maps are dropped (Go's `omitempty`); a role's absent
+//! `rules` is `null` (no `omitempty`).
 
 use base64::Engine;
 use serde_json::{Map, Value};
@@ -15,6 +16,17 @@ fn drop_if_empty(obj: &mut Map<String, Value>, field: &str) {
     };
     if empty {
         obj.remove(field);
+    }
+}
+
+/// Fields without `omitempty` that Go serializes as `null` when absent: a role's `rules`.
+/// Applied to the object as stored, after the field manager (which owns no null; e2e/diff
+/// "gc-owners / create-cluster-owner").
+pub(crate) fn null_fields(res: &ResourceInfo, obj: &mut Map<String, Value>) {
+    if res.group == "rbac.authorization.k8s.io"
+        && matches!(res.plural.as_str(), "roles" | "clusterroles")
+    {
+        obj.entry("rules").or_insert(Value::Null);
     }
 }
 

@@ -66,11 +66,15 @@ pub(crate) trait MergeSchema {
     fn is_field(&self, path: &[&str], key: &str) -> bool;
 }
 
-/// The schema of objects of `res`: the CRD's schema for custom resources that have one,
-/// else the built-in table.
+/// The schema of objects of `res`: the CRD's schema for custom resources that have one, the
+/// generated OpenAPI definition of the selected Kubernetes version for built-in kinds (the
+/// same data `/openapi/v3` serves, [`crate::schemas`]), else the built-in table.
 pub(crate) fn schema_for(res: &ResourceInfo) -> Box<dyn MergeSchema + '_> {
-    match &res.schema {
-        Some(s) => Box::new(CrdSchema { root: s }),
+    if let Some(s) = &res.schema {
+        return Box::new(CrdSchema { root: s });
+    }
+    match crate::schemas::for_kind(&res.group, &res.version, &res.kind) {
+        Some((_, root)) => Box::new(CrdSchema { root }),
         None => Box::new(BuiltinSchema { res }),
     }
 }
@@ -210,8 +214,10 @@ impl MergeSchema for BuiltinSchema<'_> {
     }
 }
 
-/// A custom resource's structural schema (the CRD's `openAPIV3Schema` of its storage
-/// version); `metadata` is `ObjectMeta`, as in the OpenAPI kube-apiserver builds for a CRD.
+/// A structural schema: a custom resource's (the CRD's `openAPIV3Schema` of its storage
+/// version; `metadata` is `ObjectMeta`, as in the OpenAPI kube-apiserver builds for a CRD) or
+/// a built-in kind's generated definition, whose references (`$ref`, `allOf: [{$ref}]`) are
+/// followed as the walk goes.
 pub(crate) struct CrdSchema<'a> {
     /// The root schema.
     pub root: &'a Value,
@@ -222,12 +228,13 @@ impl CrdSchema<'_> {
     fn node(&self, path: &[&str]) -> Option<&Value> {
         let mut node = self.root;
         for step in path {
+            let here = crate::schemas::resolve(node);
             node = if *step == "[]" {
-                node.get("items")?
-            } else if let Some(p) = node.get("properties").and_then(|p| p.get(*step)) {
+                here.get("items")?
+            } else if let Some(p) = here.get("properties").and_then(|p| p.get(*step)) {
                 p
             } else {
-                match node.get("additionalProperties") {
+                match here.get("additionalProperties") {
                     Some(ap @ Value::Object(_)) => ap,
                     _ => return None,
                 }
@@ -251,6 +258,7 @@ impl MergeSchema for CrdSchema<'_> {
         };
         let item_default = |k: &str| {
             node.get("items")
+                .map(crate::schemas::resolve)
                 .and_then(|i| i.get("properties"))
                 .and_then(|p| p.get(k))
                 .and_then(|p| p.get("default"))
@@ -298,15 +306,23 @@ impl MergeSchema for CrdSchema<'_> {
     }
 
     fn map_at(&self, path: &[&str]) -> MapType {
+        // An owner reference is `+structType=atomic`: owned as a whole (`k:{"uid":..}`).
+        if path == ["metadata", "ownerReferences", "[]"] {
+            return MapType::Atomic;
+        }
         if path.first() == Some(&"metadata") {
             return MapType::Granular;
         }
-        match self
-            .node(path)
-            .and_then(|n| ext(n, "x-kubernetes-map-type"))
-        {
-            Some("atomic") => MapType::Atomic,
-            _ => MapType::Granular,
+        // The marker sits on the property (`x-kubernetes-map-type`) or on the definition it
+        // refers to (`+structType=atomic`).
+        let atomic = self.node(path).is_some_and(|n| {
+            ext(n, "x-kubernetes-map-type") == Some("atomic")
+                || ext(crate::schemas::resolve(n), "x-kubernetes-map-type") == Some("atomic")
+        });
+        if atomic {
+            MapType::Atomic
+        } else {
+            MapType::Granular
         }
     }
 
@@ -317,6 +333,7 @@ impl MergeSchema for CrdSchema<'_> {
             _ => {}
         }
         self.node(path)
+            .map(crate::schemas::resolve)
             .and_then(|n| n.get("properties"))
             .is_some_and(|p| p.get(key).is_some())
     }
