@@ -67,6 +67,12 @@ pub struct ServerConfig {
     /// Off: a deleted namespace stays `Terminating` until its `kubernetes` finalizer is
     /// removed through `/finalize` by hand.
     pub namespace_controller: bool,
+    /// Run the service account controller inside the server (on by default): every namespace
+    /// that is not terminating has a `default` ServiceAccount (created with the namespace, and
+    /// again if deleted), as kube-controller-manager keeps it, so `kubectl create token
+    /// default` works anywhere. The system namespaces' exist when [`start`](crate::start)
+    /// returns; a new namespace's appears right after it, as on a real cluster.
+    pub service_account_controller: bool,
     /// Serve HTTPS with a certificate generated at start (its CA in [`RunningServer::kubeconfig`](crate::RunningServer::kubeconfig))
     /// and require the bearer token [`RunningServer::token`](crate::RunningServer::token) (401 without it), like a real
     /// server. Off by default in process (tests reach the plain HTTP address directly); the
@@ -97,6 +103,7 @@ impl Default for ServerConfig {
             enforce_namespaces: false,
             garbage_collector: true,
             namespace_controller: true,
+            service_account_controller: true,
             tls: false,
             seed_pods: 0,
             seed_namespaces: 1,
@@ -174,6 +181,13 @@ impl ServerConfig {
     #[must_use]
     pub fn namespace_controller(mut self, on: bool) -> Self {
         self.namespace_controller = on;
+        self
+    }
+    /// Runs the service account controller or not
+    /// ([`ServerConfig::service_account_controller`]).
+    #[must_use]
+    pub fn service_account_controller(mut self, on: bool) -> Self {
+        self.service_account_controller = on;
         self
     }
     /// Serves HTTPS and requires a bearer token ([`ServerConfig::tls`]).

@@ -37,7 +37,9 @@
 //!   `blockOwnerDeletion`, orphan; dangling references; cluster-scoped and custom-resource
 //!   owners) and the namespace controller ([`ServerConfig::namespace_controller`]: a deleted
 //!   namespace is `Terminating`, its content of every namespaced kind is deleted, its
-//!   conditions report what finalizers hold back, then it goes). envtest runs neither.
+//!   conditions report what finalizers hold back, then it goes) and the service account
+//!   controller ([`ServerConfig::service_account_controller`]: a `default` ServiceAccount in
+//!   every namespace). envtest runs none of them.
 //! - **Admission**: NamespaceLifecycle — 403 for creates in a terminating namespace, the
 //!   immortal `default`/`kube-system`/`kube-public`, 404 for a missing namespace with
 //!   [`ServerConfig::enforce_namespaces`] (on in [`ServerConfig::standalone`]).

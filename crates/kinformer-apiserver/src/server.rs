@@ -186,8 +186,11 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     tracing::info!(%addr, "kinformer-apiserver listening");
     let controllers = crate::controllers::start(
         ctx.api.clone(),
-        config.garbage_collector,
-        config.namespace_controller,
+        crate::controllers::Switches {
+            gc: config.garbage_collector,
+            namespaces: config.namespace_controller,
+            service_accounts: config.service_account_controller,
+        },
         ctx.shutdown.clone(),
     );
     let server = RunningServer {

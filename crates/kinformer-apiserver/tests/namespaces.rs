@@ -354,3 +354,49 @@ async fn without_the_controller_finalize_removes_the_namespace() {
     assert_eq!(get(addr, "/api/v1/namespaces/manual").await.code, 404);
     server.shutdown().await;
 }
+
+/// kube-controller-manager's service account controller, inside the server: the system
+/// namespaces have their `default` ServiceAccount when `start` returns, a new namespace gets
+/// one, a deleted one comes back, and a token can be asked for it (`kubectl create token
+/// default`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_namespace_has_a_default_service_account() {
+    let s = start(enforcing()).await.unwrap();
+    let a = s.addr();
+    for system in ["default", "kube-system", "kube-public"] {
+        let r = get(
+            a,
+            &format!("/api/v1/namespaces/{system}/serviceaccounts/default"),
+        )
+        .await;
+        assert_eq!(r.code, 200, "{system}");
+    }
+    assert_eq!(post(a, "/api/v1/namespaces", &ns("team")).await.code, 201);
+    let sa = "/api/v1/namespaces/team/serviceaccounts/default";
+    let first = eventually(a, sa, "created", |c, _| c == 200).await;
+    assert_eq!(delete(a, sa).await.code, 200);
+    eventually(a, sa, "created again", |c, v| {
+        c == 200 && v["metadata"]["uid"] != first["metadata"]["uid"]
+    })
+    .await;
+    let req = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}});
+    let r = post(a, &format!("{sa}/token"), &req).await;
+    assert_eq!(r.code, 201, "{}", r.json());
+    assert!(r.json()["status"]["token"].is_string());
+    s.shutdown().await;
+}
+
+/// With the controller off, nothing creates service accounts (a bare API server).
+#[tokio::test]
+async fn without_the_service_account_controller_there_is_none() {
+    let s = start(enforcing().service_account_controller(false))
+        .await
+        .unwrap();
+    let r = get(
+        s.addr(),
+        "/api/v1/namespaces/default/serviceaccounts/default",
+    )
+    .await;
+    assert_eq!(r.code, 404);
+    s.shutdown().await;
+}

@@ -1,7 +1,8 @@
 //! The controllers the server runs inside itself, as kube-controller-manager runs them next to
-//! a real kube-apiserver: the garbage collector ([`gc`]) and the namespace controller
-//! ([`namespace`]). Each is switchable ([`ServerConfig::garbage_collector`],
-//! [`ServerConfig::namespace_controller`]; both on by default).
+//! a real kube-apiserver: the garbage collector ([`gc`]), the namespace controller
+//! ([`namespace`]) and the service account controller ([`service_accounts`]). Each is
+//! switchable ([`ServerConfig::garbage_collector`], [`ServerConfig::namespace_controller`],
+//! [`ServerConfig::service_account_controller`]; all on by default).
 //!
 //! They are event-driven, not polling: one task follows the store's event history (woken by
 //! every new revision, reading the events after the last one it processed), updates its
@@ -16,6 +17,7 @@
 //!
 //! [`ServerConfig::garbage_collector`]: crate::ServerConfig::garbage_collector
 //! [`ServerConfig::namespace_controller`]: crate::ServerConfig::namespace_controller
+//! [`ServerConfig::service_account_controller`]: crate::ServerConfig::service_account_controller
 
 use std::sync::Arc;
 
@@ -31,6 +33,7 @@ use crate::store::{ReadError, StoredEvent, StoredObject};
 
 pub(crate) mod gc;
 pub(crate) mod namespace;
+pub(crate) mod service_accounts;
 
 /// Most events read from the history in one step.
 const BATCH: usize = 512;
@@ -49,22 +52,44 @@ trait Controller: Send {
     fn work(&mut self, api: &Api) -> bool;
 }
 
-/// Starts the controllers `gc` and `namespaces` ask for; `None` when both are off.
+/// Which controllers to run.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Switches {
+    /// The garbage collector.
+    pub gc: bool,
+    /// The namespace controller.
+    pub namespaces: bool,
+    /// The service account controller.
+    pub service_accounts: bool,
+}
+
+/// Starts the controllers `on` asks for; `None` when all are off. Each first catches up with
+/// the state as it is, before this returns (so a server's start-up objects — the system
+/// namespaces' `default` service accounts — exist when `start` hands the server out); then
+/// one task follows the events.
 pub(crate) fn start(
     api: Arc<Api>,
-    gc: bool,
-    namespaces: bool,
+    on: Switches,
     shutdown: CancellationToken,
 ) -> Option<JoinHandle<()>> {
     let mut controllers: Vec<Box<dyn Controller>> = Vec::new();
-    if gc {
+    if on.gc {
         controllers.push(Box::new(gc::GarbageCollector::default()));
     }
-    if namespaces {
+    if on.namespaces {
         controllers.push(Box::new(namespace::NamespaceController::default()));
+    }
+    if on.service_accounts {
+        controllers.push(Box::new(
+            service_accounts::ServiceAccountController::default(),
+        ));
     }
     if controllers.is_empty() {
         return None;
+    }
+    for c in controllers.iter_mut() {
+        c.resync(&api);
+        c.work(&api);
     }
     Some(tokio::spawn(run(api, controllers, shutdown)))
 }

@@ -1,0 +1,96 @@
+//! The service account controller: every namespace that is not terminating has a `default`
+//! ServiceAccount, created when the namespace appears and again when it is deleted, as
+//! kube-controller-manager's `serviceaccount` controller keeps it — so `kubectl create token
+//! default` and pods naming no service account work in any namespace, as on a real cluster.
+
+use std::collections::{BTreeSet, VecDeque};
+
+use serde_json::json;
+
+use super::{Controller, writer};
+use crate::api::Api;
+use crate::store::{EventType, StoredEvent, StoredObject};
+
+/// The service account every namespace gets.
+const DEFAULT: &str = "default";
+
+/// See the module docs.
+#[derive(Default)]
+pub(crate) struct ServiceAccountController {
+    queue: VecDeque<String>,
+    queued: BTreeSet<String>,
+}
+
+fn terminating(ns: &StoredObject) -> bool {
+    memchr::memmem::find(&ns.bytes, b"\"deletionTimestamp\"").is_some()
+}
+
+impl ServiceAccountController {
+    fn enqueue(&mut self, namespace: &str) {
+        if self.queued.insert(namespace.to_string()) {
+            self.queue.push_back(namespace.to_string());
+        }
+    }
+
+    /// Creates `default` in `namespace` when the namespace is live and lacks it.
+    fn ensure(api: &Api, namespace: &str) -> bool {
+        let (Some(ns_res), Some(sa_res)) = (
+            api.registry.find("", "v1", "namespaces"),
+            api.registry.find("", "v1", "serviceaccounts"),
+        ) else {
+            return false;
+        };
+        let live = api
+            .store
+            .get(&ns_res.group_resource(), namespace)
+            .is_some_and(|ns| !terminating(&ns));
+        if !live || api.get(&sa_res, Some(namespace), DEFAULT).is_ok() {
+            return false;
+        }
+        let body = json!({
+            "apiVersion": "v1",
+            "kind": "ServiceAccount",
+            "metadata": {"name": DEFAULT, "namespace": namespace},
+        });
+        let serde_json::Value::Object(body) = body else {
+            return false;
+        };
+        // A 409 (created meanwhile) or a 403 (terminating meanwhile) is nothing to retry.
+        api.create_by(&sa_res, Some(namespace), body, Some(&writer(None)), false)
+            .is_ok()
+    }
+}
+
+impl Controller for ServiceAccountController {
+    fn observe(&mut self, _api: &Api, event: &StoredEvent) {
+        let obj = &event.object;
+        match &*event.resource {
+            "namespaces" if event.event_type != EventType::Deleted && !terminating(obj) => {
+                self.enqueue(&obj.name.clone());
+            }
+            "serviceaccounts" if event.event_type == EventType::Deleted && obj.name == DEFAULT => {
+                self.enqueue(&obj.namespace.clone());
+            }
+            _ => {}
+        }
+    }
+
+    fn resync(&mut self, api: &Api) {
+        *self = ServiceAccountController::default();
+        let Ok((_, objs)) = api.store.list("namespaces", None, "", "") else {
+            return;
+        };
+        for o in objs.iter() {
+            self.enqueue(&o.name.clone());
+        }
+    }
+
+    fn work(&mut self, api: &Api) -> bool {
+        let mut wrote = false;
+        while let Some(ns) = self.queue.pop_front() {
+            self.queued.remove(&ns);
+            wrote |= Self::ensure(api, &ns);
+        }
+        wrote
+    }
+}
