@@ -146,4 +146,14 @@ if [[ ! -s "$embedded_dir/kubeconfig" ]]; then
     exit 1
 fi
 "$e2e_root/diff.sh" embedded "$embedded_dir/kubeconfig"
+
+# The same kubectl session against the real pair (kube-apiserver + kube-controller-manager) and
+# the embedded server must print the same thing: tokens, explain, cascades, server-side apply
+# conflicts, every --dry-run=server verb, a namespace held by a finalizer (e2e/kubectl-session.sh).
+if command -v kubectl > /dev/null; then
+    echo "==> e2e: one kubectl session, real pair vs embedded server (e2e/kubectl-session.sh)"
+    "$e2e_root/kubectl-session.sh" "$e2e_on/kubeconfig" "$embedded_dir/kubeconfig"
+else
+    echo "==> e2e: kubectl session skipped: no kubectl on PATH"
+fi
 echo "==> e2e tier done in $((SECONDS - t_e2e))s"
