@@ -2,6 +2,7 @@
 # A kubectl session as a controller author types it against a test cluster: service account
 # tokens, explain (a built-in kind and a CRD), the three cascades, server-side apply from two
 # managers, every --dry-run=server verb, and deleting a namespace whose content has a finalizer.
+# Its names (namespace, CRD group and plural) are its own: the servers may hold other tests' objects.
 #
 #   e2e/kubectl-session.sh KUBECONFIG                 prints the session (uids, times, ages and
 #                                                      tokens masked)
@@ -63,11 +64,11 @@ session() {
     cat > "$work/crd.yaml" << 'EOF'
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
-metadata: {name: widgets.example.com}
+metadata: {name: sessionwidgets.session.example.com}
 spec:
-  group: example.com
+  group: session.example.com
   scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget}
+  names: {plural: sessionwidgets, singular: sessionwidget, kind: SessionWidget}
   versions:
   - name: v1
     served: true
@@ -83,8 +84,8 @@ spec:
               size: {type: integer, description: How big the widget is.}
 EOF
     kubectl apply -f "$work/crd.yaml" > /dev/null
-    until_ok 30 kubectl explain widgets.spec
-    k explain widgets.spec
+    until_ok 30 kubectl explain sessionwidgets.spec
+    k explain sessionwidgets.spec
 
     echo "## cascades"
     for mode in background foreground orphan; do
@@ -138,7 +139,7 @@ EOF
     until_ok 60 gone namespace "$ns"
     k get namespace "$ns"
 
-    kubectl delete crd widgets.example.com > /dev/null
+    kubectl delete crd sessionwidgets.session.example.com > /dev/null
 }
 
 case $# in
