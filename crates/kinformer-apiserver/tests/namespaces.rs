@@ -12,28 +12,6 @@ use common::*;
 use kinformer_apiserver::{ServerConfig, start};
 use serde_json::{Value, json};
 
-async fn eventually(
-    addr: SocketAddr,
-    path: &str,
-    what: &str,
-    pred: impl Fn(u16, &Value) -> bool,
-) -> Value {
-    let deadline = tokio::time::Instant::now() + SECS;
-    loop {
-        let r = get(addr, path).await;
-        let v = serde_json::from_slice(&r.body).unwrap_or(Value::Null);
-        if pred(r.code, &v) {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{what}: {path} still {} {v}",
-            r.code
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
 async fn delete(addr: SocketAddr, path: &str) -> Resp {
     request(addr, "DELETE", path, None, b"").await
 }

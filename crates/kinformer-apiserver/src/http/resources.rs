@@ -146,6 +146,16 @@ fn check_body_media_type(req: &Request) -> Result<(), ApiError> {
     }
 }
 
+/// The patch type a PATCH's Content-Type names; 415 for any other media type.
+fn patch_type(req: &Request) -> Result<PatchType, ApiError> {
+    let ct = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    PatchType::from_content_type(ct).ok_or_else(|| ApiError::unsupported_media_type(ct))
+}
+
 /// A create or update body: JSON (or no Content-Type), or protobuf for a kind that has a
 /// protobuf form (client-go's typed clients and kubectl's generators send it).
 async fn read_object(
@@ -480,14 +490,7 @@ async fn serve_verb(
             Ok((200, response::object_as(200, res, &o, pb)))
         }
         Verb::Patch => {
-            let ct = req
-                .headers()
-                .get(header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("")
-                .to_string();
-            let pt = PatchType::from_content_type(&ct)
-                .ok_or_else(|| ApiError::unsupported_media_type(&ct))?;
+            let pt = patch_type(&req)?;
             let force = check_patch_options(pt, query)?;
             let dry = query_dry_run(query, "PatchOptions")?;
             let body = read_body(ctx, req).await?;

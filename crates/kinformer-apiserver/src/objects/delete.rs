@@ -101,8 +101,12 @@ pub(crate) fn gc_finalizers(
 
 /// `metadata.finalizers` of an object's JSON metadata.
 pub(crate) fn finalizers_of(meta: &serde_json::Map<String, Value>) -> Vec<String> {
-    meta.get("finalizers")
-        .and_then(|f| f.as_array())
+    strings(meta.get("finalizers"))
+}
+
+/// The strings of a JSON list (`finalizers`, `spec.finalizers`); none for anything else.
+pub(crate) fn strings(list: Option<&Value>) -> Vec<String> {
+    list.and_then(|f| f.as_array())
         .map(|a| {
             a.iter()
                 .filter_map(|x| x.as_str().map(str::to_string))

@@ -26,15 +26,7 @@ pub(crate) fn is_namespace(res: &ResourceInfo) -> bool {
 
 /// `spec.finalizers` of a namespace's JSON.
 pub(crate) fn spec_finalizers(obj: &Map<String, Value>) -> Vec<String> {
-    obj.get("spec")
-        .and_then(|s| s.get("finalizers"))
-        .and_then(|f| f.as_array())
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| x.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
+    super::delete::strings(obj.get("spec").and_then(|s| s.get("finalizers")))
 }
 
 fn set_spec_finalizers(obj: &mut Map<String, Value>, finalizers: Vec<String>) {

@@ -199,4 +199,27 @@ pub fn pod_json(name: &str, labels: Value) -> Value {
     serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}})
 }
 
+/// Polls `path` until `pred` holds on (code, body), at most [`SECS`].
+pub async fn eventually(
+    addr: SocketAddr,
+    path: &str,
+    what: &str,
+    pred: impl Fn(u16, &Value) -> bool,
+) -> Value {
+    let deadline = tokio::time::Instant::now() + SECS;
+    loop {
+        let r = get(addr, path).await;
+        let v = serde_json::from_slice(&r.body).unwrap_or(Value::Null);
+        if pred(r.code, &v) {
+            return v;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what}: {path} still {} {v}",
+            r.code
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 pub const SECS: Duration = Duration::from_secs(5);

@@ -4,14 +4,12 @@ use std::sync::Arc;
 
 use axum::extract::Request;
 use axum::response::Response;
-use http::header;
 use serde_json::Value;
 
-use super::{Classified, check_body_media_type, query_dry_run, read_body, response};
+use super::{Classified, check_body_media_type, patch_type, query_dry_run, read_body, response};
 use crate::context::Context;
 use crate::faults::Verb;
 use crate::objects::{UpdateMode, Writer};
-use crate::patch::PatchType;
 use crate::status::ApiError;
 
 /// `GET`, `PUT` and `PATCH` of `/scale`: the object's replicas as an `autoscaling/v1` `Scale`.
@@ -39,14 +37,7 @@ pub(super) async fn serve_scale(
                 .map_err(|e| ApiError::bad_request(format!("error decoding Scale: {e}")))?
         }
         Verb::Patch => {
-            let ct = req
-                .headers()
-                .get(header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("")
-                .to_string();
-            let pt = PatchType::from_content_type(&ct)
-                .ok_or_else(|| ApiError::unsupported_media_type(&ct))?;
+            let pt = patch_type(&req)?;
             let body = read_body(ctx, req).await?;
             let mut v = crate::scale::to_scale(scale, &current);
             crate::patch::apply_patch(res, &mut v, pt, &body)?;
