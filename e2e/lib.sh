@@ -7,7 +7,7 @@ E2E_BIN="$E2E_ROOT/bin"
 # Set E2E_DIR to run several instances side by side.
 E2E_DIR="${E2E_DIR:-$E2E_ROOT/run}"
 # The Kubernetes release linked into the harness (see harness/go.mod).
-E2E_K8S_VERSION="v1.35.4"
+E2E_K8S_VERSION="v1.36.3"
 
 log() { echo "e2e: $*" >&2; }
 

@@ -90,7 +90,7 @@ func apiserverArgs(p *pki, etcdURL string, port int, certDir string, watchCache 
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--endpoint-reconciler-type=none",
 		fmt.Sprintf("--watch-cache=%t", watchCache),
-		"--feature-gates=WatchList=true",
+		"--feature-gates=WatchList=true,ShardedListAndWatch=true",
 		"--profiling=false",
 		"--v=0",
 	}
