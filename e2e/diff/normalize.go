@@ -37,6 +37,9 @@ import (
 //   - the run id (part of every namespace name): "<run>".
 //   - server-generated names (generateName + 5 characters): prefix + "<gen>",
 //     wherever the name appears.
+//   - names a scenario picked at run time (sc.alias: namespaces chosen for
+//     where their name's hash falls): the stable alias the scenario gave,
+//     wherever the name appears.
 //   - continue tokens: "<continue>" (opaque; only presence is compared).
 //   - discovery's storageVersionHash: "<hash>" (it hashes the group, which carries the run id).
 //   - numbers quoted as resourceVersions or revisions in Status messages
@@ -65,6 +68,9 @@ type normalizer struct {
 	objRVs    []int64
 	uids      map[string]string
 	generated map[string]string // generated name -> prefix<gen>
+	// aliases: names chosen at run time -> their stable stand-ins (sc.alias),
+	// longest first so that no alias replaces part of a longer one.
+	aliases [][2]string
 }
 
 func sortedKeys(m map[string]any) []string {
@@ -164,6 +170,9 @@ func (n *normalizer) uid(u string) string {
 
 func (n *normalizer) str(s string) string {
 	s = uuidRE.ReplaceAllStringFunc(s, n.uid)
+	for _, a := range n.aliases {
+		s = strings.ReplaceAll(s, a[0], a[1])
+	}
 	if n.run != "" {
 		s = strings.ReplaceAll(s, n.run, "<run>")
 	}
@@ -367,6 +376,15 @@ func (n *normalizer) metadata(v any, kind string) any {
 // normalizeScenario rewrites one scenario's steps in place.
 func normalizeScenario(res *scenarioResult, run string) {
 	n := &normalizer{run: run, uids: map[string]string{}, generated: map[string]string{}}
+	for name, alias := range res.aliases {
+		n.aliases = append(n.aliases, [2]string{name, alias})
+	}
+	sort.Slice(n.aliases, func(i, j int) bool {
+		if len(n.aliases[i][0]) != len(n.aliases[j][0]) {
+			return len(n.aliases[i][0]) > len(n.aliases[j][0])
+		}
+		return n.aliases[i][0] < n.aliases[j][0]
+	})
 	seen := map[int64]bool{}
 	for _, rv := range res.setupRVs {
 		n.collectObject(map[string]any{"metadata": map[string]any{"resourceVersion": rv}}, seen)

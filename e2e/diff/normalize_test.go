@@ -140,3 +140,30 @@ func TestUIDsEverywhereAndTimes(t *testing.T) {
 		t.Errorf("uid in a message: got %q", got)
 	}
 }
+
+// Names picked at run time show as their alias everywhere, a longer name
+// before a shorter one it starts with.
+func TestAliasesReplaceNamesEverywhere(t *testing.T) {
+	res := &scenarioResult{Name: "t", aliases: map[string]string{"kd-xrun-sns-001": "ns-in-1", "kd-xrun-sns-0011": "ns-in-2"},
+		Steps: []*step{{Step: "list", Request: "GET /api/v1/namespaces/kd-xrun-sns-0011/configmaps",
+			Body: decode(t, `{"kind":"ConfigMapList","metadata":{"resourceVersion":"5"},"items":[{"metadata":{"name":"cm","namespace":"kd-xrun-sns-001","resourceVersion":"4"}}]}`)}}}
+	normalizeScenario(res, "xrun")
+	if got := res.Steps[0].Request; got != "GET /api/v1/namespaces/ns-in-2/configmaps" {
+		t.Errorf("request: got %q", got)
+	}
+	if got := str(items(res.Steps[0].Body)[0], "metadata", "namespace"); got != "ns-in-1" {
+		t.Errorf("namespace: got %q", got)
+	}
+}
+
+// The shard hash is kube-apiserver's: 64-bit FNV-1a (k8s.io/apimachinery/pkg/sharding.HashField).
+func TestShardHashIsFNV1a64(t *testing.T) {
+	for v, want := range map[string]uint64{"": 0xcbf29ce484222325, "a": 0xaf63dc4c8601ec8c} {
+		if got := shardHash(v); got != want {
+			t.Errorf("shardHash(%q) = %#x, want %#x", v, got, want)
+		}
+	}
+	if !lowerHalf(1<<63-1) || lowerHalf(1<<63) || !upperHalf(1<<63) || !inQuarter(3)(1<<63|1<<62) || inQuarter(2)(1<<63|1<<62) {
+		t.Error("range predicates")
+	}
+}

@@ -29,7 +29,8 @@ type scenarioResult struct {
 	// error, or a setup request the server refused); its steps so far stay.
 	Error string `json:"error,omitempty"`
 
-	setupRVs []string // see sc.setupRVs; consumed by normalizeScenario
+	setupRVs []string          // see sc.setupRVs; consumed by normalizeScenario
+	aliases  map[string]string // see sc.alias; consumed by normalizeScenario
 }
 
 // scenarioDef is one scenario in the catalogue.
@@ -62,6 +63,19 @@ type sc struct {
 	// requests: not compared themselves, but ranked with the others so that
 	// every write of the scenario has its place in the order.
 	setupRVs []string
+	// aliases are names picked at run time and their stable stand-ins in
+	// the recording (see alias).
+	aliases map[string]string
+}
+
+// alias makes the recording show name as stand (wherever it appears): for
+// names a scenario picks at run time, e.g. a namespace chosen because its
+// name's hash falls in a shard.
+func (s *sc) alias(name, stand string) {
+	if s.aliases == nil {
+		s.aliases = map[string]string{}
+	}
+	s.aliases[name] = stand
 }
 
 func (s *sc) fail(format string, args ...any) {
@@ -259,6 +273,7 @@ func runScenario(ctx context.Context, t *target, compact func(context.Context) e
 			s.cleanups[i]()
 		}
 		res.setupRVs = s.setupRVs
+		res.aliases = s.aliases
 		if r := recover(); r != nil {
 			a, ok := r.(abort)
 			if !ok {

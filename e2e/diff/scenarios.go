@@ -44,6 +44,11 @@ var catalogue = []scenarioDef{
 	{"gc-orphan", "garbage collection, orphan propagation: orphan finalizer, references removed, dependents kept", scGCOrphan},
 	{"gc-owners", "garbage collection of dangling references (no such owner, a wrong uid) and of dependents of a cluster-scoped owner", scGCOwners},
 	{"gc-custom-resources", "garbage collection with custom resources as owner and as dependent", scGCCustomResources},
+	{"shard-list", "sharded lists by uid (KEP-5866): halves, ranges joined by ||, overlapping ranges, limit/continue, with a label selector, resourceVersion=0, shardInfo; get and deletecollection", scShardList},
+	{"shard-watch", "a watch with a uid shard selector: updates, creates and deletes inside the shard seen, outside not; watch from 0", scShardWatch},
+	{"shard-streaming", "a streaming list (sendInitialEvents, NotOlderThan, bookmarks) with a uid shard selector", scShardStreaming},
+	{"shard-namespace", "shards by namespace: cluster-wide list, paging, watch and streaming list; namespaced lists; namespaces themselves", scShardNamespace},
+	{"shard-invalid", "malformed shard selectors on a list, a watch and a streaming list: the exact errors", scShardInvalid},
 	// Last: it deletes (tries to delete) the immortal namespaces.
 	{"namespace-lifecycle", "namespace lifecycle: 404 into a missing namespace, Terminating with conditions while content has finalizers, 403 for new content, gone when empty; immortal namespaces", scNamespaceLifecycle},
 }
