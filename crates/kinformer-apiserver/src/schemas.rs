@@ -231,8 +231,8 @@ mod tests {
 
     #[test]
     fn the_selected_versions_schemas_are_compiled_in() {
-        // the tests build with v1_35
-        assert!(DATA.contains("\"kubernetes\":\"1.35\""));
+        // the tests build with v1_36
+        assert!(DATA.contains("\"kubernetes\":\"1.36\""));
         let (name, pod) = for_kind("", "v1", "Pod").unwrap();
         assert_eq!(name, "io.k8s.api.core.v1.Pod");
         let spec = resolve(&pod["properties"]["spec"]);

@@ -3,7 +3,7 @@
 //! schema table. The served kinds (`resource.rs`), `/version`, the OpenAPI document and
 //! seeded nodes follow it.
 
-/// The minor version (`35` of `1.35`).
+/// The minor version (`36` of `1.36`).
 pub(crate) fn minor() -> &'static str {
     let version = kinformer_proto::kubernetes_version();
     version.strip_prefix("1.").unwrap_or(version)
@@ -18,8 +18,8 @@ pub(crate) fn git_version() -> String {
 mod tests {
     #[test]
     fn the_version_is_the_k8s_openapi_feature() {
-        // the tests build with v1_35 (the e2e tier's kube-apiserver)
-        assert_eq!(super::minor(), "35");
-        assert_eq!(super::git_version(), "v1.35.0");
+        // the tests build with v1_36 (the e2e tier's kube-apiserver)
+        assert_eq!(super::minor(), "36");
+        assert_eq!(super::git_version(), "v1.36.0");
     }
 }

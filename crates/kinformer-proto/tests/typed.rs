@@ -3,10 +3,10 @@
 //! version whose kind k8s-openapi has a type for, decoding Go's bytes into that type must give
 //! what `serde_json` makes of Go's JSON for the same object.
 //!
-//! The kinds are listed for k8s-openapi's 1.35 (the version this crate's tests select); with
+//! The kinds are listed for k8s-openapi's 1.36 (the version this crate's tests select); with
 //! another version selected this file holds no test.
 
-k8s_openapi::k8s_if_1_35! {
+k8s_openapi::k8s_if_1_36! {
     use std::fmt::Debug;
 
     use base64::Engine;
@@ -55,6 +55,10 @@ k8s_openapi::k8s_if_1_35! {
 
     fn check_typed(f: &Fixture) -> Option<Result<(), String>> {
         typed! { f;
+            ("admissionregistration.k8s.io/v1", "MutatingAdmissionPolicy") => api::admissionregistration::v1::MutatingAdmissionPolicy,
+            ("admissionregistration.k8s.io/v1", "MutatingAdmissionPolicyBinding") => api::admissionregistration::v1::MutatingAdmissionPolicyBinding,
+            ("admissionregistration.k8s.io/v1", "MutatingAdmissionPolicyBindingList") => List<api::admissionregistration::v1::MutatingAdmissionPolicyBinding>,
+            ("admissionregistration.k8s.io/v1", "MutatingAdmissionPolicyList") => List<api::admissionregistration::v1::MutatingAdmissionPolicy>,
             ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration") => api::admissionregistration::v1::MutatingWebhookConfiguration,
             ("admissionregistration.k8s.io/v1", "MutatingWebhookConfigurationList") => List<api::admissionregistration::v1::MutatingWebhookConfiguration>,
             ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy") => api::admissionregistration::v1::ValidatingAdmissionPolicy,
@@ -160,6 +164,8 @@ k8s_openapi::k8s_if_1_35! {
             ("resource.k8s.io/v1", "ResourceSliceList") => List<api::resource::v1::ResourceSlice>,
             ("resource.k8s.io/v1alpha3", "DeviceTaintRule") => api::resource::v1alpha3::DeviceTaintRule,
             ("resource.k8s.io/v1alpha3", "DeviceTaintRuleList") => List<api::resource::v1alpha3::DeviceTaintRule>,
+            ("resource.k8s.io/v1alpha3", "ResourcePoolStatusRequest") => api::resource::v1alpha3::ResourcePoolStatusRequest,
+            ("resource.k8s.io/v1alpha3", "ResourcePoolStatusRequestList") => List<api::resource::v1alpha3::ResourcePoolStatusRequest>,
             ("resource.k8s.io/v1beta1", "DeviceClass") => api::resource::v1beta1::DeviceClass,
             ("resource.k8s.io/v1beta1", "DeviceClassList") => List<api::resource::v1beta1::DeviceClass>,
             ("resource.k8s.io/v1beta1", "ResourceClaim") => api::resource::v1beta1::ResourceClaim,
@@ -170,6 +176,8 @@ k8s_openapi::k8s_if_1_35! {
             ("resource.k8s.io/v1beta1", "ResourceSliceList") => List<api::resource::v1beta1::ResourceSlice>,
             ("resource.k8s.io/v1beta2", "DeviceClass") => api::resource::v1beta2::DeviceClass,
             ("resource.k8s.io/v1beta2", "DeviceClassList") => List<api::resource::v1beta2::DeviceClass>,
+            ("resource.k8s.io/v1beta2", "DeviceTaintRule") => api::resource::v1beta2::DeviceTaintRule,
+            ("resource.k8s.io/v1beta2", "DeviceTaintRuleList") => List<api::resource::v1beta2::DeviceTaintRule>,
             ("resource.k8s.io/v1beta2", "ResourceClaim") => api::resource::v1beta2::ResourceClaim,
             ("resource.k8s.io/v1beta2", "ResourceClaimList") => List<api::resource::v1beta2::ResourceClaim>,
             ("resource.k8s.io/v1beta2", "ResourceClaimTemplate") => api::resource::v1beta2::ResourceClaimTemplate,
@@ -178,8 +186,10 @@ k8s_openapi::k8s_if_1_35! {
             ("resource.k8s.io/v1beta2", "ResourceSliceList") => List<api::resource::v1beta2::ResourceSlice>,
             ("scheduling.k8s.io/v1", "PriorityClass") => api::scheduling::v1::PriorityClass,
             ("scheduling.k8s.io/v1", "PriorityClassList") => List<api::scheduling::v1::PriorityClass>,
-            ("scheduling.k8s.io/v1alpha1", "Workload") => api::scheduling::v1alpha1::Workload,
-            ("scheduling.k8s.io/v1alpha1", "WorkloadList") => List<api::scheduling::v1alpha1::Workload>,
+            ("scheduling.k8s.io/v1alpha2", "PodGroup") => api::scheduling::v1alpha2::PodGroup,
+            ("scheduling.k8s.io/v1alpha2", "PodGroupList") => List<api::scheduling::v1alpha2::PodGroup>,
+            ("scheduling.k8s.io/v1alpha2", "Workload") => api::scheduling::v1alpha2::Workload,
+            ("scheduling.k8s.io/v1alpha2", "WorkloadList") => List<api::scheduling::v1alpha2::Workload>,
             ("storage.k8s.io/v1", "CSIDriver") => api::storage::v1::CSIDriver,
             ("storage.k8s.io/v1", "CSIDriverList") => List<api::storage::v1::CSIDriver>,
             ("storage.k8s.io/v1", "CSINode") => api::storage::v1::CSINode,
@@ -240,8 +250,8 @@ k8s_openapi::k8s_if_1_35! {
 
     #[test]
     fn decoding_into_k8s_openapi_types_gives_what_gos_json_gives() {
-        assert_eq!(kinformer_proto::kubernetes_version(), "1.35");
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/v1_35.json");
+        assert_eq!(kinformer_proto::kubernetes_version(), "1.36");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/v1_36.json");
         let text = std::fs::read_to_string(path).expect("fixtures");
         let all: Vec<Fixture> = serde_json::from_str(&text).expect("fixtures");
         let (mut same, mut untyped) = (0, 0);
@@ -261,7 +271,7 @@ k8s_openapi::k8s_if_1_35! {
             failures[..failures.len().min(5)].join("\n")
         );
         eprintln!("{same} the same, {untyped} of kinds with no k8s-openapi type");
-        // 180 kinds with a type, two fixtures each
-        assert!(same >= 360, "only {same} compared");
+        // 190 kinds with a type, two fixtures each
+        assert!(same >= 380, "only {same} compared");
     }
 }
