@@ -4,7 +4,7 @@
 //! `SharedInformerFactory`, as the README builds it), kube-rs (`kube-runtime` watcher +
 //! reflector + store) and client-go's `SharedIndexInformer` (on protobuf, as in the field, and
 //! on JSON), plus decode-only floors, on two tiers: the embedded API server in its own
-//! process, and a real kube-apiserver v1.35.4 started by the e2e harness (`real.rs`).
+//! process, and a real kube-apiserver v1.36.3 started by the e2e harness (`real.rs`).
 //!
 //! One binary, several roles (see `kinformer-bench --help`):
 //!

@@ -1,4 +1,4 @@
-//! The real-server tier: kube-apiserver v1.35.4 with embedded etcd, started by the e2e
+//! The real-server tier: kube-apiserver v1.36.3 with embedded etcd, started by the e2e
 //! harness (`e2e/start.sh`, its own process), seeded through the API, and a control port
 //! served from the orchestrator that speaks the embedded server's protocol
 //! ([`crate::control`]) with what a client can do to a real server:

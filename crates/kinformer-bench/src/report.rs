@@ -3,7 +3,7 @@
 //! * **Embedded** (fast, reproducible; the only tier of `--quick`): per size N one bench
 //!   server process ([`crate::server`]) seeded with N pods; W2 on its own server with
 //!   `W2_PODS` (1,000) pods.
-//! * **Real**: kube-apiserver v1.35.4 started by the e2e harness (`real.rs`), pods created
+//! * **Real**: kube-apiserver v1.36.3 started by the e2e harness (`real.rs`), pods created
 //!   through the API. W1 and W1t on an instance with the watch cache (as clusters run); W3 on
 //!   one without it behind a cutting proxy (`proxy.rs`; where a compaction forces 410 at
 //!   once); W2 on a third with `W2_PODS` pods.

@@ -65,7 +65,7 @@ impl Workload {
 pub enum Tier {
     /// The embedded API server in its own process.
     Embedded,
-    /// kube-apiserver v1.35.4 from the e2e harness.
+    /// kube-apiserver v1.36.3 from the e2e harness.
     Real,
 }
 
