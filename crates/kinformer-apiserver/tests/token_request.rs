@@ -8,7 +8,7 @@ mod common;
 
 use base64::Engine;
 use common::{get, post, request};
-use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::authentication::v1::TokenRequest;
 use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
 use kinformer_apiserver::{ServerConfig, start};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
@@ -155,18 +155,17 @@ async fn service_account_tokens_authenticate_over_tls() {
     let sa: ServiceAccount =
         serde_json::from_value(json!({"metadata": {"name": "builder"}})).unwrap();
     sas.create(&PostParams::default(), &sa).await.unwrap();
-    let tr = TokenRequest {
-        spec: TokenRequestSpec {
-            expiration_seconds: Some(3600),
-            ..Default::default()
-        },
-        ..Default::default()
-    };
+    // built and read through JSON: `spec` and `status.token` are optional from k8s-openapi's 1.36
+    let tr: TokenRequest =
+        serde_json::from_value(json!({"spec": {"expirationSeconds": 3600}})).unwrap();
     let tr = sas
         .create_token_request("builder", &PostParams::default(), &tr)
         .await
         .unwrap();
-    let token = tr.status.unwrap().token;
+    let token = serde_json::to_value(&tr).unwrap()["status"]["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
 
     assert_eq!(list_code(client_with(&s, &token).await).await, 200);
     // `kubectl auth whoami`: the service account
