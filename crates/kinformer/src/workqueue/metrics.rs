@@ -10,6 +10,8 @@ use std::sync::{Arc, OnceLock};
 
 use tokio::time::Instant;
 
+use super::clock::Clock;
+
 /// A gauge that goes up and down by one (`workqueue_depth`).
 pub trait GaugeMetric: Send + Sync {
     /// Adds one.
@@ -88,10 +90,11 @@ pub(crate) struct QueueMetrics<T> {
     longest_running: Arc<dyn SettableGaugeMetric>,
     add_times: HashMap<T, Instant>,
     processing_start_times: HashMap<T, Instant>,
+    clock: Arc<dyn Clock>,
 }
 
 impl<T: Eq + Hash + Clone> QueueMetrics<T> {
-    pub(crate) fn new(name: &str, provider: &dyn MetricsProvider) -> Self {
+    pub(crate) fn new(name: &str, provider: &dyn MetricsProvider, clock: Arc<dyn Clock>) -> Self {
         Self {
             depth: provider.new_depth_metric(name),
             adds: provider.new_adds_metric(name),
@@ -101,38 +104,42 @@ impl<T: Eq + Hash + Clone> QueueMetrics<T> {
             longest_running: provider.new_longest_running_processor_seconds_metric(name),
             add_times: HashMap::new(),
             processing_start_times: HashMap::new(),
+            clock,
         }
     }
 
     pub(crate) fn add(&mut self, item: &T) {
         self.adds.inc();
         self.depth.inc();
+        let clock = &self.clock;
         self.add_times
             .entry(item.clone())
-            .or_insert_with(Instant::now);
+            .or_insert_with(|| clock.now());
     }
 
     pub(crate) fn get(&mut self, item: &T) {
         self.depth.dec();
-        let now = Instant::now();
+        let now = self.clock.now();
         self.processing_start_times.insert(item.clone(), now);
         if let Some(start) = self.add_times.remove(item) {
-            self.latency.observe((now - start).as_secs_f64());
+            self.latency
+                .observe(now.saturating_duration_since(start).as_secs_f64());
         }
     }
 
     pub(crate) fn done(&mut self, item: &T) {
         if let Some(start) = self.processing_start_times.remove(item) {
-            self.work_duration.observe(start.elapsed().as_secs_f64());
+            let elapsed = self.clock.now().saturating_duration_since(start);
+            self.work_duration.observe(elapsed.as_secs_f64());
         }
     }
 
     pub(crate) fn update_unfinished_work(&self) {
-        let now = Instant::now();
+        let now = self.clock.now();
         let mut total = 0.0;
         let mut oldest = 0.0_f64;
         for start in self.processing_start_times.values() {
-            let age = (now - *start).as_secs_f64();
+            let age = now.saturating_duration_since(*start).as_secs_f64();
             total += age;
             oldest = oldest.max(age);
         }

@@ -26,13 +26,15 @@
 //! ```
 
 mod bucket;
+mod clock;
 mod delaying;
 mod metrics;
 mod queue;
 mod rate_limiter;
 mod rate_limiting;
 
-pub use bucket::{BucketRateLimiter, default_controller_rate_limiter};
+pub use bucket::{BucketRateLimiter, INF_DURATION, default_controller_rate_limiter};
+pub use clock::{Clock, ClockSleep, FakeClock, TokioClock};
 pub use delaying::DelayingQueue;
 pub use metrics::{
     CounterMetric, GaugeMetric, HistogramMetric, MetricsProvider, SettableGaugeMetric, set_provider,
