@@ -217,8 +217,8 @@ fn bucket_delays_are_x_time_nanoseconds_at_3_qps() {
 /// 7 qps, burst 2, on a fake clock through `when`:
 /// * t0 three times: tokens 2→1 (0), 1→0 (0), 0→-1 → (1 / 7) * 1e9 = 142857142.85… → 142857142 ns;
 /// * t0 + 1.5 s: -1 + 1.5 * 7 = 9.5, capped at the burst 2, - 1 = 1 → 0; again 1 → 0 → 0;
-/// * + 123456789 ns: 0.123456789 * 7 = 0.864197523, 0 + 0.864197523 - 1 =
-///   -0.13580247700000003 → (0.135802477… / 7) * 1e9 = 19400353.85… → 19400353 ns.
+/// * 123456789 ns later: 0.123456789 * 7 = 0.864197523, 0 + 0.864197523 - 1 =
+///   `-0.13580247700000003` → (0.135802477… / 7) * 1e9 = 19400353.85… → 19400353 ns.
 #[test]
 fn bucket_refills_by_x_time_arithmetic_on_a_fake_clock() {
     let clock = FakeClock::default();
