@@ -45,10 +45,12 @@
 
 mod action;
 mod handlers;
+mod queue;
 mod runner;
 mod stats;
 
 pub use action::Action;
 pub use handlers::MapFn;
+pub use queue::ControllerQueue;
 pub use runner::{Controller, ControllerError, DEFAULT_SHUTDOWN_TIMEOUT};
 pub use stats::{ControllerStats, ReconcileResult};
