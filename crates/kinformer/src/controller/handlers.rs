@@ -178,4 +178,57 @@ mod tests {
             None
         );
     }
+
+    fn cm(name: &str, rv: &str) -> Arc<ConfigMap> {
+        Arc::new(ConfigMap {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("ns".into()),
+                resource_version: Some(rv.into()),
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+    }
+
+    /// controller-runtime's `WithLowPriorityWhenUnchanged`: initial-list adds and resyncs
+    /// (same resourceVersion) are low priority, real events priority 0, for the own and the
+    /// mapped handlers alike.
+    #[tokio::test]
+    async fn initial_list_and_resyncs_enqueue_at_low_priority() {
+        let pq = crate::workqueue::PriorityQueue::<String>::new("");
+        let queue = ControllerQueue::from(pq.clone());
+        let own = EnqueueOwn {
+            queue: queue.clone(),
+        };
+        let mapped = EnqueueMapped::<ConfigMap> {
+            queue,
+            map: Arc::new(|c: &ConfigMap| {
+                vec![format!(
+                    "owner-of-{}",
+                    c.metadata.name.as_deref().unwrap_or("")
+                )]
+            }),
+        };
+        let next = || pq.try_get_with_priority().flatten();
+        own.on_add(&cm("a", "1"), true);
+        own.on_add(&cm("b", "1"), false);
+        own.on_update(&cm("c", "5"), &cm("c", "5"));
+        own.on_update(&cm("d", "5"), &cm("d", "6"));
+        mapped.on_add(&cm("e", "1"), true);
+        mapped.on_update(&cm("f", "2"), &cm("f", "3"));
+        let mut got = Vec::new();
+        while let Some((key, priority)) = next() {
+            got.push((key, priority));
+        }
+        let want = [
+            ("ns/b", 0),
+            ("ns/d", 0),
+            ("owner-of-f", 0),
+            ("ns/a", LOW_PRIORITY),
+            ("ns/c", LOW_PRIORITY),
+            ("owner-of-e", LOW_PRIORITY),
+        ];
+        assert_eq!(got, want.map(|(k, p)| (k.to_owned(), p)));
+    }
 }

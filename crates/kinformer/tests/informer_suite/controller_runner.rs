@@ -428,3 +428,81 @@ async fn fifo_queue_reconciles_the_change_in_backlog_order() {
     let (_, position) = backlog_then_change(false).await;
     assert_eq!(position, 999, "the last pod of the list is reconciled last");
 }
+
+#[derive(Clone, Copy)]
+enum FirstResult {
+    Error,
+    RequeueAfter,
+    RequeueAfterAt(i32),
+}
+
+/// Reconcile order with one worker: `a` (initial list, low priority) runs first and adds `b`
+/// (priority 0) by hand, then ends with `first` (its requeue is ready 5 ms later); `b` adds
+/// `c` at priority -50 and runs 10 ms, so when the worker is free again `a`'s requeue and `c`
+/// are both ready and their priorities decide.
+async fn requeue_order(first: FirstResult) -> Vec<String> {
+    let source = FakeControllerSource::new();
+    source.add(pod("a"));
+    let pods = informer(&source);
+    let cancel = CancellationToken::new();
+    let controller = Controller::new("test", pods.clone());
+    let queue = controller.queue().clone();
+    let stats = controller.stats();
+    let calls: Arc<Mutex<Vec<String>>> = Default::default();
+    let run = {
+        let calls = calls.clone();
+        spawn_controller(controller, &cancel, move |key| {
+            let first_call = !calls.lock().contains(&key);
+            calls.lock().push(key.clone());
+            let queue = queue.clone();
+            async move {
+                match (key.as_str(), first_call) {
+                    ("a", true) => {
+                        queue.add("b".to_owned());
+                        tokio::time::sleep(10 * MS).await;
+                        match first {
+                            FirstResult::Error => Err("first try fails".to_owned()),
+                            FirstResult::RequeueAfter => Ok(Action::requeue_after(5 * MS)),
+                            FirstResult::RequeueAfterAt(p) => {
+                                Ok(Action::requeue_after(5 * MS).with_priority(p))
+                            }
+                        }
+                    }
+                    ("b", _) => {
+                        queue.add_with_priority("c".to_owned(), -50);
+                        tokio::time::sleep(10 * MS).await;
+                        Ok(Action::await_change())
+                    }
+                    _ => Ok(Action::await_change()),
+                }
+            }
+        })
+    };
+    start(&cancel, &[pods]);
+    wait_until("four reconciles", || {
+        calls.lock().len() == 4 && stats.active_workers() == 0
+    })
+    .await;
+    cancel.cancel();
+    run.await.unwrap().unwrap();
+    calls.lock().clone()
+}
+
+/// controller-runtime's `reconcileHandler`: a failed key goes back rate-limited at the
+/// priority it was handed out with (here the initial list's low priority), so `c` at -50
+/// overtakes it; a requeue-after keeps it too, unless the `Action` sets another priority.
+#[tokio::test(start_paused = true)]
+async fn requeues_keep_their_priority_unless_the_action_sets_one() {
+    assert_eq!(
+        requeue_order(FirstResult::Error).await,
+        ["a", "b", "c", "a"]
+    );
+    assert_eq!(
+        requeue_order(FirstResult::RequeueAfter).await,
+        ["a", "b", "c", "a"]
+    );
+    assert_eq!(
+        requeue_order(FirstResult::RequeueAfterAt(-10)).await,
+        ["a", "b", "a", "c"]
+    );
+}
