@@ -21,6 +21,14 @@ struct Recorder {
     depth: Mutex<BTreeMap<i32, i64>>,
     adds: Mutex<u64>,
     retries: Mutex<u64>,
+    unfinished: Mutex<Vec<f64>>,
+}
+
+struct Unfinished(Arc<Recorder>);
+impl SettableGaugeMetric for Unfinished {
+    fn set(&self, v: f64) {
+        self.0.unfinished.lock().push(v);
+    }
 }
 
 struct Depth(Arc<Recorder>);
@@ -78,7 +86,7 @@ impl MetricsProvider for Provider {
         Arc::new(Ignore)
     }
     fn new_unfinished_work_seconds_metric(&self, _: &str) -> Arc<dyn SettableGaugeMetric> {
-        Arc::new(Ignore)
+        Arc::new(Unfinished(self.0.clone()))
     }
     fn new_longest_running_processor_seconds_metric(
         &self,
@@ -698,4 +706,46 @@ async fn fifty_thousand_keys_in_priority_then_fifo_order() {
         "took {:?}",
         started.elapsed()
     );
+}
+
+/// Dropping every handle ends the waiting loop (no task leak).
+#[tokio::test]
+async fn dropping_the_queue_ends_its_waiting_loop() {
+    let alive = || {
+        tokio::runtime::Handle::current()
+            .metrics()
+            .num_alive_tasks()
+    };
+    let before = alive();
+    let (q, _, _) = new_queue();
+    q.add_with_opts(["foo"], after(Duration::from_secs(60)));
+    turn().await;
+    assert_eq!(alive(), before + 1);
+    let other = q.clone();
+    drop(q);
+    turn().await;
+    assert_eq!(alive(), before + 1, "a clone keeps it");
+    drop(other);
+    turn().await;
+    assert_eq!(alive(), before);
+}
+
+/// The unfinished-work gauge ticks on the queue's clock (every 500 ms by default) and stops
+/// at shutdown.
+#[tokio::test]
+async fn unfinished_work_is_updated_on_the_queue_clock() {
+    let (q, m, clock) = new_queue();
+    q.add("foo");
+    assert_eq!(q.get().await, Some("foo"));
+    turn().await;
+    clock.step(499 * MS);
+    turn().await;
+    assert!(m.unfinished.lock().is_empty());
+    clock.step(MS);
+    turn().await;
+    assert_eq!(*m.unfinished.lock(), [0.5]);
+    q.shut_down();
+    clock.step(Duration::from_secs(60));
+    turn().await;
+    assert_eq!(*m.unfinished.lock(), [0.5]);
 }

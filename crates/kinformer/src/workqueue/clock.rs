@@ -177,3 +177,47 @@ impl Clock for FakeClock {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// k8s.io/utils `FakeClock`: `Step` and `SetTime` move the time and fire exactly the
+    /// sleepers whose deadline was reached; a time going backwards fires nothing.
+    #[tokio::test]
+    async fn fake_clock_fires_sleepers_when_time_passes_their_deadline() {
+        let start = Instant::now();
+        let clock = FakeClock::new(start);
+        let mut early = clock.sleep_until(start + Duration::from_secs(1));
+        let mut late = clock.sleep(Duration::from_secs(5));
+        let noop = futures::task::noop_waker();
+        let mut cx = std::task::Context::from_waker(&noop);
+        assert!(clock.has_waiters());
+        assert_eq!(clock.waiters(), 2);
+        clock.step(Duration::from_millis(999));
+        assert!(early.as_mut().poll(&mut cx).is_pending());
+        clock.step(Duration::from_millis(1));
+        assert_eq!(clock.now(), start + Duration::from_secs(1));
+        assert!(early.as_mut().poll(&mut cx).is_ready());
+        assert!(late.as_mut().poll(&mut cx).is_pending());
+        clock.set_time(start);
+        assert!(late.as_mut().poll(&mut cx).is_pending());
+        assert_eq!(clock.waiters(), 1);
+        clock.set_time(start + Duration::from_secs(60));
+        assert!(late.as_mut().poll(&mut cx).is_ready());
+        assert!(!clock.has_waiters());
+        // A deadline already reached does not wait; a dropped sleep is no waiter.
+        assert!(clock.sleep_until(start).as_mut().poll(&mut cx).is_ready());
+        drop(clock.sleep(Duration::from_secs(1)));
+        assert!(!clock.has_waiters());
+    }
+
+    /// The default clock is Tokio's, so paused Tokio time drives it.
+    #[tokio::test(start_paused = true)]
+    async fn tokio_clock_follows_paused_time() {
+        let clock = TokioClock;
+        let t0 = clock.now();
+        clock.sleep(Duration::from_secs(3600)).await;
+        assert_eq!(clock.now() - t0, Duration::from_secs(3600));
+    }
+}
