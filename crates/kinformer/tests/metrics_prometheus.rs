@@ -39,7 +39,13 @@ async fn scrape_shows_workqueue_reconcile_and_informer_metrics() {
         Some(reconciles),
         "{scrape}"
     );
-    assert_eq!(value(&scrape, &format!("workqueue_depth{q}")), Some(0.0));
+    // Depth by priority (controller-runtime's label): every series back at zero.
+    let depths: Vec<&str> = scrape
+        .lines()
+        .filter(|l| l.starts_with(r#"workqueue_depth{name="configmap-summary","#))
+        .collect();
+    assert!(!depths.is_empty(), "{scrape}");
+    assert!(depths.iter().all(|l| l.ends_with(" 0")), "{depths:?}");
     assert_eq!(
         value(
             &scrape,
@@ -151,7 +157,10 @@ async fn queue_metrics_follow_client_go() {
         value(&scrape, r#"workqueue_adds_total{name="q"}"#),
         Some(2.0)
     );
-    assert_eq!(value(&scrape, r#"workqueue_depth{name="q"}"#), Some(1.0));
+    assert_eq!(
+        value(&scrape, r#"workqueue_depth{name="q",priority=""}"#),
+        Some(1.0)
+    );
     assert_eq!(
         value(
             &scrape,
@@ -160,4 +169,45 @@ async fn queue_metrics_follow_client_go() {
         Some(1.0)
     );
     assert!(!scrape.contains(r#"name="""#));
+}
+
+/// controller-runtime's depth by priority: a priority queue's depth carries its priority label
+/// (plain queues `""`); past 25 distinct priorities new ones share `exceeded_cardinality_limit`.
+#[tokio::test(start_paused = true)]
+async fn priority_queue_depth_has_a_capped_priority_label() {
+    use kinformer::workqueue::{AddOpts, ItemExponentialFailureRateLimiter, PriorityQueue};
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+    let q = PriorityQueue::<u32>::with_config(
+        ItemExponentialFailureRateLimiter::new(Duration::from_millis(5), Duration::from_secs(1)),
+        QueueConfig {
+            metrics_provider: Some(std::sync::Arc::new(metrics.clone())),
+            ..QueueConfig::named("pq")
+        },
+    );
+    for p in 0..30u32 {
+        q.add_with_opts([p], AddOpts::priority(p as i32));
+    }
+    q.add_with_opts([100], AddOpts::priority(-100));
+    let scrape = metrics.encode(&registry);
+    let depth = |p: &str| {
+        value(
+            &scrape,
+            &format!(r#"workqueue_depth{{name="pq",priority="{p}"}}"#),
+        )
+    };
+    assert_eq!(depth("0"), Some(1.0), "{scrape}");
+    assert_eq!(depth("24"), Some(1.0));
+    assert_eq!(depth("25"), None);
+    assert_eq!(depth("exceeded_cardinality_limit"), Some(6.0));
+    // A priority seen before the limit keeps its label when it goes down again.
+    assert_eq!(q.get_with_priority().await, Some((29, 29)));
+    let scrape = metrics.encode(&registry);
+    assert_eq!(
+        value(
+            &scrape,
+            r#"workqueue_depth{name="pq",priority="exceeded_cardinality_limit"}"#
+        ),
+        Some(5.0)
+    );
 }

@@ -1,10 +1,15 @@
 //! The delaying and rate-limiting queues, ported from client-go `util/workqueue`
-//! `delaying_queue_test.go` and `rate_limiting_queue_test.go` (names kept, in snake case), on
-//! paused Tokio time: client-go's `fakeClock.Step(d)` is `tokio::time::advance(d)`.
+//! `delaying_queue_test.go` and `rate_limiting_queue_test.go` (names kept, in snake case).
+//! client-go's tests run on a fake clock and so do these (`FakeClock::step`); each also runs
+//! on the default clock under paused Tokio time (`tokio::time::advance`), which must keep
+//! working.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use kinformer::workqueue::{DelayingQueue, ItemExponentialFailureRateLimiter, RateLimitingQueue};
+use kinformer::workqueue::{
+    DelayingQueue, FakeClock, ItemExponentialFailureRateLimiter, QueueConfig, RateLimitingQueue,
+};
 
 const MS: Duration = Duration::from_millis(1);
 
@@ -22,38 +27,102 @@ async fn step(d: Duration) {
     waiting_loop_turn().await;
 }
 
-/// client-go `TestSimpleQueue`.
-#[tokio::test(start_paused = true)]
-async fn test_simple_queue() {
-    let q = DelayingQueue::<&str>::new();
+/// Which clock a test runs on.
+enum Time {
+    /// The default clock, on paused Tokio time.
+    Tokio,
+    /// client-go's fake clock.
+    Fake(FakeClock),
+}
+
+impl Time {
+    fn fake() -> Self {
+        Time::Fake(FakeClock::default())
+    }
+
+    fn config(&self) -> QueueConfig<&'static str> {
+        QueueConfig {
+            clock: match self {
+                Time::Tokio => None,
+                Time::Fake(c) => Some(Arc::new(c.clone())),
+            },
+            ..QueueConfig::default()
+        }
+    }
+
+    fn queue(&self) -> DelayingQueue<&'static str> {
+        DelayingQueue::with_config(self.config())
+    }
+
+    async fn step(&self, d: Duration) {
+        match self {
+            Time::Tokio => step(d).await,
+            Time::Fake(c) => {
+                c.step(d);
+                waiting_loop_turn().await;
+            }
+        }
+    }
+}
+
+/// A test body run twice: on the fake clock and on paused Tokio time.
+macro_rules! on_both_clocks {
+    ($(#[$doc:meta])* $fake:ident, $tokio:ident, $body:ident) => {
+        $(#[$doc])*
+        #[tokio::test]
+        async fn $fake() {
+            $body(Time::fake()).await;
+        }
+        $(#[$doc])*
+        #[tokio::test(start_paused = true)]
+        async fn $tokio() {
+            $body(Time::Tokio).await;
+        }
+    };
+}
+
+on_both_clocks!(
+    /// client-go `TestSimpleQueue`.
+    test_simple_queue,
+    test_simple_queue_on_tokio_time,
+    simple_queue
+);
+
+async fn simple_queue(t: Time) {
+    let q = t.queue();
     q.add_after("foo", 50 * MS);
     waiting_loop_turn().await;
     assert_eq!(q.len(), 0, "should not have added");
-    step(60 * MS).await;
+    t.step(60 * MS).await;
     assert_eq!(q.len(), 1, "should have added");
     let item = q.get().await.unwrap();
     q.done(&item);
     // Step past the next heartbeat: nothing is added again.
-    step(10 * 1000 * MS).await;
-    step(30 * MS).await;
+    t.step(10 * 1000 * MS).await;
+    t.step(30 * MS).await;
     assert_eq!(q.len(), 0, "added to queue");
 }
 
-/// client-go `TestDeduping`: one entry per item; the earliest time wins.
-#[tokio::test(start_paused = true)]
-async fn test_deduping() {
-    let q = DelayingQueue::<&str>::new();
+on_both_clocks!(
+    /// client-go `TestDeduping`: one entry per item; the earliest time wins.
+    test_deduping,
+    test_deduping_on_tokio_time,
+    deduping
+);
+
+async fn deduping(t: Time) {
+    let q = t.queue();
     q.add_after("foo", 50 * MS);
     q.add_after("foo", 70 * MS);
     waiting_loop_turn().await;
     assert_eq!(q.len(), 0);
     // At 60 ms the first request fired.
-    step(60 * MS).await;
+    t.step(60 * MS).await;
     assert_eq!(q.len(), 1);
     let item = q.get().await.unwrap();
     q.done(&item);
     // At 80 ms the second (later) request was merged away.
-    step(20 * MS).await;
+    t.step(20 * MS).await;
     assert_eq!(q.len(), 0);
 
     // The other order: the earlier request moves the entry forward.
@@ -61,46 +130,56 @@ async fn test_deduping() {
     q.add_after("foo", 30 * MS);
     waiting_loop_turn().await;
     assert_eq!(q.len(), 0);
-    step(40 * MS).await;
+    t.step(40 * MS).await;
     assert_eq!(q.len(), 1);
     let item = q.get().await.unwrap();
     q.done(&item);
-    step(20 * MS).await;
+    t.step(20 * MS).await;
     assert_eq!(q.len(), 0);
 }
 
-/// client-go `TestAddTwoFireEarly`.
-#[tokio::test(start_paused = true)]
-async fn test_add_two_fire_early() {
-    let q = DelayingQueue::<&str>::new();
+on_both_clocks!(
+    /// client-go `TestAddTwoFireEarly`.
+    test_add_two_fire_early,
+    test_add_two_fire_early_on_tokio_time,
+    add_two_fire_early
+);
+
+async fn add_two_fire_early(t: Time) {
+    let q = t.queue();
     q.add_after("foo", 1000 * MS);
     q.add_after("bar", 50 * MS);
     waiting_loop_turn().await;
     assert_eq!(q.len(), 0);
-    step(60 * MS).await;
+    t.step(60 * MS).await;
     assert_eq!(q.len(), 1);
     let item = q.get().await.unwrap();
     assert_eq!(item, "bar");
     q.done(&item);
     q.add_after("baz", 2000 * MS);
-    step(1000 * MS).await;
+    t.step(1000 * MS).await;
     assert_eq!(q.len(), 1);
     assert_eq!(q.get().await, Some("foo"));
-    step(2000 * MS).await;
+    t.step(2000 * MS).await;
     assert_eq!(q.len(), 1);
     assert_eq!(q.get().await, Some("baz"));
 }
 
-/// client-go `TestCopyShifting`: items enter the queue in ready-time order.
-#[tokio::test(start_paused = true)]
-async fn test_copy_shifting() {
-    let q = DelayingQueue::<&str>::new();
+on_both_clocks!(
+    /// client-go `TestCopyShifting`: items enter the queue in ready-time order.
+    test_copy_shifting,
+    test_copy_shifting_on_tokio_time,
+    copy_shifting
+);
+
+async fn copy_shifting(t: Time) {
+    let q = t.queue();
     q.add_after("foo", 1000 * MS);
     q.add_after("bar", 500 * MS);
     q.add_after("baz", 250 * MS);
     waiting_loop_turn().await;
     assert_eq!(q.len(), 0);
-    step(2000 * MS).await;
+    t.step(2000 * MS).await;
     assert_eq!(q.len(), 3);
     assert_eq!(q.get().await, Some("baz"));
     assert_eq!(q.get().await, Some("bar"));
@@ -170,33 +249,62 @@ async fn dropping_the_queue_ends_the_waiting_loop() {
     );
 }
 
-/// client-go `TestRateLimitingQueue`: per-item exponential delays, independent per item, reset
-/// by `forget`. (client-go reads the delaying queue's channel; here each retry is processed
-/// and the time it becomes ready is checked.)
-#[tokio::test(start_paused = true)]
-async fn test_rate_limiting_queue() {
-    let q = RateLimitingQueue::<&str>::new(ItemExponentialFailureRateLimiter::new(
-        MS,
-        Duration::from_secs(1),
-    ));
+on_both_clocks!(
+    /// client-go `TestRateLimitingQueue`: per-item exponential delays, independent per item, reset
+    /// by `forget`. (client-go reads the delaying queue's channel; here each retry is processed
+    /// and the time it becomes ready is checked.)
+    test_rate_limiting_queue,
+    test_rate_limiting_queue_on_tokio_time,
+    rate_limiting_queue
+);
 
-    async fn ready_after(q: &RateLimitingQueue<&'static str>, item: &'static str, d: Duration) {
+async fn rate_limiting_queue(t: Time) {
+    let q = RateLimitingQueue::<&str>::with_config(
+        ItemExponentialFailureRateLimiter::new(MS, Duration::from_secs(1)),
+        t.config(),
+    );
+
+    async fn ready_after(
+        t: &Time,
+        q: &RateLimitingQueue<&'static str>,
+        item: &'static str,
+        d: Duration,
+    ) {
         q.add_rate_limited(item);
-        step(d - Duration::from_micros(1)).await;
+        t.step(d - Duration::from_nanos(1)).await;
         assert_eq!(q.len(), 0, "{item} ready before {d:?}");
-        step(Duration::from_micros(1)).await;
+        t.step(Duration::from_nanos(1)).await;
         assert_eq!(q.len(), 1, "{item} not ready at {d:?}");
         let got = q.get().await.unwrap();
         assert_eq!(got, item);
         q.done(&got);
     }
 
-    ready_after(&q, "one", MS).await;
-    ready_after(&q, "one", 2 * MS).await;
+    ready_after(&t, &q, "one", MS).await;
+    ready_after(&t, &q, "one", 2 * MS).await;
     assert_eq!(q.num_requeues(&"one"), 2);
-    ready_after(&q, "two", MS).await;
-    ready_after(&q, "two", 2 * MS).await;
+    ready_after(&t, &q, "two", MS).await;
+    ready_after(&t, &q, "two", 2 * MS).await;
     q.forget(&"one");
     assert_eq!(q.num_requeues(&"one"), 0);
-    ready_after(&q, "one", MS).await;
+    ready_after(&t, &q, "one", MS).await;
+}
+
+/// client-go `TestSimpleQueue`'s heartbeat part on the fake clock: the waiting loop sleeps on
+/// the queue's clock (it has a waiter while an entry waits), and Tokio time is irrelevant.
+#[tokio::test]
+async fn waiting_loop_sleeps_on_the_queue_clock() {
+    let clock = FakeClock::default();
+    let t = Time::Fake(clock.clone());
+    let q = t.queue();
+    q.add_after("foo", Duration::from_secs(3600));
+    waiting_loop_turn().await;
+    assert!(
+        clock.has_waiters(),
+        "the waiting loop arms its timer on the fake clock"
+    );
+    t.step(Duration::from_secs(3599)).await;
+    assert_eq!(q.len(), 0);
+    t.step(Duration::from_secs(1)).await;
+    assert_eq!(q.len(), 1);
 }

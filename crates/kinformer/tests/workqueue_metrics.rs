@@ -1,13 +1,14 @@
 //! Queue metrics, ported from client-go `util/workqueue/metrics_test.go` (names kept, in snake
-//! case), with a recording provider and paused Tokio time instead of a fake clock.
+//! case), with a recording provider, on a fake clock as in client-go (exact durations) and
+//! again on the default clock under paused Tokio time.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use kinformer::workqueue::{
-    CounterMetric, DelayingQueue, GaugeMetric, HistogramMetric, MetricsProvider, Queue,
-    QueueConfig, SettableGaugeMetric,
+    Clock, CounterMetric, DelayingQueue, FakeClock, GaugeMetric, HistogramMetric, MetricsProvider,
+    Queue, QueueConfig, SettableGaugeMetric,
 };
 use parking_lot::Mutex;
 
@@ -104,20 +105,70 @@ async fn step(d: Duration) {
     }
 }
 
+/// Which clock a test runs on: client-go's fake clock, or the default on paused Tokio time.
+#[derive(Clone)]
+enum Time {
+    Tokio,
+    Fake(FakeClock),
+}
+
+impl Time {
+    fn config(&self, recorder: &Arc<Recorder>, name: &str) -> QueueConfig<&'static str> {
+        QueueConfig {
+            clock: match self {
+                Time::Tokio => None,
+                Time::Fake(c) => Some(Arc::new(c.clone()) as Arc<dyn Clock>),
+            },
+            ..config(recorder, name)
+        }
+    }
+
+    async fn step(&self, d: Duration) {
+        match self {
+            Time::Tokio => step(d).await,
+            Time::Fake(c) => {
+                c.step(d);
+                for _ in 0..20 {
+                    tokio::task::yield_now().await;
+                }
+            }
+        }
+    }
+
+    /// The fake clock's durations are exact, as in client-go; Tokio's are too under paused
+    /// time, but allow for float noise there.
+    fn assert_seconds(&self, got: f64, want: f64, what: &str) {
+        match self {
+            Time::Fake(_) => assert_eq!(got, want, "{what}"),
+            Time::Tokio => assert!(close(got, want), "{what}: {got} != {want}"),
+        }
+    }
+}
+
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() < 1e-9
 }
 
 /// client-go `TestMetricShutdown`: the unfinished-work ticker stops at shutdown.
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn test_metric_shutdown() {
+    metric_shutdown(Time::Fake(FakeClock::default())).await;
+}
+
+/// `test_metric_shutdown` on the default clock.
+#[tokio::test(start_paused = true)]
+async fn test_metric_shutdown_on_tokio_time() {
+    metric_shutdown(Time::Tokio).await;
+}
+
+async fn metric_shutdown(t: Time) {
     let recorder = Arc::new(Recorder::default());
-    let q = Queue::with_config(config(&recorder, "test"));
-    step(Duration::ZERO).await;
-    step(Duration::from_millis(1)).await;
+    let q = Queue::with_config(t.config(&recorder, "test"));
+    t.step(Duration::ZERO).await;
+    t.step(Duration::from_millis(1)).await;
     assert_eq!(*recorder.m("unfinished").sets.lock(), 1);
     q.shut_down();
-    step(Duration::from_secs(3600)).await;
+    t.step(Duration::from_secs(3600)).await;
     assert_eq!(
         *recorder.m("unfinished").sets.lock(),
         1,
@@ -127,23 +178,33 @@ async fn test_metric_shutdown() {
 
 /// client-go `TestMetrics`: adds, depth, queue latency from the first add (also for a re-add
 /// during processing), work duration, unfinished work and the longest running processor.
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn test_metrics() {
+    metrics(Time::Fake(FakeClock::default())).await;
+}
+
+/// `test_metrics` on the default clock.
+#[tokio::test(start_paused = true)]
+async fn test_metrics_on_tokio_time() {
+    metrics(Time::Tokio).await;
+}
+
+async fn metrics(t: Time) {
     let recorder = Arc::new(Recorder::default());
-    let q = Queue::with_config(config(&recorder, "test"));
-    step(Duration::ZERO).await;
+    let q = Queue::with_config(t.config(&recorder, "test"));
+    t.step(Duration::ZERO).await;
 
     // Add one item.
     q.add("foo");
     assert_eq!(recorder.value("adds"), 1.0);
     assert_eq!(recorder.value("depth"), 1.0);
 
-    step(Duration::from_micros(50)).await;
+    t.step(Duration::from_micros(50)).await;
     let i = q.get().await.unwrap();
     assert_eq!(i, "foo");
     let latency = recorder.observations("latency");
     assert_eq!(latency.len(), 1);
-    assert!(close(latency[0], 5e-5), "latency {latency:?}");
+    t.assert_seconds(latency[0], 5e-05, "latency");
 
     // Add it back while processing; multiple adds of the same item are de-duplicated.
     for _ in 0..5 {
@@ -152,29 +213,29 @@ async fn test_metrics() {
     assert_eq!(recorder.value("adds"), 2.0);
     assert_eq!(recorder.value("depth"), 1.0);
 
-    step(Duration::from_micros(25)).await;
+    t.step(Duration::from_micros(25)).await;
     q.done(&i);
     let duration = recorder.observations("duration");
     assert_eq!(duration.len(), 1);
-    assert!(close(duration[0], 2.5e-5), "work duration {duration:?}");
+    t.assert_seconds(duration[0], 2.5e-05, "work duration");
     assert_eq!(recorder.value("depth"), 1.0);
 
     // Get it again: the latency runs from the first re-add.
     let i = q.get().await.unwrap();
     let latency = recorder.observations("latency");
     assert_eq!(latency.len(), 2);
-    assert!(close(latency[1], 2.5e-5), "latency {latency:?}");
+    t.assert_seconds(latency[1], 2.5e-05, "latency of the re-add");
     assert_eq!(recorder.value("depth"), 0.0);
 
     // Unfinished work and the longest running processor after a millisecond of processing.
-    step(Duration::from_millis(1)).await;
-    assert!(close(recorder.value("unfinished"), 0.001));
-    assert!(close(recorder.value("longest"), 0.001));
+    t.step(Duration::from_millis(1)).await;
+    t.assert_seconds(recorder.value("unfinished"), 0.001, "unfinished");
+    t.assert_seconds(recorder.value("longest"), 0.001, "longest");
 
     q.done(&i);
     let duration = recorder.observations("duration");
     assert_eq!(duration.len(), 2);
-    assert!(close(duration[1], 0.001), "work duration {duration:?}");
+    t.assert_seconds(duration[1], 0.001, "work duration");
 }
 
 /// Not in client-go: an unnamed queue records nothing, even with a provider.

@@ -369,3 +369,30 @@ async fn cancelled_get_loses_nothing() {
     q.add("bar");
     assert_eq!(other.await.unwrap(), Some("bar"));
 }
+
+/// client-go's `Done` wakes the drain waiter whenever the processing set changes: when the
+/// last item being processed had been re-added meanwhile, `done` queues it again and the
+/// drain (which waits for processing items only) returns, although the item is queued.
+#[tokio::test(start_paused = true)]
+async fn drain_returns_when_the_last_processing_item_was_re_added() {
+    let q: Queue<&str> = Queue::new();
+    q.add("foo");
+    let foo = q.get().await.unwrap();
+    q.add("foo"); // dirty while processing
+    let drain = {
+        let q = q.clone();
+        tokio::spawn(async move { q.shut_down_with_drain().await })
+    };
+    while !q.shutting_down() {
+        tokio::task::yield_now().await;
+    }
+    assert!(!drain.is_finished(), "foo is still being processed");
+    q.done(&foo);
+    tokio::time::timeout(Duration::from_secs(60), drain)
+        .await
+        .expect("the drain must return once nothing is processing")
+        .unwrap();
+    assert_eq!(q.processing_len(), 0);
+    assert_eq!(q.len(), 1, "the re-added foo is queued, not processing");
+    assert_eq!(q.get().await, Some("foo"));
+}

@@ -7,9 +7,14 @@ use std::time::Duration;
 /// Either way the key's retry history is forgotten; with [`Action::requeue_after`] the key is
 /// reconciled again after the delay (not rate-limited), with [`Action::await_change`] only when
 /// a watched object changes.
+///
+/// With the priority queue (the default), the requeue keeps the priority the key was handed
+/// out with, unless [`Action::with_priority`] sets another (controller-runtime's
+/// `Result.Priority`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Action {
     requeue_after: Option<Duration>,
+    priority: Option<i32>,
 }
 
 impl Action {
@@ -17,6 +22,7 @@ impl Action {
     pub fn requeue_after(delay: Duration) -> Self {
         Self {
             requeue_after: Some(delay),
+            priority: None,
         }
     }
 
@@ -24,11 +30,24 @@ impl Action {
     pub fn await_change() -> Self {
         Self {
             requeue_after: None,
+            priority: None,
         }
     }
 
     /// The requested delay, if any.
     pub fn requeue_delay(&self) -> Option<Duration> {
         self.requeue_after
+    }
+
+    /// The priority of the requeue (higher first; see
+    /// [`LOW_PRIORITY`](crate::workqueue::LOW_PRIORITY)). Ignored by the FIFO queue.
+    pub fn with_priority(mut self, priority: i32) -> Self {
+        self.priority = Some(priority);
+        self
+    }
+
+    /// The priority set with [`with_priority`](Self::with_priority), if any.
+    pub fn priority(&self) -> Option<i32> {
+        self.priority
     }
 }

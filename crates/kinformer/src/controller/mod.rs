@@ -1,5 +1,6 @@
-//! A controller runner: informers → handlers that enqueue keys → a rate-limited work queue →
-//! N workers calling your async `reconcile(key)`.
+//! A controller runner: informers → handlers that enqueue keys → a work queue (by default
+//! controller-runtime's [`PriorityQueue`](crate::workqueue::PriorityQueue)) → N workers calling
+//! your async `reconcile(key)`.
 //!
 //! The semantics are controller-runtime's (and client-go's sample-controller's):
 //!
@@ -9,8 +10,13 @@
 //!   reconcile it again afterwards (the [`workqueue`](crate::workqueue) guarantees);
 //! * `Ok(Action::await_change())` forgets the key's backoff; `Ok(Action::requeue_after(d))`
 //!   forgets it and adds the key again after `d`; an `Err` adds it again rate-limited
-//!   (per-key exponential backoff, 5 ms → 1000 s, plus an overall bucket); a panic is caught
-//!   and counted as an error;
+//!   (per-key exponential backoff, 5 ms → 1000 s; the FIFO queue adds an overall bucket); a
+//!   panic is caught and counted as an error;
+//! * priorities (controller-runtime's default since v0.23): adds from an informer's initial
+//!   list and resyncs are enqueued at [`LOW_PRIORITY`](crate::workqueue::LOW_PRIORITY), other
+//!   events at 0, so after a restart real changes overtake the relist backlog; a requeue keeps
+//!   the priority the key was handed out with unless [`Action::with_priority`] sets one.
+//!   [`Controller::priority_queue`]`(false)` switches to client-go's FIFO rate-limiting queue;
 //! * on cancellation no new reconcile starts, running ones get [`Controller::shutdown_timeout`]
 //!   to finish, then the queue shuts down and the handlers are removed.
 //!
@@ -45,10 +51,12 @@
 
 mod action;
 mod handlers;
+mod queue;
 mod runner;
 mod stats;
 
 pub use action::Action;
 pub use handlers::MapFn;
+pub use queue::ControllerQueue;
 pub use runner::{Controller, ControllerError, DEFAULT_SHUTDOWN_TIMEOUT};
 pub use stats::{ControllerStats, ReconcileResult};

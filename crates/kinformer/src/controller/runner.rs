@@ -14,12 +14,14 @@ use tokio_util::sync::CancellationToken;
 
 use super::action::Action;
 use super::handlers::{EnqueueMapped, EnqueueOwn, MapFn, controller_owner_key};
+use super::queue::ControllerQueue;
 use super::stats::{ControllerStats, ReconcileResult};
 use crate::informer::{InformerError, SharedIndexInformer};
 use crate::object::Object;
 use crate::wait::{SyncSignal, wait_for_named_cache_sync};
 use crate::workqueue::{
-    DelayingQueue, QueueConfig, RateLimiter, RateLimitingQueue, default_controller_rate_limiter,
+    AddOpts, DelayingQueue, ItemExponentialFailureRateLimiter, PriorityQueue, QueueConfig,
+    RateLimiter, RateLimitingQueue, default_controller_rate_limiter,
 };
 
 /// How long running reconciles may take to finish once the controller is cancelled, unless
@@ -49,8 +51,7 @@ struct Registered {
     remove: Box<dyn FnOnce() + Send>,
 }
 
-type Register =
-    Box<dyn FnOnce(&RateLimitingQueue<String>) -> Result<Registered, InformerError> + Send>;
+type Register = Box<dyn FnOnce(&ControllerQueue) -> Result<Registered, InformerError> + Send>;
 
 fn register<C: Object>(
     informer: SharedIndexInformer<C>,
@@ -72,8 +73,10 @@ fn register<C: Object>(
 pub struct Controller<K: Object> {
     name: String,
     primary: SharedIndexInformer<K>,
-    queue: RateLimitingQueue<String>,
-    limiter: Arc<dyn RateLimiter<String>>,
+    queue: ControllerQueue,
+    /// The retry limiter set with `rate_limiter`; `None`: the default for the queue kind.
+    limiter: Option<Arc<dyn RateLimiter<String>>>,
+    use_priority_queue: bool,
     registrations: Vec<Register>,
     workers: usize,
     shutdown_timeout: Duration,
@@ -100,23 +103,21 @@ where
     K::DynamicType: Default,
 {
     /// A controller named `name` (the queue's name and the metrics' `controller` label) that
-    /// reconciles the objects of `primary`, with one worker and client-go's default
-    /// controller rate limiter.
+    /// reconciles the objects of `primary`, with one worker and, as controller-runtime since
+    /// v0.23, a [`PriorityQueue`] with per-key exponential backoff from 5 ms to 1000 s (see
+    /// [`priority_queue`](Self::priority_queue)).
     ///
     /// # Panics
     /// Outside a Tokio runtime (the queue spawns its timer task).
     pub fn new(name: impl Into<String>, primary: SharedIndexInformer<K>) -> Self {
         let name = name.into();
-        let limiter: Arc<dyn RateLimiter<String>> = Arc::new(default_controller_rate_limiter());
-        let queue = RateLimitingQueue::from_delaying(
-            DelayingQueue::with_config(QueueConfig::named(name.clone())),
-            limiter.clone(),
-        );
+        let queue = build_queue(true, None, QueueConfig::named(name.clone()));
         let mut controller = Self {
             name,
             primary: primary.clone(),
             queue,
-            limiter,
+            limiter: None,
+            use_priority_queue: true,
             registrations: Vec::new(),
             workers: 1,
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
@@ -190,16 +191,34 @@ impl<K: Object> Controller<K> {
     /// # Panics
     /// Outside a Tokio runtime (the queue spawns its timer task).
     pub fn rate_limiter(mut self, limiter: impl RateLimiter<String> + 'static) -> Self {
-        self.limiter = Arc::new(limiter);
+        self.limiter = Some(Arc::new(limiter));
+        self.rebuild_queue();
+        self
+    }
+
+    /// Whether to use controller-runtime's [`PriorityQueue`] (`true`, the default, as
+    /// controller-runtime's `UsePriorityQueue` since v0.23: initial-list adds and resyncs at
+    /// [`LOW_PRIORITY`](crate::workqueue::LOW_PRIORITY), other events at 0, requeues keep
+    /// their priority) or client-go's FIFO [`RateLimitingQueue`] (`false`). Without a
+    /// [`rate_limiter`](Self::rate_limiter), the priority queue backs off per key from 5 ms to
+    /// 1000 s and the FIFO queue uses client-go's default controller limiter (that plus a
+    /// 10 qps, burst 100 bucket), as in controller-runtime. Replaces the queue; keys added
+    /// before are dropped.
+    ///
+    /// # Panics
+    /// Outside a Tokio runtime (the queue spawns its timer task).
+    pub fn priority_queue(mut self, enabled: bool) -> Self {
+        self.use_priority_queue = enabled;
         self.rebuild_queue();
         self
     }
 
     fn rebuild_queue(&mut self) {
         self.queue.shut_down();
-        self.queue = RateLimitingQueue::from_delaying(
-            DelayingQueue::with_config(self.queue_config()),
+        self.queue = build_queue(
+            self.use_priority_queue,
             self.limiter.clone(),
+            self.queue_config(),
         );
     }
 
@@ -211,8 +230,7 @@ impl<K: Object> Controller<K> {
     #[cfg(feature = "metrics")]
     pub fn metrics(mut self, metrics: &crate::metrics::Metrics) -> Self {
         self.metrics = Some(metrics.clone());
-        self.queue =
-            RateLimitingQueue::with_config(default_controller_rate_limiter(), self.queue_config());
+        self.rebuild_queue();
         self
     }
 
@@ -232,7 +250,7 @@ impl<K: Object> Controller<K> {
     }
 
     /// The work queue, e.g. to enqueue a key by hand.
-    pub fn queue(&self) -> &RateLimitingQueue<String> {
+    pub fn queue(&self) -> &ControllerQueue {
         &self.queue
     }
 
@@ -325,10 +343,31 @@ impl<K: Object> Controller<K> {
     }
 }
 
+/// The controller's queue: a priority queue or client-go's FIFO rate-limiting queue, with
+/// `limiter` or the default for the kind.
+fn build_queue(
+    priority: bool,
+    limiter: Option<Arc<dyn RateLimiter<String>>>,
+    config: QueueConfig<String>,
+) -> ControllerQueue {
+    if priority {
+        let limiter = limiter.unwrap_or_else(|| {
+            Arc::new(ItemExponentialFailureRateLimiter::new(
+                Duration::from_millis(5),
+                Duration::from_secs(1000),
+            ))
+        });
+        PriorityQueue::with_shared_limiter(limiter, config).into()
+    } else {
+        let limiter = limiter.unwrap_or_else(|| Arc::new(default_controller_rate_limiter()));
+        RateLimitingQueue::from_delaying(DelayingQueue::with_config(config), limiter).into()
+    }
+}
+
 /// One worker's loop (client-go's `runWorker` / `processNextWorkItem`).
 struct Worker {
     name: String,
-    queue: RateLimitingQueue<String>,
+    queue: ControllerQueue,
     stats: ControllerStats,
     #[cfg(feature = "metrics")]
     metrics: Option<crate::metrics::Metrics>,
@@ -342,20 +381,22 @@ impl Worker {
         E: fmt::Display + Send + 'static,
     {
         loop {
-            let key = tokio::select! {
+            let (key, priority) = tokio::select! {
                 biased;
                 _ = cancel.cancelled() => return,
-                key = self.queue.get() => match key {
-                    Some(key) => key,
+                next = self.queue.get_with_priority() => match next {
+                    Some(next) => next,
                     None => return,
                 },
             };
-            self.process(&key, reconcile.as_ref()).await;
+            self.process(&key, priority, reconcile.as_ref()).await;
             self.queue.done(&key);
         }
     }
 
-    async fn process<F, Fut, E>(&self, key: &str, reconcile: &F)
+    /// Reconciles `key`, handed out at `priority`; requeues keep that priority unless the
+    /// `Action` sets another (controller-runtime's `reconcileHandler`).
+    async fn process<F, Fut, E>(&self, key: &str, priority: i32, reconcile: &F)
     where
         F: Fn(String) -> Fut,
         Fut: Future<Output = Result<Action, E>>,
@@ -378,7 +419,13 @@ impl Worker {
                 self.queue.forget(&key);
                 match action.requeue_delay() {
                     Some(delay) => {
-                        self.queue.add_after(key, delay);
+                        let priority = action.priority().unwrap_or(priority);
+                        let opts = AddOpts {
+                            after: delay,
+                            priority,
+                            ..AddOpts::default()
+                        };
+                        self.queue.add_with_opts(key, opts);
                         (ReconcileResult::RequeueAfter, false)
                     }
                     None => (ReconcileResult::Success, false),
@@ -386,7 +433,7 @@ impl Worker {
             }
             Ok(Err(e)) => {
                 tracing::debug!(controller = %self.name, %key, error = %e, retries = self.queue.num_requeues(&key), "Reconcile failed");
-                self.queue.add_rate_limited(key);
+                self.queue.add_with_opts(key, retry(priority));
                 (ReconcileResult::Error, false)
             }
             Err(panic) => {
@@ -396,7 +443,7 @@ impl Worker {
                     .or_else(|| panic.downcast_ref::<String>().cloned())
                     .unwrap_or_default();
                 tracing::error!(controller = %self.name, %key, panic = %msg, "Reconcile panicked");
-                self.queue.add_rate_limited(key);
+                self.queue.add_with_opts(key, retry(priority));
                 (ReconcileResult::Error, true)
             }
         };
@@ -413,5 +460,14 @@ impl Worker {
         }
         #[cfg(not(feature = "metrics"))]
         let _ = elapsed;
+    }
+}
+
+/// A failed key goes back rate-limited at the priority it had.
+fn retry(priority: i32) -> AddOpts {
+    AddOpts {
+        rate_limited: true,
+        priority,
+        ..AddOpts::default()
     }
 }

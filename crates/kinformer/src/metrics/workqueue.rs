@@ -1,5 +1,9 @@
-//! client-go's workqueue metrics (component-base names, label `name`).
+//! client-go's workqueue metrics (component-base names, label `name`). `workqueue_depth` also
+//! has controller-runtime's `priority` label: `""` for plain queues, the priority for a
+//! [`PriorityQueue`](crate::workqueue::PriorityQueue) (at most 25 distinct values per queue,
+//! then `exceeded_cardinality_limit`).
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
@@ -12,13 +16,25 @@ use prometheus_client::registry::Registry;
 
 use super::Metrics;
 use crate::workqueue::{
-    CounterMetric, GaugeMetric, HistogramMetric, MetricsProvider, SettableGaugeMetric,
+    CounterMetric, GaugeMetric, HistogramMetric, MetricsProvider, PriorityGaugeMetric,
+    SettableGaugeMetric,
 };
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct QueueLabels {
     name: String,
 }
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct DepthLabels {
+    name: String,
+    priority: String,
+}
+
+/// controller-runtime's `maxRecommendedUniquePriorities`.
+const MAX_PRIORITY_LABELS: usize = 25;
+/// controller-runtime's `priorityCardinalityExceededPlaceholder`.
+const PRIORITY_LABELS_EXCEEDED: &str = "exceeded_cardinality_limit";
 
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
 
@@ -29,7 +45,7 @@ fn latency_histogram() -> Histogram {
 
 #[derive(Debug)]
 pub(crate) struct WorkqueueFamilies {
-    depth: Family<QueueLabels, Gauge>,
+    depth: Family<DepthLabels, Gauge>,
     adds: Family<QueueLabels, Counter>,
     latency: HistogramFamily<QueueLabels>,
     work_duration: HistogramFamily<QueueLabels>,
@@ -105,6 +121,47 @@ impl GaugeMetric for IntGauge {
     }
 }
 
+/// The depth of a priority queue, by priority.
+///
+/// Deliberate difference: controller-runtime sends every priority to
+/// `exceeded_cardinality_limit` once more than 25 were seen, so an item counted under its
+/// priority before is taken off the placeholder after; here a priority seen before the limit
+/// keeps its label, so each series goes up and down in pairs.
+struct PriorityDepth {
+    family: Family<DepthLabels, Gauge>,
+    name: String,
+    seen: parking_lot::Mutex<HashSet<i32>>,
+}
+
+impl PriorityDepth {
+    fn gauge(&self, priority: i32) -> Gauge {
+        let label = {
+            let mut seen = self.seen.lock();
+            if seen.contains(&priority) {
+                priority.to_string()
+            } else if seen.len() < MAX_PRIORITY_LABELS {
+                seen.insert(priority);
+                priority.to_string()
+            } else {
+                PRIORITY_LABELS_EXCEEDED.to_owned()
+            }
+        };
+        self.family.get_or_create_owned(&DepthLabels {
+            name: self.name.clone(),
+            priority: label,
+        })
+    }
+}
+
+impl PriorityGaugeMetric for PriorityDepth {
+    fn inc(&self, priority: i32) {
+        self.gauge(priority).inc();
+    }
+    fn dec(&self, priority: i32) {
+        self.gauge(priority).dec();
+    }
+}
+
 struct FloatGauge(Gauge<f64, AtomicU64>);
 impl SettableGaugeMetric for FloatGauge {
     fn set(&self, value: f64) {
@@ -128,9 +185,19 @@ impl HistogramMetric for Hist {
 
 impl MetricsProvider for Metrics {
     fn new_depth_metric(&self, name: &str) -> Arc<dyn GaugeMetric> {
-        Arc::new(IntGauge(
-            self.workqueue.depth.get_or_create_owned(&labels(name)),
-        ))
+        Arc::new(IntGauge(self.workqueue.depth.get_or_create_owned(
+            &DepthLabels {
+                name: name.to_owned(),
+                priority: String::new(),
+            },
+        )))
+    }
+    fn new_depth_metric_with_priority(&self, name: &str) -> Arc<dyn PriorityGaugeMetric> {
+        Arc::new(PriorityDepth {
+            family: self.workqueue.depth.clone(),
+            name: name.to_owned(),
+            seen: parking_lot::Mutex::new(HashSet::new()),
+        })
     }
     fn new_adds_metric(&self, name: &str) -> Arc<dyn CounterMetric> {
         Arc::new(Count(

@@ -17,6 +17,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use super::clock::saturating_add;
 use super::metrics::{CounterMetric, MetricsProvider, resolve};
 use super::queue::{Queue, QueueConfig, QueueItem};
 
@@ -173,7 +174,8 @@ impl<T: QueueItem> DelayingQueue<T> {
         Self::wrap(Queue::with_config(config), retries)
     }
 
-    /// Adds delays to an existing queue (client-go's `Queue` field of the config).
+    /// Adds delays to an existing queue (client-go's `Queue` field of the config); the delays
+    /// run on that queue's clock.
     ///
     /// # Panics
     /// Outside a Tokio runtime (it spawns its waiting loop), like `tokio::spawn`.
@@ -213,11 +215,8 @@ impl<T: QueueItem> DelayingQueue<T> {
             self.queue.add(item);
             return;
         }
-        let now = Instant::now();
         // A delay too long to represent (an exhausted bucket without refill) waits ~forever.
-        let ready_at = now
-            .checked_add(delay)
-            .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 86_400));
+        let ready_at = saturating_add(self.queue.clock().now(), delay);
         if self.inner.shared.timers.lock().insert(item, ready_at) {
             self.inner.shared.wake.notify_one();
         }
@@ -258,6 +257,7 @@ async fn waiting_loop<T: QueueItem>(
     shared: Arc<Shared<T>>,
     stop: CancellationToken,
 ) {
+    let clock = queue.clock().clone();
     loop {
         if queue.shutting_down() {
             return;
@@ -265,7 +265,7 @@ async fn waiting_loop<T: QueueItem>(
         let notified = shared.wake.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        let now = Instant::now();
+        let now = clock.now();
         let (ready, next) = {
             let mut t = shared.timers.lock();
             let ready = t.pop_ready(now);
@@ -274,11 +274,12 @@ async fn waiting_loop<T: QueueItem>(
         for item in ready {
             queue.add(item);
         }
-        let deadline = next.map_or(now + HEARTBEAT, |n| n.min(now + HEARTBEAT));
+        let heartbeat = saturating_add(now, HEARTBEAT);
+        let deadline = next.map_or(heartbeat, |n| n.min(heartbeat));
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = &mut notified => {}
-            _ = tokio::time::sleep_until(deadline) => {}
+            _ = clock.sleep_until(deadline) => {}
         }
     }
 }

@@ -10,12 +10,36 @@ use std::sync::{Arc, OnceLock};
 
 use tokio::time::Instant;
 
+use super::clock::Clock;
+
 /// A gauge that goes up and down by one (`workqueue_depth`).
 pub trait GaugeMetric: Send + Sync {
     /// Adds one.
     fn inc(&self);
     /// Subtracts one.
     fn dec(&self);
+}
+
+/// A gauge that goes up and down by one, per priority (`workqueue_depth` of a priority queue,
+/// controller-runtime's `DepthMetricWithPriority`).
+pub trait PriorityGaugeMetric: Send + Sync {
+    /// Adds one at `priority`.
+    fn inc(&self, priority: i32);
+    /// Subtracts one at `priority`.
+    fn dec(&self, priority: i32);
+}
+
+/// The default [`MetricsProvider::new_depth_metric_with_priority`]: one gauge, priorities
+/// ignored.
+struct IgnorePriority(Arc<dyn GaugeMetric>);
+
+impl PriorityGaugeMetric for IgnorePriority {
+    fn inc(&self, _priority: i32) {
+        self.0.inc();
+    }
+    fn dec(&self, _priority: i32) {
+        self.0.dec();
+    }
 }
 
 /// A gauge set to a value (`workqueue_unfinished_work_seconds`, `..._longest_running_...`).
@@ -56,6 +80,12 @@ pub trait MetricsProvider: Send + Sync {
     ) -> Arc<dyn SettableGaugeMetric>;
     /// `workqueue_retries_total`: `add_after` calls accepted (delaying queues).
     fn new_retries_metric(&self, name: &str) -> Arc<dyn CounterMetric>;
+    /// `workqueue_depth` of a [`PriorityQueue`](super::PriorityQueue), by priority
+    /// (controller-runtime's `MetricsProviderWithPriority`). The default ignores the
+    /// priority and uses [`new_depth_metric`](Self::new_depth_metric).
+    fn new_depth_metric_with_priority(&self, name: &str) -> Arc<dyn PriorityGaugeMetric> {
+        Arc::new(IgnorePriority(self.new_depth_metric(name)))
+    }
 }
 
 static GLOBAL_PROVIDER: OnceLock<Arc<dyn MetricsProvider>> = OnceLock::new();
@@ -80,7 +110,7 @@ pub(crate) fn resolve(
 /// The queue-side bookkeeping (client-go's `defaultQueueMetrics`). Called under the queue's
 /// lock.
 pub(crate) struct QueueMetrics<T> {
-    depth: Arc<dyn GaugeMetric>,
+    depth: Depth,
     adds: Arc<dyn CounterMetric>,
     latency: Arc<dyn HistogramMetric>,
     work_duration: Arc<dyn HistogramMetric>,
@@ -88,12 +118,13 @@ pub(crate) struct QueueMetrics<T> {
     longest_running: Arc<dyn SettableGaugeMetric>,
     add_times: HashMap<T, Instant>,
     processing_start_times: HashMap<T, Instant>,
+    clock: Arc<dyn Clock>,
 }
 
 impl<T: Eq + Hash + Clone> QueueMetrics<T> {
-    pub(crate) fn new(name: &str, provider: &dyn MetricsProvider) -> Self {
+    pub(crate) fn new(name: &str, provider: &dyn MetricsProvider, clock: Arc<dyn Clock>) -> Self {
         Self {
-            depth: provider.new_depth_metric(name),
+            depth: Depth::Plain(provider.new_depth_metric(name)),
             adds: provider.new_adds_metric(name),
             latency: provider.new_latency_metric(name),
             work_duration: provider.new_work_duration_metric(name),
@@ -101,42 +132,96 @@ impl<T: Eq + Hash + Clone> QueueMetrics<T> {
             longest_running: provider.new_longest_running_processor_seconds_metric(name),
             add_times: HashMap::new(),
             processing_start_times: HashMap::new(),
+            clock,
+        }
+    }
+
+    /// The metrics of a priority queue: depth by priority.
+    pub(crate) fn with_priority(
+        name: &str,
+        provider: &dyn MetricsProvider,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            depth: Depth::Priority(provider.new_depth_metric_with_priority(name)),
+            ..Self::new(name, provider, clock)
         }
     }
 
     pub(crate) fn add(&mut self, item: &T) {
+        self.add_at(item, 0);
+    }
+
+    /// An item became ready at `priority`.
+    pub(crate) fn add_at(&mut self, item: &T, priority: i32) {
         self.adds.inc();
-        self.depth.inc();
+        self.depth.inc(priority);
+        let clock = &self.clock;
         self.add_times
             .entry(item.clone())
-            .or_insert_with(Instant::now);
+            .or_insert_with(|| clock.now());
     }
 
     pub(crate) fn get(&mut self, item: &T) {
-        self.depth.dec();
-        let now = Instant::now();
+        self.get_at(item, 0);
+    }
+
+    /// An item at `priority` was handed out.
+    pub(crate) fn get_at(&mut self, item: &T, priority: i32) {
+        self.depth.dec(priority);
+        let now = self.clock.now();
         self.processing_start_times.insert(item.clone(), now);
         if let Some(start) = self.add_times.remove(item) {
-            self.latency.observe((now - start).as_secs_f64());
+            self.latency
+                .observe(now.saturating_duration_since(start).as_secs_f64());
+        }
+    }
+
+    /// A ready item moved from one priority to another.
+    pub(crate) fn reprioritize(&self, old: i32, new: i32) {
+        if let Depth::Priority(d) = &self.depth {
+            d.dec(old);
+            d.inc(new);
         }
     }
 
     pub(crate) fn done(&mut self, item: &T) {
         if let Some(start) = self.processing_start_times.remove(item) {
-            self.work_duration.observe(start.elapsed().as_secs_f64());
+            let elapsed = self.clock.now().saturating_duration_since(start);
+            self.work_duration.observe(elapsed.as_secs_f64());
         }
     }
 
     pub(crate) fn update_unfinished_work(&self) {
-        let now = Instant::now();
+        let now = self.clock.now();
         let mut total = 0.0;
         let mut oldest = 0.0_f64;
         for start in self.processing_start_times.values() {
-            let age = (now - *start).as_secs_f64();
+            let age = now.saturating_duration_since(*start).as_secs_f64();
             total += age;
             oldest = oldest.max(age);
         }
         self.unfinished_work.set(total);
         self.longest_running.set(oldest);
+    }
+}
+
+enum Depth {
+    Plain(Arc<dyn GaugeMetric>),
+    Priority(Arc<dyn PriorityGaugeMetric>),
+}
+
+impl Depth {
+    fn inc(&self, priority: i32) {
+        match self {
+            Depth::Plain(g) => g.inc(),
+            Depth::Priority(g) => g.inc(priority),
+        }
+    }
+    fn dec(&self, priority: i32) {
+        match self {
+            Depth::Plain(g) => g.dec(),
+            Depth::Priority(g) => g.dec(priority),
+        }
     }
 }

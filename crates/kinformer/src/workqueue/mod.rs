@@ -8,7 +8,12 @@
 //! * [`DelayingQueue`]: plus [`add_after`](DelayingQueue::add_after), earliest time wins;
 //! * [`RateLimitingQueue`]: plus per-item backoff ([`add_rate_limited`](RateLimitingQueue::add_rate_limited),
 //!   [`forget`](RateLimitingQueue::forget), [`num_requeues`](RateLimitingQueue::num_requeues));
-//! * the rate limiters of client-go, with its defaults ([`default_controller_rate_limiter`]).
+//! * [`PriorityQueue`]: controller-runtime's priority queue (the controller runner's default):
+//!   the rate-limiting queue's methods plus [`add_with_opts`](PriorityQueue::add_with_opts)
+//!   with a priority, and [`get_with_priority`](PriorityQueue::get_with_priority);
+//! * the rate limiters of client-go, with its defaults ([`default_controller_rate_limiter`]);
+//! * a [`Clock`] every queue takes ([`QueueConfig::clock`]): Tokio's by default, a
+//!   [`FakeClock`] in tests.
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
@@ -26,17 +31,23 @@
 //! ```
 
 mod bucket;
+mod clock;
 mod delaying;
 mod metrics;
+mod priority;
+mod priority_state;
 mod queue;
 mod rate_limiter;
 mod rate_limiting;
 
-pub use bucket::{BucketRateLimiter, default_controller_rate_limiter};
+pub use bucket::{BucketRateLimiter, INF_DURATION, default_controller_rate_limiter};
+pub use clock::{Clock, ClockSleep, FakeClock, TokioClock};
 pub use delaying::DelayingQueue;
 pub use metrics::{
-    CounterMetric, GaugeMetric, HistogramMetric, MetricsProvider, SettableGaugeMetric, set_provider,
+    CounterMetric, GaugeMetric, HistogramMetric, MetricsProvider, PriorityGaugeMetric,
+    SettableGaugeMetric, set_provider,
 };
+pub use priority::{AddOpts, LOW_PRIORITY, PriorityQueue};
 pub use queue::{
     DEFAULT_UNFINISHED_WORK_UPDATE_PERIOD, FifoStorage, Queue, QueueConfig, QueueItem, QueueStorage,
 };

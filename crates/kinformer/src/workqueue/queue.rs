@@ -19,6 +19,7 @@ use parking_lot::Mutex;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use super::clock::{Clock, default_clock};
 use super::metrics::{MetricsProvider, QueueMetrics, resolve};
 
 /// What a queue item must be: a small, cloneable, hashable key.
@@ -79,6 +80,9 @@ pub struct QueueConfig<T> {
     pub storage: Option<Box<dyn QueueStorage<T>>>,
     /// How often the unfinished-work gauges are updated.
     pub unfinished_work_update_period: Duration,
+    /// The clock for delays and metric durations (client-go's `Clock`); `None` is
+    /// [`TokioClock`](super::TokioClock). Tests pass a [`FakeClock`](super::FakeClock).
+    pub clock: Option<Arc<dyn Clock>>,
 }
 
 impl<T> Default for QueueConfig<T> {
@@ -88,6 +92,7 @@ impl<T> Default for QueueConfig<T> {
             metrics_provider: None,
             storage: None,
             unfinished_work_update_period: DEFAULT_UNFINISHED_WORK_UPDATE_PERIOD,
+            clock: None,
         }
     }
 }
@@ -113,6 +118,7 @@ struct State<T> {
 
 struct Inner<T> {
     name: String,
+    clock: Arc<dyn Clock>,
     state: Mutex<State<T>>,
     /// Wakes getters: one per pushed item, all at shutdown.
     item_ready: Notify,
@@ -165,12 +171,14 @@ impl<T: QueueItem> Queue<T> {
     /// metrics provider spawns a ticker for the unfinished-work gauges when called inside a
     /// Tokio runtime (outside one, those two gauges are not updated).
     pub fn with_config(config: QueueConfig<T>) -> Self {
+        let clock = config.clock.unwrap_or_else(default_clock);
         let provider = resolve(&config.name, config.metrics_provider.as_ref());
-        let metrics = provider.map(|p| QueueMetrics::new(&config.name, p.as_ref()));
+        let metrics = provider.map(|p| QueueMetrics::new(&config.name, p.as_ref(), clock.clone()));
         let has_metrics = metrics.is_some();
         let queue = Self {
             inner: Arc::new(Inner {
                 name: config.name,
+                clock,
                 state: Mutex::new(State {
                     queue: config
                         .storage
@@ -200,15 +208,21 @@ impl<T: QueueItem> Queue<T> {
         // The ticker holds only a weak handle, so a dropped queue ends it.
         let weak = Arc::downgrade(&self.inner);
         let stop = self.inner.stop.clone();
+        let clock = self.inner.clock.clone();
+        let period = period.max(Duration::from_nanos(1));
         handle.spawn(async move {
-            let mut ticker = tokio::time::interval(period);
-            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            ticker.tick().await;
+            // A ticker on the queue's clock; a late tick is not made up for.
+            let mut next = super::clock::saturating_add(clock.now(), period);
             loop {
                 tokio::select! {
                     _ = stop.cancelled() => return,
-                    _ = ticker.tick() => {}
+                    _ = clock.sleep_until(next) => {}
                 }
+                let now = clock.now();
+                if now < next {
+                    continue; // woken early (e.g. a fake clock was dropped)
+                }
+                next = super::clock::saturating_add(now, period);
                 let Some(inner) = weak.upgrade() else { return };
                 let s = inner.state.lock();
                 if s.shutting_down {
@@ -224,6 +238,11 @@ impl<T: QueueItem> Queue<T> {
     /// The queue's name (empty when unnamed).
     pub fn name(&self) -> &str {
         &self.inner.name
+    }
+
+    /// The clock the queue reads (its config's, or Tokio's).
+    pub fn clock(&self) -> &Arc<dyn Clock> {
+        &self.inner.clock
     }
 
     /// Marks `item` as needing processing. Ignored after shutdown; a no-op for an item already
@@ -320,12 +339,18 @@ impl<T: QueueItem> Queue<T> {
             tracing::debug!(queue = %self.inner.name, "done() for an item not being processed");
             return;
         }
+        let now_idle = s.processing.is_empty();
         if s.dirty.contains(item) {
             s.queue.push(item.clone());
             drop(s);
             self.inner.item_ready.notify_one();
-        } else if s.processing.is_empty() {
+        } else {
             drop(s);
+        }
+        // As client-go's `Done` (its one condition variable wakes the drain waiter too): the
+        // drain waits for items being processed, so an item re-added while it was processing
+        // and now only queued must not hold it up.
+        if now_idle {
             self.inner.drained.notify_waiters();
         }
     }

@@ -32,7 +32,12 @@ impl<T, R: RateLimiter<T> + ?Sized> RateLimiter<T> for Box<R> {
 }
 
 /// Per-item exponential backoff: `base * 2^failures`, capped at `max` (client-go's
-/// `TypedItemExponentialFailureRateLimiter`). The first call returns `base`.
+/// `TypedItemExponentialFailureRateLimiter`). The first call returns `base`; the product is
+/// computed in `f64` nanoseconds as in Go, so a product past `i64::MAX` nanoseconds (however
+/// many failures) gives `max` rather than overflowing.
+///
+/// Deliberate difference: a zero `base` always gives zero (Go's `0 * +Inf` is NaN after 1024
+/// failures and converts to a negative duration).
 pub struct ItemExponentialFailureRateLimiter<T> {
     base: Duration,
     max: Duration,
@@ -68,6 +73,10 @@ impl<T: QueueItem> RateLimiter<T> for ItemExponentialFailureRateLimiter<T> {
             *n = n.saturating_add(1);
             exp
         };
+        if self.base.is_zero() {
+            // client-go computes 0 * 2^exp, which is NaN from exp = 1024 on; zero it is.
+            return Duration::ZERO;
+        }
         // As client-go: computed in floating point so that large exponents saturate to `max`
         // instead of overflowing.
         let backoff = self.base.as_nanos() as f64 * 2f64.powi(exp.min(i32::MAX as u32) as i32);

@@ -120,7 +120,7 @@ async fn failing_reconcile_backs_off_exponentially() {
     let gaps: Vec<Duration> = times.windows(2).map(|w| w[1] - w[0]).collect();
     let want: Vec<Duration> = (0..8).map(|i| 5 * MS * 2u32.pow(i)).collect();
     assert_eq!(gaps, want, "reconcile times {times:?}");
-    assert!(queue.num_requeues(&"broken".to_owned()) >= 8);
+    assert!(queue.num_requeues("broken") >= 8);
 }
 
 /// controller-runtime "should not reset backoff until there's a non-error result": the retry
@@ -151,7 +151,7 @@ async fn backoff_is_forgotten_only_on_success() {
     start(&cancel, &[pods]);
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(*requeues.lock(), vec![0, 1, 2]);
-    assert_eq!(queue.num_requeues(&"a".to_owned()), 0);
+    assert_eq!(queue.num_requeues("a"), 0);
     cancel.cancel();
     run.await.unwrap().unwrap();
 }
@@ -366,4 +366,143 @@ async fn cancelled_before_sync_runs_nothing() {
         Err(ControllerError::NotSynced)
     ));
     assert_eq!(stats.reconciles(), 0);
+}
+
+/// 1,000 pods in the initial list, one worker (1 ms a reconcile), then one real change to the
+/// pod last in the list once 10 reconciles ran. Returns how many reconciles had started when
+/// the change came and the index of the changed pod's first reconcile after it.
+async fn backlog_then_change(priority_queue: bool) -> (usize, usize) {
+    let source = FakeControllerSource::new();
+    for i in 0..1000 {
+        source.add(pod(&format!("p{i:04}")));
+    }
+    let pods = informer(&source);
+    let cancel = CancellationToken::new();
+    let controller = Controller::new("test", pods.clone()).priority_queue(priority_queue);
+    let stats = controller.stats();
+    let calls: Arc<Mutex<Vec<String>>> = Default::default();
+    let run = {
+        let calls = calls.clone();
+        spawn_controller(controller, &cancel, move |key| {
+            calls.lock().push(key);
+            async {
+                tokio::time::sleep(MS).await;
+                Ok(Action::await_change())
+            }
+        })
+    };
+    start(&cancel, &[pods]);
+    while calls.lock().len() < 10 {
+        tokio::time::sleep(MS / 4).await;
+    }
+    let at_change = calls.lock().len();
+    let mut changed = pod("p0999");
+    changed.metadata.labels = Some([("changed".to_owned(), "yes".to_owned())].into());
+    source.modify(changed);
+    let reconciled_change = || calls.lock()[at_change..].iter().position(|k| k == "p0999");
+    while reconciled_change().is_none() || stats.successes() < 1000 {
+        tokio::time::sleep(MS).await;
+    }
+    cancel.cancel();
+    run.await.unwrap().unwrap();
+    (at_change, at_change + reconciled_change().unwrap())
+}
+
+/// controller-runtime's default since v0.23: the initial list enqueues at low priority, so
+/// after a restart a real change overtakes the relist backlog (reconciled within a few
+/// reconciles of its event, not after the ~990 still queued).
+#[tokio::test(start_paused = true)]
+async fn real_change_overtakes_the_initial_list_backlog() {
+    let (at_change, position) = backlog_then_change(true).await;
+    assert!(
+        position < at_change + 5,
+        "the change came after {at_change} reconciles and ran at {position}"
+    );
+    assert!(position < 100, "reconciled at {position} of ~1000");
+}
+
+/// The same with `priority_queue(false)`: client-go's FIFO queue reconciles the change only in
+/// its place in the backlog (the key was already queued, so the add collapses into it).
+#[tokio::test(start_paused = true)]
+async fn fifo_queue_reconciles_the_change_in_backlog_order() {
+    let (_, position) = backlog_then_change(false).await;
+    assert_eq!(position, 999, "the last pod of the list is reconciled last");
+}
+
+#[derive(Clone, Copy)]
+enum FirstResult {
+    Error,
+    RequeueAfter,
+    RequeueAfterAt(i32),
+}
+
+/// Reconcile order with one worker: `a` (initial list, low priority) runs first and adds `b`
+/// (priority 0) by hand, then ends with `first` (its requeue is ready 5 ms later); `b` adds
+/// `c` at priority -50 and runs 10 ms, so when the worker is free again `a`'s requeue and `c`
+/// are both ready and their priorities decide.
+async fn requeue_order(first: FirstResult) -> Vec<String> {
+    let source = FakeControllerSource::new();
+    source.add(pod("a"));
+    let pods = informer(&source);
+    let cancel = CancellationToken::new();
+    let controller = Controller::new("test", pods.clone());
+    let queue = controller.queue().clone();
+    let stats = controller.stats();
+    let calls: Arc<Mutex<Vec<String>>> = Default::default();
+    let run = {
+        let calls = calls.clone();
+        spawn_controller(controller, &cancel, move |key| {
+            let first_call = !calls.lock().contains(&key);
+            calls.lock().push(key.clone());
+            let queue = queue.clone();
+            async move {
+                match (key.as_str(), first_call) {
+                    ("a", true) => {
+                        queue.add("b".to_owned());
+                        tokio::time::sleep(10 * MS).await;
+                        match first {
+                            FirstResult::Error => Err("first try fails".to_owned()),
+                            FirstResult::RequeueAfter => Ok(Action::requeue_after(5 * MS)),
+                            FirstResult::RequeueAfterAt(p) => {
+                                Ok(Action::requeue_after(5 * MS).with_priority(p))
+                            }
+                        }
+                    }
+                    ("b", _) => {
+                        queue.add_with_priority("c".to_owned(), -50);
+                        tokio::time::sleep(10 * MS).await;
+                        Ok(Action::await_change())
+                    }
+                    _ => Ok(Action::await_change()),
+                }
+            }
+        })
+    };
+    start(&cancel, &[pods]);
+    wait_until("four reconciles", || {
+        calls.lock().len() == 4 && stats.active_workers() == 0
+    })
+    .await;
+    cancel.cancel();
+    run.await.unwrap().unwrap();
+    calls.lock().clone()
+}
+
+/// controller-runtime's `reconcileHandler`: a failed key goes back rate-limited at the
+/// priority it was handed out with (here the initial list's low priority), so `c` at -50
+/// overtakes it; a requeue-after keeps it too, unless the `Action` sets another priority.
+#[tokio::test(start_paused = true)]
+async fn requeues_keep_their_priority_unless_the_action_sets_one() {
+    assert_eq!(
+        requeue_order(FirstResult::Error).await,
+        ["a", "b", "c", "a"]
+    );
+    assert_eq!(
+        requeue_order(FirstResult::RequeueAfter).await,
+        ["a", "b", "c", "a"]
+    );
+    assert_eq!(
+        requeue_order(FirstResult::RequeueAfterAt(-10)).await,
+        ["a", "b", "a", "c"]
+    );
 }
