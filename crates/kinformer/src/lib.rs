@@ -93,6 +93,7 @@ pub mod factory;
 pub mod informer;
 #[cfg(feature = "kube-runtime")]
 pub mod kube_runtime;
+pub mod leaderelection;
 pub mod memory;
 #[cfg(feature = "metrics")]
 pub mod metrics;
