@@ -12,7 +12,10 @@
 //!   (per-key exponential backoff, 5 ms → 1000 s, plus an overall bucket); a panic is caught
 //!   and counted as an error;
 //! * on cancellation no new reconcile starts, running ones get [`Controller::shutdown_timeout`]
-//!   to finish, then the queue shuts down and the handlers are removed.
+//!   to finish (then their futures are dropped), then the queue shuts down and the handlers
+//!   are removed;
+//! * with [`Controller::leader_election`], every replica syncs its caches and fills its queue,
+//!   and only the lease holder runs workers (warm standby).
 //!
 //! Informers are started by their owner (usually `factory.start()`), as in client-go.
 //!
@@ -45,10 +48,12 @@
 
 mod action;
 mod handlers;
+mod leader;
 mod runner;
 mod stats;
 
 pub use action::Action;
 pub use handlers::MapFn;
+pub use leader::AfterLostLeadership;
 pub use runner::{Controller, ControllerError, DEFAULT_SHUTDOWN_TIMEOUT};
 pub use stats::{ControllerStats, ReconcileResult};

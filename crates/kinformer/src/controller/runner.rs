@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::action::Action;
 use super::handlers::{EnqueueMapped, EnqueueOwn, MapFn, controller_owner_key};
+use super::leader::{Election, drain};
 use super::stats::{ControllerStats, ReconcileResult};
 use crate::informer::{InformerError, SharedIndexInformer};
 use crate::object::Object;
@@ -41,6 +42,14 @@ pub enum ControllerError {
         /// How many workers were stopped mid-reconcile.
         abandoned: usize,
     },
+    /// This replica lost the leader lease (and [`AfterLostLeadership::Return`](super::AfterLostLeadership::Return) was set, the
+    /// default): its workers have stopped; exit, as client-go and controller-runtime
+    /// controllers do.
+    #[error("lost the leader lease")]
+    LostLeadership,
+    /// The elector could not run (it is running for another controller already).
+    #[error("leader election: {0}")]
+    Election(#[from] crate::leaderelection::RunError),
 }
 
 /// What a registered handler leaves behind: its sync signal and how to remove it.
@@ -80,6 +89,7 @@ pub struct Controller<K: Object> {
     stats: ControllerStats,
     #[cfg(feature = "metrics")]
     metrics: Option<crate::metrics::Metrics>,
+    pub(super) election: Option<Election>,
 }
 
 impl<K: Object> fmt::Debug for Controller<K> {
@@ -90,6 +100,7 @@ impl<K: Object> fmt::Debug for Controller<K> {
             .field("watches", &self.registrations.len())
             .field("workers", &self.workers)
             .field("queue", &self.queue)
+            .field("election", &self.election)
             .finish()
     }
 }
@@ -123,6 +134,7 @@ where
             stats: ControllerStats::default(),
             #[cfg(feature = "metrics")]
             metrics: None,
+            election: None,
         };
         controller.registrations.push(Box::new(move |queue| {
             register(
@@ -283,9 +295,8 @@ impl<K: Object> Controller<K> {
                 &ReconcileResult::ALL.map(ReconcileResult::as_str),
             );
         }
-        let reconcile = Arc::new(reconcile);
-        let mut workers = JoinSet::new();
-        for _ in 0..self.workers {
+        let start = {
+            let reconcile = Arc::new(reconcile);
             let worker = Worker {
                 name: self.name.clone(),
                 queue: self.queue.clone(),
@@ -293,26 +304,37 @@ impl<K: Object> Controller<K> {
                 #[cfg(feature = "metrics")]
                 metrics: self.metrics.clone(),
             };
-            let (reconcile, cancel) = (reconcile.clone(), cancel.clone());
-            workers.spawn(async move { worker.run(cancel, reconcile).await });
-        }
-        cancel.cancelled().await;
-        tracing::info!(controller = %self.name, "Shutting down workers");
-        let deadline = Instant::now() + self.shutdown_timeout;
-        let mut result = Ok(());
-        loop {
-            match tokio::time::timeout_at(deadline, workers.join_next()).await {
-                Ok(Some(_)) => {}
-                Ok(None) => break,
-                Err(_) => {
-                    let abandoned = workers.len();
-                    workers.abort_all();
-                    tracing::warn!(controller = %self.name, abandoned, "Reconciles outlived the shutdown timeout");
-                    result = Err(ControllerError::ShutdownTimeout { abandoned });
-                    break;
+            let count = self.workers;
+            move |stop: CancellationToken, abort: CancellationToken| {
+                let mut workers = JoinSet::new();
+                for _ in 0..count {
+                    let (worker, reconcile) = (worker.clone(), reconcile.clone());
+                    let (stop, abort) = (stop.clone(), abort.clone());
+                    workers.spawn(async move { worker.run(stop, abort, reconcile).await });
+                }
+                workers
+            }
+        };
+        let result = match self.election.take() {
+            Some(election) => {
+                election
+                    .run(&self.name, &cancel, self.shutdown_timeout, Arc::new(start))
+                    .await
+            }
+            None => {
+                let abort = CancellationToken::new();
+                let workers = start(cancel.clone(), abort.clone());
+                cancel.cancelled().await;
+                tracing::info!(controller = %self.name, "Shutting down workers");
+                match drain(workers, self.shutdown_timeout, abort).await {
+                    0 => Ok(()),
+                    abandoned => {
+                        tracing::warn!(controller = %self.name, abandoned, "Reconciles outlived the shutdown timeout");
+                        Err(ControllerError::ShutdownTimeout { abandoned })
+                    }
                 }
             }
-        }
+        };
         self.stop(registered);
         result
     }
@@ -326,6 +348,7 @@ impl<K: Object> Controller<K> {
 }
 
 /// One worker's loop (client-go's `runWorker` / `processNextWorkItem`).
+#[derive(Clone)]
 struct Worker {
     name: String,
     queue: RateLimitingQueue<String>,
@@ -335,8 +358,14 @@ struct Worker {
 }
 
 impl Worker {
-    async fn run<F, Fut, E>(self, cancel: CancellationToken, reconcile: Arc<F>)
-    where
+    /// Takes keys until `stop`; a reconcile still running when `abort` is cancelled is
+    /// dropped and its key added again (for the next leader term).
+    async fn run<F, Fut, E>(
+        self,
+        stop: CancellationToken,
+        abort: CancellationToken,
+        reconcile: Arc<F>,
+    ) where
         F: Fn(String) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Action, E>> + Send + 'static,
         E: fmt::Display + Send + 'static,
@@ -344,18 +373,22 @@ impl Worker {
         loop {
             let key = tokio::select! {
                 biased;
-                _ = cancel.cancelled() => return,
+                _ = stop.cancelled() => return,
                 key = self.queue.get() => match key {
                     Some(key) => key,
                     None => return,
                 },
             };
-            self.process(&key, reconcile.as_ref()).await;
+            let aborted = self.process(&key, reconcile.as_ref(), &abort).await;
+            if aborted {
+                self.queue.add(key.clone());
+            }
             self.queue.done(&key);
         }
     }
 
-    async fn process<F, Fut, E>(&self, key: &str, reconcile: &F)
+    /// Reconciles `key`; true if `abort` cut the reconcile short.
+    async fn process<F, Fut, E>(&self, key: &str, reconcile: &F, abort: &CancellationToken) -> bool
     where
         F: Fn(String) -> Fut,
         Fut: Future<Output = Result<Action, E>>,
@@ -368,9 +401,20 @@ impl Worker {
         }
         let started = Instant::now();
         // The call itself may panic as well as the future: catch both.
-        let outcome = AssertUnwindSafe(async { reconcile(key.to_owned()).await })
-            .catch_unwind()
-            .await;
+        let call = AssertUnwindSafe(async { reconcile(key.to_owned()).await }).catch_unwind();
+        let outcome = tokio::select! {
+            biased;
+            outcome = call => outcome,
+            _ = abort.cancelled() => {
+                tracing::warn!(controller = %self.name, %key, "Reconcile cancelled: leadership ended");
+                self.stats.abandoned();
+                #[cfg(feature = "metrics")]
+                if let Some(m) = &self.metrics {
+                    m.worker_active(&self.name, -1);
+                }
+                return true;
+            }
+        };
         let elapsed = started.elapsed();
         let key = key.to_owned();
         let (result, panicked) = match outcome {
@@ -413,5 +457,6 @@ impl Worker {
         }
         #[cfg(not(feature = "metrics"))]
         let _ = elapsed;
+        false
     }
 }
