@@ -11,15 +11,13 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::runner::{Controller, ControllerError};
-use crate::leaderelection::{ElectionEnd, LeaderCallbacks, LeaderElector};
-use crate::object::Object;
+use crate::leaderelection::{ElectionEnd, LeaderCallbacks, LeaderElector, RunError};
 
 /// What [`Controller::run`] does once this replica loses the lease (renewals failed for the
 /// renew deadline, or another holder was seen).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum AfterLostLeadership {
-    /// Return [`ControllerError::LostLeadership`] (the default): the process should exit and
+    /// Return [`ControllerError::LostLeadership`](super::ControllerError::LostLeadership) (the default): the process should exit and
     /// be restarted, as client-go's `OnStoppedLeading: klog.Fatal` and controller-runtime's
     /// manager do. The safest choice: nothing of the old term survives.
     #[default]
@@ -40,50 +38,33 @@ pub(super) struct Election {
     after_loss: AfterLostLeadership,
 }
 
-impl<K: Object> Controller<K> {
-    /// Runs the workers only while `elector` holds its lease (warm standby, as
-    /// controller-runtime's `EnableWarmup` with leader election).
-    ///
-    /// Every replica registers its handlers, syncs its caches and keeps its queue filled
-    /// whether or not it leads; the replica that wins the lease starts its workers at once on
-    /// the warm cache and the queue as it stands. The standby's queue is kept, not rebuilt:
-    /// as with controller-runtime's warm-up (whose sources feed the queue before the
-    /// election is won), it holds every object of the initial lists plus every change since,
-    /// so the new leader reconciles everything once, as a cold start would, without waiting
-    /// for a list.
-    ///
-    /// When leadership ends (lost, or `run` cancelled), workers stop taking keys at once;
-    /// reconciles in flight get `min(shutdown_timeout, (lease_duration − renew_deadline) / 2)`
-    /// to finish, then their futures are dropped and their keys queued again. So with the
-    /// elector stepping down at most `renew_deadline` after its last good renewal began, every
-    /// reconcile of this replica has ended by `renew_deadline + (lease_duration −
-    /// renew_deadline) / 2`, half the margin before any other replica may take over (the
-    /// other half absorbs clock-rate differences). Work a reconcile spawned on its own is not
-    /// cancelled, and requests already sent may still land: leases are not fences.
-    ///
-    /// One elector leads one controller: give each controller of a process its own lease.
-    /// The elector's `release_on_cancel` releases the lease after the workers stopped.
-    pub fn leader_election(mut self, elector: LeaderElector) -> Self {
-        self.election = Some(Election {
+impl Election {
+    /// `elector`, returning after a loss.
+    pub(super) fn new(elector: LeaderElector) -> Self {
+        Self {
             elector,
             after_loss: AfterLostLeadership::default(),
-        });
-        self
-    }
-
-    /// What to do after losing the lease (default [`AfterLostLeadership::Return`]); only with
-    /// [`leader_election`](Self::leader_election).
-    pub fn after_lost_leadership(mut self, then: AfterLostLeadership) -> Self {
-        if let Some(e) = self.election.as_mut() {
-            e.after_loss = then;
         }
-        self
     }
 
-    /// The elector, if any.
-    pub fn elector(&self) -> Option<&LeaderElector> {
-        self.election.as_ref().map(|e| &e.elector)
+    pub(super) fn set_after_loss(&mut self, then: AfterLostLeadership) {
+        self.after_loss = then;
     }
+
+    pub(super) fn elector(&self) -> &LeaderElector {
+        &self.elector
+    }
+}
+
+/// How the leader terms of [`Election::run`] ended.
+#[derive(Debug)]
+pub(super) enum Ended {
+    /// Cancelled; this many reconciles were cut short when the last term ended.
+    Cancelled { abandoned: usize },
+    /// Lost the lease with [`AfterLostLeadership::Return`].
+    Lost,
+    /// The elector could not run.
+    Failed(RunError),
 }
 
 impl Election {
@@ -94,7 +75,7 @@ impl Election {
         cancel: &CancellationToken,
         shutdown_timeout: Duration,
         start: StartWorkers,
-    ) -> Result<(), ControllerError> {
+    ) -> Ended {
         let cfg = self.elector.config();
         let margin = cfg.lease_duration.saturating_sub(cfg.renew_deadline);
         let grace = shutdown_timeout.min(margin / 2);
@@ -117,15 +98,15 @@ impl Election {
                     abandoned.store(n, Ordering::SeqCst);
                 }
             });
-            match self.elector.run(cancel.clone(), callbacks).await? {
-                ElectionEnd::Cancelled { .. } => {
-                    return match abandoned.load(Ordering::SeqCst) {
-                        0 => Ok(()),
-                        abandoned => Err(ControllerError::ShutdownTimeout { abandoned }),
+            match self.elector.run(cancel.clone(), callbacks).await {
+                Err(e) => return Ended::Failed(e),
+                Ok(ElectionEnd::Cancelled { .. }) => {
+                    return Ended::Cancelled {
+                        abandoned: abandoned.load(Ordering::SeqCst),
                     };
                 }
-                ElectionEnd::LostLeadership => match self.after_loss {
-                    AfterLostLeadership::Return => return Err(ControllerError::LostLeadership),
+                Ok(ElectionEnd::LostLeadership) => match self.after_loss {
+                    AfterLostLeadership::Return => return Ended::Lost,
                     AfterLostLeadership::StandBy => {
                         tracing::info!(controller = %name, "Lost the lease: standing by");
                     }

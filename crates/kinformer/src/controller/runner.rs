@@ -14,9 +14,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::action::Action;
 use super::handlers::{EnqueueMapped, EnqueueOwn, MapFn, controller_owner_key};
-use super::leader::{Election, drain};
+use super::leader::{AfterLostLeadership, Election, Ended, drain};
 use super::stats::{ControllerStats, ReconcileResult};
 use crate::informer::{InformerError, SharedIndexInformer};
+use crate::leaderelection::LeaderElector;
 use crate::object::Object;
 use crate::wait::{SyncSignal, wait_for_named_cache_sync};
 use crate::workqueue::{
@@ -89,7 +90,7 @@ pub struct Controller<K: Object> {
     stats: ControllerStats,
     #[cfg(feature = "metrics")]
     metrics: Option<crate::metrics::Metrics>,
-    pub(super) election: Option<Election>,
+    election: Option<Election>,
 }
 
 impl<K: Object> fmt::Debug for Controller<K> {
@@ -238,6 +239,47 @@ impl<K: Object> Controller<K> {
         config
     }
 
+    /// Runs the workers only while `elector` holds its lease (warm standby, as
+    /// controller-runtime's `EnableWarmup` with leader election).
+    ///
+    /// Every replica registers its handlers, syncs its caches and keeps its queue filled
+    /// whether or not it leads; the replica that wins the lease starts its workers at once on
+    /// the warm cache and the queue as it stands. The standby's queue is kept, not rebuilt:
+    /// as with controller-runtime's warm-up (whose sources feed the queue before the
+    /// election is won), it holds every object of the initial lists plus every change since,
+    /// so the new leader reconciles everything once, as a cold start would, without waiting
+    /// for a list.
+    ///
+    /// When leadership ends (lost, or `run` cancelled), workers stop taking keys at once;
+    /// reconciles in flight get `min(shutdown_timeout, (lease_duration − renew_deadline) / 2)`
+    /// to finish, then their futures are dropped and their keys queued again. So with the
+    /// elector stepping down at most `renew_deadline` after its last good renewal began, every
+    /// reconcile of this replica has ended by `renew_deadline + (lease_duration −
+    /// renew_deadline) / 2`, half the margin before any other replica may take over (the
+    /// other half absorbs clock-rate differences). Work a reconcile spawned on its own is not
+    /// cancelled, and requests already sent may still land: leases are not fences.
+    ///
+    /// One elector leads one controller: give each controller of a process its own lease.
+    /// The elector's `release_on_cancel` releases the lease after the workers stopped.
+    pub fn leader_election(mut self, elector: LeaderElector) -> Self {
+        self.election = Some(Election::new(elector));
+        self
+    }
+
+    /// What to do after losing the lease (default [`AfterLostLeadership::Return`]); only with
+    /// [`leader_election`](Self::leader_election).
+    pub fn after_lost_leadership(mut self, then: AfterLostLeadership) -> Self {
+        if let Some(e) = self.election.as_mut() {
+            e.set_after_loss(then);
+        }
+        self
+    }
+
+    /// The elector, if any.
+    pub fn elector(&self) -> Option<&LeaderElector> {
+        self.election.as_ref().map(Election::elector)
+    }
+
     /// The controller's name.
     pub fn name(&self) -> &str {
         &self.name
@@ -254,12 +296,15 @@ impl<K: Object> Controller<K> {
     }
 
     /// Runs until `cancel` is cancelled: registers the handlers, waits for the caches, then
-    /// runs the workers calling `reconcile(key)`.
+    /// runs the workers calling `reconcile(key)` (with leader election: while leading).
     ///
     /// # Errors
     /// [`ControllerError::Informer`] if a handler cannot be registered,
     /// [`ControllerError::NotSynced`] if cancelled before the caches synced,
-    /// [`ControllerError::ShutdownTimeout`] if reconciles outlived the shutdown timeout.
+    /// [`ControllerError::ShutdownTimeout`] if reconciles outlived the shutdown timeout;
+    /// with [`leader_election`](Self::leader_election), [`ControllerError::LostLeadership`]
+    /// after losing the lease (unless [`AfterLostLeadership::StandBy`]) and
+    /// [`ControllerError::Election`] if the elector is running already.
     pub async fn run<F, Fut, E>(
         mut self,
         cancel: CancellationToken,
@@ -316,11 +361,17 @@ impl<K: Object> Controller<K> {
             }
         };
         let result = match self.election.take() {
-            Some(election) => {
-                election
-                    .run(&self.name, &cancel, self.shutdown_timeout, Arc::new(start))
-                    .await
-            }
+            Some(election) => match election
+                .run(&self.name, &cancel, self.shutdown_timeout, Arc::new(start))
+                .await
+            {
+                Ended::Cancelled { abandoned: 0 } => Ok(()),
+                Ended::Cancelled { abandoned } => {
+                    Err(ControllerError::ShutdownTimeout { abandoned })
+                }
+                Ended::Lost => Err(ControllerError::LostLeadership),
+                Ended::Failed(e) => Err(e.into()),
+            },
             None => {
                 let abort = CancellationToken::new();
                 let workers = start(cancel.clone(), abort.clone());
