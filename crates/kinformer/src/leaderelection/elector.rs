@@ -44,7 +44,8 @@ impl LeaderCallbacks {
     /// `OnStartedLeading(ctx)`: the work to do while leading. It is spawned on winning; its
     /// token is cancelled when leadership ends (lost or cancelled), and the elector waits for
     /// the future to return before it releases the lease and calls `on_stopped_leading`, so
-    /// the future must return promptly once the token is cancelled.
+    /// the future must return promptly once the token is cancelled. If the elector's `run`
+    /// future is dropped while leading, the work's task is aborted at once.
     #[must_use]
     pub fn on_started_leading<F, Fut>(mut self, f: F) -> Self
     where
@@ -295,10 +296,16 @@ impl LeaderElector {
         let cfg = &self.inner.config;
         let token = cancel.child_token();
         self.inner.status.send_modify(|s| s.leading = true);
-        let work = callbacks
-            .started
-            .as_ref()
-            .map(|f| tokio::spawn(f(token.clone())));
+        // If this future is dropped (its task aborted, a select elsewhere), nothing renews
+        // the lease any more: the guard stops the work and the status at once.
+        let mut guard = Leading {
+            token: token.clone(),
+            work: callbacks
+                .started
+                .as_ref()
+                .map(|f| tokio::spawn(f(token.clone()))),
+            status: &self.inner.status,
+        };
         let end = 'renew: loop {
             tokio::select! {
                 biased;
@@ -340,12 +347,13 @@ impl LeaderElector {
             tracing::info!(lock = %cfg.lock.describe(), identity = %self.identity(), "failed to renew lease: stepping down");
         }
         token.cancel();
-        if let Some(work) = work
+        if let Some(work) = guard.work.as_mut()
             && let Err(e) = work.await
         {
             tracing::error!(error = %e, "the leading work panicked");
         }
-        self.inner.status.send_modify(|s| s.leading = false);
+        guard.work = None;
+        drop(guard);
         if cfg.release_on_cancel {
             match self.release().await {
                 Ok(true) => tracing::info!(lock = %cfg.lock.describe(), "released the lease"),
@@ -520,6 +528,24 @@ impl LeaderElector {
         if let Some(f) = &callbacks.new_leader {
             f(&holder);
         }
+    }
+}
+
+/// While leading: on drop, cancels the leading work's token, aborts its task if it is still
+/// running, and clears the leading flag.
+struct Leading<'a> {
+    token: CancellationToken,
+    work: Option<tokio::task::JoinHandle<()>>,
+    status: &'a watch::Sender<LeaderStatus>,
+}
+
+impl Drop for Leading<'_> {
+    fn drop(&mut self) {
+        self.token.cancel();
+        if let Some(work) = self.work.take() {
+            work.abort();
+        }
+        self.status.send_modify(|s| s.leading = false);
     }
 }
 

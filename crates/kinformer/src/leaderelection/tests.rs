@@ -423,3 +423,40 @@ fn lease_spec_round_trips_the_record() {
         LeaderElectionRecord::default()
     );
 }
+
+/// A leader whose `run` future is dropped (its task aborted) renews nothing any more: its
+/// leading work is aborted at once, not left running without a lease.
+#[tokio::test(start_paused = true)]
+async fn dropping_run_while_leading_aborts_the_work() {
+    let lease = MemoryLease::new();
+    let a = elector(lease.lock("a"));
+    let alive = Arc::new(AtomicBool::new(false));
+    struct Alive(Arc<AtomicBool>);
+    impl Drop for Alive {
+        fn drop(&mut self) {
+            self.0.store(false, Ordering::SeqCst);
+        }
+    }
+    let cb = LeaderCallbacks::new().on_started_leading({
+        let alive = alive.clone();
+        move |_token: CancellationToken| {
+            alive.store(true, Ordering::SeqCst);
+            let guard = Alive(alive.clone());
+            async move {
+                // Ignores its token: only an abort stops it.
+                futures::future::pending::<()>().await;
+                drop(guard);
+            }
+        }
+    });
+    let run = tokio::spawn({
+        let a = a.clone();
+        async move { a.run(CancellationToken::new(), cb).await }
+    });
+    tokio::time::sleep(3 * S).await;
+    assert!(alive.load(Ordering::SeqCst) && a.is_leader());
+    run.abort();
+    settle().await;
+    assert!(!alive.load(Ordering::SeqCst));
+    assert!(!a.is_leader());
+}
