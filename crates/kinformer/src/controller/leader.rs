@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::leaderelection::{ElectionEnd, LeaderCallbacks, LeaderElector, RunError};
 
-/// What [`Controller::run`] does once this replica loses the lease (renewals failed for the
+/// What [`Controller::run`](super::Controller::run) does once this replica loses the lease (renewals failed for the
 /// renew deadline, or another holder was seen).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum AfterLostLeadership {
