@@ -178,6 +178,33 @@ async fn example_controller_instances_hand_over_the_lease() {
     server.shutdown().await;
 }
 
+/// Whether the binary at `path` is this example (a shared target directory may hold another
+/// build of it): `--leader-elect` alone must fail at once asking for `--kubeconfig`.
+fn knows_leader_election(path: &std::path::Path) -> bool {
+    let Ok(mut child) = std::process::Command::new(path)
+        .arg("--leader-elect")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+    else {
+        return false;
+    };
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_secs(5) {
+        if let Ok(Some(_)) = child.try_wait() {
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                let _ = std::io::Read::read_to_string(&mut e, &mut err);
+            }
+            return err.contains("--leader-elect needs --kubeconfig");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    false
+}
+
 /// The example as two processes (`--leader-elect`) against one embedded server: the first
 /// leads and converges; SIGKILLed, the second takes over. Skips (saying so) when the example
 /// binary was not built with this test (`cargo test -p kinformer` builds it; a single
@@ -193,10 +220,12 @@ async fn example_controller_processes_hand_over_the_lease() {
     // A binary older than the example's source is not this example (a stale build).
     let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/controller.rs");
     let modified = |p: &std::path::Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
-    let binary = binary.filter(|b| modified(b) >= modified(&source));
+    let binary = binary
+        .filter(|b| modified(b) >= modified(&source))
+        .filter(|b| knows_leader_election(b));
     let Some(binary) = binary else {
         eprintln!(
-            "SKIPPED example_controller_processes_hand_over_the_lease: examples/controller not built or older than its source (run `cargo build -p kinformer --example controller` first)"
+            "SKIPPED example_controller_processes_hand_over_the_lease: examples/controller not built, older than its source, or another build (run `cargo build -p kinformer --example controller` first)"
         );
         return;
     };
