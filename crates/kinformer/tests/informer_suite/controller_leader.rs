@@ -400,3 +400,44 @@ async fn without_election_the_shutdown_timeout_still_applies() {
     assert_eq!(windows.last_end("x"), Some(at + S));
     let _ = Arc::new(());
 }
+
+/// `AfterLostLeadership::StandBy`: a leader cut off steps down (its reconciles cancelled and
+/// their keys queued again) but keeps its caches and queue and campaigns again; when the new
+/// leader is killed it wins back and reconciles every key from its warm queue at once.
+#[tokio::test(start_paused = true)]
+async fn a_standby_after_losing_leads_again_from_its_warm_queue() {
+    let s = Setup::new(4);
+    let (lock_a, cut) = CutOff::new(s.lease.lock("a"));
+    let a = s.replica("a", s.config(lock_a), AfterLostLeadership::StandBy);
+    tokio::time::sleep(S).await;
+    let b = s.replica(
+        "b",
+        s.config(s.lease.lock("b")),
+        AfterLostLeadership::Return,
+    );
+    tokio::time::sleep(5 * S).await;
+    assert!(a.elector.is_leader());
+    cut.store(true, Ordering::SeqCst);
+    tokio::time::sleep(25 * S).await;
+    assert!(b.elector.is_leader());
+    assert!(!a.run.is_finished(), "a stands by instead of returning");
+    cut.store(false, Ordering::SeqCst);
+    tokio::time::sleep(5 * S).await;
+    b.run.abort();
+    let killed = Instant::now();
+    tokio::time::sleep(25 * S).await;
+    assert!(a.elector.is_leader());
+    let again: std::collections::BTreeSet<String> = s
+        .windows
+        .all()
+        .into_iter()
+        .filter(|w| w.replica == "a" && w.start >= killed)
+        .map(|w| w.key)
+        .collect();
+    assert_eq!(again.len(), 4, "every key reconciled again by a: {again:?}");
+    s.windows.assert_no_overlap();
+    assert_eq!(s.lease.record().unwrap().leader_transitions, 2);
+    a.cancel.cancel();
+    a.run.await.unwrap().unwrap();
+    b.cancel.cancel();
+}
