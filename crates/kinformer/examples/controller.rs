@@ -5,6 +5,22 @@
 //! `cargo run -p kinformer --example controller` (add `--features metrics` to print the
 //! Prometheus scrape at the end).
 //!
+//! With leader election, as several replicas of one controller against any API server
+//! (`kinformer serve` writes a kubeconfig), until Ctrl-C or SIGTERM:
+//!
+//! ```sh
+//! cargo run -p kinformer-cli -- serve --kubeconfig /tmp/kc &
+//! cargo run -p kinformer --example controller -- --leader-elect --kubeconfig /tmp/kc --identity a &
+//! cargo run -p kinformer --example controller -- --leader-elect --kubeconfig /tmp/kc --identity b
+//! ```
+//!
+//! Both sync their caches and queue every Deployment; only the holder of the Lease
+//! `default/kinformer-example-controller` reconciles. Kill the leader (`kill -9`) and the other
+//! takes over once the lease expires (15 s by default; `--lease-duration`, `--renew-deadline`,
+//! `--retry-period` in seconds); stop it with Ctrl-C and it releases the lease first, so the
+//! other takes over at once. Each prints `<identity> leading` / `<identity> standing by
+//! (leader <x>)` as that changes.
+//!
 //! The pieces: a `SharedInformerFactory` with Deployment and ConfigMap informers; a
 //! `Controller` that reconciles Deployments and `owns` ConfigMaps (a changed or deleted summary
 //! reconciles its Deployment); a reconcile that reads the caches and writes through the API.
@@ -20,6 +36,7 @@ use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{ConfigMap, Container, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReference};
 use kinformer::controller::{Action, Controller, ControllerStats};
+use kinformer::leaderelection::{LeaderElectionConfig, LeaderElector, LeaseLock};
 use kinformer::{Indexer, SharedInformerFactory, split_meta_namespace_key};
 use kinformer_apiserver::RunningServer;
 use kinformer_apiserver::{FailureRule, Verb};
@@ -364,8 +381,179 @@ pub async fn run(
     result.map(|n| (n, stats))
 }
 
+/// The Lease the replicas of the example contend for, in `default`.
+pub const LEASE_NAME: &str = "kinformer-example-controller";
+
+/// The knobs of one replica under leader election.
+#[derive(Debug, Clone)]
+pub struct ElectionOptions {
+    /// This replica's identity (unique among the replicas).
+    pub identity: String,
+    /// Lease duration, renew deadline, retry period (client-go's 15 s / 10 s / 2 s by default).
+    pub durations: (Duration, Duration, Duration),
+    /// Reconcile workers.
+    pub workers: usize,
+}
+
+/// One replica of the controller with leader election on `client`'s server: syncs and queues
+/// everything, reconciles only while it holds the Lease, until `cancel` (then releases the
+/// lease) or until it loses the lease. Prints `<identity> leading` / `<identity> standing by
+/// (leader <x>)` as that changes.
+pub async fn run_elected(
+    client: kube::Client,
+    options: ElectionOptions,
+    cancel: CancellationToken,
+) -> Result<ControllerStats, Box<dyn std::error::Error + Send + Sync>> {
+    let factory = SharedInformerFactory::new(client.clone());
+    let deployments = factory.informer::<Deployment>();
+    let configmaps = factory.informer::<ConfigMap>();
+    let ctx = Context {
+        deployments: deployments.indexer(),
+        configmaps: configmaps.indexer(),
+        client: client.clone(),
+    };
+    let (lease, renew, retry) = options.durations;
+    let lock = LeaseLock::new(client, "default", LEASE_NAME, options.identity.clone());
+    let elector = LeaderElector::new(
+        LeaderElectionConfig::new(lock)
+            .durations(lease, renew, retry)
+            .release_on_cancel(true)
+            .name("configmap-summary"),
+    )?;
+    let controller = Controller::new("configmap-summary", deployments)
+        .owns(configmaps)
+        .workers(options.workers)
+        .leader_election(elector.clone());
+    let stats = controller.stats();
+    factory.start();
+    let mut status = elector.watch();
+    let identity = options.identity.clone();
+    let printer = tokio::spawn(async move {
+        let mut last = None;
+        loop {
+            let now = status.borrow_and_update().clone();
+            let line = if now.leading {
+                format!("{identity} leading")
+            } else {
+                let leader = now.leader.as_deref().unwrap_or("none");
+                format!("{identity} standing by (leader {leader})")
+            };
+            if last.as_ref() != Some(&line) {
+                println!("{line}");
+                last = Some(line);
+            }
+            if status.changed().await.is_err() {
+                return;
+            }
+        }
+    });
+    let ctx = Arc::new(ctx);
+    let result = controller
+        .run(cancel, move |key| reconcile((*ctx).clone(), key))
+        .await;
+    printer.abort();
+    factory.shutdown().await;
+    result?;
+    Ok(stats)
+}
+
+/// `--leader-elect --kubeconfig PATH [--identity ID] [--lease-duration S] [--renew-deadline S]
+/// [--retry-period S]`, or `None` without `--leader-elect`.
+fn election_args() -> Result<Option<(String, ElectionOptions)>, String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if !args.iter().any(|a| a == "--leader-elect") {
+        return match args.first() {
+            None => Ok(None),
+            Some(a) => Err(format!("unknown argument {a} (see the example's docs)")),
+        };
+    }
+    let mut kubeconfig = None;
+    let mut options = ElectionOptions {
+        identity: format!("controller-{}", std::process::id()),
+        durations: (
+            Duration::from_secs(15),
+            Duration::from_secs(10),
+            Duration::from_secs(2),
+        ),
+        workers: 4,
+    };
+    let mut it = args.into_iter();
+    while let Some(arg) = it.next() {
+        if arg == "--leader-elect" {
+            continue;
+        }
+        let value = it.next().ok_or_else(|| format!("{arg} needs a value"))?;
+        let secs = || {
+            value
+                .parse::<f64>()
+                .ok()
+                .and_then(|s| Duration::try_from_secs_f64(s).ok())
+                .ok_or_else(|| format!("{arg}: not a number of seconds: {value}"))
+        };
+        match arg.as_str() {
+            "--kubeconfig" => kubeconfig = Some(value.clone()),
+            "--identity" => options.identity = value.clone(),
+            "--lease-duration" => options.durations.0 = secs()?,
+            "--renew-deadline" => options.durations.1 = secs()?,
+            "--retry-period" => options.durations.2 = secs()?,
+            _ => return Err(format!("unknown argument {arg}")),
+        }
+    }
+    let kubeconfig = kubeconfig.ok_or("--leader-elect needs --kubeconfig PATH")?;
+    Ok(Some((kubeconfig, options)))
+}
+
+/// Cancelled on Ctrl-C or SIGTERM.
+fn on_signal() -> CancellationToken {
+    let cancel = CancellationToken::new();
+    let c = cancel.clone();
+    tokio::spawn(async move {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            if let Ok(mut term) = signal(SignalKind::terminate()) {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+                c.cancel();
+                return;
+            }
+        }
+        let _ = tokio::signal::ctrl_c().await;
+        c.cancel();
+    });
+    cancel
+}
+
+async fn main_elected(
+    kubeconfig: String,
+    options: ElectionOptions,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let yaml = std::fs::read_to_string(&kubeconfig)?;
+    let kc = kube::config::Kubeconfig::from_yaml(&yaml)?;
+    let mut config =
+        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+            .await?;
+    config.default_retry = false;
+    let client = kube::Client::try_from(config)?;
+    let identity = options.identity.clone();
+    let stats = run_elected(client, options, on_signal())
+        .await
+        .map_err(|e| e.to_string())?;
+    println!(
+        "{identity} stopped: {} reconciles ({} errors retried)",
+        stats.reconciles(),
+        stats.errors()
+    );
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    if let Some((kubeconfig, options)) = election_args()? {
+        return main_elected(kubeconfig, options).await;
+    }
     let server = kinformer_apiserver::start(Default::default()).await?;
     #[cfg(feature = "metrics")]
     let mut registry = prometheus_client::registry::Registry::default();

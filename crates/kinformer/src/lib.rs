@@ -73,7 +73,8 @@
 //!
 //! The other half of a controller: [`workqueue`] (client-go's `util/workqueue`: rate-limited,
 //! delaying, deduplicating queues) and [`controller`] (handlers that enqueue keys, N workers
-//! calling an async reconcile). With the `metrics` feature, `metrics` exports client-go's
+//! calling an async reconcile; with [`leaderelection`], client-go's leader election on
+//! Leases, several replicas of it with warm standby). With the `metrics` feature, `metrics` exports client-go's
 //! workqueue, controller-runtime's reconcile and informer metrics through `prometheus-client`.
 //! With the `kube-runtime` feature, `kube_runtime::Bridge` feeds kube-runtime's `Controller`
 //! from a shared informer, so a kube-runtime program moves over one piece at a time.
@@ -93,6 +94,7 @@ pub mod factory;
 pub mod informer;
 #[cfg(feature = "kube-runtime")]
 pub mod kube_runtime;
+pub mod leaderelection;
 pub mod memory;
 #[cfg(feature = "metrics")]
 pub mod metrics;

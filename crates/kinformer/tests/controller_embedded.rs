@@ -78,3 +78,231 @@ async fn example_controller_relies_on_the_servers_garbage_collector() {
     );
     server.shutdown().await;
 }
+
+/// Short leases for the leader-election runs: 3 s / 2 s / 0.5 s.
+fn fast_election(identity: &str) -> example::ElectionOptions {
+    example::ElectionOptions {
+        identity: identity.to_owned(),
+        durations: (
+            Duration::from_secs(3),
+            Duration::from_secs(2),
+            Duration::from_millis(500),
+        ),
+        workers: 2,
+    }
+}
+
+/// A client of its own, from the server's kubeconfig, as another process would build it.
+async fn own_client(server: &kinformer_apiserver::RunningServer) -> kube::Client {
+    let kc = kube::config::Kubeconfig::from_yaml(&server.kubeconfig()).unwrap();
+    let mut config =
+        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+            .await
+            .unwrap();
+    config.default_retry = false;
+    kube::Client::try_from(config).unwrap()
+}
+
+fn lease_holder(server: &kinformer_apiserver::RunningServer) -> Option<String> {
+    server
+        .get::<k8s_openapi::api::coordination::v1::Lease>(Some("default"), example::LEASE_NAME)
+        .ok()
+        .and_then(|l| l.spec)
+        .and_then(|s| s.holder_identity)
+        .filter(|h| !h.is_empty())
+}
+
+/// Polls every 50 ms until `done` holds, for at most `limit`.
+async fn eventually(what: &str, limit: Duration, done: impl Fn() -> bool) {
+    let start = std::time::Instant::now();
+    while !done() {
+        assert!(start.elapsed() < limit, "gave up waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Two instances of the example with leader election (each its own client, caches and
+/// queue): one leads and converges the summaries; killed (its task aborted, no release), the
+/// other takes over and handles a Deployment created after the kill.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn example_controller_instances_hand_over_the_lease() {
+    let server = kinformer_apiserver::start(Default::default())
+        .await
+        .unwrap();
+    for i in 0..5 {
+        server
+            .create(&example::deployment(
+                "default",
+                &format!("web-{i}"),
+                1,
+                "nginx:1.0",
+            ))
+            .unwrap();
+    }
+    let a = tokio::spawn(example::run_elected(
+        own_client(&server).await,
+        fast_election("a"),
+        tokio_util::sync::CancellationToken::new(),
+    ));
+    eventually("a leads", Duration::from_secs(10), || {
+        lease_holder(&server).as_deref() == Some("a")
+    })
+    .await;
+    let cancel_b = tokio_util::sync::CancellationToken::new();
+    let b = tokio::spawn(example::run_elected(
+        own_client(&server).await,
+        fast_election("b"),
+        cancel_b.clone(),
+    ));
+    eventually("a converges", Duration::from_secs(20), || {
+        example::converged(&server) == Ok(5)
+    })
+    .await;
+    a.abort();
+    server
+        .create(&example::deployment("default", "late", 2, "nginx:2.0"))
+        .unwrap();
+    eventually("b takes over", Duration::from_secs(10), || {
+        lease_holder(&server).as_deref() == Some("b")
+    })
+    .await;
+    eventually("b converges", Duration::from_secs(20), || {
+        example::converged(&server) == Ok(6)
+    })
+    .await;
+    cancel_b.cancel();
+    let stats = b.await.unwrap().unwrap();
+    assert!(stats.reconciles() > 0);
+    // b released the lease on the way out.
+    assert_eq!(lease_holder(&server), None);
+    server.shutdown().await;
+}
+
+/// Whether the binary at `path` is this example (a shared target directory may hold another
+/// build of it): `--leader-elect` alone must fail at once asking for `--kubeconfig`.
+fn knows_leader_election(path: &std::path::Path) -> bool {
+    let Ok(mut child) = std::process::Command::new(path)
+        .arg("--leader-elect")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+    else {
+        return false;
+    };
+    let start = std::time::Instant::now();
+    while start.elapsed() < Duration::from_secs(5) {
+        if let Ok(Some(_)) = child.try_wait() {
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                let _ = std::io::Read::read_to_string(&mut e, &mut err);
+            }
+            return err.contains("--leader-elect needs --kubeconfig");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    false
+}
+
+/// The example as two processes (`--leader-elect`) against one embedded server: the first
+/// leads and converges; SIGKILLed, the second takes over. Skips (saying so) when the example
+/// binary was not built with this test (`cargo test -p kinformer` builds it; a single
+/// `--test controller_embedded` does not).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn example_controller_processes_hand_over_the_lease() {
+    let exe = std::env::current_exe().unwrap();
+    let binary = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .map(|debug| debug.join("examples").join("controller"))
+        .filter(|p| p.exists());
+    // A binary older than the example's source is not this example (a stale build).
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/controller.rs");
+    let modified = |p: &std::path::Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let binary = binary
+        .filter(|b| modified(b) >= modified(&source))
+        .filter(|b| knows_leader_election(b));
+    let Some(binary) = binary else {
+        eprintln!(
+            "SKIPPED example_controller_processes_hand_over_the_lease: examples/controller not built, older than its source, or another build (run `cargo build -p kinformer --example controller` first)"
+        );
+        return;
+    };
+    let server = kinformer_apiserver::start(Default::default())
+        .await
+        .unwrap();
+    let dir = std::env::temp_dir().join(format!("kinformer-le-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kubeconfig = dir.join("kubeconfig");
+    server.write_kubeconfig(&kubeconfig).unwrap();
+    for i in 0..4 {
+        server
+            .create(&example::deployment(
+                "default",
+                &format!("web-{i}"),
+                1,
+                "nginx:1.0",
+            ))
+            .unwrap();
+    }
+    let spawn = |identity: &str| {
+        std::process::Command::new(&binary)
+            .args(["--leader-elect", "--kubeconfig"])
+            .arg(&kubeconfig)
+            .args(["--identity", identity])
+            .args([
+                "--lease-duration",
+                "3",
+                "--renew-deadline",
+                "2",
+                "--retry-period",
+                "0.5",
+            ])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut a = spawn("a");
+    eventually("process a leads", Duration::from_secs(20), || {
+        lease_holder(&server).as_deref() == Some("a")
+    })
+    .await;
+    let mut b = spawn("b");
+    eventually("a converges", Duration::from_secs(20), || {
+        example::converged(&server) == Ok(4)
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(
+        lease_holder(&server).as_deref(),
+        Some("a"),
+        "b must not take a held lease"
+    );
+    a.kill().unwrap();
+    let a_out = a.wait_with_output().unwrap();
+    server
+        .create(&example::deployment("default", "late", 1, "nginx:1.0"))
+        .unwrap();
+    eventually("process b takes over", Duration::from_secs(15), || {
+        lease_holder(&server).as_deref() == Some("b")
+    })
+    .await;
+    eventually("b converges", Duration::from_secs(20), || {
+        example::converged(&server) == Ok(5)
+    })
+    .await;
+    b.kill().unwrap();
+    let b_out = b.wait_with_output().unwrap();
+    let a_out = String::from_utf8_lossy(&a_out.stdout).into_owned();
+    let b_out = String::from_utf8_lossy(&b_out.stdout).into_owned();
+    assert!(a_out.lines().any(|l| l == "a leading"), "{a_out}");
+    assert!(
+        b_out.lines().any(|l| l == "b standing by (leader a)"),
+        "{b_out}"
+    );
+    assert!(b_out.lines().any(|l| l == "b leading"), "{b_out}");
+    let _ = std::fs::remove_dir_all(&dir);
+    server.shutdown().await;
+}

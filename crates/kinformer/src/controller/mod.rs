@@ -18,7 +18,10 @@
 //!   the priority the key was handed out with unless [`Action::with_priority`] sets one.
 //!   [`Controller::priority_queue`]`(false)` switches to client-go's FIFO rate-limiting queue;
 //! * on cancellation no new reconcile starts, running ones get [`Controller::shutdown_timeout`]
-//!   to finish, then the queue shuts down and the handlers are removed.
+//!   to finish (then their futures are dropped), then the queue shuts down and the handlers
+//!   are removed;
+//! * with [`Controller::leader_election`], every replica syncs its caches and fills its queue,
+//!   and only the lease holder runs workers (warm standby).
 //!
 //! Informers are started by their owner (usually `factory.start()`), as in client-go.
 //!
@@ -51,12 +54,14 @@
 
 mod action;
 mod handlers;
+mod leader;
 mod queue;
 mod runner;
 mod stats;
 
 pub use action::Action;
 pub use handlers::MapFn;
+pub use leader::AfterLostLeadership;
 pub use queue::ControllerQueue;
 pub use runner::{Controller, ControllerError, DEFAULT_SHUTDOWN_TIMEOUT};
 pub use stats::{ControllerStats, ReconcileResult};

@@ -14,9 +14,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::action::Action;
 use super::handlers::{EnqueueMapped, EnqueueOwn, MapFn, controller_owner_key};
+use super::leader::{AfterLostLeadership, Election, Ended, drain};
 use super::queue::ControllerQueue;
 use super::stats::{ControllerStats, ReconcileResult};
 use crate::informer::{InformerError, SharedIndexInformer};
+use crate::leaderelection::LeaderElector;
 use crate::object::Object;
 use crate::wait::{SyncSignal, wait_for_named_cache_sync};
 use crate::workqueue::{
@@ -43,6 +45,14 @@ pub enum ControllerError {
         /// How many workers were stopped mid-reconcile.
         abandoned: usize,
     },
+    /// This replica lost the leader lease (and [`AfterLostLeadership::Return`](super::AfterLostLeadership::Return) was set, the
+    /// default): its workers have stopped; exit, as client-go and controller-runtime
+    /// controllers do.
+    #[error("lost the leader lease")]
+    LostLeadership,
+    /// The elector could not run (it is running for another controller already).
+    #[error("leader election: {0}")]
+    Election(#[from] crate::leaderelection::RunError),
 }
 
 /// What a registered handler leaves behind: its sync signal and how to remove it.
@@ -83,6 +93,7 @@ pub struct Controller<K: Object> {
     stats: ControllerStats,
     #[cfg(feature = "metrics")]
     metrics: Option<crate::metrics::Metrics>,
+    election: Option<Election>,
 }
 
 impl<K: Object> fmt::Debug for Controller<K> {
@@ -93,6 +104,7 @@ impl<K: Object> fmt::Debug for Controller<K> {
             .field("watches", &self.registrations.len())
             .field("workers", &self.workers)
             .field("queue", &self.queue)
+            .field("election", &self.election)
             .finish()
     }
 }
@@ -124,6 +136,7 @@ where
             stats: ControllerStats::default(),
             #[cfg(feature = "metrics")]
             metrics: None,
+            election: None,
         };
         controller.registrations.push(Box::new(move |queue| {
             register(
@@ -244,6 +257,47 @@ impl<K: Object> Controller<K> {
         config
     }
 
+    /// Runs the workers only while `elector` holds its lease (warm standby, as
+    /// controller-runtime's `EnableWarmup` with leader election).
+    ///
+    /// Every replica registers its handlers, syncs its caches and keeps its queue filled
+    /// whether or not it leads; the replica that wins the lease starts its workers at once on
+    /// the warm cache and the queue as it stands. The standby's queue is kept, not rebuilt:
+    /// as with controller-runtime's warm-up (whose sources feed the queue before the
+    /// election is won), it holds every object of the initial lists plus every change since,
+    /// so the new leader reconciles everything once, as a cold start would, without waiting
+    /// for a list.
+    ///
+    /// When leadership ends (lost, or `run` cancelled), workers stop taking keys at once;
+    /// reconciles in flight get `min(shutdown_timeout, (lease_duration − renew_deadline) / 2)`
+    /// to finish, then their futures are dropped and their keys queued again. So with the
+    /// elector stepping down at most `renew_deadline` after its last good renewal began, every
+    /// reconcile of this replica has ended by `renew_deadline + (lease_duration −
+    /// renew_deadline) / 2`, half the margin before any other replica may take over (the
+    /// other half absorbs clock-rate differences). Work a reconcile spawned on its own is not
+    /// cancelled, and requests already sent may still land: leases are not fences.
+    ///
+    /// One elector leads one controller: give each controller of a process its own lease.
+    /// The elector's `release_on_cancel` releases the lease after the workers stopped.
+    pub fn leader_election(mut self, elector: LeaderElector) -> Self {
+        self.election = Some(Election::new(elector));
+        self
+    }
+
+    /// What to do after losing the lease (default [`AfterLostLeadership::Return`]); only with
+    /// [`leader_election`](Self::leader_election).
+    pub fn after_lost_leadership(mut self, then: AfterLostLeadership) -> Self {
+        if let Some(e) = self.election.as_mut() {
+            e.set_after_loss(then);
+        }
+        self
+    }
+
+    /// The elector, if any.
+    pub fn elector(&self) -> Option<&LeaderElector> {
+        self.election.as_ref().map(Election::elector)
+    }
+
     /// The controller's name.
     pub fn name(&self) -> &str {
         &self.name
@@ -260,12 +314,15 @@ impl<K: Object> Controller<K> {
     }
 
     /// Runs until `cancel` is cancelled: registers the handlers, waits for the caches, then
-    /// runs the workers calling `reconcile(key)`.
+    /// runs the workers calling `reconcile(key)` (with leader election: while leading).
     ///
     /// # Errors
     /// [`ControllerError::Informer`] if a handler cannot be registered,
     /// [`ControllerError::NotSynced`] if cancelled before the caches synced,
-    /// [`ControllerError::ShutdownTimeout`] if reconciles outlived the shutdown timeout.
+    /// [`ControllerError::ShutdownTimeout`] if reconciles outlived the shutdown timeout;
+    /// with [`leader_election`](Self::leader_election), [`ControllerError::LostLeadership`]
+    /// after losing the lease (unless [`AfterLostLeadership::StandBy`]) and
+    /// [`ControllerError::Election`] if the elector is running already.
     pub async fn run<F, Fut, E>(
         mut self,
         cancel: CancellationToken,
@@ -301,9 +358,8 @@ impl<K: Object> Controller<K> {
                 &ReconcileResult::ALL.map(ReconcileResult::as_str),
             );
         }
-        let reconcile = Arc::new(reconcile);
-        let mut workers = JoinSet::new();
-        for _ in 0..self.workers {
+        let start = {
+            let reconcile = Arc::new(reconcile);
             let worker = Worker {
                 name: self.name.clone(),
                 queue: self.queue.clone(),
@@ -311,26 +367,43 @@ impl<K: Object> Controller<K> {
                 #[cfg(feature = "metrics")]
                 metrics: self.metrics.clone(),
             };
-            let (reconcile, cancel) = (reconcile.clone(), cancel.clone());
-            workers.spawn(async move { worker.run(cancel, reconcile).await });
-        }
-        cancel.cancelled().await;
-        tracing::info!(controller = %self.name, "Shutting down workers");
-        let deadline = Instant::now() + self.shutdown_timeout;
-        let mut result = Ok(());
-        loop {
-            match tokio::time::timeout_at(deadline, workers.join_next()).await {
-                Ok(Some(_)) => {}
-                Ok(None) => break,
-                Err(_) => {
-                    let abandoned = workers.len();
-                    workers.abort_all();
-                    tracing::warn!(controller = %self.name, abandoned, "Reconciles outlived the shutdown timeout");
-                    result = Err(ControllerError::ShutdownTimeout { abandoned });
-                    break;
+            let count = self.workers;
+            move |stop: CancellationToken, abort: CancellationToken| {
+                let mut workers = JoinSet::new();
+                for _ in 0..count {
+                    let (worker, reconcile) = (worker.clone(), reconcile.clone());
+                    let (stop, abort) = (stop.clone(), abort.clone());
+                    workers.spawn(async move { worker.run(stop, abort, reconcile).await });
+                }
+                workers
+            }
+        };
+        let result = match self.election.take() {
+            Some(election) => match election
+                .run(&self.name, &cancel, self.shutdown_timeout, Arc::new(start))
+                .await
+            {
+                Ended::Cancelled { abandoned: 0 } => Ok(()),
+                Ended::Cancelled { abandoned } => {
+                    Err(ControllerError::ShutdownTimeout { abandoned })
+                }
+                Ended::Lost => Err(ControllerError::LostLeadership),
+                Ended::Failed(e) => Err(e.into()),
+            },
+            None => {
+                let abort = CancellationToken::new();
+                let workers = start(cancel.clone(), abort.clone());
+                cancel.cancelled().await;
+                tracing::info!(controller = %self.name, "Shutting down workers");
+                match drain(workers, self.shutdown_timeout, abort).await {
+                    0 => Ok(()),
+                    abandoned => {
+                        tracing::warn!(controller = %self.name, abandoned, "Reconciles outlived the shutdown timeout");
+                        Err(ControllerError::ShutdownTimeout { abandoned })
+                    }
                 }
             }
-        }
+        };
         self.stop(registered);
         result
     }
@@ -365,6 +438,7 @@ fn build_queue(
 }
 
 /// One worker's loop (client-go's `runWorker` / `processNextWorkItem`).
+#[derive(Clone)]
 struct Worker {
     name: String,
     queue: ControllerQueue,
@@ -374,8 +448,14 @@ struct Worker {
 }
 
 impl Worker {
-    async fn run<F, Fut, E>(self, cancel: CancellationToken, reconcile: Arc<F>)
-    where
+    /// Takes keys until `stop`; a reconcile still running when `abort` is cancelled is
+    /// dropped and its key added again (for the next leader term).
+    async fn run<F, Fut, E>(
+        self,
+        stop: CancellationToken,
+        abort: CancellationToken,
+        reconcile: Arc<F>,
+    ) where
         F: Fn(String) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Action, E>> + Send + 'static,
         E: fmt::Display + Send + 'static,
@@ -383,20 +463,32 @@ impl Worker {
         loop {
             let (key, priority) = tokio::select! {
                 biased;
-                _ = cancel.cancelled() => return,
+                _ = stop.cancelled() => return,
                 next = self.queue.get_with_priority() => match next {
                     Some(next) => next,
                     None => return,
                 },
             };
-            self.process(&key, priority, reconcile.as_ref()).await;
+            let aborted = self
+                .process(&key, priority, reconcile.as_ref(), &abort)
+                .await;
+            if aborted {
+                self.queue.add_with_priority(key.clone(), priority);
+            }
             self.queue.done(&key);
         }
     }
 
     /// Reconciles `key`, handed out at `priority`; requeues keep that priority unless the
-    /// `Action` sets another (controller-runtime's `reconcileHandler`).
-    async fn process<F, Fut, E>(&self, key: &str, priority: i32, reconcile: &F)
+    /// `Action` sets another (controller-runtime's `reconcileHandler`). True if `abort` cut the
+    /// reconcile short.
+    async fn process<F, Fut, E>(
+        &self,
+        key: &str,
+        priority: i32,
+        reconcile: &F,
+        abort: &CancellationToken,
+    ) -> bool
     where
         F: Fn(String) -> Fut,
         Fut: Future<Output = Result<Action, E>>,
@@ -409,9 +501,20 @@ impl Worker {
         }
         let started = Instant::now();
         // The call itself may panic as well as the future: catch both.
-        let outcome = AssertUnwindSafe(async { reconcile(key.to_owned()).await })
-            .catch_unwind()
-            .await;
+        let call = AssertUnwindSafe(async { reconcile(key.to_owned()).await }).catch_unwind();
+        let outcome = tokio::select! {
+            biased;
+            outcome = call => outcome,
+            _ = abort.cancelled() => {
+                tracing::warn!(controller = %self.name, %key, "Reconcile cancelled: leadership ended");
+                self.stats.abandoned();
+                #[cfg(feature = "metrics")]
+                if let Some(m) = &self.metrics {
+                    m.worker_active(&self.name, -1);
+                }
+                return true;
+            }
+        };
         let elapsed = started.elapsed();
         let key = key.to_owned();
         let (result, panicked) = match outcome {
@@ -460,6 +563,7 @@ impl Worker {
         }
         #[cfg(not(feature = "metrics"))]
         let _ = elapsed;
+        false
     }
 }
 

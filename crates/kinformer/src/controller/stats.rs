@@ -79,6 +79,11 @@ impl ControllerStats {
         self.c.active.fetch_add(1, Ordering::Relaxed);
     }
 
+    /// A reconcile cut short (its future dropped): no longer active, not counted as finished.
+    pub(crate) fn abandoned(&self) {
+        self.c.active.fetch_sub(1, Ordering::Relaxed);
+    }
+
     pub(crate) fn finished(&self, result: ReconcileResult, panicked: bool) {
         self.c.active.fetch_sub(1, Ordering::Relaxed);
         self.c.reconciles.fetch_add(1, Ordering::Relaxed);
