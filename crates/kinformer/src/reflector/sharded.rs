@@ -76,7 +76,7 @@ impl<K: Object> Sharded<K> {
                     "the server honours the shard selector (shardInfo echoed)");
             } else {
                 tracing::info!(reflector = %self.name, selector = %self.selector,
-                    "the server ignored the shard selector (no shardInfo: gate ShardedListAndWatch off or a server before 1.36); filtering on the client");
+                    "the list carried no shardInfo (a server without the ShardedListAndWatch gate, or a list kube-apiserver does not echo it in: custom resources, metadata only); filtering on the client");
             }
         }
     }
