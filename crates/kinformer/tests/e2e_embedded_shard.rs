@@ -80,12 +80,12 @@ struct ShardInformer {
 fn shard_informer(server: &RunningServer, shard: Shard, i: usize) -> ShardInformer {
     let config = InformerConfig::default()
         .shard(shard.clone())
-        .queue_mode(if i % 2 == 0 {
+        .queue_mode(if i.is_multiple_of(2) {
             QueueMode::RealFifo
         } else {
             QueueMode::DeltaFifo
         })
-        .initial_list(if (i / 2) % 2 == 0 {
+        .initial_list(if (i / 2).is_multiple_of(2) {
             InitialListMode::StreamingList
         } else {
             InitialListMode::ListThenWatch
@@ -227,7 +227,7 @@ async fn partition(gate: bool) {
                 s.shard,
                 s.strays.lock()
             );
-            assert!(!s.seen.lock().is_empty() || s.informer.indexer().len() == 0);
+            assert!(!s.seen.lock().is_empty() || s.informer.indexer().is_empty());
         }
     }
     // every request carried the selector, gate or not
@@ -335,7 +335,7 @@ async fn watch_events_outside_the_shard_are_dropped() {
     let in_key = format!("{in_ns}/x");
     // the in-shard object's delete (sent after the out-of-shard object's events) arrives
     loop {
-        if s.seen.lock().contains(&in_key) && s.informer.indexer().len() == 0 {
+        if s.seen.lock().contains(&in_key) && s.informer.indexer().is_empty() {
             break;
         }
         assert!(
@@ -396,7 +396,7 @@ async fn each_object_is_reconciled_by_exactly_one_sharded_controller() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
         let state = server.state("configmaps", None).expect("state");
-        let log = reconciled.lock();
+        let log = reconciled.lock().clone();
         assert_eq!(log.len(), churn.expected.len());
         for o in state.objects {
             let key = format!("{}/{}", o.namespace, o.name);
@@ -407,7 +407,6 @@ async fn each_object_is_reconciled_by_exactly_one_sharded_controller() {
             let owner = shards.iter().position(|s| s.contains_meta(&meta)).unwrap() as u32;
             assert_eq!(log[&key], BTreeSet::from([owner]), "{key} (gate {gate})");
         }
-        drop(log);
         cancel.cancel();
         server.shutdown().await;
     }

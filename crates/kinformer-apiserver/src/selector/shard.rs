@@ -380,3 +380,76 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod cel_tests {
+    use super::super::cel::*;
+
+    #[test]
+    fn builds_cels_tree_shapes() {
+        let e = parse("shardRange(object.metadata.uid, '0x1', \"0x2\") || f(1u, -2, 1.5)").unwrap();
+        let Expr::Call { function, args } = e else {
+            panic!("not a call")
+        };
+        assert_eq!(function, "_||_");
+        assert_eq!(args.len(), 2);
+        assert_eq!(
+            args[0],
+            call(
+                "shardRange",
+                vec![
+                    Expr::Select {
+                        operand: Box::new(Expr::Select {
+                            operand: Box::new(Expr::Ident("object".into())),
+                            field: "metadata".into()
+                        }),
+                        field: "uid".into()
+                    },
+                    Expr::Literal(Lit::Str("0x1".into())),
+                    Expr::Literal(Lit::Str("0x2".into())),
+                ]
+            )
+        );
+        assert_eq!(
+            args[1],
+            call(
+                "f",
+                vec![
+                    Expr::Literal(Lit::Uint(1)),
+                    Expr::Literal(Lit::Int(-2)),
+                    Expr::Literal(Lit::Double(1.5))
+                ]
+            )
+        );
+        assert_eq!(parse("a && b").unwrap().kind(), ExprKind::Call);
+        assert_eq!(parse("x[1]").unwrap().kind(), ExprKind::Call);
+        assert_eq!(parse("[1, 2]").unwrap().kind(), ExprKind::List);
+        assert_eq!(parse("{'a': 1}").unwrap().kind(), ExprKind::Map);
+        assert_eq!(parse("a.B{f: 1}").unwrap().kind(), ExprKind::Struct);
+        assert_eq!(parse("(a)").unwrap(), Expr::Ident("a".into()));
+        assert_eq!(
+            parse("b'x'").unwrap(),
+            Expr::Literal(Lit::Bytes(b"x".to_vec()))
+        );
+    }
+
+    #[test]
+    fn syntax_errors_are_errors_not_panics() {
+        for bad in [
+            "shardRange(",
+            "a ||",
+            "'unterminated",
+            "#",
+            "a b",
+            "f(,)",
+            "x.",
+            "0xZZ",
+            "99999999999999999999",
+            "'\\q'",
+            "'\\x4'",
+            ")",
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?} parsed");
+        }
+    }
+}
