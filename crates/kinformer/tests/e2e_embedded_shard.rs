@@ -157,8 +157,25 @@ async fn partition(gate: bool) {
         }
     }
     for round in 0..4 {
-        if round > 0 {
-            churn.churn(&server, &mut rng, 150);
+        // relists on top of churn: 410 after compaction, a forgotten history, and a relist
+        // after a pause in which objects were deleted (the Replace must delete them, and only
+        // from the shard that held them)
+        match round {
+            1 => {
+                churn.churn(&server, &mut rng, 150);
+                Fault::ExpireAndDrop.inject(&server, "configmaps");
+            }
+            2 => {
+                Fault::ForgetHistory.inject(&server, "configmaps");
+                churn.churn(&server, &mut rng, 150);
+            }
+            3 => {
+                Fault::PauseResume.inject(&server, "configmaps");
+                churn.churn(&server, &mut rng, 150);
+                Fault::ExpireAndDrop.inject(&server, "configmaps");
+                Fault::PauseResume.finish(&server);
+            }
+            _ => {}
         }
         let objects = server_objects(&server);
         let all: BTreeMap<String, String> = objects
@@ -286,6 +303,53 @@ async fn shards_partition_the_cache_with_the_gate_on() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shards_partition_the_cache_with_the_gate_off_by_filtering_on_the_client() {
     partition(false).await;
+}
+
+/// A factory's shard: the defaults' shard reaches every informer, a per-type one replaces it,
+/// (each factory keys its informers by scope, the shard included).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_factorys_default_and_per_type_shards_reach_its_informers() {
+    let server = kinformer_apiserver::start(ServerConfig::default().sharded_list_and_watch(false))
+        .await
+        .expect("server starts");
+    let _churn = ConfigMapChurn::seed(&server, 400, 4);
+    let objects = server_objects(&server);
+    let default_shard = Shard::nth(ShardKey::Uid, 0, 2).unwrap();
+    let per_type_shard = Shard::nth(ShardKey::Namespace, 1, 2).unwrap();
+    let factory = kinformer::SharedInformerFactory::builder(server.client())
+        .defaults(InformerConfig::default().shard(default_shard.clone()))
+        .build();
+    let other = kinformer::SharedInformerFactory::builder(server.client())
+        .defaults(InformerConfig::default().shard(default_shard.clone()))
+        .for_type::<ConfigMap>({
+            let s = per_type_shard.clone();
+            move |c| c.shard(s.clone())
+        })
+        .build();
+    let (a, b) = (
+        factory.informer::<ConfigMap>(),
+        other.informer::<ConfigMap>(),
+    );
+    assert_eq!(a.config().shard.as_ref(), Some(&default_shard));
+    assert_eq!(b.config().shard.as_ref(), Some(&per_type_shard));
+    factory.start();
+    other.start();
+    let deadline = tokio::time::Instant::now() + LIMIT;
+    loop {
+        let done = cache_view(&a.indexer()) == shard_view(&objects, &default_shard)
+            && cache_view(&b.indexer()) == shard_view(&objects, &per_type_shard);
+        if done {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the factories' informers never converged"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    factory.shutdown().await;
+    other.shutdown().await;
+    server.shutdown().await;
 }
 
 /// Without the gate the server sends every watch event; the informer drops those outside its
