@@ -305,8 +305,8 @@ async fn shards_partition_the_cache_with_the_gate_off_by_filtering_on_the_client
     partition(false).await;
 }
 
-/// A factory's shard: the defaults' shard reaches every informer, a per-type one replaces it,
-/// (each factory keys its informers by scope, the shard included).
+/// A factory's shard: the defaults' shard reaches every informer, a per-type one replaces
+/// it (each factory keys its informers by scope, the shard included).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_factorys_default_and_per_type_shards_reach_its_informers() {
     let server = kinformer_apiserver::start(ServerConfig::default().sharded_list_and_watch(false))
