@@ -123,7 +123,7 @@ echo "    harness ready in $((SECONDS - t_e2e))s"
 echo "==> e2e: kinformer-e2e tests against the real server"
 KINFORMER_E2E_KUBECONFIG="$e2e_on/kubeconfig" \
     KINFORMER_E2E_NOCACHE_KUBECONFIG="$e2e_off/kubeconfig" \
-    cargo test --workspace --test informers --test reflector --test leader_election
+    cargo test --workspace --test informers --test reflector --test leader_election --test shard
 echo "==> e2e: the informer tests again on DeltaFifo (KINFORMER_QUEUE_MODE=delta-fifo)"
 KINFORMER_QUEUE_MODE=delta-fifo \
     KINFORMER_E2E_KUBECONFIG="$e2e_on/kubeconfig" \

@@ -86,6 +86,18 @@ pub struct ServerConfig {
     /// Where to write a kubeconfig for other clients once listening (readable by its owner
     /// only: with TLS it holds the token); `None` writes none.
     pub kubeconfig: Option<PathBuf>,
+    /// The `ShardedListAndWatch` feature gate (KEP-5866): `shardSelector` on list, watch
+    /// (streaming lists included) and deletecollection selects the objects whose uid or
+    /// namespace hashes into the given ranges, and lists echo it in
+    /// `metadata.shardInfo`, exactly as kube-apiserver 1.36 with the gate on. Off: the
+    /// parameter is ignored and no `shardInfo` is sent, as a 1.35 server (or 1.36 with the
+    /// gate off) does, so a sharded client's fallback to filtering on its own side can be
+    /// tested.
+    ///
+    /// **On by default**, unlike kube-apiserver 1.36 where this alpha gate is off: a test
+    /// server is where a user tries sharded informers, and a selector silently ignored would
+    /// hide what they came to test (a correct client works either way).
+    pub sharded_list_and_watch: bool,
 }
 
 impl Default for ServerConfig {
@@ -108,6 +120,7 @@ impl Default for ServerConfig {
             seed_pods: 0,
             seed_namespaces: 1,
             kubeconfig: None,
+            sharded_list_and_watch: true,
         }
     }
 }
@@ -139,6 +152,13 @@ impl ServerConfig {
     #[must_use]
     pub fn port(mut self, port: u16) -> Self {
         self.port = port;
+        self
+    }
+    /// Sets [`sharded_list_and_watch`](Self::sharded_list_and_watch) (the
+    /// `ShardedListAndWatch` gate; on by default).
+    #[must_use]
+    pub fn sharded_list_and_watch(mut self, on: bool) -> Self {
+        self.sharded_list_and_watch = on;
         self
     }
     /// Sets the history limits.

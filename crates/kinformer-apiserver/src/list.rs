@@ -43,6 +43,9 @@ pub(crate) struct ListPage {
     pub continue_token: Option<String>,
     /// `metadata.remainingItemCount` (only without selectors, as the real server).
     pub remaining_item_count: Option<u64>,
+    /// `metadata.shardInfo.selector`: the applied shard selector, written back as kube writes
+    /// it (only when the `ShardedListAndWatch` gate is on and a selector was sent).
+    pub shard_info: Option<String>,
 }
 
 /// Encodes a continue token: base64url (no padding) of `{"v":"meta.k8s.io/v1","rv":N,"start":K}`.
@@ -107,7 +110,11 @@ pub(crate) fn decode_continue(token: &str) -> Result<(i64, String), ApiError> {
 
 /// Whether an object passes the label and field selectors.
 pub(crate) fn matches(opts: &ListOptions, obj: &StoredObject) -> bool {
-    opts.label_selector.matches(&obj.labels) && opts.field_selector.matches(|f| obj.field(f))
+    opts.shard
+        .as_ref()
+        .is_none_or(|s| s.matches(&obj.uid, &obj.namespace))
+        && opts.label_selector.matches(&obj.labels)
+        && opts.field_selector.matches(|f| obj.field(f))
 }
 
 fn read_error(e: ReadError) -> ApiError {
@@ -169,7 +176,12 @@ pub(crate) async fn list(
     } else {
         opts.limit
     };
-    let selecting = !opts.label_selector.is_empty() || !opts.field_selector.is_empty();
+    // Deliberate difference: with only a shard selector, kube-apiserver still reports a
+    // remainingItemCount, counted over every object after the page, not only the shard's
+    // (its predicate's `Empty()` ignores the shard selector); here a sharded page reports
+    // none, as for label and field selectors, rather than a count known to be wrong.
+    let selecting =
+        !opts.label_selector.is_empty() || !opts.field_selector.is_empty() || opts.shard.is_some();
     let keep = |o: &StoredObject| matches(opts, o);
     let keep: Option<&dyn Fn(&StoredObject) -> bool> = if selecting { Some(&keep) } else { None };
     let page = store.list_page(&resource, at, &prefix, &start, limit as usize, keep);
@@ -198,6 +210,7 @@ pub(crate) async fn list(
         items,
         continue_token,
         remaining_item_count,
+        shard_info: opts.shard.as_ref().map(|s| s.canonical()),
     })
 }
 

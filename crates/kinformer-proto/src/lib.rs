@@ -245,10 +245,49 @@ fn list_meta_message() -> Result<MessageRef, ProtoError> {
         .ok_or(ProtoError::Malformed("ListMeta is missing from the table"))
 }
 
-/// `ListMeta` as JSON.
+/// `ListMeta`'s `shardInfo` (KEP-5866): field 5, a `ShardInfo` message whose field 1 is the
+/// selector. Tables before 1.36 do not have it, yet a client built for an older version still
+/// talks to 1.36+ servers (and the embedded server answers whatever version the build picks),
+/// so it is read and written here whatever the table says.
+const SHARD_INFO_FIELD: u32 = 5;
+
+/// Whether the current table's `ListMeta` knows `shardInfo`.
+fn table_has_shard_info(msg: MessageRef) -> bool {
+    msg.get().fields.iter().any(|f| f.json == "shardInfo")
+}
+
+/// `ListMeta` as JSON (`shardInfo` included whatever the table's version).
 pub fn list_meta_to_json(meta: &[u8]) -> Result<Vec<u8>, ProtoError> {
     let msg = list_meta_message()?;
-    message_to_json(msg, meta)
+    let mut json = message_to_json(msg, meta)?;
+    if table_has_shard_info(msg) {
+        return Ok(json);
+    }
+    let mut selector = None;
+    for r in wire::Fields::new(meta) {
+        if let (SHARD_INFO_FIELD, wire::WireValue::Bytes(info)) = r? {
+            let mut sel = String::new();
+            for f in wire::Fields::new(info) {
+                if let (1, wire::WireValue::Bytes(b)) = f? {
+                    sel = String::from_utf8(b.to_vec())
+                        .map_err(|_| ProtoError::Malformed("shardInfo.selector is not UTF-8"))?;
+                }
+            }
+            selector = Some(sel);
+        }
+    }
+    if let Some(sel) = selector
+        && json.last() == Some(&b'}')
+    {
+        json.pop();
+        if json.len() > 1 {
+            json.push(b',');
+        }
+        json.extend_from_slice(b"\"shardInfo\":{\"selector\":");
+        json.extend_from_slice(&serde_json::to_vec(&sel).unwrap_or_default());
+        json.extend_from_slice(b"}}");
+    }
+    Ok(json)
 }
 
 /// Writes a list message from its `ListMeta` JSON and the items' message bytes (each already
@@ -259,7 +298,18 @@ pub fn list_message<'a>(
 ) -> Result<Vec<u8>, ProtoError> {
     let mut out = Vec::new();
     let meta = list_meta_message()?;
-    wire::put_bytes(&mut out, 1, &message_from_json(meta, list_meta)?);
+    let mut meta_bytes = message_from_json(meta, list_meta)?;
+    if !table_has_shard_info(meta)
+        && let Some(sel) = list_meta
+            .get("shardInfo")
+            .and_then(|i| i.get("selector"))
+            .and_then(Value::as_str)
+    {
+        let start = wire::begin_nested(&mut meta_bytes, SHARD_INFO_FIELD);
+        wire::put_bytes(&mut meta_bytes, 1, sel.as_bytes());
+        wire::end_nested(&mut meta_bytes, start);
+    }
+    wire::put_bytes(&mut out, 1, &meta_bytes);
     for item in items {
         wire::put_bytes(&mut out, 2, item);
     }
@@ -317,5 +367,40 @@ impl<'a> WatchEvent<'a> {
             }
         }
         Ok(ev)
+    }
+}
+
+#[cfg(test)]
+mod shard_info_tests {
+    use super::*;
+
+    #[test]
+    fn list_meta_shard_info_round_trips_through_protobuf_whatever_the_table() {
+        let sel = "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')";
+        let meta = serde_json::json!({"resourceVersion": "7", "shardInfo": {"selector": sel}});
+        let list = list_message(&meta, std::iter::empty()).unwrap();
+        let (raw_meta, items) = list_parts(&list).unwrap();
+        assert!(items.is_empty());
+        // field 5, nested field 1, as Go's generated.pb.go writes it
+        let mut expected_info = Vec::new();
+        wire::put_bytes(&mut expected_info, 1, sel.as_bytes());
+        let mut expected = Vec::new();
+        wire::put_bytes(&mut expected, 5, &expected_info);
+        assert!(
+            raw_meta.ends_with(&expected),
+            "shardInfo is field 5 of ListMeta"
+        );
+        let json: Value = serde_json::from_slice(&list_meta_to_json(raw_meta).unwrap()).unwrap();
+        assert_eq!(json["resourceVersion"], "7");
+        assert_eq!(json["shardInfo"]["selector"], sel);
+        // without shardInfo, none appears
+        let plain = list_message(
+            &serde_json::json!({"resourceVersion": "7"}),
+            std::iter::empty(),
+        )
+        .unwrap();
+        let (raw_meta, _) = list_parts(&plain).unwrap();
+        let json: Value = serde_json::from_slice(&list_meta_to_json(raw_meta).unwrap()).unwrap();
+        assert!(json.get("shardInfo").is_none());
     }
 }

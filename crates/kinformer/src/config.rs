@@ -10,6 +10,7 @@ use crate::reflector::{
     BackoffConfig, DEFAULT_MAX_INTERNAL_ERROR_RETRY_DURATION, DEFAULT_MIN_WATCH_TIMEOUT,
     EndBookmarkWait, InitialListMode, ListOptions, TweakFn, WatchErrorHandler,
 };
+use crate::shard::Shard;
 use crate::source::{DEFAULT_MAX_OBJECT_SIZE, WireFormat};
 use crate::store::CacheMode;
 
@@ -66,6 +67,12 @@ pub struct InformerConfig<K = ()> {
     /// Adjusts the options of every list and watch request, after the selectors (client-go's
     /// `WithTweakListOptions`); `None` by default.
     pub tweak_list_options: Option<TweakFn>,
+    /// Only the objects of this [`Shard`] (KEP-5866): its `shardSelector` is sent with every
+    /// list, streaming list and watch (after the tweak, so it replaces any the tweak sets),
+    /// and every object and event is checked on arrival, so the cache holds the shard and
+    /// nothing more even when the server ignores the selector (no gate, or before 1.36).
+    /// `None` (the default): every object. See [`crate::shard`].
+    pub shard: Option<Shard>,
 
     // ---------------------------------------------------------------- how they travel
     /// What the source asks the server to send. Default [`WireFormat::Protobuf`]: protobuf for
@@ -157,6 +164,7 @@ impl<K> Default for InformerConfig<K> {
             label_selector: None,
             field_selector: None,
             tweak_list_options: None,
+            shard: None,
             wire_format: WireFormat::default(),
             max_object_size: DEFAULT_MAX_OBJECT_SIZE,
             initial_list: InitialListMode::default(),
@@ -189,6 +197,7 @@ impl<K> fmt::Debug for InformerConfig<K> {
             .field("label_selector", &self.label_selector)
             .field("field_selector", &self.field_selector)
             .field("tweak_list_options", &self.tweak_list_options.is_some())
+            .field("shard", &self.shard.as_ref().map(Shard::selector))
             .field("wire_format", &self.wire_format)
             .field("max_object_size", &self.max_object_size)
             .field("initial_list", &self.initial_list)
@@ -237,6 +246,20 @@ impl<K> InformerConfig<K> {
         tweak: impl Fn(&mut ListOptions) + Send + Sync + 'static,
     ) -> Self {
         self.tweak_list_options = Some(std::sync::Arc::new(tweak));
+        self
+    }
+    /// Sets [`shard`](Self::shard).
+    ///
+    /// ```
+    /// use k8s_openapi::api::core::v1::Pod;
+    /// use kinformer::InformerConfig;
+    /// use kinformer::shard::{Shard, ShardKey};
+    /// let config = InformerConfig::<Pod>::default().shard(Shard::nth(ShardKey::Uid, 0, 2).unwrap());
+    /// assert!(config.shard.is_some());
+    /// ```
+    #[must_use]
+    pub fn shard(mut self, shard: Shard) -> Self {
+        self.shard = Some(shard);
         self
     }
     /// Sets [`wire_format`](Self::wire_format).
@@ -382,6 +405,7 @@ impl<K> InformerConfig<K> {
             label_selector: self.label_selector.clone(),
             field_selector: self.field_selector.clone(),
             tweak_list_options: self.tweak_list_options.clone(),
+            shard: self.shard.clone(),
             wire_format: self.wire_format,
             max_object_size: self.max_object_size,
             initial_list: self.initial_list,

@@ -41,6 +41,9 @@ pub struct InformerScope {
     pub label_selector: Option<String>,
     /// Field selector applied to list and watch.
     pub field_selector: Option<String>,
+    /// The shard's `shardSelector` ([`InformerConfig::shard`]): informers of different
+    /// shards of one type are different informers.
+    pub shard_selector: Option<String>,
 }
 
 impl InformerScope {
@@ -50,6 +53,7 @@ impl InformerScope {
             namespace: config.namespace.clone(),
             label_selector: config.label_selector.clone(),
             field_selector: config.field_selector.clone(),
+            shard_selector: config.shard.as_ref().map(crate::shard::Shard::selector),
         }
     }
 
@@ -63,6 +67,9 @@ impl InformerScope {
         }
         if let Some(f) = &self.field_selector {
             s.push_str(&format!(" fields={f}"));
+        }
+        if let Some(shard) = &self.shard_selector {
+            s.push_str(&format!(" shard={shard}"));
         }
         s
     }

@@ -101,6 +101,7 @@ pub mod metrics;
 pub mod object;
 pub mod queue;
 pub mod reflector;
+pub mod shard;
 pub mod source;
 pub mod store;
 mod transform;

@@ -421,8 +421,9 @@ async fn serve_verb(
             Ok((200, response::object_as(200, res, &o, pb)))
         }
         Verb::List => {
-            let opts = ListOptions::from_query(query)?;
+            let mut opts = ListOptions::from_query(query)?;
             check_fields(res, &opts)?;
+            opts.resolve_shard(ctx.config.sharded_list_and_watch)?;
             let page = api.list(res, ns, &opts, ctx.config.too_large_wait).await?;
             if let Some(inc) = as_table {
                 let mut meta = serde_json::Map::new();
@@ -446,8 +447,9 @@ async fn serve_verb(
             Ok((200, response::list(res, page, pb)))
         }
         Verb::Watch => {
-            let opts = ListOptions::from_query(query)?;
+            let mut opts = ListOptions::from_query(query)?;
             check_fields(res, &opts)?;
+            opts.resolve_shard(ctx.config.sharded_list_and_watch)?;
             opts.numeric_rv()?;
             let (tx, rx) = tokio::sync::mpsc::channel(16);
             let metadata = metadata_request(accept, false);
@@ -520,8 +522,9 @@ async fn serve_verb(
             }
         }
         Verb::DeleteCollection => {
-            let opts = ListOptions::from_query(query)?;
+            let mut opts = ListOptions::from_query(query)?;
             check_fields(res, &opts)?;
+            opts.resolve_shard(ctx.config.sharded_list_and_watch)?;
             let body = read_body(ctx, req).await?;
             let delete = DeleteOptions::parse(&body, query)?;
             let deleted = api.delete_collection(res, ns, &opts, &delete)?;

@@ -106,11 +106,17 @@ fn list_header(res: &ResourceInfo, meta: serde_json::Value) -> Vec<u8> {
 /// A list response: JSON streamed in chunks built straight from the stored bytes, or one
 /// protobuf body of the items' cached messages when the client asked for protobuf.
 pub(super) fn list(res: &ResourceInfo, page: ListPage, pb: bool) -> Response {
-    let meta = list_meta(
+    let mut meta = list_meta(
         Some(page.resource_version),
         page.continue_token.as_deref(),
         page.remaining_item_count,
     );
+    // kube-apiserver 1.36 echoes the selector only in typed lists: an `UnstructuredList`
+    // (custom resources) has no `SetShardInfo`, and metadata-only lists and tables copy
+    // only resourceVersion, continue and remainingItemCount (those are built elsewhere)
+    if let (Some(sel), Some(m), None) = (page.shard_info, meta.as_object_mut(), &res.crd_name) {
+        m.insert("shardInfo".into(), serde_json::json!({ "selector": sel }));
+    }
     list_of(res, meta, page.items, pb)
 }
 

@@ -4,10 +4,13 @@
 //! listers use); field selectors are parsed here. Parsing never panics: a malformed selector is
 //! an error, which the HTTP layer turns into a 400 BadRequest `Status`, as the real server does.
 
+mod cel;
 mod field;
+mod shard;
 
 pub(crate) use field::FieldSelector;
 pub(crate) use kinformer_selector::LabelSelector;
+pub(crate) use shard::ShardSelector;
 
 /// A field selector that could not be parsed or cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

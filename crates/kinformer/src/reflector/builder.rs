@@ -12,6 +12,7 @@ use super::lister_watcher::ListerWatcher;
 use super::reflector_error::ReflectorError;
 use super::run::{Reflector, SyncState};
 use super::scoped::RequestScope;
+use super::sharded::Sharded;
 use crate::InformerConfig;
 use crate::object::Object;
 use crate::store::ReflectorStore;
@@ -165,9 +166,14 @@ impl<K: Object, S: ReflectorStore<K>> ReflectorBuilder<K, S> {
             tweak: config.tweak_list_options.clone(),
         };
         let min_watch_timeout = config.min_watch_timeout.max(DEFAULT_MIN_WATCH_TIMEOUT);
+        // the shard's selector is set after the tweak (innermost), so it is the one sent
+        let lister_watcher = scope.wrap(match &config.shard {
+            Some(shard) => Sharded::wrap(self.lister_watcher, shard.clone(), &name),
+            None => self.lister_watcher,
+        });
         Reflector {
             name,
-            lister_watcher: scope.wrap(self.lister_watcher),
+            lister_watcher,
             store: self.store,
             resync_period: (!config.resync_period.is_zero()).then_some(config.resync_period),
             should_resync: self.should_resync,

@@ -23,6 +23,9 @@ pub struct ListMeta {
     pub continue_token: Option<String>,
     /// `metadata.remainingItemCount`, when the server reported it.
     pub remaining_item_count: Option<i64>,
+    /// `metadata.shardInfo.selector`: the shard selector the server applied (Kubernetes 1.36+
+    /// with the `ShardedListAndWatch` gate); `None` when it applied none.
+    pub shard_info: Option<String>,
 }
 
 /// One page of a list response, whole (what a [`ListWatch`] closure returns, and what
@@ -37,6 +40,8 @@ pub struct ListPage<K> {
     pub continue_token: Option<String>,
     /// `metadata.remainingItemCount`, when the server reported it.
     pub remaining_item_count: Option<i64>,
+    /// `metadata.shardInfo.selector`, when the server applied a shard selector.
+    pub shard_info: Option<String>,
 }
 
 impl<K> ListPage<K> {
@@ -47,6 +52,7 @@ impl<K> ListPage<K> {
             resource_version: resource_version.into(),
             continue_token: None,
             remaining_item_count: None,
+            shard_info: None,
         }
     }
 
@@ -57,6 +63,7 @@ impl<K> ListPage<K> {
             resource_version: meta.resource_version,
             continue_token: meta.continue_token,
             remaining_item_count: meta.remaining_item_count,
+            shard_info: meta.shard_info,
         }
     }
 
@@ -77,6 +84,7 @@ impl<K> ListPage<K> {
             resource_version: self.resource_version,
             continue_token: self.continue_token,
             remaining_item_count: self.remaining_item_count,
+            shard_info: self.shard_info,
         };
         (self.items, meta)
     }
@@ -88,6 +96,7 @@ impl<K> ListPage<K> {
             resource_version: self.resource_version,
             continue_token: self.continue_token,
             remaining_item_count: self.remaining_item_count,
+            shard_info: self.shard_info,
         }
     }
 

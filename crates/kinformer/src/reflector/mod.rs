@@ -59,6 +59,7 @@ mod pager;
 mod reflector_error;
 mod run;
 mod scoped;
+mod sharded;
 mod temp_store;
 mod watch;
 mod watch_list;

@@ -205,6 +205,15 @@ struct WireListMeta {
     continue_token: Option<String>,
     #[serde(rename = "remainingItemCount", default)]
     remaining_item_count: Option<i64>,
+    #[serde(rename = "shardInfo", default)]
+    shard_info: Option<WireShardInfo>,
+}
+
+/// A list's `metadata.shardInfo` (KEP-5866).
+#[derive(Deserialize)]
+struct WireShardInfo {
+    #[serde(default)]
+    selector: Option<String>,
 }
 
 /// Whether a list's `kind` says it holds `kind` objects: `<kind>List`, or the generic `List`
@@ -244,15 +253,21 @@ pub fn decode_list<K: DeserializeOwned>(
         )));
     }
     let meta = list.metadata;
-    let (resource_version, continue_token, remaining_item_count) = match meta {
-        Some(m) => (m.resource_version, m.continue_token, m.remaining_item_count),
-        None => (None, None, None),
+    let (resource_version, continue_token, remaining_item_count, shard_info) = match meta {
+        Some(m) => (
+            m.resource_version,
+            m.continue_token,
+            m.remaining_item_count,
+            m.shard_info.map(|s| s.selector.unwrap_or_default()),
+        ),
+        None => (None, None, None, None),
     };
     Ok(ListPage {
         items: list.items.unwrap_or_default(),
         resource_version: resource_version.unwrap_or_default(),
         continue_token: continue_token.filter(|c| !c.is_empty()),
         remaining_item_count,
+        shard_info,
     })
 }
 

@@ -325,6 +325,7 @@ impl<K: DeserializeOwned + Clone + Send + 'static> ListBody<K> for ProtoListDeco
             resource_version: page.resource_version,
             continue_token: page.continue_token,
             remaining_item_count: page.remaining_item_count,
+            shard_info: page.shard_info,
         })
     }
 }
