@@ -511,37 +511,42 @@ impl Api {
     }
 
     /// Deletes every object matching the options' selectors, each with `delete` as its
-    /// `DeleteOptions`; returns what was deleted or marked (with `delete.dry_run`, what would
-    /// be).
+    /// `DeleteOptions`. Answers as kube-apiserver's registry does: the list it deleted from,
+    /// as it was listed (its revision, and every matching object before its delete), whatever
+    /// each delete did (removed, marked for finalizers, or nothing with `delete.dry_run`).
     pub(crate) fn delete_collection(
         &self,
         res: &ResourceInfo,
         namespace: Option<&str>,
         opts: &ListOptions,
         delete: &DeleteOptions,
-    ) -> Result<Vec<Arc<StoredObject>>, ApiError> {
+    ) -> Result<(u64, Vec<Arc<StoredObject>>), ApiError> {
         let prefix = match namespace {
             Some(ns) if res.namespaced() => format!("{ns}/"),
             _ => String::new(),
         };
-        let (_, objs) = self
+        let (rev, objs) = self
             .store
             .list(&res.group_resource(), None, &prefix, "")
             .map_err(|e| ApiError::internal(&e.to_string()))?;
-        let mut out = Vec::new();
-        for o in objs.iter().filter(|o| list::matches(opts, o)) {
+        let listed: Vec<Arc<StoredObject>> = objs
+            .iter()
+            .filter(|o| list::matches(opts, o))
+            .cloned()
+            .collect();
+        for o in &listed {
             let ns = if o.namespace.is_empty() {
                 None
             } else {
                 Some(o.namespace.as_str())
             };
             match self.delete(res, ns, &o.name, delete) {
-                Ok(d) => out.push(d.object),
+                Ok(_) => {}
                 Err(e) if e.code == 404 => {}
                 Err(e) => return Err(e),
             }
         }
-        Ok(out)
+        Ok((rev, listed))
     }
 
     /// Serves a LIST (see [`crate::list`] for the semantics).

@@ -527,9 +527,9 @@ async fn serve_verb(
             opts.resolve_shard(ctx.config.sharded_list_and_watch)?;
             let body = read_body(ctx, req).await?;
             let delete = DeleteOptions::parse(&body, query)?;
-            let deleted = api.delete_collection(res, ns, &opts, &delete)?;
-            let rv = api.store.revision();
-            Ok((200, response::plain_list(res, rv, deleted, pb)))
+            let (rv, listed) = api.delete_collection(res, ns, &opts, &delete)?;
+            let shard = opts.shard.as_ref().map(|s| s.canonical());
+            Ok((200, response::deleted_list(res, rv, shard, listed, pb)))
         }
     }
 }

@@ -120,14 +120,20 @@ pub(super) fn list(res: &ResourceInfo, page: ListPage, pb: bool) -> Response {
     list_of(res, meta, page.items, pb)
 }
 
-/// A list of objects with only a resourceVersion (deletecollection).
-pub(super) fn plain_list(
+/// What a deletecollection answers: the list it deleted from, with its resourceVersion and,
+/// for a sharded one, `shardInfo` (typed lists only, as a LIST).
+pub(super) fn deleted_list(
     res: &ResourceInfo,
     rv: u64,
+    shard_info: Option<String>,
     items: Vec<Arc<StoredObject>>,
     pb: bool,
 ) -> Response {
-    list_of(res, list_meta(Some(rv), None, None), items, pb)
+    let mut meta = list_meta(Some(rv), None, None);
+    if let (Some(sel), Some(m), None) = (shard_info, meta.as_object_mut(), &res.crd_name) {
+        m.insert("shardInfo".into(), serde_json::json!({ "selector": sel }));
+    }
+    list_of(res, meta, items, pb)
 }
 
 fn list_of(

@@ -456,6 +456,15 @@ impl Parser {
             if self.eat(close) {
                 return Ok(args);
             }
+            if self.pos >= self.toks.len() {
+                // ANTLR's single-token insertion: the input ends where only the closing
+                // token could complete the list (kube-apiserver 1.36.3, e2e/diff
+                // shard-invalid).
+                return Err(format!(
+                    "Syntax error: missing '{close}' at {}",
+                    describe(None)
+                ));
+            }
             self.expect(",")?;
             if self.eat(close) {
                 return Ok(args);

@@ -378,6 +378,12 @@ mod tests {
                 .unwrap_err()
                 .starts_with("CEL parse error: Syntax error: ")
         );
+        // kube-apiserver v1.36.3's answer, recorded by e2e/diff shard-invalid
+        assert_eq!(
+            ShardSelector::parse("shardRange(object.metadata.uid, '0x0000000000000000'")
+                .unwrap_err(),
+            "CEL parse error: Syntax error: missing ')' at '<EOF>'"
+        );
     }
 }
 
