@@ -73,8 +73,7 @@ PROPTEST_CASES="${PROPTEST_CASES:-1000}" cargo test -p kinformer --lib --test in
 # (crates/kinformer-e2e) and the differential check of the embedded server against the recorded
 # real observations (e2e/diff.sh embedded: one recording, compared with both the watch-cache-off
 # recording, allow-list e2e/diff/allow-embedded.json, and the watch-cache-on one,
-# e2e/diff/allow-embedded-watchcache.json; either's unexplained differences fail the tier (the
-# sharded scenarios, shard-*, differ until the embedded server implements shardSelector); the
+# e2e/diff/allow-embedded-watchcache.json; either's unexplained differences fail the tier); the
 # recording takes ~20 s plus the bounded waits of the controller scenarios on a server without
 # those controllers, ~80 s today). If the harness cannot be built or started this tier
 # prints one line saying why and is skipped; the tiers above decide the exit code. CI=true still
