@@ -15,6 +15,8 @@
 //! * `report`: the orchestrator ([`report`]; its child processes in `process.rs`): starts
 //!   servers, runs every peer and workload several times interleaved, takes medians and writes
 //!   Markdown and SVG charts to `target/bench-report/` ([`report_md`]);
+//! * `fleet` / `replica`: a controller as several replica processes, leader election failover
+//!   with warm standby against a cold start, and one replica per shard ([`fleet`]);
 //! * `soak`: W5, churn at a constant object count with faults while sampling the kinformer
 //!   peer's RSS ([`soak`]).
 //!
@@ -24,11 +26,14 @@
 
 pub mod control;
 mod error;
+pub mod fleet;
+pub mod fleet_md;
 pub mod kubeconfig;
 pub mod peers;
 mod process;
 mod proxy;
 mod real;
+pub mod replica;
 pub mod report;
 pub mod report_md;
 mod result;

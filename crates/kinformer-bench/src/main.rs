@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+use kinformer_bench::fleet::{self, FleetOptions};
 use kinformer_bench::peers::{self, PeerArgs};
+use kinformer_bench::replica::{self, ReplicaArgs};
 use kinformer_bench::report::{self, ReportOptions};
 use kinformer_bench::soak::{self, SoakOptions};
 use kinformer_bench::{Peer, Tier, Workload};
@@ -86,6 +88,49 @@ enum Cmd {
         /// Output directory.
         #[arg(long, default_value = "target/bench-report")]
         out: PathBuf,
+    },
+    /// A controller as several replicas: failover with warm standby against a cold start, and
+    /// one replica per shard (writes target/bench-report/fleet.md).
+    Fleet {
+        /// Pods on the server (comma-separated sizes).
+        #[arg(long, value_delimiter = ',', default_value = "10000,50000")]
+        sizes: Vec<u64>,
+        /// Tiers (comma-separated: embedded, real).
+        #[arg(long, value_delimiter = ',', default_value = "embedded,real")]
+        tiers: Vec<Tier>,
+        /// Failover rounds per standby mode and size.
+        #[arg(long, default_value_t = 3)]
+        rounds: usize,
+        /// Shard counts (comma-separated).
+        #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
+        shards: Vec<u32>,
+        /// Timeout of each wait, seconds.
+        #[arg(long, default_value_t = 300)]
+        timeout_secs: u64,
+        /// Output directory.
+        #[arg(long, default_value = "target/bench-report")]
+        out: PathBuf,
+    },
+    /// One replica of the fleet benchmark's controller; prints JSON events on stdout.
+    Replica {
+        /// Kubeconfig to connect with.
+        #[arg(long)]
+        kubeconfig: PathBuf,
+        /// Lease (in `default`) to elect a leader on; none: no election.
+        #[arg(long)]
+        lease: Option<String>,
+        /// Identity in the lease.
+        #[arg(long, default_value = "replica")]
+        identity: String,
+        /// Cold standby: informers start only once leading.
+        #[arg(long)]
+        cold: bool,
+        /// Shard `I/N` by uid.
+        #[arg(long)]
+        shard: Option<String>,
+        /// Where to write the reconciled keys once drained (with --shard).
+        #[arg(long)]
+        keys: Option<PathBuf>,
     },
     /// Run the embedded bench server (API server + control port).
     Server {
@@ -205,6 +250,43 @@ fn main() -> std::process::ExitCode {
                 .map(|p| println!("soak report written to {}", p.display()))
                 .map_err(|e| e.to_string())
         }
+        Cmd::Fleet {
+            sizes,
+            tiers,
+            rounds,
+            shards,
+            timeout_secs,
+            out,
+        } => {
+            let opts = FleetOptions {
+                tiers,
+                sizes,
+                rounds: rounds.max(1),
+                shards,
+                timeout: Duration::from_secs(timeout_secs),
+                out_dir: out,
+            };
+            fleet::run(&opts)
+                .map(|p| println!("fleet report written to {}", p.display()))
+                .map_err(|e| e.to_string())
+        }
+        Cmd::Replica {
+            kubeconfig,
+            lease,
+            identity,
+            cold,
+            shard,
+            keys,
+        } => parse_shard(shard.as_deref(), keys).and_then(|shard| {
+            let args = ReplicaArgs {
+                kubeconfig,
+                lease,
+                identity,
+                warm: !cold,
+                shard,
+            };
+            runtime().and_then(|rt| rt.block_on(replica::run(args)))
+        }),
         Cmd::Server {
             seed_pods,
             seed_namespaces,
@@ -253,6 +335,22 @@ fn main() -> std::process::ExitCode {
             std::process::ExitCode::FAILURE
         }
     }
+}
+
+/// `I/N` and the keys file of `kinformer-bench replica --shard I/N --keys FILE`.
+fn parse_shard(
+    shard: Option<&str>,
+    keys: Option<PathBuf>,
+) -> Result<Option<(u32, u32, PathBuf)>, String> {
+    let Some(text) = shard else {
+        return Ok(None);
+    };
+    let (i, n) = text
+        .split_once('/')
+        .and_then(|(i, n)| Some((i.parse().ok()?, n.parse().ok()?)))
+        .ok_or_else(|| format!("--shard {text:?}: expected I/N"))?;
+    let keys = keys.ok_or("--shard needs --keys")?;
+    Ok(Some((i, n, keys)))
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, String> {
