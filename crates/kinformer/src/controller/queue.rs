@@ -1,11 +1,4 @@
 //! The controller's work queue: one protocol over the two queue types a controller can use.
-//!
-//! The runner and the handlers speak only [`ControllerQueue`]: adds with options (priority,
-//! delay, rate limiting), `get_with_priority`, `done`, `forget`. Over a
-//! [`PriorityQueue`] every option applies; over the plain FIFO [`RateLimitingQueue`]
-//! (`Controller::priority_queue(false)`) priorities are ignored and options map as
-//! controller-runtime's `priorityQueueWrapper` maps them (rate-limited, else delayed, else
-//! plain add), and every key comes out at priority 0.
 
 use std::fmt;
 use std::time::Duration;
@@ -21,6 +14,13 @@ enum Kind {
 /// A controller's work queue of keys (see [`Controller::queue`](super::Controller::queue)):
 /// a [`PriorityQueue`] by default, or client-go's rate-limiting FIFO queue. Cloning gives
 /// another handle to the same queue.
+///
+/// The runner and the handlers speak only this protocol: adds with options (priority, delay,
+/// rate limiting), `get_with_priority`, `done`, `forget`. Over a [`PriorityQueue`] every
+/// option applies; over the plain FIFO [`RateLimitingQueue`]
+/// ([`Controller::priority_queue`](super::Controller::priority_queue)`(false)`) priorities are
+/// ignored and options map as controller-runtime's `priorityQueueWrapper` maps them
+/// (rate-limited, else delayed, else plain add), and every key comes out at priority 0.
 #[derive(Clone)]
 pub struct ControllerQueue {
     kind: Kind,
@@ -52,7 +52,7 @@ impl From<RateLimitingQueue<String>> for ControllerQueue {
 }
 
 impl ControllerQueue {
-    /// Adds `key` with `opts` (see the [module docs](self) for the FIFO queue). Ignored after
+    /// Adds `key` with `opts` (see [`ControllerQueue`] for the FIFO queue). Ignored after
     /// shutdown.
     pub fn add_with_opts(&self, key: String, opts: AddOpts) {
         match &self.kind {

@@ -1,25 +1,5 @@
 //! The priority queue: controller-runtime's `priorityqueue.PriorityQueue` (the default queue of
 //! its controllers since v0.23), with the rate-limiting queue's methods on top.
-//!
-//! * **One entry per key.** Adding a key again keeps the **higher** priority (it never goes
-//!   down) and the **earlier** ready time; an item already ready stays ready, even when added
-//!   again with a delay.
-//! * **Order**: ready items are handed out by priority (highest first), FIFO within a
-//!   priority. An item whose priority goes up moves to the **end** of its new level; an item
-//!   whose delay passes joins the end of its level when it becomes ready.
-//! * **Stingy**: a key handed out is not handed out again before [`done`](PriorityQueue::done);
-//!   added meanwhile, it waits (counted in [`len`](PriorityQueue::len)) until then.
-//! * **Rate limiting**: [`AddOpts::rate_limited`] waits as long as the limiter's `when` says
-//!   (the shorter of that and [`AddOpts::after`] when both are set).
-//! * **Metrics**: client-go's workqueue metrics, with `workqueue_depth` by priority (items
-//!   count once they are ready; `workqueue_retries_total` counts adds that wait).
-//!
-//! Deliberate difference: shutdown behaves as in the other queues of this module (client-go's),
-//! not as controller-runtime's priority queue (whose `Get` reports shutdown at once and whose
-//! `ShutDownWithDrain` does not wait): after [`shut_down`](PriorityQueue::shut_down), adds are
-//! ignored, waiting (delayed) entries are dropped, ready items are still handed out and `get`
-//! returns `None` once none is left; [`shut_down_with_drain`](PriorityQueue::shut_down_with_drain)
-//! waits for the items being processed. One queue protocol for the controller runner either way.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
@@ -53,8 +33,28 @@ struct Shared<T> {
     timer: Notify,
 }
 
-/// A priority work queue of keys (see the [module docs](self)). Cloning gives another handle
-/// to the same queue; the waiting loop ends when the last handle is dropped.
+/// A priority work queue of keys. Cloning gives another handle to the same queue; the waiting
+/// loop ends when the last handle is dropped.
+///
+/// * **One entry per key.** Adding a key again keeps the **higher** priority (it never goes
+///   down) and the **earlier** ready time; an item already ready stays ready, even when added
+///   again with a delay.
+/// * **Order**: ready items are handed out by priority (highest first), FIFO within a
+///   priority. An item whose priority goes up moves to the **end** of its new level; an item
+///   whose delay passes joins the end of its level when it becomes ready.
+/// * **Stingy**: a key handed out is not handed out again before [`done`](PriorityQueue::done);
+///   added meanwhile, it waits (counted in [`len`](PriorityQueue::len)) until then.
+/// * **Rate limiting**: [`AddOpts::rate_limited`] waits as long as the limiter's `when` says
+///   (the shorter of that and [`AddOpts::after`] when both are set).
+/// * **Metrics**: client-go's workqueue metrics, with `workqueue_depth` by priority (items
+///   count once they are ready; `workqueue_retries_total` counts adds that wait).
+///
+/// Deliberate difference: shutdown behaves as in the other queues of this module (client-go's),
+/// not as controller-runtime's priority queue (whose `Get` reports shutdown at once and whose
+/// `ShutDownWithDrain` does not wait): after [`shut_down`](PriorityQueue::shut_down), adds are
+/// ignored, waiting (delayed) entries are dropped, ready items are still handed out and `get`
+/// returns `None` once none is left; [`shut_down_with_drain`](PriorityQueue::shut_down_with_drain)
+/// waits for the items being processed. One queue protocol for the controller runner either way.
 pub struct PriorityQueue<T> {
     shared: Arc<Shared<T>>,
     _guard: Arc<DropGuard>,
