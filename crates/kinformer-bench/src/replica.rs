@@ -282,17 +282,12 @@ async fn controller(
 /// Whether the server applies `selector`: a one-item list with it echoes `shardInfo` in its
 /// metadata (KEP-5866); a server without the gate ignores the selector and echoes nothing.
 async fn server_applies(client: &kube::Client, selector: &str) -> bool {
-    // Percent-encode every byte outside RFC 3986's unreserved set.
-    let encoded: String = selector
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
-                char::from(b).to_string()
-            }
-            _ => format!("%{b:02X}"),
-        })
-        .collect();
-    let uri = format!("/api/v1/pods?limit=1&shardSelector={encoded}");
+    let options = kinformer::reflector::ListOptions {
+        limit: Some(1),
+        shard_selector: Some(selector.to_string()),
+        ..Default::default()
+    };
+    let uri = format!("/api/v1/pods?{}", options.to_query(false));
     let Ok(request) = http::Request::get(uri).body(Vec::new()) else {
         return false;
     };

@@ -111,13 +111,18 @@ pub(super) fn list(res: &ResourceInfo, page: ListPage, pb: bool) -> Response {
         page.continue_token.as_deref(),
         page.remaining_item_count,
     );
-    // kube-apiserver 1.36 echoes the selector only in typed lists: an `UnstructuredList`
-    // (custom resources) has no `SetShardInfo`, and metadata-only lists and tables copy
-    // only resourceVersion, continue and remainingItemCount (those are built elsewhere)
-    if let (Some(sel), Some(m), None) = (page.shard_info, meta.as_object_mut(), &res.crd_name) {
+    set_shard_info(res, &mut meta, page.shard_info);
+    list_of(res, meta, page.items, pb)
+}
+
+/// Echoes a shard selector as `shardInfo` where kube-apiserver 1.36 does: in typed lists only
+/// (an `UnstructuredList`, custom resources, has no `SetShardInfo`, and metadata-only lists
+/// and tables copy only resourceVersion, continue and remainingItemCount; those are built
+/// elsewhere).
+fn set_shard_info(res: &ResourceInfo, meta: &mut serde_json::Value, shard: Option<String>) {
+    if let (Some(sel), Some(m), None) = (shard, meta.as_object_mut(), &res.crd_name) {
         m.insert("shardInfo".into(), serde_json::json!({ "selector": sel }));
     }
-    list_of(res, meta, page.items, pb)
 }
 
 /// What a deletecollection answers: the list it deleted from, with its resourceVersion and,
@@ -130,9 +135,7 @@ pub(super) fn deleted_list(
     pb: bool,
 ) -> Response {
     let mut meta = list_meta(Some(rv), None, None);
-    if let (Some(sel), Some(m), None) = (shard_info, meta.as_object_mut(), &res.crd_name) {
-        m.insert("shardInfo".into(), serde_json::json!({ "selector": sel }));
-    }
+    set_shard_info(res, &mut meta, shard_info);
     list_of(res, meta, items, pb)
 }
 

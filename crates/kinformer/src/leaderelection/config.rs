@@ -1,13 +1,11 @@
-//! The elector's configuration, its validation, and the clock it measures time with.
+//! The elector's configuration and its validation.
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
-
-use futures::future::BoxFuture;
-use tokio::time::Instant;
+use std::time::Duration;
 
 use super::lock::ResourceLock;
+use crate::workqueue::{Clock, TokioClock};
 
 /// client-go's `JitterFactor`: a candidate waits `retry_period * (1 + rand * 1.2)` between
 /// attempts to acquire.
@@ -18,35 +16,6 @@ pub const DEFAULT_LEASE_DURATION: Duration = Duration::from_secs(15);
 pub const DEFAULT_RENEW_DEADLINE: Duration = Duration::from_secs(10);
 /// client-go's default retry period.
 pub const DEFAULT_RETRY_PERIOD: Duration = Duration::from_secs(2);
-
-/// The clock an elector measures its observed times and waits with, and the wall clock it
-/// stamps `acquireTime` / `renewTime` with.
-///
-/// The default, [`TokioClock`], is Tokio's clock (paused in tests) and the system's wall
-/// clock. Tests may run candidates on clocks that tick at different rates.
-pub trait Clock: Send + Sync + fmt::Debug {
-    /// The monotonic now.
-    fn now(&self) -> Instant;
-    /// Waits until this clock reads `deadline`.
-    fn sleep_until(&self, deadline: Instant) -> BoxFuture<'static, ()>;
-    /// The wall clock, only written into the lease for people to read.
-    fn wall(&self) -> SystemTime {
-        SystemTime::now()
-    }
-}
-
-/// Tokio's clock and the system's wall clock.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct TokioClock;
-
-impl Clock for TokioClock {
-    fn now(&self) -> Instant {
-        Instant::now()
-    }
-    fn sleep_until(&self, deadline: Instant) -> BoxFuture<'static, ()> {
-        Box::pin(tokio::time::sleep_until(deadline))
-    }
-}
 
 /// Why a configuration was refused (client-go's `NewLeaderElector` checks, plus one).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -103,7 +72,10 @@ pub struct LeaderElectionConfig {
     pub release_on_cancel: bool,
     /// A name for logs (client-go's `Name`).
     pub name: String,
-    /// The clock. Default [`TokioClock`].
+    /// The clock observed times and waits are measured on, and whose [`wall`](Clock::wall)
+    /// stamps `acquireTime` / `renewTime` (the work queues' [`Clock`]). Default
+    /// [`TokioClock`]: Tokio's clock (paused in tests) and the system's wall clock. Tests may
+    /// run candidates on clocks that tick at different rates.
     pub clock: Arc<dyn Clock>,
 }
 

@@ -39,9 +39,11 @@ mod memory;
 #[cfg(test)]
 mod tests;
 
+/// The clock an elector measures with: the work queues' clock.
+pub use crate::workqueue::{Clock, TokioClock};
 pub use config::{
-    Clock, ConfigError, DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD,
-    JITTER_FACTOR, LeaderElectionConfig, TokioClock,
+    ConfigError, DEFAULT_LEASE_DURATION, DEFAULT_RENEW_DEADLINE, DEFAULT_RETRY_PERIOD,
+    JITTER_FACTOR, LeaderElectionConfig,
 };
 pub use elector::{ElectionEnd, LeaderCallbacks, LeaderElector, LeaderStatus, RunError};
 pub use lock::{LeaderElectionRecord, LeaseLock, LockError, ResourceLock};

@@ -27,7 +27,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
@@ -37,8 +37,8 @@ use tokio::time::Instant;
 /// also complete early, e.g. when a fake clock is dropped; callers re-check the time).
 pub type ClockSleep = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
-/// Where a queue reads the time and how it waits for a moment (client-go's `clock.Clock`,
-/// reduced to what the queues use).
+/// Where a queue or a leader elector reads the time and how it waits for a moment
+/// (client-go's `clock.Clock`, reduced to what they use).
 pub trait Clock: Send + Sync + 'static {
     /// The current time.
     fn now(&self) -> Instant;
@@ -48,6 +48,11 @@ pub trait Clock: Send + Sync + 'static {
     /// about a century.
     fn sleep(&self, duration: Duration) -> ClockSleep {
         self.sleep_until(saturating_add(self.now(), duration))
+    }
+    /// The wall clock, for times written for people to read (a leader elector's
+    /// `acquireTime` / `renewTime`); never compared. Default: the system's.
+    fn wall(&self) -> SystemTime {
+        SystemTime::now()
     }
 }
 

@@ -202,7 +202,7 @@ impl Clock for Skewed {
     fn now(&self) -> Instant {
         self.base + Instant::now().duration_since(self.base).mul_f64(self.rate)
     }
-    fn sleep_until(&self, deadline: Instant) -> BoxFuture<'static, ()> {
+    fn sleep_until(&self, deadline: Instant) -> kinformer::workqueue::ClockSleep {
         let local = deadline.saturating_duration_since(self.now());
         Box::pin(tokio::time::sleep(local.div_f64(self.rate)))
     }
