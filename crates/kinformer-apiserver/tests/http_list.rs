@@ -20,18 +20,6 @@ fn names(list: &Value) -> Vec<String> {
         .collect()
 }
 
-fn enc(s: &str) -> String {
-    s.bytes()
-        .map(|b| {
-            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
-                (b as char).to_string()
-            } else {
-                format!("%{b:02X}")
-            }
-        })
-        .collect()
-}
-
 async fn seeded() -> kinformer_apiserver::RunningServer {
     let s = start(ServerConfig::default().too_large_wait(Duration::from_millis(50)))
         .await

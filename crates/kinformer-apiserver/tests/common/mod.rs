@@ -223,3 +223,16 @@ pub async fn eventually(
 }
 
 pub const SECS: Duration = Duration::from_secs(5);
+
+/// `s` percent-encoded for a query value (every byte outside RFC 3986's unreserved set).
+pub fn enc(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
