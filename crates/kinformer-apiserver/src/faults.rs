@@ -114,6 +114,7 @@ impl FailureRule {
 pub(crate) struct FaultState {
     rules: Mutex<Vec<FailureRule>>,
     latency: Mutex<Duration>,
+    watch_delay: Mutex<Duration>,
     drop_tx: tokio::sync::watch::Sender<u64>,
     paused_tx: tokio::sync::watch::Sender<bool>,
 }
@@ -123,6 +124,7 @@ impl Default for FaultState {
         FaultState {
             rules: Mutex::new(Vec::new()),
             latency: Mutex::new(Duration::ZERO),
+            watch_delay: Mutex::new(Duration::ZERO),
             drop_tx: tokio::sync::watch::channel(0).0,
             paused_tx: tokio::sync::watch::channel(false).0,
         }
@@ -150,6 +152,11 @@ impl FaultState {
     /// The latency added to every request.
     pub(crate) fn latency(&self) -> Duration {
         *self.latency.lock()
+    }
+
+    /// How long every watch event is held back before it is sent.
+    pub(crate) fn watch_delay(&self) -> Duration {
+        *self.watch_delay.lock()
     }
 
     /// A receiver that changes whenever all watches must be dropped.
@@ -190,6 +197,15 @@ impl Faults {
         *self.state.latency.lock() = latency;
     }
 
+    /// Delays watch delivery: every watch event (initial events and bookmarks too) is sent
+    /// `delay` after the server read it from its history, in order, on every open and future
+    /// watch; requests are not delayed. Like a watch cache lagging behind etcd: a client that
+    /// writes and then reads its informer's cache sees its own write only `delay` later. Zero
+    /// turns it off (events already held back are still sent after their delay).
+    pub fn set_watch_delay(&self, delay: Duration) {
+        *self.state.watch_delay.lock() = delay;
+    }
+
     /// Compacts the history now: every resourceVersion older than the current one becomes
     /// 410 Gone. Returns the compaction revision.
     pub fn compact_now(&self) -> u64 {
@@ -213,10 +229,11 @@ impl Faults {
         self.state.paused_tx.send_replace(false);
     }
 
-    /// Removes every failure rule and latency, and resumes watches.
+    /// Removes every failure rule, latency and watch delay, and resumes watches.
     pub fn clear(&self) {
         self.state.rules.lock().clear();
         self.set_latency(Duration::ZERO);
+        self.set_watch_delay(Duration::ZERO);
         self.resume_watches();
     }
 

@@ -10,6 +10,11 @@ use std::sync::Arc;
 
 use kube::Resource;
 
+mod resource_version;
+pub use resource_version::{
+    ResourceVersionError, compare_resource_versions, is_comparable_resource_version,
+};
+
 /// Everything kinformer stores: any kube-rs [`Resource`] that can be shared between tasks.
 ///
 /// This is blanket-implemented, so k8s-openapi types, `DynamicObject` and custom resources all

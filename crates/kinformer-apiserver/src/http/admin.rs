@@ -42,15 +42,8 @@ async fn serve(ctx: Arc<Context>, req: Request) -> Result<Value, ApiError> {
                 .map_err(|e| ApiError::bad_request(format!("invalid failure rule: {e}")))?;
             faults.fail_next(rule);
         }
-        ("faults/latency", true) => {
-            let v: Value = serde_json::from_slice(&body)
-                .map_err(|e| ApiError::bad_request(format!("invalid latency: {e}")))?;
-            let ms = v
-                .get("millis")
-                .and_then(|m| m.as_u64())
-                .ok_or_else(|| ApiError::bad_request("expected {\"millis\": N}"))?;
-            faults.set_latency(Duration::from_millis(ms));
-        }
+        ("faults/latency", true) => faults.set_latency(millis(&body, "latency")?),
+        ("faults/watch-delay", true) => faults.set_watch_delay(millis(&body, "watch delay")?),
         ("faults/compact", true) => return Ok(json!({"compacted": faults.compact_now()})),
         ("faults/forget-history", true) => faults.forget_history(),
         ("faults/pause-watches", true) => faults.pause_watches(),
@@ -83,4 +76,15 @@ async fn serve(ctx: Arc<Context>, req: Request) -> Result<Value, ApiError> {
         _ => return Err(ApiError::not_found_path()),
     }
     Ok(json!({"ok": true}))
+}
+
+/// The duration of a `{"millis": N}` body.
+fn millis(body: &[u8], what: &str) -> Result<Duration, ApiError> {
+    let v: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("invalid {what}: {e}")))?;
+    let ms = v
+        .get("millis")
+        .and_then(|m| m.as_u64())
+        .ok_or_else(|| ApiError::bad_request("expected {\"millis\": N}"))?;
+    Ok(Duration::from_millis(ms))
 }

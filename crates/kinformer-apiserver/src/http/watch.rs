@@ -199,6 +199,11 @@ impl Filter {
 
 /// Runs one watch, writing chunks to `tx` until the watch ends or the client goes away.
 pub(crate) async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Sender<Bytes>) {
+    let mut tx = Out {
+        tx,
+        delayed: None,
+        faults: ctx.faults.clone(),
+    };
     let store = &ctx.api.store;
     let res = req.resource.clone();
     let mut drop_rx = ctx.faults.drop_signal();
@@ -353,6 +358,46 @@ pub(crate) async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Se
             }
             r = paused_rx.changed() => if r.is_err() { return },
         }
+    }
+}
+
+/// A watch's output: straight to the client until a watch delay is set (see
+/// [`Faults::set_watch_delay`](crate::Faults::set_watch_delay)); from then on through a
+/// forwarder that holds every chunk until `delay` after it was read, in order.
+struct Out {
+    tx: mpsc::Sender<Bytes>,
+    delayed: Option<mpsc::Sender<(Instant, Bytes)>>,
+    faults: Arc<crate::faults::FaultState>,
+}
+
+impl Out {
+    async fn send(&mut self, chunk: Bytes) -> Result<(), ()> {
+        let delay = self.faults.watch_delay();
+        if self.delayed.is_none() && !delay.is_zero() {
+            let (delayed, mut held) = mpsc::channel::<(Instant, Bytes)>(1024);
+            let tx = self.tx.clone();
+            tokio::spawn(async move {
+                while let Some((due, chunk)) = held.recv().await {
+                    tokio::time::sleep_until(due).await;
+                    if tx.send(chunk).await.is_err() {
+                        return;
+                    }
+                }
+            });
+            self.delayed = Some(delayed);
+        }
+        match &self.delayed {
+            Some(delayed) => delayed
+                .send((Instant::now() + delay, chunk))
+                .await
+                .map_err(drop),
+            None => self.tx.send(chunk).await.map_err(drop),
+        }
+    }
+
+    /// Resolves when the client has gone away.
+    async fn closed(&self) {
+        self.tx.closed().await;
     }
 }
 

@@ -58,6 +58,8 @@ mod leader;
 mod queue;
 mod runner;
 mod stats;
+mod worker;
+mod writes;
 
 pub use action::Action;
 pub use handlers::MapFn;
@@ -65,3 +67,4 @@ pub use leader::AfterLostLeadership;
 pub use queue::ControllerQueue;
 pub use runner::{Controller, ControllerError, DEFAULT_SHUTDOWN_TIMEOUT};
 pub use stats::{ControllerStats, ReconcileResult};
+pub use writes::{DEFAULT_READ_YOUR_WRITES_TIMEOUT, RecordError, Writes};

@@ -2,28 +2,29 @@
 
 use std::fmt;
 use std::future::Future;
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::FutureExt;
 use kube::Resource;
 use tokio::task::JoinSet;
-use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::action::Action;
 use super::handlers::{EnqueueMapped, EnqueueOwn, MapFn, controller_owner_key};
 use super::leader::{AfterLostLeadership, Election, Ended, drain};
 use super::queue::ControllerQueue;
-use super::stats::{ControllerStats, ReconcileResult};
+use super::stats::ControllerStats;
+#[cfg(feature = "metrics")]
+use super::stats::ReconcileResult;
+use super::worker::Worker;
+use super::writes::Writes;
 use crate::informer::{InformerError, SharedIndexInformer};
 use crate::leaderelection::LeaderElector;
 use crate::object::Object;
 use crate::wait::{SyncSignal, wait_for_named_cache_sync};
 use crate::workqueue::{
-    AddOpts, DelayingQueue, ItemExponentialFailureRateLimiter, PriorityQueue, QueueConfig,
-    RateLimiter, RateLimitingQueue, default_controller_rate_limiter,
+    DelayingQueue, ItemExponentialFailureRateLimiter, PriorityQueue, QueueConfig, RateLimiter,
+    RateLimitingQueue, default_controller_rate_limiter,
 };
 
 /// How long running reconciles may take to finish once the controller is cancelled, unless
@@ -91,6 +92,7 @@ pub struct Controller<K: Object> {
     workers: usize,
     shutdown_timeout: Duration,
     stats: ControllerStats,
+    writes: Writes,
     #[cfg(feature = "metrics")]
     metrics: Option<crate::metrics::Metrics>,
     election: Option<Election>,
@@ -124,6 +126,8 @@ where
     pub fn new(name: impl Into<String>, primary: SharedIndexInformer<K>) -> Self {
         let name = name.into();
         let queue = build_queue(true, None, QueueConfig::named(name.clone()));
+        let writes = Writes::new();
+        writes.know(&primary);
         let mut controller = Self {
             name,
             primary: primary.clone(),
@@ -134,6 +138,7 @@ where
             workers: 1,
             shutdown_timeout: DEFAULT_SHUTDOWN_TIMEOUT,
             stats: ControllerStats::default(),
+            writes,
             #[cfg(feature = "metrics")]
             metrics: None,
             election: None,
@@ -173,6 +178,7 @@ where
         map: impl Fn(&C) -> Vec<String> + Send + Sync + 'static,
     ) -> Self {
         let map: MapFn<C> = Arc::new(map);
+        self.writes.know(&informer);
         self.registrations.push(Box::new(move |queue| {
             register(
                 informer,
@@ -191,6 +197,31 @@ impl<K: Object> Controller<K> {
     pub fn workers(mut self, workers: usize) -> Self {
         self.workers = workers.max(1);
         self
+    }
+
+    /// Whether the next reconcile of a key first waits for the caches to show the writes the
+    /// last one recorded with [`Writes::record`] (read your own writes; see the
+    /// [module docs](super)). On by default: it acts only on recorded writes, so a reconcile
+    /// that records nothing pays nothing, and kube-controller-manager's consistency store is
+    /// on by default since 1.36. Off: records are dropped and nothing waits.
+    pub fn read_your_writes(self, enabled: bool) -> Self {
+        self.writes.set_enabled(enabled);
+        self
+    }
+
+    /// How long the next reconcile of a key waits for its recorded writes to show (default
+    /// [`DEFAULT_READ_YOUR_WRITES_TIMEOUT`](super::DEFAULT_READ_YOUR_WRITES_TIMEOUT), as
+    /// controller-runtime's read-your-writes client). Past it, the key is skipped and retried
+    /// rate-limited, as KCM's consistency store does.
+    pub fn read_your_writes_timeout(self, timeout: Duration) -> Self {
+        self.writes.set_timeout(timeout);
+        self
+    }
+
+    /// The handle a reconcile records its writes with (and may wait on explicitly): clone it
+    /// into the reconcile closure.
+    pub fn writes(&self) -> Writes {
+        self.writes.clone()
     }
 
     /// How long running reconciles may take to finish after cancellation.
@@ -364,6 +395,7 @@ impl<K: Object> Controller<K> {
                 name: self.name.clone(),
                 queue: self.queue.clone(),
                 stats: self.stats.clone(),
+                writes: self.writes.clone(),
                 #[cfg(feature = "metrics")]
                 metrics: self.metrics.clone(),
             };
@@ -434,144 +466,5 @@ fn build_queue(
     } else {
         let limiter = limiter.unwrap_or_else(|| Arc::new(default_controller_rate_limiter()));
         RateLimitingQueue::from_delaying(DelayingQueue::with_config(config), limiter).into()
-    }
-}
-
-/// One worker's loop (client-go's `runWorker` / `processNextWorkItem`).
-#[derive(Clone)]
-struct Worker {
-    name: String,
-    queue: ControllerQueue,
-    stats: ControllerStats,
-    #[cfg(feature = "metrics")]
-    metrics: Option<crate::metrics::Metrics>,
-}
-
-impl Worker {
-    /// Takes keys until `stop`; a reconcile still running when `abort` is cancelled is
-    /// dropped and its key added again (for the next leader term).
-    async fn run<F, Fut, E>(
-        self,
-        stop: CancellationToken,
-        abort: CancellationToken,
-        reconcile: Arc<F>,
-    ) where
-        F: Fn(String) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Action, E>> + Send + 'static,
-        E: fmt::Display + Send + 'static,
-    {
-        loop {
-            let (key, priority) = tokio::select! {
-                biased;
-                _ = stop.cancelled() => return,
-                next = self.queue.get_with_priority() => match next {
-                    Some(next) => next,
-                    None => return,
-                },
-            };
-            let aborted = self
-                .process(&key, priority, reconcile.as_ref(), &abort)
-                .await;
-            if aborted {
-                self.queue.add_with_priority(key.clone(), priority);
-            }
-            self.queue.done(&key);
-        }
-    }
-
-    /// Reconciles `key`, handed out at `priority`; requeues keep that priority unless the
-    /// `Action` sets another (controller-runtime's `reconcileHandler`). True if `abort` cut the
-    /// reconcile short.
-    async fn process<F, Fut, E>(
-        &self,
-        key: &str,
-        priority: i32,
-        reconcile: &F,
-        abort: &CancellationToken,
-    ) -> bool
-    where
-        F: Fn(String) -> Fut,
-        Fut: Future<Output = Result<Action, E>>,
-        E: fmt::Display,
-    {
-        self.stats.started();
-        #[cfg(feature = "metrics")]
-        if let Some(m) = &self.metrics {
-            m.worker_active(&self.name, 1);
-        }
-        let started = Instant::now();
-        // The call itself may panic as well as the future: catch both.
-        let call = AssertUnwindSafe(async { reconcile(key.to_owned()).await }).catch_unwind();
-        let outcome = tokio::select! {
-            biased;
-            outcome = call => outcome,
-            _ = abort.cancelled() => {
-                tracing::warn!(controller = %self.name, %key, "Reconcile cancelled: leadership ended");
-                self.stats.abandoned();
-                #[cfg(feature = "metrics")]
-                if let Some(m) = &self.metrics {
-                    m.worker_active(&self.name, -1);
-                }
-                return true;
-            }
-        };
-        let elapsed = started.elapsed();
-        let key = key.to_owned();
-        let (result, panicked) = match outcome {
-            Ok(Ok(action)) => {
-                self.queue.forget(&key);
-                match action.requeue_delay() {
-                    Some(delay) => {
-                        let priority = action.priority().unwrap_or(priority);
-                        let opts = AddOpts {
-                            after: delay,
-                            priority,
-                            ..AddOpts::default()
-                        };
-                        self.queue.add_with_opts(key, opts);
-                        (ReconcileResult::RequeueAfter, false)
-                    }
-                    None => (ReconcileResult::Success, false),
-                }
-            }
-            Ok(Err(e)) => {
-                tracing::debug!(controller = %self.name, %key, error = %e, retries = self.queue.num_requeues(&key), "Reconcile failed");
-                self.queue.add_with_opts(key, retry(priority));
-                (ReconcileResult::Error, false)
-            }
-            Err(panic) => {
-                let msg = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| (*s).to_owned())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_default();
-                tracing::error!(controller = %self.name, %key, panic = %msg, "Reconcile panicked");
-                self.queue.add_with_opts(key, retry(priority));
-                (ReconcileResult::Error, true)
-            }
-        };
-        self.stats.finished(result, panicked);
-        #[cfg(feature = "metrics")]
-        if let Some(m) = &self.metrics {
-            m.worker_active(&self.name, -1);
-            m.reconciled(
-                &self.name,
-                (result.as_str(), result == ReconcileResult::Error),
-                panicked,
-                elapsed,
-            );
-        }
-        #[cfg(not(feature = "metrics"))]
-        let _ = elapsed;
-        false
-    }
-}
-
-/// A failed key goes back rate-limited at the priority it had.
-fn retry(priority: i32) -> AddOpts {
-    AddOpts {
-        rate_limited: true,
-        priority,
-        ..AddOpts::default()
     }
 }

@@ -11,6 +11,8 @@ struct Counters {
     errors: AtomicU64,
     panics: AtomicU64,
     active: AtomicU64,
+    cache_waits: AtomicU64,
+    cache_wait_timeouts: AtomicU64,
 }
 
 /// Live counts of a controller's reconciles (cheap atomics; clone to share).
@@ -73,6 +75,24 @@ impl ControllerStats {
     /// Workers running a reconcile right now.
     pub fn active_workers(&self) -> u64 {
         self.c.active.load(Ordering::Relaxed)
+    }
+
+    /// Reconciles that first waited for the caches to show their key's recorded writes
+    /// (read your own writes), timed-out waits included.
+    pub fn cache_waits(&self) -> u64 {
+        self.c.cache_waits.load(Ordering::Relaxed)
+    }
+    /// Waits for recorded writes that timed out: the reconcile was skipped and its key retried
+    /// rate-limited (KCM's `stale_sync_skips_total`).
+    pub fn cache_wait_timeouts(&self) -> u64 {
+        self.c.cache_wait_timeouts.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn cache_waited(&self, timed_out: bool) {
+        self.c.cache_waits.fetch_add(1, Ordering::Relaxed);
+        if timed_out {
+            self.c.cache_wait_timeouts.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     pub(crate) fn started(&self) {

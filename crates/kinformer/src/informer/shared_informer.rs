@@ -30,7 +30,8 @@ use crate::object::resource_version;
 use crate::queue::{DEFAULT_BATCH_SIZE, DeltaType, Deltas, Popped, QueueError};
 use crate::reflector::{ListerWatcher, Reflector};
 use crate::store::{
-    CacheMode, Indexer, Indexers, Lister, ReflectorStore, StagedReplace, StoreError, Transaction,
+    CacheMode, CacheWaitError, Indexer, Indexers, Lister, ReflectorStore, StagedReplace,
+    StoreError, Transaction,
 };
 use crate::wait::{SyncFlag, SyncSignal};
 use crate::{DeletedFinalStateUnknown, Object, ObjectOrTombstone};
@@ -209,6 +210,11 @@ impl<K: Object> SharedIndexInformer<K> {
                 name,
             }),
         }
+    }
+
+    /// This informer's process-unique id.
+    pub(crate) fn id(&self) -> u64 {
+        self.inner.id
     }
 
     /// The configuration the informer was built with.
@@ -401,6 +407,42 @@ impl<K: Object> SharedIndexInformer<K> {
     #[doc(alias = "get_store")]
     pub fn indexer(&self) -> Indexer<K> {
         self.inner.indexer.clone()
+    }
+
+    /// Waits until the cache has observed resource version `rv` (bookmarks count): see
+    /// [`Indexer::wait_for_resource_version`]. Use it to read your own writes: after a write
+    /// whose response carried `rv`, the cache holds it (and everything before it) once this
+    /// returns.
+    ///
+    /// # Errors
+    /// [`CacheWaitError::TimedOut`], [`CacheWaitError::NotComparable`] (at once), or
+    /// [`CacheWaitError::Stopped`] once the informer has stopped.
+    pub async fn wait_for_resource_version(
+        &self,
+        rv: &str,
+        timeout: Duration,
+    ) -> Result<(), CacheWaitError> {
+        self.inner
+            .indexer
+            .wait_for_resource_version(rv, timeout)
+            .await
+    }
+
+    /// Waits until the cache's object under `key` is at resource version `rv` or later (or the
+    /// whole cache is): see [`Indexer::wait_for_key_resource_version`].
+    ///
+    /// # Errors
+    /// As [`wait_for_resource_version`](Self::wait_for_resource_version).
+    pub async fn wait_for_key_resource_version(
+        &self,
+        key: &str,
+        rv: &str,
+        timeout: Duration,
+    ) -> Result<(), CacheWaitError> {
+        self.inner
+            .indexer
+            .wait_for_key_resource_version(key, rv, timeout)
+            .await
     }
 
     /// A lister over the cache.

@@ -38,6 +38,8 @@ pub(crate) struct ControllerFamilies {
     time: Family<ControllerLabels, Histogram, fn() -> Histogram>,
     active: Family<ControllerLabels, Gauge>,
     max_concurrent: Family<ControllerLabels, Gauge>,
+    cache_waits: Family<ControllerLabels, Counter>,
+    cache_wait_timeouts: Family<ControllerLabels, Counter>,
 }
 
 impl ControllerFamilies {
@@ -49,6 +51,8 @@ impl ControllerFamilies {
             time: Family::new_with_constructor(reconcile_histogram),
             active: Family::default(),
             max_concurrent: Family::default(),
+            cache_waits: Family::default(),
+            cache_wait_timeouts: Family::default(),
         };
         registry.register(
             "controller_runtime_reconcile",
@@ -80,6 +84,16 @@ impl ControllerFamilies {
             "Maximum number of concurrent reconciles per controller",
             f.max_concurrent.clone(),
         );
+        registry.register(
+            "kinformer_controller_cache_waits",
+            "Reconciles that first waited for the caches to show their key's recorded writes",
+            f.cache_waits.clone(),
+        );
+        registry.register(
+            "kinformer_controller_cache_wait_timeouts",
+            "Waits for recorded writes that timed out (reconcile skipped, key retried rate-limited)",
+            f.cache_wait_timeouts.clone(),
+        );
         f
     }
 }
@@ -102,11 +116,22 @@ impl Metrics {
             });
         }
         let _ = c.errors.get_or_create(&controller(name));
+        let _ = c.cache_waits.get_or_create(&controller(name));
+        let _ = c.cache_wait_timeouts.get_or_create(&controller(name));
         let _ = c.panics.get_or_create(&controller(name));
         c.active.get_or_create(&controller(name)).set(0);
         c.max_concurrent
             .get_or_create(&controller(name))
             .set(i64::try_from(workers).unwrap_or(i64::MAX));
+    }
+
+    /// A reconcile waited for its key's recorded writes (and whether the wait timed out).
+    pub(crate) fn cache_waited(&self, name: &str, timed_out: bool) {
+        let c = &self.controller;
+        c.cache_waits.get_or_create(&controller(name)).inc();
+        if timed_out {
+            c.cache_wait_timeouts.get_or_create(&controller(name)).inc();
+        }
     }
 
     pub(crate) fn worker_active(&self, name: &str, delta: i64) {

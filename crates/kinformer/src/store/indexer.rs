@@ -7,15 +7,13 @@ use std::sync::Arc;
 
 use parking_lot::RwLock;
 
-use serde::Serialize;
-use serde::de::DeserializeOwned;
-
 use super::cache_state::{
     CacheState, Entry, Replacement, build_replacement, from_stored, index_values, to_stored,
 };
 use super::error::StoreError;
 use super::index_func::{IndexFunc, Indexers, namespace_indexers};
 use super::lean::{CacheMode, LeanCodec, Stored};
+use super::observed::Waiters;
 use crate::object::{KeyError, KeyFunc, Object, meta_namespace_key_func, resource_version};
 
 /// A thread-safe cache of objects by key, with any number of named indexes: client-go's
@@ -78,6 +76,8 @@ struct Inner<K> {
     state: RwLock<CacheState<K>>,
     /// Lean mode's codec (also in the state, for writes that need it under the lock).
     codec: Option<Arc<LeanCodec<K>>>,
+    /// Who waits for the cache to reach a resource version (woken after every write).
+    waiters: Waiters,
 }
 
 /// An object read out of the cache under its lock: ready, or still to decode (after the lock
@@ -131,7 +131,7 @@ impl<K: Object> Indexer<K> {
         Self::with_codec(key_func, indexers, None)
     }
 
-    fn with_codec(
+    pub(super) fn with_codec(
         key_func: KeyFunc<K>,
         indexers: Indexers<K>,
         codec: Option<Arc<LeanCodec<K>>>,
@@ -141,6 +141,7 @@ impl<K: Object> Indexer<K> {
                 key_func,
                 state: RwLock::new(CacheState::new(indexers, codec.clone())),
                 codec,
+                waiters: Waiters::default(),
             }),
         }
     }
@@ -227,7 +228,14 @@ impl<K: Object> Indexer<K> {
 
     /// Runs `f` on the cache under one acquisition of the write lock (store transactions).
     pub(super) fn with_state_mut<R>(&self, f: impl FnOnce(&mut CacheState<K>) -> R) -> R {
-        f(&mut self.inner.state.write())
+        let r = f(&mut self.inner.state.write());
+        self.inner.waiters.wake();
+        r
+    }
+
+    /// The waiters for a resource version (see [`wait_for_resource_version`](Self::wait_for_resource_version)).
+    pub(super) fn waiters(&self) -> &Waiters {
+        &self.inner.waiters
     }
 
     /// Stores `obj`, replacing any object with the same key (client-go's `Add`; the same as
@@ -259,6 +267,7 @@ impl<K: Object> Indexer<K> {
         let old = state.upsert(key.clone(), &obj, stored)?;
         Self::note_resource_version(&mut state, &obj);
         drop(state);
+        self.inner.waiters.wake();
         Ok(old.and_then(|old| self.decoded(&key, &old)))
     }
 
@@ -274,6 +283,7 @@ impl<K: Object> Indexer<K> {
         let old = state.remove(&key);
         Self::note_resource_version(&mut state, obj);
         drop(state);
+        self.inner.waiters.wake();
         Ok(old.and_then(|old| self.decoded(&key, &old)))
     }
 
@@ -286,6 +296,7 @@ impl<K: Object> Indexer<K> {
     /// None today; the `Result` leaves room for stores that can fail.
     pub fn delete_by_key(&self, key: &str) -> Result<Option<Arc<K>>, StoreError> {
         let old = self.inner.state.write().remove(key);
+        self.inner.waiters.wake();
         Ok(old.and_then(|old| self.decoded(key, &old)))
     }
 
@@ -379,6 +390,8 @@ impl<K: Object> Indexer<K> {
         let old = state.install(replacement)?;
         state.resource_version =
             (!resource_version.is_empty()).then(|| resource_version.to_owned());
+        drop(state);
+        self.inner.waiters.wake();
         Ok(old)
     }
 
@@ -417,6 +430,7 @@ impl<K: Object> Indexer<K> {
     pub fn bookmark(&self, resource_version: &str) {
         self.inner.state.write().resource_version =
             (!resource_version.is_empty()).then(|| resource_version.to_owned());
+        self.inner.waiters.wake();
     }
 
     /// The stored objects that share at least one indexed value with `obj` in the index
@@ -542,43 +556,5 @@ impl<K: Object> Indexer<K> {
     /// index is added.
     pub fn add_indexers(&self, indexers: Indexers<K>) -> Result<(), StoreError> {
         self.inner.state.write().add_indexers(indexers)
-    }
-}
-
-impl<K: Object + Serialize + DeserializeOwned> Indexer<K> {
-    /// An empty cache in lean mode ([`CacheMode::Lean`]): objects are kept compressed and
-    /// decoded on demand. Otherwise as [`new`](Self::new).
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use k8s_openapi::api::core::v1::Pod;
-    /// use kube::api::ObjectMeta;
-    /// use kinformer::object::meta_namespace_key_func;
-    /// use kinformer::{Indexer, namespace_indexers};
-    /// use kinformer::store::CacheMode;
-    ///
-    /// let cache = Indexer::<Pod>::new_lean(meta_namespace_key_func(), namespace_indexers());
-    /// let pod = Arc::new(Pod {
-    ///     metadata: ObjectMeta { namespace: Some("prod".into()), name: Some("web-0".into()), ..Default::default() },
-    ///     ..Default::default()
-    /// });
-    /// cache.add(pod.clone()).unwrap();
-    /// assert_eq!(cache.cache_mode(), CacheMode::Lean);
-    /// // While the written Arc lives, reads share it; afterwards they decode a copy.
-    /// assert!(Arc::ptr_eq(&cache.get_by_key("prod/web-0").unwrap(), &pod));
-    /// drop(pod);
-    /// assert_eq!(cache.get_by_key("prod/web-0").unwrap().metadata.name.as_deref(), Some("web-0"));
-    /// assert!(cache.encoded_bytes().unwrap() > 0);
-    /// ```
-    pub fn new_lean(key_func: KeyFunc<K>, indexers: Indexers<K>) -> Self {
-        Self::with_codec(key_func, indexers, Some(Arc::new(LeanCodec::new())))
-    }
-
-    /// An empty cache in the given mode: [`new`](Self::new) or [`new_lean`](Self::new_lean).
-    pub fn with_cache_mode(key_func: KeyFunc<K>, indexers: Indexers<K>, mode: CacheMode) -> Self {
-        match mode {
-            CacheMode::Full => Self::new(key_func, indexers),
-            CacheMode::Lean => Self::new_lean(key_func, indexers),
-        }
     }
 }

@@ -4,6 +4,7 @@
 
 mod controller_leader;
 mod controller_runner;
+mod controller_ryw;
 #[path = "../leader_support/mod.rs"]
 mod leader_support;
 #[path = "../queue_mode/mod.rs"]

@@ -219,6 +219,11 @@ pub async fn caught_up(informer: &SharedIndexInformer<Pod>) {
 }
 
 impl FakeControllerSource {
+    /// The object stored under `name`, as a client would read it back after writing it.
+    pub fn get(&self, name: &str) -> Option<Pod> {
+        self.state.lock().items.get(name).cloned()
+    }
+
     /// Deletes an object without telling open watches.
     pub fn change_delete_silently(&self, name: &str) {
         let p = self.state.lock().items.get(name).cloned();

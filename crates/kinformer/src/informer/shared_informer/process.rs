@@ -108,6 +108,7 @@ impl<K: Object> SharedIndexInformer<K> {
         }
 
         inner.state.lock().stopped = true;
+        inner.indexer.close_waits();
         stop.cancel();
         fifo.close();
         tasks.wait().await;
