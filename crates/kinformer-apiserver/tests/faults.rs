@@ -140,6 +140,92 @@ async fn pause_and_resume_watch_delivery() {
     s.shutdown().await;
 }
 
+/// A watch delay holds every event back by the delay (on a watch already open), in order;
+/// requests are not delayed; zero (or clear) turns it off.
+#[tokio::test]
+async fn watch_delay_holds_every_event_back_in_order() {
+    let s = start(ServerConfig::default()).await.unwrap();
+    let a = s.addr();
+    let mut w = watch(
+        a,
+        &format!("/api/v1/pods?watch=true&resourceVersion={}", s.revision()),
+    )
+    .await;
+    let delay = Duration::from_millis(300);
+    s.faults().set_watch_delay(delay);
+    let t0 = std::time::Instant::now();
+    for name in ["p1", "p2", "p3"] {
+        let r = post(
+            a,
+            "/api/v1/namespaces/default/pods",
+            &pod_json(name, json!({})),
+        )
+        .await;
+        assert_eq!(r.code, 201, "writes are not delayed");
+    }
+    assert!(t0.elapsed() < delay, "the writes themselves were not held");
+    assert!(
+        w.quiet_for(Duration::from_millis(200)).await,
+        "nothing arrives before the delay"
+    );
+    for name in ["p1", "p2", "p3"] {
+        let e = w.next_within(SECS).await.unwrap();
+        assert_eq!(e["object"]["metadata"]["name"], name, "in order");
+    }
+    assert!(t0.elapsed() >= delay);
+    // Off again (over HTTP): the next event comes at once.
+    assert_eq!(
+        post(a, "/__kinformer/faults/watch-delay", &json!({"millis": 0}))
+            .await
+            .code,
+        200
+    );
+    // In flight events are still delivered after their delay; new ones at once.
+    let t1 = std::time::Instant::now();
+    post(
+        a,
+        "/api/v1/namespaces/default/pods",
+        &pod_json("p4", json!({})),
+    )
+    .await;
+    let e = w.next_within(SECS).await.unwrap();
+    assert_eq!(e["object"]["metadata"]["name"], "p4");
+    assert!(t1.elapsed() < delay, "no delay once turned off");
+    // Set over HTTP too, and cleared by `clear`.
+    assert_eq!(
+        post(
+            a,
+            "/__kinformer/faults/watch-delay",
+            &json!({"millis": 250})
+        )
+        .await
+        .code,
+        200
+    );
+    post(
+        a,
+        "/api/v1/namespaces/default/pods",
+        &pod_json("p5", json!({})),
+    )
+    .await;
+    assert!(
+        w.quiet_for(Duration::from_millis(150)).await,
+        "delayed again"
+    );
+    assert_eq!(
+        w.next_within(SECS).await.unwrap()["object"]["metadata"]["name"],
+        "p5"
+    );
+    assert_eq!(
+        post(a, "/__kinformer/faults/watch-delay", &json!({}))
+            .await
+            .code,
+        400
+    );
+    s.faults().clear();
+    s.shutdown().await;
+}
+
 #[tokio::test]
 async fn forget_history_is_like_a_restarted_server() {
     let s = start(ServerConfig::default()).await.unwrap();

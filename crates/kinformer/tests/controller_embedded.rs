@@ -306,3 +306,191 @@ async fn example_controller_processes_hand_over_the_lease() {
     let _ = std::fs::remove_dir_all(&dir);
     server.shutdown().await;
 }
+
+/// What one run of the counter controller (below) saw.
+#[derive(Debug, Default)]
+struct CounterRun {
+    /// Reconciles that read the ConfigMap older than their own last write.
+    stale_reads: usize,
+    /// Writes the server accepted.
+    writes: usize,
+    /// Writes refused with 409 Conflict (made from a stale read).
+    conflicts: usize,
+    /// The counter on the server at the end.
+    final_count: u32,
+    /// The controller's counts of cache waits and timed-out waits.
+    cache_waits: u64,
+    cache_wait_timeouts: u64,
+}
+
+const COUNT: &str = "example.kinformer.io/count";
+
+/// A controller that counts to `target` in an annotation of one ConfigMap, one increment per
+/// reconcile, reading the count from its informer's cache and writing with the cached
+/// resourceVersion, then requeueing at once; the server delays every watch event by 300 ms
+/// (so the cache shows each write 300 ms after it was made).
+/// With read-your-own-writes the next reconcile waits for the write to reach the cache;
+/// without it, it reads its own stale object.
+async fn count_to(target: u32, read_your_writes: bool) -> CounterRun {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kinformer::controller::{Action, Controller};
+    use kube::api::{Api, ObjectMeta, PostParams};
+    use parking_lot::Mutex;
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+    use tokio_util::sync::CancellationToken;
+
+    let server = kinformer_apiserver::start(Default::default())
+        .await
+        .unwrap();
+    server
+        .create(&ConfigMap {
+            metadata: ObjectMeta {
+                name: Some("counter".into()),
+                namespace: Some("default".into()),
+                annotations: Some(BTreeMap::from([(COUNT.into(), "0".into())])),
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+        .unwrap();
+    let factory = kinformer::SharedInformerFactory::new(server.client());
+    let configmaps = factory.informer::<ConfigMap>();
+    let controller =
+        Controller::new("counter", configmaps.clone()).read_your_writes(read_your_writes);
+    let (writes, stats, queue) = (
+        controller.writes(),
+        controller.stats(),
+        controller.queue().clone(),
+    );
+    let seen = Arc::new(Mutex::new(CounterRun::default()));
+    // The resourceVersion of the controller's last accepted write.
+    let last_written = Arc::new(Mutex::new(None::<u64>));
+    // Every watch event reaches the informer 300 ms late (the initial list too).
+    server.faults().set_watch_delay(Duration::from_millis(300));
+    factory.start();
+    let cancel = CancellationToken::new();
+    let cache = configmaps.indexer();
+    let api: Api<ConfigMap> = Api::namespaced(server.client(), "default");
+    let running = tokio::spawn({
+        let (cancel, seen, last_written) = (cancel.clone(), seen.clone(), last_written.clone());
+        controller.run(cancel, move |key: String| {
+            let (cache, api, writes) = (cache.clone(), api.clone(), writes.clone());
+            let (seen, last_written) = (seen.clone(), last_written.clone());
+            async move {
+                let Some(cm) = cache.get_by_key(&key) else {
+                    return Ok(Action::await_change());
+                };
+                let rv: u64 = cm
+                    .metadata
+                    .resource_version
+                    .as_deref()
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                if last_written.lock().is_some_and(|w| rv < w) {
+                    seen.lock().stale_reads += 1;
+                }
+                let count: u32 = cm.metadata.annotations.as_ref().unwrap()[COUNT]
+                    .parse()
+                    .unwrap();
+                if count >= target {
+                    return Ok(Action::await_change());
+                }
+                let mut next = (*cm).clone();
+                next.metadata
+                    .annotations
+                    .as_mut()
+                    .unwrap()
+                    .insert(COUNT.into(), (count + 1).to_string());
+                match api.replace("counter", &PostParams::default(), &next).await {
+                    Ok(written) => {
+                        seen.lock().writes += 1;
+                        *last_written.lock() = written
+                            .metadata
+                            .resource_version
+                            .as_deref()
+                            .map(|v| v.parse().unwrap());
+                        writes.record(&key, &written).map_err(|e| e.to_string())?;
+                        // Requeue at once: the next reconcile reads the cache right away.
+                        Ok(Action::requeue_after(Duration::ZERO))
+                    }
+                    Err(kube::Error::Api(s)) if s.code == 409 => {
+                        seen.lock().conflicts += 1;
+                        Err("conflict".to_owned())
+                    }
+                    Err(e) => Err(e.to_string()),
+                }
+            }
+        })
+    });
+    // Poll, with a bound, until the server holds the target and the controller is idle.
+    let limit = std::time::Instant::now() + Duration::from_secs(30);
+    let count = || -> u32 {
+        let cm: ConfigMap = server.get(Some("default"), "counter").unwrap();
+        cm.metadata.annotations.unwrap()[COUNT].parse().unwrap()
+    };
+    while count() < target || stats.active_workers() > 0 {
+        assert!(
+            std::time::Instant::now() < limit,
+            "never counted to {target}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Until the cache shows the last write and the controller is idle (every retry has run).
+    let cached = || {
+        let cm = configmaps.indexer().get_by_key("default/counter").unwrap();
+        cm.metadata.annotations.as_ref().unwrap()[COUNT] == target.to_string()
+    };
+    while !(cached() && queue.is_empty() && queue.waiting_len() == 0 && stats.active_workers() == 0)
+    {
+        assert!(std::time::Instant::now() < limit, "never settled");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    cancel.cancel();
+    running.await.unwrap().unwrap();
+    factory.shutdown().await;
+    let conflicts_logged = server
+        .requests()
+        .iter()
+        .filter(|r| r.verb.as_deref() == Some("update") && r.code == 409)
+        .count();
+    let mut run = std::mem::take(&mut *seen.lock());
+    assert_eq!(
+        run.conflicts, conflicts_logged,
+        "the server saw the same 409s"
+    );
+    run.final_count = count();
+    run.cache_waits = stats.cache_waits();
+    run.cache_wait_timeouts = stats.cache_wait_timeouts();
+    server.shutdown().await;
+    run
+}
+
+/// The fault test: with watch delivery delayed, a controller that updates then
+/// re-reads its cache never acts on its own stale object with read-your-own-writes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_your_own_writes_never_acts_on_its_own_stale_object() {
+    let run = count_to(3, true).await;
+    assert_eq!(run.stale_reads, 0, "{run:?}");
+    assert_eq!(run.conflicts, 0, "{run:?}");
+    assert_eq!(run.writes, 3, "one write per increment: {run:?}");
+    assert_eq!(run.final_count, 3, "{run:?}");
+    assert!(run.cache_waits >= 3, "every write was waited for: {run:?}");
+    assert_eq!(run.cache_wait_timeouts, 0, "{run:?}");
+}
+
+/// The same without read-your-own-writes: the next reconcile reads the stale object and its
+/// write from it is refused with 409 Conflict.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_read_your_own_writes_the_controller_acts_on_stale_state() {
+    let run = count_to(3, false).await;
+    assert!(run.stale_reads > 0, "{run:?}");
+    assert!(run.conflicts > 0, "{run:?}");
+    assert_eq!(
+        run.writes, 3,
+        "the compare-and-swap kept the count right: {run:?}"
+    );
+    assert_eq!(run.final_count, 3, "{run:?}");
+    assert_eq!(run.cache_waits, 0, "{run:?}");
+}
