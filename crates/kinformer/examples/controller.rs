@@ -24,7 +24,11 @@
 //! The pieces: a `SharedInformerFactory` with Deployment and ConfigMap informers; a
 //! `Controller` that reconciles Deployments and `owns` ConfigMaps (a changed or deleted summary
 //! reconciles its Deployment); a reconcile that reads the caches and writes through the API.
-//! Write conflicts and injected 500s are plain errors: the key is retried with backoff. A
+//! Write conflicts and injected 500s are plain errors: the key is retried with backoff.
+//! Read your own writes is on: the reconcile records every summary it writes, so the next
+//! reconcile of that Deployment first waits for the ConfigMap cache to show the write, and
+//! never creates a summary twice or updates from a stale one (`--no-read-your-writes` turns it
+//! off, in either mode). A
 //! deleted Deployment's summary is left to the server's garbage collector (the summary's
 //! `ownerReferences` name the Deployment), as on a real cluster: the embedded server runs one.
 
@@ -35,7 +39,7 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{ConfigMap, Container, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, OwnerReference};
-use kinformer::controller::{Action, Controller, ControllerStats};
+use kinformer::controller::{Action, Controller, ControllerStats, Writes};
 use kinformer::leaderelection::{LeaderElectionConfig, LeaderElector, LeaseLock};
 use kinformer::{Indexer, SharedInformerFactory, split_meta_namespace_key};
 use kinformer_apiserver::RunningServer;
@@ -71,6 +75,8 @@ pub struct Context {
     deployments: Indexer<Deployment>,
     configmaps: Indexer<ConfigMap>,
     client: kube::Client,
+    /// Where the reconcile records what it wrote (read your own writes).
+    writes: Writes,
 }
 
 /// Brings the summary ConfigMap of the Deployment `key` in step.
@@ -95,8 +101,10 @@ pub async fn reconcile(ctx: Context, key: String) -> Result<Action, kube::Error>
             updated.data = Some(data);
             // The cached resourceVersion makes this a compare-and-swap: a 409 means our cache
             // was stale, and the retry sees the newer object.
-            api.replace(&cm_name, &PostParams::default(), &updated)
+            let written = api
+                .replace(&cm_name, &PostParams::default(), &updated)
                 .await?;
+            record(&ctx.writes, &key, &written);
         }
         None => {
             let cm = ConfigMap {
@@ -117,10 +125,20 @@ pub async fn reconcile(ctx: Context, key: String) -> Result<Action, kube::Error>
                 data: Some(data),
                 ..Default::default()
             };
-            api.create(&PostParams::default(), &cm).await?;
+            let written = api.create(&PostParams::default(), &cm).await?;
+            record(&ctx.writes, &key, &written);
         }
     }
     Ok(Action::await_change())
+}
+
+/// Records a write for the next reconcile of `key` to wait for. It cannot fail here (the
+/// controller owns ConfigMaps and the server returns resource versions); if it did, the next
+/// reconcile would only read a possibly stale cache, as without read-your-writes.
+fn record(writes: &Writes, key: &str, written: &ConfigMap) {
+    if let Err(error) = writes.record(key, written) {
+        tracing::warn!(%key, %error, "write not recorded");
+    }
 }
 
 /// A Deployment with `replicas` and `image`.
@@ -219,6 +237,8 @@ pub struct Options {
     pub workers: usize,
     /// Give up waiting for convergence after this long.
     pub limit: Duration,
+    /// Read your own writes (on unless `--no-read-your-writes`).
+    pub read_your_writes: bool,
     /// Record the workqueue, reconcile and informer metrics here.
     #[cfg(feature = "metrics")]
     pub metrics: Option<kinformer::metrics::Metrics>,
@@ -232,6 +252,7 @@ impl Default for Options {
             faults: true,
             workers: 4,
             limit: Duration::from_secs(60),
+            read_your_writes: true,
             #[cfg(feature = "metrics")]
             metrics: None,
         }
@@ -253,15 +274,17 @@ pub async fn run(
     let factory = SharedInformerFactory::new(server.client());
     let deployments = factory.informer::<Deployment>();
     let configmaps = factory.informer::<ConfigMap>();
+    #[allow(unused_mut)]
+    let mut controller = Controller::new("configmap-summary", deployments.clone())
+        .owns(configmaps.clone())
+        .workers(options.workers)
+        .read_your_writes(options.read_your_writes);
     let ctx = Context {
         deployments: deployments.indexer(),
         configmaps: configmaps.indexer(),
         client: server.client(),
+        writes: controller.writes(),
     };
-    #[allow(unused_mut)]
-    let mut controller = Controller::new("configmap-summary", deployments.clone())
-        .owns(configmaps.clone())
-        .workers(options.workers);
     #[cfg(feature = "metrics")]
     if let Some(m) = &options.metrics {
         controller = controller.metrics(m);
@@ -393,6 +416,8 @@ pub struct ElectionOptions {
     pub durations: (Duration, Duration, Duration),
     /// Reconcile workers.
     pub workers: usize,
+    /// Read your own writes (on unless `--no-read-your-writes`).
+    pub read_your_writes: bool,
 }
 
 /// One replica of the controller with leader election on `client`'s server: syncs and queues
@@ -407,23 +432,30 @@ pub async fn run_elected(
     let factory = SharedInformerFactory::new(client.clone());
     let deployments = factory.informer::<Deployment>();
     let configmaps = factory.informer::<ConfigMap>();
-    let ctx = Context {
-        deployments: deployments.indexer(),
-        configmaps: configmaps.indexer(),
-        client: client.clone(),
-    };
     let (lease, renew, retry) = options.durations;
-    let lock = LeaseLock::new(client, "default", LEASE_NAME, options.identity.clone());
+    let lock = LeaseLock::new(
+        client.clone(),
+        "default",
+        LEASE_NAME,
+        options.identity.clone(),
+    );
     let elector = LeaderElector::new(
         LeaderElectionConfig::new(lock)
             .durations(lease, renew, retry)
             .release_on_cancel(true)
             .name("configmap-summary"),
     )?;
-    let controller = Controller::new("configmap-summary", deployments)
-        .owns(configmaps)
+    let controller = Controller::new("configmap-summary", deployments.clone())
+        .owns(configmaps.clone())
         .workers(options.workers)
+        .read_your_writes(options.read_your_writes)
         .leader_election(elector.clone());
+    let ctx = Context {
+        deployments: deployments.indexer(),
+        configmaps: configmaps.indexer(),
+        client: client.clone(),
+        writes: controller.writes(),
+    };
     let stats = controller.stats();
     factory.start();
     let mut status = elector.watch();
@@ -460,7 +492,10 @@ pub async fn run_elected(
 /// `--leader-elect --kubeconfig PATH [--identity ID] [--lease-duration S] [--renew-deadline S]
 /// [--retry-period S]`, or `None` without `--leader-elect`.
 fn election_args() -> Result<Option<(String, ElectionOptions)>, String> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| a != NO_READ_YOUR_WRITES)
+        .collect();
     if !args.iter().any(|a| a == "--leader-elect") {
         return match args.first() {
             None => Ok(None),
@@ -476,6 +511,7 @@ fn election_args() -> Result<Option<(String, ElectionOptions)>, String> {
             Duration::from_secs(2),
         ),
         workers: 4,
+        read_your_writes: read_your_writes_arg(),
     };
     let mut it = args.into_iter();
     while let Some(arg) = it.next() {
@@ -501,6 +537,14 @@ fn election_args() -> Result<Option<(String, ElectionOptions)>, String> {
     }
     let kubeconfig = kubeconfig.ok_or("--leader-elect needs --kubeconfig PATH")?;
     Ok(Some((kubeconfig, options)))
+}
+
+/// The flag that turns read-your-own-writes off.
+const NO_READ_YOUR_WRITES: &str = "--no-read-your-writes";
+
+/// Whether read-your-own-writes is on (no `--no-read-your-writes`).
+fn read_your_writes_arg() -> bool {
+    !std::env::args().any(|a| a == NO_READ_YOUR_WRITES)
 }
 
 /// Cancelled on Ctrl-C or SIGTERM.
@@ -562,6 +606,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let options = Options {
         #[cfg(feature = "metrics")]
         metrics: Some(metrics.clone()),
+        read_your_writes: read_your_writes_arg(),
         ..Options::default()
     };
     let started = std::time::Instant::now();

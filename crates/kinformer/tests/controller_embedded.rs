@@ -28,12 +28,16 @@ async fn example_controller_converges_under_churn_and_faults() {
         stats.errors() > 0,
         "the injected write failures were never hit"
     );
+    assert!(
+        stats.cache_waits() > 0,
+        "the next reconcile of a Deployment waited for its summary's write"
+    );
     assert_eq!(stats.panics(), 0);
     server.shutdown().await;
 }
 
 #[tokio::test]
-async fn example_controller_converges_without_faults_with_one_worker() {
+async fn example_controller_converges_without_faults_with_one_worker_without_read_your_writes() {
     let server = kinformer_apiserver::start(Default::default())
         .await
         .unwrap();
@@ -45,8 +49,10 @@ async fn example_controller_converges_without_faults_with_one_worker() {
         options.workers,
     ) = (10, 3, false, 1);
     options.limit = Duration::from_secs(60);
+    options.read_your_writes = false; // `--no-read-your-writes`
     let (summaries, stats) = example::run(&server, options).await.unwrap();
     assert_eq!(summaries, 10 + 3 * 3 - 3);
+    assert_eq!(stats.cache_waits(), 0, "read-your-writes is off");
     assert_eq!(stats.panics(), 0);
     server.shutdown().await;
 }
@@ -89,6 +95,7 @@ fn fast_election(identity: &str) -> example::ElectionOptions {
             Duration::from_millis(500),
         ),
         workers: 2,
+        read_your_writes: true,
     }
 }
 

@@ -100,6 +100,22 @@ async fn scrape_shows_workqueue_reconcile_and_informer_metrics() {
         value(&scrape, &format!("controller_runtime_active_workers{c}")),
         Some(0.0)
     );
+    // Read your own writes: the example records its writes, so reconciles waited for them.
+    assert!(stats.cache_waits() > 0);
+    assert_eq!(
+        value(
+            &scrape,
+            &format!("kinformer_controller_cache_waits_total{c}")
+        ),
+        Some(stats.cache_waits() as f64)
+    );
+    assert_eq!(
+        value(
+            &scrape,
+            &format!("kinformer_controller_cache_wait_timeouts_total{c}")
+        ),
+        Some(stats.cache_wait_timeouts() as f64)
+    );
     assert_eq!(
         value(&scrape, r#"informer_objects_cached{name="ConfigMap"}"#),
         Some(summaries as f64)
