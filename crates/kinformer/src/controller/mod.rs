@@ -17,6 +17,26 @@
 //!   events at 0, so after a restart real changes overtake the relist backlog; a requeue keeps
 //!   the priority the key was handed out with unless [`Action::with_priority`] sets one.
 //!   [`Controller::priority_queue`]`(false)` switches to client-go's FIFO rate-limiting queue;
+//! * **read your own writes** (KEP-5647, kube-controller-manager's consistency store): a
+//!   reconcile records the objects the server returned for its writes with
+//!   [`Writes::record`] (from [`Controller::writes`]; the primary's type and every
+//!   [`owns`](Controller::owns)/[`watches`](Controller::watches) type), and the next reconcile
+//!   of that key first waits until the informer's cache holds each one (its object at the
+//!   written resource version or later, or the whole cache past it; versions compared per
+//!   KEP-5504, [`compare_resource_versions`](crate::object::compare_resource_versions)). If a
+//!   write does not show within [`Controller::read_your_writes_timeout`] (5 s), the reconcile
+//!   is skipped and the key added again rate-limited, as KCM's `EnsureReady` error does (not
+//!   counted as a reconcile nor an error: [`ControllerStats::cache_wait_timeouts`]; the
+//!   queue's retry count does include it). A version that cannot be compared and an informer
+//!   that stopped are not waited for, as KCM skips them. A reconcile can also wait on the spot
+//!   ([`Writes::wait`], or [`SharedIndexInformer::wait_for_resource_version`](crate::SharedIndexInformer::wait_for_resource_version)).
+//!   On by default (it acts only on recorded writes); [`Controller::read_your_writes`]`(false)`
+//!   turns it off. *Deliberate differences from KCM: the next reconcile waits (up to the
+//!   timeout, as controller-runtime's read-your-writes client) instead of failing at once into
+//!   a 5 ms, 10 ms, ... backoff; records are per reconcile key (KCM: per owner and UID) and
+//!   dropped once seen; one key's object at the written version suffices (KCM compares the
+//!   whole store's version). Deletes ([`Writes::record_delete`]) are awaited by UID, as
+//!   controller-runtime does.*
 //! * on cancellation no new reconcile starts, running ones get [`Controller::shutdown_timeout`]
 //!   to finish (then their futures are dropped), then the queue shuts down and the handlers
 //!   are removed;

@@ -57,7 +57,7 @@ trait WatchedCache: Send + Sync {
     fn wait<'a>(
         &'a self,
         key: &'a str,
-        rv: &'a str,
+        wanted: &'a Wanted,
         timeout: Duration,
     ) -> BoxFuture<'a, Result<(), CacheWaitError>>;
 }
@@ -78,19 +78,44 @@ impl<T: Object> WatchedCache for SharedIndexInformer<T> {
     fn wait<'a>(
         &'a self,
         key: &'a str,
-        rv: &'a str,
+        wanted: &'a Wanted,
         timeout: Duration,
     ) -> BoxFuture<'a, Result<(), CacheWaitError>> {
-        Box::pin(self.wait_for_key_resource_version(key, rv, timeout))
+        match wanted {
+            Wanted::Version(rv) => Box::pin(self.wait_for_key_resource_version(key, rv, timeout)),
+            Wanted::Deleted(uid) => {
+                Box::pin(self.indexer_wait_deleted(key, uid.as_deref(), timeout))
+            }
+        }
     }
 }
 
-/// One write still to be seen: `object_key` at `rv` or later, in `cache`.
+impl<T: Object> SharedIndexInformer<T> {
+    async fn indexer_wait_deleted(
+        &self,
+        key: &str,
+        uid: Option<&str>,
+        timeout: Duration,
+    ) -> Result<(), CacheWaitError> {
+        self.indexer().wait_for_key_deleted(key, uid, timeout).await
+    }
+}
+
+/// What a recorded write waits for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Wanted {
+    /// The object at this resource version or later.
+    Version(String),
+    /// The object with this UID gone.
+    Deleted(Option<String>),
+}
+
+/// One write still to be seen: `object_key` as `wanted`, in `cache`.
 #[derive(Clone)]
 struct Pending {
     cache: Arc<dyn WatchedCache>,
     object_key: String,
-    rv: String,
+    wanted: Wanted,
 }
 
 struct Inner {
@@ -136,10 +161,9 @@ pub(crate) enum Settled {
 /// # Ok(()) }
 /// ```
 ///
-/// A delete's response carries the object's last version, not the deletion's: recording it
-/// waits for nothing. *Deliberate difference from controller-runtime, which waits for delete
-/// events by UID: not done here; a reconcile that must see its delete can wait on the
-/// informer for a later version.*
+/// A delete's response carries the object's last version, not the deletion's: record a
+/// delete with [`record_delete`](Self::record_delete) (the next reconcile waits until the
+/// object is gone from the cache, by UID, as controller-runtime does).
 #[derive(Clone)]
 pub struct Writes {
     inner: Arc<Inner>,
@@ -209,7 +233,42 @@ impl Writes {
         if !self.enabled() {
             return Ok(());
         }
-        let informer = {
+        let informer = self.informer_of::<T>()?;
+        self.record_in(&informer, reconcile_key, written)
+    }
+
+    /// Records that the reconcile of `reconcile_key` deleted `deleted` (the object as it was,
+    /// e.g. from the cache): the next reconcile of `reconcile_key` starts once the
+    /// controller's informer of type `T` no longer holds it (the key gone, or holding an
+    /// object with another UID). Controller-runtime's read-your-writes client waits for
+    /// deletes the same way (by UID). Does nothing when read-your-writes is off.
+    ///
+    /// # Errors
+    /// As [`record`](Self::record), less the resource version.
+    pub fn record_delete<T: Object>(
+        &self,
+        reconcile_key: &str,
+        deleted: &T,
+    ) -> Result<(), RecordError> {
+        if !self.enabled() {
+            return Ok(());
+        }
+        let informer = self.informer_of::<T>()?;
+        let object_key = informer.indexer().key_of(deleted)?;
+        self.push(
+            reconcile_key,
+            Pending {
+                cache: Arc::new(informer),
+                object_key,
+                wanted: Wanted::Deleted(deleted.meta().uid.clone()),
+            },
+        );
+        Ok(())
+    }
+
+    /// The controller's one informer of type `T`.
+    fn informer_of<T: Object>(&self) -> Result<SharedIndexInformer<T>, RecordError> {
+        let cache = {
             let caches = self.inner.caches.read();
             let mut of_type = caches
                 .iter()
@@ -227,10 +286,16 @@ impl Writes {
                 Some(cache) => cache,
             }
         };
-        match informer.as_any().downcast_ref::<SharedIndexInformer<T>>() {
-            Some(informer) => self.record_in(informer, reconcile_key, written),
-            None => Err(RecordError::UnknownType(std::any::type_name::<T>())),
-        }
+        cache
+            .as_any()
+            .downcast_ref::<SharedIndexInformer<T>>()
+            .cloned()
+            .ok_or(RecordError::UnknownType(std::any::type_name::<T>()))
+    }
+
+    fn push(&self, reconcile_key: &str, write: Pending) {
+        let mut pending = self.inner.pending.lock();
+        merge(pending.entry(reconcile_key.to_owned()).or_default(), write);
     }
 
     /// [`record`](Self::record) in a given informer: one of several of a type, or one the
@@ -252,13 +317,14 @@ impl Writes {
             return Err(ResourceVersionError(rv.to_owned()).into());
         }
         let object_key = informer.indexer().key_of(written)?;
-        let write = Pending {
-            cache: Arc::new(informer.clone()),
-            object_key,
-            rv: rv.to_owned(),
-        };
-        let mut pending = self.inner.pending.lock();
-        merge(pending.entry(reconcile_key.to_owned()).or_default(), write);
+        self.push(
+            reconcile_key,
+            Pending {
+                cache: Arc::new(informer.clone()),
+                object_key,
+                wanted: Wanted::Version(rv.to_owned()),
+            },
+        );
         Ok(())
     }
 
@@ -292,9 +358,15 @@ impl Writes {
         let mut rest = writes.into_iter();
         while let Some(write) = rest.next() {
             let left = deadline.saturating_duration_since(Instant::now());
-            match write.cache.wait(&write.object_key, &write.rv, left).await {
+            match write
+                .cache
+                .wait(&write.object_key, &write.wanted, left)
+                .await
+            {
                 Ok(()) => {}
-                Err(e @ CacheWaitError::TimedOut { .. }) => {
+                Err(
+                    e @ (CacheWaitError::TimedOut { .. } | CacheWaitError::DeleteNotSeen { .. }),
+                ) => {
                     let mut pending = self.inner.pending.lock();
                     let kept = pending.entry(reconcile_key.to_owned()).or_default();
                     for w in std::iter::once(write).chain(rest) {
@@ -309,6 +381,9 @@ impl Writes {
                             key,
                             timeout,
                         },
+                        CacheWaitError::DeleteNotSeen { key, .. } => {
+                            CacheWaitError::DeleteNotSeen { key, timeout }
+                        }
                         other => other,
                     };
                     return Settled::TimedOut(e);
@@ -322,17 +397,18 @@ impl Writes {
     }
 }
 
-/// Adds `write` to `writes`, keeping the newest version per cache and object.
+/// Adds `write` to `writes`: per cache and object, the newest version, or the latest of a
+/// deletion and a write.
 fn merge(writes: &mut Vec<Pending>, write: Pending) {
     let same = writes.iter_mut().find(|w| {
         w.cache.informer_id() == write.cache.informer_id() && w.object_key == write.object_key
     });
     match same {
-        Some(w) => {
-            if compare_resource_versions(&write.rv, &w.rv).is_ok_and(|o| o.is_gt()) {
-                w.rv = write.rv;
-            }
-        }
+        Some(w) => match (&w.wanted, &write.wanted) {
+            (Wanted::Version(old), Wanted::Version(new))
+                if !compare_resource_versions(new, old).is_ok_and(|o| o.is_gt()) => {}
+            _ => w.wanted = write.wanted,
+        },
         None => writes.push(write),
     }
 }

@@ -13,7 +13,7 @@ use super::cache_state::{
 use super::error::StoreError;
 use super::index_func::{IndexFunc, Indexers, namespace_indexers};
 use super::lean::{CacheMode, LeanCodec, Stored};
-use super::observed::Waiters;
+use super::waiters::Waiters;
 use crate::object::{KeyError, KeyFunc, Object, meta_namespace_key_func, resource_version};
 
 /// A thread-safe cache of objects by key, with any number of named indexes: client-go's

@@ -11,11 +11,13 @@ mod index_func;
 mod indexer;
 mod key_lister_getter;
 mod lean;
+mod lean_indexer;
 mod lister;
 mod observed;
 mod reflector_store;
 mod staged;
 mod transaction;
+mod waiters;
 
 pub use error::StoreError;
 pub use index_func::{

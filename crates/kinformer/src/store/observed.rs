@@ -11,13 +11,13 @@
 //! (who re-check) when someone does. No polling.
 
 use std::cmp::Ordering;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::atomic::Ordering as AtomicOrdering;
 use std::time::Duration;
 
-use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use super::indexer::Indexer;
+use super::waiters::Waiting;
 use crate::object::{
     Object, ResourceVersionError, compare_resource_versions, is_comparable_resource_version,
     resource_version,
@@ -46,6 +46,14 @@ pub enum CacheWaitError {
     /// end, so it does not start.
     #[error("cannot wait for the cache: {0}")]
     NotComparable(#[from] ResourceVersionError),
+    /// The cache still held the deleted object under `key` when the time ran out.
+    #[error("the cache still holds {key:?} after {timeout:?}; its deletion was not seen")]
+    DeleteNotSeen {
+        /// The key waited for.
+        key: String,
+        /// How long was waited.
+        timeout: Duration,
+    },
     /// The informer that writes this cache has stopped: the cache will not move any more.
     #[error("the informer writing this cache has stopped (cache at {have:?}, wanted {wanted})")]
     Stopped {
@@ -54,47 +62,6 @@ pub enum CacheWaitError {
         /// The cache's resource version.
         have: Option<String>,
     },
-}
-
-/// The waiters of one cache: a count (so writes skip the wake-up when nobody waits), the
-/// notifier, and whether the cache's writer has stopped.
-#[derive(Debug, Default)]
-pub(crate) struct Waiters {
-    waiting: AtomicUsize,
-    notify: Notify,
-    closed: AtomicBool,
-}
-
-impl Waiters {
-    /// After a write: wakes every waiter, if there is one.
-    pub(super) fn wake(&self) {
-        if self.waiting.load(AtomicOrdering::SeqCst) > 0 {
-            self.notify.notify_waiters();
-        }
-    }
-
-    /// The writer has stopped: every wait, present and future, ends with
-    /// [`CacheWaitError::Stopped`] unless already satisfied.
-    fn close(&self) {
-        self.closed.store(true, AtomicOrdering::SeqCst);
-        self.notify.notify_waiters();
-    }
-}
-
-/// Counts one waiter while it lives.
-struct Waiting<'a>(&'a Waiters);
-
-impl<'a> Waiting<'a> {
-    fn new(waiters: &'a Waiters) -> Self {
-        waiters.waiting.fetch_add(1, AtomicOrdering::SeqCst);
-        Self(waiters)
-    }
-}
-
-impl Drop for Waiting<'_> {
-    fn drop(&mut self) {
-        self.0.waiting.fetch_sub(1, AtomicOrdering::SeqCst);
-    }
 }
 
 /// Whether `have` is at least `wanted` (`wanted` is known comparable).
@@ -187,34 +154,81 @@ impl<K: Object> Indexer<K> {
         if !is_comparable_resource_version(rv) {
             return Err(ResourceVersionError(rv.to_owned()).into());
         }
+        let outcome = self
+            .wait_for_goal(|| self.has_reached(key, rv), timeout)
+            .await?;
+        outcome.map_err(|stopped| {
+            let have = self.last_resource_version();
+            let wanted = rv.to_owned();
+            match stopped {
+                true => CacheWaitError::Stopped { wanted, have },
+                false => CacheWaitError::TimedOut {
+                    wanted,
+                    have,
+                    key: key.map(str::to_owned),
+                    timeout,
+                },
+            }
+        })
+    }
+
+    /// Waits until the cache no longer holds the object under `key` whose UID is `uid` (any
+    /// object under `key` when `uid` is `None`): it was deleted, or replaced by a new object of
+    /// the same name. For a reconcile that deleted an object and must not see it again (a
+    /// delete's response carries the object's last version, not the deletion's, so waiting
+    /// for a version would not do).
+    ///
+    /// # Errors
+    /// [`CacheWaitError::DeleteNotSeen`] after `timeout`, [`CacheWaitError::Stopped`] when
+    /// the informer writing the cache has stopped.
+    pub async fn wait_for_key_deleted(
+        &self,
+        key: &str,
+        uid: Option<&str>,
+        timeout: Duration,
+    ) -> Result<(), CacheWaitError> {
+        let gone = || {
+            Ok(self
+                .get_by_key(key)
+                .is_none_or(|obj| uid.is_some_and(|uid| obj.meta().uid.as_deref() != Some(uid))))
+        };
+        let outcome = self.wait_for_goal(gone, timeout).await?;
+        outcome.map_err(|stopped| match stopped {
+            true => CacheWaitError::Stopped {
+                wanted: format!("deletion of {key}"),
+                have: self.last_resource_version(),
+            },
+            false => CacheWaitError::DeleteNotSeen {
+                key: key.to_owned(),
+                timeout,
+            },
+        })
+    }
+
+    /// Waits, woken by every write, until `reached` says so (`Ok(Ok(()))`), the time is up
+    /// (`Ok(Err(false))`) or the writer stopped (`Ok(Err(true))`).
+    async fn wait_for_goal(
+        &self,
+        reached: impl Fn() -> Result<bool, ResourceVersionError>,
+        timeout: Duration,
+    ) -> Result<Result<(), bool>, CacheWaitError> {
         let deadline = Instant::now() + timeout;
         let waiters = self.waiters();
         let _counted = Waiting::new(waiters);
         loop {
             // Made before the check, so a write between the check and the await still wakes it.
             let notified = waiters.notify.notified();
-            if self.has_reached(key, rv)? {
-                return Ok(());
+            if reached()? {
+                return Ok(Ok(()));
             }
             if waiters.closed.load(AtomicOrdering::SeqCst) {
-                return Err(CacheWaitError::Stopped {
-                    wanted: rv.to_owned(),
-                    have: self.last_resource_version(),
-                });
+                return Ok(Err(true));
             }
             tokio::select! {
                 _ = notified => {}
                 _ = tokio::time::sleep_until(deadline) => {
                     // One last look: a write may have landed just as time ran out.
-                    if self.has_reached(key, rv)? {
-                        return Ok(());
-                    }
-                    return Err(CacheWaitError::TimedOut {
-                        wanted: rv.to_owned(),
-                        have: self.last_resource_version(),
-                        key: key.map(str::to_owned),
-                        timeout,
-                    });
+                    return Ok(if reached()? { Ok(()) } else { Err(false) });
                 }
             }
         }
@@ -421,6 +435,46 @@ mod tests {
             Err(CacheWaitError::Stopped { .. })
         ));
         assert_eq!(cache.wait_for_resource_version("1", SEC).await, Ok(()));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_delete_is_seen_when_the_key_is_gone_or_holds_another_object() {
+        let cache = Indexer::<Pod>::default_namespaced();
+        let with_uid = |name: &str, rv: &str, uid: &str| {
+            let mut p = (*pod(name, rv)).clone();
+            p.metadata.uid = Some(uid.into());
+            Arc::new(p)
+        };
+        cache.add(with_uid("a", "5", "u1")).unwrap();
+        let t0 = Instant::now();
+        assert_eq!(
+            cache.wait_for_key_deleted("ns/a", Some("u1"), SEC).await,
+            Err(CacheWaitError::DeleteNotSeen {
+                key: "ns/a".into(),
+                timeout: SEC
+            })
+        );
+        assert_eq!(t0.elapsed(), SEC);
+        // Deleted: seen.
+        let cache2 = cache.clone();
+        let w =
+            tokio::spawn(async move { cache2.wait_for_key_deleted("ns/a", Some("u1"), SEC).await });
+        tokio::task::yield_now().await;
+        drop(cache.delete(&pod("a", "6")).unwrap());
+        assert_eq!(w.await.unwrap(), Ok(()));
+        // Re-created with a new UID: the old one's deletion is seen; without a UID it is not.
+        cache.add(with_uid("a", "7", "u2")).unwrap();
+        assert_eq!(
+            cache.wait_for_key_deleted("ns/a", Some("u1"), SEC).await,
+            Ok(())
+        );
+        assert!(cache.wait_for_key_deleted("ns/a", None, SEC).await.is_err());
+        cache.close_waits();
+        assert!(matches!(
+            cache.wait_for_key_deleted("ns/a", None, SEC).await,
+            Err(CacheWaitError::Stopped { .. })
+        ));
+        assert_eq!(waiting(&cache), 0);
     }
 
     #[tokio::test(start_paused = true)]

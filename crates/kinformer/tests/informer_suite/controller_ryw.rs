@@ -146,3 +146,58 @@ async fn unknown_types_and_versions_are_typed_errors() {
     assert!(writes.is_pending("k"));
     assert!(!writes.is_pending("other"));
 }
+
+/// A recorded delete: the next reconcile waits until the deleted object is gone from the
+/// cache (here the watch never tells; a relist does).
+#[tokio::test(start_paused = true)]
+async fn the_next_reconcile_waits_for_a_recorded_delete() {
+    let source = FakeControllerSource::new();
+    source.add(pod("a"));
+    source.add(pod("b"));
+    let pods = informer(&source);
+    let cancel = CancellationToken::new();
+    let controller =
+        Controller::new("ryw", pods.clone()).read_your_writes_timeout(Duration::from_secs(1));
+    let (stats, writes, queue) = (
+        controller.stats(),
+        controller.writes(),
+        controller.queue().clone(),
+    );
+    // Per reconcile of "a": whether "b" was in the cache.
+    let saw_b = Arc::new(Mutex::new(Vec::new()));
+    {
+        let (source, saw_b, cache) = (source.clone(), saw_b.clone(), pods.indexer());
+        tokio::spawn(controller.run(cancel.clone(), move |key: String| {
+            if key == "a" {
+                let b = cache.get_by_key("b");
+                let first = {
+                    let mut saw = saw_b.lock();
+                    saw.push(b.is_some());
+                    saw.len() == 1
+                };
+                if first {
+                    source.change_delete_silently("b");
+                    writes.record_delete(&key, b.as_deref().unwrap()).unwrap();
+                }
+            }
+            async { Ok::<_, String>(Action::await_change()) }
+        }));
+    }
+    let (i, c) = (pods.clone(), cancel.clone());
+    tokio::spawn(async move { i.run(c).await });
+    wait_until("the first reconcile of a", || saw_b.lock().len() == 1).await;
+    queue.add("a".to_owned());
+    tokio::time::sleep(Duration::from_millis(1001)).await;
+    wait_until("the wait timed out", || stats.cache_wait_timeouts() == 1).await;
+    assert_eq!(
+        saw_b.lock().len(),
+        1,
+        "not reconciled while b is still cached"
+    );
+    // A relist brings the deletion.
+    source.reset_watch();
+    tokio::time::sleep(Duration::from_secs(5)).await; // the reflector's backoff, then a relist
+    wait_until("the second reconcile of a", || saw_b.lock().len() == 2).await;
+    assert_eq!(*saw_b.lock(), vec![true, false]);
+    cancel.cancel();
+}

@@ -1,0 +1,50 @@
+//! The lean-mode constructors of [`Indexer`] (kept apart so `lean` does not depend on
+//! `indexer`).
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::index_func::Indexers;
+use super::indexer::Indexer;
+use super::lean::{CacheMode, LeanCodec};
+use crate::object::{KeyFunc, Object};
+
+impl<K: Object + Serialize + DeserializeOwned> Indexer<K> {
+    /// An empty cache in lean mode ([`CacheMode::Lean`]): objects are kept compressed and
+    /// decoded on demand. Otherwise as [`new`](Self::new).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use k8s_openapi::api::core::v1::Pod;
+    /// use kube::api::ObjectMeta;
+    /// use kinformer::object::meta_namespace_key_func;
+    /// use kinformer::{Indexer, namespace_indexers};
+    /// use kinformer::store::CacheMode;
+    ///
+    /// let cache = Indexer::<Pod>::new_lean(meta_namespace_key_func(), namespace_indexers());
+    /// let pod = Arc::new(Pod {
+    ///     metadata: ObjectMeta { namespace: Some("prod".into()), name: Some("web-0".into()), ..Default::default() },
+    ///     ..Default::default()
+    /// });
+    /// cache.add(pod.clone()).unwrap();
+    /// assert_eq!(cache.cache_mode(), CacheMode::Lean);
+    /// // While the written Arc lives, reads share it; afterwards they decode a copy.
+    /// assert!(Arc::ptr_eq(&cache.get_by_key("prod/web-0").unwrap(), &pod));
+    /// drop(pod);
+    /// assert_eq!(cache.get_by_key("prod/web-0").unwrap().metadata.name.as_deref(), Some("web-0"));
+    /// assert!(cache.encoded_bytes().unwrap() > 0);
+    /// ```
+    pub fn new_lean(key_func: KeyFunc<K>, indexers: Indexers<K>) -> Self {
+        Self::with_codec(key_func, indexers, Some(Arc::new(LeanCodec::new())))
+    }
+
+    /// An empty cache in the given mode: [`new`](Self::new) or [`new_lean`](Self::new_lean).
+    pub fn with_cache_mode(key_func: KeyFunc<K>, indexers: Indexers<K>, mode: CacheMode) -> Self {
+        match mode {
+            CacheMode::Full => Self::new(key_func, indexers),
+            CacheMode::Lean => Self::new_lean(key_func, indexers),
+        }
+    }
+}
