@@ -9,6 +9,8 @@
 //! - `POST /__kinformer/faults/fail` with a JSON [`crate::FailureRule`], e.g.
 //!   `{"verb":"list","resource":"pods","code":503,"count":2,"retryAfterSeconds":1}`
 //! - `POST /__kinformer/faults/latency` with `{"millis": 200}`
+//! - `POST /__kinformer/faults/watch-delay` with `{"millis": 300}` (every watch event sent
+//!   that much later, in order; see [`crate::Faults::set_watch_delay`])
 //! - `POST /__kinformer/faults/compact`, `.../forget-history`, `.../pause-watches`,
 //!   `.../resume-watches`, `.../clear`
 //! - `GET /__kinformer/requests` (the request log as JSON), `DELETE` to clear it

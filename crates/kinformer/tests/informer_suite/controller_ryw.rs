@@ -201,3 +201,67 @@ async fn the_next_reconcile_waits_for_a_recorded_delete() {
     assert_eq!(*saw_b.lock(), vec![true, false]);
     cancel.cancel();
 }
+
+/// A reconcile can wait on the spot: `Writes::wait` times out (keeping the record) while the
+/// watch lags, and returns once the informer's cache holds the write.
+#[tokio::test(start_paused = true)]
+async fn a_reconcile_can_wait_for_its_writes_on_the_spot() {
+    let source = FakeControllerSource::new();
+    source.add(pod("a"));
+    let pods = informer(&source);
+    let controller =
+        Controller::new("ryw", pods.clone()).read_your_writes_timeout(Duration::from_secs(1));
+    let writes = controller.writes();
+    let cancel = CancellationToken::new();
+    let (i, c) = (pods.clone(), cancel.clone());
+    tokio::spawn(async move { i.run(c).await });
+    wait_until("synced", || pods.has_synced()).await;
+    source.modify_drop_watch(pod("a"));
+    writes.record("a", &source.get("a").unwrap()).unwrap();
+    let t0 = Instant::now();
+    let err = writes.wait("a").await.unwrap_err();
+    assert_eq!(t0.elapsed(), Duration::from_secs(1));
+    assert!(
+        matches!(&err, kinformer::store::CacheWaitError::TimedOut { wanted, key: Some(k), .. } if wanted == "2" && k == "a"),
+        "{err:?}"
+    );
+    assert!(writes.is_pending("a"), "kept for the next try");
+    source.modify(pod("a"));
+    assert_eq!(writes.wait("a").await, Ok(()));
+    assert!(!writes.is_pending("a"));
+    // The informer's own wait: at once for a version it has seen.
+    assert_eq!(
+        pods.wait_for_resource_version("3", Duration::from_secs(1))
+            .await,
+        Ok(())
+    );
+    cancel.cancel();
+}
+
+/// Once the informer stops, a wait on its cache ends at once with `Stopped`.
+#[tokio::test(start_paused = true)]
+async fn a_stopped_informer_ends_the_wait() {
+    let source = FakeControllerSource::new();
+    source.add(pod("a"));
+    let pods = informer(&source);
+    let cancel = CancellationToken::new();
+    let (i, c) = (pods.clone(), cancel.clone());
+    let running = tokio::spawn(async move { i.run(c).await });
+    wait_until("synced", || pods.has_synced()).await;
+    let waiting = {
+        let pods = pods.clone();
+        tokio::spawn(async move {
+            pods.wait_for_key_resource_version("a", "9", Duration::from_secs(3600))
+                .await
+        })
+    };
+    tokio::task::yield_now().await;
+    cancel.cancel();
+    running.await.unwrap();
+    let t0 = Instant::now();
+    assert!(matches!(
+        waiting.await.unwrap(),
+        Err(kinformer::store::CacheWaitError::Stopped { .. })
+    ));
+    assert!(t0.elapsed() < Duration::from_secs(1));
+}
