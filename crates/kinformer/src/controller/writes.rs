@@ -254,11 +254,28 @@ impl Writes {
             return Ok(());
         }
         let informer = self.informer_of::<T>()?;
+        self.record_delete_in(&informer, reconcile_key, deleted)
+    }
+
+    /// [`record_delete`](Self::record_delete) in a given informer (as
+    /// [`record_in`](Self::record_in)).
+    ///
+    /// # Errors
+    /// [`RecordError::Key`] when the object has no key.
+    pub fn record_delete_in<T: Object>(
+        &self,
+        informer: &SharedIndexInformer<T>,
+        reconcile_key: &str,
+        deleted: &T,
+    ) -> Result<(), RecordError> {
+        if !self.enabled() {
+            return Ok(());
+        }
         let object_key = informer.indexer().key_of(deleted)?;
         self.push(
             reconcile_key,
             Pending {
-                cache: Arc::new(informer),
+                cache: Arc::new(informer.clone()),
                 object_key,
                 wanted: Wanted::Deleted(deleted.meta().uid.clone()),
             },
