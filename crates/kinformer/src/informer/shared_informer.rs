@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::event::Event;
 use super::handler::ResourceEventHandler;
 use super::listener::{HandlerTask, ListenerQueue, ResourceEventHandlerRegistration, listener};
-use super::processor::{Processor, determine_resync_period};
+use super::processor::{HandlerStats, Processor, determine_resync_period};
 
 /// The informer's bound on its queue's backlog
 /// ([`DeltaFifoOptions::max_queued_deltas`](crate::queue::DeltaFifoOptions::max_queued_deltas)).
@@ -22,6 +22,7 @@ use super::processor::{Processor, determine_resync_period};
 /// a watch that stays unread for long, and the Reflector then watches again from its last
 /// resourceVersion, as after any closed watch.
 pub const MAX_QUEUED_DELTAS: usize = 1024;
+use self::deliver::Later;
 use super::lean_staging::LeanStaging;
 use super::queue::InformerQueue;
 use super::stream::EventStream;
@@ -36,10 +37,13 @@ use crate::wait::{SyncFlag, SyncSignal};
 use crate::{DeletedFinalStateUnknown, Object, ObjectOrTombstone};
 
 mod builder;
+mod consistency;
+mod deliver;
 mod options;
 mod process;
 
 pub use builder::{KindName, SharedIndexInformerBuilder};
+pub use consistency::{ConsistencyError, ConsistencyReport, ConsistencyStats};
 pub use options::{HandlerOptions, InformerError};
 
 /// client-go's `minimumResyncPeriod`: a handler may not ask to be resynced more often.
@@ -131,6 +135,8 @@ struct Inner<K: Object> {
     next_listener_id: AtomicU64,
     /// Everything the informer was configured with; fixed once built.
     config: InformerConfig<K>,
+    /// The consistency checks run so far.
+    consistency: Mutex<ConsistencyStats>,
 }
 
 struct State<K: Object> {
@@ -206,6 +212,7 @@ impl<K: Object> SharedIndexInformer<K> {
                 synced_signal,
                 next_listener_id: AtomicU64::new(1),
                 config,
+                consistency: Mutex::default(),
                 name,
             }),
         }
@@ -429,6 +436,22 @@ impl<K: Object> SharedIndexInformer<K> {
             .unwrap_or_default()
     }
 
+    /// How long since the informer's watch last delivered an event or a bookmark, or since its
+    /// last successful list if that was later; `None` before the first list. On a real API
+    /// server a healthy watch gets a bookmark about every minute even when nothing changes, so
+    /// a figure that keeps growing well past that means a watch that stopped delivering.
+    pub fn since_last_watch_activity(&self) -> Option<Duration> {
+        let reflector = self.inner.state.lock().reflector.clone();
+        reflector?.since_last_watch_activity()
+    }
+
+    /// How long since the informer's last successful list (or streaming list); `None` before
+    /// the first.
+    pub fn since_last_list(&self) -> Option<Duration> {
+        let reflector = self.inner.state.lock().reflector.clone();
+        reflector?.since_last_list()
+    }
+
     /// Whether `run` was called.
     pub fn has_started(&self) -> bool {
         self.inner.state.lock().started
@@ -453,6 +476,12 @@ impl<K: Object> SharedIndexInformer<K> {
     /// handled.
     pub fn handler_backlogs(&self) -> Vec<(String, usize)> {
         self.inner.processor.backlogs()
+    }
+
+    /// Each handler's (and stream's) figures: name, backlog, and how long the oldest
+    /// notification it has not yet handled has waited (a stuck handler's keeps growing).
+    pub fn handler_stats(&self) -> Vec<HandlerStats> {
+        self.inner.processor.stats()
     }
 
     /// How many lists (streaming lists included) and watches the informer's reflector has

@@ -28,5 +28,5 @@ pub use label_selector::{LabelSelector, LabelSelectorError, Operator, Requiremen
 pub use lean::CacheMode;
 pub use lister::{Lister, NamespaceLister};
 pub use reflector_store::{ReflectorStore, ReplaceOnce, ReplaceStore};
-pub(crate) use staged::StagedReplace;
+pub(crate) use staged::{StagedOutcome, StagedReplace};
 pub use transaction::{ReplaceOutcome, Transaction, TransactionError, TransactionOutcome};
