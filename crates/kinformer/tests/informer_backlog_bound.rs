@@ -33,7 +33,7 @@ fn pod(i: usize, rv: usize) -> Pod {
     }
 }
 
-/// First list: empty at rv 1. First watch: `EVENTS` adds (rv 2..), then 410 Gone. Second list:
+/// First list: empty, without a resourceVersion. First watch: `EVENTS` adds (rv 2..), then 410 Gone. Second list:
 /// every pod updated (rv `EVENTS + 10`). Later watches: open, silent.
 fn informer(mode: QueueMode) -> SharedIndexInformer<Pod> {
     let lists = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
@@ -44,7 +44,10 @@ fn informer(mode: QueueMode) -> SharedIndexInformer<Pod> {
             let n = lists.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             async move {
                 Ok(if n == 0 {
-                    ListPage::new(vec![], "1")
+                    // No resourceVersion: the watch then starts at "" and its adds do not
+                    // advance the store's resourceVersion, so no bookmark entry separates
+                    // them in the RealFifo and they form full batches.
+                    ListPage::new(vec![], "")
                 } else {
                     let pods = (0..EVENTS).map(|i| pod(i, relist_rv)).collect();
                     ListPage::new(pods, relist_rv.to_string())
