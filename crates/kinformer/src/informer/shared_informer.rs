@@ -72,14 +72,16 @@ type InformerStore<K> = Arc<dyn ReflectorStore<K, Error = QueueError>>;
 ///   default; client-go 1.36): notifications come in the order the server sent the changes,
 ///   across objects; a deletion of an object never cached still reaches `on_delete`; a relist
 ///   is applied in one step, and its deletions (tombstones) are told before its updates and
-///   adds; changes are applied in batches of up to 1,000 distinct keys, each batch to the cache
-///   in one transaction before its notifications. With [`QueueMode::DeltaFifo`](super::QueueMode::DeltaFifo) (client-go
+///   adds; changes are applied in batches of up to 1,000 distinct keys (fewer when a listener
+///   has less room), each batch to the cache in one transaction before its notifications. With [`QueueMode::DeltaFifo`](super::QueueMode::DeltaFifo) (client-go
 ///   ≤ 1.35): each object's changes come together and in order, objects in the order of their
 ///   first queued change; a deletion of an object never cached is dropped; a relist's deletions
 ///   come after its updates and adds.
 /// - Each handler (and each [`EventStream`]) gets its notifications one at a time, in order,
 ///   on its own listener: a slow handler delays only itself, until it is
-///   [`MAX_LISTENER_BACKLOG`](super::MAX_LISTENER_BACKLOG) live notifications behind. Then the
+///   [`MAX_LISTENER_BACKLOG`](super::MAX_LISTENER_BACKLOG) live notifications behind, which it
+///   never exceeds (the informer takes from its queue only what the fullest listener has room
+///   for; a relist's notifications are queued chunk by chunk as room frees up). Then the
 ///   informer stops taking from its queue (and the Reflector, once the queue holds
 ///   [`MAX_QUEUED_DELTAS`], stops reading the watch) until that listener is down to half.
 ///   Nothing is dropped, merged or reordered. Initial-list adds do not count toward the bound.
