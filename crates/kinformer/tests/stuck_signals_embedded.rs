@@ -173,3 +173,51 @@ async fn a_held_handler_a_silenced_watch_and_a_planted_divergence_show_in_a_scra
     cancel.cancel();
     run.await.unwrap();
 }
+
+/// The server can no longer serve the cache's resourceVersion (its history was compacted past
+/// it while the watch was silent): the check is skipped, says why, and counts it; nothing is
+/// reported as divergent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consistency_check_at_a_compacted_resource_version_is_skipped() {
+    let server = kinformer_apiserver::start(Default::default())
+        .await
+        .unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(server.client(), "default");
+    api.create(&PostParams::default(), &cm("a", "0"))
+        .await
+        .unwrap();
+    let informer =
+        SharedIndexInformer::<ConfigMap>::new(server.client(), InformerConfig::default());
+    let cancel = CancellationToken::new();
+    let run = tokio::spawn({
+        let (i, c) = (informer.clone(), cancel.clone());
+        async move { i.run(c).await }
+    });
+    wait_for("the informer to sync", || informer.has_synced()).await;
+    assert!(informer.check_consistency().await.unwrap().is_consistent());
+
+    server.faults().pause_watches();
+    api.create(&PostParams::default(), &cm("b", "0"))
+        .await
+        .unwrap();
+    server.faults().compact_now();
+    let err = informer.check_consistency().await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            kinformer::informer::ConsistencyError::Unavailable { .. }
+        ),
+        "{err}"
+    );
+    let stats = informer.consistency_stats();
+    assert_eq!(
+        (stats.consistent, stats.divergent, stats.skipped),
+        (1, 0, 1)
+    );
+    assert!(
+        stats.last.unwrap().is_consistent(),
+        "the last comparison stands"
+    );
+    cancel.cancel();
+    run.await.unwrap();
+}
