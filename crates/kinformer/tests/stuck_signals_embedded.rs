@@ -3,13 +3,14 @@
 //! server changes objects. Two scrapes of the project's metrics show the held handler's
 //! oldest-pending age and the seconds since the last watch activity growing; then an object is
 //! lost from the server's storage without any event, and the periodic consistency check
-//! reports it (metric > 0, and the report names the key).
+//! reports it (metric > 0, and the report names the key). In both queue modes.
 #![cfg(feature = "metrics")]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::ConfigMap;
+use kinformer::informer::QueueMode;
 use kinformer::metrics::Metrics;
 use kinformer::{HandlerOptions, InformerConfig, ResourceEventHandlerFuncs, SharedIndexInformer};
 use kube::api::{Api, ObjectMeta, PostParams};
@@ -46,6 +47,15 @@ async fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_held_handler_a_silenced_watch_and_a_planted_divergence_show_in_a_scrape() {
+    held_silenced_divergent(QueueMode::RealFifo).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_handler_a_silenced_watch_and_a_planted_divergence_show_in_a_scrape_delta_fifo() {
+    held_silenced_divergent(QueueMode::DeltaFifo).await;
+}
+
+async fn held_silenced_divergent(mode: QueueMode) {
     let server = kinformer_apiserver::start(Default::default())
         .await
         .unwrap();
@@ -56,7 +66,9 @@ async fn a_held_handler_a_silenced_watch_and_a_planted_divergence_show_in_a_scra
             .unwrap();
     }
 
-    let config = InformerConfig::default().consistency_check(Duration::from_millis(300));
+    let config = InformerConfig::default()
+        .consistency_check(Duration::from_millis(300))
+        .queue_mode(mode);
     let informer = SharedIndexInformer::<ConfigMap>::new(server.client(), config);
     let mut registry = Registry::default();
     let metrics = Metrics::new(&mut registry);
