@@ -219,6 +219,20 @@ impl Faults {
         self.drop_watches();
     }
 
+    /// Plants a divergence: removes one object from storage without a new resourceVersion,
+    /// a watch event or a history entry (as a write lost by storage would). Informers keep it
+    /// in their caches; a list at exactly their resourceVersion no longer has it, so their
+    /// consistency check reports it. `resource` is the plural, with its group for
+    /// non-core kinds (`"pods"`, `"deployments.apps"`); `namespace` is `None` for a
+    /// cluster-scoped object. Returns whether the object was there.
+    pub fn lose_object(&self, resource: &str, namespace: Option<&str>, name: &str) -> bool {
+        let key = match namespace {
+            Some(ns) => format!("{ns}/{name}"),
+            None => name.to_owned(),
+        };
+        self.store.store.lose(resource, &key)
+    }
+
     /// Holds back watch events (watches stay open; events queue up in the history).
     pub fn pause_watches(&self) {
         self.state.paused_tx.send_replace(true);

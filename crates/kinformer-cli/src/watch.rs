@@ -49,6 +49,15 @@ pub struct WatchArgs {
     /// With --embedded: realistic pods to seed.
     #[arg(long, default_value_t = 0)]
     pub seed_pods: usize,
+    /// Print a health line this often (seconds; 0: never): seconds since the last watch event
+    /// or bookmark and since the last list, this view's backlog and its oldest waiting
+    /// notification, and the consistency checks.
+    #[arg(long, default_value_t = 10)]
+    pub health_every: u64,
+    /// Check the cache against the server this often (seconds; 0, the default: never): a list
+    /// at exactly the cache's resourceVersion, compared key by key.
+    #[arg(long, default_value_t = 0)]
+    pub consistency_check: u64,
 }
 
 const INDEX: &str = "by-label";
@@ -87,11 +96,13 @@ pub async fn run(args: WatchArgs) -> Result<(), CliError> {
     let mut config = InformerConfig::default();
     config.namespace = args.namespace.clone();
     config.label_selector = args.selector.clone();
+    config = config.consistency_check(Duration::from_secs(args.consistency_check));
     let factory = SharedInformerFactory::builder(client.clone())
         .defaults(config)
         .build();
     let view = View {
         index_by: args.index_by.clone(),
+        health_every: Duration::from_secs(args.health_every),
     };
     let result = match resolved {
         Resolved::Known(k) => match k {
@@ -196,6 +207,8 @@ async fn discover(
 
 struct View {
     index_by: Option<String>,
+    /// How often the health line is printed (zero: never).
+    health_every: Duration,
 }
 
 impl View {
@@ -221,10 +234,20 @@ impl View {
         println!("syncing {what} ...");
         let mut initial = 0usize;
         let mut last_report = Instant::now();
+        let mut health = (!self.health_every.is_zero()).then(|| {
+            tokio::time::interval_at(
+                tokio::time::Instant::now() + self.health_every,
+                self.health_every,
+            )
+        });
         loop {
             let next = tokio::select! {
                 n = stream.next() => n,
                 _ = tokio::signal::ctrl_c() => return Ok(()),
+                _ = async { health.as_mut().expect("only when set").tick().await }, if health.is_some() => {
+                    println!("{}", health_line(&informer, stream.registration()));
+                    continue;
+                }
             };
             let Some(event) = next else {
                 return Ok(());
@@ -278,6 +301,39 @@ impl View {
             println!("  {label}={v}: {n}");
         }
     }
+}
+
+/// `# health: watch quiet 3.2s | last list 61s ago | backlog 0 (oldest 0.0s) | consistency
+/// 2 ok, 0 divergent, 0 skipped`: the stuck signals of one informer and this view's listener.
+fn health_line<K: Object>(
+    informer: &SharedIndexInformer<K>,
+    registration: &kinformer::ResourceEventHandlerRegistration,
+) -> String {
+    let secs = |d: Option<Duration>| {
+        d.map_or_else(|| "-".to_owned(), |d| format!("{:.1}s", d.as_secs_f64()))
+    };
+    let checks = informer.consistency_stats();
+    let mut line = format!(
+        "# health: watch quiet {} | last list {} ago | backlog {} (oldest {}) | consistency {} ok, {} divergent, {} skipped",
+        secs(informer.since_last_watch_activity()),
+        secs(informer.since_last_list()),
+        registration.backlog(),
+        secs(registration.oldest_pending_age()),
+        checks.consistent,
+        checks.divergent,
+        checks.skipped + checks.failed,
+    );
+    if let Some(last) = checks.last.filter(|r| !r.is_consistent()) {
+        let first: Vec<&String> = last
+            .missing
+            .iter()
+            .chain(&last.extra)
+            .chain(last.different.iter().map(|(k, _, _)| k))
+            .take(3)
+            .collect();
+        line.push_str(&format!(" (last: {} differ: {first:?})", last.divergent()));
+    }
+    line
 }
 
 fn line<K: Resource>(event: &str, obj: &K) {

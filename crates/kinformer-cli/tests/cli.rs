@@ -198,6 +198,34 @@ fn watch_embedded_shows_a_pod_created_with_kubectl() {
     });
 }
 
+/// `kinformer watch --health-every 1 --consistency-check 1`: after the sync a health line
+/// shows the stuck signals (watch quiet, last list, this view's backlog and oldest waiting
+/// notification) and, once a check has run, a consistent check.
+#[test]
+fn watch_embedded_prints_health_lines_with_consistency_checks() {
+    let home = scratch("watch-health");
+    let (_child, rx) = spawn_watch(
+        &home,
+        &[
+            "configmaps",
+            "--embedded",
+            "--health-every",
+            "1",
+            "--consistency-check",
+            "1",
+        ],
+    );
+    let mut seen = Vec::new();
+    wait_for_line(&rx, &mut seen, |l| l.starts_with("EVENT"));
+    wait_for_line_within(Duration::from_secs(30), &rx, &mut seen, |l| {
+        l.starts_with("# health: watch quiet ")
+            && l.contains("s ago | backlog 0 (oldest -)")
+            && l.contains("consistency ")
+            && !l.contains("consistency 0 ok")
+            && l.contains(" ok, 0 divergent")
+    });
+}
+
 /// `kinformer watch` spawned with stdout read line by line on a thread.
 fn spawn_watch(home: &PathBuf, args: &[&str]) -> (KillOnDrop, mpsc::Receiver<String>) {
     let child = isolated(home)

@@ -155,6 +155,13 @@ pub struct InformerConfig<K = ()> {
     /// zero (the default, as client-go factories' usual choice): never. A handler can set its
     /// own ([`HandlerOptions`](crate::HandlerOptions)).
     pub resync_period: Duration,
+    /// How often the informer checks its cache against the server; `None` (the default):
+    /// never. Each check lists at exactly the cache's resourceVersion
+    /// (`resourceVersionMatch=Exact`, paged) and compares keys and resourceVersions with the
+    /// cache; see [`SharedIndexInformer::check_consistency`](crate::SharedIndexInformer::check_consistency).
+    /// A check costs one full list on the server (an exact-version list is served from etcd on
+    /// servers before 1.34's snapshot lists), so keep the interval long (minutes to hours).
+    pub consistency_check: Option<Duration>,
 }
 
 impl<K> Default for InformerConfig<K> {
@@ -180,6 +187,7 @@ impl<K> Default for InformerConfig<K> {
             release_memory: true,
             queue_mode: QueueMode::default(),
             resync_period: Duration::ZERO,
+            consistency_check: None,
         }
     }
 }
@@ -216,6 +224,7 @@ impl<K> fmt::Debug for InformerConfig<K> {
             .field("release_memory", &self.release_memory)
             .field("queue_mode", &self.queue_mode)
             .field("resync_period", &self.resync_period)
+            .field("consistency_check", &self.consistency_check)
             .finish()
     }
 }
@@ -355,6 +364,13 @@ impl<K> InformerConfig<K> {
         self.resync_period = period;
         self
     }
+    /// Turns on the periodic [`consistency_check`](Self::consistency_check) every `interval`
+    /// (zero turns it off).
+    #[must_use]
+    pub fn consistency_check(mut self, interval: Duration) -> Self {
+        self.consistency_check = (!interval.is_zero()).then_some(interval);
+        self
+    }
 
     /// The initial-list mode the Reflector runs with: [`initial_list`](Self::initial_list),
     /// except that a lean cache lists first under `Auto`, unless a streaming list is asked for
@@ -421,6 +437,7 @@ impl<K> InformerConfig<K> {
             release_memory: self.release_memory,
             queue_mode: self.queue_mode,
             resync_period: self.resync_period,
+            consistency_check: self.consistency_check,
         }
     }
 }

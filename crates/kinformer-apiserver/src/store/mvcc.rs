@@ -329,6 +329,19 @@ impl Store {
         inner.compacted
     }
 
+    /// A fault: removes the live object at `key` without a revision, an event or a history
+    /// entry, as a lost write in storage would. Watches never hear of it; a list at any
+    /// revision from the latest write of `key` on no longer has it. Returns whether it was
+    /// there.
+    pub(crate) fn lose(&self, resource: &str, key: &str) -> bool {
+        let mut inner = self.inner.lock();
+        inner
+            .objects
+            .get_mut(resource)
+            .and_then(|m| m.remove(key))
+            .is_some()
+    }
+
     /// Compacts everything: the history becomes empty and only the current revision is readable.
     pub(crate) fn compact_now(&self) -> u64 {
         let rev = self.revision();

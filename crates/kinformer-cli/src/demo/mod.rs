@@ -373,15 +373,31 @@ fn figures(tracked: &[Tracked], events: u64, relists: usize) -> String {
         .iter()
         .map(|t| format!("{} {}", t.resource, (t.len)()))
         .collect();
+    // A handler's backlog, and how long its oldest notification has waited.
     let backlogs: Vec<String> = tracked
         .iter()
         .flat_map(|t| t.handlers.iter())
-        .map(|h| format!("{} {}", h.view.name, h.reg.backlog()))
+        .map(|h| {
+            let oldest = h.reg.oldest_pending_age().unwrap_or_default();
+            format!(
+                "{} {} ({:.1}s)",
+                h.view.name,
+                h.reg.backlog(),
+                oldest.as_secs_f64()
+            )
+        })
         .collect();
+    // The longest any informer's watch has been silent (no event, no bookmark).
+    let quiet = tracked
+        .iter()
+        .filter_map(|t| (t.quiet)())
+        .max()
+        .unwrap_or_default();
     format!(
-        "events/s {events:>6} | cache {} | backlog {} | relists {relists}",
+        "events/s {events:>6} | cache {} | backlog (oldest) {} | watch quiet {:.1}s | relists {relists}",
         sizes.join(", "),
-        backlogs.join(", ")
+        backlogs.join(", "),
+        quiet.as_secs_f64()
     )
 }
 

@@ -89,6 +89,8 @@ pub struct Tracked {
     pub synced: Box<dyn Fn() -> bool + Send + Sync>,
     /// The cache as key → resourceVersion.
     pub cache: Box<dyn Fn() -> KeyRvs + Send + Sync>,
+    /// Time since the informer's last watch event or bookmark (or list, if later).
+    pub quiet: Box<dyn Fn() -> Option<Duration> + Send + Sync>,
     /// The handlers.
     pub handlers: Vec<TrackedHandler>,
     /// List/watch errors the informer reported.
@@ -133,7 +135,12 @@ impl Tracked {
             let reg = informer.add_event_handler_with(funcs, options)?;
             tracked.push(TrackedHandler { view, reg });
         }
-        let (i1, i2, i3) = (informer.clone(), informer.clone(), informer.clone());
+        let (i1, i2, i3, i4) = (
+            informer.clone(),
+            informer.clone(),
+            informer.clone(),
+            informer.clone(),
+        );
         Ok(Tracked {
             resource,
             len: Box::new(move || i1.indexer().len()),
@@ -148,6 +155,7 @@ impl Tracked {
                     })
                     .collect()
             }),
+            quiet: Box::new(move || i4.since_last_watch_activity()),
             handlers: tracked,
             watch_errors,
         })

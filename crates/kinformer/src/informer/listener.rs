@@ -6,8 +6,11 @@
 //! paused on this listener's backlog, turns the informer's sync marker into this listener's own
 //! sync state, and records what was handled. A handler's task and an
 //! [`EventStream`](super::EventStream) both consume through a `ListenerQueue`, so they cannot
-//! drift apart.
+//! drift apart. The same path keeps when each notification was queued, so the age of the
+//! oldest one not yet handled ([`ResourceEventHandlerRegistration::oldest_pending_age`]) is
+//! the same figure for handlers and streams.
 
+use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -25,15 +28,35 @@ use super::handler::ResourceEventHandler;
 use super::sync_tracker::SyncTracker;
 use crate::wait::SyncSignal;
 
-/// How far one handler may fall behind before the informer pauses delivery: the processor
-/// stops popping its queue while any listener holds this many undelivered notifications, and
-/// resumes once that listener is down to half. The queue then fills up to its own bound
-/// ([`MAX_QUEUED_DELTAS`](super::shared_informer::MAX_QUEUED_DELTAS)) and the Reflector stops
-/// reading the watch, so a burst that outruns a handler waits on the wire instead of in
+/// How far one handler may fall behind: at no time does a listener hold more than this many
+/// undelivered live notifications (the ones that count, below).
+///
+/// How it holds exactly: before the informer takes anything from its queue it waits until the
+/// fullest listener has room, and then takes no more than that room.
+///
+/// * [`QueueMode::RealFifo`](super::QueueMode::RealFifo): a batch of watch changes is cut to
+///   the room the fullest listener has left (each change is at most one notification per
+///   listener). A relist or a resync, which may stand for many more notifications than the
+///   bound, is applied to the cache in one step as before, and its notifications are then
+///   queued chunk by chunk, each chunk only once there is room for it; the next queue entry is
+///   taken only when all of them are queued. They go only to the listeners registered when the
+///   cache changed, so a handler added in between (which is first sent the cache, relist
+///   included) sees every object exactly once, and every handler hears only of changes the
+///   cache already holds.
+/// * [`QueueMode::DeltaFifo`](super::QueueMode::DeltaFifo): one object's deltas are taken only
+///   when every listener has room for all of them. The one exception: an object with more
+///   deltas queued than the bound (the queue itself holds about
+///   [`MAX_QUEUED_DELTAS`](super::shared_informer::MAX_QUEUED_DELTAS)) is taken, unsplit, once
+///   every listener is empty.
+///
+/// When a listener is full, the informer waits until it is down to half before it takes more
+/// (so it does not wake for every notification handled). The queue then fills up to its own
+/// bound ([`MAX_QUEUED_DELTAS`](super::shared_informer::MAX_QUEUED_DELTAS)) and the Reflector
+/// stops reading the watch, so a burst that outruns a handler waits on the wire instead of in
 /// memory.
 ///
-/// Initial-list adds (the informer's first list, and the cache replayed to a handler added
-/// late) do not count toward the bound: they hold only objects the cache holds, and a
+/// What counts: every notification except initial-list adds (the informer's first list, and
+/// the cache replayed to a handler added late). Those hold only objects the cache holds, and a
 /// consumer may wait for the sync before it starts reading.
 ///
 /// Handlers and [`EventStream`](super::EventStream)s are bounded alike (one listener type,
@@ -41,8 +64,8 @@ use crate::wait::SyncSignal;
 ///
 /// **Deliberate difference from client-go**, whose listener buffers grow without bound: there
 /// a slow handler never delays the others but can exhaust memory (each notification keeps an
-/// old and a new object alive); here a handler more than this far behind briefly delays the
-/// others. Nothing is dropped, merged or reordered.
+/// old and a new object alive); here a handler this far behind delays the others. Nothing is
+/// dropped, merged or reordered.
 pub const MAX_LISTENER_BACKLOG: usize = 1024;
 
 /// State a listener shares between the processor, its consumer and its registration handle.
@@ -65,7 +88,36 @@ pub(crate) struct ListenerShared {
     /// Cancelled once the listener's consumer has finished (client-go's `runFinished`).
     pub(crate) finished: CancellationToken,
     /// Wakes a processor paused on this listener's backlog.
-    room: Arc<Notify>,
+    room: Arc<Room>,
+    /// When each notification not yet handled was queued, oldest first.
+    ages: Mutex<Ages>,
+}
+
+/// When the notifications not yet handled were queued.
+#[derive(Debug, Default)]
+struct Ages {
+    /// The queued ones, in queue order.
+    queued: VecDeque<Instant>,
+    /// The one handed to the consumer and not yet handled.
+    in_hand: Option<Instant>,
+}
+
+/// What a processor paused on its listeners' backlogs waits for: a listener's live backlog
+/// falling to `wake_at` (shared by the processor and all its listeners).
+#[derive(Debug)]
+pub(crate) struct Room {
+    pub(crate) notify: Notify,
+    /// The live backlog at which a listener wakes the processor.
+    pub(crate) wake_at: AtomicUsize,
+}
+
+impl Default for Room {
+    fn default() -> Self {
+        Self {
+            notify: Notify::new(),
+            wake_at: AtomicUsize::new(MAX_LISTENER_BACKLOG / 2),
+        }
+    }
 }
 
 impl ListenerShared {
@@ -74,13 +126,27 @@ impl ListenerShared {
         self.pending.load(Ordering::Acquire)
     }
 
-    /// Whether the processor must wait for this listener before it delivers more.
-    pub(crate) fn is_full(&self) -> bool {
-        !self.stop.is_cancelled() && self.live.load(Ordering::Acquire) >= MAX_LISTENER_BACKLOG
+    /// Undelivered notifications that count toward [`MAX_LISTENER_BACKLOG`] (zero once the
+    /// listener stopped: it takes nothing more).
+    pub(crate) fn live(&self) -> usize {
+        if self.stop.is_cancelled() {
+            0
+        } else {
+            self.live.load(Ordering::Acquire)
+        }
+    }
+
+    /// How long the oldest notification not yet handled (queued, or in the consumer's hands)
+    /// has waited; `None` when there is none.
+    pub(crate) fn oldest_pending_age(&self) -> Option<Duration> {
+        let ages = self.ages.lock();
+        let oldest = ages.in_hand.or_else(|| ages.queued.front().copied())?;
+        Some(Instant::now().saturating_duration_since(oldest))
     }
 
     /// The processor queued an event.
     fn queued(&self, is_initial_add: bool) {
+        self.ages.lock().queued.push_back(Instant::now());
         if is_initial_add {
             self.tracker.start();
         } else {
@@ -89,16 +155,27 @@ impl ListenerShared {
         self.pending.fetch_add(1, Ordering::AcqRel);
     }
 
-    /// The consumer took an event off the queue, or it could not be queued. Wakes the
-    /// processor when this listener's live backlog falls to half the bound.
-    fn taken(&self, is_initial_add: bool) {
+    /// The consumer took an event off the queue (`in_hand`: and will handle it), or it could
+    /// not be queued. Wakes the processor when this listener's live backlog falls to the level
+    /// the processor waits for.
+    fn taken(&self, is_initial_add: bool, in_hand: bool) {
+        {
+            let mut ages = self.ages.lock();
+            let at = ages.queued.pop_front();
+            ages.in_hand = if in_hand { at } else { None };
+        }
         self.pending.fetch_sub(1, Ordering::AcqRel);
         if !is_initial_add {
             let before = self.live.fetch_sub(1, Ordering::AcqRel);
-            if before == MAX_LISTENER_BACKLOG / 2 + 1 {
-                self.room.notify_waiters();
+            if before == self.room.wake_at.load(Ordering::Acquire) + 1 {
+                self.room.notify.notify_waiters();
             }
         }
+    }
+
+    /// The consumer finished the notification it had in hand.
+    fn handled(&self) {
+        self.ages.lock().in_hand = None;
     }
 }
 
@@ -151,7 +228,7 @@ pub(crate) fn listener<K: Send + Sync + 'static>(
     name: String,
     requested_resync_period: Duration,
     resync_period: Duration,
-    room: Arc<Notify>,
+    room: Arc<Room>,
     now: Instant,
 ) -> (Listener<K>, ListenerQueue<K>) {
     let (tx, rx) = mpsc::unbounded_channel();
@@ -166,6 +243,7 @@ pub(crate) fn listener<K: Send + Sync + 'static>(
         stop: CancellationToken::new(),
         finished: CancellationToken::new(),
         room,
+        ages: Mutex::default(),
     });
     let listener = Listener {
         id,
@@ -200,7 +278,7 @@ impl<K: Send + Sync + 'static> Listener<K> {
         self.shared.queued(initial);
         if self.tx.send(ev).is_err() {
             // The consumer is gone (a dropped stream): nothing will take it.
-            self.shared.taken(initial);
+            self.shared.taken(initial, false);
         }
     }
 
@@ -252,6 +330,7 @@ impl<K> ListenerQueue<K> {
         match self.unfinished.take() {
             None => false,
             Some(initial) => {
+                self.shared.handled();
                 // Counted even when a handler panicked on it, so a bad object cannot keep the
                 // listener from ever syncing (client-go would crash the process instead).
                 self.shared.handled.fetch_add(1, Ordering::AcqRel);
@@ -262,8 +341,10 @@ impl<K> ListenerQueue<K> {
 
     fn take(&mut self, ev: Event<K>) -> Taken<K> {
         let initial = ev.is_initial_add();
-        self.shared.taken(initial);
-        if self.shared.stop.is_cancelled() {
+        let stopped = self.shared.stop.is_cancelled();
+        let in_hand = !stopped && !matches!(ev, Event::Synced);
+        self.shared.taken(initial, in_hand);
+        if stopped {
             return Taken::End;
         }
         match ev {
@@ -326,9 +407,10 @@ impl<K> Drop for ListenerQueue<K> {
         self.shared.stop.cancel();
         self.rx.close();
         while let Ok(ev) = self.rx.try_recv() {
-            self.shared.taken(ev.is_initial_add());
+            self.shared.taken(ev.is_initial_add(), false);
         }
-        self.shared.room.notify_waiters();
+        self.shared.handled();
+        self.shared.room.notify.notify_waiters();
         self.shared.finished.cancel();
     }
 }
@@ -419,6 +501,12 @@ impl ResourceEventHandlerRegistration {
     /// Notifications queued for this handler and not yet taken.
     pub fn backlog(&self) -> usize {
         self.shared.backlog()
+    }
+    /// How long the oldest notification this handler has not yet handled has waited since the
+    /// informer queued it for this handler (the one the handler is running counts); `None` when
+    /// it has nothing to do. A figure that keeps growing means a stuck handler.
+    pub fn oldest_pending_age(&self) -> Option<Duration> {
+        self.shared.oldest_pending_age()
     }
     /// Notifications this handler has handled (for a stream: yielded, and the stream polled
     /// again).

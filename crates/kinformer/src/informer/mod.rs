@@ -20,9 +20,10 @@ pub use event::Event;
 pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
 pub use listener::MAX_LISTENER_BACKLOG;
 pub use listener::ResourceEventHandlerRegistration;
+pub use processor::HandlerStats;
 pub use queue::QueueMode;
 pub use shared_informer::{
-    HandlerOptions, InformerError, KindName, MAX_QUEUED_DELTAS, MINIMUM_RESYNC_PERIOD,
-    SharedIndexInformer, SharedIndexInformerBuilder,
+    ConsistencyError, ConsistencyReport, ConsistencyStats, HandlerOptions, InformerError, KindName,
+    MAX_QUEUED_DELTAS, MINIMUM_RESYNC_PERIOD, SharedIndexInformer, SharedIndexInformerBuilder,
 };
 pub use stream::EventStream;

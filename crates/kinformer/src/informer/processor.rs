@@ -5,20 +5,20 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use parking_lot::RwLock;
-use tokio::sync::Notify;
 use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
 
 use super::event::Event;
-use super::listener::Listener;
+use super::listener::{Listener, MAX_LISTENER_BACKLOG, Room};
 
 /// The listeners of one informer. Distribution never blocks: each listener queues; the
 /// process loop waits for room ([`Processor::wait_for_room`]) before it pops the next item.
 pub(crate) struct Processor<K> {
     inner: RwLock<Inner<K>>,
     tasks: TaskTracker,
-    /// Signalled when a listener's backlog falls to half the bound, or a listener goes away.
-    room: Arc<Notify>,
+    /// Signalled when a listener's backlog falls to the level waited for, or a listener goes
+    /// away.
+    room: Arc<Room>,
 }
 
 struct Inner<K> {
@@ -34,27 +34,55 @@ impl<K: Send + Sync + 'static> Processor<K> {
                 started: false,
             }),
             tasks: TaskTracker::new(),
-            room: Arc::new(Notify::new()),
+            room: Arc::default(),
         }
     }
 
-    /// Waits while any listener holds [`MAX_LISTENER_BACKLOG`](super::MAX_LISTENER_BACKLOG) or more undelivered live
-    /// events, until it is down to half (see the constant's docs). Cancel-safe.
-    pub(crate) async fn wait_for_room(&self) {
+    /// Waits until every listener has room for `need` more live notifications (`need` is
+    /// clamped to `1..=MAX_LISTENER_BACKLOG`), and returns the room the fullest listener has
+    /// left (at least `need`; [`MAX_LISTENER_BACKLOG`] without listeners). A listener without
+    /// room is waited for until it is down to half the bound (or less, if `need` asks for
+    /// more), so the processor does not wake for every notification handled. Cancel-safe.
+    pub(crate) async fn wait_for_room(&self, need: usize) -> usize {
+        let need = need.clamp(1, MAX_LISTENER_BACKLOG);
+        let wake_at = (MAX_LISTENER_BACKLOG - need).min(MAX_LISTENER_BACKLOG / 2);
         loop {
-            let mut notified = std::pin::pin!(self.room.notified());
+            let mut notified = std::pin::pin!(self.room.notify.notified());
             notified.as_mut().enable();
-            let full = self
-                .inner
-                .read()
-                .listeners
-                .iter()
-                .any(|l| l.shared.is_full());
-            if !full {
-                return;
+            let fullest = self.fullest();
+            if fullest + need <= MAX_LISTENER_BACKLOG {
+                return MAX_LISTENER_BACKLOG - fullest;
+            }
+            self.room.wake_at.store(wake_at, Ordering::Release);
+            // A listener may have crossed the level between the check and the store.
+            if self.fullest() <= wake_at {
+                continue;
             }
             notified.await;
         }
+    }
+
+    /// The largest live backlog of any listener.
+    fn fullest(&self) -> usize {
+        self.inner
+            .read()
+            .listeners
+            .iter()
+            .map(|l| l.shared.live())
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// The ids of the listeners registered now, for [`distribute_to`](Self::distribute_to),
+    /// and of those among them taking part in the current resync round.
+    pub(crate) fn recipients(&self, is_sync: bool) -> Vec<u64> {
+        self.inner
+            .read()
+            .listeners
+            .iter()
+            .filter(|l| !is_sync || l.syncing.load(Ordering::Acquire))
+            .map(|l| l.id)
+            .collect()
     }
 
     /// Adds a listener; starts its consumer at once if the processor runs. `prime` runs under
@@ -78,12 +106,13 @@ impl<K: Send + Sync + 'static> Processor<K> {
             inner.listeners.remove(pos)
         };
         stop_listener(&removed);
-        self.room.notify_waiters();
+        self.room.notify.notify_waiters();
         true
     }
 
-    /// The wake-up every listener of this processor signals when its backlog falls to half.
-    pub(crate) fn room(&self) -> Arc<Notify> {
+    /// The wake-up every listener of this processor signals when its backlog falls to the
+    /// level the processor waits for.
+    pub(crate) fn room(&self) -> Arc<Room> {
         self.room.clone()
     }
 
@@ -93,6 +122,18 @@ impl<K: Send + Sync + 'static> Processor<K> {
         let inner = self.inner.read();
         for l in &inner.listeners {
             if !is_sync || l.syncing.load(Ordering::Acquire) {
+                l.add(ev.clone());
+            }
+        }
+    }
+
+    /// Sends `ev` to the listeners among `recipients` still registered (a relist's or resync's
+    /// later chunks: only to those that were there when the cache changed), or, for an update
+    /// that changed nothing (`is_sync`), only to those among them in the current resync round.
+    pub(crate) fn distribute_to(&self, ev: &Event<K>, recipients: &[u64], is_sync: bool) {
+        let inner = self.inner.read();
+        for l in &inner.listeners {
+            if recipients.contains(&l.id) && (!is_sync || l.syncing.load(Ordering::Acquire)) {
                 l.add(ev.clone());
             }
         }
@@ -142,19 +183,31 @@ impl<K: Send + Sync + 'static> Processor<K> {
             stop_listener(l);
         }
         drop(listeners);
-        self.room.notify_waiters();
+        self.room.notify.notify_waiters();
         self.tasks.close();
         self.tasks.wait().await;
     }
 
     /// Each live listener's name and undelivered notifications (for metrics).
     pub(crate) fn backlogs(&self) -> Vec<(String, usize)> {
+        self.stats()
+            .into_iter()
+            .map(|s| (s.name, s.backlog))
+            .collect()
+    }
+
+    /// Each live listener's figures.
+    pub(crate) fn stats(&self) -> Vec<HandlerStats> {
         self.inner
             .read()
             .listeners
             .iter()
             .filter(|l| !l.shared.stop.is_cancelled())
-            .map(|l| (l.shared.name.clone(), l.shared.backlog()))
+            .map(|l| HandlerStats {
+                name: l.shared.name.clone(),
+                backlog: l.shared.backlog(),
+                oldest_pending_age: l.shared.oldest_pending_age(),
+            })
             .collect()
     }
 
@@ -162,6 +215,21 @@ impl<K: Send + Sync + 'static> Processor<K> {
     pub(crate) fn len(&self) -> usize {
         self.inner.read().listeners.len()
     }
+}
+
+/// One handler's (or stream's) figures, from
+/// [`SharedIndexInformer::handler_stats`](crate::SharedIndexInformer::handler_stats).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HandlerStats {
+    /// The handler's name.
+    pub name: String,
+    /// Notifications queued for it and not yet taken.
+    pub backlog: usize,
+    /// How long the oldest notification it has not yet handled has waited (see
+    /// [`ResourceEventHandlerRegistration::oldest_pending_age`](crate::informer::ResourceEventHandlerRegistration::oldest_pending_age));
+    /// `None` when it has nothing to do.
+    pub oldest_pending_age: Option<Duration>,
 }
 
 fn stop_listener<K: Send + Sync + 'static>(l: &Listener<K>) {

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::event::Event;
 use super::handler::ResourceEventHandler;
 use super::listener::{HandlerTask, ListenerQueue, ResourceEventHandlerRegistration, listener};
-use super::processor::{Processor, determine_resync_period};
+use super::processor::{HandlerStats, Processor, determine_resync_period};
 
 /// The informer's bound on its queue's backlog
 /// ([`DeltaFifoOptions::max_queued_deltas`](crate::queue::DeltaFifoOptions::max_queued_deltas)).
@@ -22,6 +22,7 @@ use super::processor::{Processor, determine_resync_period};
 /// a watch that stays unread for long, and the Reflector then watches again from its last
 /// resourceVersion, as after any closed watch.
 pub const MAX_QUEUED_DELTAS: usize = 1024;
+use self::deliver::Later;
 use super::lean_staging::LeanStaging;
 use super::queue::InformerQueue;
 use super::stream::EventStream;
@@ -37,10 +38,13 @@ use crate::wait::{SyncFlag, SyncSignal};
 use crate::{DeletedFinalStateUnknown, Object, ObjectOrTombstone};
 
 mod builder;
+mod consistency;
+mod deliver;
 mod options;
 mod process;
 
 pub use builder::{KindName, SharedIndexInformerBuilder};
+pub use consistency::{ConsistencyError, ConsistencyReport, ConsistencyStats};
 pub use options::{HandlerOptions, InformerError};
 
 /// client-go's `minimumResyncPeriod`: a handler may not ask to be resynced more often.
@@ -69,14 +73,16 @@ type InformerStore<K> = Arc<dyn ReflectorStore<K, Error = QueueError>>;
 ///   default; client-go 1.36): notifications come in the order the server sent the changes,
 ///   across objects; a deletion of an object never cached still reaches `on_delete`; a relist
 ///   is applied in one step, and its deletions (tombstones) are told before its updates and
-///   adds; changes are applied in batches of up to 1,000 distinct keys, each batch to the cache
-///   in one transaction before its notifications. With [`QueueMode::DeltaFifo`](super::QueueMode::DeltaFifo) (client-go
+///   adds; changes are applied in batches of up to 1,000 distinct keys (fewer when a listener
+///   has less room), each batch to the cache in one transaction before its notifications. With [`QueueMode::DeltaFifo`](super::QueueMode::DeltaFifo) (client-go
 ///   ≤ 1.35): each object's changes come together and in order, objects in the order of their
 ///   first queued change; a deletion of an object never cached is dropped; a relist's deletions
 ///   come after its updates and adds.
 /// - Each handler (and each [`EventStream`]) gets its notifications one at a time, in order,
 ///   on its own listener: a slow handler delays only itself, until it is
-///   [`MAX_LISTENER_BACKLOG`](super::MAX_LISTENER_BACKLOG) live notifications behind. Then the
+///   [`MAX_LISTENER_BACKLOG`](super::MAX_LISTENER_BACKLOG) live notifications behind, which it
+///   never exceeds (the informer takes from its queue only what the fullest listener has room
+///   for; a relist's notifications are queued chunk by chunk as room frees up). Then the
 ///   informer stops taking from its queue (and the Reflector, once the queue holds
 ///   [`MAX_QUEUED_DELTAS`], stops reading the watch) until that listener is down to half.
 ///   Nothing is dropped, merged or reordered. Initial-list adds do not count toward the bound.
@@ -132,6 +138,8 @@ struct Inner<K: Object> {
     next_listener_id: AtomicU64,
     /// Everything the informer was configured with; fixed once built.
     config: InformerConfig<K>,
+    /// The consistency checks run so far.
+    consistency: Mutex<ConsistencyStats>,
 }
 
 struct State<K: Object> {
@@ -207,6 +215,7 @@ impl<K: Object> SharedIndexInformer<K> {
                 synced_signal,
                 next_listener_id: AtomicU64::new(1),
                 config,
+                consistency: Mutex::default(),
                 name,
             }),
         }
@@ -471,6 +480,22 @@ impl<K: Object> SharedIndexInformer<K> {
             .unwrap_or_default()
     }
 
+    /// How long since the informer's watch last delivered an event or a bookmark, or since its
+    /// last successful list if that was later; `None` before the first list. On a real API
+    /// server a healthy watch gets a bookmark about every minute even when nothing changes, so
+    /// a figure that keeps growing well past that means a watch that stopped delivering.
+    pub fn since_last_watch_activity(&self) -> Option<Duration> {
+        let reflector = self.inner.state.lock().reflector.clone();
+        reflector?.since_last_watch_activity()
+    }
+
+    /// How long since the informer's last successful list (or streaming list); `None` before
+    /// the first.
+    pub fn since_last_list(&self) -> Option<Duration> {
+        let reflector = self.inner.state.lock().reflector.clone();
+        reflector?.since_last_list()
+    }
+
     /// Whether `run` was called.
     pub fn has_started(&self) -> bool {
         self.inner.state.lock().started
@@ -495,6 +520,12 @@ impl<K: Object> SharedIndexInformer<K> {
     /// handled.
     pub fn handler_backlogs(&self) -> Vec<(String, usize)> {
         self.inner.processor.backlogs()
+    }
+
+    /// Each handler's (and stream's) figures: name, backlog, and how long the oldest
+    /// notification it has not yet handled has waited (a stuck handler's keeps growing).
+    pub fn handler_stats(&self) -> Vec<HandlerStats> {
+        self.inner.processor.stats()
     }
 
     /// How many lists (streaming lists included) and watches the informer's reflector has

@@ -1,6 +1,8 @@
 //! Informer figures, read at scrape time from the informers' public accessors.
 
 use std::fmt;
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
 
 use parking_lot::Mutex;
 use prometheus_client::collector::Collector;
@@ -8,6 +10,9 @@ use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetri
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+
+/// A gauge of seconds (a float).
+type Seconds = Gauge<f64, AtomicU64>;
 
 /// What the collector reads from one informer (implemented for `SharedIndexInformer`).
 pub trait InformerProbe: Send + Sync + 'static {
@@ -23,6 +28,24 @@ pub trait InformerProbe: Send + Sync + 'static {
     fn last_resource_version(&self) -> i64;
     /// Lists (streaming lists included) and watches started.
     fn list_watch_counts(&self) -> (u64, u64);
+    /// Each handler's name and the age of its oldest notification not yet handled (`None`:
+    /// nothing to do). Default: none known.
+    fn handler_oldest_pending(&self) -> Vec<(String, Option<Duration>)> {
+        Vec::new()
+    }
+    /// Time since the last watch event or bookmark (or the last list, if later). Default:
+    /// unknown.
+    fn since_last_watch_activity(&self) -> Option<Duration> {
+        None
+    }
+    /// Time since the last successful list. Default: unknown.
+    fn since_last_list(&self) -> Option<Duration> {
+        None
+    }
+    /// The consistency checks run. Default: none.
+    fn consistency_stats(&self) -> crate::informer::ConsistencyStats {
+        crate::informer::ConsistencyStats::default()
+    }
 }
 
 impl<K: crate::Object> InformerProbe for crate::SharedIndexInformer<K> {
@@ -41,6 +64,21 @@ impl<K: crate::Object> InformerProbe for crate::SharedIndexInformer<K> {
     fn list_watch_counts(&self) -> (u64, u64) {
         crate::SharedIndexInformer::list_watch_counts(self)
     }
+    fn handler_oldest_pending(&self) -> Vec<(String, Option<Duration>)> {
+        self.handler_stats()
+            .into_iter()
+            .map(|s| (s.name, s.oldest_pending_age))
+            .collect()
+    }
+    fn since_last_watch_activity(&self) -> Option<Duration> {
+        crate::SharedIndexInformer::since_last_watch_activity(self)
+    }
+    fn since_last_list(&self) -> Option<Duration> {
+        crate::SharedIndexInformer::since_last_list(self)
+    }
+    fn consistency_stats(&self) -> crate::informer::ConsistencyStats {
+        crate::SharedIndexInformer::consistency_stats(self)
+    }
     fn last_resource_version(&self) -> i64 {
         let rv = self.last_sync_resource_version();
         let digits = &rv[rv.len().saturating_sub(15)..];
@@ -57,6 +95,12 @@ struct InformerLabels {
 struct HandlerLabels {
     name: String,
     handler: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CheckLabels {
+    name: String,
+    result: String,
 }
 
 #[derive(Default)]
@@ -108,6 +152,11 @@ impl Collector for InformerCollector {
         let relists = Family::<InformerLabels, Counter>::default();
         let watches = Family::<InformerLabels, Counter>::default();
         let restarts = Family::<InformerLabels, Counter>::default();
+        let oldest = Family::<HandlerLabels, Seconds>::default();
+        let since_watch = Family::<InformerLabels, Seconds>::default();
+        let since_list = Family::<InformerLabels, Seconds>::default();
+        let checks = Family::<CheckLabels, Counter>::default();
+        let divergent = Family::<InformerLabels, Gauge>::default();
         for p in self.probes.lock().iter() {
             let l = InformerLabels {
                 name: p.probe_name(),
@@ -128,6 +177,37 @@ impl Collector for InformerCollector {
                         handler,
                     })
                     .set(n(b));
+            }
+            for (handler, age) in p.handler_oldest_pending() {
+                oldest
+                    .get_or_create(&HandlerLabels {
+                        name: l.name.clone(),
+                        handler,
+                    })
+                    .set(age.unwrap_or_default().as_secs_f64());
+            }
+            if let Some(d) = p.since_last_watch_activity() {
+                since_watch.get_or_create(&l).set(d.as_secs_f64());
+            }
+            if let Some(d) = p.since_last_list() {
+                since_list.get_or_create(&l).set(d.as_secs_f64());
+            }
+            let stats = p.consistency_stats();
+            for (result, count) in [
+                ("consistent", stats.consistent),
+                ("divergent", stats.divergent),
+                ("skipped", stats.skipped),
+                ("failed", stats.failed),
+            ] {
+                checks
+                    .get_or_create(&CheckLabels {
+                        name: l.name.clone(),
+                        result: result.to_owned(),
+                    })
+                    .inc_by(count);
+            }
+            if let Some(last) = &stats.last {
+                divergent.get_or_create(&l).set(n(last.divergent()));
             }
         }
         emit(
@@ -177,6 +257,36 @@ impl Collector for InformerCollector {
             "informer_watch_restarts",
             "Watches started after the first",
             restarts,
+        )?;
+        emit(
+            &mut encoder,
+            "informer_handler_oldest_pending_seconds",
+            "Age of the oldest notification a handler has not yet handled (0: none)",
+            oldest,
+        )?;
+        emit(
+            &mut encoder,
+            "informer_seconds_since_watch_activity",
+            "Seconds since the last watch event or bookmark (or the last list, if later)",
+            since_watch,
+        )?;
+        emit(
+            &mut encoder,
+            "informer_seconds_since_list",
+            "Seconds since the last successful list",
+            since_list,
+        )?;
+        emit(
+            &mut encoder,
+            "informer_consistency_checks",
+            "Consistency checks of the cache against the server, by result",
+            checks,
+        )?;
+        emit(
+            &mut encoder,
+            "informer_consistency_divergent_objects",
+            "Objects that differed from the server in the last consistency check that compared",
+            divergent,
         )
     }
 }

@@ -2,6 +2,23 @@
 //! metrics, controller-runtime's reconcile metrics and informer figures, in one [`Metrics`]
 //! handle registered into your [`Registry`].
 //!
+//! The informer families ([`Metrics::watch_informer`]), read at every scrape; each is labelled
+//! `name` (the informer), and the handler families also `handler`:
+//!
+//! | family | type | what |
+//! |---|---|---|
+//! | `informer_objects_cached` | gauge | objects in the cache |
+//! | `informer_queued_items` | gauge | deltas queued between the reflector and the cache |
+//! | `informer_store_resource_version` | gauge | the last resourceVersion synced (last 15 digits) |
+//! | `informer_handler_backlog` | gauge | notifications queued for a handler, not yet taken |
+//! | `informer_handler_oldest_pending_seconds` | gauge | how long the oldest notification a handler has not yet handled has waited (0: none); growing: a stuck handler |
+//! | `informer_seconds_since_watch_activity` | gauge | since the last watch event or bookmark (or list, if later); growing well past a minute: a silent watch |
+//! | `informer_seconds_since_list` | gauge | since the last successful list |
+//! | `informer_lists_total`, `informer_relists_total` | counter | lists started; those after the first |
+//! | `informer_watches_total`, `informer_watch_restarts_total` | counter | watches started; those after the first |
+//! | `informer_consistency_checks_total` | counter | consistency checks by `result`: `consistent`, `divergent`, `skipped`, `failed` |
+//! | `informer_consistency_divergent_objects` | gauge | objects that differed in the last check that compared |
+//!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
 //! use kinformer::metrics::Metrics;
@@ -50,7 +67,8 @@ impl Metrics {
     }
 
     /// Reports an informer's figures at every scrape (objects cached, queued deltas, last
-    /// resource version, handlers and their backlogs).
+    /// resource version, handlers with their backlogs and oldest waiting notifications, the
+    /// time since the last watch activity and list, consistency checks; see the module docs).
     pub fn watch_informer<K: crate::Object>(&self, informer: &crate::SharedIndexInformer<K>) {
         self.informers.add(Box::new(informer.clone()));
     }

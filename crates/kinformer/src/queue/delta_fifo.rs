@@ -290,6 +290,46 @@ impl<K: Object> DeltaFifo<K> {
         Ok(process(deltas, initial))
     }
 
+    /// Like [`pop`](Self::pop), but takes the next object's deltas only when there are at
+    /// most `max_deltas` of them; otherwise removes nothing and returns `Ok(Err(n))`, `n` their
+    /// number (for a consumer that must make room for them first).
+    ///
+    /// # Errors
+    /// [`QueueError::Closed`] when the queue is closed and empty.
+    pub(crate) async fn pop_within<R>(
+        &self,
+        max_deltas: usize,
+        process: impl FnOnce(Deltas<K>, bool) -> R,
+    ) -> Result<Result<R, usize>, QueueError> {
+        let popped = wait_until(&self.notify, || {
+            let mut inner = self.inner.lock();
+            let front = inner
+                .queue
+                .front()
+                .and_then(|k| inner.items.get(k))
+                .map(|d| d.len());
+            if let Some(n) = front.filter(|n| *n > max_deltas) {
+                return Some(Ok(Err(n)));
+            }
+            match inner.take_next() {
+                Some((deltas, initial)) => Some(Ok(Ok((inner, deltas, initial)))),
+                None if inner.closed => Some(Err(QueueError::Closed)),
+                None => None,
+            }
+        })
+        .await;
+        let (mut inner, deltas, initial) = match popped? {
+            Ok(taken) => taken,
+            Err(n) => return Ok(Err(n)),
+        };
+        if !inner.queue.is_empty() {
+            self.notify.notify_one();
+        }
+        self.room.popped(inner.delta_count);
+        let _publish = CheckOnDrop(&mut inner.sync);
+        Ok(Ok(process(deltas, initial)))
+    }
+
     /// The queued keys, in pop order.
     pub fn list_keys(&self) -> Vec<String> {
         self.inner.lock().queue.iter().cloned().collect()

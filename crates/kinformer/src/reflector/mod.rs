@@ -78,5 +78,6 @@ pub use lister_watcher::{
 };
 pub use options::{ListOptions, ResourceVersionMatch};
 pub use pager::{DEFAULT_PAGE_SIZE, FullList, list_all};
+pub(crate) use pager::{ListSink, list_pages};
 pub use reflector_error::ReflectorError;
 pub use run::Reflector;

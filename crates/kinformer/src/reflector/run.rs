@@ -23,6 +23,11 @@ pub(crate) struct SyncState {
     pub(crate) resource_version_unavailable: bool,
     /// The first list (at `"0"`) came back paginated: the watch cache is off, keep paginating.
     pub(crate) paginated_result: bool,
+    /// When the last watch event or bookmark arrived, or the last list succeeded (the watch
+    /// goes on from it), whichever is later.
+    pub(crate) last_watch_activity: Option<Instant>,
+    /// When the last list (or streaming list) succeeded.
+    pub(crate) last_list: Option<Instant>,
 }
 
 /// Keeps a store in sync with the API server: lists, then watches, forever (client-go's
@@ -130,6 +135,30 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
     /// (`""` before the first list).
     pub fn last_sync_resource_version(&self) -> String {
         self.state.lock().last_sync_resource_version.clone()
+    }
+
+    /// How long since the last watch event or bookmark arrived, or since the last successful
+    /// list if that was later (the watch carries on from it); `None` before the first list.
+    /// A healthy watch on a real API server gets a bookmark about every minute even when
+    /// nothing changes, so a figure that keeps growing well past that means a watch that
+    /// stopped delivering.
+    pub fn since_last_watch_activity(&self) -> Option<Duration> {
+        let at = self.state.lock().last_watch_activity?;
+        Some(Instant::now().saturating_duration_since(at))
+    }
+
+    /// How long since the last list (or streaming list) succeeded; `None` before the first.
+    pub fn since_last_list(&self) -> Option<Duration> {
+        let at = self.state.lock().last_list?;
+        Some(Instant::now().saturating_duration_since(at))
+    }
+
+    /// A list (or streaming list) succeeded now.
+    pub(crate) fn listed_now(&self) {
+        let now = Instant::now();
+        let mut s = self.state.lock();
+        s.last_list = Some(now);
+        s.last_watch_activity = Some(now);
     }
 
     pub(crate) fn set_last_sync_resource_version(&self, rv: &str) {
@@ -303,6 +332,7 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
             .replace_end(list.resource_version.clone())
             .map_err(store_error)?;
         self.set_last_sync_resource_version(&list.resource_version);
+        self.listed_now();
         Ok(())
     }
 }

@@ -298,6 +298,7 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
             if !rv.is_empty() {
                 on_rv(&rv, besides_added);
             }
+            self.state.lock().last_watch_activity = Some(Instant::now());
             count += 1;
             if ctx.exit_on_initial_events_end && initial_events_end {
                 tracing::debug!(reflector = %self.name, items = count, elapsed = ?ctx.start.elapsed(),

@@ -100,6 +100,7 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
                         .replace_end(bookmark_rv.clone())
                         .map_err(store_error)?;
                     self.set_last_sync_resource_version(&bookmark_rv);
+                    self.listed_now();
                     return Ok(Some(stream));
                 }
                 WatchEnd::Closed => {

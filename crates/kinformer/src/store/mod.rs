@@ -32,5 +32,5 @@ pub use lean::CacheMode;
 pub use lister::{Lister, NamespaceLister};
 pub use observed::CacheWaitError;
 pub use reflector_store::{ReflectorStore, ReplaceOnce, ReplaceStore};
-pub(crate) use staged::StagedReplace;
+pub(crate) use staged::{StagedOutcome, StagedReplace};
 pub use transaction::{ReplaceOutcome, Transaction, TransactionError, TransactionOutcome};

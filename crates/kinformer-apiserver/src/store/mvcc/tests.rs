@@ -178,3 +178,36 @@ fn events_after_truncates_and_resumes() {
     );
     assert_eq!(next, 6);
 }
+
+/// `lose` removes an object without a revision or an event: the current and exact past lists
+/// after its last write lack it, the history does not mention it, and the revision is unchanged.
+#[test]
+fn a_lost_object_vanishes_without_an_event() {
+    let s = Store::new(HistoryConfig::default());
+    put(&s, "a", 1); // 2
+    put(&s, "b", 1); // 3
+    put(&s, "c", 1); // 4
+    let history = s.history_len();
+    assert!(s.lose("pods", "ns/b"));
+    assert!(!s.lose("pods", "ns/b"), "already gone");
+    assert_eq!(s.revision(), 4, "no revision taken");
+    assert_eq!(s.history_len(), history, "no event recorded");
+    let names = |at| {
+        let (_, objs) = s.list("pods", at, "", "").unwrap();
+        objs.iter().map(|o| o.name.clone()).collect::<Vec<_>>()
+    };
+    assert_eq!(names(None), ["a", "c"]);
+    assert_eq!(
+        names(Some(4)),
+        ["a", "c"],
+        "an exact list at 4 shows the loss"
+    );
+    assert_eq!(
+        names(Some(3)),
+        ["a"],
+        "c's creation is undone; b stays lost"
+    );
+    let (events, _) = s.events_after(3, 100).unwrap();
+    assert_eq!(events.len(), 1, "only c's creation after revision 3");
+    assert!(s.get("pods", "ns/b").is_none());
+}

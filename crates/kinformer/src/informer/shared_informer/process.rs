@@ -82,22 +82,41 @@ impl<K: Object> SharedIndexInformer<K> {
                 }
             }
         });
+        if let Some(interval) = inner.config.consistency_check {
+            tasks.spawn({
+                let this = self.clone();
+                let stop = stop.clone();
+                async move {
+                    loop {
+                        tokio::select! {
+                            _ = stop.cancelled() => break,
+                            () = tokio::time::sleep(interval) => {}
+                        }
+                        tokio::select! {
+                            _ = stop.cancelled() => break,
+                            _ = this.check_consistency() => {}
+                        }
+                    }
+                }
+            });
+        }
         tasks.close();
 
         loop {
             let popped = tokio::select! {
                 biased;
                 _ = stop.cancelled() => break,
-                r = async {
-                    inner.processor.wait_for_room().await;
-                    match &*fifo {
-                        InformerQueue::Real(q) => q.pop_batch(DEFAULT_BATCH_SIZE, |popped, initial| self.handle_popped(popped, initial, staging.as_deref())).await,
-                        InformerQueue::Delta(q) => q.pop(|deltas, initial| self.handle_deltas(deltas, initial)).await,
-                    }
-                } => r,
+                r = self.pop_within_room(&fifo, staging.as_deref()) => r,
             };
             match popped {
-                Ok(()) => {}
+                Ok(Some(later)) => {
+                    tokio::select! {
+                        biased;
+                        _ = stop.cancelled() => break,
+                        () = self.notify_later(later) => {}
+                    }
+                }
+                Ok(None) => {}
                 Err(QueueError::Closed) => break,
                 Err(e) => tracing::error!(informer = %inner.name, error = %e, "pop failed"),
             }
@@ -174,7 +193,7 @@ impl<K: Object> SharedIndexInformer<K> {
         popped: Popped<K>,
         is_in_initial_list: bool,
         staging: Option<&LeanStaging<K, Arc<InformerQueue<K>>>>,
-    ) {
+    ) -> Option<Later<K>> {
         let inner = &self.inner;
         let _deltas = inner.block_deltas.lock();
         if !is_in_initial_list {
@@ -227,53 +246,56 @@ impl<K: Object> SharedIndexInformer<K> {
                             Ok(()) => Some(stage),
                             Err(e) => {
                                 tracing::error!(informer = %inner.name, error = %e, "relist not applied to the cache");
-                                return;
+                                return None;
                             }
                         }
                     }
                 };
-                self.apply_relist(staged, &all.resource_version, is_in_initial_list);
+                return self.apply_relist(staged, &all.resource_version, is_in_initial_list);
             }
             Popped::SyncAll => {
-                // one object at a time (a lean cache decodes each), not the whole cache at once
-                for key in inner.indexer.list_keys() {
-                    let Some(obj) = inner.indexer.get_by_key(&key) else {
-                        continue;
-                    };
-                    inner.processor.distribute(
-                        &Event::Update {
-                            old: obj.clone(),
-                            new: obj,
-                        },
-                        true,
-                    );
-                }
+                // Told later, a chunk at a time, to the listeners in this resync round.
+                return Some(Later::Resync {
+                    keys: inner.indexer.list_keys(),
+                    recipients: inner.processor.recipients(true),
+                });
             }
             Popped::Bookmark { resource_version } => inner.indexer.bookmark(&resource_version),
         }
+        None
     }
 
     /// A relist (client-go 1.36's atomic `ReplacedAll`): installs it in one swap, then tells
     /// the handlers its deletions (tombstones, sorted by key) before its updates and adds, in
     /// list order. A lean cache's objects are decoded a chunk at a time, never all at once.
+    ///
+    /// The initial list's adds (which do not count toward the backlog bound) are told at once;
+    /// a later relist's notifications are returned, to be told chunk by chunk as the
+    /// listeners have room ([`notify_later`](Self::notify_later)).
     pub(super) fn apply_relist(
         &self,
         staged: Option<StagedReplace<K>>,
         resource_version: &str,
         is_in_initial_list: bool,
-    ) {
+    ) -> Option<Later<K>> {
         let inner = &self.inner;
         let Some(staged) = staged else {
             tracing::error!(informer = %inner.name, "a relist was popped without its staged objects; skipped");
-            return;
+            return None;
         };
         let outcome = match inner.indexer.install_staged(staged, resource_version) {
             Ok(outcome) => outcome,
             Err(e) => {
                 tracing::error!(informer = %inner.name, error = %e, "relist not applied to the cache");
-                return;
+                return None;
             }
         };
+        if !is_in_initial_list {
+            return Some(Later::Relist {
+                outcome,
+                recipients: inner.processor.recipients(false),
+            });
+        }
         for (key, stored) in outcome.removed() {
             let tombstone = DeletedFinalStateUnknown {
                 key: key.to_string(),
@@ -290,6 +312,7 @@ impl<K: Object> SharedIndexInformer<K> {
                 self.notify_upsert(old, obj, is_in_initial_list);
             }
         }
+        None
     }
 
     /// client-go's `processDeltas`: apply one key's deltas to the cache, then notify.
