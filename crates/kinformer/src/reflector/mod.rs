@@ -57,6 +57,7 @@ mod lister_watcher;
 mod options;
 mod pager;
 mod reflector_error;
+mod resume;
 mod run;
 mod scoped;
 mod sharded;
@@ -80,3 +81,5 @@ pub use options::{ListOptions, ResourceVersionMatch};
 pub use pager::{DEFAULT_PAGE_SIZE, FullList, list_all};
 pub use reflector_error::ReflectorError;
 pub use run::Reflector;
+
+pub(crate) use resume::{ResumeEvent, ResumeHook};
