@@ -38,6 +38,7 @@ use crate::{DeletedFinalStateUnknown, Object, ObjectOrTombstone};
 mod builder;
 mod options;
 mod process;
+mod snapshot;
 
 pub use builder::{KindName, SharedIndexInformerBuilder};
 pub use options::{HandlerOptions, InformerError};
@@ -131,6 +132,8 @@ struct Inner<K: Object> {
     next_listener_id: AtomicU64,
     /// Everything the informer was configured with; fixed once built.
     config: InformerConfig<K>,
+    /// Warm restart and seeding.
+    snap: snapshot::SnapState<K>,
 }
 
 struct State<K: Object> {
@@ -177,6 +180,7 @@ impl<K: Object> SharedIndexInformer<K> {
             config: InformerConfig::default(),
             indexers: Indexers::default(),
             name: builder::KindName,
+            type_identity: None,
         }
     }
 
@@ -185,6 +189,7 @@ impl<K: Object> SharedIndexInformer<K> {
         lister_watcher: Arc<dyn ListerWatcher<K>>,
         indexer: Indexer<K>,
         config: InformerConfig<K>,
+        snap: snapshot::SnapState<K>,
     ) -> Self {
         let (synced_flag, synced_signal) = SyncSignal::new(format!("informer {name}"));
         Self {
@@ -206,6 +211,7 @@ impl<K: Object> SharedIndexInformer<K> {
                 synced_signal,
                 next_listener_id: AtomicU64::new(1),
                 config,
+                snap,
                 name,
             }),
         }

@@ -59,7 +59,8 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
         &self,
         cancel: &CancellationToken,
     ) -> Result<bool, ReflectorError> {
-        let (resource_version, verify) = match std::mem::take(&mut *self.resume.lock()) {
+        let planned = std::mem::take(&mut *self.resume.lock());
+        let (resource_version, verify) = match planned {
             ResumeState::Planned {
                 resource_version,
                 verify,
@@ -113,7 +114,8 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
         self.set_last_sync_resource_version(&resource_version);
         *self.resume.lock() = ResumeState::Watching { established: false };
         let result = self.watch_with_resync(None, cancel).await;
-        if matches!(*self.resume.lock(), ResumeState::Watching { .. }) {
+        let unconfirmed = matches!(*self.resume.lock(), ResumeState::Watching { .. });
+        if unconfirmed {
             // ended before its first event: the version is suspect, list consistently
             *self.resume.lock() = ResumeState::Off;
             if let Err(e) = &result {

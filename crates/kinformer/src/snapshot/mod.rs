@@ -158,6 +158,20 @@ impl SnapshotOptions {
     }
 }
 
+/// A snapshot written by [`SharedIndexInformer::write_snapshot`](crate::SharedIndexInformer::write_snapshot).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SnapshotWritten {
+    /// The file.
+    pub path: PathBuf,
+    /// The cache's resourceVersion it records.
+    pub resource_version: String,
+    /// How many objects it holds.
+    pub objects: usize,
+    /// Its size in bytes.
+    pub bytes: u64,
+}
+
 /// What an informer started from ([`SharedIndexInformer::snapshot_status`](crate::SharedIndexInformer::snapshot_status)).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]

@@ -13,6 +13,7 @@ mod key_lister_getter;
 mod lean;
 mod lister;
 mod reflector_store;
+mod snapshot;
 mod staged;
 mod transaction;
 
