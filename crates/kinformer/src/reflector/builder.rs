@@ -89,8 +89,8 @@ pub struct ReflectorBuilder<K, S> {
     store: S,
     should_resync: Option<ShouldResyncFn>,
     config: InformerConfig<K>,
-    resume: super::resume::ResumeState,
-    on_resume: Option<super::resume::ResumeHook>,
+    resume: super::hooks::ResumeState,
+    on_resume: Option<super::hooks::ResumeHook>,
     consistent_first_list: bool,
 }
 
@@ -124,7 +124,7 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
             store,
             should_resync: None,
             config: InformerConfig::default(),
-            resume: super::resume::ResumeState::Off,
+            resume: super::hooks::ResumeState::Off,
             on_resume: None,
             consistent_first_list: false,
         }
@@ -159,9 +159,9 @@ impl<K: Object, S: ReflectorStore<K>> ReflectorBuilder<K, S> {
         mut self,
         resource_version: String,
         verify: bool,
-        hook: super::resume::ResumeHook,
+        hook: super::hooks::ResumeHook,
     ) -> Self {
-        self.resume = super::resume::ResumeState::Planned {
+        self.resume = super::hooks::ResumeState::Planned {
             resource_version,
             verify,
         };

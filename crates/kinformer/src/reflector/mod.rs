@@ -82,4 +82,4 @@ pub use pager::{DEFAULT_PAGE_SIZE, FullList, list_all};
 pub use reflector_error::ReflectorError;
 pub use run::Reflector;
 
-pub(crate) use resume::{ResumeEvent, ResumeHook};
+pub(crate) use hooks::{ResumeEvent, ResumeHook};

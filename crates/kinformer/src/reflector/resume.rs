@@ -1,49 +1,15 @@
 //! Resuming from a snapshot's resourceVersion: check it, then watch from it instead of
 //! listing (see [`crate::snapshot`]).
 
-use std::sync::Arc;
-
 use tokio_util::sync::CancellationToken;
 
+use super::hooks::{ResumeEvent, ResumeState};
 use super::lister_watcher::ListerWatcherExt;
 use super::options::{ListOptions, ResourceVersionMatch};
 use super::reflector_error::ReflectorError;
 use super::run::Reflector;
 use crate::object::Object;
 use crate::store::ReflectorStore;
-
-/// What a resuming Reflector tells the informer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum ResumeEvent {
-    /// The watch from the snapshot's resourceVersion is established (its response received).
-    Established,
-    /// The resumed watch delivered its first event or bookmark: the server had the version.
-    Confirmed,
-    /// The server no longer has the version (410 Gone, too old): a consistent list follows.
-    Expired(String),
-    /// The version is ahead of the server's: a consistent list follows.
-    TooLarge(String),
-    /// The resume failed otherwise before it was confirmed: a consistent list follows.
-    Failed(String),
-}
-
-/// Called with each [`ResumeEvent`].
-pub(crate) type ResumeHook = Arc<dyn Fn(ResumeEvent) + Send + Sync>;
-
-/// Where a resume stands.
-#[derive(Debug, Default)]
-pub(crate) enum ResumeState {
-    /// Not resuming (or done).
-    #[default]
-    Off,
-    /// The first cycle resumes from this resourceVersion.
-    Planned {
-        resource_version: String,
-        verify: bool,
-    },
-    /// Watching from the snapshot's version, not yet confirmed.
-    Watching { established: bool },
-}
 
 impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
     fn tell(&self, event: ResumeEvent) {

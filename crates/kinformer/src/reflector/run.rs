@@ -106,8 +106,8 @@ pub struct Reflector<K, S> {
     pub(crate) lists: std::sync::atomic::AtomicU64,
     pub(crate) watches: std::sync::atomic::AtomicU64,
     /// A resume from a snapshot's resourceVersion, planned or under way.
-    pub(crate) resume: Mutex<super::resume::ResumeState>,
-    pub(crate) on_resume: Option<super::resume::ResumeHook>,
+    pub(crate) resume: Mutex<super::hooks::ResumeState>,
+    pub(crate) on_resume: Option<super::hooks::ResumeHook>,
 }
 
 impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {

@@ -18,9 +18,13 @@ pub(crate) struct CacheView<K> {
     pub(crate) dict: Option<Vec<u8>>,
 }
 
+/// One object of a [`CacheView`]: its key and its decoded object (full mode) or encoded bytes
+/// (lean mode).
+pub(crate) type ViewEntry<K> = (Arc<str>, Result<Arc<K>, Arc<[u8]>>);
+
 impl<K> CacheView<K> {
     /// Each entry's decoded object (full mode) or encoded bytes (lean mode), by key.
-    pub(crate) fn into_parts(self) -> Vec<(Arc<str>, Result<Arc<K>, Arc<[u8]>>)> {
+    pub(crate) fn into_parts(self) -> Vec<ViewEntry<K>> {
         self.entries
             .into_iter()
             .map(|(key, stored)| {

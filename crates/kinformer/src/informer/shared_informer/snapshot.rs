@@ -197,7 +197,7 @@ impl<K: Object> SharedIndexInformer<K> {
                 Ok(None) => {}
                 Err(reason) => {
                     tracing::warn!(informer = %inner.name, %reason, "snapshot refused; starting cold");
-                    self.set_status(SnapshotStatus::Refused { reason });
+                    self.set_status(SnapshotStatus::Refused { reason: *reason });
                 }
             }
         }
@@ -240,18 +240,39 @@ impl<K: Object> SharedIndexInformer<K> {
     async fn prepare_snapshot(
         self,
         options: SnapshotOptions,
-    ) -> Result<Option<Prepared<K>>, SnapshotRefusal> {
+    ) -> Result<Option<Prepared<K>>, Box<SnapshotRefusal>> {
         let Some(expected_type) = self.inner.snap.identity.clone() else {
-            return Err(SnapshotRefusal::NoTypeIdentity);
+            return Err(Box::new(SnapshotRefusal::NoTypeIdentity));
         };
         let Some(path) = self.snapshot_path() else {
             return Ok(None);
         };
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
+            this.check_and_stage(&path, &options, expected_type)
+                .map_err(Box::new)
+        })
+        .await
+        .map_err(|e| {
+            Box::new(SnapshotRefusal::Unreadable(format!(
+                "the reading thread failed: {e}"
+            )))
+        })?
+    }
+
+    /// Reads the snapshot at `path`, checks it against this informer, stages its objects.
+    #[allow(clippy::result_large_err)] // boxed by the caller
+    fn check_and_stage(
+        &self,
+        path: &std::path::Path,
+        options: &SnapshotOptions,
+        expected_type: TypeIdentity,
+    ) -> Result<Option<Prepared<K>>, SnapshotRefusal> {
+        let this = self;
+        {
             let unreadable = |e: SnapshotError| SnapshotRefusal::Unreadable(e.to_string());
             let Some((header, body)) =
-                read_whole(&path, options.max_file_bytes).map_err(unreadable)?
+                read_whole(path, options.max_file_bytes).map_err(unreadable)?
             else {
                 return Ok(None);
             };
@@ -260,7 +281,7 @@ impl<K: Object> SharedIndexInformer<K> {
             if header.cluster_id != options.cluster_id {
                 return Err(SnapshotRefusal::OtherCluster {
                     snapshot: header.cluster_id,
-                    expected: options.cluster_id,
+                    expected: options.cluster_id.clone(),
                 });
             }
             if header.type_identity != expected_type {
@@ -316,9 +337,7 @@ impl<K: Object> SharedIndexInformer<K> {
                 resource_version: Some(header.resource_version),
                 objects,
             }))
-        })
-        .await
-        .map_err(|e| SnapshotRefusal::Unreadable(format!("the reading thread failed: {e}")))?
+        }
     }
 
     /// Installs a prepared snapshot or seed in the cache and tells every handler its objects
