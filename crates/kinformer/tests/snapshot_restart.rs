@@ -300,7 +300,11 @@ async fn restart_within_the_watch_window_watches_without_listing() {
 /// snapshot's object as old, each exactly once; unchanged objects are not re-delivered.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restart_past_compaction_lists_once_and_diffs() {
-    for mode in [QueueMode::RealFifo, QueueMode::DeltaFifo] {
+    for (mode, cache) in [
+        (QueueMode::RealFifo, CacheMode::Full),
+        (QueueMode::DeltaFifo, CacheMode::Full),
+        (QueueMode::RealFifo, CacheMode::Lean),
+    ] {
         let server = server().await;
         let api: Api<ConfigMap> = Api::namespaced(server.client(), "default");
         for n in ["a", "b", "c"] {
@@ -309,6 +313,7 @@ async fn restart_past_compaction_lists_once_and_diffs() {
         let dir = temp_dir("compaction");
         let config = InformerConfig::default()
             .queue_mode(mode)
+            .cache_mode(cache)
             .initial_list(InitialListMode::ListThenWatch)
             .snapshot(options(&server, &dir).await);
         run_once(&server, config.clone(), None, &Log::default(), |_| async {}).await;

@@ -98,6 +98,12 @@ pub struct SnapshotOptions {
     pub interval: Duration,
     /// Whether the cache is written when [`run`](crate::SharedIndexInformer::run) returns
     /// after a cancel (if it had synced). Default `true`.
+    ///
+    /// A [`QueueMode::DeltaFifo`](crate::informer::QueueMode::DeltaFifo) informer writes only
+    /// while its queue is empty (its cache is a consistent state of the server only then; a
+    /// write meanwhile is [`SnapshotError::Busy`] and the periodic one tries again at the next
+    /// interval), so its shutdown write is skipped when deltas were still queued. The default
+    /// queue's cache is always a consistent prefix of the server's changes.
     pub write_on_shutdown: bool,
     /// Whether a snapshot is loaded at start. Default `true`; `false` only writes.
     pub load: bool,

@@ -451,3 +451,54 @@ impl<K: Object> SharedIndexInformer<K> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use futures::FutureExt;
+    use k8s_openapi::api::core::v1::ConfigMap;
+
+    use super::*;
+    use crate::reflector::{ListPage, ListWatch};
+
+    fn lw() -> ListWatch<ConfigMap> {
+        ListWatch::new(
+            |_| async { Ok(ListPage::new(vec![], "1")) }.boxed(),
+            |_| async { Ok(futures::StreamExt::boxed(futures::stream::pending())) }.boxed(),
+        )
+    }
+
+    #[tokio::test]
+    async fn writing_needs_a_configuration_and_a_synced_informer() {
+        let plain = SharedIndexInformer::builder(lw()).build();
+        assert!(matches!(
+            plain.write_snapshot().await,
+            Err(SnapshotError::NotConfigured)
+        ));
+        assert_eq!(plain.snapshot_status(), SnapshotStatus::None);
+        let options = SnapshotOptions::new(std::env::temp_dir(), "c");
+        let configured = SharedIndexInformer::builder(lw())
+            .config(InformerConfig::default().snapshot(options))
+            .build();
+        assert!(matches!(
+            configured.write_snapshot().await,
+            Err(SnapshotError::NotSynced)
+        ));
+        let path = configured.snapshot_path().unwrap();
+        let name = path.file_name().unwrap().to_str().unwrap();
+        assert!(name.starts_with("core.v1.configmaps."), "{name}");
+    }
+
+    #[tokio::test]
+    async fn a_named_informer_of_unknown_type_cannot_snapshot() {
+        let options = SnapshotOptions::new(std::env::temp_dir(), "c");
+        let named = SharedIndexInformer::builder(lw())
+            .config(InformerConfig::default().snapshot(options))
+            .name("widgets")
+            .build();
+        assert!(named.snapshot_path().is_none());
+        assert!(matches!(
+            named.write_snapshot().await,
+            Err(SnapshotError::NoTypeIdentity)
+        ));
+    }
+}
