@@ -272,11 +272,11 @@ async fn watch_scripts() {
             ],
         },
         Script {
-            name: "a future resourceVersion is an ERROR event with 504",
+            name: "a streaming list from a future resourceVersion is an ERROR event with 504",
             config: ServerConfig::default().too_large_wait(Duration::from_millis(20)),
             steps: vec![
                 Mark,
-                Watch("/api/v1/pods?watch=true&resourceVersion={future}"),
+                Watch("/api/v1/pods?watch=true&resourceVersion={future}&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true"),
                 Event(|c, e| {
                     let cur = c.mark;
                     assert_eq!(e["type"], "ERROR");

@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::num::NonZeroU32;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::Transform;
@@ -11,6 +12,7 @@ use crate::reflector::{
     EndBookmarkWait, InitialListMode, ListOptions, TweakFn, WatchErrorHandler,
 };
 use crate::shard::Shard;
+use crate::snapshot::SnapshotOptions;
 use crate::source::{DEFAULT_MAX_OBJECT_SIZE, WireFormat};
 use crate::store::CacheMode;
 
@@ -162,6 +164,18 @@ pub struct InformerConfig<K = ()> {
     /// A check costs one full list on the server (an exact-version list is served from etcd on
     /// servers before 1.34's snapshot lists), so keep the interval long (minutes to hours).
     pub consistency_check: Option<Duration>,
+
+    // ---------------------------------------------------------------- where it starts from
+    /// Persist the cache and resume from it on the next start (see [`crate::snapshot`]).
+    /// `None` (the default): nothing is written or read. One `SnapshotOptions` serves every
+    /// informer of a factory: each type and scope has its own file.
+    pub snapshot: Option<SnapshotOptions>,
+    /// Objects the cache starts from (fabric8's `initialState`), loaded before the first list
+    /// as a snapshot is, with no resourceVersion: the first list is diffed against them, so an
+    /// object deleted while the application was down reaches `on_delete` with its last known
+    /// state (see [`crate::snapshot`]). Ignored when a snapshot is loaded. `None` by default.
+    /// A factory's defaults (`InformerConfig<()>`) carry none.
+    pub initial_state: Option<Arc<[Arc<K>]>>,
 }
 
 impl<K> Default for InformerConfig<K> {
@@ -188,13 +202,17 @@ impl<K> Default for InformerConfig<K> {
             queue_mode: QueueMode::default(),
             resync_period: Duration::ZERO,
             consistency_check: None,
+            snapshot: None,
+            initial_state: None,
         }
     }
 }
 
 impl<K> Clone for InformerConfig<K> {
     fn clone(&self) -> Self {
-        self.with_transform(self.transform.clone())
+        let mut config = self.with_transform(self.transform.clone());
+        config.initial_state = self.initial_state.clone();
+        config
     }
 }
 
@@ -225,6 +243,11 @@ impl<K> fmt::Debug for InformerConfig<K> {
             .field("queue_mode", &self.queue_mode)
             .field("resync_period", &self.resync_period)
             .field("consistency_check", &self.consistency_check)
+            .field("snapshot", &self.snapshot)
+            .field(
+                "initial_state",
+                &self.initial_state.as_ref().map(|s| s.len()),
+            )
             .finish()
     }
 }
@@ -371,6 +394,18 @@ impl<K> InformerConfig<K> {
         self.consistency_check = (!interval.is_zero()).then_some(interval);
         self
     }
+    /// Sets [`snapshot`](Self::snapshot).
+    #[must_use]
+    pub fn snapshot(mut self, options: SnapshotOptions) -> Self {
+        self.snapshot = Some(options);
+        self
+    }
+    /// Sets [`initial_state`](Self::initial_state).
+    #[must_use]
+    pub fn initial_state(mut self, objects: impl IntoIterator<Item = K>) -> Self {
+        self.initial_state = Some(objects.into_iter().map(Arc::new).collect());
+        self
+    }
 
     /// The initial-list mode the Reflector runs with: [`initial_list`](Self::initial_list),
     /// except that a lean cache lists first under `Auto`, unless a streaming list is asked for
@@ -438,6 +473,8 @@ impl<K> InformerConfig<K> {
             queue_mode: self.queue_mode,
             resync_period: self.resync_period,
             consistency_check: self.consistency_check,
+            snapshot: self.snapshot.clone(),
+            initial_state: None,
         }
     }
 }

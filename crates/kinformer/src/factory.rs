@@ -314,7 +314,14 @@ impl SharedInformerFactory {
         self.get_or_create(key, || {
             let lw = KubeListerWatcher::<K>::new(self.inner.client.clone(), &config);
             let name = informer_name::<K>(&K::kind(&()), &scope);
-            self.new_informer(lw, config, name)
+            let identity = crate::snapshot::TypeIdentity {
+                group: K::group(&()).into_owned(),
+                version: K::version(&()).into_owned(),
+                kind: K::kind(&()).into_owned(),
+                plural: K::plural(&()).into_owned(),
+                metadata_only: K::metadata_api(),
+            };
+            self.new_informer(lw, config, name, identity)
         })
     }
 
@@ -397,7 +404,14 @@ impl SharedInformerFactory {
         self.get_or_create(key, || {
             let lw = KubeListerWatcher::<K>::new_with(self.inner.client.clone(), &config, resource);
             let name = informer_name::<K>(&resource.kind, &scope);
-            self.new_informer(lw, config, name)
+            let identity = crate::snapshot::TypeIdentity {
+                group: resource.group.clone(),
+                version: resource.version.clone(),
+                kind: resource.kind.clone(),
+                plural: resource.plural.clone(),
+                metadata_only: K::metadata_api(),
+            };
+            self.new_informer(lw, config, name, identity)
         })
     }
 
@@ -410,6 +424,7 @@ impl SharedInformerFactory {
         lw: KubeListerWatcher<K>,
         config: InformerConfig<K>,
         name: String,
+        identity: crate::snapshot::TypeIdentity,
     ) -> SharedIndexInformer<K>
     where
         K: crate::Object + Clone + Debug + Serialize + DeserializeOwned,
@@ -420,6 +435,7 @@ impl SharedInformerFactory {
             .config(config)
             .indexers(indexers)
             .name(name)
+            .type_identity(identity)
             .build()
     }
 

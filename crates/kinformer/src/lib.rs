@@ -102,6 +102,7 @@ pub mod object;
 pub mod queue;
 pub mod reflector;
 pub mod shard;
+pub mod snapshot;
 pub mod source;
 pub mod store;
 mod transform;

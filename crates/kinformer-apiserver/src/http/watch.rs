@@ -3,8 +3,10 @@
 //! Contract (as the real server's watch cache):
 //! - from `resourceVersion=N`: every event after N for the resource, in revision order; if N
 //!   is compacted, one ERROR event carrying a 410 Expired `Status`
-//!   (`too old resource version: N (C)`); if N is in the future, after a short wait, one ERROR
-//!   event carrying the 504 "Too large resource version" `Status`;
+//!   (`too old resource version: N (C)`); if N is in the future, nothing (no event, no
+//!   bookmark) until the server passes N, as the real watch cache;
+//! - `sendInitialEvents=true` from a future N: after a short wait, one ERROR event carrying the
+//!   504 "Too large resource version" `Status`;
 //! - from `""` or `"0"`: synthetic ADDED events for the current state, then live events;
 //! - `sendInitialEvents=true` (with `resourceVersionMatch=NotOlderThan`,
 //!   `allowWatchBookmarks=true`): the initial ADDED events, then a BOOKMARK annotated
@@ -233,8 +235,13 @@ pub(crate) async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Se
         None => rv.is_none(),
     };
     let config = &ctx.config;
-    // Wait for a future resourceVersion, like the cacher, then give up with 504.
+    // A watch that asks for the initial events waits for a future resourceVersion, like the
+    // cacher, then gives up with 504. A plain watch from a future resourceVersion opens and
+    // sends nothing (no event, no bookmark) until the server gets there: the cacher blocks
+    // only `sendInitialEvents` watches ("clients can wait for events", kube-apiserver v1.36
+    // `waitUntilWatchCacheFreshAndForceAllEvents`).
     if let Some(n) = rv
+        && opts.send_initial_events == Some(true)
         && n > store.revision()
         && !store.wait_for_revision(n, config.too_large_wait).await
     {
@@ -325,7 +332,8 @@ pub(crate) async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Se
                 for ev in &events {
                     filter.convert(ev, &mut buf);
                 }
-                cursor = next;
+                // never back: a watch from a future resourceVersion stays there
+                cursor = next.max(cursor);
                 if !buf.is_empty() && tx.send(buf.freeze()).await.is_err() {
                     return;
                 }
@@ -333,13 +341,16 @@ pub(crate) async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Se
                     break;
                 }
             }
+            // no bookmark below the watch's own resourceVersion (the cacher sends none)
             if bookmark_due {
-                let mut buf = BytesMut::new();
-                filter.emit_bookmark(&mut buf, &bookmark_object(&res, cursor, false));
-                if tx.send(buf.freeze()).await.is_err() {
-                    return;
+                if store.revision() >= cursor {
+                    let mut buf = BytesMut::new();
+                    filter.emit_bookmark(&mut buf, &bookmark_object(&res, cursor, false));
+                    if tx.send(buf.freeze()).await.is_err() {
+                        return;
+                    }
+                    ctx.bookmark_rv.send_modify(|r| *r = (*r).max(cursor));
                 }
-                ctx.bookmark_rv.send_modify(|r| *r = (*r).max(cursor));
                 next_bookmark = Instant::now() + bookmark_every;
             }
             continue;

@@ -104,6 +104,22 @@ impl<K: Object> InformerQueue<K> {
         }
     }
 
+    /// Counts the queue as populated (synced, nothing to pop): a resumed watch is established.
+    pub(crate) fn mark_populated(&self) {
+        match self {
+            Self::Real(q) => q.mark_populated(),
+            Self::Delta(q) => q.mark_populated(),
+        }
+    }
+
+    /// Whether the next relist's deletions carry the last known object (DeltaFifo; a
+    /// RealFifo relist is diffed by the informer itself).
+    pub(crate) fn deletes_as_objects(&self, on: bool) {
+        if let Self::Delta(q) = self {
+            q.deletes_as_objects(on);
+        }
+    }
+
     pub(crate) fn close(&self) {
         match self {
             Self::Real(q) => q.close(),

@@ -42,6 +42,7 @@ mod consistency;
 mod deliver;
 mod options;
 mod process;
+mod snapshot;
 
 pub use builder::{KindName, SharedIndexInformerBuilder};
 pub use consistency::{ConsistencyError, ConsistencyReport, ConsistencyStats};
@@ -140,6 +141,8 @@ struct Inner<K: Object> {
     config: InformerConfig<K>,
     /// The consistency checks run so far.
     consistency: Mutex<ConsistencyStats>,
+    /// Warm restart and seeding.
+    snap: snapshot::SnapState<K>,
 }
 
 struct State<K: Object> {
@@ -186,6 +189,7 @@ impl<K: Object> SharedIndexInformer<K> {
             config: InformerConfig::default(),
             indexers: Indexers::default(),
             name: builder::KindName,
+            type_identity: None,
         }
     }
 
@@ -194,6 +198,7 @@ impl<K: Object> SharedIndexInformer<K> {
         lister_watcher: Arc<dyn ListerWatcher<K>>,
         indexer: Indexer<K>,
         config: InformerConfig<K>,
+        snap: snapshot::SnapState<K>,
     ) -> Self {
         let (synced_flag, synced_signal) = SyncSignal::new(format!("informer {name}"));
         Self {
@@ -216,6 +221,7 @@ impl<K: Object> SharedIndexInformer<K> {
                 next_listener_id: AtomicU64::new(1),
                 config,
                 consistency: Mutex::default(),
+                snap,
                 name,
             }),
         }

@@ -108,6 +108,9 @@ struct Inner<K> {
     replacing: Option<HashSet<String>>,
     /// Deltas held, over all keys.
     delta_count: usize,
+    /// The next replace's deletions carry their last known object as a plain deletion, not a
+    /// tombstone (the first list after a snapshot or seed; see [`crate::snapshot`]).
+    deletes_as_objects: bool,
 }
 
 impl<K> fmt::Debug for DeltaFifo<K> {
@@ -139,6 +142,7 @@ impl<K: Object> DeltaFifo<K> {
                 closed: false,
                 replacing: None,
                 delta_count: 0,
+                deletes_as_objects: false,
             }),
             room: Room::new(options.max_queued_deltas),
             notify: Notify::new(),
@@ -375,6 +379,19 @@ impl<K: Object> DeltaFifo<K> {
         self.inner.lock().sync.has_synced()
     }
 
+    /// Counts the queue as populated now, with nothing to pop first: an informer resuming
+    /// from a snapshot is synced once its watch is established.
+    pub(crate) fn mark_populated(&self) {
+        self.inner.lock().sync.mark_populated();
+    }
+
+    /// Whether the next complete replace queues its deletions as plain deletions of the last
+    /// known object (where one is known), not tombstones: the first list after a snapshot or
+    /// seed. A replace turns it off.
+    pub(crate) fn deletes_as_objects(&self, on: bool) {
+        self.inner.lock().deletes_as_objects = on;
+    }
+
     /// A receiver whose value becomes `true`, for good, when [`DeltaFifo::has_synced`] does:
     /// `rx.wait_for(|synced| *synced).await` waits without polling.
     pub fn synced_watch(&self) -> watch::Receiver<bool> {
@@ -409,12 +426,16 @@ impl<K: Object> DeltaFifo<K> {
     }
 
     fn queue_tombstone(inner: &mut Inner<K>, key: String, obj: Option<Arc<K>>) {
-        let delta = Delta {
-            delta_type: DeltaType::Deleted,
-            object: ObjectOrTombstone::Tombstone(DeletedFinalStateUnknown {
+        let object = match obj {
+            Some(obj) if inner.deletes_as_objects => ObjectOrTombstone::Object(obj),
+            obj => ObjectOrTombstone::Tombstone(DeletedFinalStateUnknown {
                 key: key.clone(),
                 obj,
             }),
+        };
+        let delta = Delta {
+            delta_type: DeltaType::Deleted,
+            object,
         };
         Self::push(inner, key, delta);
     }

@@ -89,6 +89,9 @@ pub struct ReflectorBuilder<K, S> {
     store: S,
     should_resync: Option<ShouldResyncFn>,
     config: InformerConfig<K>,
+    resume: super::hooks::ResumeState,
+    on_resume: Option<super::hooks::ResumeHook>,
+    consistent_first_list: bool,
 }
 
 impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
@@ -121,6 +124,9 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
             store,
             should_resync: None,
             config: InformerConfig::default(),
+            resume: super::hooks::ResumeState::Off,
+            on_resume: None,
+            consistent_first_list: false,
         }
     }
 }
@@ -144,6 +150,29 @@ impl<K: Object, S: ReflectorStore<K>> ReflectorBuilder<K, S> {
     /// returns true (client-go's `ShouldResync`). Default: always.
     pub fn should_resync(mut self, f: impl Fn() -> bool + Send + Sync + 'static) -> Self {
         self.should_resync = Some(Arc::new(f));
+        self
+    }
+
+    /// The first cycle resumes from `resource_version` (a snapshot's): checked with a
+    /// one-object list if `verify`, then watched from, no list; `hook` hears how it goes.
+    pub(crate) fn resume_from(
+        mut self,
+        resource_version: String,
+        verify: bool,
+        hook: super::hooks::ResumeHook,
+    ) -> Self {
+        self.resume = super::hooks::ResumeState::Planned {
+            resource_version,
+            verify,
+        };
+        self.on_resume = Some(hook);
+        self
+    }
+
+    /// The first list is consistent (`resourceVersion=""`), as after a refused resume: for a
+    /// cache seeded from objects without a resourceVersion.
+    pub(crate) fn consistent_first_list(mut self) -> Self {
+        self.consistent_first_list = true;
         self
     }
 
@@ -188,9 +217,14 @@ impl<K: Object, S: ReflectorStore<K>> ReflectorBuilder<K, S> {
             max_watch_timeout: min_watch_timeout * 2,
             max_internal_error_retry_duration: config.max_internal_error_retry_duration,
             backoff: Mutex::new(Backoff::new(config.backoff)),
-            state: Mutex::new(SyncState::default()),
+            state: Mutex::new(SyncState {
+                resource_version_unavailable: self.consistent_first_list,
+                ..SyncState::default()
+            }),
             lists: Default::default(),
             watches: Default::default(),
+            resume: Mutex::new(self.resume),
+            on_resume: self.on_resume,
         }
     }
 }

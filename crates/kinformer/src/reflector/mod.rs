@@ -57,6 +57,7 @@ mod lister_watcher;
 mod options;
 mod pager;
 mod reflector_error;
+mod resume;
 mod run;
 mod scoped;
 mod sharded;
@@ -81,3 +82,5 @@ pub use pager::{DEFAULT_PAGE_SIZE, FullList, list_all};
 pub(crate) use pager::{ListSink, list_pages};
 pub use reflector_error::ReflectorError;
 pub use run::Reflector;
+
+pub(crate) use hooks::{ResumeEvent, ResumeHook};

@@ -110,6 +110,9 @@ pub struct Reflector<K, S> {
     /// that reaches its end bookmark carries on as a watch and counts as both).
     pub(crate) lists: std::sync::atomic::AtomicU64,
     pub(crate) watches: std::sync::atomic::AtomicU64,
+    /// A resume from a snapshot's resourceVersion, planned or under way.
+    pub(crate) resume: Mutex<super::hooks::ResumeState>,
+    pub(crate) on_resume: Option<super::hooks::ResumeHook>,
 }
 
 impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
@@ -235,6 +238,9 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
     /// Why the cycle ended; see [`ReflectorError`].
     pub async fn list_and_watch(&self, cancel: &CancellationToken) -> Result<(), ReflectorError> {
         tracing::debug!(reflector = %self.name, "listing and watching");
+        if self.resume_if_planned(cancel).await? {
+            return Ok(());
+        }
         let mut stream = None;
         let mut fall_back_to_list = !self.use_watch_list;
         if self.use_watch_list {

@@ -118,7 +118,10 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
                         r = self.lister_watcher.watch(&options) => r,
                     };
                     match opened {
-                        Ok(w) => w,
+                        Ok(w) => {
+                            self.resume_watch_opened();
+                            w
+                        }
                         Err(e) if e.is_watch_retriable() => {
                             tracing::debug!(reflector = %self.name, error = %e, "watch failed; backing off");
                             if !self.backoff_wait(cancel).await {
@@ -141,6 +144,7 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
             let store = &self.store;
             let end = self
                 .handle_watch(&mut w, store, ctx, &mut |rv, besides_added| {
+                    self.resume_event_seen();
                     if propagate_rv_from_start || besides_added {
                         self.set_last_sync_resource_version(rv);
                         store.update_resource_version(rv);

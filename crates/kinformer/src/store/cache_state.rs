@@ -336,6 +336,16 @@ impl<K> Replacement<K> {
         stored: Stored<K>,
     ) -> Result<(Arc<str>, Stored<K>), StoreError> {
         let values = all_index_values(funcs.iter().map(|(n, f)| (n.as_str(), f)), obj, &key)?;
+        Ok(self.push_values(key, values, stored))
+    }
+
+    /// [`push_stored`](Self::push_stored) with the indexed values already computed.
+    pub(super) fn push_values(
+        &mut self,
+        key: String,
+        values: Vec<Vec<String>>,
+        stored: Stored<K>,
+    ) -> (Arc<str>, Stored<K>) {
         if let Some(earlier) = self.entries.get_mut(key.as_str()) {
             // A duplicate key: the later object replaces the earlier one and its index entries.
             for ((index, old), new) in self.indexes.iter_mut().zip(&earlier.values).zip(&values) {
@@ -343,7 +353,7 @@ impl<K> Replacement<K> {
             }
             earlier.obj = stored.clone();
             earlier.values = values;
-            return Ok((earlier.key.clone(), stored));
+            return (earlier.key.clone(), stored);
         }
         let key: Arc<str> = key.into();
         for (index, new) in self.indexes.iter_mut().zip(&values) {
@@ -357,7 +367,7 @@ impl<K> Replacement<K> {
                 values,
             },
         );
-        Ok((key, stored))
+        (key, stored)
     }
 }
 

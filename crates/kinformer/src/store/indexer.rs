@@ -226,6 +226,11 @@ impl<K: Object> Indexer<K> {
         }
     }
 
+    /// Runs `f` on the cache under one acquisition of the read lock.
+    pub(super) fn with_state<R>(&self, f: impl FnOnce(&CacheState<K>) -> R) -> R {
+        f(&self.inner.state.read())
+    }
+
     /// Runs `f` on the cache under one acquisition of the write lock (store transactions).
     pub(super) fn with_state_mut<R>(&self, f: impl FnOnce(&mut CacheState<K>) -> R) -> R {
         let r = f(&mut self.inner.state.write());

@@ -206,6 +206,17 @@ impl<K> LeanCodec<K> {
         Ok(blob)
     }
 
+    /// The compression dictionary, once the first object was encoded.
+    pub(super) fn dict(&self) -> Option<&[u8]> {
+        self.dict.get().map(|d| &d[..])
+    }
+
+    /// Sets the compression dictionary (a snapshot's): false if it was set already, to another.
+    pub(super) fn set_dict(&self, dict: &[u8]) -> bool {
+        let dict = &dict[..dict.len().min(MAX_DICT)];
+        &**self.dict.get_or_init(|| dict.into()) == dict
+    }
+
     /// Decodes `blob` without looking for a shared copy.
     pub(super) fn decode_fresh(&self, blob: &[u8]) -> Result<K, CodecError> {
         let dict = self.dict.get().map_or(&[][..], |d| &d[..]);

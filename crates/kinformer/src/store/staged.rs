@@ -160,6 +160,24 @@ impl<K: Object> Indexer<K> {
 }
 
 impl<K> StagedReplace<K> {
+    /// A staged relist of encoded objects with their indexed values (a lean snapshot).
+    pub(super) fn from_encoded(
+        funcs: Vec<(String, IndexFunc<K>)>,
+        items: Vec<(String, Vec<Vec<String>>, Stored<K>)>,
+    ) -> Self {
+        let mut replacement = Replacement::empty(funcs.len(), items.len());
+        let listed = items
+            .into_iter()
+            .map(|(key, values, stored)| replacement.push_values(key, values, stored))
+            .collect();
+        Self {
+            funcs,
+            replacement,
+            listed,
+            failed: None,
+        }
+    }
+
     fn with_slots(mut self) -> Self {
         self.replacement = Replacement::empty(self.funcs.len(), 0);
         self

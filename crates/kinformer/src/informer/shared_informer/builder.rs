@@ -21,6 +21,7 @@ pub struct SharedIndexInformerBuilder<K: Object, N = KindName> {
     pub(super) config: InformerConfig<K>,
     pub(super) indexers: Indexers<K>,
     pub(super) name: N,
+    pub(super) type_identity: Option<crate::snapshot::TypeIdentity>,
 }
 
 /// The name of an informer that was not named: its kind (see [`SharedIndexInformerBuilder`]).
@@ -74,7 +75,23 @@ impl<K: Object, N> SharedIndexInformerBuilder<K, N> {
             config: self.config,
             indexers: self.indexers,
             name: name.into(),
+            type_identity: self.type_identity,
         }
+    }
+
+    /// The type the informer caches, as a snapshot records it (see [`crate::snapshot`]).
+    /// Known by itself for a type with a static kind built unnamed; the factory sets it for
+    /// every informer it makes; a named informer of another type needs it for snapshots.
+    pub fn type_identity(mut self, identity: crate::snapshot::TypeIdentity) -> Self {
+        self.type_identity = Some(identity);
+        self
+    }
+
+    /// Objects the cache starts from (fabric8's `initialState`; see
+    /// [`InformerConfig::initial_state`]).
+    pub fn initial_state(mut self, objects: impl IntoIterator<Item = K>) -> Self {
+        self.config = self.config.initial_state(objects);
+        self
     }
 
     fn build_as(self, name: String) -> SharedIndexInformer<K>
@@ -86,7 +103,12 @@ impl<K: Object, N> SharedIndexInformerBuilder<K, N> {
             self.indexers,
             self.config.cache_mode,
         );
-        SharedIndexInformer::from_parts(name, self.lister_watcher, indexer, self.config)
+        let codec = snapshot::JsonCodec {
+            to_json: |obj| serde_json::to_vec(obj),
+            from_json: |bytes| serde_json::from_slice(bytes),
+        };
+        let snap = snapshot::SnapState::new(codec, self.type_identity);
+        SharedIndexInformer::from_parts(name, self.lister_watcher, indexer, self.config, snap)
     }
 }
 
@@ -96,8 +118,18 @@ where
 {
     /// Builds the informer, named after its kind; nothing runs until
     /// [`SharedIndexInformer::run`].
-    pub fn build(self) -> SharedIndexInformer<K> {
-        let name = K::kind(&K::DynamicType::default()).into_owned();
+    pub fn build(mut self) -> SharedIndexInformer<K> {
+        let dt = K::DynamicType::default();
+        let name = K::kind(&dt).into_owned();
+        if self.type_identity.is_none() {
+            self.type_identity = Some(crate::snapshot::TypeIdentity {
+                group: K::group(&dt).into_owned(),
+                version: K::version(&dt).into_owned(),
+                kind: name.clone(),
+                plural: K::plural(&dt).into_owned(),
+                metadata_only: K::metadata_api(),
+            });
+        }
         self.build_as(name)
     }
 }

@@ -17,6 +17,8 @@ pub(super) enum Later<K: Object> {
     Relist {
         outcome: StagedOutcome<K>,
         recipients: Vec<u64>,
+        /// The first relist after a snapshot or seed: deletions carry the last known object.
+        diff: bool,
     },
     /// A resync: every cached object, to the listeners in this resync round.
     Resync {
@@ -65,6 +67,24 @@ impl<K: Object> SharedIndexInformer<K> {
         }
     }
 
+    /// What a relist tells of an object it removed: client-go's tombstone
+    /// (`DeletedFinalStateUnknown` with the last known object), or, on the first relist after a
+    /// snapshot or seed (`diff`), the last known object itself (see [`crate::snapshot`]).
+    pub(super) fn relist_deletion(
+        &self,
+        key: &str,
+        stored: &crate::store::Stored<K>,
+        diff: bool,
+    ) -> ObjectOrTombstone<K> {
+        match self.inner.indexer.staged_object(key, stored) {
+            Some(obj) if diff => ObjectOrTombstone::Object(obj),
+            obj => ObjectOrTombstone::Tombstone(DeletedFinalStateUnknown {
+                key: key.to_string(),
+                obj,
+            }),
+        }
+    }
+
     /// Tells `later`'s notifications a chunk at a time, each once every listener has room for
     /// it.
     pub(super) async fn notify_later(&self, later: Later<K>) {
@@ -74,20 +94,14 @@ impl<K: Object> SharedIndexInformer<K> {
             Later::Relist {
                 outcome,
                 recipients,
+                diff,
             } => {
                 let removed = outcome.removed();
                 for chunk in removed.chunks(LATER_CHUNK) {
                     processor.wait_for_room(chunk.len()).await;
                     for (key, stored) in chunk {
-                        let tombstone = DeletedFinalStateUnknown {
-                            key: key.to_string(),
-                            obj: inner.indexer.staged_object(key, stored),
-                        };
-                        processor.distribute_to(
-                            &Event::Delete(ObjectOrTombstone::Tombstone(tombstone)),
-                            &recipients,
-                            false,
-                        );
+                        let deleted = self.relist_deletion(key, stored, diff);
+                        processor.distribute_to(&Event::Delete(deleted), &recipients, false);
                     }
                 }
                 for chunk in outcome.listed.chunks(LATER_CHUNK) {

@@ -14,6 +14,11 @@ impl<K: Object> SharedIndexInformer<K> {
     /// logs a warning and returns at once.
     pub async fn run(&self, cancel: CancellationToken) {
         let inner = &self.inner;
+        if inner.state.lock().started {
+            tracing::warn!(informer = %inner.name, "the informer has already started; run more than once is not allowed");
+            return;
+        }
+        let prepared = self.prepare_start().await;
         let (fifo, reflector, staging) = {
             let mut state = inner.state.lock();
             if state.started {
@@ -47,10 +52,21 @@ impl<K: Object> SharedIndexInformer<K> {
             // The Reflector resyncs at the check period, which handlers may have lowered.
             let mut list_watch = config.clone();
             list_watch.resync_period = state.resync_check_period;
-            let builder = Reflector::builder(inner.lister_watcher.clone(), store)
+            let mut builder = Reflector::builder(inner.lister_watcher.clone(), store)
                 .name(inner.name.clone())
                 .config(&list_watch)
                 .should_resync(move || processor.should_resync());
+            match prepared.map(|p| self.install_prepared(p, &fifo)) {
+                None => {}
+                Some(snapshot::StartPlan::Diff) => builder = builder.consistent_first_list(),
+                Some(snapshot::StartPlan::Resume {
+                    resource_version,
+                    verify,
+                }) => {
+                    let hook = self.resume_hook(fifo.clone(), resource_version.clone());
+                    builder = builder.resume_from(resource_version, verify, hook);
+                }
+            }
             let reflector = Arc::new(builder.build());
             state.reflector = Some(reflector.clone());
             state.queue = Some(fifo.clone());
@@ -100,6 +116,14 @@ impl<K: Object> SharedIndexInformer<K> {
                 }
             });
         }
+        if let Some(options) = &inner.config.snapshot
+            && !options.interval.is_zero()
+        {
+            tasks.spawn(
+                self.clone()
+                    .write_periodically(options.interval, stop.clone()),
+            );
+        }
         tasks.close();
 
         loop {
@@ -126,6 +150,15 @@ impl<K: Object> SharedIndexInformer<K> {
             }
         }
 
+        if cancel.is_cancelled()
+            && inner
+                .config
+                .snapshot
+                .as_ref()
+                .is_some_and(|o| o.write_on_shutdown)
+        {
+            self.write_logged("shutdown").await;
+        }
         inner.state.lock().stopped = true;
         inner.indexer.close_waits();
         stop.cancel();
@@ -290,21 +323,19 @@ impl<K: Object> SharedIndexInformer<K> {
                 return None;
             }
         };
+        // The first relist after a snapshot or seed: what is gone was known, so its deletion
+        // carries the last known object, not a tombstone (see crate::snapshot).
+        let diff = inner.snap.diff_pending.swap(false, Ordering::AcqRel);
         if !is_in_initial_list {
             return Some(Later::Relist {
                 outcome,
                 recipients: inner.processor.recipients(false),
+                diff,
             });
         }
         for (key, stored) in outcome.removed() {
-            let tombstone = DeletedFinalStateUnknown {
-                key: key.to_string(),
-                obj: inner.indexer.staged_object(&key, &stored),
-            };
-            inner.processor.distribute(
-                &Event::Delete(ObjectOrTombstone::Tombstone(tombstone)),
-                false,
-            );
+            let deleted = self.relist_deletion(&key, &stored, diff);
+            inner.processor.distribute(&Event::Delete(deleted), false);
         }
         // A chunk at a time (decoded on every core in a lean cache), told in list order.
         for chunk in outcome.listed.chunks(NOTIFY_CHUNK) {

@@ -151,6 +151,7 @@ impl<K: Object> DeltaFifo<K> {
                 Self::queue_tombstone(inner, key, obj);
             }
         }
+        inner.deletes_as_objects = false;
         deletions
     }
 }

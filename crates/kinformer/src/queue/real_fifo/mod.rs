@@ -282,6 +282,12 @@ impl<K: Object> RealFifo<K> {
         self.inner.lock().sync.has_synced()
     }
 
+    /// Counts the queue as populated now, with nothing to pop first: an informer resuming
+    /// from a snapshot is synced once its watch is established.
+    pub(crate) fn mark_populated(&self) {
+        self.inner.lock().sync.mark_populated();
+    }
+
     /// A receiver whose value becomes `true`, for good, when [`RealFifo::has_synced`] does.
     pub fn synced_watch(&self) -> watch::Receiver<bool> {
         self.inner.lock().sync.subscribe()
