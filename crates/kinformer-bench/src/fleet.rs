@@ -130,13 +130,13 @@ impl Replica {
 }
 
 /// The server of one tier, seeded with `n` pods, and a kubeconfig to reach it.
-struct Server {
-    kubeconfig: PathBuf,
+pub(crate) struct Server {
+    pub(crate) kubeconfig: PathBuf,
     _embedded: Option<crate::process::ServerProcess>,
     _harness: Option<crate::real::Harness>,
 }
 
-fn start_tier(
+pub(crate) fn start_tier(
     exe: &Path,
     tier: Tier,
     n: u64,

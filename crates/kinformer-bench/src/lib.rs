@@ -17,6 +17,7 @@
 //!   Markdown and SVG charts to `target/bench-report/` ([`report_md`]);
 //! * `fleet` / `replica`: a controller as several replica processes, leader election failover
 //!   with warm standby against a cold start, and one replica per shard ([`fleet`]);
+//! * `restart`: a pod informer restarted from its snapshot against a cold start ([`restart`]);
 //! * `soak`: W5, churn at a constant object count with faults while sampling the kinformer
 //!   peer's RSS ([`soak`]).
 //!
@@ -36,6 +37,7 @@ mod real;
 pub mod replica;
 pub mod report;
 pub mod report_md;
+pub mod restart;
 mod result;
 mod rss;
 pub mod server;

@@ -9,6 +9,7 @@ use kinformer_bench::fleet::{self, FleetOptions};
 use kinformer_bench::peers::{self, PeerArgs};
 use kinformer_bench::replica::{self, ReplicaArgs};
 use kinformer_bench::report::{self, ReportOptions};
+use kinformer_bench::restart::{self, RestartOptions};
 use kinformer_bench::soak::{self, SoakOptions};
 use kinformer_bench::{Peer, Tier, Workload};
 
@@ -104,6 +105,28 @@ enum Cmd {
         /// Shard counts (comma-separated).
         #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
         shards: Vec<u32>,
+        /// Timeout of each wait, seconds.
+        #[arg(long, default_value_t = 300)]
+        timeout_secs: u64,
+        /// Output directory.
+        #[arg(long, default_value = "target/bench-report")]
+        out: PathBuf,
+    },
+    /// A pod informer restarted from its snapshot against a cold start: time to synced and
+    /// bytes received (writes target/bench-report/restart.md).
+    Restart {
+        /// Pods on the server (comma-separated sizes).
+        #[arg(long, value_delimiter = ',', default_value = "10000,50000")]
+        sizes: Vec<u64>,
+        /// Tiers (comma-separated: embedded, real).
+        #[arg(long, value_delimiter = ',', default_value = "embedded,real")]
+        tiers: Vec<Tier>,
+        /// Rounds per size (each: one warm and one cold start).
+        #[arg(long, default_value_t = 5)]
+        rounds: usize,
+        /// Pods updated while the informer is down.
+        #[arg(long, default_value_t = 100)]
+        changes: u64,
         /// Timeout of each wait, seconds.
         #[arg(long, default_value_t = 300)]
         timeout_secs: u64,
@@ -268,6 +291,26 @@ fn main() -> std::process::ExitCode {
             };
             fleet::run(&opts)
                 .map(|p| println!("fleet report written to {}", p.display()))
+                .map_err(|e| e.to_string())
+        }
+        Cmd::Restart {
+            sizes,
+            tiers,
+            rounds,
+            changes,
+            timeout_secs,
+            out,
+        } => {
+            let opts = RestartOptions {
+                tiers,
+                sizes,
+                rounds: rounds.max(1),
+                changes: changes.max(1),
+                timeout: Duration::from_secs(timeout_secs),
+                out_dir: out,
+            };
+            restart::run(&opts)
+                .map(|p| println!("restart report written to {}", p.display()))
                 .map_err(|e| e.to_string())
         }
         Cmd::Replica {

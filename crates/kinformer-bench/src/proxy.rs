@@ -1,9 +1,16 @@
 //! A TCP proxy in front of the real API server that can cut every connection at once: the
 //! real tier's way to end every watch (W3, W5 faults). TLS passes through untouched, and the
-//! proxy listens on the same loopback address, so the server certificate still matches.
+//! proxy listens on the same loopback address, so the server certificate still matches. It
+//! also counts the bytes the server sends to the clients (the restart benchmark's "bytes
+//! received"; TLS records included, as on the wire).
 
 use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
 
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
@@ -11,6 +18,7 @@ use tokio::sync::watch;
 pub(crate) struct Proxy {
     addr: SocketAddr,
     generation: watch::Sender<u64>,
+    to_clients: Arc<AtomicU64>,
     accept: tokio::task::JoinHandle<()>,
 }
 
@@ -31,15 +39,30 @@ impl Proxy {
         let addr = listener.local_addr()?;
         let (generation, _) = watch::channel(0u64);
         let tx = generation.clone();
+        let to_clients = Arc::new(AtomicU64::new(0));
+        let counter = to_clients.clone();
         let accept = tokio::spawn(async move {
-            while let Ok((mut client, _)) = listener.accept().await {
+            while let Ok((client, _)) = listener.accept().await {
                 let mut cut = tx.subscribe();
+                let counter = counter.clone();
                 tokio::spawn(async move {
-                    let Ok(mut server) = TcpStream::connect(upstream).await else {
+                    let Ok(server) = TcpStream::connect(upstream).await else {
                         return;
                     };
+                    let (mut cr, cw) = client.into_split();
+                    let (mut sr, mut sw) = server.into_split();
+                    let mut cw = Counting { inner: cw, counter };
+                    // each direction passes the end of its stream on, as copy_bidirectional does
+                    let up = async {
+                        let _ = tokio::io::copy(&mut cr, &mut sw).await;
+                        let _ = sw.shutdown().await;
+                    };
+                    let down = async {
+                        let _ = tokio::io::copy(&mut sr, &mut cw).await;
+                        let _ = cw.shutdown().await;
+                    };
                     tokio::select! {
-                        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+                        _ = futures::future::join(up, down) => {}
                         _ = cut.changed() => {}
                     }
                 });
@@ -48,8 +71,14 @@ impl Proxy {
         Ok(Self {
             addr,
             generation,
+            to_clients,
             accept,
         })
+    }
+
+    /// Bytes the server has sent to clients through the proxy so far.
+    pub(crate) fn bytes_to_clients(&self) -> u64 {
+        self.to_clients.load(Ordering::Relaxed)
     }
 
     /// The proxy's address.
@@ -60,6 +89,35 @@ impl Proxy {
     /// Cuts every open connection (new ones are accepted as usual).
     pub(crate) fn cut_all(&self) {
         self.generation.send_modify(|g| *g += 1);
+    }
+}
+
+/// A writer that counts what it writes.
+struct Counting<W> {
+    inner: W,
+    counter: Arc<AtomicU64>,
+}
+
+impl<W: AsyncWrite + Unpin> AsyncWrite for Counting<W> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let this = &mut *self;
+        let polled = Pin::new(&mut this.inner).poll_write(cx, buf);
+        if let Poll::Ready(Ok(n)) = &polled {
+            this.counter.fetch_add(*n as u64, Ordering::Relaxed);
+        }
+        polled
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }
 
@@ -90,6 +148,7 @@ mod tests {
         let mut buf = [0u8; 4];
         c.read_exact(&mut buf).await.unwrap();
         assert_eq!(&buf, b"ping");
+        assert_eq!(proxy.bytes_to_clients(), 4, "what the server sent is counted");
         proxy.cut_all();
         let mut rest = Vec::new();
         let n = c.read_to_end(&mut rest).await.unwrap_or(0);
