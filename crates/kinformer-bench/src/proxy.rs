@@ -148,7 +148,11 @@ mod tests {
         let mut buf = [0u8; 4];
         c.read_exact(&mut buf).await.unwrap();
         assert_eq!(&buf, b"ping");
-        assert_eq!(proxy.bytes_to_clients(), 4, "what the server sent is counted");
+        assert_eq!(
+            proxy.bytes_to_clients(),
+            4,
+            "what the server sent is counted"
+        );
         proxy.cut_all();
         let mut rest = Vec::new();
         let n = c.read_to_end(&mut rest).await.unwrap_or(0);

@@ -108,13 +108,19 @@ async fn wire(kubeconfig: &Path, out: &Path, tier: Tier) -> Result<Wire, ReportE
         .cluster_url
         .authority()
         .and_then(|a| a.as_str().parse().ok())
-        .ok_or_else(|| ReportError::Server(format!("server {} is not IP:PORT", direct.cluster_url)))?;
+        .ok_or_else(|| {
+            ReportError::Server(format!("server {} is not IP:PORT", direct.cluster_url))
+        })?;
     let proxy = Proxy::start(upstream)
         .await
         .map_err(|e| ReportError::Io("proxy".into(), e))?;
     let scheme = direct.cluster_url.scheme_str().unwrap_or("http");
     let through = out.join(format!("kubeconfig-restart-{}", tier.as_str()));
-    crate::kubeconfig::rewrite_server(kubeconfig, &through, &format!("{scheme}://{}", proxy.addr()))?;
+    crate::kubeconfig::rewrite_server(
+        kubeconfig,
+        &through,
+        &format!("{scheme}://{}", proxy.addr()),
+    )?;
     let client = crate::kubeconfig::client(&through).await?;
     Ok(Wire { client, proxy })
 }
@@ -124,7 +130,9 @@ fn factory(client: kube::Client, snapshot: Option<SnapshotOptions>) -> SharedInf
     if let Some(snapshot) = snapshot {
         defaults = defaults.snapshot(snapshot);
     }
-    SharedInformerFactory::builder(client).defaults(defaults).build()
+    SharedInformerFactory::builder(client)
+        .defaults(defaults)
+        .build()
 }
 
 fn dir_bytes(dir: &Path) -> u64 {
@@ -184,9 +192,10 @@ async fn start_once(
     let caught_up_s = t0.elapsed().as_secs_f64();
     let bytes = wire.proxy.bytes_to_clients() - before;
     let counts = informer.list_watch_counts();
-    let status = informer
-        .snapshot_status()
-        .map_or_else(|| "none".to_string(), |s: SnapshotStatus| s.to_string());
+    let status = match informer.snapshot_status() {
+        SnapshotStatus::None => "none".to_string(),
+        other => format!("{other:?}"),
+    };
     let t1 = Instant::now();
     factory.shutdown().await;
     let shutdown_s = t1.elapsed().as_secs_f64();
@@ -195,7 +204,11 @@ async fn start_once(
 
 /// Updates `changes` pods (a label) with `client`; returns the last one's key and the
 /// resourceVersion its update returned.
-async fn change_pods(client: &kube::Client, changes: u64, round: usize) -> Result<Option<(String, String)>, ReportError> {
+async fn change_pods(
+    client: &kube::Client,
+    changes: u64,
+    round: usize,
+) -> Result<Option<(String, String)>, ReportError> {
     let all: kube::Api<Pod> = kube::Api::all(client.clone());
     let page = all
         .list_metadata(&ListParams::default().limit(changes as u32))
@@ -207,12 +220,16 @@ async fn change_pods(client: &kube::Client, changes: u64, round: usize) -> Resul
             continue;
         };
         let api: kube::Api<Pod> = kube::Api::namespaced(client.clone(), ns);
-        let patch = serde_json::json!({"metadata": {"labels": {"restart-round": round.to_string()}}});
+        let patch =
+            serde_json::json!({"metadata": {"labels": {"restart-round": round.to_string()}}});
         let pod = api
             .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
             .map_err(|e| ReportError::Server(format!("patch {ns}/{name}: {e}")))?;
-        last = pod.metadata.resource_version.map(|rv| (format!("{ns}/{name}"), rv));
+        last = pod
+            .metadata
+            .resource_version
+            .map(|rv| (format!("{ns}/{name}"), rv));
     }
     Ok(last)
 }
@@ -231,7 +248,7 @@ async fn round(
         tier,
         n,
         shutdown_s,
-        file_bytes: dir_bytes(snapshot.dir()),
+        file_bytes: dir_bytes(&snapshot.dir),
     });
     let last = change_pods(direct, opts.changes, round).await?;
     let warm_first = round % 2 == 0;
@@ -282,7 +299,9 @@ pub fn run(opts: &RestartOptions) -> Result<PathBuf, ReportError> {
             let server: Server = match start_tier(&exe, tier, n, &out, &rt) {
                 Ok(s) => s,
                 Err(e) => {
-                    results.notes.push(format!("{} N={n}: server: {e}", tier.as_str()));
+                    results
+                        .notes
+                        .push(format!("{} N={n}: server: {e}", tier.as_str()));
                     continue;
                 }
             };
@@ -296,8 +315,12 @@ pub fn run(opts: &RestartOptions) -> Result<PathBuf, ReportError> {
                 let _ = std::fs::remove_dir_all(&dir);
                 let snapshot = SnapshotOptions::new(&dir, cluster);
                 for r in 0..opts.rounds {
-                    if let Err(e) = round((tier, n, r), &wire, &direct, &snapshot, opts, &mut results).await {
-                        results.notes.push(format!("{} N={n} round {r}: {e}", tier.as_str()));
+                    if let Err(e) =
+                        round((tier, n, r), &wire, &direct, &snapshot, opts, &mut results).await
+                    {
+                        results
+                            .notes
+                            .push(format!("{} N={n} round {r}: {e}", tier.as_str()));
                     }
                 }
                 let _ = std::fs::remove_dir_all(&dir);
@@ -315,7 +338,11 @@ fn med(values: impl Iterator<Item = f64>) -> Option<f64> {
     median(values.map(Some))
 }
 
-fn write(out: &Path, opts: &RestartOptions, results: &RestartResults) -> Result<PathBuf, ReportError> {
+fn write(
+    out: &Path,
+    opts: &RestartOptions,
+    results: &RestartResults,
+) -> Result<PathBuf, ReportError> {
     let mut md = String::from("# kinformer restart benchmark\n\n");
     let _ = writeln!(
         md,
