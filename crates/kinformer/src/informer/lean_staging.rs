@@ -93,4 +93,7 @@ impl<K: Object, S: ReflectorStore<K, Error = QueueError>> ReflectorStore<K> for 
     fn update_resource_version(&self, resource_version: &str) {
         self.inner.update_resource_version(resource_version)
     }
+    fn bookmark(&self, resource_version: &str) {
+        self.inner.bookmark(resource_version)
+    }
 }

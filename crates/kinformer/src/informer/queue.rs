@@ -190,6 +190,12 @@ impl<K: Object> ReflectorStore<K> for InformerQueue<K> {
             Self::Delta(q) => ReflectorStore::update_resource_version(q, resource_version),
         }
     }
+    fn bookmark(&self, resource_version: &str) {
+        match self {
+            Self::Real(q) => ReflectorStore::bookmark(q, resource_version),
+            Self::Delta(q) => ReflectorStore::bookmark(q, resource_version),
+        }
+    }
 }
 
 #[cfg(test)]

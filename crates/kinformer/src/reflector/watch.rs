@@ -190,7 +190,9 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
 
     /// Applies one watch stream's events to `sink` (client-go's `handleAnyWatch`).
     ///
-    /// `on_rv(rv, event_besides_added)` is called after every applied event.
+    /// `on_rv(rv, event_besides_added)` is called after every applied event; a bookmark's
+    /// version also goes to [`ReflectorStore::bookmark`] (client-go hands its stores only
+    /// BOOKMARK events as bookmarks).
     pub(crate) async fn handle_watch<T: ReflectorStore<K> + ?Sized>(
         &self,
         w: &mut WatchStream<K>,
@@ -252,6 +254,7 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
                 }
                 Err(e) => return WatchEnd::Failed(ReflectorError::WatchEnded(e)),
             };
+            let is_bookmark = matches!(event, WatchEvent::Bookmark { .. });
             let rv = match event {
                 WatchEvent::Error(status) => {
                     return WatchEnd::Failed(ReflectorError::WatchEnded(status.into()));
@@ -301,6 +304,9 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
             };
             if !rv.is_empty() {
                 on_rv(&rv, besides_added);
+                if is_bookmark {
+                    sink.bookmark(&rv);
+                }
             }
             self.state.lock().last_watch_activity = Some(Instant::now());
             count += 1;

@@ -55,9 +55,16 @@ pub trait ReflectorStore<K>: Send + Sync {
     /// Resolves when the store can take more: a Reflector awaits it before reading each watch
     /// event, so a store with a bounded backlog slows the watch down instead of growing.
     fn wait_for_room(&self) -> BoxFuture<'_, ()>;
-    /// The reflector's resource version advanced without an object change (a bookmark, or the
-    /// end of a list); client-go's `ResourceVersionUpdater`.
+    /// The reflector's resource version advanced: called after every watch event it applied
+    /// (client-go's `ResourceVersionUpdater`).
     fn update_resource_version(&self, resource_version: &str);
+    /// A BOOKMARK event reached `resource_version` (client-go's `ReflectorBookmarkStore`):
+    /// called for bookmarks only, after [`update_resource_version`](Self::update_resource_version).
+    /// The informer's RealFifo queues a bookmark entry for it, so its cache learns the version
+    /// in order with the changes. Does nothing by default.
+    fn bookmark(&self, resource_version: &str) {
+        let _ = resource_version;
+    }
 }
 
 impl<K, S: ReflectorStore<K> + ?Sized> ReflectorStore<K> for Arc<S> {
@@ -91,6 +98,9 @@ impl<K, S: ReflectorStore<K> + ?Sized> ReflectorStore<K> for Arc<S> {
     }
     fn update_resource_version(&self, resource_version: &str) {
         (**self).update_resource_version(resource_version)
+    }
+    fn bookmark(&self, resource_version: &str) {
+        (**self).bookmark(resource_version)
     }
 }
 

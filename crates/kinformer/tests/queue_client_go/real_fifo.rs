@@ -145,7 +145,7 @@ fn test_real_fifow_replace_makes_deletions_for_objects_only_in_queue() {
         (
             "Bookmark object should not be added without atomic",
             Box::new(|f| {
-                f.update_resource_version("123");
+                f.bookmark("123");
                 f.replace(vec![], "0".into()).unwrap();
                 f.replace(vec![], "1".into()).unwrap();
             }),

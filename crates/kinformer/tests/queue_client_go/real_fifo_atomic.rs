@@ -241,7 +241,7 @@ fn test_real_fifo_replace_atomic() {
         (
             "Bookmark object should not be included in Replace",
             |f| {
-                f.update_resource_version("123");
+                f.bookmark("123");
                 f.replace(vec![], "1234".into()).unwrap();
             },
             vec!["Bookmark@123", "ReplacedAll@1234[]"],
@@ -300,7 +300,7 @@ fn test_real_fifo_resync_atomic() {
 #[test]
 fn atomic_entries_pop_alone_and_count_in_the_initial_population() {
     let f = atomic(true);
-    f.update_resource_version("5");
+    f.bookmark("5");
     assert!(!f.is_populated(), "a bookmark does not populate");
     f.replace(vec![obj("a", 1), obj("b", 2)], "10".into())
         .unwrap();

@@ -77,6 +77,8 @@ pub struct RecordingStore {
     resyncs: AtomicUsize,
     /// The list in progress: recorded as one `Op::Replace` when it ends.
     listing: Mutex<Option<Vec<(String, String)>>>,
+    /// The versions passed to `bookmark`, in order (kept apart from `ops`).
+    pub bookmarks: Mutex<Vec<String>>,
 }
 
 impl RecordingStore {
@@ -163,6 +165,9 @@ impl ReflectorStore<Pod> for RecordingStore {
         self.ops
             .lock()
             .push(Op::UpdateResourceVersion(resource_version.to_owned()));
+    }
+    fn bookmark(&self, resource_version: &str) {
+        self.bookmarks.lock().push(resource_version.to_owned());
     }
 }
 
@@ -462,6 +467,8 @@ pub struct Scenario {
     pub content: Option<Vec<(String, String)>>,
     /// The resourceVersions the store was told about (`update_resource_version`), in order.
     pub rv_updates: Option<Vec<&'static str>>,
+    /// The versions the store was told of as bookmarks (`bookmark`), in order.
+    pub bookmarks: Option<Vec<&'static str>>,
     /// The Reflector's last synced resourceVersion afterwards.
     pub last_sync_rv: Option<&'static str>,
 }
@@ -480,6 +487,7 @@ impl Default for Scenario {
             first_ops: None,
             content: None,
             rv_updates: None,
+            bookmarks: None,
             last_sync_rv: None,
         }
     }
@@ -526,6 +534,9 @@ pub async fn run_scenarios(table: Vec<Scenario>) {
         }
         if let Some(rvs) = case.rv_updates {
             assert_eq!(store.rv_updates(), rvs, "{name}");
+        }
+        if let Some(rvs) = case.bookmarks {
+            assert_eq!(*store.bookmarks.lock(), rvs, "{name}: bookmarks");
         }
         if let Some(rv) = case.last_sync_rv {
             assert_eq!(r.last_sync_resource_version(), rv, "{name}");

@@ -46,7 +46,7 @@ pub const DEFAULT_BATCH_SIZE: usize = 1000;
 ///   delta per listed object in list order.
 /// - **Resync** (atomic): one [`Popped::SyncAll`]. (Per-object): a `Sync` delta with the known
 ///   object for every known key that has nothing queued.
-/// - **Bookmarks** ([`RealFifo::update_resource_version`]) are queued only in atomic mode with
+/// - **Bookmarks** ([`RealFifo::bookmark`]) are queued only in atomic mode with
 ///   `emit_bookmarks`.
 /// - **Batches.** [`RealFifo::pop_batch`] hands out the longest run of leading deltas with
 ///   distinct keys, at most `max_unique_keys`; a repeated key ends the run. Entries of the first
@@ -196,10 +196,11 @@ impl<K: Object> RealFifo<K> {
         Ok(())
     }
 
-    /// The watch reached `resource_version` without a change. In atomic mode with
-    /// `emit_bookmarks` it queues a [`Popped::Bookmark`] (client-go's `Bookmark`); otherwise it
-    /// does nothing. It does not populate the queue.
-    pub fn update_resource_version(&self, resource_version: &str) {
+    /// A BOOKMARK event reached `resource_version`. In atomic mode with `emit_bookmarks` it
+    /// queues a [`Popped::Bookmark`] (client-go's `Bookmark`); otherwise it does nothing. It
+    /// does not populate the queue. (The Reflector calls it for bookmarks only: an entry per
+    /// watch event would end every batch after one change.)
+    pub fn bookmark(&self, resource_version: &str) {
         if !matches!(
             self.mode,
             RealFifoMode::Atomic {
@@ -370,8 +371,11 @@ impl<K: Object> ReflectorStore<K> for RealFifo<K> {
     fn resync(&self) -> Result<(), QueueError> {
         RealFifo::resync(self)
     }
-    fn update_resource_version(&self, resource_version: &str) {
-        RealFifo::update_resource_version(self, resource_version)
+    /// Every watch event's version: nothing to do (client-go's RealFIFO is no
+    /// `ResourceVersionUpdater`); bookmarks come through [`bookmark`](Self::bookmark).
+    fn update_resource_version(&self, _resource_version: &str) {}
+    fn bookmark(&self, resource_version: &str) {
+        RealFifo::bookmark(self, resource_version)
     }
     fn replace_begin(&self) {
         RealFifo::replace_begin(self)

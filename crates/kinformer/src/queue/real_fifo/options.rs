@@ -17,7 +17,7 @@ pub enum RealFifoMode<K> {
     /// queue's lock (client-go's `UnlockWhileProcessing`).
     Atomic {
         /// Queue a [`Popped::Bookmark`](super::Popped::Bookmark) for every
-        /// `update_resource_version` (client-go's `EmitDeltaTypeBookmark`), so the consumer's
+        /// [`bookmark`](super::RealFifo::bookmark) (client-go's `EmitDeltaTypeBookmark`), so the consumer's
         /// cache learns resource versions in order with the changes.
         emit_bookmarks: bool,
     },
