@@ -435,7 +435,7 @@ fn run(ops: Vec<Op>, atomic: bool, bookmarks: bool, transformed: bool) {
                 model.resync();
             }
             Op::Bookmark => {
-                fifo.update_resource_version(&format!("rv{step}"));
+                fifo.bookmark(&format!("rv{step}"));
                 model.bookmark(format!("rv{step}"));
             }
             Op::Pop => pop(&fifo, &mut model, 1, step),
