@@ -10,6 +10,9 @@ pub enum ReportError {
     /// The server did not print its addresses.
     #[error("bench server did not start: {0}")]
     Server(String),
+    /// A round of the restart benchmark failed.
+    #[error("restart round: {0}")]
+    Restart(String),
     /// A replica of the fleet benchmark failed.
     #[error("replica {0}")]
     Replica(String),

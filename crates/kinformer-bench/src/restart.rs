@@ -157,6 +157,7 @@ async fn start_once(
     last: Option<&(String, String)>,
     timeout: Duration,
 ) -> Result<(f64, f64, u64, (u64, u64), String, f64), ReportError> {
+    let snapshot_configured = snapshot.is_some();
     let before = wire.proxy.bytes_to_clients();
     let t0 = Instant::now();
     let factory = factory(wire.client.clone(), snapshot);
@@ -166,9 +167,9 @@ async fn start_once(
     let wait = factory.wait_for_cache_sync(&cancel);
     let synced = tokio::time::timeout(timeout, wait)
         .await
-        .map_err(|_| ReportError::Server("the informer did not sync in time".into()))?;
+        .map_err(|_| ReportError::Restart("the informer did not sync in time".into()))?;
     if !synced.values().all(|s| *s) {
-        return Err(ReportError::Server("the informer did not sync".into()));
+        return Err(ReportError::Restart("the informer did not sync".into()));
     }
     let synced_s = t0.elapsed().as_secs_f64();
     if let Some((key, rv)) = last {
@@ -182,7 +183,7 @@ async fn start_once(
                 break;
             }
             if Instant::now() > deadline {
-                return Err(ReportError::Server(format!(
+                return Err(ReportError::Restart(format!(
                     "{key} never reached resourceVersion {rv} (cache: {current:?})"
                 )));
             }
@@ -191,6 +192,13 @@ async fn start_once(
     }
     let caught_up_s = t0.elapsed().as_secs_f64();
     let bytes = wire.proxy.bytes_to_clients() - before;
+    if snapshot_configured && last.is_none() {
+        // the prime run: a write now says why it fails, where the shutdown's would only log
+        informer
+            .write_snapshot()
+            .await
+            .map_err(|e| ReportError::Restart(format!("snapshot write: {e}")))?;
+    }
     let counts = informer.list_watch_counts();
     let status = match informer.snapshot_status() {
         SnapshotStatus::None => "none".to_string(),
@@ -213,7 +221,7 @@ async fn change_pods(
     let page = all
         .list_metadata(&ListParams::default().limit(changes as u32))
         .await
-        .map_err(|e| ReportError::Server(format!("list pods: {e}")))?;
+        .map_err(|e| ReportError::Restart(format!("list pods: {e}")))?;
     let mut last = None;
     for meta in page.items.iter().take(changes as usize) {
         let (Some(ns), Some(name)) = (&meta.metadata.namespace, &meta.metadata.name) else {
@@ -225,7 +233,7 @@ async fn change_pods(
         let pod = api
             .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
-            .map_err(|e| ReportError::Server(format!("patch {ns}/{name}: {e}")))?;
+            .map_err(|e| ReportError::Restart(format!("patch {ns}/{name}: {e}")))?;
         last = pod
             .metadata
             .resource_version
@@ -310,7 +318,7 @@ pub fn run(opts: &RestartOptions) -> Result<PathBuf, ReportError> {
                 let direct = crate::kubeconfig::client(&server.kubeconfig).await?;
                 let cluster = kinformer::snapshot::cluster_id(&direct)
                     .await
-                    .map_err(|e| ReportError::Server(format!("cluster id: {e}")))?;
+                    .map_err(|e| ReportError::Restart(format!("cluster id: {e}")))?;
                 let dir = out.join(format!("snapshots-{}-{n}", tier.as_str()));
                 let _ = std::fs::remove_dir_all(&dir);
                 let snapshot = SnapshotOptions::new(&dir, cluster);

@@ -109,9 +109,10 @@ pub(crate) fn read_whole(
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory, synced,
 /// renamed over `path`, then the directory synced. A crash at any point leaves either the
 /// previous file or the new one, never a mix; a leftover temporary file is never read (and is
-/// overwritten by the next write).
+/// overwritten by the next write). The directory is created if it does not exist.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), SnapshotError> {
     let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
     let mut temp: PathBuf = path.to_owned();
     temp.as_mut_os_string().push(TEMP_SUFFIX);
     let result = (|| {
@@ -174,6 +175,14 @@ mod tests {
         std::fs::write(&temp, &first[..first.len() / 2]).unwrap();
         let (h, _) = read_whole(&path, u64::MAX).unwrap().unwrap();
         assert_eq!(h, header());
+        // a directory that does not exist yet is created
+        let nested = dir.join("not").join("yet");
+        write_atomic(&nested.join("x.snap"), &first).unwrap();
+        assert!(
+            read_snapshot(&nested.join("x.snap"), u64::MAX)
+                .unwrap()
+                .is_some()
+        );
         // the next write overwrites the leftover and the snapshot
         let mut second_header = header();
         second_header.resource_version = "8".into();

@@ -84,7 +84,7 @@ pub const DEFAULT_MAX_SNAPSHOT_BYTES: u64 = 4 << 30;
 #[non_exhaustive]
 pub struct SnapshotOptions {
     /// The directory of the snapshot files (one per type and scope, named by
-    /// [`snapshot_file_name`]). It must exist.
+    /// [`snapshot_file_name`]). Created on the first write if it does not exist.
     pub dir: PathBuf,
     /// The cluster's identity ([`cluster_id`]); a snapshot of another cluster is refused.
     pub cluster_id: String,

@@ -312,11 +312,36 @@ impl<K: Object> SharedIndexInformer<K> {
             let (staged, objects) = match body {
                 Body::Full(jsons) => {
                     let from_json = this.inner.snap.codec.from_json;
-                    let objects = jsons
-                        .iter()
-                        .map(|j| from_json(j).map(Arc::new))
-                        .collect::<Result<Vec<_>, _>>()
-                        .map_err(|e| bad(format!("an object does not decode: {e}")))?;
+                    // decoded on every core, as a list is (the order is kept)
+                    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+                    let per = jsons.len().div_ceil(threads).max(1);
+                    let parts = std::thread::scope(|scope| {
+                        let running: Vec<_> = jsons
+                            .chunks(per)
+                            .map(|chunk| {
+                                scope.spawn(move || {
+                                    chunk
+                                        .iter()
+                                        .map(|j| from_json(j).map(Arc::new))
+                                        .collect::<Result<Vec<_>, _>>()
+                                        .map_err(|e| e.to_string())
+                                })
+                            })
+                            .collect();
+                        running
+                            .into_iter()
+                            .map(|t| {
+                                t.join()
+                                    .unwrap_or_else(|_| Err("decoding panicked".to_owned()))
+                            })
+                            .collect::<Vec<_>>()
+                    });
+                    let mut objects = Vec::with_capacity(jsons.len());
+                    for part in parts {
+                        objects.extend(
+                            part.map_err(|e| bad(format!("an object does not decode: {e}")))?,
+                        );
+                    }
                     let n = objects.len();
                     let mut stage = indexer.stage_replace();
                     indexer
