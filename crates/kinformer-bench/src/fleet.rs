@@ -169,6 +169,21 @@ pub(crate) fn start_tier(
     }
 }
 
+/// What a benchmark run needs first: this executable (it runs the servers and replicas), the
+/// output directory (created, canonical) and a tokio runtime.
+pub(crate) fn prepare(
+    out_dir: &Path,
+) -> Result<(PathBuf, PathBuf, tokio::runtime::Runtime), ReportError> {
+    let exe = std::env::current_exe().map_err(|e| ReportError::Io("current_exe".into(), e))?;
+    std::fs::create_dir_all(out_dir).map_err(|e| ReportError::Io("create out dir".into(), e))?;
+    let out = out_dir
+        .canonicalize()
+        .map_err(|e| ReportError::Io("out dir".into(), e))?;
+    let rt =
+        tokio::runtime::Runtime::new().map_err(|e| ReportError::Io("tokio runtime".into(), e))?;
+    Ok((exe, out, rt))
+}
+
 fn secs(from: u128, to: u128) -> f64 {
     to.saturating_sub(from) as f64 / 1e9
 }
@@ -278,15 +293,7 @@ fn shard_run(
 /// [`ReportError`] when a server cannot start or the report cannot be written. A failed round
 /// is a note in the report, not an error.
 pub fn run(opts: &FleetOptions) -> Result<PathBuf, ReportError> {
-    let exe = std::env::current_exe().map_err(|e| ReportError::Io("current_exe".into(), e))?;
-    std::fs::create_dir_all(&opts.out_dir)
-        .map_err(|e| ReportError::Io("create out dir".into(), e))?;
-    let out = opts
-        .out_dir
-        .canonicalize()
-        .map_err(|e| ReportError::Io("out dir".into(), e))?;
-    let rt =
-        tokio::runtime::Runtime::new().map_err(|e| ReportError::Io("tokio runtime".into(), e))?;
+    let (exe, out, rt) = prepare(&opts.out_dir)?;
     let mut results = FleetResults::default();
     for &tier in &opts.tiers {
         for &n in &opts.sizes {

@@ -177,18 +177,30 @@ pub(crate) fn write(out: &Path, results: &FleetResults) -> Result<PathBuf, Repor
     let mut md = String::from("# kinformer fleet benchmark\n\n");
     failover_table(&mut md, results);
     shard_table(&mut md, results);
-    if !results.notes.is_empty() {
+    write_outputs(out, "fleet", md, &results.notes, results)
+}
+
+/// Appends `notes` to `md` under "Notes", writes `{stem}.json` (`results`) and `{stem}.md` in
+/// `out`; returns the path of `{stem}.md`.
+pub(crate) fn write_outputs(
+    out: &Path,
+    stem: &str,
+    mut md: String,
+    notes: &[String],
+    results: &impl Serialize,
+) -> Result<PathBuf, ReportError> {
+    if !notes.is_empty() {
         md.push_str("\n## Notes\n\n");
-        for n in &results.notes {
+        for n in notes {
             let _ = writeln!(md, "- {n}");
         }
     }
     let json = serde_json::to_string_pretty(results)
-        .map_err(|e| ReportError::Server(format!("fleet.json: {e}")))?;
-    std::fs::write(out.join("fleet.json"), json)
-        .map_err(|e| ReportError::Io("fleet.json".into(), e))?;
-    let path = out.join("fleet.md");
-    std::fs::write(&path, md).map_err(|e| ReportError::Io("fleet.md".into(), e))?;
+        .map_err(|e| ReportError::Server(format!("{stem}.json: {e}")))?;
+    std::fs::write(out.join(format!("{stem}.json")), json)
+        .map_err(|e| ReportError::Io(format!("{stem}.json"), e))?;
+    let path = out.join(format!("{stem}.md"));
+    std::fs::write(&path, md).map_err(|e| ReportError::Io(format!("{stem}.md"), e))?;
     Ok(path)
 }
 

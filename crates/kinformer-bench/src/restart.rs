@@ -292,15 +292,7 @@ async fn round(
 /// [`ReportError`] when the report cannot be written. A server that cannot start or a failed
 /// round is a note in the report.
 pub fn run(opts: &RestartOptions) -> Result<PathBuf, ReportError> {
-    let exe = std::env::current_exe().map_err(|e| ReportError::Io("current_exe".into(), e))?;
-    std::fs::create_dir_all(&opts.out_dir)
-        .map_err(|e| ReportError::Io("create out dir".into(), e))?;
-    let out = opts
-        .out_dir
-        .canonicalize()
-        .map_err(|e| ReportError::Io("out dir".into(), e))?;
-    let rt =
-        tokio::runtime::Runtime::new().map_err(|e| ReportError::Io("tokio runtime".into(), e))?;
+    let (exe, out, rt) = crate::fleet::prepare(&opts.out_dir)?;
     let mut results = RestartResults::default();
     for &tier in &opts.tiers {
         for &n in &opts.sizes {
@@ -415,17 +407,5 @@ fn write(
             let _ = writeln!(md, "- {s}");
         }
     }
-    if !results.notes.is_empty() {
-        md.push_str("\n## Notes\n\n");
-        for n in &results.notes {
-            let _ = writeln!(md, "- {n}");
-        }
-    }
-    let json = serde_json::to_string_pretty(results)
-        .map_err(|e| ReportError::Server(format!("restart.json: {e}")))?;
-    std::fs::write(out.join("restart.json"), json)
-        .map_err(|e| ReportError::Io("restart.json".into(), e))?;
-    let path = out.join("restart.md");
-    std::fs::write(&path, md).map_err(|e| ReportError::Io("restart.md".into(), e))?;
-    Ok(path)
+    crate::fleet_md::write_outputs(out, "restart", md, &results.notes, results)
 }

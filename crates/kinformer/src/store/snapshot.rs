@@ -18,26 +18,6 @@ pub(crate) struct CacheView<K> {
     pub(crate) dict: Option<Vec<u8>>,
 }
 
-/// One object of a [`CacheView`]: its key and its decoded object (full mode) or encoded bytes
-/// (lean mode).
-pub(crate) type ViewEntry<K> = (Arc<str>, Result<Arc<K>, Arc<[u8]>>);
-
-impl<K> CacheView<K> {
-    /// Each entry's decoded object (full mode) or encoded bytes (lean mode), by key.
-    pub(crate) fn into_parts(self) -> Vec<ViewEntry<K>> {
-        self.entries
-            .into_iter()
-            .map(|(key, stored)| {
-                let part = match stored {
-                    Stored::Full(obj) => Ok(obj),
-                    Stored::Lean(blob) => Err(blob),
-                };
-                (key, part)
-            })
-            .collect()
-    }
-}
-
 impl<K: Object> Indexer<K> {
     /// Takes a [`CacheView`] under the read lock.
     pub(crate) fn snapshot_view(&self) -> CacheView<K> {

@@ -10,6 +10,7 @@ use crate::snapshot::{
     SnapshotStatus, SnapshotWritten, StoredAs, TypeIdentity, encode, read_whole,
     snapshot_file_name, write_atomic,
 };
+use crate::store::Stored;
 
 /// Encodes and decodes `K` as JSON (captured where `K: Serialize + DeserializeOwned`).
 pub(super) struct JsonCodec<K> {
@@ -150,16 +151,16 @@ impl<K: Object> SharedIndexInformer<K> {
         };
         let to_json = inner.snap.codec.to_json;
         let written = tokio::task::spawn_blocking(move || {
-            let dict = view.dict.clone();
+            let dict = view.dict;
             let objects = header.object_count as usize;
             let mut full = Vec::new();
             let mut lean = Vec::new();
-            for (key, part) in view.into_parts() {
-                match part {
-                    Ok(obj) => full.push(
+            for (key, stored) in view.entries {
+                match stored {
+                    Stored::Full(obj) => full.push(
                         to_json(&obj).map_err(|e| SnapshotError::Encode(format!("{key}: {e}")))?,
                     ),
-                    Err(blob) => lean.push((key.to_string(), blob.to_vec())),
+                    Stored::Lean(blob) => lean.push((key.to_string(), blob.to_vec())),
                 }
             }
             let body = match header.stored_as {
