@@ -1,5 +1,10 @@
 //! [`LeanStaging`]: how a lean cache takes a list without ever holding it decoded, as a wrapper
 //! at the Reflector's store seam.
+//!
+//! The informer's first list into an empty cache is applied part by part as it downloads
+//! ([`InitialPart`]): each part is written to the cache and its adds told at once, with the
+//! objects the decoder produced, so no listed object is decoded twice. Every later list (and a
+//! first one into a cache a snapshot filled) is staged and installed in one swap.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -10,6 +15,25 @@ use parking_lot::Mutex;
 use crate::queue::QueueError;
 use crate::store::{Indexer, ReflectorStore, StagedReplace};
 use crate::{Object, Transform};
+
+/// Writes one part of the informer's first list to the (empty) cache and tells its adds
+/// (the informer's, which holds its handler lock while it does).
+pub(crate) type InitialPart<K> = Box<dyn Fn(Vec<Arc<K>>) + Send + Sync>;
+
+/// What the process loop finds for a relist placeholder it pops.
+pub(crate) enum Ready<K> {
+    /// A relist staged while it downloaded: to install in one swap.
+    Staged(StagedReplace<K>),
+    /// The first list, already written and told part by part: only its resource version is
+    /// left to record.
+    Applied,
+}
+
+/// The list being downloaded.
+enum Current<K> {
+    Staged(StagedReplace<K>),
+    Direct,
+}
 
 /// Wraps the informer's queue (a RealFifo, which hands a relist through whole) for a lean
 /// cache: every list part is transformed, keyed, indexed and encoded into a staged relist as it
@@ -22,26 +46,35 @@ pub(crate) struct LeanStaging<K, S> {
     inner: S,
     indexer: Indexer<K>,
     transformer: Option<Transform<K>>,
+    /// Applies the first list part by part, until a list begins (then `None`).
+    initial: Mutex<Option<InitialPart<K>>>,
     /// The relist being downloaded.
-    current: Mutex<Option<StagedReplace<K>>>,
+    current: Mutex<Option<Current<K>>>,
     /// Complete relists, in the order their placeholders were queued.
-    ready: Mutex<VecDeque<StagedReplace<K>>>,
+    ready: Mutex<VecDeque<Ready<K>>>,
 }
 
 impl<K: Object, S> LeanStaging<K, S> {
     /// Stages the lists `inner` would get into `indexer`'s encoded form, transformed first.
-    pub(crate) fn new(inner: S, indexer: Indexer<K>, transformer: Option<Transform<K>>) -> Self {
+    /// `initial` applies the first list's parts if the cache is empty when it begins.
+    pub(crate) fn new(
+        inner: S,
+        indexer: Indexer<K>,
+        transformer: Option<Transform<K>>,
+        initial: Option<InitialPart<K>>,
+    ) -> Self {
         Self {
             inner,
             indexer,
             transformer,
+            initial: Mutex::new(initial),
             current: Mutex::new(None),
             ready: Mutex::new(VecDeque::new()),
         }
     }
 
     /// The staged relist of the placeholder just popped.
-    pub(crate) fn take_ready(&self) -> Option<StagedReplace<K>> {
+    pub(crate) fn take_ready(&self) -> Option<Ready<K>> {
         self.ready.lock().pop_front()
     }
 }
@@ -61,7 +94,16 @@ impl<K: Object, S: ReflectorStore<K, Error = QueueError>> ReflectorStore<K> for 
         self.inner.resync()
     }
     fn replace_begin(&self) {
-        *self.current.lock() = Some(self.indexer.stage_replace());
+        // Only the first list, and only into an empty cache (a snapshot's objects are diffed).
+        let direct = self.initial.lock().is_some() && self.indexer.is_empty();
+        if !direct {
+            *self.initial.lock() = None;
+        }
+        *self.current.lock() = Some(if direct {
+            Current::Direct
+        } else {
+            Current::Staged(self.indexer.stage_replace())
+        });
     }
     fn replace_part(&self, items: Vec<Arc<K>>) -> Result<(), QueueError> {
         let items = match &self.transformer {
@@ -69,23 +111,43 @@ impl<K: Object, S: ReflectorStore<K, Error = QueueError>> ReflectorStore<K> for 
             None => items,
         };
         let mut current = self.current.lock();
-        let stage = current.get_or_insert_with(|| self.indexer.stage_replace());
-        self.indexer
-            .stage_part(stage, items)
-            .map_err(QueueError::Key)
+        let current = current.get_or_insert_with(|| Current::Staged(self.indexer.stage_replace()));
+        match current {
+            Current::Staged(stage) => self
+                .indexer
+                .stage_part(stage, items)
+                .map_err(QueueError::Key),
+            Current::Direct => {
+                if let Some(apply) = &*self.initial.lock() {
+                    apply(items);
+                }
+                Ok(())
+            }
+        }
     }
     fn replace_end(&self, resource_version: String) -> Result<(), QueueError> {
-        let Some(stage) = self.current.lock().take() else {
-            tracing::error!("lean informer queue: replace_end without replace_begin; ignored");
-            return Ok(());
+        let ready = match self.current.lock().take() {
+            Some(Current::Staged(stage)) => Ready::Staged(stage),
+            Some(Current::Direct) => {
+                // Lists after this one are staged.
+                *self.initial.lock() = None;
+                Ready::Applied
+            }
+            None => {
+                tracing::error!("lean informer queue: replace_end without replace_begin; ignored");
+                return Ok(());
+            }
         };
-        self.ready.lock().push_back(stage);
+        self.ready.lock().push_back(ready);
         // The placeholder: an empty relist, queued after the staged one is ready.
         self.inner.replace_begin();
         self.inner.replace_end(resource_version)
     }
     fn replace_abort(&self) {
-        *self.current.lock() = None;
+        // A first list cut short left part of it in the cache: the next one is staged against it.
+        if matches!(self.current.lock().take(), Some(Current::Direct)) {
+            *self.initial.lock() = None;
+        }
     }
     fn wait_for_room(&self) -> BoxFuture<'_, ()> {
         self.inner.wait_for_room()

@@ -23,7 +23,7 @@ use super::processor::{HandlerStats, Processor, determine_resync_period};
 /// resourceVersion, as after any closed watch.
 pub const MAX_QUEUED_DELTAS: usize = 1024;
 use self::deliver::Later;
-use super::lean_staging::LeanStaging;
+use super::lean_staging::{InitialPart, LeanStaging, Ready};
 use super::queue::InformerQueue;
 use super::stream::EventStream;
 use crate::InformerConfig;

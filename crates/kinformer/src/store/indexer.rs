@@ -193,15 +193,26 @@ impl<K: Object> Indexer<K> {
         }
     }
 
-    /// The objects of `picked`, decoding the encoded ones (call it without holding the lock).
+    /// The objects of `picked`, decoding the encoded ones (call it without holding the lock), on
+    /// every core for a large read of a lean cache.
     pub(super) fn finish(&self, picked: Vec<Pick<K>>) -> Vec<Arc<K>> {
-        picked
-            .into_iter()
-            .filter_map(|p| match p {
-                Pick::Ready(obj) => Some(obj),
-                Pick::Encoded(key, stored) => self.decoded(&key, &stored),
-            })
-            .collect()
+        let one = |p: &Pick<K>| match p {
+            Pick::Ready(obj) => Some(obj.clone()),
+            Pick::Encoded(key, stored) => self.decoded(key, stored),
+        };
+        match self.inner.codec {
+            Some(_) => super::lean::par_map(&picked, one)
+                .into_iter()
+                .flatten()
+                .collect(),
+            None => picked
+                .into_iter()
+                .filter_map(|p| match p {
+                    Pick::Ready(obj) => Some(obj),
+                    Pick::Encoded(key, stored) => self.decoded(&key, &stored),
+                })
+                .collect(),
+        }
     }
 
     /// What informers use: keys from [`meta_namespace_key`](crate::meta_namespace_key) and the

@@ -1,7 +1,7 @@
 //! The memory-lean cache mode: objects kept as compressed JSON, decoded on demand into `Arc`s
 //! that every reader shares for as long as anyone holds one.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::sync::{Arc, OnceLock, Weak};
 
@@ -29,24 +29,40 @@ use serde::de::DeserializeOwned;
 /// 240 bytes each) with two indexes, on a loaded 2-core machine (full mode in brackets):
 /// `get_by_key` 26 µs (0.3 µs), `list` of all 10,000 618 ms (0.37 ms), `by_index` returning
 /// 100 pods 2.8–3.2 ms (4 µs); adding 10,000 pods 264 ms (12 ms).
-/// Decoded objects are shared: while anyone (a handler, a reader, the informer's queue) holds
-/// the `Arc` of an object's current version, every read returns that same `Arc` without
-/// decoding. Decoding happens outside the cache's lock. Writes encode (`serde_json`, then LZ4)
+/// Decoded objects are shared: while anyone (a handler, a reader, the informer's queue, the
+/// hot set) holds the `Arc` of an object's current version, every read returns that same `Arc`
+/// without decoding. Decoding happens outside the cache's lock; a read of many objects
+/// (`list`, `by_index`) decodes them on every core. Writes encode (`serde_json`, then LZ4)
 /// before they take the lock. The cache remembers each shared object through a `Weak`, which
 /// keeps the object's own allocation (2.4 KB for a `Pod`) until it is forgotten: writes forget
-/// dead entries as the table grows, and an informer forgets them all half a second after it
-/// installs a list (see [`crate::memory`]). The informer decodes the cached object an update replaces, to
+/// dead entries as the table grows, and an informer forgets them after it installs a list
+/// (see [`crate::memory`]). The informer decodes the cached object an update replaces, to
 /// give handlers the old state.
+///
+/// # The hot set
+///
+/// The cache keeps the most recently written or decoded objects decoded ([`DEFAULT_HOT_OBJECTS`]
+/// by default; [`Indexer::new_lean_with_hot`](super::Indexer::new_lean_with_hot),
+/// [`InformerConfig::lean_hot_objects`](crate::InformerConfig::lean_hot_objects)), oldest out
+/// first. A reconciler that reads the object a handler was just told (the informer wrote it
+/// first) reads it at full-mode cost; a read of any other object decodes. Each costs its
+/// decoded size (about 10 KB for a pod with managedFields: 1.3 MB for the default 128).
 ///
 /// # In an informer
 ///
 /// An informer on the default queue ([`QueueMode::RealFifo`](crate::informer::QueueMode::RealFifo)) in
-/// lean mode never holds a list decoded: each part is keyed, indexed and encoded as it
-/// downloads (its decoded objects dropped at once), the relist is installed in one swap when
-/// it pops, and its objects are decoded one at a time to notify handlers. (With the default
-/// mode's queue holding the whole decoded list until the swap, glibc's allocator keeps the
-/// process's resident memory near that peak long after the list is freed.) A handler slower
-/// than the informer still holds the decoded objects queued for it. On
+/// lean mode never holds a list decoded. Its first list into an empty cache is cached and told
+/// part by part as it downloads: each part is encoded and written, and the handlers are told
+/// with the very objects the decoder made (nothing listed is decoded twice; the cache fills
+/// before the informer has synced, as client-go's informers filled it object by object before
+/// its RealFIFO). Before the informer reports synced, the decoded objects nobody holds are
+/// forgotten and freed memory goes back to the OS (with
+/// [`InformerConfig::release_memory`](crate::InformerConfig::release_memory)), so memory read
+/// at sync is what the cache keeps. Every later list (and a first one into a cache a snapshot
+/// filled) is keyed, indexed and encoded part by part as it downloads (its decoded objects
+/// dropped at once), installed in one swap when it pops, and its objects are decoded a chunk at
+/// a time to notify handlers. A handler slower than the informer still holds the decoded
+/// objects queued for it. On
 /// [`QueueMode::DeltaFifo`](crate::informer::QueueMode::DeltaFifo) the queue holds a list's objects
 /// decoded until they are popped.
 ///
@@ -146,6 +162,10 @@ const MAX_DICT: usize = 64 * 1024;
 /// Dead entries the shared table may hold before it is pruned, at least.
 const MIN_PRUNE_AT: usize = 256;
 
+/// How many decoded objects a lean cache keeps alive by default, the most recently written or
+/// decoded ones (see [`CacheMode`] and [`Indexer::new_lean_with_hot`](super::Indexer::new_lean_with_hot)).
+pub const DEFAULT_HOT_OBJECTS: usize = 128;
+
 /// Encodes and decodes one cache's objects, and remembers the decoded objects that are still
 /// alive so readers share them.
 pub(super) struct LeanCodec<K> {
@@ -154,6 +174,10 @@ pub(super) struct LeanCodec<K> {
     /// The compression dictionary: the JSON of the first object encoded.
     dict: OnceLock<Box<[u8]>>,
     shared: Mutex<SharedTable<K>>,
+    /// The objects most recently written or decoded, kept alive (so found in `shared`), oldest
+    /// first: at most `hot_cap`.
+    hot: Mutex<VecDeque<Arc<K>>>,
+    hot_cap: usize,
 }
 
 /// Decoded objects still alive, by the address of their encoded form. Each entry holds the
@@ -179,8 +203,16 @@ fn address(blob: &Arc<[u8]>) -> usize {
 }
 
 impl<K: Serialize + DeserializeOwned> LeanCodec<K> {
-    /// A codec for `K` through its JSON form.
+    /// A codec for `K` through its JSON form, keeping the [`DEFAULT_HOT_OBJECTS`] most recent
+    /// objects alive.
+    #[cfg(test)]
     pub(super) fn new() -> Self {
+        Self::with_hot(DEFAULT_HOT_OBJECTS)
+    }
+
+    /// A codec for `K` through its JSON form, keeping the `hot` most recently written or
+    /// decoded objects alive.
+    pub(super) fn with_hot(hot: usize) -> Self {
         Self {
             to_json: |obj| serde_json::to_vec(obj),
             from_json: |bytes| serde_json::from_slice(bytes),
@@ -189,6 +221,8 @@ impl<K: Serialize + DeserializeOwned> LeanCodec<K> {
                 map: HashMap::new(),
                 prune_at: MIN_PRUNE_AT,
             }),
+            hot: Mutex::new(VecDeque::with_capacity(hot)),
+            hot_cap: hot,
         }
     }
 }
@@ -203,6 +237,7 @@ impl<K> LeanCodec<K> {
             .get_or_init(|| json[..json.len().min(MAX_DICT)].into());
         let blob: Arc<[u8]> = lz4_flex::block::compress_prepend_size_with_dict(&json, dict).into();
         self.share(&blob, obj);
+        self.keep_hot(obj);
         Ok(blob)
     }
 
@@ -249,7 +284,29 @@ impl<K> LeanCodec<K> {
             return Ok(obj);
         }
         let obj = Arc::new(self.decode_fresh(blob)?);
-        Ok(self.share(blob, &obj))
+        let obj = self.share(blob, &obj);
+        self.keep_hot(&obj);
+        Ok(obj)
+    }
+
+    /// Keeps `obj` alive among the most recent objects, dropping the oldest past the bound.
+    fn keep_hot(&self, obj: &Arc<K>) {
+        if self.hot_cap == 0 {
+            return;
+        }
+        let evicted = {
+            let mut hot = self.hot.lock();
+            let evicted = (hot.len() >= self.hot_cap).then(|| hot.pop_front());
+            hot.push_back(obj.clone());
+            evicted
+        };
+        // the evicted object (if its last holder) is freed outside the lock
+        drop(evicted);
+    }
+
+    /// How many objects the hot set keeps alive (at most its bound).
+    pub(super) fn hot_len(&self) -> usize {
+        self.hot.lock().len()
     }
 
     /// Remembers `obj` as the decoded form of `blob`, unless another live copy is remembered
@@ -268,7 +325,8 @@ impl<K> LeanCodec<K> {
         obj.clone()
     }
 
-    /// Forgets the decoded objects nobody holds any more; returns how many are still held.
+    /// Forgets the decoded objects nobody holds any more; returns how many are still held by
+    /// someone other than the hot set.
     ///
     /// A forgotten entry's `Weak` kept the object's allocation (the struct itself, 2.4 KB for
     /// a k8s-openapi `Pod`) alive; after a list, every listed object has such an entry until
@@ -279,7 +337,9 @@ impl<K> LeanCodec<K> {
         table.map.retain(|_, (_, w)| w.strong_count() > 0);
         table.map.shrink_to_fit();
         table.prune_at = (table.map.len() * 2).max(MIN_PRUNE_AT);
-        table.map.len()
+        let held = table.map.len();
+        drop(table);
+        held.saturating_sub(self.hot_len())
     }
 
     /// How many decoded objects the shared table remembers (live or not yet pruned).
@@ -361,6 +421,50 @@ mod tests {
             .collect();
         assert!(codec.shared_len() <= MIN_PRUNE_AT, "{}", codec.shared_len());
         assert_eq!(blobs.len(), MIN_PRUNE_AT * 4);
+    }
+
+    #[test]
+    fn the_hot_set_keeps_the_most_recent_objects_within_its_bound() {
+        let codec = LeanCodec::<Obj>::with_hot(3);
+        let mut weak = Vec::new();
+        let mut blobs = Vec::new();
+        for i in 0..5 {
+            let o = obj(&format!("o{i}"));
+            weak.push(Arc::downgrade(&o));
+            blobs.push(codec.encode(&o).unwrap());
+        }
+        assert_eq!(codec.hot_len(), 3);
+        let alive: Vec<bool> = weak.iter().map(|w| w.strong_count() > 0).collect();
+        assert_eq!(
+            alive,
+            [false, false, true, true, true],
+            "the last three written"
+        );
+        // a hot object is read back as the same Arc, without decoding
+        let hot = codec.decode(&blobs[4]).unwrap();
+        assert!(Arc::ptr_eq(&hot, &weak[4].upgrade().unwrap()));
+        // a fresh decode joins the hot set and pushes the oldest out
+        let cold = codec.decode(&blobs[0]).unwrap();
+        assert_eq!(cold.name, "o0");
+        assert_eq!(weak[2].strong_count(), 0, "o2 left the hot set");
+        assert_eq!(codec.hot_len(), 3);
+        // held only by the hot set: not counted as held by someone
+        drop((hot, cold));
+        assert_eq!(codec.prune(), 0);
+        assert_eq!(codec.shared_len(), 3);
+    }
+
+    #[test]
+    fn a_hot_set_of_zero_keeps_nothing() {
+        let codec = LeanCodec::<Obj>::with_hot(0);
+        let o = obj("a");
+        let weak = Arc::downgrade(&o);
+        let blob = codec.encode(&o).unwrap();
+        drop(o);
+        assert_eq!(weak.strong_count(), 0);
+        assert_eq!(codec.hot_len(), 0);
+        assert_eq!(codec.decode(&blob).unwrap().name, "a");
+        assert_eq!(codec.prune(), 0);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 
 use super::index_func::Indexers;
 use super::indexer::Indexer;
-use super::lean::{CacheMode, LeanCodec};
+use super::lean::{CacheMode, DEFAULT_HOT_OBJECTS, LeanCodec};
 use crate::object::{KeyFunc, Object};
 
 impl<K: Object + Serialize + DeserializeOwned> Indexer<K> {
@@ -37,7 +37,15 @@ impl<K: Object + Serialize + DeserializeOwned> Indexer<K> {
     /// assert!(cache.encoded_bytes().unwrap() > 0);
     /// ```
     pub fn new_lean(key_func: KeyFunc<K>, indexers: Indexers<K>) -> Self {
-        Self::with_codec(key_func, indexers, Some(Arc::new(LeanCodec::new())))
+        Self::new_lean_with_hot(key_func, indexers, DEFAULT_HOT_OBJECTS)
+    }
+
+    /// [`new_lean`](Self::new_lean) keeping the `hot` most recently written or decoded objects
+    /// decoded (default [`DEFAULT_HOT_OBJECTS`]; 0 keeps none): a read of one of them costs
+    /// what a read of a full-mode cache does. They cost their decoded size on top of the
+    /// cache (see [`CacheMode`]).
+    pub fn new_lean_with_hot(key_func: KeyFunc<K>, indexers: Indexers<K>, hot: usize) -> Self {
+        Self::with_codec(key_func, indexers, Some(Arc::new(LeanCodec::with_hot(hot))))
     }
 
     /// An empty cache in the given mode: [`new`](Self::new) or [`new_lean`](Self::new_lean).

@@ -29,8 +29,8 @@ pub use key_lister_getter::KeyListerGetter;
 /// Label selectors (the `kinformer-selector` crate, shared with `kinformer-apiserver`).
 pub use kinformer_selector as label_selector;
 pub use label_selector::{LabelSelector, LabelSelectorError, Operator, Requirement};
-pub use lean::CacheMode;
 pub(crate) use lean::Stored;
+pub use lean::{CacheMode, DEFAULT_HOT_OBJECTS};
 pub use lister::{Lister, NamespaceLister};
 pub use observed::CacheWaitError;
 pub use reflector_store::{ReflectorStore, ReplaceOnce, ReplaceStore};

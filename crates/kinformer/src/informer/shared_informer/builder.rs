@@ -98,11 +98,13 @@ impl<K: Object, N> SharedIndexInformerBuilder<K, N> {
     where
         K: Serialize + DeserializeOwned,
     {
-        let indexer = Indexer::with_cache_mode(
-            crate::object::meta_namespace_key_func(),
-            self.indexers,
-            self.config.cache_mode,
-        );
+        let key_func = crate::object::meta_namespace_key_func();
+        let indexer = match self.config.cache_mode {
+            CacheMode::Full => Indexer::new(key_func, self.indexers),
+            CacheMode::Lean => {
+                Indexer::new_lean_with_hot(key_func, self.indexers, self.config.lean_hot_objects)
+            }
+        };
         let codec = snapshot::JsonCodec {
             to_json: |obj| serde_json::to_vec(obj),
             from_json: |bytes| serde_json::from_slice(bytes),
