@@ -109,9 +109,19 @@ fn an_object_that_cannot_be_encoded_is_a_codec_error_and_changes_nothing() {
     assert_eq!(keys, ["ns/a", "ns/e"]);
 }
 
+/// A lean cache without a hot set: a read of an object nobody holds decodes it.
+fn lean_cold() -> Indexer<Odd> {
+    Indexer::new_lean_with_hot(meta_namespace_key_func(), namespace_indexers(), 0)
+}
+
 #[test]
 fn an_object_that_cannot_be_decoded_is_left_out_of_reads_and_stays_cached() {
-    let cache = lean();
+    // With the default hot set, the object just written stays decoded and readable.
+    let hot = lean();
+    hot.add(odd("b", 7)).unwrap();
+    assert_eq!(hot.get_by_key("ns/b").unwrap().value, 7);
+
+    let cache = lean_cold();
     cache.add(odd("a", 1)).unwrap();
     // While the written Arc lives, reads share it without decoding.
     let held = odd("b", 7);
