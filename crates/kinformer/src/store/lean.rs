@@ -62,7 +62,11 @@ use serde::de::DeserializeOwned;
 /// filled) is keyed, indexed and encoded part by part as it downloads (its decoded objects
 /// dropped at once), installed in one swap when it pops, and its objects are decoded a chunk at
 /// a time to notify handlers. A handler slower than the informer still holds the decoded
-/// objects queued for it. On
+/// objects queued for it. Measured (2026-11-26, real kube-apiserver, 10,000 pods, protobuf,
+/// `kinformer-bench report --tiers real --workloads w1`, 3 rounds on a heavily loaded 2-core
+/// machine): initial sync 2,025–2,565 ms against client-go's 1,325–1,501 ms in the same
+/// rounds (1.35–1.94×, median 1.80×; 2.42× before the first list was applied part by part),
+/// 4.1–4.4 KB of memory per pod against client-go's 12.5 KB (0.35×). On
 /// [`QueueMode::DeltaFifo`](crate::informer::QueueMode::DeltaFifo) the queue holds a list's objects
 /// decoded until they are popped.
 ///
