@@ -25,10 +25,14 @@ use serde::de::DeserializeOwned;
 ///
 /// A read that finds no live copy decodes the object (LZ4, then `serde_json`), so it costs
 /// what decoding the object costs, per object returned. Measured by the `lean` criterion
-/// benchmark on 10,000 realistic pods (3.7 KB of JSON each, with managedFields, stored in
-/// 240 bytes each) with two indexes, on a loaded 2-core machine (full mode in brackets):
-/// `get_by_key` 26 µs (0.3 µs), `list` of all 10,000 618 ms (0.37 ms), `by_index` returning
-/// 100 pods 2.8–3.2 ms (4 µs); adding 10,000 pods 264 ms (12 ms).
+/// benchmark (`--quick`, release profile) on 10,000 realistic pods (3.8 KB of JSON each, with
+/// managedFields, stored in 258 bytes each) with two indexes, on a heavily loaded 2-core
+/// machine (full mode in brackets): `get_by_key` of a key spread over the cache (cold) 35 µs
+/// (0.3 µs), of one of the 64 most recently written (in the hot set) 0.1 µs (0.04 µs); `list`
+/// of all 10,000 518 ms (0.8 ms; 618 ms before it decoded on every core, measured on a less
+/// loaded machine); `by_index` returning the same 100 pods again and again 0.1–0.2 ms (4 µs:
+/// they stay in the hot set; a cold one costs what 100 cold `get_by_key` do); adding
+/// 10,000 pods 291 ms (16 ms).
 /// Decoded objects are shared: while anyone (a handler, a reader, the informer's queue, the
 /// hot set) holds the `Arc` of an object's current version, every read returns that same `Arc`
 /// without decoding. Decoding happens outside the cache's lock; a read of many objects
