@@ -111,7 +111,9 @@ impl Source {
     fn watch(&self, options: &ListOptions) -> Result<WatchStream<Pod>, ListWatchError> {
         let mut s = self.0.lock();
         if Self::expired(&s, &options.resource_version) {
-            return Err(ListWatchError::Api(Status::expired("too old resource version")));
+            return Err(ListWatchError::Api(Status::expired(
+                "too old resource version",
+            )));
         }
         let (tx, mut rx) = mpsc::unbounded_channel();
         if options.send_initial_events == Some(true) {
@@ -198,9 +200,10 @@ async fn relist_reuses_unchanged_objects(path: Path, transform: bool) {
                 .insert("transformed".into(), "yes".into());
         }));
     }
-    let informer = SharedIndexInformer::builder(source.lister_watcher(matches!(path, Path::Streamed)))
-        .config(config)
-        .build();
+    let informer =
+        SharedIndexInformer::builder(source.lister_watcher(matches!(path, Path::Streamed)))
+            .config(config)
+            .build();
     let told = Arc::new(Mutex::new(Vec::new()));
     let (a, u, d) = (told.clone(), told.clone(), told.clone());
     informer
@@ -208,8 +211,12 @@ async fn relist_reuses_unchanged_objects(path: Path, transform: bool) {
             ResourceEventHandlerFuncs::new()
                 .on_add(move |p: &Arc<Pod>, _| a.lock().push(Told::Add(name(p))))
                 .on_update(move |old: &Arc<Pod>, new: &Arc<Pod>| {
-                    u.lock()
-                        .push(Told::Update(name(new), rv(old), rv(new), Arc::ptr_eq(old, new)))
+                    u.lock().push(Told::Update(
+                        name(new),
+                        rv(old),
+                        rv(new),
+                        Arc::ptr_eq(old, new),
+                    ))
                 })
                 .on_delete(move |o: &ObjectOrTombstone<Pod>| {
                     let n = o.key().unwrap().rsplit('/').next().unwrap().to_owned();
@@ -226,7 +233,12 @@ async fn relist_reuses_unchanged_objects(path: Path, transform: bool) {
     let cache = informer.indexer();
     let before: BTreeMap<String, Arc<Pod>> = ["a", "b", "c", "d"]
         .into_iter()
-        .map(|n| (n.to_owned(), cache.get_by_key(&format!("default/{n}")).unwrap()))
+        .map(|n| {
+            (
+                n.to_owned(),
+                cache.get_by_key(&format!("default/{n}")).unwrap(),
+            )
+        })
         .collect();
     let rv_of = |n: &str| rv(&before[n]);
     told.lock().clear();
@@ -261,7 +273,10 @@ async fn relist_reuses_unchanged_objects(path: Path, transform: bool) {
         "{case}"
     );
     let new_c = after("c").unwrap();
-    assert!(!Arc::ptr_eq(&before["c"], &new_c), "{case}: c was recreated");
+    assert!(
+        !Arc::ptr_eq(&before["c"], &new_c),
+        "{case}: c was recreated"
+    );
     assert_eq!(new_c.metadata.uid.as_deref(), Some("c-2"), "{case}");
     assert!(after("d").is_none(), "{case}");
     if transform {

@@ -237,7 +237,11 @@ mod tests {
                 .iter()
                 .map(|o| {
                     let m = &o.metadata;
-                    format!("{}@{}", m.name.as_deref().unwrap_or(""), m.resource_version.as_deref().unwrap_or(""))
+                    format!(
+                        "{}@{}",
+                        m.name.as_deref().unwrap_or(""),
+                        m.resource_version.as_deref().unwrap_or("")
+                    )
                 })
                 .collect();
             self.0.lock().push(format!("part {}", names.join(" ")));
@@ -293,8 +297,7 @@ mod tests {
     /// after the list ends (one listed again after its deletion is not deleted), and a
     /// modification lists it again.
     #[test]
-    fn an_object_changed_after_its_part_was_handed_over_is_listed_again_or_deleted_after_the_end()
-    {
+    fn an_object_changed_after_its_part_was_handed_over_is_listed_again_or_deleted_after_the_end() {
         let store = Recorder::default();
         let list = StreamedList::begin(&store);
         for i in 0..STREAMED_PART {

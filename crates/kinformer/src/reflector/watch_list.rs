@@ -13,8 +13,9 @@ use crate::object::Object;
 use crate::store::ReflectorStore;
 
 impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
-    /// Streams the initial state into a temporary store until the initial-events-end bookmark,
-    /// replaces the store with it, and returns the still-open stream (client-go's `watchList`).
+    /// Streams the initial state into the store as a list taken in parts ([`StreamedList`])
+    /// until the initial-events-end bookmark ends the list, and returns the still-open stream
+    /// (client-go's `watchList`).
     ///
     /// `Ok(None)` when cancelled. An `Err` makes the caller fall back to list+watch.
     pub(crate) async fn watch_list(
@@ -123,6 +124,7 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
                     }
                     continue;
                 }
+                // (InitialEventsEnd is the `Ok` above)
                 Err(WatchEnd::Stopped | WatchEnd::InitialEventsEnd) => return Ok(None),
                 Err(WatchEnd::Failed(err)) => {
                     drop(stream);

@@ -263,12 +263,32 @@ mod tests {
     #[test]
     fn a_staged_relist_keeps_the_cached_object_only_when_uid_and_version_match() {
         let cases = [
-            ("unchanged", (Some("u"), Some("5")), (Some("u"), Some("5")), true),
-            ("changed", (Some("u"), Some("5")), (Some("u"), Some("6")), false),
-            ("recreated", (Some("u"), Some("5")), (Some("v"), Some("5")), false),
+            (
+                "unchanged",
+                (Some("u"), Some("5")),
+                (Some("u"), Some("5")),
+                true,
+            ),
+            (
+                "changed",
+                (Some("u"), Some("5")),
+                (Some("u"), Some("6")),
+                false,
+            ),
+            (
+                "recreated",
+                (Some("u"), Some("5")),
+                (Some("v"), Some("5")),
+                false,
+            ),
             ("no uid", (None, Some("5")), (None, Some("5")), false),
             ("no version", (Some("u"), None), (Some("u"), None), false),
-            ("empty version", (Some("u"), Some("")), (Some("u"), Some("")), false),
+            (
+                "empty version",
+                (Some("u"), Some("")),
+                (Some("u"), Some("")),
+                false,
+            ),
         ];
         for (case, (uid, rv), (new_uid, new_rv), kept) in cases {
             let cache = Indexer::<Pod>::default_namespaced();
@@ -310,9 +330,19 @@ mod tests {
         assert!(Arc::ptr_eq(&cache.get_by_key("ns/b").unwrap(), &b2));
         assert!(cache.get_by_key("ns/new").is_some());
         assert!(cache.get_by_key("ns/gone").is_none());
-        let removed: Vec<String> = outcome.removed().iter().map(|(k, _)| k.to_string()).collect();
+        let removed: Vec<String> = outcome
+            .removed()
+            .iter()
+            .map(|(k, _)| k.to_string())
+            .collect();
         assert_eq!(removed, ["ns/gone"]);
-        assert_eq!(cache.by_index(crate::store::NAMESPACE_INDEX, "ns").unwrap().len(), 3);
+        assert_eq!(
+            cache
+                .by_index(crate::store::NAMESPACE_INDEX, "ns")
+                .unwrap()
+                .len(),
+            3
+        );
     }
 
     /// A lean cache holds encoded objects: nothing to share, the relist is encoded as given.
