@@ -32,18 +32,17 @@ impl<K: Object> SharedIndexInformer<K> {
                 config.cache_transform(),
                 MAX_QUEUED_DELTAS,
             ));
-            // A lean cache on a RealFifo stages each list encoded as it arrives (DeltaFifo
-            // hands lists through part by part anyway).
-            let staging = matches!(&*fifo, InformerQueue::Real(_))
-                .then_some(())
-                .filter(|()| inner.indexer.cache_mode() == CacheMode::Lean)
-                .map(|()| {
-                    Arc::new(LeanStaging::new(
-                        fifo.clone(),
-                        inner.indexer.clone(),
-                        config.cache_transform(),
-                    ))
-                });
+            // On a RealFifo every list is staged into the cache's form as it arrives (encoded
+            // in a lean cache, unchanged objects shared with the cache in a full one), so a
+            // relist never holds the new list whole; a DeltaFifo hands lists through part by
+            // part anyway.
+            let staging = matches!(&*fifo, InformerQueue::Real(_)).then(|| {
+                Arc::new(ListStaging::new(
+                    fifo.clone(),
+                    inner.indexer.clone(),
+                    config.cache_transform(),
+                ))
+            });
             let store: InformerStore<K> = match &staging {
                 Some(staging) => staging.clone(),
                 None => fifo.clone(),
@@ -225,7 +224,7 @@ impl<K: Object> SharedIndexInformer<K> {
         &self,
         popped: Popped<K>,
         is_in_initial_list: bool,
-        staging: Option<&LeanStaging<K, Arc<InformerQueue<K>>>>,
+        staging: Option<&ListStaging<K, Arc<InformerQueue<K>>>>,
     ) -> Option<Later<K>> {
         let inner = &self.inner;
         let _deltas = inner.block_deltas.lock();
@@ -269,21 +268,8 @@ impl<K: Object> SharedIndexInformer<K> {
             }
             Popped::ReplacedAll(all) => {
                 self.tidy_after_list();
-                // the relist staged while it downloaded (lean), or the popped objects staged now
-                let staged = match staging {
-                    Some(staging) => staging.take_ready(),
-                    None => {
-                        let mut stage = inner.indexer.stage_replace();
-                        let objects = all.objects.into_iter().map(|(_, o)| o).collect();
-                        match inner.indexer.stage_part(&mut stage, objects) {
-                            Ok(()) => Some(stage),
-                            Err(e) => {
-                                tracing::error!(informer = %inner.name, error = %e, "relist not applied to the cache");
-                                return None;
-                            }
-                        }
-                    }
-                };
+                // the relist staged while it downloaded; the popped entry is its placeholder
+                let staged = staging.and_then(ListStaging::take_ready);
                 return self.apply_relist(staged, &all.resource_version, is_in_initial_list);
             }
             Popped::SyncAll => {
