@@ -100,6 +100,9 @@ pub enum Peer {
     /// kinformer's metadata-only informer from the same factory:
     /// `metadata_informer::<Pod>()` (W1, W1t).
     KinformerMetadata,
+    /// The metadata-only informer with the lean cache (`cache_mode(CacheMode::Lean)`): each
+    /// `PartialObjectMeta<Pod>` kept compressed (W1, W1t).
+    KinformerMetadataLean,
     /// kinformer on client-go ≤ 1.35's queue: the factory with `QueueMode::DeltaFifo` (W2, W3).
     KinformerDeltaFifo,
     /// The same with the factory's `cache_mode(CacheMode::Lean)`: objects kept compressed.
@@ -136,6 +139,7 @@ impl Peer {
         match self {
             Peer::Kinformer => "kinformer",
             Peer::KinformerMetadata => "kinformer-metadata",
+            Peer::KinformerMetadataLean => "kinformer-metadata-lean",
             Peer::KinformerDeltaFifo => "kinformer-delta-fifo",
             Peer::KinformerLean => "kinformer-lean",
             Peer::KinformerJson => "kinformer-json",
@@ -164,7 +168,7 @@ impl Peer {
     /// matters), the floors their own workloads, every other peer all of them.
     pub fn runs(self, workload: Workload) -> bool {
         match self {
-            Peer::KinformerMetadata | Peer::ClientGoMetadata => {
+            Peer::KinformerMetadata | Peer::KinformerMetadataLean | Peer::ClientGoMetadata => {
                 matches!(workload, Workload::W1 | Workload::W1t)
             }
             Peer::KinformerDeltaFifo => matches!(workload, Workload::W2 | Workload::W3),

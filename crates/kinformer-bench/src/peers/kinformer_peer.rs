@@ -39,6 +39,7 @@ impl Variant {
         match peer {
             Peer::Kinformer => v(|b| b, false),
             Peer::KinformerMetadata => v(|b| b, true),
+            Peer::KinformerMetadataLean => v(|b| b.cache_mode(CacheMode::Lean), true),
             Peer::KinformerDeltaFifo => v(|b| b.queue_mode(QueueMode::DeltaFifo), false),
             Peer::KinformerLean => v(|b| b.cache_mode(CacheMode::Lean), false),
             Peer::KinformerJson => v(|b| b.wire_format(WireFormat::Json), false),

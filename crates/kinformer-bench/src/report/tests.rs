@@ -13,6 +13,7 @@ fn peers_per_tier_and_workload() {
             KinformerList,
             KinformerLean,
             KinformerMetadata,
+            KinformerMetadataLean,
             KubeRs,
             ClientGo,
             ClientGoJson,
@@ -30,6 +31,7 @@ fn peers_per_tier_and_workload() {
             KinformerList,
             KinformerLean,
             KinformerMetadata,
+            KinformerMetadataLean,
             KubeRs
         ]
     );

@@ -9,21 +9,30 @@ use crate::report::W2_PODS;
 use crate::result::{Peer, PeerReport, Workload};
 
 /// The metadata-only informers' own rows: W1 sync and W4 bytes per cached object, without and
-/// with managedFields dropped, next to the full kinformer informer's bytes.
+/// with managedFields dropped, for kinformer's default and lean caches and client-go's
+/// metadata informer, next to the full kinformer informer's bytes.
 pub(super) fn metadata_table(md: &mut String, t: &Tables, results: &[PeerReport]) {
-    let (ours, theirs) = (Peer::KinformerMetadata, Peer::ClientGoMetadata);
-    if !results.iter().any(|r| r.peer == ours || r.peer == theirs) {
+    let (ours, lean, theirs) = (
+        Peer::KinformerMetadata,
+        Peer::KinformerMetadataLean,
+        Peer::ClientGoMetadata,
+    );
+    if !results
+        .iter()
+        .any(|r| r.peer == ours || r.peer == lean || r.peer == theirs)
+    {
         return;
     }
     md.push_str("\n## Metadata-only informers (W1 and W4)\n\n");
-    md.push_str("kinformer: `factory.metadata_informer::<Pod>()`; client-go: `metadatainformer` (protobuf on the real server, JSON on the embedded one). Both cache `PartialObjectMetadata` (metadata only, managedFields included unless dropped) with the namespace index and two handlers. Sync in ms, memory in bytes per cached pod; the full kinformer informer's bytes for comparison.\n\n");
-    md.push_str("| tier | N | transform | kinformer-metadata sync | client-go-metadata sync | kinformer-metadata B/pod | client-go-metadata B/pod | kinformer (full) B/pod | kinformer-metadata / client-go-metadata (B/pod) |\n|---|---|---|---|---|---|---|---|---|\n");
+    md.push_str("kinformer: `factory.metadata_informer::<Pod>()`, with the default cache and with `cache_mode(CacheMode::Lean)`; client-go: `metadatainformer` (protobuf on the real server, JSON on the embedded one). All cache `PartialObjectMetadata` (metadata only, managedFields included unless dropped) with the namespace index and two handlers. Sync in ms, memory in bytes per cached pod; the full kinformer informer's bytes for comparison.\n\n");
+    md.push_str("| tier | N | transform | kinformer-metadata sync | kinformer-metadata-lean sync | client-go-metadata sync | kinformer-metadata B/pod | kinformer-metadata-lean B/pod | client-go-metadata B/pod | kinformer (full) B/pod | kinformer-metadata / client-go-metadata (B/pod) | kinformer-metadata-lean / client-go-metadata (B/pod) |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for tier in TIERS {
         for n in sizes_of(results, tier, Workload::W1) {
             for (w, label) in TRANSFORMS {
                 let k = t.bpo.get(tier, w, n, ours);
+                let l = t.bpo.get(tier, w, n, lean);
                 let c = t.bpo.get(tier, w, n, theirs);
-                if k.is_none() && c.is_none() {
+                if k.is_none() && l.is_none() && c.is_none() {
                     continue;
                 }
                 row(
@@ -33,11 +42,14 @@ pub(super) fn metadata_table(md: &mut String, t: &Tables, results: &[PeerReport]
                         n.to_string(),
                         label.to_string(),
                         show(t.sync.get(tier, w, n, ours)),
+                        show(t.sync.get(tier, w, n, lean)),
                         show(t.sync.get(tier, w, n, theirs)),
                         show(k),
+                        show(l),
                         show(c),
                         show(t.bpo.get(tier, w, n, Peer::Kinformer)),
                         ratio(k, c),
+                        ratio(l, c),
                     ],
                 );
             }

@@ -113,17 +113,20 @@ fn metadata_and_queue_mode_rows_have_their_own_tables() {
         bpo(Peer::KinformerMetadata, Workload::W1, 30_000.0),
         bpo(Peer::ClientGoMetadata, Workload::W1, 10_000.0),
         bpo(Peer::KinformerMetadata, Workload::W1t, 3_000.0),
+        bpo(Peer::KinformerMetadataLean, Workload::W1, 2_000.0),
         w3(Peer::Kinformer, 200.0),
         w3(Peer::KinformerDeltaFifo, 400.0),
     ];
     let path = write_report(&opts, &results, &Notes::default()).unwrap();
     let md = std::fs::read_to_string(path).unwrap();
     assert!(
-        md.contains("| real | 10 | none | 100 | 100 | 30.0k | 10.0k | 50.0k | 3.00× |"),
+        md.contains(
+            "| real | 10 | none | 100 | 100 | 100 | 30.0k | 2000 | 10.0k | 50.0k | 3.00× | 0.20× |"
+        ),
         "{md}"
     );
     assert!(
-        md.contains("| real | 10 | drop managedFields | 100 | – | 3000 | – | – | – |"),
+        md.contains("| real | 10 | drop managedFields | 100 | – | – | 3000 | – | – | – | – | – |"),
         "{md}"
     );
     assert!(

@@ -8,7 +8,7 @@
 
 mod event;
 mod handler;
-mod lean_staging;
+mod list_staging;
 mod listener;
 mod processor;
 mod queue;

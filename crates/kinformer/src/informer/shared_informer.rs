@@ -23,7 +23,7 @@ use super::processor::{HandlerStats, Processor, determine_resync_period};
 /// resourceVersion, as after any closed watch.
 pub const MAX_QUEUED_DELTAS: usize = 1024;
 use self::deliver::Later;
-use super::lean_staging::{InitialPart, LeanStaging, Ready};
+use super::list_staging::{InitialPart, ListStaging, Ready};
 use super::queue::InformerQueue;
 use super::stream::EventStream;
 use crate::InformerConfig;
@@ -53,8 +53,8 @@ pub const MINIMUM_RESYNC_PERIOD: Duration = Duration::from_secs(1);
 
 static NEXT_INFORMER_ID: AtomicU64 = AtomicU64::new(1);
 
-/// What the informer's Reflector fills: the queue, or (a lean cache on a RealFifo) the
-/// [`LeanStaging`] wrapped around it.
+/// What the informer's Reflector fills: the queue (a DeltaFifo), or the [`ListStaging`]
+/// wrapped around a RealFifo.
 type InformerStore<K> = Arc<dyn ReflectorStore<K, Error = QueueError>>;
 
 /// A shared, indexed informer (client-go's `SharedIndexInformer`).

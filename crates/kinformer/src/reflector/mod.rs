@@ -61,7 +61,7 @@ mod resume;
 mod run;
 mod scoped;
 mod sharded;
-mod temp_store;
+mod streamed_list;
 mod watch;
 mod watch_list;
 

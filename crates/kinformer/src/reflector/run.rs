@@ -75,10 +75,14 @@ pub(crate) struct SyncState {
 /// * **Streaming list** (the default where the source supports it, see
 ///   [`InitialListMode`](super::InitialListMode)):
 ///   one watch with `sendInitialEvents=true`, `resourceVersionMatch=NotOlderThan`, bookmarks;
-///   events collect in a temporary store until the bookmark annotated
-///   `k8s.io/initial-events-end: "true"`, then the store is replaced with them at that
-///   bookmark's resourceVersion and the same stream carries on as the watch. A stream that ends
-///   before that bookmark is reopened after a backoff; an error (the server does not support
+///   the initial events go to the store as a list taken in parts while they arrive
+///   ([`replace_begin`](ReflectorStore::replace_begin), a
+///   [`replace_part`](ReflectorStore::replace_part) every 128 objects), ended at the bookmark
+///   annotated `k8s.io/initial-events-end: "true"` with its resourceVersion, and the same
+///   stream carries on as the watch (client-go collects them in a temporary store and replaces
+///   the store with it at the bookmark: the same result, without holding the new list whole).
+///   A stream that ends before that bookmark aborts the list
+///   ([`replace_abort`](ReflectorStore::replace_abort)) and is reopened after a backoff; an error (the server does not support
 ///   it, or the bookmark does not come within `end_bookmark_timeout`) falls back to
 ///   list+watch.
 ///

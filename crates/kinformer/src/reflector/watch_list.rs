@@ -7,14 +7,15 @@ use super::lister_watcher::WatchStream;
 use super::options::{ListOptions, ResourceVersionMatch};
 use super::reflector_error::ReflectorError;
 use super::run::Reflector;
-use super::temp_store::TempStore;
+use super::streamed_list::StreamedList;
 use super::watch::{WatchContext, WatchEnd};
 use crate::object::Object;
 use crate::store::ReflectorStore;
 
 impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
-    /// Streams the initial state into a temporary store until the initial-events-end bookmark,
-    /// replaces the store with it, and returns the still-open stream (client-go's `watchList`).
+    /// Streams the initial state into the store as a list taken in parts ([`StreamedList`])
+    /// until the initial-events-end bookmark ends the list, and returns the still-open stream
+    /// (client-go's `watchList`).
     ///
     /// `Ok(None)` when cancelled. An `Err` makes the caller fall back to list+watch.
     pub(crate) async fn watch_list(
@@ -26,7 +27,6 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
             if cancel.is_cancelled() {
                 return Ok(None);
             }
-            let temp = TempStore::<K>::new();
             let options = ListOptions {
                 resource_version: self.rewatch_resource_version(),
                 resource_version_match: Some(ResourceVersionMatch::NotOlderThan),
@@ -67,6 +67,8 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
                 }
             };
             let mut bookmark_rv = String::new();
+            // the initial events go to the store as a list taken in parts while they arrive
+            let list = StreamedList::begin(&self.store);
             let ctx = WatchContext {
                 start,
                 exit_on_initial_events_end: true,
@@ -75,14 +77,21 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
                 cancel,
             };
             let end = self
-                .handle_watch(&mut stream, &temp, ctx, &mut |rv, besides_added| {
+                .handle_watch(&mut stream, &list, ctx, &mut |rv, besides_added| {
                     if besides_added {
                         bookmark_rv = rv.to_owned();
                     }
                 })
                 .await;
+            let end = match end {
+                WatchEnd::InitialEventsEnd => Ok(list),
+                other => {
+                    list.abort();
+                    Err(other)
+                }
+            };
             match end {
-                WatchEnd::InitialEventsEnd => {
+                Ok(list) => {
                     // the stream carries on as the watch: counted as one, as after a list
                     self.watches
                         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -91,19 +100,12 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
                         operation: "replace",
                         source: Box::new(e),
                     };
-                    self.store.replace_begin();
-                    if let Err(e) = self.store.replace_part(temp.into_items()) {
-                        self.store.replace_abort();
-                        return Err(store_error(e));
-                    }
-                    self.store
-                        .replace_end(bookmark_rv.clone())
-                        .map_err(store_error)?;
+                    list.finish(bookmark_rv.clone()).map_err(store_error)?;
                     self.set_last_sync_resource_version(&bookmark_rv);
                     self.listed_now();
                     return Ok(Some(stream));
                 }
-                WatchEnd::Closed => {
+                Err(WatchEnd::Closed) => {
                     tracing::debug!(reflector = %self.name,
                         "streaming list closed before its initial-events-end bookmark; opening a new one after a backoff");
                     drop(stream);
@@ -113,7 +115,7 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
                     }
                     continue;
                 }
-                WatchEnd::Broken(e) => {
+                Err(WatchEnd::Broken(e)) => {
                     tracing::warn!(reflector = %self.name, error = %e,
                         "streaming list broke before its initial-events-end bookmark; opening a new one after a backoff");
                     drop(stream);
@@ -122,8 +124,9 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
                     }
                     continue;
                 }
-                WatchEnd::Stopped => return Ok(None),
-                WatchEnd::Failed(err) => {
+                // (InitialEventsEnd is the `Ok` above)
+                Err(WatchEnd::Stopped | WatchEnd::InitialEventsEnd) => return Ok(None),
+                Err(WatchEnd::Failed(err)) => {
                     drop(stream);
                     if matches!(err, ReflectorError::EndBookmarkTimeout { .. }) {
                         tracing::warn!(reflector = %self.name, error = %err,

@@ -1,6 +1,8 @@
-//! A relist built up part by part as it downloads, then installed in one swap: how a lean-mode
-//! informer applies a list without ever holding it decoded (each part is keyed, indexed and
-//! encoded as it arrives, and its decoded objects dropped).
+//! A relist built up part by part as it downloads, then installed in one swap: how an informer
+//! on a RealFifo applies a list without holding it twice. Each part is keyed, indexed and
+//! stored as it arrives: a lean cache encodes it and drops its decoded objects; a full cache
+//! keeps the objects it already holds unchanged (same uid and resourceVersion) and drops their
+//! fresh copies, so a relist of unchanged objects costs about nothing more than the cache.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -67,6 +69,7 @@ impl<K: Object> Indexer<K> {
     /// Adds the next items of a staged relist. Keys are computed first: if one cannot be, the
     /// part is not staged and the error returned (the relist goes on without it, as a queue
     /// drops such a part). An index function or encoding failure marks the relist failed.
+    /// Unchanged objects are swapped for the cached ones first (see `reuse_unchanged`).
     pub(crate) fn stage_part(
         &self,
         stage: &mut StagedReplace<K>,
@@ -79,6 +82,7 @@ impl<K: Object> Indexer<K> {
         if stage.failed.is_some() {
             return Ok(());
         }
+        let items = self.reuse_unchanged(&keys, items);
         let codec = self.codec();
         let pairs: Vec<(String, Arc<K>)> = keys.into_iter().zip(items).collect();
         // Encoding is most of what lean staging costs. It runs on the task that delivers the
@@ -107,6 +111,42 @@ impl<K: Object> Indexer<K> {
             }
         }
         Ok(())
+    }
+
+    /// `items` (filed under `keys`) with every unchanged object replaced by the cached one: a
+    /// full-mode cache that holds an object under the same key with the same uid and the same
+    /// (non-empty) resourceVersion keeps its `Arc`, and the freshly decoded copy is dropped here,
+    /// as the part arrives, so a relist of unchanged objects never holds them twice. A changed
+    /// object, or one deleted and recreated under the same name (a new uid), is kept as given.
+    /// A lean cache's objects are encoded: nothing is compared there.
+    ///
+    /// Every staged relist goes through here ([`stage_part`](Self::stage_part)): the list
+    /// staging of informers on a RealFifo, paged or streamed, and snapshots. The objects given
+    /// are transformed already, as the cached ones were, so both sides are compared after the
+    /// same transform.
+    fn reuse_unchanged(&self, keys: &[String], items: Vec<Arc<K>>) -> Vec<Arc<K>> {
+        if self.codec().is_some() {
+            return items;
+        }
+        let mut fresh_copies = Vec::new();
+        let items = self.with_state(|state| {
+            keys.iter()
+                .zip(items)
+                .map(|(key, obj)| match state.entries.get(key.as_str()) {
+                    Some(Entry {
+                        obj: Stored::Full(cached),
+                        ..
+                    }) if same_version(cached.as_ref(), obj.as_ref()) => {
+                        fresh_copies.push(obj);
+                        cached.clone()
+                    }
+                    _ => obj,
+                })
+                .collect()
+        });
+        // dropped outside the read lock
+        drop(fresh_copies);
+        items
     }
 
     /// Installs a staged relist at `resource_version` in one swap.
@@ -159,6 +199,18 @@ impl<K: Object> Indexer<K> {
     }
 }
 
+/// Whether `a` and `b` are the same version of the same object: equal uids and equal
+/// resourceVersions, neither empty (an object without them is never taken as unchanged).
+fn same_version<K: Object>(a: &K, b: &K) -> bool {
+    fn uid_and_version(m: &kube::api::ObjectMeta) -> Option<(&str, &str)> {
+        let uid = m.uid.as_deref().filter(|s| !s.is_empty())?;
+        let rv = m.resource_version.as_deref().filter(|s| !s.is_empty())?;
+        Some((uid, rv))
+    }
+    let a = uid_and_version(a.meta());
+    a.is_some() && a == uid_and_version(b.meta())
+}
+
 impl<K> StagedReplace<K> {
     /// A staged relist of encoded objects with their indexed values (a lean snapshot).
     pub(super) fn from_encoded(
@@ -181,5 +233,133 @@ impl<K> StagedReplace<K> {
     fn with_slots(mut self) -> Self {
         self.replacement = Replacement::empty(self.funcs.len(), 0);
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::ObjectMeta;
+
+    use crate::store::{CacheMode, Indexer};
+
+    fn pod(name: &str, uid: Option<&str>, rv: Option<&str>) -> Arc<Pod> {
+        Arc::new(Pod {
+            metadata: ObjectMeta {
+                name: Some(name.into()),
+                namespace: Some("ns".into()),
+                uid: uid.map(Into::into),
+                resource_version: rv.map(Into::into),
+                ..Default::default()
+            },
+            ..Default::default()
+        })
+    }
+
+    /// Each case: what the cache holds, what the relist brings, whether the cached `Arc`
+    /// stays.
+    #[test]
+    fn a_staged_relist_keeps_the_cached_object_only_when_uid_and_version_match() {
+        let cases = [
+            (
+                "unchanged",
+                (Some("u"), Some("5")),
+                (Some("u"), Some("5")),
+                true,
+            ),
+            (
+                "changed",
+                (Some("u"), Some("5")),
+                (Some("u"), Some("6")),
+                false,
+            ),
+            (
+                "recreated",
+                (Some("u"), Some("5")),
+                (Some("v"), Some("5")),
+                false,
+            ),
+            ("no uid", (None, Some("5")), (None, Some("5")), false),
+            ("no version", (Some("u"), None), (Some("u"), None), false),
+            (
+                "empty version",
+                (Some("u"), Some("")),
+                (Some("u"), Some("")),
+                false,
+            ),
+        ];
+        for (case, (uid, rv), (new_uid, new_rv), kept) in cases {
+            let cache = Indexer::<Pod>::default_namespaced();
+            let cached = pod("p", uid, rv);
+            cache.add(cached.clone()).unwrap();
+            let fresh = pod("p", new_uid, new_rv);
+            let mut stage = cache.stage_replace();
+            cache.stage_part(&mut stage, vec![fresh.clone()]).unwrap();
+            let outcome = cache.install_staged(stage, "9").unwrap();
+            let now = cache.get_by_key("ns/p").unwrap();
+            assert_eq!(Arc::ptr_eq(&now, &cached), kept, "{case}");
+            assert_eq!(Arc::ptr_eq(&now, &fresh), !kept, "{case}");
+            assert_eq!(outcome.listed.len(), 1, "{case}");
+            assert!(outcome.previous("ns/p").is_some(), "{case}");
+        }
+    }
+
+    #[test]
+    fn a_staged_relist_keeps_unchanged_objects_among_changed_new_and_removed_ones() {
+        let cache = Indexer::<Pod>::default_namespaced();
+        let (a, b, gone) = (
+            pod("a", Some("a"), Some("1")),
+            pod("b", Some("b"), Some("2")),
+            pod("gone", Some("g"), Some("3")),
+        );
+        for p in [&a, &b, &gone] {
+            cache.add(p.clone()).unwrap();
+        }
+        let mut stage = cache.stage_replace();
+        let b2 = pod("b", Some("b"), Some("4"));
+        cache
+            .stage_part(&mut stage, vec![pod("a", Some("a"), Some("1")), b2.clone()])
+            .unwrap();
+        cache
+            .stage_part(&mut stage, vec![pod("new", Some("n"), Some("5"))])
+            .unwrap();
+        let outcome = cache.install_staged(stage, "9").unwrap();
+        assert!(Arc::ptr_eq(&cache.get_by_key("ns/a").unwrap(), &a));
+        assert!(Arc::ptr_eq(&cache.get_by_key("ns/b").unwrap(), &b2));
+        assert!(cache.get_by_key("ns/new").is_some());
+        assert!(cache.get_by_key("ns/gone").is_none());
+        let removed: Vec<String> = outcome
+            .removed()
+            .iter()
+            .map(|(k, _)| k.to_string())
+            .collect();
+        assert_eq!(removed, ["ns/gone"]);
+        assert_eq!(
+            cache
+                .by_index(crate::store::NAMESPACE_INDEX, "ns")
+                .unwrap()
+                .len(),
+            3
+        );
+    }
+
+    /// A lean cache holds encoded objects: nothing to share, the relist is encoded as given.
+    #[test]
+    fn a_lean_staged_relist_stores_what_it_is_given() {
+        let cache = Indexer::<Pod>::with_cache_mode(
+            crate::object::meta_namespace_key_func(),
+            crate::store::namespace_indexers(),
+            CacheMode::Lean,
+        );
+        cache.add(pod("p", Some("u"), Some("5"))).unwrap();
+        let mut stage = cache.stage_replace();
+        let mut fresh = (*pod("p", Some("u"), Some("5"))).clone();
+        fresh.metadata.labels = Some([("seen".to_owned(), "fresh".to_owned())].into());
+        cache.stage_part(&mut stage, vec![Arc::new(fresh)]).unwrap();
+        cache.install_staged(stage, "9").unwrap();
+        let now = cache.get_by_key("ns/p").unwrap();
+        assert_eq!(now.metadata.labels.as_ref().unwrap()["seen"], "fresh");
     }
 }

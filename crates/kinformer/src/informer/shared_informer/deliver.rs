@@ -34,7 +34,7 @@ impl<K: Object> SharedIndexInformer<K> {
     pub(super) async fn pop_within_room(
         &self,
         fifo: &InformerQueue<K>,
-        staging: Option<&LeanStaging<K, Arc<InformerQueue<K>>>>,
+        staging: Option<&ListStaging<K, Arc<InformerQueue<K>>>>,
     ) -> Result<Option<Later<K>>, QueueError> {
         let processor = &self.inner.processor;
         match fifo {

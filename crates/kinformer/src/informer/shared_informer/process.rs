@@ -32,22 +32,24 @@ impl<K: Object> SharedIndexInformer<K> {
                 config.cache_transform(),
                 MAX_QUEUED_DELTAS,
             ));
-            // A lean cache on a RealFifo stages each list encoded as it arrives (DeltaFifo
-            // hands lists through part by part anyway).
-            let staging = matches!(&*fifo, InformerQueue::Real(_))
-                .then_some(())
-                .filter(|()| inner.indexer.cache_mode() == CacheMode::Lean)
-                .map(|()| {
+            // On a RealFifo every list is staged into the cache's form as it arrives (encoded
+            // in a lean cache, unchanged objects shared with the cache in a full one), so a
+            // relist never holds the new list whole; a DeltaFifo hands lists through part by
+            // part anyway. A lean cache also has its first list written and told part by part.
+            let staging = matches!(&*fifo, InformerQueue::Real(_)).then(|| {
+                let initial = (inner.indexer.cache_mode() == CacheMode::Lean).then(|| {
                     let this = self.clone();
                     let initial: InitialPart<K> =
                         Box::new(move |items| this.apply_initial_part(items));
-                    Arc::new(LeanStaging::new(
-                        fifo.clone(),
-                        inner.indexer.clone(),
-                        config.cache_transform(),
-                        Some(initial),
-                    ))
+                    initial
                 });
+                Arc::new(ListStaging::new(
+                    fifo.clone(),
+                    inner.indexer.clone(),
+                    config.cache_transform(),
+                    initial,
+                ))
+            });
             let store: InformerStore<K> = match &staging {
                 Some(staging) => staging.clone(),
                 None => fifo.clone(),
@@ -229,7 +231,7 @@ impl<K: Object> SharedIndexInformer<K> {
         &self,
         popped: Popped<K>,
         is_in_initial_list: bool,
-        staging: Option<&LeanStaging<K, Arc<InformerQueue<K>>>>,
+        staging: Option<&ListStaging<K, Arc<InformerQueue<K>>>>,
     ) -> Option<Later<K>> {
         let inner = &self.inner;
         let _deltas = inner.block_deltas.lock();
@@ -273,10 +275,10 @@ impl<K: Object> SharedIndexInformer<K> {
             }
             Popped::ReplacedAll(all) => {
                 self.tidy_after_list();
-                // the relist staged while it downloaded (lean), or the popped objects staged now
-                let staged = match staging.map(LeanStaging::take_ready) {
-                    Some(Some(Ready::Staged(stage))) => Some(stage),
-                    Some(Some(Ready::Applied)) => {
+                // the relist staged while it downloaded; the popped entry is its placeholder
+                let staged = match staging.and_then(ListStaging::take_ready) {
+                    Some(Ready::Staged(stage)) => Some(stage),
+                    Some(Ready::Applied) => {
                         // The first list, written and told part by part as it downloaded.
                         inner.indexer.bookmark(&all.resource_version);
                         // an empty snapshot's first relist has nothing left to diff
@@ -284,18 +286,7 @@ impl<K: Object> SharedIndexInformer<K> {
                         self.settle_initial_list(is_in_initial_list);
                         return None;
                     }
-                    Some(None) => None,
-                    None => {
-                        let mut stage = inner.indexer.stage_replace();
-                        let objects = all.objects.into_iter().map(|(_, o)| o).collect();
-                        match inner.indexer.stage_part(&mut stage, objects) {
-                            Ok(()) => Some(stage),
-                            Err(e) => {
-                                tracing::error!(informer = %inner.name, error = %e, "relist not applied to the cache");
-                                return None;
-                            }
-                        }
-                    }
+                    None => None,
                 };
                 let later = self.apply_relist(staged, &all.resource_version, is_in_initial_list);
                 self.settle_initial_list(is_in_initial_list);

@@ -1,10 +1,12 @@
-//! [`LeanStaging`]: how a lean cache takes a list without ever holding it decoded, as a wrapper
-//! at the Reflector's store seam.
+//! [`ListStaging`]: how an informer on a RealFifo takes a list part by part as it downloads, so
+//! a relist never holds the whole new list next to the cache: a wrapper at the Reflector's store
+//! seam, the one path every list (paged or streamed) of such an informer goes through.
 //!
 //! The informer's first list into an empty cache is applied part by part as it downloads
-//! ([`InitialPart`]): each part is written to the cache and its adds told at once, with the
-//! objects the decoder produced, so no listed object is decoded twice. Every later list (and a
-//! first one into a cache a snapshot filled) is staged and installed in one swap.
+//! ([`InitialPart`]) when the informer asks for it (a lean cache does): each part is written to
+//! the cache and its adds told at once, with the objects the decoder produced, so no listed
+//! object is decoded twice. Every later list (and a first one into a cache a snapshot filled)
+//! is staged and installed in one swap.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -35,14 +37,16 @@ enum Current<K> {
     Direct,
 }
 
-/// Wraps the informer's queue (a RealFifo, which hands a relist through whole) for a lean
-/// cache: every list part is transformed, keyed, indexed and encoded into a staged relist as it
-/// arrives (its decoded objects dropped at once), and the queue gets an empty relist in its
-/// place when the list ends, so order and sync stay the queue's. When the process loop pops
-/// that placeholder it takes the staged relist from here ([`take_ready`](Self::take_ready))
-/// and installs it. Everything else (adds, updates, deletes, resync, room, bookmarks) goes
-/// to the queue untouched: the whole [`ReflectorStore`] protocol is forwarded.
-pub(crate) struct LeanStaging<K, S> {
+/// Wraps the informer's queue (a RealFifo, which hands a relist through whole) for every cache
+/// mode: each list part is transformed, keyed, indexed and stored into a staged relist as it
+/// arrives ([`Indexer::stage_part`]: a lean cache encodes it and drops the decoded objects; a
+/// full cache keeps the object it holds for every unchanged one, same uid and resourceVersion,
+/// and drops the fresh copy), and the queue gets an empty relist in its place when the list
+/// ends, so order and sync stay the queue's. When the process loop pops that placeholder it
+/// takes the staged relist from here ([`take_ready`](Self::take_ready)) and installs it in one
+/// swap. Everything else (adds, updates, deletes, resync, room, bookmarks) goes to the queue
+/// untouched: the whole [`ReflectorStore`] protocol is forwarded.
+pub(crate) struct ListStaging<K, S> {
     inner: S,
     indexer: Indexer<K>,
     transformer: Option<Transform<K>>,
@@ -54,8 +58,8 @@ pub(crate) struct LeanStaging<K, S> {
     ready: Mutex<VecDeque<Ready<K>>>,
 }
 
-impl<K: Object, S> LeanStaging<K, S> {
-    /// Stages the lists `inner` would get into `indexer`'s encoded form, transformed first.
+impl<K: Object, S> ListStaging<K, S> {
+    /// Stages the lists `inner` would get into `indexer`'s stored form, transformed first.
     /// `initial` applies the first list's parts if the cache is empty when it begins.
     pub(crate) fn new(
         inner: S,
@@ -79,7 +83,7 @@ impl<K: Object, S> LeanStaging<K, S> {
     }
 }
 
-impl<K: Object, S: ReflectorStore<K, Error = QueueError>> ReflectorStore<K> for LeanStaging<K, S> {
+impl<K: Object, S: ReflectorStore<K, Error = QueueError>> ReflectorStore<K> for ListStaging<K, S> {
     type Error = QueueError;
     fn add(&self, obj: Arc<K>) -> Result<(), QueueError> {
         self.inner.add(obj)
@@ -134,7 +138,7 @@ impl<K: Object, S: ReflectorStore<K, Error = QueueError>> ReflectorStore<K> for 
                 Ready::Applied
             }
             None => {
-                tracing::error!("lean informer queue: replace_end without replace_begin; ignored");
+                tracing::error!("informer queue: replace_end without replace_begin; ignored");
                 return Ok(());
             }
         };
