@@ -15,7 +15,7 @@
 //! [`CacheMode::Lean`](crate::store::CacheMode)) has forgotten the decoded objects the
 //! handlers are done with, on a blocking thread, one release at a time for the whole
 //! process. Under that same option it also releases while watch events flow, at most every
-//! 30 s for the whole process ([`release_while_events_flow`]): replaced objects are freed
+//! 30 s for the whole process (`release_while_events_flow`): replaced objects are freed
 //! into whichever glibc heap they came from, and without it the heaps' free memory grows
 //! under steady churn. A program on another allocator loses nothing: the call finds nothing
 //! to do.
