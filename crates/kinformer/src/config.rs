@@ -144,14 +144,19 @@ pub struct InformerConfig<K = ()> {
     /// each costs its decoded size (about 10 KB for a pod with managedFields, so about 1.3 MB
     /// by default). Ignored in full mode.
     pub lean_hot_objects: usize,
-    /// Whether the informer hands the memory a list freed back to the operating system after
-    /// it installs the list (glibc's `malloc_trim`, half a second later, on a blocking thread;
-    /// see [`crate::memory`]). Default `true`. Measured (2026-11-25, 10,000 pods from
-    /// `kinformer serve` in its own process, the informer's RSS 3 s after sync, on / off): a
-    /// lean cache 53–54 / 64–74 MiB (glibc keeps the decoded list's pages otherwise); a full
-    /// cache 276–277 / 278–279 MiB, listed or streamed. It costs a few milliseconds of one
-    /// blocking thread per list. Turn it off if the application manages its allocator itself;
-    /// on allocators other than glibc's it does nothing either way.
+    /// Whether the informer hands freed memory back to the operating system (glibc's
+    /// `malloc_trim`, on a blocking thread; see [`crate::memory`]): after it installs a list
+    /// (half a second later), and while watch events flow (at most every 30 s for the whole
+    /// process). Default `true`. Measured while events flow (the real tier's soak, 10,000
+    /// pods, 80 writes a second, a fault every 30 s, 10 minutes, see `docs/benchmarks.md`):
+    /// the RSS rose from 506 to 932 MiB before (+27 MiB/min over the last third), and stayed
+    /// between 500 and 570 MiB with this release and lone watch events decoded on the reading
+    /// task. After a list (2026-11-25, 10,000 pods from `kinformer serve` in its own process,
+    /// the informer's RSS 3 s after sync, on / off): a lean cache 53–54 / 64–74 MiB (glibc
+    /// keeps the decoded list's pages otherwise); a full cache 276–277 / 278–279 MiB, listed
+    /// or streamed. It costs a few milliseconds of one blocking thread per release. Turn it
+    /// off if the application manages its allocator itself; on allocators other than glibc's
+    /// it does nothing either way.
     pub release_memory: bool,
 
     // ---------------------------------------------------------------- how changes are delivered

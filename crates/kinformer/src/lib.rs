@@ -83,8 +83,8 @@
 //!
 //! The crate enables no k8s-openapi version feature (pick one in your application, 1.33 to
 //! 1.37, as with kube-rs) and no TLS stack of kube's; it reads no environment variable; its one
-//! process-wide act, handing freed memory back to glibc after a list, is an option
-//! ([`InformerConfig::release_memory`]). Any `kube::Client` does, `Client::try_default()`
+//! process-wide act, handing freed memory back to glibc after a list and while watch events
+//! flow, is an option ([`InformerConfig::release_memory`]). Any `kube::Client` does, `Client::try_default()`
 //! included: kube's retry layer never retries an informer's requests (see
 //! [`KubeListerWatcher`]).
 

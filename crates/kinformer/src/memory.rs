@@ -14,7 +14,11 @@
 //! is off: half a second after the list, once a lean cache (see
 //! [`CacheMode::Lean`](crate::store::CacheMode)) has forgotten the decoded objects the
 //! handlers are done with, on a blocking thread, one release at a time for the whole
-//! process. A program on another allocator loses nothing: the call finds nothing to do.
+//! process. Under that same option it also releases while watch events flow, at most every
+//! 30 s for the whole process (`release_while_events_flow`): replaced objects are freed
+//! into whichever glibc heap they came from, and without it the heaps' free memory grows
+//! under steady churn. A program on another allocator loses nothing: the call finds nothing
+//! to do.
 //!
 //! The other way glibc's `malloc` shows in an informer is the time to sync: a thread's heap
 //! grows one `mprotect` call at a time, by exactly the pages the request in hand needs. The
@@ -83,6 +87,71 @@ pub(crate) async fn release_free_memory_in_background() {
     // a panicked release has nothing to report: the next list releases again
     let _ = tokio::task::spawn_blocking(release_free_memory).await;
     RELEASING.store(false, Ordering::Release);
+}
+
+/// The shortest time between two releases while watch events flow (see
+/// [`release_while_events_flow`]).
+pub(crate) const WHILE_EVENTS_FLOW_EVERY: Duration = Duration::from_secs(30);
+
+/// When the next release while watch events flow is due: at most one per
+/// [`WHILE_EVENTS_FLOW_EVERY`], counted from the first event after the process's last
+/// release of this kind (an idle process releases nothing).
+pub(crate) struct EventsFlowing {
+    last: parking_lot::Mutex<Option<tokio::time::Instant>>,
+}
+
+impl EventsFlowing {
+    pub(crate) const fn new() -> Self {
+        Self {
+            last: parking_lot::const_mutex(None),
+        }
+    }
+
+    /// Called when events were applied at `now`: whether a release is due (and, if so, the
+    /// next one is counted from `now`). The first call only starts the count.
+    pub(crate) fn due(&self, now: tokio::time::Instant) -> bool {
+        let mut last = self.last.lock();
+        match *last {
+            Some(at) if now.saturating_duration_since(at) < WHILE_EVENTS_FLOW_EVERY => false,
+            Some(_) => {
+                *last = Some(now);
+                true
+            }
+            None => {
+                *last = Some(now);
+                false
+            }
+        }
+    }
+}
+
+/// The process's count for [`release_while_events_flow`]: one for every informer, so a
+/// factory of many informers releases once per interval, not once per informer.
+static EVENTS_FLOWING: EventsFlowing = EventsFlowing::new();
+
+/// What an informer does after it applied watch events to its cache (when its
+/// [`InformerConfig::release_memory`](crate::InformerConfig::release_memory) is on): at most
+/// every [`WHILE_EVENTS_FLOW_EVERY`] for the whole process, [`release_free_memory`] on a
+/// blocking thread. Returns whether a release was started. Needs a tokio runtime; without
+/// one, nothing happens.
+///
+/// Why: glibc gives every thread that allocates a heap of its own (an arena, up to 8 per
+/// core). The objects the cache keeps come from several of them (the reading task's worker
+/// threads, and tokio's blocking pool where bursts of events decode), and an object a later
+/// event replaces is freed into the heap it came from, which keeps the memory as its own free
+/// memory. Under steady churn the sum of the heaps' high-water marks keeps rising: on the real
+/// tier's soak (10,000 pods, 80 writes a second, a fault every 30 s) the RSS rose by 27 MiB a
+/// minute for ten minutes while the cache held the same 10,000 pods. Giving the free pages
+/// back while events flow keeps the RSS near what is live.
+pub(crate) fn release_while_events_flow() -> bool {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return false;
+    };
+    if !EVENTS_FLOWING.due(tokio::time::Instant::now()) {
+        return false;
+    }
+    runtime.spawn(release_free_memory_in_background());
+    true
 }
 
 /// What an informer does after it installs a list: waits [`AFTER_LIST_WAIT`], has `prune`
@@ -164,6 +233,40 @@ mod tests {
         assert_eq!(tidy_after_list(|| 10_000, Some(release())).await, 8);
         assert_eq!(released.load(Ordering::Relaxed), 2);
         assert_eq!(start.elapsed(), Duration::from_millis(127_500));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn while_events_flow_a_release_is_due_once_per_interval() {
+        let flowing = EventsFlowing::new();
+        let start = tokio::time::Instant::now();
+        assert!(!flowing.due(start), "the first events only start the count");
+        assert!(!flowing.due(start + Duration::from_secs(29)));
+        let first = start + WHILE_EVENTS_FLOW_EVERY;
+        assert!(flowing.due(first), "due once the interval has passed");
+        assert!(
+            !flowing.due(first + Duration::from_secs(1)),
+            "counted again from the release"
+        );
+        // events stop for ten minutes, then come back: due at the first of them
+        let later = first + Duration::from_secs(600);
+        assert!(flowing.due(later));
+        assert!(!flowing.due(later + Duration::from_secs(29)));
+        assert!(flowing.due(later + WHILE_EVENTS_FLOW_EVERY));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn releasing_while_events_flow_is_throttled_for_the_process() {
+        // the process-wide count: at most one release per interval, whoever calls
+        let started = (0..1000).filter(|_| release_while_events_flow()).count();
+        assert!(started <= 1, "{started} releases started at once");
+        tokio::time::advance(WHILE_EVENTS_FLOW_EVERY).await;
+        let started = (0..1000).filter(|_| release_while_events_flow()).count();
+        assert!(started <= 1, "{started} releases started at once");
+    }
+
+    #[test]
+    fn without_a_runtime_nothing_is_released_while_events_flow() {
+        assert!(!release_while_events_flow());
     }
 
     #[cfg(all(target_os = "linux", target_env = "gnu"))]

@@ -205,6 +205,15 @@ impl<K: Object> SharedIndexInformer<K> {
         });
     }
 
+    /// After watch events were applied to the cache: with
+    /// [`InformerConfig::release_memory`], freed memory goes back to the OS now and then
+    /// ([`crate::memory::release_while_events_flow`]).
+    fn events_applied(&self, is_in_initial_list: bool) {
+        if !is_in_initial_list && self.inner.config.release_memory {
+            crate::memory::release_while_events_flow();
+        }
+    }
+
     /// The notification for an object written to the cache over `old` (none: an add).
     pub(super) fn notify_upsert(&self, old: Option<Arc<K>>, obj: Arc<K>, is_in_initial_list: bool) {
         let processor = &self.inner.processor;
@@ -272,6 +281,7 @@ impl<K: Object> SharedIndexInformer<K> {
                         (_, ObjectOrTombstone::Tombstone(_)) => {}
                     }
                 }
+                self.events_applied(is_in_initial_list);
             }
             Popped::ReplacedAll(all) => {
                 self.tidy_after_list();
@@ -396,8 +406,10 @@ impl<K: Object> SharedIndexInformer<K> {
             // The queue had synced before this item was popped.
             self.mark_synced_locked();
         }
+        let mut replaced = false;
         for delta in deltas {
             if delta.delta_type == DeltaType::Replaced {
+                replaced = true;
                 self.tidy_after_list();
             }
             match delta.delta_type {
@@ -428,6 +440,9 @@ impl<K: Object> SharedIndexInformer<K> {
                     }
                 }
             }
+        }
+        if !replaced {
+            self.events_applied(is_in_initial_list);
         }
     }
 }

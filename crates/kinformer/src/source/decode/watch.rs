@@ -1,7 +1,8 @@
 //! Watch framing and decoding. A watch response body is one JSON event per line, or (protobuf)
 //! one length-prefixed `WatchEvent` after another. Either way events are cut from the body as
 //! they complete and decoded off the reading task, in batches on every core when a backlog
-//! builds (a streaming list's initial events, a burst of changes), in the server's order.
+//! builds (a streaming list's initial events, a burst of changes), in the server's order;
+//! a lone event (a live watch's usual) is decoded on the reading task.
 //! Lines are found by scanning only the bytes that arrived since the last scan (memchr), and
 //! one event may be at most the configured size: a server or proxy that sends an endless line
 //! or announces a huge frame costs one bounded buffer and ends the watch with
@@ -134,9 +135,14 @@ type Decoded<K> = Vec<Result<WatchEvent<K>, ListWatchError>>;
 /// goroutine of its own) so the body keeps downloading meanwhile: events are cut as they
 /// complete, what has already arrived is read without waiting, and events gather while earlier
 /// ones decode; a batch goes to the blocking pool when it is full or when nothing else is
-/// decoding, at most [`DECODE_JOBS`](super::DECODE_JOBS) at a time (the [`Ordered`] pipeline lists use too). A live watch's lone event is a batch of one; a
-/// streaming list's initial events or a burst of changes fill batches and decode on every
-/// core. (Decoding on the reading task until a backlog shows does not work: the client reads
+/// decoding, at most [`DECODE_JOBS`](super::DECODE_JOBS) at a time (the [`Ordered`] pipeline
+/// lists use too). A streaming list's initial events or a burst of changes fill batches and
+/// decode on every core. A live watch's lone event, with nothing else decoding, is decoded on
+/// the reading task (about 30 µs for a pod; client-go's watch decodes on its own goroutine):
+/// handed to the blocking pool, each event would run on whichever of its threads is free, and
+/// the objects the cache keeps would come from many threads' glibc heaps (arenas), each
+/// keeping the memory freed into it when the objects are replaced (the real tier's soak, see
+/// [`crate::memory`]). (Decoding on the reading task until a backlog shows does not work: the client reads
 /// the socket only when the body is polled, so a backlog waits in the kernel, not here, and
 /// the reading task decoding batches of it inline made metadata-only informers about 10 %
 /// slower to sync.) Events leave in the order the server sent them, and whatever ends the
@@ -197,6 +203,12 @@ where
             {
                 let batch = std::mem::take(&mut self.pending);
                 let (kind, format) = (self.kind.clone(), self.reader.format);
+                if batch.len() == 1 && self.jobs.is_empty() {
+                    // a lone event (a live watch): decoded here, see the type's docs
+                    self.ready
+                        .extend(batch.iter().map(|cut| cut.decode::<K>(&kind, format)));
+                    continue;
+                }
                 self.jobs.spawn(move || {
                     batch
                         .iter()

@@ -307,3 +307,29 @@ async fn a_cut_an_oversized_and_a_garbled_frame() {
     assert!(evs[0].as_ref().unwrap_err().is_decode());
     assert!(matches!(evs[1], Ok(crate::reflector::WatchEvent::Added(_))));
 }
+
+/// A live watch's lone event is decoded on the reading task, not on the blocking pool: it
+/// comes through while the pool's only thread is busy (see `ParallelDecode`).
+#[test]
+fn a_lone_event_is_decoded_on_the_reading_task() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .max_blocking_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let (release, wait) = std::sync::mpsc::channel::<()>();
+        let busy = tokio::task::spawn_blocking(move || {
+            let _ = wait.recv();
+        });
+        let decoded = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            events(vec![frame("ADDED", "a")], 1 << 20),
+        )
+        .await;
+        release.send(()).unwrap();
+        busy.await.unwrap();
+        let evs = decoded.expect("decoded while the blocking pool was busy");
+        assert_eq!(added_names(&evs), ["a"]);
+    });
+}
