@@ -25,14 +25,12 @@ use serde::de::DeserializeOwned;
 ///
 /// A read that finds no live copy decodes the object (LZ4, then `serde_json`), so it costs
 /// what decoding the object costs, per object returned. Measured by the `lean` criterion
-/// benchmark (`--quick`, release profile) on 10,000 realistic pods (3.8 KB of JSON each, with
-/// managedFields, stored in 258 bytes each) with two indexes, on a heavily loaded 2-core
-/// machine (full mode in brackets): `get_by_key` of a key spread over the cache (cold) 35 µs
-/// (0.3 µs), of one of the 64 most recently written (in the hot set) 0.1 µs (0.04 µs); `list`
-/// of all 10,000 518 ms (0.8 ms; 618 ms before it decoded on every core, measured on a less
-/// loaded machine); `by_index` returning the same 100 pods again and again 0.1–0.2 ms (4 µs:
-/// they stay in the hot set; a cold one costs what 100 cold `get_by_key` do); adding
-/// 10,000 pods 291 ms (16 ms).
+/// benchmark (`--quick`, release profile, idle 2-core machine, 2026-11-26) on 10,000 realistic
+/// pods (3.8 KB of JSON each, with managedFields, stored in 258 bytes each) with two indexes
+/// (full mode in brackets): `get_by_key` of a key spread over the cache (cold) 28 µs (0.22 µs),
+/// of a recently written one (in the hot set) 0.07 µs (0.03 µs); `list` of all 10,000 272 ms
+/// (0.53 ms); `by_index` returning the same 100 pods again and again 54–58 µs (3.2 µs; a cold
+/// one costs what 100 cold `get_by_key` do); adding 10,000 pods 158 ms (11.5 ms).
 /// Decoded objects are shared: while anyone (a handler, a reader, the informer's queue, the
 /// hot set) holds the `Arc` of an object's current version, every read returns that same `Arc`
 /// without decoding. Decoding happens outside the cache's lock; a read of many objects
@@ -66,11 +64,12 @@ use serde::de::DeserializeOwned;
 /// filled) is keyed, indexed and encoded part by part as it downloads (its decoded objects
 /// dropped at once), installed in one swap when it pops, and its objects are decoded a chunk at
 /// a time to notify handlers. A handler slower than the informer still holds the decoded
-/// objects queued for it. Measured (2026-11-26, real kube-apiserver, 10,000 pods, protobuf,
-/// `kinformer-bench report --tiers real --workloads w1`, 3 rounds on a heavily loaded 2-core
-/// machine): initial sync 2,025–2,565 ms against client-go's 1,325–1,501 ms in the same
-/// rounds (1.35–1.94×, median 1.80×; 2.42× before the first list was applied part by part),
-/// 4.1–4.4 KB of memory per pod against client-go's 12.5 KB (0.35×). On
+/// objects queued for it. Measured (2026-11-26, real kube-apiserver v1.36.3, protobuf, the
+/// factory-built informer, medians of 5 rounds, `docs/benchmarks.md`): initial sync 842 ms
+/// against client-go's 543 ms at 10,000 pods (1.55×; 2.42× before the first list was applied
+/// part by part) and 4,197 against 3,052 ms at 50,000 (1.38×); 4,360 and 1,879 bytes of memory
+/// per pod against client-go's 12.5k and 12.0k (0.35×, 0.16×); peak RSS 71 against 182 MiB and
+/// 120 against 787. On
 /// [`QueueMode::DeltaFifo`](crate::informer::QueueMode::DeltaFifo) the queue holds a list's objects
 /// decoded until they are popped.
 ///
