@@ -109,6 +109,23 @@ impl FailureRule {
     }
 }
 
+/// How the server misbehaves on streaming lists (watches with `sendInitialEvents=true`), the
+/// ways real servers have been seen to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum WatchListFault {
+    /// Send the initial events, then close the stream without the `k8s.io/initial-events-end`
+    /// bookmark (the aggregated server of kubernetes #140890).
+    CloseBeforeEndBookmark,
+    /// Send the initial events and carry on as a plain watch, never sending the end bookmark
+    /// (a server that ignores `sendInitialEvents`).
+    NoEndBookmark,
+    /// Refuse the request with kube-apiserver's `422 Invalid` when its `WatchList` feature
+    /// gate is off (`sendInitialEvents is forbidden for watch unless the WatchList feature
+    /// gate is enabled`).
+    Refuse,
+}
+
 /// The mutable fault state consulted by the HTTP layer and the watch streams.
 #[derive(Debug)]
 pub(crate) struct FaultState {
@@ -117,6 +134,8 @@ pub(crate) struct FaultState {
     watch_delay: Mutex<Duration>,
     drop_tx: tokio::sync::watch::Sender<u64>,
     paused_tx: tokio::sync::watch::Sender<bool>,
+    /// A streaming-list fault, and the API group it is limited to (`None`: every group).
+    watch_list: Mutex<Option<(WatchListFault, Option<String>)>>,
 }
 
 impl Default for FaultState {
@@ -127,6 +146,7 @@ impl Default for FaultState {
             watch_delay: Mutex::new(Duration::ZERO),
             drop_tx: tokio::sync::watch::channel(0).0,
             paused_tx: tokio::sync::watch::channel(false).0,
+            watch_list: Mutex::new(None),
         }
     }
 }
@@ -147,6 +167,15 @@ impl FaultState {
             rules.remove(idx);
         }
         Some(err)
+    }
+
+    /// The streaming-list fault for a resource of API group `group` (`""`: the core group).
+    pub(crate) fn watch_list_fault(&self, group: &str) -> Option<WatchListFault> {
+        match &*self.watch_list.lock() {
+            Some((fault, None)) => Some(*fault),
+            Some((fault, Some(g))) if g == group => Some(*fault),
+            _ => None,
+        }
     }
 
     /// The latency added to every request.
@@ -190,6 +219,19 @@ impl Faults {
     /// Adds a failure rule.
     pub fn fail_next(&self, rule: FailureRule) {
         self.state.rules.lock().push(rule);
+    }
+
+    /// Makes streaming lists (`sendInitialEvents=true` watches) misbehave as `fault` says, for
+    /// the resources of API group `api_group` (`Some("")`: the core group) or of every group
+    /// (`None`), until [`clear_watch_list_fault`](Self::clear_watch_list_fault) or
+    /// [`clear`](Self::clear). Plain watches are unaffected.
+    pub fn set_watch_list_fault(&self, fault: WatchListFault, api_group: Option<&str>) {
+        *self.state.watch_list.lock() = Some((fault, api_group.map(str::to_owned)));
+    }
+
+    /// Streaming lists behave again.
+    pub fn clear_watch_list_fault(&self) {
+        *self.state.watch_list.lock() = None;
     }
 
     /// Delays every request (before it is served) by `latency`; zero turns it off.
@@ -243,11 +285,13 @@ impl Faults {
         self.state.paused_tx.send_replace(false);
     }
 
-    /// Removes every failure rule, latency and watch delay, and resumes watches.
+    /// Removes every failure rule, latency, watch delay and streaming-list fault, and resumes
+    /// watches.
     pub fn clear(&self) {
         self.state.rules.lock().clear();
         self.set_latency(Duration::ZERO);
         self.set_watch_delay(Duration::ZERO);
+        self.clear_watch_list_fault();
         self.resume_watches();
     }
 

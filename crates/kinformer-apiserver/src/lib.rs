@@ -105,7 +105,7 @@ mod version;
 
 pub use config::ServerConfig;
 pub use context::RequestRecord;
-pub use faults::{FailureRule, Faults, Verb};
+pub use faults::{FailureRule, Faults, Verb, WatchListFault};
 pub use resource::{ResourceInfo, ScaleInfo, Scope};
 pub use server::{ObjectState, RunningServer, ServerState, StartError, start};
 pub use status::ApiError;

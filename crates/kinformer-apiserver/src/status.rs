@@ -216,6 +216,21 @@ impl ApiError {
         e
     }
 
+    /// 422 Invalid: kube-apiserver's answer to a streaming list when its `WatchList` feature
+    /// gate is off (apimachinery's `validateWatchOptions`).
+    pub(crate) fn watch_list_disabled() -> Self {
+        Self::invalid(
+            "ListOptions",
+            "meta.k8s.io",
+            "",
+            &[(
+                "sendInitialEvents".into(),
+                "FieldValueForbidden".into(),
+                "Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled".into(),
+            )],
+        )
+    }
+
     /// 400 BadRequest with the given message.
     pub(crate) fn bad_request(message: impl Into<String>) -> Self {
         Self::new(400, "BadRequest", message)

@@ -9,7 +9,8 @@ use crate::Transform;
 use crate::informer::QueueMode;
 use crate::reflector::{
     BackoffConfig, DEFAULT_MAX_INTERNAL_ERROR_RETRY_DURATION, DEFAULT_MIN_WATCH_TIMEOUT,
-    EndBookmarkWait, InitialListMode, ListOptions, TweakFn, WatchErrorHandler,
+    EndBookmarkWait, InitialListMode, ListOptions, StreamingListFallback, TweakFn,
+    WatchErrorHandler,
 };
 use crate::shard::Shard;
 use crate::snapshot::SnapshotOptions;
@@ -101,6 +102,11 @@ pub struct InformerConfig<K = ()> {
     /// ([`EndBookmarkWait::default`]); client-go waits for ever, which wedges an informer whose
     /// server ignores the option.
     pub end_bookmark_wait: EndBookmarkWait,
+    /// When a server that does not finish streaming lists is sent paged lists instead, and
+    /// for how long. Default: after 3 streaming lists in a row without their end bookmark (or
+    /// one refused), for 10 minutes, remembered per server by every informer of a factory
+    /// (see [`StreamingListFallback`]); client-go retries for ever (kubernetes #140890).
+    pub streaming_lists: StreamingListFallback,
     /// Watches ask the server to close them after a random time in `[min, 2 × min]`, so
     /// connections are rebalanced over API servers; values below the default
     /// ([`DEFAULT_MIN_WATCH_TIMEOUT`], 5 minutes, client-go's) are raised to it.
@@ -202,6 +208,7 @@ impl<K> Default for InformerConfig<K> {
             initial_list: InitialListMode::default(),
             page_size: None,
             end_bookmark_wait: EndBookmarkWait::default(),
+            streaming_lists: StreamingListFallback::default(),
             min_watch_timeout: DEFAULT_MIN_WATCH_TIMEOUT,
             backoff: BackoffConfig::default(),
             max_internal_error_retry_duration: DEFAULT_MAX_INTERNAL_ERROR_RETRY_DURATION,
@@ -241,6 +248,7 @@ impl<K> fmt::Debug for InformerConfig<K> {
             .field("initial_list", &self.initial_list)
             .field("page_size", &self.page_size)
             .field("end_bookmark_wait", &self.end_bookmark_wait)
+            .field("streaming_lists", &self.streaming_lists)
             .field("min_watch_timeout", &self.min_watch_timeout)
             .field("backoff", &self.backoff)
             .field(
@@ -335,6 +343,12 @@ impl<K> InformerConfig<K> {
     #[must_use]
     pub fn end_bookmark_wait(mut self, wait: EndBookmarkWait) -> Self {
         self.end_bookmark_wait = wait;
+        self
+    }
+    /// Sets [`streaming_lists`](Self::streaming_lists).
+    #[must_use]
+    pub fn streaming_lists(mut self, fallback: StreamingListFallback) -> Self {
+        self.streaming_lists = fallback;
         self
     }
     /// Sets [`min_watch_timeout`](Self::min_watch_timeout).
@@ -481,6 +495,7 @@ impl<K> InformerConfig<K> {
             initial_list: self.initial_list,
             page_size: self.page_size,
             end_bookmark_wait: self.end_bookmark_wait,
+            streaming_lists: self.streaming_lists.clone(),
             min_watch_timeout: self.min_watch_timeout,
             backoff: self.backoff,
             max_internal_error_retry_duration: self.max_internal_error_retry_duration,

@@ -172,6 +172,7 @@ impl SharedInformerFactoryBuilder {
                 informers: Mutex::new(Vec::new()),
                 tasks: TaskTracker::new(),
                 cancel: CancellationToken::new(),
+                streaming_lists: crate::reflector::StreamingListMemory::new(),
             }),
         }
     }
@@ -212,6 +213,10 @@ struct FactoryInner {
     informers: Mutex<Vec<Registered>>,
     tasks: TaskTracker,
     cancel: CancellationToken,
+    /// Which of this client's servers do not finish streaming lists, shared by every informer
+    /// whose configuration names no memory of its own
+    /// ([`StreamingListFallback::memory`](crate::reflector::StreamingListFallback::memory)).
+    streaming_lists: crate::reflector::StreamingListMemory,
 }
 
 impl Debug for SharedInformerFactory {
@@ -239,6 +244,14 @@ impl SharedInformerFactory {
             defaults: InformerConfig::default(),
             by_type: HashMap::new(),
         }
+    }
+
+    /// What this factory's informers have learnt about which of its servers (API
+    /// group/versions) do not finish streaming lists, shared by every informer whose
+    /// configuration names no memory of its own (see
+    /// [`StreamingListMemory`](crate::reflector::StreamingListMemory)).
+    pub fn streaming_list_memory(&self) -> &crate::reflector::StreamingListMemory {
+        &self.inner.streaming_lists
     }
 
     /// The configuration of `K`'s informers: the defaults, changed by the type's
@@ -422,7 +435,7 @@ impl SharedInformerFactory {
     fn new_informer<K>(
         &self,
         lw: KubeListerWatcher<K>,
-        config: InformerConfig<K>,
+        mut config: InformerConfig<K>,
         name: String,
         identity: crate::snapshot::TypeIdentity,
     ) -> SharedIndexInformer<K>
@@ -431,6 +444,8 @@ impl SharedInformerFactory {
     {
         let mut indexers = Indexers::default();
         indexers.insert(NAMESPACE_INDEX.to_owned(), namespace_index_func());
+        let memory = &mut config.streaming_lists.memory;
+        memory.get_or_insert_with(|| self.inner.streaming_lists.clone());
         SharedIndexInformer::builder(lw)
             .config(config)
             .indexers(indexers)

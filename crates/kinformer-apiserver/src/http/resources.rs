@@ -15,7 +15,7 @@ use super::table::{IncludeObject, table, wants_table};
 use super::watch::{WatchRequest, run_watch};
 use super::{discovery, openapi, response};
 use crate::context::{Context, RequestRecord};
-use crate::faults::Verb;
+use crate::faults::{Verb, WatchListFault};
 use crate::metrics::RequestLabels;
 use crate::objects::managed_fields::manager_from_user_agent;
 use crate::objects::{DeleteOptions, UpdateMode, Writer, decode_body};
@@ -451,6 +451,11 @@ async fn serve_verb(
             check_fields(res, &opts)?;
             opts.resolve_shard(ctx.config.sharded_list_and_watch)?;
             opts.numeric_rv()?;
+            if opts.send_initial_events == Some(true)
+                && ctx.faults.watch_list_fault(&res.group) == Some(WatchListFault::Refuse)
+            {
+                return Err(ApiError::watch_list_disabled());
+            }
             let (tx, rx) = tokio::sync::mpsc::channel(16);
             let metadata = metadata_request(accept, false);
             let metadata_only = metadata.is_some();

@@ -31,6 +31,7 @@ use tokio::time::Instant;
 
 use super::table::{IncludeObject, table};
 use crate::context::Context;
+use crate::faults::WatchListFault;
 use crate::list::matches;
 use crate::objects::with_resource_version;
 use crate::options::ListOptions;
@@ -276,11 +277,20 @@ pub(crate) async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Se
         }
         // the end bookmark only for a watch that allows bookmarks (kube-apiserver v1.35 sends
         // the initial events without it otherwise)
-        if opts.send_initial_events == Some(true) && opts.allow_watch_bookmarks {
-            filter.emit_bookmark(&mut buf, &bookmark_object(&res, cursor, true));
-            if tx.send(buf.split().freeze()).await.is_err() {
+        match ctx.faults.watch_list_fault(&res.group) {
+            Some(WatchListFault::CloseBeforeEndBookmark)
+                if opts.send_initial_events == Some(true) =>
+            {
                 return;
             }
+            Some(WatchListFault::NoEndBookmark) => {}
+            _ if opts.send_initial_events == Some(true) && opts.allow_watch_bookmarks => {
+                filter.emit_bookmark(&mut buf, &bookmark_object(&res, cursor, true));
+                if tx.send(buf.split().freeze()).await.is_err() {
+                    return;
+                }
+            }
+            _ => {}
         }
     } else {
         let start = rv.unwrap_or_else(|| store.revision());

@@ -92,6 +92,7 @@ pub struct ReflectorBuilder<K, S> {
     resume: super::hooks::ResumeState,
     on_resume: Option<super::hooks::ResumeHook>,
     consistent_first_list: bool,
+    streaming_list_server: Option<String>,
 }
 
 impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
@@ -127,6 +128,7 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
             resume: super::hooks::ResumeState::Off,
             on_resume: None,
             consistent_first_list: false,
+            streaming_list_server: None,
         }
     }
 }
@@ -169,6 +171,16 @@ impl<K: Object, S: ReflectorStore<K>> ReflectorBuilder<K, S> {
         self
     }
 
+    /// The API group (`""` for the core group) and version this Reflector's server serves:
+    /// its entry in the [`StreamingListMemory`](super::StreamingListMemory) of its
+    /// configuration ([`StreamingListFallback::memory`](super::StreamingListFallback::memory)), so every Reflector of one
+    /// group/version learns from the others whether its server finishes streaming lists.
+    /// Informers set it from their type; default: the Reflector's name (an entry of its own).
+    pub fn streaming_list_server(mut self, group: &str, version: &str) -> Self {
+        self.streaming_list_server = Some(super::StreamingListMemory::key(group, version));
+        self
+    }
+
     /// The first list is consistent (`resourceVersion=""`), as after a refused resume: for a
     /// cache seeded from objects without a resourceVersion.
     pub(crate) fn consistent_first_list(mut self) -> Self {
@@ -200,7 +212,14 @@ impl<K: Object, S: ReflectorStore<K>> ReflectorBuilder<K, S> {
             Some(shard) => Sharded::wrap(self.lister_watcher, shard.clone(), &name),
             None => self.lister_watcher,
         });
+        let streaming_list_server = self
+            .streaming_list_server
+            .unwrap_or_else(|| format!("reflector {name}"));
         Reflector {
+            streaming_list_server,
+            streaming_list_attempts: config.streaming_lists.attempts.get(),
+            streaming_list_fallback: config.streaming_lists.remember_for,
+            streaming_list_memory: config.streaming_lists.memory.clone().unwrap_or_default(),
             name,
             lister_watcher,
             store: self.store,

@@ -62,6 +62,7 @@ mod run;
 mod scoped;
 mod sharded;
 mod streamed_list;
+mod streaming_memory;
 mod watch;
 mod watch_list;
 
@@ -81,6 +82,10 @@ pub use options::{ListOptions, ResourceVersionMatch};
 pub use pager::{DEFAULT_PAGE_SIZE, FullList, list_all};
 pub(crate) use pager::{ListSink, list_pages};
 pub use reflector_error::ReflectorError;
-pub use run::Reflector;
+pub use run::{MAX_RETRY_AFTER, Reflector};
+pub use streaming_memory::{
+    DEFAULT_STREAMING_LIST_ATTEMPTS, DEFAULT_STREAMING_LIST_FALLBACK, StreamingListFallback,
+    StreamingListMemory,
+};
 
 pub(crate) use hooks::{ResumeEvent, ResumeHook};

@@ -8,11 +8,14 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::backoff::Backoff;
+use super::error::ListWatchError;
 use super::hooks::{ShouldResyncFn, WatchErrorHandler};
 use super::lister_watcher::ListerWatcher;
 use super::options::ListOptions;
 use super::pager::{DEFAULT_PAGE_SIZE, ListSink, list_pages};
 use super::reflector_error::ReflectorError;
+use super::streaming_memory::StreamingDecision;
+use super::watch_list::WatchListEnd;
 use crate::object::{Object, meta_namespace_key};
 use crate::store::ReflectorStore;
 
@@ -117,6 +120,13 @@ pub struct Reflector<K, S> {
     /// A resume from a snapshot's resourceVersion, planned or under way.
     pub(crate) resume: Mutex<super::hooks::ResumeState>,
     pub(crate) on_resume: Option<super::hooks::ResumeHook>,
+    /// This Reflector's entry in the streaming-list memory (its API group/version).
+    pub(crate) streaming_list_server: String,
+    /// Streaming lists allowed in a row without their end bookmark.
+    pub(crate) streaming_list_attempts: u32,
+    /// How long a server that spent them is sent lists instead.
+    pub(crate) streaming_list_fallback: Duration,
+    pub(crate) streaming_list_memory: super::StreamingListMemory,
 }
 
 impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
@@ -209,7 +219,25 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
 
     /// Waits one backoff delay; false when cancelled first.
     pub(crate) async fn backoff_wait(&self, cancel: &CancellationToken) -> bool {
-        let delay = self.backoff.lock().next_delay(Instant::now());
+        self.backoff_wait_after(None, cancel).await
+    }
+
+    /// Waits one backoff delay, and at least the `Retry-After` the server sent with `error`
+    /// (capped at [`MAX_RETRY_AFTER`]); false when cancelled first.
+    pub(crate) async fn backoff_wait_after(
+        &self,
+        error: Option<&ListWatchError>,
+        cancel: &CancellationToken,
+    ) -> bool {
+        let backoff = self.backoff.lock().next_delay(Instant::now());
+        let delay = match error.and_then(retry_after) {
+            Some(at_least) if at_least > backoff => {
+                tracing::debug!(reflector = %self.name, retry_after = ?at_least,
+                    "waiting as long as the server asked before the next request");
+                at_least
+            }
+            _ => backoff,
+        };
         tokio::select! {
             _ = cancel.cancelled() => false,
             _ = tokio::time::sleep(delay) => true,
@@ -221,12 +249,15 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
     pub async fn run(&self, cancel: CancellationToken) {
         tracing::debug!(reflector = %self.name, "starting reflector");
         while !cancel.is_cancelled() {
+            let mut ended_by = None;
             if let Err(e) = self.list_and_watch(&cancel).await
                 && !cancel.is_cancelled()
             {
                 (self.watch_error_handler)(&e);
+                ended_by = Some(e);
             }
-            if !self.backoff_wait(&cancel).await {
+            let error = ended_by.as_ref().and_then(ReflectorError::list_watch_error);
+            if !self.backoff_wait_after(error, &cancel).await {
                 break;
             }
         }
@@ -248,10 +279,24 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
         let mut stream = None;
         let mut fall_back_to_list = !self.use_watch_list;
         if self.use_watch_list {
-            match self.watch_list(cancel).await {
-                Ok(Some(s)) => stream = Some(s),
-                Ok(None) => return Ok(()),
-                Err(e) => {
+            let end = match self.streaming_decision() {
+                StreamingDecision::Stream(permit) => self.watch_list(permit, cancel).await,
+                StreamingDecision::Remembered => {
+                    tracing::debug!(reflector = %self.name, server = %self.streaming_list_server,
+                        "this server does not finish streaming lists; listing");
+                    WatchListEnd::FallBack(None)
+                }
+                StreamingDecision::Spent => {
+                    tracing::debug!(reflector = %self.name, server = %self.streaming_list_server,
+                        "this server's streaming-list attempts are spent; listing");
+                    WatchListEnd::FallBack(None)
+                }
+            };
+            match end {
+                WatchListEnd::Streamed(s) => stream = Some(s),
+                WatchListEnd::Cancelled => return Ok(()),
+                WatchListEnd::FallBack(None) => fall_back_to_list = true,
+                WatchListEnd::FallBack(Some(e)) => {
                     let unsupported = e.list_watch_error().is_some_and(|e| e.is_not_supported());
                     tracing::info!(reflector = %self.name, error = %e, server_does_not_support_it = unsupported,
                         "streaming list failed; falling back to list+watch");
@@ -345,6 +390,22 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
         self.listed_now();
         Ok(())
     }
+}
+
+/// The most a Reflector waits because a server's `Retry-After` said so: a hint, not an order,
+/// so a broken proxy asking for an hour does not leave the cache an hour stale.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+/// How long the server asked the client to wait (`Retry-After`, or a `Status`'s
+/// `retryAfterSeconds`) with a 429 or a 5xx, capped at [`MAX_RETRY_AFTER`] (client-go's rest
+/// client honours it on the same codes).
+pub(crate) fn retry_after(error: &ListWatchError) -> Option<Duration> {
+    let status = error.status()?;
+    if status.code != 429 && status.code < 500 && !error.is_too_many_requests() {
+        return None;
+    }
+    let seconds = status.retry_after_seconds.filter(|s| *s > 0)?;
+    Some(Duration::from_secs(u64::from(seconds)).min(MAX_RETRY_AFTER))
 }
 
 /// Where a Reflector's list goes: straight into the store, part by part. Objects without a

@@ -124,7 +124,7 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
                         }
                         Err(e) if e.is_watch_retriable() => {
                             tracing::debug!(reflector = %self.name, error = %e, "watch failed; backing off");
-                            if !self.backoff_wait(cancel).await {
+                            if !self.backoff_wait_after(Some(&e), cancel).await {
                                 return Ok(());
                             }
                             continue;
@@ -172,7 +172,7 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
                         tracing::debug!(reflector = %self.name, error = %e, "watch closed");
                     } else if lwe.is_some_and(|e| e.is_too_many_requests()) {
                         tracing::debug!(reflector = %self.name, "watch returned 429; backing off");
-                        if !self.backoff_wait(cancel).await {
+                        if !self.backoff_wait_after(lwe, cancel).await {
                             return Ok(());
                         }
                         continue;

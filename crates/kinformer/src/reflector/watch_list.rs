@@ -8,25 +8,68 @@ use super::options::{ListOptions, ResourceVersionMatch};
 use super::reflector_error::ReflectorError;
 use super::run::Reflector;
 use super::streamed_list::StreamedList;
+use super::streaming_memory::{StreamingDecision, StreamingOutcome, StreamingPermit};
 use super::watch::{WatchContext, WatchEnd};
 use crate::object::Object;
 use crate::store::ReflectorStore;
 
+/// How a streaming list ended.
+pub(crate) enum WatchListEnd<K> {
+    /// The initial events arrived whole; the stream carries on as the watch.
+    Streamed(WatchStream<K>),
+    /// Cancelled.
+    Cancelled,
+    /// List instead: the error that ended the streaming list, or `None` when its attempts
+    /// were spent (streams that ended without their end bookmark).
+    FallBack(Option<ReflectorError>),
+}
+
 impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
+    /// Whether this cycle may stream its list, as the streaming-list memory says.
+    pub(crate) fn streaming_decision(&self) -> StreamingDecision {
+        self.streaming_list_memory.decide(
+            &self.name,
+            &self.streaming_list_server,
+            self.streaming_list_attempts,
+        )
+    }
+
+    /// Records how one streaming list ended; true when its server is now remembered as not
+    /// finishing streaming lists.
+    fn streaming_outcome(&self, permit: StreamingPermit, outcome: StreamingOutcome) -> bool {
+        permit.finish(
+            &self.name,
+            outcome,
+            self.streaming_list_attempts,
+            self.streaming_list_fallback,
+        )
+    }
+
     /// Streams the initial state into the store as a list taken in parts ([`StreamedList`])
     /// until the initial-events-end bookmark ends the list, and returns the still-open stream
-    /// (client-go's `watchList`).
-    ///
-    /// `Ok(None)` when cancelled. An `Err` makes the caller fall back to list+watch.
+    /// (client-go's `watchList`). `permit` is the first attempt's (see
+    /// [`StreamingListMemory`](super::StreamingListMemory)); a stream that ends before its end
+    /// bookmark is reopened after a backoff while the memory allows another attempt.
     pub(crate) async fn watch_list(
         &self,
+        permit: StreamingPermit,
         cancel: &CancellationToken,
-    ) -> Result<Option<WatchStream<K>>, ReflectorError> {
+    ) -> WatchListEnd<K> {
+        let mut first = Some(permit);
         loop {
             tokio::task::consume_budget().await;
             if cancel.is_cancelled() {
-                return Ok(None);
+                return WatchListEnd::Cancelled;
             }
+            let permit = match first.take() {
+                Some(p) => p,
+                None => match self.streaming_decision() {
+                    StreamingDecision::Stream(p) => p,
+                    StreamingDecision::Remembered | StreamingDecision::Spent => {
+                        return WatchListEnd::FallBack(None);
+                    }
+                },
+            };
             let options = ListOptions {
                 resource_version: self.rewatch_resource_version(),
                 resource_version_match: Some(ResourceVersionMatch::NotOlderThan),
@@ -47,23 +90,29 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
                 }
             };
             let opened = tokio::select! {
-                _ = cancel.cancelled() => return Ok(None),
+                _ = cancel.cancelled() => return WatchListEnd::Cancelled,
                 r = self.lister_watcher.watch(&options) => r,
                 _ = no_answer => {
                     let timeout = self.end_bookmark_timeout.unwrap_or_default();
                     tracing::warn!(reflector = %self.name, ?timeout,
                         "the streaming list got no answer in time; the server may not support streaming lists");
-                    return Err(ReflectorError::EndBookmarkTimeout { timeout });
+                    self.streaming_outcome(permit, StreamingOutcome::Incomplete);
+                    return WatchListEnd::FallBack(Some(ReflectorError::EndBookmarkTimeout { timeout }));
                 }
             };
             let mut stream = match opened {
                 Ok(s) => s,
                 Err(e) => {
+                    if e.is_not_supported() {
+                        self.streaming_outcome(permit, StreamingOutcome::Refused);
+                        return WatchListEnd::FallBack(Some(ReflectorError::Watch(e)));
+                    }
+                    drop(permit);
                     let err = ReflectorError::Watch(e);
                     if self.retriable_with_side_effects(&err, cancel).await {
                         continue;
                     }
-                    return Err(err);
+                    return WatchListEnd::FallBack(Some(err));
                 }
             };
             let mut bookmark_rv = String::new();
@@ -90,54 +139,58 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
                     Err(other)
                 }
             };
-            match end {
+            let incomplete = match end {
                 Ok(list) => {
+                    self.streaming_outcome(permit, StreamingOutcome::Finished);
                     // the stream carries on as the watch: counted as one, as after a list
                     self.watches
                         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     self.set_resource_version_unavailable(false);
-                    let store_error = |e: S::Error| ReflectorError::Store {
-                        operation: "replace",
-                        source: Box::new(e),
-                    };
-                    list.finish(bookmark_rv.clone()).map_err(store_error)?;
+                    if let Err(e) = list.finish(bookmark_rv.clone()) {
+                        return WatchListEnd::FallBack(Some(ReflectorError::Store {
+                            operation: "replace",
+                            source: Box::new(e),
+                        }));
+                    }
                     self.set_last_sync_resource_version(&bookmark_rv);
                     self.listed_now();
-                    return Ok(Some(stream));
-                }
-                Err(WatchEnd::Closed) => {
-                    tracing::debug!(reflector = %self.name,
-                        "streaming list closed before its initial-events-end bookmark; opening a new one after a backoff");
-                    drop(stream);
-                    // a server that keeps closing early is not asked again in a tight loop
-                    if !self.backoff_wait(cancel).await {
-                        return Ok(None);
-                    }
-                    continue;
-                }
-                Err(WatchEnd::Broken(e)) => {
-                    tracing::warn!(reflector = %self.name, error = %e,
-                        "streaming list broke before its initial-events-end bookmark; opening a new one after a backoff");
-                    drop(stream);
-                    if !self.backoff_wait(cancel).await {
-                        return Ok(None);
-                    }
-                    continue;
+                    return WatchListEnd::Streamed(stream);
                 }
                 // (InitialEventsEnd is the `Ok` above)
-                Err(WatchEnd::Stopped | WatchEnd::InitialEventsEnd) => return Ok(None),
+                Err(WatchEnd::Stopped | WatchEnd::InitialEventsEnd) => {
+                    return WatchListEnd::Cancelled;
+                }
+                Err(WatchEnd::Closed) => None,
+                Err(WatchEnd::Failed(ReflectorError::VeryShortWatch { .. })) => None,
+                Err(WatchEnd::Broken(e)) => Some(e.to_string()),
                 Err(WatchEnd::Failed(err)) => {
                     drop(stream);
                     if matches!(err, ReflectorError::EndBookmarkTimeout { .. }) {
                         tracing::warn!(reflector = %self.name, error = %err,
                             "no initial-events-end bookmark in time; the server may not support streaming lists");
-                        return Err(err);
+                        self.streaming_outcome(permit, StreamingOutcome::Incomplete);
+                        return WatchListEnd::FallBack(Some(err));
                     }
+                    if err.list_watch_error().is_some_and(|e| e.is_not_supported()) {
+                        self.streaming_outcome(permit, StreamingOutcome::Refused);
+                        return WatchListEnd::FallBack(Some(err));
+                    }
+                    drop(permit);
                     if self.retriable_with_side_effects(&err, cancel).await {
                         continue;
                     }
-                    return Err(err);
+                    return WatchListEnd::FallBack(Some(err));
                 }
+            };
+            drop(stream);
+            tracing::warn!(reflector = %self.name, error = incomplete.as_deref(),
+                "streaming list ended before its initial-events-end bookmark");
+            if self.streaming_outcome(permit, StreamingOutcome::Incomplete) {
+                return WatchListEnd::FallBack(None);
+            }
+            // a server that keeps closing early is not asked again in a tight loop
+            if !self.backoff_wait(cancel).await {
+                return WatchListEnd::Cancelled;
             }
         }
     }
@@ -153,7 +206,7 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
         };
         if e.is_watch_retriable() {
             tracing::debug!(reflector = %self.name, error = %e, "streaming list failed; backing off");
-            self.backoff_wait(cancel).await;
+            self.backoff_wait_after(Some(e), cancel).await;
             return true;
         }
         if e.is_expired() || e.is_too_large_resource_version() {

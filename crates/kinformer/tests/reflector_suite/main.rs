@@ -8,5 +8,6 @@ mod incremental;
 mod kube_source;
 mod list_watch;
 mod run;
+mod streaming_fallback;
 mod support;
 mod watchlist;

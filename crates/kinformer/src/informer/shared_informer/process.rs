@@ -62,6 +62,9 @@ impl<K: Object> SharedIndexInformer<K> {
                 .name(inner.name.clone())
                 .config(&list_watch)
                 .should_resync(move || processor.should_resync());
+            if let Some(id) = &inner.snap.identity {
+                builder = builder.streaming_list_server(&id.group, &id.version);
+            }
             match prepared.map(|p| self.install_prepared(p, &fifo)) {
                 None => {}
                 Some(snapshot::StartPlan::Diff) => builder = builder.consistent_first_list(),
