@@ -12,6 +12,9 @@
 #   E2E_WATCH_CACHE  true (default, like real clusters) or false (lists,
 #                    watches and continue tokens go straight to etcd: a
 #                    compaction then forces 410s at once; see e2e/README.md)
+#   E2E_WATCH_LIST   true (default) or false: kube-apiserver's WatchList
+#                    feature gate (false: streaming lists are refused with
+#                    422 Invalid, and clients must list)
 #   E2E_KCM          true (default): also run kube-controller-manager (garbage
 #                    collector, namespace and service-account controllers);
 #                    false: a bare API server
@@ -20,6 +23,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
 watch_cache="${E2E_WATCH_CACHE:-true}"
+watch_list="${E2E_WATCH_LIST:-true}"
 kcm="${E2E_KCM:-true}"
 timeout="${E2E_START_TIMEOUT:-180}"
 mkdir -p "$E2E_DIR"
@@ -36,7 +40,7 @@ build_harness
 
 rm -f "$state"
 t0=$(date +%s.%N)
-nohup "$E2E_BIN/harness" run -dir "$E2E_DIR" -watch-cache="$watch_cache" -kcm="$kcm" \
+nohup "$E2E_BIN/harness" run -dir "$E2E_DIR" -watch-cache="$watch_cache" -watch-list="$watch_list" -kcm="$kcm" \
     > "$E2E_DIR/harness.log" 2>&1 < /dev/null &
 pid=$!
 echo "$pid" > "$pidfile"
@@ -63,5 +67,5 @@ if command -v kubectl > /dev/null; then
     kubectl --kubeconfig "$E2E_DIR/kubeconfig" get --raw /readyz > /dev/null
 fi
 t1=$(date +%s.%N)
-log "ready in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')s: $(grep -o '"server": *"[^"]*"' "$state" | cut -d'"' -f4) (pid $pid, watch cache $watch_cache, kube-controller-manager $kcm)"
+log "ready in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')s: $(grep -o '"server": *"[^"]*"' "$state" | cut -d'"' -f4) (pid $pid, watch cache $watch_cache, watch list $watch_list, kube-controller-manager $kcm)"
 echo "$E2E_DIR/kubeconfig"

@@ -71,8 +71,10 @@ func startAPIServer(ctx context.Context, args []string) (<-chan error, error) {
 //   - --endpoint-reconciler-type=none: no periodic writes to the "kubernetes"
 //     Endpoints, fewer resourceVersion bumps unrelated to a test.
 //   - WatchList is beta and on by default in 1.35; it is set explicitly so a
-//     version change cannot silently turn streaming lists off.
-func apiserverArgs(p *pki, etcdURL string, port int, certDir string, watchCache bool) []string {
+//     version change cannot silently turn streaming lists off. -watch-list=false
+//     turns it off: the server then refuses sendInitialEvents with 422 Invalid,
+//     as servers before 1.27 (and ones that disable it) do.
+func apiserverArgs(p *pki, etcdURL string, port int, certDir string, watchCache, watchList bool) []string {
 	return []string{
 		"--etcd-servers=" + etcdURL,
 		"--etcd-compaction-interval=0",
@@ -90,7 +92,7 @@ func apiserverArgs(p *pki, etcdURL string, port int, certDir string, watchCache 
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--endpoint-reconciler-type=none",
 		fmt.Sprintf("--watch-cache=%t", watchCache),
-		"--feature-gates=WatchList=true,ShardedListAndWatch=true",
+		fmt.Sprintf("--feature-gates=WatchList=%t,ShardedListAndWatch=true", watchList),
 		"--profiling=false",
 		"--v=0",
 	}

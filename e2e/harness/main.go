@@ -77,6 +77,7 @@ func runCmd(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	dir := fs.String("dir", "e2e/run", "where kubeconfig, state.json go")
 	watchCache := fs.Bool("watch-cache", true, "run kube-apiserver with its watch cache (see apiserverArgs)")
+	watchList := fs.Bool("watch-list", true, "run kube-apiserver with the WatchList feature gate (streaming lists; see apiserverArgs)")
 	withKCM := fs.Bool("kcm", true, "also run kube-controller-manager (garbage collector, namespace and service-account controllers; see kcmControllers)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -138,7 +139,7 @@ func runCmd(args []string) error {
 	os.Args[0] = "kube-apiserver"
 	apiCtx, stopAPI := context.WithCancel(context.Background())
 	defer stopAPI()
-	apiDone, err := startAPIServer(apiCtx, apiserverArgs(p, etcdURL, port, filepath.Join(dataDir, "certs"), *watchCache))
+	apiDone, err := startAPIServer(apiCtx, apiserverArgs(p, etcdURL, port, filepath.Join(dataDir, "certs"), *watchCache, *watchList))
 	if err != nil {
 		return fmt.Errorf("kube-apiserver: %w", err)
 	}
@@ -226,6 +227,7 @@ func runCmd(args []string) error {
 		AdminURL:     adminURL,
 		CompactURL:   adminURL + "/compact",
 		WatchCache:   *watchCache,
+		WatchList:    *watchList,
 		KCM:          *withKCM,
 		DataDir:      dataDir,
 		Token:        p.adminToken,

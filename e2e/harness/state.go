@@ -20,6 +20,7 @@ type state struct {
 	// CompactURL: POST compacts etcd at its current revision.
 	CompactURL string `json:"compactURL"`
 	WatchCache bool   `json:"watchCache"`
+	WatchList  bool   `json:"watchList"`
 	// KCM: kube-controller-manager runs next to the apiserver (garbage
 	// collector, namespace, serviceaccount, serviceaccount-token controllers).
 	KCM     bool   `json:"kcm"`

@@ -26,6 +26,12 @@ pub const WATCHCACHE_KUBECONFIG_VAR: &str = "KINFORMER_E2E_KUBECONFIG";
 /// forces 410s at once and `limit` is honoured with `resourceVersion=0`.
 pub const NOCACHE_KUBECONFIG_VAR: &str = "KINFORMER_E2E_NOCACHE_KUBECONFIG";
 
+/// The kubeconfig of a real server started with its `WatchList` feature gate **off**
+/// (`E2E_WATCH_LIST=false`): it refuses streaming lists (`sendInitialEvents=true`) with
+/// `422 Invalid`, so informers must list. `scripts/test.sh` points it at the watch-cache-off
+/// instance, started that way.
+pub const NO_WATCH_LIST_KUBECONFIG_VAR: &str = "KINFORMER_E2E_NO_WATCH_LIST_KUBECONFIG";
+
 /// What the e2e helpers can fail with.
 #[derive(Debug, thiserror::Error)]
 pub enum E2eError {

@@ -25,8 +25,9 @@ mod store;
 
 pub use counting::{CountingListerWatcher, WatchCounts};
 pub use env::{
-    E2eEnv, E2eError, NOCACHE_KUBECONFIG_VAR, QUEUE_MODE_VAR, WATCHCACHE_KUBECONFIG_VAR, config,
-    create_namespace, delete_namespace, eventually, queue_mode, server_snapshot, snapshot,
+    E2eEnv, E2eError, NO_WATCH_LIST_KUBECONFIG_VAR, NOCACHE_KUBECONFIG_VAR, QUEUE_MODE_VAR,
+    WATCHCACHE_KUBECONFIG_VAR, config, create_namespace, delete_namespace, eventually, queue_mode,
+    server_snapshot, snapshot,
 };
 pub use store::MapStore;
 

@@ -212,9 +212,13 @@ impl ListWatchError {
         self.reason_is("InternalError") || self.code_without_reason(500)
     }
 
-    /// `422 Invalid`, or a `400 BadRequest`: what a server says about an option it refuses.
+    /// `422 Invalid`, or a `400 BadRequest`: what a server says about an option it refuses
+    /// (by code when the body gave no reason).
     pub fn is_invalid(&self) -> bool {
-        self.reason_is("Invalid") || self.reason_is("BadRequest")
+        self.reason_is("Invalid")
+            || self.reason_is("BadRequest")
+            || self.code_without_reason(422)
+            || self.code_without_reason(400)
     }
 
     /// The server refuses the request's options as unsupported: `Invalid`, `BadRequest`,
@@ -297,6 +301,8 @@ mod tests {
                 .is_not_supported()
         );
         assert!(!ListWatchError::from(Status::internal_error("x")).is_not_supported());
+        // a body that could not be read: the code says it
+        assert!(ListWatchError::from(Status::new(422, "", "k8s\0...")).is_not_supported());
     }
 
     #[test]

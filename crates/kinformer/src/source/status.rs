@@ -35,7 +35,13 @@ pub(crate) async fn error_from_response(
             Some(Err(_)) | None => break,
         }
     }
-    let mut status = serde_json::from_slice::<Value>(&body)
+    // a protobuf request is answered with a protobuf `Status` (kube-apiserver encodes errors
+    // in the negotiated format): transcoded to JSON first
+    let transcoded = body
+        .starts_with(b"k8s\0")
+        .then(|| kinformer_proto::object_to_json(&body).ok())
+        .flatten();
+    let mut status = serde_json::from_slice::<Value>(transcoded.as_deref().unwrap_or(&body))
         .ok()
         .filter(|v| v.get("kind").and_then(Value::as_str) == Some("Status"))
         .map(|v| status_from_value(&v))
@@ -164,4 +170,45 @@ fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
         cur = err.source();
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn response(code: u16, body: Vec<u8>) -> http::Response<kube::client::Body> {
+        http::Response::builder()
+            .status(code)
+            .header(http::header::RETRY_AFTER, "3")
+            .body(kube::client::Body::from(body))
+            .unwrap()
+    }
+
+    /// kube-apiserver answers a protobuf request's failure with a protobuf `Status`: its
+    /// reason, causes and retryAfterSeconds are read, as from a JSON one.
+    #[tokio::test]
+    async fn a_protobuf_status_body_is_read_like_a_json_one() {
+        let status = serde_json::json!({
+            "apiVersion": "v1", "kind": "Status", "status": "Failure", "code": 422,
+            "reason": "Invalid",
+            "message": "ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: Forbidden",
+            "details": {"causes": [{"reason": "FieldValueForbidden", "message": "Forbidden", "field": "sendInitialEvents"}]}
+        });
+        let body = kinformer_proto::object_from_json(&status).unwrap();
+        assert!(body.starts_with(b"k8s\0"));
+        let ListWatchError::Api(s) = error_from_response(response(422, body)).await else {
+            panic!("not an API error")
+        };
+        assert_eq!((s.code, s.reason.as_str()), (422, "Invalid"));
+        assert_eq!(s.causes[0].field, "sendInitialEvents");
+        assert_eq!(s.retry_after_seconds, Some(3), "from the header");
+        assert!(ListWatchError::Api(s).is_not_supported());
+    }
+
+    #[tokio::test]
+    async fn a_body_that_is_no_status_keeps_its_code() {
+        let e = error_from_response(response(429, b"k8s\0garbage".to_vec())).await;
+        assert!(e.is_too_many_requests());
+        assert_eq!(e.status().unwrap().retry_after_seconds, Some(3));
+    }
 }
