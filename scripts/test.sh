@@ -68,7 +68,11 @@ PROPTEST_CASES="${PROPTEST_CASES:-1000}" cargo test -p kinformer --lib --test in
 # (e2e/start.sh, cached in e2e/bin; Go's build cache is machine-wide, so a fresh clone relinks in
 # about a minute), the feature gate ShardedListAndWatch on (KEP-5866, alpha in 1.36), two
 # instances: watch cache on (like real clusters) and off (forced 410s through compaction,
-# pagination at resourceVersion=0). The workspace's binaries and tests pick k8s-openapi's v1_36,
+# pagination at resourceVersion=0); the second also runs with the WatchList gate off
+# (E2E_WATCH_LIST=false: streaming lists refused with 422), which no test of it needed, so an
+# informer with default settings is shown to list, sync, watch and remember the refusal
+# (tests/watch_list_off.rs) without a third instance. The differential check compares saved
+# recordings (e2e/diff.sh real starts its own instances), so the gate changes none of them. The workspace's binaries and tests pick k8s-openapi's v1_36,
 # so the embedded server plays 1.36 too (/version v1.36.0-kinformer). Then the Rust e2e tests
 # (crates/kinformer-e2e) and the differential check of the embedded server against the recorded
 # real observations (e2e/diff.sh embedded: one recording, compared with both the watch-cache-off
@@ -105,15 +109,15 @@ fi
 if ! command -v go > /dev/null; then
     e2e_skip "no Go toolchain (go) on PATH to build the kube-apiserver harness"
 fi
-echo "==> e2e: start real kube-apiserver + kube-controller-manager v1.36.3 (watch cache on and off; first build takes minutes)"
+echo "==> e2e: start real kube-apiserver + kube-controller-manager v1.36.3 (watch cache on; watch cache and WatchList off; first build takes minutes)"
 trap e2e_cleanup EXIT
 mkdir -p "$e2e_on" "$e2e_off"
 t_e2e=$SECONDS
 if ! E2E_DIR="$e2e_on" E2E_WATCH_CACHE=true "$e2e_root/start.sh" > /dev/null 2> "$e2e_on/start.log"; then
     e2e_skip "the real kube-apiserver harness could not be built or started ($(tail -n 1 "$e2e_on/start.log"); full log: $e2e_on/start.log)"
 fi
-if ! E2E_DIR="$e2e_off" E2E_WATCH_CACHE=false "$e2e_root/start.sh" > /dev/null 2> "$e2e_off/start.log"; then
-    e2e_skip "the second harness instance (watch cache off) could not be started ($(tail -n 1 "$e2e_off/start.log"); full log: $e2e_off/start.log)"
+if ! E2E_DIR="$e2e_off" E2E_WATCH_CACHE=false E2E_WATCH_LIST=false "$e2e_root/start.sh" > /dev/null 2> "$e2e_off/start.log"; then
+    e2e_skip "the second harness instance (watch cache and WatchList off) could not be started ($(tail -n 1 "$e2e_off/start.log"); full log: $e2e_off/start.log)"
 fi
 echo "    harness ready in $((SECONDS - t_e2e))s"
 
@@ -122,7 +126,9 @@ echo "    harness ready in $((SECONDS - t_e2e))s"
 echo "==> e2e: kinformer-e2e tests against the real server"
 KINFORMER_E2E_KUBECONFIG="$e2e_on/kubeconfig" \
     KINFORMER_E2E_NOCACHE_KUBECONFIG="$e2e_off/kubeconfig" \
-    cargo test --workspace --test informers --test reflector --test leader_election --test shard
+    KINFORMER_E2E_NO_WATCH_LIST_KUBECONFIG="$e2e_off/kubeconfig" \
+    cargo test --workspace --test informers --test reflector --test leader_election --test shard \
+    --test watch_list_off
 echo "==> e2e: the informer tests again on DeltaFifo (KINFORMER_QUEUE_MODE=delta-fifo)"
 KINFORMER_QUEUE_MODE=delta-fifo \
     KINFORMER_E2E_KUBECONFIG="$e2e_on/kubeconfig" \
