@@ -14,8 +14,7 @@ use super::lister_watcher::ListerWatcher;
 use super::options::ListOptions;
 use super::pager::{DEFAULT_PAGE_SIZE, ListSink, list_pages};
 use super::reflector_error::ReflectorError;
-use super::streaming_memory::StreamingDecision;
-use super::watch_list::WatchListEnd;
+use super::streaming_memory::{StreamingDecision, WatchListEnd};
 use crate::object::{Object, meta_namespace_key};
 use crate::store::ReflectorStore;
 

@@ -9,6 +9,9 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
+use super::lister_watcher::WatchStream;
+use super::reflector_error::ReflectorError;
+
 /// How many streaming lists in a row may end without their end bookmark before the
 /// Reflector falls back to a paged list+watch, unless configured otherwise
 /// ([`StreamingListFallback::attempts`]).
@@ -138,6 +141,17 @@ pub(crate) enum StreamingDecision {
     Remembered,
     /// List this time: the attempts are spent (by attempts still under way).
     Spent,
+}
+
+/// How a streaming list ended.
+pub(crate) enum WatchListEnd<K> {
+    /// The initial events arrived whole; the stream carries on as the watch.
+    Streamed(WatchStream<K>),
+    /// Cancelled.
+    Cancelled,
+    /// List instead: the error that ended the streaming list, or `None` when its attempts
+    /// were spent (streams that ended without their end bookmark).
+    FallBack(Option<ReflectorError>),
 }
 
 /// How a streaming list ended, as the memory counts it.

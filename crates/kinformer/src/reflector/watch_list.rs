@@ -3,26 +3,14 @@
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::lister_watcher::WatchStream;
 use super::options::{ListOptions, ResourceVersionMatch};
 use super::reflector_error::ReflectorError;
 use super::run::Reflector;
 use super::streamed_list::StreamedList;
-use super::streaming_memory::{StreamingDecision, StreamingOutcome, StreamingPermit};
+use super::streaming_memory::{StreamingDecision, StreamingOutcome, StreamingPermit, WatchListEnd};
 use super::watch::{WatchContext, WatchEnd};
 use crate::object::Object;
 use crate::store::ReflectorStore;
-
-/// How a streaming list ended.
-pub(crate) enum WatchListEnd<K> {
-    /// The initial events arrived whole; the stream carries on as the watch.
-    Streamed(WatchStream<K>),
-    /// Cancelled.
-    Cancelled,
-    /// List instead: the error that ended the streaming list, or `None` when its attempts
-    /// were spent (streams that ended without their end bookmark).
-    FallBack(Option<ReflectorError>),
-}
 
 impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
     /// Whether this cycle may stream its list, as the streaming-list memory says.
