@@ -5,7 +5,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use kinformer_apiserver::{FailureRule, ServerConfig, Verb, start};
+use kinformer_apiserver::{FailureRule, ServerConfig, Verb, WatchListFault, start};
 use serde_json::json;
 
 #[tokio::test]
@@ -368,5 +368,86 @@ async fn automatic_compaction_by_age_expires_old_versions() {
     .await;
     let e = w.next().await.unwrap();
     assert_eq!(e["object"]["code"], 410);
+    s.shutdown().await;
+}
+
+/// Streaming lists that misbehave, as some servers' do: closed before the end bookmark,
+/// never ended by one, refused as with the WatchList gate off; scoped to one API group, set
+/// from Rust or over HTTP. Plain watches and other groups are unaffected.
+#[tokio::test]
+async fn watch_list_faults_break_streaming_lists_only() {
+    let s = start(ServerConfig::default()).await.unwrap();
+    let a = s.addr();
+    post(
+        a,
+        "/api/v1/namespaces/default/pods",
+        &pod_json("p", json!({})),
+    )
+    .await;
+    const STREAM: &str = "?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true";
+    let is_end = |e: &serde_json::Value| {
+        e["type"] == "BOOKMARK"
+            && e["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"] == "true"
+    };
+
+    s.faults()
+        .set_watch_list_fault(WatchListFault::CloseBeforeEndBookmark, Some(""));
+    let mut w = watch(a, &format!("/api/v1/pods{STREAM}")).await;
+    assert_eq!(w.next_within(SECS).await.unwrap()["type"], "ADDED");
+    assert!(
+        w.next_within(SECS).await.is_none(),
+        "closed before the bookmark"
+    );
+    // another group streams normally
+    let mut w = watch(a, &format!("/apis/apps/v1/deployments{STREAM}")).await;
+    assert!(is_end(&w.next_within(SECS).await.unwrap()));
+    // a plain watch is unaffected
+    let mut w = watch(a, "/api/v1/pods?watch=true").await;
+    assert_eq!(w.next_within(SECS).await.unwrap()["type"], "ADDED");
+    assert!(w.quiet_for(Duration::from_millis(200)).await, "stays open");
+
+    s.faults()
+        .set_watch_list_fault(WatchListFault::NoEndBookmark, None);
+    let mut w = watch(a, &format!("/api/v1/pods{STREAM}")).await;
+    assert_eq!(w.next_within(SECS).await.unwrap()["type"], "ADDED");
+    assert!(
+        w.quiet_for(Duration::from_millis(200)).await,
+        "open, no end bookmark"
+    );
+
+    let r = post(
+        a,
+        "/__kinformer/faults/watch-list",
+        &json!({"fault": "refuse", "apiGroup": ""}),
+    )
+    .await;
+    assert_eq!(r.code, 200);
+    let r = get(a, &format!("/api/v1/pods{STREAM}")).await;
+    assert_eq!(r.code, 422);
+    let body = r.json();
+    assert_eq!(body["reason"], "Invalid");
+    assert_eq!(
+        body["details"]["causes"][0]["message"],
+        "Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"
+    );
+    assert_eq!(
+        post(
+            a,
+            "/__kinformer/faults/watch-list",
+            &json!({"fault": "bogus"})
+        )
+        .await
+        .code,
+        400
+    );
+    assert_eq!(
+        post(a, "/__kinformer/faults/watch-list", &json!({"fault": null}))
+            .await
+            .code,
+        200
+    );
+    let mut w = watch(a, &format!("/api/v1/pods{STREAM}")).await;
+    assert_eq!(w.next_within(SECS).await.unwrap()["type"], "ADDED");
+    assert!(is_end(&w.next_within(SECS).await.unwrap()));
     s.shutdown().await;
 }

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use super::response;
 use crate::context::Context;
-use crate::faults::{FailureRule, Faults};
+use crate::faults::{FailureRule, Faults, WatchListFault};
 use crate::options::parse_query;
 use crate::status::ApiError;
 
@@ -48,6 +48,21 @@ async fn serve(ctx: Arc<Context>, req: Request) -> Result<Value, ApiError> {
         ("faults/forget-history", true) => faults.forget_history(),
         ("faults/pause-watches", true) => faults.pause_watches(),
         ("faults/resume-watches", true) => faults.resume_watches(),
+        ("faults/watch-list", true) => {
+            #[derive(serde::Deserialize)]
+            #[serde(rename_all = "camelCase", deny_unknown_fields)]
+            struct Body {
+                fault: Option<WatchListFault>,
+                #[serde(default)]
+                api_group: Option<String>,
+            }
+            let b: Body = serde_json::from_slice(&body)
+                .map_err(|e| ApiError::bad_request(format!("invalid watch-list fault: {e}")))?;
+            match b.fault {
+                Some(f) => faults.set_watch_list_fault(f, b.api_group.as_deref()),
+                None => faults.clear_watch_list_fault(),
+            }
+        }
         ("faults/clear", true) => faults.clear(),
         ("requests", false) if method == Method::GET => {
             let log = ctx.requests.lock().clone();

@@ -11,6 +11,9 @@
 //! - `POST /__kinformer/faults/latency` with `{"millis": 200}`
 //! - `POST /__kinformer/faults/watch-delay` with `{"millis": 300}` (every watch event sent
 //!   that much later, in order; see [`crate::Faults::set_watch_delay`])
+//! - `POST /__kinformer/faults/watch-list` with `{"fault": "closeBeforeEndBookmark",
+//!   "apiGroup": ""}` (`noEndBookmark`, `refuse`; `apiGroup` left out: every group;
+//!   `{"fault": null}` clears it; see [`crate::Faults::set_watch_list_fault`])
 //! - `POST /__kinformer/faults/compact`, `.../forget-history`, `.../pause-watches`,
 //!   `.../resume-watches`, `.../clear`
 //! - `GET /__kinformer/requests` (the request log as JSON), `DELETE` to clear it

@@ -44,7 +44,8 @@ pub enum InitialListMode {
     /// A streaming list (watch-list: one watch with `sendInitialEvents=true`, ended by a
     /// bookmark) whatever the source says, falling back to
     /// [`ListThenWatch`](Self::ListThenWatch) when the server does not support it or the end
-    /// bookmark does not come in time ([`EndBookmarkWait`]).
+    /// bookmark does not come in time ([`EndBookmarkWait`]), and for a while once the server
+    /// has not finished several in a row ([`StreamingListFallback`](super::StreamingListFallback)).
     StreamingList,
 }
 

@@ -28,7 +28,13 @@
 //! a list is). If a streaming list fails (an older server refuses the request), or its end
 //! bookmark does not arrive within [`InformerConfig::end_bookmark_wait`](crate::InformerConfig::end_bookmark_wait) (a server that
 //! silently ignores the option turns it into a plain watch), the Reflector falls back to
-//! list+watch for that cycle and says why in the logs. [`InitialListMode::ListThenWatch`] and
+//! list+watch for that cycle and says why in the logs. A server that does not finish
+//! streaming lists (it closes them before the end bookmark, they time out, or it refuses
+//! them) gets a bounded number of attempts in a row, then paged lists, remembered per API
+//! group/version for a while by every informer of a factory
+//! ([`InformerConfig::streaming_lists`](crate::InformerConfig::streaming_lists),
+//! [`StreamingListMemory`]): kube-controller-manager stalled on such a server (kubernetes
+//! #140890). [`InitialListMode::ListThenWatch`] and
 //! [`InitialListMode::StreamingList`] force one or the other. Informers with a lean cache
 //! list first under `Auto` (see [`InformerConfig::initial_list`](crate::InformerConfig::initial_list)).
 //!
@@ -41,8 +47,17 @@
 //! * The streaming list's end bookmark has a timeout, which also covers a server that never
 //!   answers the request (client-go waits forever).
 //! * A streaming list that closes before its end bookmark is reopened after a backoff (client-go
-//!   reopens it at once); a 410 on one already asked at `""` falls back to list+watch instead of
-//!   asking again at once.
+//!   reopens it at once, for ever: kubernetes #140890), at most
+//!   [`StreamingListFallback::attempts`] times in a row (3; client-go's open fix, PR #140902,
+//!   also bounds them), then the Reflector lists; and the server is remembered for
+//!   [`StreamingListFallback::remember_for`] (10 minutes), so relists of every informer sharing
+//!   the memory list at once (client-go tries again on every relist). A 410 on one already
+//!   asked at `""` falls back to list+watch instead of asking again at once.
+//! * A `Retry-After` (or `retryAfterSeconds`) on a 429 or 5xx answer to a list or watch makes
+//!   the next request wait at least that long, capped at [`MAX_RETRY_AFTER`] (60 s), on top of
+//!   the backoff (client-go's rest client waits it out inside the request, up to 10 times,
+//!   uncapped; kinformer's source leaves retries to the Reflector), so a 1.37 server answering
+//!   consistent lists with 429 (`ConsistentListFromCacheSkipTimeoutFallback`) is not stormed.
 //! * The backoff resets after 2 minutes *without errors* (client-go: every 2 minutes).
 //! * Internal errors (500) ending a watch are retried without a relist for 30 s by default
 //!   (client-go: off unless `MaxInternalErrorRetryDuration` is set).

@@ -86,7 +86,12 @@ pub(crate) struct SyncState {
 ///   A stream that ends before that bookmark aborts the list
 ///   ([`replace_abort`](ReflectorStore::replace_abort)) and is reopened after a backoff; an error (the server does not support
 ///   it, or the bookmark does not come within `end_bookmark_timeout`) falls back to
-///   list+watch.
+///   list+watch. Streams that end without the bookmark count against the server's attempts
+///   ([`StreamingListFallback`](super::StreamingListFallback)): once they are spent the
+///   Reflector lists, and later cycles list at once while the server is remembered.
+/// * **Retry-After.** A 429 or 5xx carrying `Retry-After` (or `retryAfterSeconds`) makes the
+///   next request wait at least that long (at most [`MAX_RETRY_AFTER`]), whichever the
+///   request was: a list, a streaming list or a watch.
 ///
 /// # Sharing
 ///
