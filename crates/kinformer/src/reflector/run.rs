@@ -398,6 +398,11 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
 
 /// The most a Reflector waits because a server's `Retry-After` said so: a hint, not an order,
 /// so a broken proxy asking for an hour does not leave the cache an hour stale.
+///
+/// **Deliberate difference from client-go:** its rest client waits `Retry-After` out inside
+/// the request (uncapped, up to 10 times) before the Reflector sees the error; kinformer's
+/// source leaves every retry to the Reflector, which waits the longer of its backoff and the
+/// server's `Retry-After`, capped here.
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
 
 /// How long the server asked the client to wait (`Retry-After`, or a `Status`'s

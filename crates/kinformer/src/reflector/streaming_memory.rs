@@ -25,8 +25,11 @@ pub const DEFAULT_STREAMING_LIST_FALLBACK: Duration = Duration::from_secs(10 * 6
 /// When a Reflector stops asking a server for streaming lists, and for how long
 /// ([`InformerConfig::streaming_lists`](crate::InformerConfig::streaming_lists)).
 ///
-/// client-go reflects a server that never finishes a streaming list for ever (kubernetes
-/// #140890; its fix, PR #140902, is open and bounds the retries without remembering them).
+/// **Deliberate difference from client-go:** client-go reopens a streaming list that ends
+/// without its end bookmark for ever (kubernetes #140890; its fix, PR #140902, is open and
+/// bounds the retries within one cycle), and tries a streaming list again on every relist
+/// even after its server refused one; kinformer bounds the attempts and remembers the server
+/// for a while, shared by every informer of a factory.
 ///
 /// ```
 /// use std::num::NonZeroU32;
@@ -256,6 +259,18 @@ impl StreamingListMemory {
                 };
                 if entry.incomplete < attempts {
                     return false;
+                }
+                if fallback.is_zero() {
+                    // remembered for no time: this cycle lists, the next one streams again
+                    entry.incomplete = 0;
+                    tracing::warn!(
+                        reflector,
+                        server,
+                        attempts,
+                        refused = outcome == StreamingOutcome::Refused,
+                        "the server did not finish streaming lists; falling back to a paged list this time"
+                    );
+                    return true;
                 }
                 if entry.fallback_until.is_none_or(|u| u <= now) {
                     entry.fallback_until = Some(now + fallback);
