@@ -4,8 +4,10 @@
 //! in `e2e/`, started by `e2e/start.sh`; `./scripts/test.sh` starts two instances and exports
 //! their kubeconfigs). The tests live in `tests/`; this library holds what they share:
 //!
-//! * [`E2eEnv`]: which server to talk to, read from an environment variable; a test whose
-//!   variable is unset prints one line saying it was skipped and why, and passes;
+//! * [`E2eEnv`]: which server to talk to, read from an environment variable
+//!   ([`WATCHCACHE_KUBECONFIG_VAR`], [`NOCACHE_KUBECONFIG_VAR`],
+//!   [`NO_WATCH_LIST_KUBECONFIG_VAR`]); a test whose variable is unset prints one line saying
+//!   it was skipped and why, and passes;
 //! * [`E2eEnv::client`]: a `kube::Client` built from the kubeconfig with kube's implicit
 //!   429/503/504 retries **off** (a Reflector must see those statuses itself);
 //! * [`E2eEnv::compact`]: compacts etcd through the harness's admin endpoint (forces 410s on a
