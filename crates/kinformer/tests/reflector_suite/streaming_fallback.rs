@@ -281,3 +281,48 @@ async fn a_list_answered_429_waits_its_retry_after() {
         assert_eq!(r.last_sync_resource_version(), "7");
     }
 }
+
+/// Kubernetes 1.37's `ConsistentListFromCacheSkipTimeoutFallback`: a consistent list (at `""`,
+/// here after the relist's version expired) that the watch cache cannot serve in time is
+/// answered 429 with `Retry-After: 1`; the Reflector asks again, consistently, no sooner.
+#[tokio::test(start_paused = true)]
+async fn a_consistent_list_answered_429_is_asked_again_after_its_retry_after() {
+    let lw = ScriptedLw::new(
+        |o, n| match (n, o.resource_version.as_str()) {
+            (1, "0") => Ok(list_of("5", vec![pod("p1", "5")])),
+            (2, "5") => Err(Status::expired("too old resource version").into()),
+            (3, "") => Err(Status::too_many_requests("Too large resource version", 1).into()),
+            (4, "") => Ok(list_of("9", vec![pod("p1", "9")])),
+            other => panic!("unexpected list {other:?}"),
+        },
+        |_, n| match n {
+            1 => Ok(events_then_close(vec![WatchEvent::Error(Status::expired(
+                "too old resource version",
+            ))])),
+            _ => Ok(events_then_pending(vec![])),
+        },
+    );
+    let c = InformerConfig::default()
+        .initial_list(InitialListMode::ListThenWatch)
+        .backoff(BackoffConfig {
+            initial: Duration::from_millis(10),
+            cap: Duration::from_millis(100),
+            factor: 2.0,
+            jitter: 0.0,
+            reset_after: MINUTE,
+        });
+    let r = reflector(lw.clone(), &c, "");
+    run_for(&r, MINUTE).await;
+    let lists: Vec<_> = lw
+        .requests()
+        .into_iter()
+        .filter(|r| r.verb == Verb::List)
+        .collect();
+    assert_eq!(lw.list_rvs(), ["0", "5", "", ""]);
+    let gap = lists[3].at - lists[2].at;
+    assert!(
+        gap >= Duration::from_secs(1) && gap < Duration::from_secs(2),
+        "{gap:?}"
+    );
+    assert_eq!(r.last_sync_resource_version(), "9");
+}
