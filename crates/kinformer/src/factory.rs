@@ -23,7 +23,8 @@ use tokio_util::task::TaskTracker;
 
 use crate::InformerConfig;
 use crate::informer::SharedIndexInformer;
-use crate::source::KubeListerWatcher;
+use crate::reflector::ListerWatcher;
+use crate::source::{NamespaceSet, kube_source};
 use crate::store::{Indexers, NAMESPACE_INDEX, namespace_index_func};
 use crate::wait::{SyncSignal, wait_for_cache_sync};
 
@@ -37,6 +38,10 @@ type Registered = ((TypeKey, InformerScope), Arc<dyn ErasedInformer>, bool);
 pub struct InformerScope {
     /// Only this namespace (ignored for cluster-scoped types); `None`: all namespaces.
     pub namespace: Option<String>,
+    /// Only the namespaces of this set ([`InformerConfig::namespaces`]; wins over
+    /// `namespace`, ignored for cluster-scoped types). Sets compare by identity, so two
+    /// informers over different sets are different informers.
+    pub namespaces: Option<NamespaceSet>,
     /// Label selector applied to list and watch.
     pub label_selector: Option<String>,
     /// Field selector applied to list and watch.
@@ -50,7 +55,11 @@ impl InformerScope {
     /// The scope of a configuration: its namespace and selectors.
     fn of<K>(config: &InformerConfig<K>) -> Self {
         Self {
-            namespace: config.namespace.clone(),
+            namespace: config
+                .namespace
+                .clone()
+                .filter(|_| config.namespaces.is_none()),
+            namespaces: config.namespaces.clone(),
             label_selector: config.label_selector.clone(),
             field_selector: config.field_selector.clone(),
             shard_selector: config.shard.as_ref().map(crate::shard::Shard::selector),
@@ -61,6 +70,9 @@ impl InformerScope {
         let mut s = String::new();
         if let Some(ns) = &self.namespace {
             s.push_str(&format!(" ns={ns}"));
+        }
+        if let Some(set) = &self.namespaces {
+            s.push_str(&format!(" namespaces=#{}", set.id()));
         }
         if let Some(l) = &self.label_selector {
             s.push_str(&format!(" labels={l}"));
@@ -227,7 +239,7 @@ impl SharedInformerFactory {
     /// A factory over `client` with the default [`InformerConfig`] for every type (all
     /// namespaces, no resync). Any `kube::Client` does, `Client::try_default()` included: its
     /// retry layer never retries an informer's requests (see
-    /// [`KubeListerWatcher`]'s "Retries are the Reflector's").
+    /// [`KubeListerWatcher`](crate::KubeListerWatcher)'s "Retries are the Reflector's").
     pub fn new(client: kube::Client) -> Self {
         Self::builder(client).build()
     }
@@ -289,6 +301,7 @@ impl SharedInformerFactory {
     {
         let mut config = self.config_for::<K>();
         config.namespace = scope.namespace;
+        config.namespaces = scope.namespaces;
         config.label_selector = scope.label_selector;
         config.field_selector = scope.field_selector;
         self.typed(config)
@@ -306,13 +319,16 @@ impl SharedInformerFactory {
             + 'static,
         K::Scope: 'static,
     {
-        if TypeId::of::<K::Scope>() == TypeId::of::<k8s_openapi::ClusterResourceScope>() {
+        let namespaced =
+            TypeId::of::<K::Scope>() != TypeId::of::<k8s_openapi::ClusterResourceScope>();
+        if !namespaced {
             config.namespace = None;
+            config.namespaces = None;
         }
         let scope = InformerScope::of(&config);
         let key = (TypeKey::Typed(TypeId::of::<K>()), scope.clone());
         self.get_or_create(key, || {
-            let lw = KubeListerWatcher::<K>::new(self.inner.client.clone(), &config);
+            let lw = kube_source::<K>(self.inner.client.clone(), &config, &(), namespaced);
             let name = informer_name::<K>(&K::kind(&()), &scope);
             let identity = crate::snapshot::TypeIdentity {
                 group: K::group(&()).into_owned(),
@@ -327,7 +343,7 @@ impl SharedInformerFactory {
 
     /// The shared metadata-only informer for `K` in the factory's scope (client-go's
     /// `metadatainformer`): the server sends only each object's metadata (see
-    /// [`KubeListerWatcher`]'s "Metadata only"), and the cache holds
+    /// [`KubeListerWatcher`](crate::KubeListerWatcher)'s "Metadata only"), and the cache holds
     /// `PartialObjectMeta<K>`s, with a namespace index. Everything else is a full informer's
     /// (handlers, indexes, resync, relist, the factory's scope, tweak and transforms); it is
     /// its own informer, separate from [`informer::<K>()`](Self::informer). Its name (in
@@ -389,6 +405,7 @@ impl SharedInformerFactory {
         let mut config = self.config_for::<K>();
         if !namespaced {
             config.namespace = None;
+            config.namespaces = None;
         }
         let scope = InformerScope::of(&config);
         let id = format!(
@@ -402,7 +419,7 @@ impl SharedInformerFactory {
         };
         let key = (type_key, scope.clone());
         self.get_or_create(key, || {
-            let lw = KubeListerWatcher::<K>::new_with(self.inner.client.clone(), &config, resource);
+            let lw = kube_source::<K>(self.inner.client.clone(), &config, resource, namespaced);
             let name = informer_name::<K>(&resource.kind, &scope);
             let identity = crate::snapshot::TypeIdentity {
                 group: resource.group.clone(),
@@ -421,7 +438,7 @@ impl SharedInformerFactory {
     /// applied in parts) with nothing in between.
     fn new_informer<K>(
         &self,
-        lw: KubeListerWatcher<K>,
+        lw: Arc<dyn ListerWatcher<K>>,
         config: InformerConfig<K>,
         name: String,
         identity: crate::snapshot::TypeIdentity,
