@@ -343,3 +343,30 @@ async fn watches_closed_by_the_server_are_reopened_without_losing_events() {
     factory.shutdown().await;
     server.shutdown().await;
 }
+
+#[allow(dead_code)]
+#[path = "../examples/namespace_set_controller.rs"]
+mod example;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_namespace_set_example_stamps_exactly_the_set_as_it_changes() {
+    let server = kinformer_apiserver::start(Default::default())
+        .await
+        .unwrap();
+    let report = example::run(&server).await.unwrap();
+    // 6 at start (team-a, team-b), 3 of team-c, 1 late in team-b; 3 deletes for team-a
+    assert_eq!((report.adds, report.deletes), (10, 3));
+    assert_eq!(
+        report.stamps["team-a"],
+        (4, 3),
+        "the late one came after team-a left"
+    );
+    assert_eq!(report.stamps["team-b"], (4, 4));
+    assert_eq!(report.stamps["team-c"], (3, 3));
+    assert_eq!(report.stamps["team-d"], (3, 0), "never in the set");
+    assert!(
+        report.namespaces_cached >= 4,
+        "cluster-scoped: every namespace"
+    );
+    server.shutdown().await;
+}
