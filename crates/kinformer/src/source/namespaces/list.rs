@@ -78,10 +78,13 @@ impl<K: crate::Object> NamespaceSetListerWatcher<K> {
             Some(token) => Cursor::decode(token)?,
             None => self.start(&options),
         };
-        let base = ListOptions {
+        let mut base = ListOptions {
             continue_token: None,
             ..options.clone()
         };
+        if options.continue_token.is_none() && cursor.record {
+            base.resource_version = self.not_older_than(&options.resource_version);
+        }
         let mut shard_info = None;
         while let Some(ns) = cursor.names.get(cursor.index).cloned() {
             let request = match (cursor.inner.take(), cursor.rv.is_empty()) {
@@ -141,6 +144,29 @@ impl<K: crate::Object> NamespaceSetListerWatcher<K> {
             remaining_item_count: None,
             shard_info,
         })
+    }
+
+    /// The version a relist asks for: the one asked, or the newest any namespace's watch had
+    /// reached if that is newer. The Reflector relists at the last version it was handed, which
+    /// for a set can be behind some namespaces (events interleave, bookmarks carry the lowest
+    /// version); asking for at least the newest keeps the relist from taking those namespaces
+    /// back in time. `""` (newest) and `"0"` (any) are kept.
+    fn not_older_than(&self, asked: &str) -> String {
+        if asked.is_empty() || asked == "0" {
+            return asked.to_owned();
+        }
+        let resume = self.resume.lock();
+        let newest = resume
+            .iter()
+            .flat_map(|r| r.per_ns.values())
+            .fold(
+                asked,
+                |a, b| match crate::object::compare_resource_versions(b, a) {
+                    Ok(std::cmp::Ordering::Greater) => b,
+                    _ => a,
+                },
+            );
+        newest.to_owned()
     }
 
     /// The cursor of a list's first page: the set as it is now, or, for an `Exact` list (a

@@ -75,7 +75,9 @@ type MakeSource<K> = Arc<dyn Fn(&str) -> Arc<dyn ListerWatcher<K>> + Send + Sync
 /// handed to the store in parts, page by page, as for one namespace). The first namespace is
 /// listed as the Reflector asked; every other at exactly the first list's resourceVersion
 /// (`resourceVersionMatch=Exact`), so the union is one consistent snapshot at that version,
-/// which is the list's. A `410` on one of them (history compacted in between) fails the list,
+/// which is the list's. A relist asks the first namespace for at least the newest version any
+/// namespace's watch had reached (the Reflector's own version can be behind some namespaces),
+/// so no namespace goes back in time. A `410` on one of them (history compacted in between) fails the list,
 /// and the Reflector lists again at the newest version. A namespace whose list is paged ends a
 /// page with a continue token that carries the namespaces, the version and the namespace's own
 /// token, so the Reflector's pager drives the pages of every namespace in turn.

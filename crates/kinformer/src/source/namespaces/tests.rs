@@ -24,12 +24,15 @@ fn pod(ns: &str, name: &str, rv: &str) -> Pod {
     }
 }
 
+/// One request: its namespace, `"list"` or `"watch"`, and its options.
+type Request = (String, &'static str, ListOptions);
+
 type Sender = mpsc::UnboundedSender<Result<WatchEvent<Pod>, ListWatchError>>;
 
 /// Every request sent, `(namespace, "list"|"watch", options)`, and the open watches' senders.
 #[derive(Default, Clone)]
 struct Script {
-    log: Arc<Mutex<Vec<(String, &'static str, ListOptions)>>>,
+    log: Arc<Mutex<Vec<Request>>>,
     watches: Arc<Mutex<BTreeMap<String, Vec<Sender>>>>,
     /// Namespace → its list pages: page `i` is asked with continue token `"p{i}"`.
     pages: Arc<Mutex<BTreeMap<String, Vec<Vec<Pod>>>>>,
@@ -138,7 +141,7 @@ async fn the_first_namespace_is_listed_as_asked_the_others_exactly_at_its_versio
         ..Default::default()
     };
     let list = list_all(&lw, options, Some(500)).await.unwrap();
-    let names: Vec<_> = list.items.iter().map(|p| meta_namespace(p)).collect();
+    let names: Vec<_> = list.items.iter().map(meta_namespace).collect();
     assert_eq!(names, ["a/1", "b/1", "b/2"]);
     assert_eq!(list.resource_version, "100");
     assert!(list.paginated, "namespace b came in two pages");
@@ -305,6 +308,34 @@ async fn a_set_change_ends_the_watch_with_a_410_and_the_next_list_takes_the_new_
     let listed: Vec<_> = script.requests().into_iter().map(|r| r.0).collect();
     assert_eq!(listed, ["a", "b"]);
     let _w = lw.watch(&watch_options("10")).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_relist_asks_for_at_least_the_newest_version_any_namespace_reached() {
+    let script = Script::default();
+    *script.rv.lock() = "10".into();
+    let lw = script.source(&set_of(&["a", "b"]));
+    lw.list_page(&ListOptions::default()).await.unwrap();
+    let mut w = lw.watch(&watch_options("10")).await.unwrap();
+    script.send("b", WatchEvent::Added(pod("b", "x", "20")));
+    script.send("a", WatchEvent::Added(pod("a", "y", "15")));
+    w.next().await.unwrap().unwrap();
+    w.next().await.unwrap().unwrap();
+    drop(w);
+    script.requests();
+    *script.rv.lock() = "21".into();
+    let relist = |rv: &str| ListOptions {
+        resource_version: rv.into(),
+        ..Default::default()
+    };
+    // the Reflector's last version is 15 (a's event came last); b had reached 20
+    assert_eq!(
+        lw.list_page(&relist("15")).await.unwrap().resource_version,
+        "21"
+    );
+    assert_eq!(script.requests()[0].2, "20");
+    lw.list_page(&relist("")).await.unwrap();
+    assert_eq!(script.requests()[0].2, "", "a consistent list stays one");
 }
 
 #[tokio::test]
