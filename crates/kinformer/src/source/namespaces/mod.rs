@@ -127,7 +127,22 @@ type MakeSource<K> = Arc<dyn Fn(&str) -> Arc<dyn ListerWatcher<K>> + Send + Sync
 /// up to date per namespace, not at one version, a check during churn can report objects that
 /// changed after the cache's version in a namespace whose watch had got further.
 ///
-/// Give each informer its own source: the resume state is the source's.
+/// Give each informer its own source: the resume state is the source's. `n` namespaces cost
+/// `n` watches and, on every relist, `n` list requests, as controller-runtime's one informer
+/// per namespace does.
+///
+/// # Deliberate differences from controller-runtime
+///
+/// controller-runtime's `cache.Options.DefaultNamespaces` makes one informer (one cache, one
+/// resourceVersion, one handler registration each) per namespace, fixed when the cache is
+/// built, and fans handlers out over them. Here:
+/// * one informer over the set: one cache, one index, one handler registration, one
+///   `has_synced`, and everything that takes a [`SharedIndexInformer`](crate::SharedIndexInformer)
+///   works unchanged;
+/// * the set can change while it runs (controller-runtime #2829), with adds and deletes for
+///   exactly the namespaces that changed;
+/// * every namespace shares the informer's selectors and transform: no per-namespace
+///   `cache.Config`, and no `cache.AllNamespaces` entry meaning "every other namespace".
 pub struct NamespaceSetListerWatcher<K> {
     set: NamespaceSet,
     make: MakeSource<K>,

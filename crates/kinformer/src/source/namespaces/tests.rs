@@ -38,6 +38,8 @@ struct Script {
     pages: Arc<Mutex<BTreeMap<String, Vec<Vec<Pod>>>>>,
     /// The list resourceVersion each namespace's list reports when listed as asked.
     rv: Arc<Mutex<String>>,
+    /// How many more `Exact` lists fail with 410 (history compacted in between).
+    fail_exact: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Script {
@@ -54,7 +56,20 @@ impl Script {
                         .continue_token
                         .as_deref()
                         .map_or(0, |t| t[1..].parse::<usize>().unwrap());
-                    let rv = if o.resource_version_match == Some(ResourceVersionMatch::Exact) {
+                    let exact = o.resource_version_match == Some(ResourceVersionMatch::Exact);
+                    if exact
+                        && l.fail_exact
+                            .fetch_update(
+                                std::sync::atomic::Ordering::SeqCst,
+                                std::sync::atomic::Ordering::SeqCst,
+                                |n| n.checked_sub(1),
+                            )
+                            .is_ok()
+                    {
+                        let gone = Status::expired("too old resource version");
+                        return async move { Err(gone.into()) }.boxed();
+                    }
+                    let rv = if exact {
                         o.resource_version.clone()
                     } else {
                         l.rv.lock().clone()
@@ -403,3 +418,135 @@ async fn the_merged_watch_ends_at_its_timeout_and_an_empty_set_waits_for_a_chang
 }
 
 use std::time::Duration;
+
+/// Runs an informer over `lw` until it has synced; returns it, its adds and deletes told, and
+/// what stops it.
+async fn run_informer(
+    lw: NamespaceSetListerWatcher<Pod>,
+    config: crate::InformerConfig<Pod>,
+) -> (
+    crate::SharedIndexInformer<Pod>,
+    Arc<Mutex<Vec<String>>>,
+    tokio_util::sync::CancellationToken,
+) {
+    let informer = crate::SharedIndexInformer::builder(lw)
+        .config(config)
+        .build();
+    let told: Arc<Mutex<Vec<String>>> = Arc::default();
+    let (a, u, d) = (told.clone(), told.clone(), told.clone());
+    informer
+        .add_event_handler(
+            crate::ResourceEventHandlerFuncs::new()
+                .on_add(move |p: &Arc<Pod>, _| a.lock().push(format!("add {}", meta_namespace(p))))
+                .on_update(move |_, p: &Arc<Pod>| {
+                    u.lock().push(format!("update {}", meta_namespace(p)))
+                })
+                .on_delete(move |p: &crate::ObjectOrTombstone<Pod>| {
+                    d.lock().push(format!("delete {}", p.key().unwrap()))
+                }),
+        )
+        .unwrap();
+    let cancel = tokio_util::sync::CancellationToken::new();
+    tokio::spawn({
+        let (i, c) = (informer.clone(), cancel.clone());
+        async move { i.run(c).await }
+    });
+    while !informer.has_synced() {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    (informer, told, cancel)
+}
+
+/// Waits (paused time) until `told` holds `n` entries, then takes them, sorted.
+async fn told_n(told: &Mutex<Vec<String>>, n: usize) -> Vec<String> {
+    for _ in 0..100_000 {
+        if told.lock().len() >= n {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let mut out: Vec<String> = told.lock().drain(..).collect();
+    out.sort();
+    out
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_410_on_an_exact_list_fails_the_list_and_the_reflector_lists_again_at_the_newest() {
+    let script = Script::default();
+    *script.rv.lock() = "100".into();
+    script
+        .pages
+        .lock()
+        .insert("a".into(), vec![vec![pod("a", "1", "90")]]);
+    script
+        .pages
+        .lock()
+        .insert("b".into(), vec![vec![pod("b", "1", "95")]]);
+    script
+        .fail_exact
+        .store(1, std::sync::atomic::Ordering::SeqCst);
+    let lw = script.source(&set_of(&["a", "b"]));
+    let (informer, told, cancel) = run_informer(lw, crate::InformerConfig::default()).await;
+    assert_eq!(told_n(&told, 2).await, ["add a/1", "add b/1"]);
+    assert_eq!(informer.indexer().len(), 2);
+    let lists: Vec<_> = script
+        .requests()
+        .into_iter()
+        .filter(|r| r.1 == "list")
+        .map(|r| (r.0, r.2, r.3))
+        .collect();
+    let exact = Some(ResourceVersionMatch::Exact);
+    assert_eq!(
+        lists,
+        [
+            ("a".into(), "0".into(), None),
+            ("b".into(), "100".into(), exact),
+            // the 410 marked the version unavailable: the newest, then b at exactly it
+            ("a".into(), String::new(), None),
+            ("b".into(), "100".into(), exact),
+        ]
+    );
+    cancel.cancel();
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_lean_cache_over_a_set_tells_exactly_the_changed_namespaces() {
+    for mode in [
+        crate::informer::QueueMode::RealFifo,
+        crate::informer::QueueMode::DeltaFifo,
+    ] {
+        let script = Script::default();
+        *script.rv.lock() = "100".into();
+        for ns in ["a", "b", "c"] {
+            let pods = (0..3).map(|i| pod(ns, &i.to_string(), "50")).collect();
+            script.pages.lock().insert(ns.into(), vec![pods]);
+        }
+        let set = set_of(&["a", "b"]);
+        let config = crate::InformerConfig::default()
+            .cache_mode(crate::store::CacheMode::Lean)
+            .queue_mode(mode);
+        let (informer, told, cancel) = run_informer(script.source(&set), config).await;
+        assert_eq!(told_n(&told, 6).await.len(), 6);
+        set.insert("c").unwrap();
+        set.remove("a");
+        let want = [
+            "add c/0",
+            "add c/1",
+            "add c/2",
+            "delete a/0",
+            "delete a/1",
+            "delete a/2",
+        ];
+        assert_eq!(told_n(&told, 6).await, want, "{mode:?}");
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert!(
+            told.lock().is_empty(),
+            "{mode:?}: nothing for b: {:?}",
+            told.lock()
+        );
+        let mut keys = informer.indexer().list_keys();
+        keys.sort();
+        assert_eq!(keys, ["b/0", "b/1", "b/2", "c/0", "c/1", "c/2"]);
+        cancel.cancel();
+    }
+}
