@@ -370,3 +370,84 @@ async fn the_namespace_set_example_stamps_exactly_the_set_as_it_changes() {
     );
     server.shutdown().await;
 }
+
+/// A snapshot of an informer over a set: the restart lists the set (diffed against the
+/// snapshot) instead of resuming from one resourceVersion, so what changed while it was down
+/// reaches the handler as exactly those changes; an informer over all namespaces never loads
+/// it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_of_a_set_is_listed_and_diffed_on_restart_never_resumed() {
+    use kinformer::snapshot::{SnapshotOptions, SnapshotStatus, cluster_id};
+    let server = kinformer_apiserver::start(Default::default())
+        .await
+        .unwrap();
+    for ns in ["a", "b", "c"] {
+        for i in 0..2 {
+            server
+                .create(&configmap(ns, &format!("cm-{i}"), "0"))
+                .unwrap();
+        }
+    }
+    let dir = std::env::temp_dir().join(format!("kinformer-ns-set-snap-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let snapshot = SnapshotOptions::new(&dir, cluster_id(&server.client()).await.unwrap());
+    let run = |set: Option<NamespaceSet>| {
+        let mut config = queue_mode::config().snapshot(snapshot.clone());
+        if let Some(set) = set {
+            config = config.namespaces(set);
+        }
+        let factory = SharedInformerFactory::builder(server.client())
+            .defaults(config)
+            .build();
+        let informer = factory.informer::<ConfigMap>();
+        let (funcs, told) = recording();
+        informer.add_event_handler(funcs).unwrap();
+        (factory, informer, told)
+    };
+
+    let (factory, informer, _) = run(Some(NamespaceSet::new(["a", "b"]).unwrap()));
+    factory.start();
+    factory.wait_for_cache_sync(&CancellationToken::new()).await;
+    converged(&server, &informer, &["a", "b"]).await;
+    factory.shutdown().await; // writes the snapshot
+
+    // while down: a change in the set, and one outside it
+    server.delete::<ConfigMap>(Some("a"), "cm-0").unwrap();
+    server.create(&configmap("b", "new", "1")).unwrap();
+    server.create(&configmap("c", "new", "1")).unwrap();
+
+    let (factory, informer, told) = run(Some(NamespaceSet::new(["a", "b"]).unwrap()));
+    factory.start();
+    factory.wait_for_cache_sync(&CancellationToken::new()).await;
+    converged(&server, &informer, &["a", "b"]).await;
+    let status = informer.snapshot_status();
+    assert!(
+        matches!(status, SnapshotStatus::Relisted { .. }),
+        "listed and diffed, not resumed: {status:?}"
+    );
+    let start = std::time::Instant::now();
+    while told.lock().view != server_in(&server, &["a", "b"]) {
+        assert!(start.elapsed() < LIMIT, "the handler never caught up");
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let [adds, updates, deletes] = take(&told);
+    // the snapshot's four, then the diff: the one created, the one deleted
+    assert_eq!(
+        sorted(adds),
+        ["a/cm-0", "a/cm-1", "b/cm-0", "b/cm-1", "b/new"]
+    );
+    assert_eq!(deletes, ["a/cm-0"]);
+    assert!(updates.is_empty(), "{updates:?}");
+    factory.shutdown().await;
+
+    // an informer over every namespace does not load the set's snapshot
+    let (factory, informer, _) = run(None);
+    factory.start();
+    factory.wait_for_cache_sync(&CancellationToken::new()).await;
+    converged(&server, &informer, &["a", "b", "c"]).await;
+    assert_eq!(informer.snapshot_status(), SnapshotStatus::None);
+    factory.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+    server.shutdown().await;
+}

@@ -170,8 +170,10 @@ impl<K: crate::Object> NamespaceSetListerWatcher<K> {
     }
 
     /// The cursor of a list's first page: the set as it is now, or, for an `Exact` list (a
-    /// consistency check at the cache's version), the set the cache holds, which such a list
-    /// does not change.
+    /// consistency check at the cache's version), the set the cache holds. Only a list without
+    /// `resourceVersionMatch` (the Reflector's list) sets where the next watch resumes; one with
+    /// it (`Exact`: a consistency check; `NotOlderThan`: the check of a snapshot's version
+    /// before a resume) reads without changing it.
     fn start(&self, options: &ListOptions) -> Cursor {
         let exact = options.resource_version_match == Some(ResourceVersionMatch::Exact);
         let held = exact
@@ -183,7 +185,7 @@ impl<K: crate::Object> NamespaceSetListerWatcher<K> {
             index: 0,
             rv: String::new(),
             inner: None,
-            record: !exact,
+            record: options.resource_version_match.is_none(),
         }
     }
 }

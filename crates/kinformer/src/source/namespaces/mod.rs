@@ -92,7 +92,9 @@ type MakeSource<K> = Arc<dyn Fn(&str) -> Arc<dyn ListerWatcher<K>> + Send + Sync
 /// stream ends at its `timeoutSeconds`, or breaks) from the last version it was handed, every
 /// namespace resumes from its own. A watch asked from any other version (this process never
 /// listed the set, e.g. resuming from a [snapshot](crate::snapshot)) is refused with a `410`,
-/// so the Reflector lists instead of risking lost events.
+/// so the Reflector lists (diffed against the snapshot) instead of risking lost events: a
+/// snapshot holds each namespace up to its own version, which one resourceVersion cannot say.
+/// **Deliberate difference** from a single-namespace informer, which resumes without a list.
 ///
 /// Bookmarks: a namespace's bookmark is forwarded only when it raises the lowest version over
 /// all namespaces, and carries that lowest version: every namespace has seen everything up to
@@ -123,7 +125,8 @@ type MakeSource<K> = Arc<dyn Fn(&str) -> Arc<dyn ListerWatcher<K>> + Send + Sync
 ///
 /// A list with `resourceVersionMatch=Exact` and no continue token (what
 /// [`check_consistency`](crate::SharedIndexInformer::check_consistency) sends) lists the
-/// namespaces the cache holds and leaves the resume state alone. Because the cache of a set is
+/// namespaces the cache holds and leaves the resume state alone (as does any list with a
+/// `resourceVersionMatch`: only the Reflector's own lists, which send none, set it). Because the cache of a set is
 /// up to date per namespace, not at one version, a check during churn can report objects that
 /// changed after the cache's version in a namespace whose watch had got further.
 ///
