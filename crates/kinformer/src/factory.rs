@@ -27,6 +27,10 @@ use crate::source::KubeListerWatcher;
 use crate::store::{Indexers, NAMESPACE_INDEX, namespace_index_func};
 use crate::wait::{SyncSignal, wait_for_cache_sync};
 
+mod lifecycle;
+
+pub use lifecycle::FactoryError;
+
 /// An informer, its key, and whether this factory has started it (set synchronously in
 /// `start`, like client-go's `startedInformers`, so `wait_for_cache_sync` right after `start`
 /// waits for it even before its task has begun running).
@@ -86,8 +90,13 @@ trait ErasedInformer: Send + Sync {
     fn name(&self) -> String;
     fn synced_signal(&self) -> SyncSignal;
     fn has_started(&self) -> bool;
-    fn spawn(&self, tasks: &TaskTracker, cancel: CancellationToken);
+    /// Runs the informer on `tasks` until `cancel`; `done` is cancelled once it has returned.
+    fn spawn(&self, tasks: &TaskTracker, cancel: CancellationToken, done: CancellationToken);
     fn as_any(&self) -> &dyn Any;
+    /// The informer's process-unique id.
+    fn id(&self) -> u64;
+    /// Winds down a removed informer whose run (if any) has returned (see `lifecycle`).
+    fn wind_down(&self) -> futures::future::BoxFuture<'_, ()>;
 }
 
 impl<K: crate::Object> ErasedInformer for SharedIndexInformer<K> {
@@ -100,12 +109,21 @@ impl<K: crate::Object> ErasedInformer for SharedIndexInformer<K> {
     fn has_started(&self) -> bool {
         SharedIndexInformer::has_started(self)
     }
-    fn spawn(&self, tasks: &TaskTracker, cancel: CancellationToken) {
+    fn spawn(&self, tasks: &TaskTracker, cancel: CancellationToken, done: CancellationToken) {
         let informer = self.clone();
-        tasks.spawn(async move { informer.run(cancel).await });
+        tasks.spawn(async move {
+            let _done = done.drop_guard();
+            informer.run(cancel).await
+        });
     }
     fn as_any(&self) -> &dyn Any {
         self
+    }
+    fn id(&self) -> u64 {
+        SharedIndexInformer::id(self)
+    }
+    fn wind_down(&self) -> futures::future::BoxFuture<'_, ()> {
+        Box::pin(lifecycle::wind_down(self))
     }
 }
 
@@ -134,6 +152,7 @@ pub struct SharedInformerFactoryBuilder {
     client: kube::Client,
     defaults: InformerConfig,
     by_type: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
+    lazy_start: bool,
 }
 
 /// A per-type change of the factory's defaults, stored under `K`'s `TypeId`.
@@ -162,6 +181,15 @@ impl SharedInformerFactoryBuilder {
         self
     }
 
+    /// Whether a read of a type nobody watches creates and starts its informer (default:
+    /// false, the read fails with [`FactoryError::NotWatched`]): controller-runtime's
+    /// `ReaderFailOnMissingInformer`, the other way round. See
+    /// [`SharedInformerFactory::lister`].
+    pub fn lazy_start(mut self, lazy: bool) -> Self {
+        self.lazy_start = lazy;
+        self
+    }
+
     /// Builds the factory.
     pub fn build(self) -> SharedInformerFactory {
         SharedInformerFactory {
@@ -172,9 +200,44 @@ impl SharedInformerFactoryBuilder {
                 informers: Mutex::new(Vec::new()),
                 tasks: TaskTracker::new(),
                 cancel: CancellationToken::new(),
+                lifecycle: lifecycle::Lifecycle::new(self.lazy_start),
             }),
         }
     }
+}
+
+/// The key of `K`'s informer with `config` (a cluster-scoped type's namespace cleared).
+fn typed_key<K>(config: &mut InformerConfig<K>) -> (TypeKey, InformerScope)
+where
+    K: Resource<DynamicType = ()> + 'static,
+    K::Scope: 'static,
+{
+    if TypeId::of::<K::Scope>() == TypeId::of::<k8s_openapi::ClusterResourceScope>() {
+        config.namespace = None;
+    }
+    (TypeKey::Typed(TypeId::of::<K>()), InformerScope::of(config))
+}
+
+/// The key of a dynamic resource's informer (full or metadata-only by `K`) with `config` (a
+/// cluster-scoped resource's namespace cleared).
+fn dynamic_key<K: Resource>(
+    resource: &ApiResource,
+    namespaced: bool,
+    config: &mut InformerConfig<K>,
+) -> (TypeKey, InformerScope) {
+    if !namespaced {
+        config.namespace = None;
+    }
+    let id = format!(
+        "{}/{}/{}",
+        resource.group, resource.version, resource.plural
+    );
+    let type_key = if K::metadata_api() {
+        TypeKey::DynamicMetadata(id)
+    } else {
+        TypeKey::Dynamic(id)
+    };
+    (type_key, InformerScope::of(config))
 }
 
 /// An informer's name: its kind, `(metadata)` for metadata-only ones, and its scope.
@@ -212,6 +275,8 @@ struct FactoryInner {
     informers: Mutex<Vec<Registered>>,
     tasks: TaskTracker,
     cancel: CancellationToken,
+    /// Removal and reads (see `lifecycle`).
+    lifecycle: lifecycle::Lifecycle,
 }
 
 impl Debug for SharedInformerFactory {
@@ -238,6 +303,7 @@ impl SharedInformerFactory {
             client,
             defaults: InformerConfig::default(),
             by_type: HashMap::new(),
+            lazy_start: false,
         }
     }
 
@@ -287,11 +353,16 @@ impl SharedInformerFactory {
             + 'static,
         K::Scope: 'static,
     {
+        self.typed(self.config_with_scope(scope))
+    }
+
+    /// `K`'s configuration with `scope`'s namespace and selectors.
+    fn config_with_scope<K: 'static>(&self, scope: InformerScope) -> InformerConfig<K> {
         let mut config = self.config_for::<K>();
         config.namespace = scope.namespace;
         config.label_selector = scope.label_selector;
         config.field_selector = scope.field_selector;
-        self.typed(config)
+        config
     }
 
     fn typed<K>(&self, mut config: InformerConfig<K>) -> SharedIndexInformer<K>
@@ -306,11 +377,8 @@ impl SharedInformerFactory {
             + 'static,
         K::Scope: 'static,
     {
-        if TypeId::of::<K::Scope>() == TypeId::of::<k8s_openapi::ClusterResourceScope>() {
-            config.namespace = None;
-        }
-        let scope = InformerScope::of(&config);
-        let key = (TypeKey::Typed(TypeId::of::<K>()), scope.clone());
+        let key = typed_key(&mut config);
+        let scope = key.1.clone();
         self.get_or_create(key, || {
             let lw = KubeListerWatcher::<K>::new(self.inner.client.clone(), &config);
             let name = informer_name::<K>(&K::kind(&()), &scope);
@@ -387,20 +455,8 @@ impl SharedInformerFactory {
         K::Scope: 'static,
     {
         let mut config = self.config_for::<K>();
-        if !namespaced {
-            config.namespace = None;
-        }
-        let scope = InformerScope::of(&config);
-        let id = format!(
-            "{}/{}/{}",
-            resource.group, resource.version, resource.plural
-        );
-        let type_key = if K::metadata_api() {
-            TypeKey::DynamicMetadata(id)
-        } else {
-            TypeKey::Dynamic(id)
-        };
-        let key = (type_key, scope.clone());
+        let key = dynamic_key(resource, namespaced, &mut config);
+        let scope = key.1.clone();
         self.get_or_create(key, || {
             let lw = KubeListerWatcher::<K>::new_with(self.inner.client.clone(), &config, resource);
             let name = informer_name::<K>(&resource.kind, &scope);
@@ -462,9 +518,14 @@ impl SharedInformerFactory {
             tracing::warn!("the informer factory is shut down; start ignored");
             return;
         }
+        self.inner.lifecycle.mark_started();
         for (_, informer, started) in self.inner.informers.lock().iter_mut() {
             if !*started && !informer.has_started() {
-                informer.spawn(&self.inner.tasks, self.inner.cancel.child_token());
+                self.inner.lifecycle.spawn(
+                    informer.as_ref(),
+                    &self.inner.tasks,
+                    &self.inner.cancel,
+                );
             }
             *started = true;
         }

@@ -9,7 +9,7 @@ use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
 
 use super::event::Event;
-use super::listener::{Listener, MAX_LISTENER_BACKLOG, Room};
+use super::listener::{Listener, ListenerShared, MAX_LISTENER_BACKLOG, Room};
 
 /// The listeners of one informer. Distribution never blocks: each listener queues; the
 /// process loop waits for room ([`Processor::wait_for_room`]) before it pops the next item.
@@ -24,6 +24,9 @@ pub(crate) struct Processor<K> {
 struct Inner<K> {
     listeners: Vec<Listener<K>>,
     started: bool,
+    /// Listeners detached to drain what they were sent ([`Processor::detach_listener`]),
+    /// until they finish; stopped by [`Processor::shutdown`].
+    draining: Vec<Arc<ListenerShared>>,
 }
 
 impl<K: Send + Sync + 'static> Processor<K> {
@@ -32,6 +35,7 @@ impl<K: Send + Sync + 'static> Processor<K> {
             inner: RwLock::new(Inner {
                 listeners: Vec::new(),
                 started: false,
+                draining: Vec::new(),
             }),
             tasks: TaskTracker::new(),
             room: Arc::default(),
@@ -110,6 +114,30 @@ impl<K: Send + Sync + 'static> Processor<K> {
         true
     }
 
+    /// Detaches a listener to drain: nothing more is sent to it, and it no longer holds the
+    /// processor back, but its consumer still gets what was queued for it, then ends (its
+    /// queue's sender goes with the listener). A listener whose consumer never started is
+    /// stopped instead: nothing would deliver its queue. Idempotent; false if unknown.
+    pub(crate) fn detach_listener(&self, id: u64) -> bool {
+        let detached = {
+            let mut inner = self.inner.write();
+            inner.draining.retain(|d| !d.finished.is_cancelled());
+            let Some(pos) = inner.listeners.iter().position(|l| l.id == id) else {
+                return false;
+            };
+            let l = inner.listeners.remove(pos);
+            if l.never_started() {
+                stop_listener(&l);
+            } else {
+                inner.draining.push(l.shared.clone());
+            }
+            l
+        };
+        drop(detached);
+        self.room.notify.notify_waiters();
+        true
+    }
+
     /// The wake-up every listener of this processor signals when its backlog falls to the
     /// level the processor waits for.
     pub(crate) fn room(&self) -> Arc<Room> {
@@ -178,9 +206,18 @@ impl<K: Send + Sync + 'static> Processor<K> {
 
     /// Stops every listener and waits until no callback runs any more.
     pub(crate) async fn shutdown(&self) {
-        let listeners = std::mem::take(&mut self.inner.write().listeners);
+        let (listeners, draining) = {
+            let mut inner = self.inner.write();
+            (
+                std::mem::take(&mut inner.listeners),
+                std::mem::take(&mut inner.draining),
+            )
+        };
         for l in &listeners {
             stop_listener(l);
+        }
+        for d in &draining {
+            d.stop.cancel();
         }
         drop(listeners);
         self.room.notify.notify_waiters();
