@@ -6,6 +6,12 @@
 //! factory is generic: [`informer::<K>()`](SharedInformerFactory::informer) works for any
 //! kube-rs resource type, and [`dynamic_informer`](SharedInformerFactory::dynamic_informer)
 //! for `DynamicObject`s. The user never downcasts.
+//!
+//! At run time (controller-runtime's cache is the model): [`remove_informer`](SharedInformerFactory::remove_informer)
+//! stops one informer and waits for it (its watch closed, handlers told, cache emptied, metrics
+//! series gone); [`lister`](SharedInformerFactory::lister) reads through the factory and fails
+//! with a [`FactoryError`] for a type nobody watches, or, with
+//! [`lazy_start`](SharedInformerFactoryBuilder::lazy_start), starts its informer.
 
 use std::any::{Any, TypeId};
 use std::collections::{BTreeMap, HashMap};

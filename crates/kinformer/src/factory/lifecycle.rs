@@ -117,6 +117,10 @@ impl SharedInformerFactory {
     ///   [`start`](Self::start) starts and [`wait_for_cache_sync`](Self::wait_for_cache_sync)
     ///   waits for.
     ///
+    /// A [`wait_for_cache_sync`](Self::wait_for_cache_sync) already waiting when an informer
+    /// it waits for is removed waits until its cancellation fires (the removed informer never
+    /// syncs), as client-go's does for an informer that stops.
+    ///
     /// An informer the factory created but the caller ran itself (`informer.run(..)`) cannot be
     /// stopped here: it leaves the factory but keeps running (logged).
     ///
