@@ -594,3 +594,117 @@ async fn removing_an_informer_that_never_started_ends_its_handlers() {
     factory.shutdown().await;
     server.shutdown().await;
 }
+
+/// Each kind of informer the factory makes is removed on its own: a scoped one, the
+/// metadata-only one, the dynamic ones; the others keep their watch (the server's count).
+#[tokio::test]
+async fn scoped_metadata_and_dynamic_informers_are_removed_one_by_one() {
+    use kinformer::factory::InformerScope;
+    let server = kinformer_apiserver::start(Default::default())
+        .await
+        .unwrap();
+    configmaps(&server, (0..3).map(|i| format!("cm-{i}")));
+    let factory = SharedInformerFactory::new(server.client());
+    let resource = ApiResource::erase::<ConfigMap>(&());
+    let scope = InformerScope {
+        namespace: Some("default".into()),
+        ..Default::default()
+    };
+    let full = factory.informer::<ConfigMap>();
+    let scoped = factory.informer_with_scope::<ConfigMap>(scope.clone());
+    let metadata = factory.metadata_informer::<ConfigMap>();
+    let dynamic = factory.dynamic_informer(&resource, true);
+    let dynamic_metadata = factory.dynamic_metadata_informer(&resource, true);
+    factory.start();
+    let synced = factory.wait_for_cache_sync(&CancellationToken::new()).await;
+    // (A typed and a dynamic informer of one kind share a name in this map.)
+    assert_eq!(factory.len(), 5);
+    assert!(synced.values().all(|s| *s), "{synced:?}");
+    assert!(dynamic.has_synced() && dynamic_metadata.has_synced());
+    until("five watches are open", || {
+        server.open_watches(Some("configmaps")) == 5
+    })
+    .await;
+    assert_eq!(
+        factory
+            .lister_with_scope::<ConfigMap>(scope.clone())
+            .unwrap()
+            .list(&everything())
+            .len(),
+        3
+    );
+    assert_eq!(
+        factory
+            .metadata_lister::<ConfigMap>()
+            .unwrap()
+            .list(&everything())
+            .len(),
+        3
+    );
+    assert_eq!(
+        factory
+            .dynamic_lister(&resource, true)
+            .unwrap()
+            .list(&everything())
+            .len(),
+        3
+    );
+    assert_eq!(
+        factory
+            .dynamic_metadata_lister(&resource, true)
+            .unwrap()
+            .list(&everything())
+            .len(),
+        3
+    );
+
+    assert!(
+        factory
+            .remove_informer_with_scope::<ConfigMap>(scope.clone())
+            .await
+    );
+    assert!(scoped.is_removed() && !full.is_stopped());
+    until("four watches", || {
+        server.open_watches(Some("configmaps")) == 4
+    })
+    .await;
+    assert!(matches!(
+        factory.lister_with_scope::<ConfigMap>(scope),
+        Err(FactoryError::NotWatched { informer }) if informer == "ConfigMap ns=default"
+    ));
+
+    assert!(factory.remove_metadata_informer::<ConfigMap>().await);
+    assert!(metadata.is_removed() && metadata.indexer().is_empty());
+    until("three watches", || {
+        server.open_watches(Some("configmaps")) == 3
+    })
+    .await;
+    assert!(factory.metadata_lister::<ConfigMap>().is_err());
+
+    assert!(factory.remove_dynamic_informer(&resource, true).await);
+    assert!(dynamic.is_removed() && !dynamic_metadata.is_stopped());
+    until("two watches", || {
+        server.open_watches(Some("configmaps")) == 2
+    })
+    .await;
+    assert!(factory.dynamic_lister(&resource, true).is_err());
+
+    assert!(
+        factory
+            .remove_dynamic_metadata_informer(&resource, true)
+            .await
+    );
+    assert!(dynamic_metadata.is_removed());
+    until("one watch", || server.open_watches(Some("configmaps")) == 1).await;
+
+    // The full informer ran on throughout, and still hears of changes.
+    assert!(!full.is_stopped() && !full.is_removed());
+    configmaps(&server, ["late".to_string()]);
+    until("the full informer hears of a late config map", || {
+        full.indexer().get_by_key("default/late").is_some()
+    })
+    .await;
+    assert_eq!(factory.len(), 1);
+    factory.shutdown().await;
+    server.shutdown().await;
+}
