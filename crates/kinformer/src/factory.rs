@@ -556,7 +556,7 @@ impl SharedInformerFactory {
             .collect()
     }
 
-    /// Number of informers created.
+    /// Number of informers the factory holds (created, and not removed since).
     pub fn len(&self) -> usize {
         self.inner.informers.lock().len()
     }
