@@ -121,6 +121,9 @@ impl SharedInformerFactory {
     /// it waits for is removed waits until its cancellation fires (the removed informer never
     /// syncs), as client-go's does for an informer that stops.
     ///
+    /// It waits for the informer's handlers' running callbacks, so it must not be awaited from
+    /// inside one of them (through a blocking executor): spawn it instead.
+    ///
     /// An informer the factory created but the caller ran itself (`informer.run(..)`) cannot be
     /// stopped here: it leaves the factory but keeps running (logged).
     ///
@@ -221,7 +224,8 @@ impl SharedInformerFactory {
     ///   created after `start()` and no `start()` since): [`FactoryError::NotStarted`]; with
     ///   lazy start and a started factory the read starts it.
     /// - A started informer: its lister, at once, synced or not (see
-    ///   [`synced_lister`](Self::synced_lister) to wait).
+    ///   [`synced_lister`](Self::synced_lister) to wait). After [`shutdown`](Self::shutdown)
+    ///   it still reads the informer's last state.
     ///
     /// Deliberate differences from controller-runtime: lazy start is opt-in (controller-runtime
     /// fails only with `ReaderFailOnMissingInformer`); the read does not block until the cache

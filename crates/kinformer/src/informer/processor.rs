@@ -299,3 +299,130 @@ pub(crate) fn determine_resync_period(desired: Duration, check: Duration) -> Dur
     }
     desired
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::informer::handler::ResourceEventHandlerFuncs;
+    use crate::informer::listener::{HandlerTask, ListenerShared, listener};
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use parking_lot::Mutex;
+    use std::sync::{Condvar, Mutex as StdMutex};
+
+    fn add(name: &str) -> Event<ConfigMap> {
+        let mut cm = ConfigMap::default();
+        cm.metadata.name = Some(name.into());
+        Event::Add {
+            obj: Arc::new(cm),
+            is_in_initial_list: false,
+        }
+    }
+
+    type Gate = Arc<(StdMutex<bool>, Condvar)>;
+
+    /// A listener whose handler (on its own thread) waits for `gate` to open, then records.
+    fn gated(
+        p: &Processor<ConfigMap>,
+        id: u64,
+        gate: &Gate,
+    ) -> (Arc<ListenerShared>, Arc<Mutex<Vec<String>>>) {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (g, l) = (gate.clone(), log.clone());
+        let handler = ResourceEventHandlerFuncs::new().on_add(move |o: &Arc<ConfigMap>, _| {
+            let (lock, cvar) = &*g;
+            let _open = cvar
+                .wait_while(lock.lock().unwrap(), |open| !*open)
+                .unwrap();
+            l.lock().push(o.metadata.name.clone().unwrap_or_default());
+        });
+        let (listener, queue) = listener(
+            id,
+            format!("h{id}"),
+            Duration::ZERO,
+            Duration::ZERO,
+            p.room(),
+            Instant::now(),
+        );
+        let listener = listener.with_handler(HandlerTask {
+            handler: Arc::new(handler),
+            queue,
+            blocking: true,
+        });
+        let shared = listener.shared.clone();
+        p.add_listener(listener, |_| {});
+        (shared, log)
+    }
+
+    fn open(gate: &Gate) {
+        *gate.0.lock().unwrap() = true;
+        gate.1.notify_all();
+    }
+
+    #[tokio::test]
+    async fn a_detached_listener_drains_its_queue_and_a_removed_one_drops_it() {
+        let p = Processor::<ConfigMap>::new();
+        let gate = Gate::default();
+        let (drained, drained_log) = gated(&p, 1, &gate);
+        let (removed, removed_log) = gated(&p, 2, &gate);
+        p.start();
+        for i in 0..5 {
+            p.distribute(&add(&format!("cm-{i}")), false);
+        }
+        assert!(p.detach_listener(1));
+        assert!(!p.detach_listener(1), "idempotent");
+        assert!(p.remove_listener(2));
+        assert_eq!(p.len(), 0);
+        assert_eq!(p.fullest(), 0, "a draining listener holds nothing back");
+        p.distribute(&add("after"), false);
+        open(&gate);
+        drained.finished.cancelled().await;
+        removed.finished.cancelled().await;
+        assert_eq!(
+            *drained_log.lock(),
+            ["cm-0", "cm-1", "cm-2", "cm-3", "cm-4"],
+            "everything queued before the detach, nothing after"
+        );
+        assert!(
+            removed_log.lock().len() <= 1,
+            "a removed listener finishes at most the callback it had in hand: {:?}",
+            removed_log.lock()
+        );
+        p.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn shutdown_stops_a_draining_listener() {
+        let p = Processor::<ConfigMap>::new();
+        let gate = Gate::default();
+        let (drained, log) = gated(&p, 1, &gate);
+        p.start();
+        for i in 0..5 {
+            p.distribute(&add(&format!("cm-{i}")), false);
+        }
+        assert!(p.detach_listener(1));
+        let shutdown = tokio::spawn(async move { p.shutdown().await });
+        // Once shutdown has stopped it, the running callback ends when the gate opens, and the
+        // rest of the queue is dropped.
+        while !drained.stop.is_cancelled() {
+            tokio::task::yield_now().await;
+        }
+        open(&gate);
+        shutdown.await.unwrap();
+        assert!(drained.finished.is_cancelled());
+        assert!(log.lock().len() <= 1, "{:?}", log.lock());
+    }
+
+    #[tokio::test]
+    async fn detaching_a_listener_that_never_started_stops_it() {
+        let p = Processor::<ConfigMap>::new();
+        let gate = Gate::default();
+        let (shared, log) = gated(&p, 1, &gate);
+        p.distribute(&add("queued"), false);
+        assert!(p.detach_listener(1));
+        assert!(shared.finished.is_cancelled() && shared.stop.is_cancelled());
+        p.start();
+        open(&gate);
+        p.shutdown().await;
+        assert!(log.lock().is_empty());
+    }
+}
