@@ -6,6 +6,12 @@
 //! factory is generic: [`informer::<K>()`](SharedInformerFactory::informer) works for any
 //! kube-rs resource type, and [`dynamic_informer`](SharedInformerFactory::dynamic_informer)
 //! for `DynamicObject`s. The user never downcasts.
+//!
+//! At run time (controller-runtime's cache is the model): [`remove_informer`](SharedInformerFactory::remove_informer)
+//! stops one informer and waits for it (its watch closed, handlers told, cache emptied, metrics
+//! series gone); [`lister`](SharedInformerFactory::lister) reads through the factory and fails
+//! with a [`FactoryError`] for a type nobody watches, or, with
+//! [`lazy_start`](SharedInformerFactoryBuilder::lazy_start), starts its informer.
 
 use std::any::{Any, TypeId};
 use std::collections::{BTreeMap, HashMap};
@@ -27,6 +33,10 @@ use crate::reflector::ListerWatcher;
 use crate::source::{NamespaceSet, kube_source};
 use crate::store::{Indexers, NAMESPACE_INDEX, namespace_index_func};
 use crate::wait::{SyncSignal, wait_for_cache_sync};
+
+mod lifecycle;
+
+pub use lifecycle::FactoryError;
 
 /// An informer, its key, and whether this factory has started it (set synchronously in
 /// `start`, like client-go's `startedInformers`, so `wait_for_cache_sync` right after `start`
@@ -98,8 +108,13 @@ trait ErasedInformer: Send + Sync {
     fn name(&self) -> String;
     fn synced_signal(&self) -> SyncSignal;
     fn has_started(&self) -> bool;
-    fn spawn(&self, tasks: &TaskTracker, cancel: CancellationToken);
+    /// Runs the informer on `tasks` until `cancel`; `done` is cancelled once it has returned.
+    fn spawn(&self, tasks: &TaskTracker, cancel: CancellationToken, done: CancellationToken);
     fn as_any(&self) -> &dyn Any;
+    /// The informer's process-unique id.
+    fn id(&self) -> u64;
+    /// Winds down a removed informer whose run (if any) has returned (see `lifecycle`).
+    fn wind_down(&self) -> futures::future::BoxFuture<'_, ()>;
 }
 
 impl<K: crate::Object> ErasedInformer for SharedIndexInformer<K> {
@@ -112,12 +127,21 @@ impl<K: crate::Object> ErasedInformer for SharedIndexInformer<K> {
     fn has_started(&self) -> bool {
         SharedIndexInformer::has_started(self)
     }
-    fn spawn(&self, tasks: &TaskTracker, cancel: CancellationToken) {
+    fn spawn(&self, tasks: &TaskTracker, cancel: CancellationToken, done: CancellationToken) {
         let informer = self.clone();
-        tasks.spawn(async move { informer.run(cancel).await });
+        tasks.spawn(async move {
+            let _done = done.drop_guard();
+            informer.run(cancel).await
+        });
     }
     fn as_any(&self) -> &dyn Any {
         self
+    }
+    fn id(&self) -> u64 {
+        SharedIndexInformer::id(self)
+    }
+    fn wind_down(&self) -> futures::future::BoxFuture<'_, ()> {
+        Box::pin(lifecycle::wind_down(self))
     }
 }
 
@@ -146,6 +170,7 @@ pub struct SharedInformerFactoryBuilder {
     client: kube::Client,
     defaults: InformerConfig,
     by_type: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
+    lazy_start: bool,
 }
 
 /// A per-type change of the factory's defaults, stored under `K`'s `TypeId`.
@@ -174,6 +199,15 @@ impl SharedInformerFactoryBuilder {
         self
     }
 
+    /// Whether a read of a type nobody watches creates and starts its informer (default:
+    /// false, the read fails with [`FactoryError::NotWatched`]): controller-runtime's
+    /// `ReaderFailOnMissingInformer`, the other way round. See
+    /// [`SharedInformerFactory::lister`].
+    pub fn lazy_start(mut self, lazy: bool) -> Self {
+        self.lazy_start = lazy;
+        self
+    }
+
     /// Builds the factory.
     pub fn build(self) -> SharedInformerFactory {
         SharedInformerFactory {
@@ -184,9 +218,46 @@ impl SharedInformerFactoryBuilder {
                 informers: Mutex::new(Vec::new()),
                 tasks: TaskTracker::new(),
                 cancel: CancellationToken::new(),
+                lifecycle: lifecycle::Lifecycle::new(self.lazy_start),
             }),
         }
     }
+}
+
+/// The key of `K`'s informer with `config` (a cluster-scoped type's namespace cleared).
+fn typed_key<K>(config: &mut InformerConfig<K>) -> (TypeKey, InformerScope)
+where
+    K: Resource<DynamicType = ()> + 'static,
+    K::Scope: 'static,
+{
+    if TypeId::of::<K::Scope>() == TypeId::of::<k8s_openapi::ClusterResourceScope>() {
+        config.namespace = None;
+        config.namespaces = None;
+    }
+    (TypeKey::Typed(TypeId::of::<K>()), InformerScope::of(config))
+}
+
+/// The key of a dynamic resource's informer (full or metadata-only by `K`) with `config` (a
+/// cluster-scoped resource's namespace cleared).
+fn dynamic_key<K: Resource>(
+    resource: &ApiResource,
+    namespaced: bool,
+    config: &mut InformerConfig<K>,
+) -> (TypeKey, InformerScope) {
+    if !namespaced {
+        config.namespace = None;
+        config.namespaces = None;
+    }
+    let id = format!(
+        "{}/{}/{}",
+        resource.group, resource.version, resource.plural
+    );
+    let type_key = if K::metadata_api() {
+        TypeKey::DynamicMetadata(id)
+    } else {
+        TypeKey::Dynamic(id)
+    };
+    (type_key, InformerScope::of(config))
 }
 
 /// An informer's name: its kind, `(metadata)` for metadata-only ones, and its scope.
@@ -224,6 +295,8 @@ struct FactoryInner {
     informers: Mutex<Vec<Registered>>,
     tasks: TaskTracker,
     cancel: CancellationToken,
+    /// Removal and reads (see `lifecycle`).
+    lifecycle: lifecycle::Lifecycle,
 }
 
 impl Debug for SharedInformerFactory {
@@ -250,6 +323,7 @@ impl SharedInformerFactory {
             client,
             defaults: InformerConfig::default(),
             by_type: HashMap::new(),
+            lazy_start: false,
         }
     }
 
@@ -299,12 +373,17 @@ impl SharedInformerFactory {
             + 'static,
         K::Scope: 'static,
     {
+        self.typed(self.config_with_scope(scope))
+    }
+
+    /// `K`'s configuration with `scope`'s namespace and selectors.
+    fn config_with_scope<K: 'static>(&self, scope: InformerScope) -> InformerConfig<K> {
         let mut config = self.config_for::<K>();
         config.namespace = scope.namespace;
         config.namespaces = scope.namespaces;
         config.label_selector = scope.label_selector;
         config.field_selector = scope.field_selector;
-        self.typed(config)
+        config
     }
 
     fn typed<K>(&self, mut config: InformerConfig<K>) -> SharedIndexInformer<K>
@@ -321,12 +400,8 @@ impl SharedInformerFactory {
     {
         let namespaced =
             TypeId::of::<K::Scope>() != TypeId::of::<k8s_openapi::ClusterResourceScope>();
-        if !namespaced {
-            config.namespace = None;
-            config.namespaces = None;
-        }
-        let scope = InformerScope::of(&config);
-        let key = (TypeKey::Typed(TypeId::of::<K>()), scope.clone());
+        let key = typed_key(&mut config);
+        let scope = key.1.clone();
         self.get_or_create(key, || {
             let lw = kube_source::<K>(self.inner.client.clone(), &config, &(), namespaced);
             let name = informer_name::<K>(&K::kind(&()), &scope);
@@ -403,21 +478,8 @@ impl SharedInformerFactory {
         K::Scope: 'static,
     {
         let mut config = self.config_for::<K>();
-        if !namespaced {
-            config.namespace = None;
-            config.namespaces = None;
-        }
-        let scope = InformerScope::of(&config);
-        let id = format!(
-            "{}/{}/{}",
-            resource.group, resource.version, resource.plural
-        );
-        let type_key = if K::metadata_api() {
-            TypeKey::DynamicMetadata(id)
-        } else {
-            TypeKey::Dynamic(id)
-        };
-        let key = (type_key, scope.clone());
+        let key = dynamic_key(resource, namespaced, &mut config);
+        let scope = key.1.clone();
         self.get_or_create(key, || {
             let lw = kube_source::<K>(self.inner.client.clone(), &config, resource, namespaced);
             let name = informer_name::<K>(&resource.kind, &scope);
@@ -479,9 +541,14 @@ impl SharedInformerFactory {
             tracing::warn!("the informer factory is shut down; start ignored");
             return;
         }
+        self.inner.lifecycle.mark_started();
         for (_, informer, started) in self.inner.informers.lock().iter_mut() {
             if !*started && !informer.has_started() {
-                informer.spawn(&self.inner.tasks, self.inner.cancel.child_token());
+                self.inner.lifecycle.spawn(
+                    informer.as_ref(),
+                    &self.inner.tasks,
+                    &self.inner.cancel,
+                );
             }
             *started = true;
         }
@@ -506,7 +573,7 @@ impl SharedInformerFactory {
             .collect()
     }
 
-    /// Number of informers created.
+    /// Number of informers the factory holds (created, and not removed since).
     pub fn len(&self) -> usize {
         self.inner.informers.lock().len()
     }
