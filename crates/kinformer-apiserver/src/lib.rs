@@ -21,7 +21,8 @@
 //! - **Transport**: plain HTTP in process by default; TLS with a generated CA and a bearer
 //!   token with [`ServerConfig::tls`] ([`ServerConfig::standalone`], the default of
 //!   `kinformer serve`), both in the kubeconfig. `/metrics` counts requests like
-//!   kube-apiserver's `apiserver_request_total`.
+//!   kube-apiserver's `apiserver_request_total`, and open watches in its
+//!   `apiserver_longrunning_requests` gauge ([`RunningServer::open_watches`]).
 //! - **Verbs**: create, get, update, patch (merge, JSON, strategic with inferred merge keys,
 //!   server-side apply with field ownership: `Apply` managedFields entries, 409 conflicts with
 //!   kube-apiserver's causes, `force`, list-map and set semantics from CRD schemas and a table

@@ -316,6 +316,14 @@ impl RunningServer {
         )
     }
 
+    /// Watches open right now: of `resource` (its plural for the core group, `plural.group`
+    /// otherwise, e.g. `configmaps`, `deployments.apps`), or of every resource (`None`). The
+    /// same figure as the `apiserver_longrunning_requests{verb="WATCH"}` gauge at `/metrics`:
+    /// a watch counts from its response head until its body ends or the client disconnects.
+    pub fn open_watches(&self, resource: Option<&str>) -> usize {
+        self.ctx.metrics.open_watches(resource)
+    }
+
     /// Changes the history limits.
     pub fn set_history(&self, history: HistoryConfig) {
         self.ctx.api.store.set_history_config(history);

@@ -477,3 +477,45 @@ async fn many_events_arrive_complete_and_in_order() {
     }
     s.shutdown().await;
 }
+
+/// kube-apiserver's `apiserver_longrunning_requests` gauge (and `RunningServer::open_watches`):
+/// up while a watch is open, back down when the client drops the connection, even if nothing
+/// is written to the watch meanwhile.
+#[tokio::test]
+async fn open_watch_gauge_rises_and_falls_with_client_disconnect() {
+    let s = start(ServerConfig::default()).await.unwrap();
+    let a = s.addr();
+    let series = r#"apiserver_longrunning_requests{verb="WATCH",group="",version="v1",resource="configmaps",subresource="",scope="namespace",component="apiserver"}"#;
+    let gauge = |text: &str| -> Option<f64> {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+    };
+    assert_eq!(s.open_watches(None), 0);
+    let first = watch(a, "/api/v1/namespaces/default/configmaps?watch=true").await;
+    let second = watch(a, "/api/v1/namespaces/default/configmaps?watch=true").await;
+    let pods = watch(a, "/api/v1/pods?watch=true").await;
+    assert_eq!((first.code, second.code, pods.code), (200, 200, 200));
+    assert_eq!(s.open_watches(Some("configmaps")), 2);
+    assert_eq!(s.open_watches(Some("pods")), 1);
+    assert_eq!(s.open_watches(None), 3);
+    let text = String::from_utf8(get(a, "/metrics").await.body).unwrap();
+    assert_eq!(gauge(&text), Some(2.0), "{text}");
+    drop(first);
+    drop(second);
+    let deadline = tokio::time::Instant::now() + SECS;
+    while s.open_watches(Some("configmaps")) > 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "watches still counted open after the client went away"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let text = String::from_utf8(get(a, "/metrics").await.body).unwrap();
+    assert_eq!(gauge(&text), Some(0.0), "{text}");
+    assert_eq!(
+        s.open_watches(Some("pods")),
+        1,
+        "the other watch stays open"
+    );
+    drop(pods);
+}

@@ -1,10 +1,12 @@
 //! A `SharedInformerFactory` over several types, waiting for all caches with
-//! `wait_for_cache_sync`, against the embedded API server.
+//! `wait_for_cache_sync`, reading through the factory's listers (a typed error for a type
+//! nobody watches), and removing an informer at run time, against the embedded API server.
 //!
 //! `cargo run -p kinformer --example factory`
 
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret};
 use kinformer::SharedInformerFactory;
+use kinformer::store::LabelSelector;
 use tokio_util::sync::CancellationToken;
 
 #[tokio::main]
@@ -34,6 +36,21 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         pods.indexer().len(),
         configmaps.indexer().len(),
         namespaces.indexer().len()
+    );
+    // Reads through the factory: a lister for a watched type, a typed error for the others.
+    let everything = LabelSelector::everything();
+    let pod_lister = factory.lister::<Pod>()?;
+    println!("lister: {} pods", pod_lister.list(&everything).len());
+    match factory.lister::<Secret>() {
+        Ok(_) => println!("secrets are watched"),
+        Err(e) => println!("secrets: {e}"),
+    }
+    // Stop watching namespaces: its watch closes, its cache empties, reads fail again.
+    factory.remove_informer::<Namespace>().await;
+    println!(
+        "namespaces removed: {} cached, lister read: {:?}",
+        namespaces.indexer().len(),
+        factory.lister::<Namespace>().err()
     );
     factory.shutdown().await;
     server.shutdown().await;

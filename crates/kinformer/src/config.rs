@@ -14,7 +14,7 @@ use crate::reflector::{
 };
 use crate::shard::Shard;
 use crate::snapshot::SnapshotOptions;
-use crate::source::{DEFAULT_MAX_OBJECT_SIZE, WireFormat};
+use crate::source::{DEFAULT_MAX_OBJECT_SIZE, NamespaceSet, WireFormat};
 use crate::store::CacheMode;
 
 /// Every option of an informer: which objects, how they travel, what the cache keeps, how
@@ -61,8 +61,15 @@ pub struct InformerConfig<K = ()> {
     /// Only this namespace; `None` (the default): all namespaces. Used where the informer makes
     /// its own source (the factory, [`SharedIndexInformer::new`](crate::SharedIndexInformer::new),
     /// [`KubeListerWatcher::new`](crate::KubeListerWatcher::new)); ignored for cluster-scoped
-    /// types. client-go's factory `WithNamespace`.
+    /// types. client-go's factory `WithNamespace`. [`namespaces`](Self::namespaces) wins.
     pub namespace: Option<String>,
+    /// Only the namespaces of this [`NamespaceSet`], which may change while the informer runs
+    /// (controller-runtime's `DefaultNamespaces`, changeable; how and at what cost:
+    /// [`NamespaceSetListerWatcher`](crate::NamespaceSetListerWatcher)). `None` (the default):
+    /// `namespace` decides. Wins over `namespace`; ignored for cluster-scoped types; used by
+    /// the factory and [`SharedIndexInformer::new`](crate::SharedIndexInformer::new), not by a
+    /// hand-made [`KubeListerWatcher`](crate::KubeListerWatcher).
+    pub namespaces: Option<NamespaceSet>,
     /// A label selector sent with every list and watch; `None` (the default): every object.
     pub label_selector: Option<String>,
     /// A field selector sent with every list and watch; `None` (the default): every object.
@@ -199,6 +206,7 @@ impl<K> Default for InformerConfig<K> {
     fn default() -> Self {
         Self {
             namespace: None,
+            namespaces: None,
             label_selector: None,
             field_selector: None,
             tweak_list_options: None,
@@ -239,6 +247,7 @@ impl<K> fmt::Debug for InformerConfig<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("InformerConfig")
             .field("namespace", &self.namespace)
+            .field("namespaces", &self.namespaces)
             .field("label_selector", &self.label_selector)
             .field("field_selector", &self.field_selector)
             .field("tweak_list_options", &self.tweak_list_options.is_some())
@@ -274,10 +283,18 @@ impl<K> fmt::Debug for InformerConfig<K> {
 }
 
 impl<K> InformerConfig<K> {
-    /// Sets [`namespace`](Self::namespace).
+    /// Sets [`namespace`](Self::namespace), and clears [`namespaces`](Self::namespaces).
     #[must_use]
     pub fn namespace(mut self, namespace: impl Into<String>) -> Self {
         self.namespace = Some(namespace.into());
+        self.namespaces = None;
+        self
+    }
+    /// Sets [`namespaces`](Self::namespaces), and clears [`namespace`](Self::namespace).
+    #[must_use]
+    pub fn namespaces(mut self, set: NamespaceSet) -> Self {
+        self.namespaces = Some(set);
+        self.namespace = None;
         self
     }
     /// Sets [`label_selector`](Self::label_selector).
@@ -486,6 +503,7 @@ impl<K> InformerConfig<K> {
     fn with_transform<L>(&self, transform: Option<Transform<L>>) -> InformerConfig<L> {
         InformerConfig {
             namespace: self.namespace.clone(),
+            namespaces: self.namespaces.clone(),
             label_selector: self.label_selector.clone(),
             field_selector: self.field_selector.clone(),
             tweak_list_options: self.tweak_list_options.clone(),

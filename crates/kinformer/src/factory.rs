@@ -6,6 +6,12 @@
 //! factory is generic: [`informer::<K>()`](SharedInformerFactory::informer) works for any
 //! kube-rs resource type, and [`dynamic_informer`](SharedInformerFactory::dynamic_informer)
 //! for `DynamicObject`s. The user never downcasts.
+//!
+//! At run time (controller-runtime's cache is the model): [`remove_informer`](SharedInformerFactory::remove_informer)
+//! stops one informer and waits for it (its watch closed, handlers told, cache emptied, metrics
+//! series gone); [`lister`](SharedInformerFactory::lister) reads through the factory and fails
+//! with a [`FactoryError`] for a type nobody watches, or, with
+//! [`lazy_start`](SharedInformerFactoryBuilder::lazy_start), starts its informer.
 
 use std::any::{Any, TypeId};
 use std::collections::{BTreeMap, HashMap};
@@ -23,71 +29,34 @@ use tokio_util::task::TaskTracker;
 
 use crate::InformerConfig;
 use crate::informer::SharedIndexInformer;
-use crate::source::KubeListerWatcher;
+use crate::reflector::ListerWatcher;
+use crate::source::kube_source;
 use crate::store::{Indexers, NAMESPACE_INDEX, namespace_index_func};
 use crate::wait::{SyncSignal, wait_for_cache_sync};
+
+mod lifecycle;
+mod scope;
+
+pub use lifecycle::FactoryError;
+pub use scope::InformerScope;
+use scope::{TypeKey, dynamic_key, informer_name, typed_key};
 
 /// An informer, its key, and whether this factory has started it (set synchronously in
 /// `start`, like client-go's `startedInformers`, so `wait_for_cache_sync` right after `start`
 /// waits for it even before its task has begun running).
 type Registered = ((TypeKey, InformerScope), Arc<dyn ErasedInformer>, bool);
 
-/// Which objects an informer covers: a namespace (or all) and selectors.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct InformerScope {
-    /// Only this namespace (ignored for cluster-scoped types); `None`: all namespaces.
-    pub namespace: Option<String>,
-    /// Label selector applied to list and watch.
-    pub label_selector: Option<String>,
-    /// Field selector applied to list and watch.
-    pub field_selector: Option<String>,
-    /// The shard's `shardSelector` ([`InformerConfig::shard`]): informers of different
-    /// shards of one type are different informers.
-    pub shard_selector: Option<String>,
-}
-
-impl InformerScope {
-    /// The scope of a configuration: its namespace and selectors.
-    fn of<K>(config: &InformerConfig<K>) -> Self {
-        Self {
-            namespace: config.namespace.clone(),
-            label_selector: config.label_selector.clone(),
-            field_selector: config.field_selector.clone(),
-            shard_selector: config.shard.as_ref().map(crate::shard::Shard::selector),
-        }
-    }
-
-    fn describe(&self) -> String {
-        let mut s = String::new();
-        if let Some(ns) = &self.namespace {
-            s.push_str(&format!(" ns={ns}"));
-        }
-        if let Some(l) = &self.label_selector {
-            s.push_str(&format!(" labels={l}"));
-        }
-        if let Some(f) = &self.field_selector {
-            s.push_str(&format!(" fields={f}"));
-        }
-        if let Some(shard) = &self.shard_selector {
-            s.push_str(&format!(" shard={shard}"));
-        }
-        s
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum TypeKey {
-    Typed(TypeId),
-    Dynamic(String),
-    DynamicMetadata(String),
-}
-
 trait ErasedInformer: Send + Sync {
     fn name(&self) -> String;
     fn synced_signal(&self) -> SyncSignal;
     fn has_started(&self) -> bool;
-    fn spawn(&self, tasks: &TaskTracker, cancel: CancellationToken);
+    /// Runs the informer on `tasks` until `cancel`; `done` is cancelled once it has returned.
+    fn spawn(&self, tasks: &TaskTracker, cancel: CancellationToken, done: CancellationToken);
     fn as_any(&self) -> &dyn Any;
+    /// The informer's process-unique id.
+    fn id(&self) -> u64;
+    /// Winds down a removed informer whose run (if any) has returned (see `lifecycle`).
+    fn wind_down(&self) -> futures::future::BoxFuture<'_, ()>;
 }
 
 impl<K: crate::Object> ErasedInformer for SharedIndexInformer<K> {
@@ -100,12 +69,21 @@ impl<K: crate::Object> ErasedInformer for SharedIndexInformer<K> {
     fn has_started(&self) -> bool {
         SharedIndexInformer::has_started(self)
     }
-    fn spawn(&self, tasks: &TaskTracker, cancel: CancellationToken) {
+    fn spawn(&self, tasks: &TaskTracker, cancel: CancellationToken, done: CancellationToken) {
         let informer = self.clone();
-        tasks.spawn(async move { informer.run(cancel).await });
+        tasks.spawn(async move {
+            let _done = done.drop_guard();
+            informer.run(cancel).await
+        });
     }
     fn as_any(&self) -> &dyn Any {
         self
+    }
+    fn id(&self) -> u64 {
+        SharedIndexInformer::id(self)
+    }
+    fn wind_down(&self) -> futures::future::BoxFuture<'_, ()> {
+        Box::pin(lifecycle::wind_down(self))
     }
 }
 
@@ -134,6 +112,7 @@ pub struct SharedInformerFactoryBuilder {
     client: kube::Client,
     defaults: InformerConfig,
     by_type: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
+    lazy_start: bool,
 }
 
 /// A per-type change of the factory's defaults, stored under `K`'s `TypeId`.
@@ -162,6 +141,15 @@ impl SharedInformerFactoryBuilder {
         self
     }
 
+    /// Whether a read of a type nobody watches creates and starts its informer (default:
+    /// false, the read fails with [`FactoryError::NotWatched`]): controller-runtime's
+    /// `ReaderFailOnMissingInformer`, the other way round. See
+    /// [`SharedInformerFactory::lister`].
+    pub fn lazy_start(mut self, lazy: bool) -> Self {
+        self.lazy_start = lazy;
+        self
+    }
+
     /// Builds the factory.
     pub fn build(self) -> SharedInformerFactory {
         SharedInformerFactory {
@@ -173,15 +161,10 @@ impl SharedInformerFactoryBuilder {
                 tasks: TaskTracker::new(),
                 cancel: CancellationToken::new(),
                 streaming_lists: crate::reflector::StreamingListMemory::new(),
+                lifecycle: lifecycle::Lifecycle::new(self.lazy_start),
             }),
         }
     }
-}
-
-/// An informer's name: its kind, `(metadata)` for metadata-only ones, and its scope.
-fn informer_name<K: Resource>(kind: &str, scope: &InformerScope) -> String {
-    let metadata = if K::metadata_api() { " (metadata)" } else { "" };
-    format!("{kind}{metadata}{}", scope.describe())
 }
 
 /// One shared informer per type and scope, started and waited for together.
@@ -217,6 +200,8 @@ struct FactoryInner {
     /// whose configuration names no memory of its own
     /// ([`StreamingListFallback::memory`](crate::reflector::StreamingListFallback::memory)).
     streaming_lists: crate::reflector::StreamingListMemory,
+    /// Removal and reads (see `lifecycle`).
+    lifecycle: lifecycle::Lifecycle,
 }
 
 impl Debug for SharedInformerFactory {
@@ -232,7 +217,7 @@ impl SharedInformerFactory {
     /// A factory over `client` with the default [`InformerConfig`] for every type (all
     /// namespaces, no resync). Any `kube::Client` does, `Client::try_default()` included: its
     /// retry layer never retries an informer's requests (see
-    /// [`KubeListerWatcher`]'s "Retries are the Reflector's").
+    /// [`KubeListerWatcher`](crate::KubeListerWatcher)'s "Retries are the Reflector's").
     pub fn new(client: kube::Client) -> Self {
         Self::builder(client).build()
     }
@@ -243,6 +228,7 @@ impl SharedInformerFactory {
             client,
             defaults: InformerConfig::default(),
             by_type: HashMap::new(),
+            lazy_start: false,
         }
     }
 
@@ -300,11 +286,17 @@ impl SharedInformerFactory {
             + 'static,
         K::Scope: 'static,
     {
+        self.typed(self.config_with_scope(scope))
+    }
+
+    /// `K`'s configuration with `scope`'s namespace and selectors.
+    fn config_with_scope<K: 'static>(&self, scope: InformerScope) -> InformerConfig<K> {
         let mut config = self.config_for::<K>();
         config.namespace = scope.namespace;
+        config.namespaces = scope.namespaces;
         config.label_selector = scope.label_selector;
         config.field_selector = scope.field_selector;
-        self.typed(config)
+        config
     }
 
     fn typed<K>(&self, mut config: InformerConfig<K>) -> SharedIndexInformer<K>
@@ -319,13 +311,12 @@ impl SharedInformerFactory {
             + 'static,
         K::Scope: 'static,
     {
-        if TypeId::of::<K::Scope>() == TypeId::of::<k8s_openapi::ClusterResourceScope>() {
-            config.namespace = None;
-        }
-        let scope = InformerScope::of(&config);
-        let key = (TypeKey::Typed(TypeId::of::<K>()), scope.clone());
+        let namespaced =
+            TypeId::of::<K::Scope>() != TypeId::of::<k8s_openapi::ClusterResourceScope>();
+        let key = typed_key(&mut config);
+        let scope = key.1.clone();
         self.get_or_create(key, || {
-            let lw = KubeListerWatcher::<K>::new(self.inner.client.clone(), &config);
+            let lw = kube_source::<K>(self.inner.client.clone(), &config, &(), namespaced);
             let name = informer_name::<K>(&K::kind(&()), &scope);
             let identity = crate::snapshot::TypeIdentity {
                 group: K::group(&()).into_owned(),
@@ -340,7 +331,7 @@ impl SharedInformerFactory {
 
     /// The shared metadata-only informer for `K` in the factory's scope (client-go's
     /// `metadatainformer`): the server sends only each object's metadata (see
-    /// [`KubeListerWatcher`]'s "Metadata only"), and the cache holds
+    /// [`KubeListerWatcher`](crate::KubeListerWatcher)'s "Metadata only"), and the cache holds
     /// `PartialObjectMeta<K>`s, with a namespace index. Everything else is a full informer's
     /// (handlers, indexes, resync, relist, the factory's scope, tweak and transforms); it is
     /// its own informer, separate from [`informer::<K>()`](Self::informer). Its name (in
@@ -400,22 +391,10 @@ impl SharedInformerFactory {
         K::Scope: 'static,
     {
         let mut config = self.config_for::<K>();
-        if !namespaced {
-            config.namespace = None;
-        }
-        let scope = InformerScope::of(&config);
-        let id = format!(
-            "{}/{}/{}",
-            resource.group, resource.version, resource.plural
-        );
-        let type_key = if K::metadata_api() {
-            TypeKey::DynamicMetadata(id)
-        } else {
-            TypeKey::Dynamic(id)
-        };
-        let key = (type_key, scope.clone());
+        let key = dynamic_key(resource, namespaced, &mut config);
+        let scope = key.1.clone();
         self.get_or_create(key, || {
-            let lw = KubeListerWatcher::<K>::new_with(self.inner.client.clone(), &config, resource);
+            let lw = kube_source::<K>(self.inner.client.clone(), &config, resource, namespaced);
             let name = informer_name::<K>(&resource.kind, &scope);
             let identity = crate::snapshot::TypeIdentity {
                 group: resource.group.clone(),
@@ -434,7 +413,7 @@ impl SharedInformerFactory {
     /// applied in parts) with nothing in between.
     fn new_informer<K>(
         &self,
-        lw: KubeListerWatcher<K>,
+        lw: Arc<dyn ListerWatcher<K>>,
         mut config: InformerConfig<K>,
         name: String,
         identity: crate::snapshot::TypeIdentity,
@@ -477,9 +456,14 @@ impl SharedInformerFactory {
             tracing::warn!("the informer factory is shut down; start ignored");
             return;
         }
+        self.inner.lifecycle.mark_started();
         for (_, informer, started) in self.inner.informers.lock().iter_mut() {
             if !*started && !informer.has_started() {
-                informer.spawn(&self.inner.tasks, self.inner.cancel.child_token());
+                self.inner.lifecycle.spawn(
+                    informer.as_ref(),
+                    &self.inner.tasks,
+                    &self.inner.cancel,
+                );
             }
             *started = true;
         }
@@ -504,7 +488,7 @@ impl SharedInformerFactory {
             .collect()
     }
 
-    /// Number of informers created.
+    /// Number of informers the factory holds (created, and not removed since).
     pub fn len(&self) -> usize {
         self.inner.informers.lock().len()
     }

@@ -120,7 +120,10 @@ pub use object::{
     DeletedFinalStateUnknown, KeyError, Object, ObjectOrTombstone,
     deletion_handling_meta_namespace_key, meta_namespace_key, split_meta_namespace_key,
 };
-pub use source::KubeListerWatcher;
+pub use source::{
+    KubeListerWatcher, NAMESPACE_SET_CHANGED, NamespaceError, NamespaceSet,
+    NamespaceSetListerWatcher,
+};
 pub use store::{
     IndexFunc, IndexFuncError, Indexer, Indexers, Lister, NamespaceLister, StoreError,
     namespace_indexers,

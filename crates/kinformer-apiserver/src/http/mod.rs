@@ -19,7 +19,7 @@
 //! - `GET /__kinformer/requests` (the request log as JSON), `DELETE` to clear it
 //! - `GET /__kinformer/state/{resource}[?namespace=ns]`: exact objects with resourceVersions
 //!
-//! `/metrics` serves the request counters (Prometheus text). With TLS every path but
+//! `/metrics` serves the request counters and the open-watch gauge (Prometheus text). With TLS every path but
 //! `/healthz`, `/livez`, `/readyz` and `/version` needs the bearer token (401 otherwise).
 
 mod admin;

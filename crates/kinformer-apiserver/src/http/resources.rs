@@ -16,7 +16,7 @@ use super::watch::{WatchRequest, run_watch};
 use super::{discovery, openapi, response};
 use crate::context::{Context, RequestRecord};
 use crate::faults::{Verb, WatchListFault};
-use crate::metrics::RequestLabels;
+use crate::metrics::{LongRunningLabels, RequestLabels};
 use crate::objects::managed_fields::manager_from_user_agent;
 use crate::objects::{DeleteOptions, UpdateMode, Writer, decode_body};
 use crate::options::{ListOptions, parse_query};
@@ -468,8 +468,21 @@ async fn serve_verb(
                 metadata_only,
                 protobuf: pb,
             };
+            let open = ctx.metrics.watch_opened(LongRunningLabels {
+                verb: "WATCH",
+                group: res.group.clone(),
+                version: res.version.clone(),
+                resource: res.plural.clone(),
+                subresource: c.subresource.clone().unwrap_or_default(),
+                scope: if c.namespace.is_some() {
+                    "namespace"
+                } else {
+                    "cluster"
+                },
+                component: "apiserver",
+            });
             tokio::spawn(run_watch(ctx.clone(), wreq, tx));
-            Ok((200, response::watch(rx, pb)))
+            Ok((200, response::watch(rx, pb, open)))
         }
         Verb::Create => {
             let dry = query_dry_run(query, "CreateOptions")?;

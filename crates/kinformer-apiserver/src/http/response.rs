@@ -206,12 +206,18 @@ fn items_body(head: Vec<u8>, items: Vec<Arc<StoredObject>>, typed_items: bool) -
     r
 }
 
-/// A streaming watch response fed by `rx`: JSON lines, or protobuf frames when `pb`.
-pub(super) fn watch(rx: tokio::sync::mpsc::Receiver<Bytes>, pb: bool) -> Response {
-    let stream = futures::stream::unfold(rx, |mut rx| async move {
+/// A streaming watch response fed by `rx`: JSON lines, or protobuf frames when `pb`. The body
+/// owns `open`, the watch's place in the open-watch gauge, so it is released when the stream
+/// ends or the client goes away (the server drops the body then).
+pub(super) fn watch(
+    rx: tokio::sync::mpsc::Receiver<Bytes>,
+    pb: bool,
+    open: crate::metrics::OpenWatch,
+) -> Response {
+    let stream = futures::stream::unfold((rx, open), |(mut rx, open)| async move {
         rx.recv()
             .await
-            .map(|b| (Ok::<_, std::convert::Infallible>(b), rx))
+            .map(|b| (Ok::<_, std::convert::Infallible>(b), (rx, open)))
     });
     let mut r = Response::new(Body::from_stream(stream));
     r.headers_mut().insert(

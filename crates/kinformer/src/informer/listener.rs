@@ -415,12 +415,26 @@ impl<K> Drop for ListenerQueue<K> {
     }
 }
 
+std::thread_local! {
+    /// The listener whose callback runs on this thread right now (its `ListenerShared`'s
+    /// address; 0: none). Callbacks are synchronous, so a thread-local is exact.
+    static IN_CALLBACK: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Whether the current thread is inside a callback of the listener `shared` (for
+/// [`shut_down_event_handler`](super::SharedIndexInformer::shut_down_event_handler), which
+/// would wait for itself).
+pub(crate) fn in_callback_of(shared: &Arc<ListenerShared>) -> bool {
+    IN_CALLBACK.with(|c| c.get()) == Arc::as_ptr(shared) as usize
+}
+
 /// Calls the handler for `ev`, catching panics. Returns whether it panicked.
 fn dispatch<K: 'static>(
     shared: &ListenerShared,
     handler: &dyn ResourceEventHandler<K>,
     ev: &Event<K>,
 ) -> bool {
+    let outer = IN_CALLBACK.with(|c| c.replace(std::ptr::from_ref(shared) as usize));
     let result = std::panic::catch_unwind(AssertUnwindSafe(|| match ev {
         Event::Add {
             obj,
@@ -430,6 +444,7 @@ fn dispatch<K: 'static>(
         Event::Delete(obj) => handler.on_delete(obj),
         Event::Synced => {}
     }));
+    IN_CALLBACK.with(|c| c.set(outer));
     if result.is_err() {
         shared.panics.fetch_add(1, Ordering::AcqRel);
         tracing::error!(handler = %shared.name, "event handler panicked; the listener carries on");
@@ -487,6 +502,9 @@ pub struct ResourceEventHandlerRegistration {
     pub(crate) id: u64,
     pub(crate) informer_id: u64,
     pub(crate) shared: Arc<ListenerShared>,
+    /// An [`EventStream`](super::EventStream)'s registration: its consumer is the caller's,
+    /// not a task of the informer's.
+    pub(crate) stream: bool,
 }
 
 impl ResourceEventHandlerRegistration {
@@ -530,7 +548,9 @@ impl ResourceEventHandlerRegistration {
         self.shared.stop.is_cancelled()
     }
     /// Resolves once the handler's listener has finished: after removal or informer shutdown,
-    /// when no callback is running any more (client-go's `ShutdownChan`).
+    /// when no callback is running any more (client-go's `ShutdownChan`). For an
+    /// [`EventStream`](super::EventStream): once the stream has yielded its end or was
+    /// dropped.
     pub async fn stopped(&self) {
         self.shared.finished.cancelled().await
     }

@@ -9,7 +9,7 @@ use tokio::time::Instant;
 use tokio_util::task::TaskTracker;
 
 use super::event::Event;
-use super::listener::{Listener, MAX_LISTENER_BACKLOG, Room};
+use super::listener::{Listener, ListenerShared, MAX_LISTENER_BACKLOG, Room};
 
 /// The listeners of one informer. Distribution never blocks: each listener queues; the
 /// process loop waits for room ([`Processor::wait_for_room`]) before it pops the next item.
@@ -24,6 +24,9 @@ pub(crate) struct Processor<K> {
 struct Inner<K> {
     listeners: Vec<Listener<K>>,
     started: bool,
+    /// Listeners detached to drain what they were sent ([`Processor::detach_listener`]),
+    /// until they finish; stopped by [`Processor::shutdown`].
+    draining: Vec<Arc<ListenerShared>>,
 }
 
 impl<K: Send + Sync + 'static> Processor<K> {
@@ -32,6 +35,7 @@ impl<K: Send + Sync + 'static> Processor<K> {
             inner: RwLock::new(Inner {
                 listeners: Vec::new(),
                 started: false,
+                draining: Vec::new(),
             }),
             tasks: TaskTracker::new(),
             room: Arc::default(),
@@ -110,6 +114,30 @@ impl<K: Send + Sync + 'static> Processor<K> {
         true
     }
 
+    /// Detaches a listener to drain: nothing more is sent to it, and it no longer holds the
+    /// processor back, but its consumer still gets what was queued for it, then ends (its
+    /// queue's sender goes with the listener). A listener whose consumer never started is
+    /// stopped instead: nothing would deliver its queue. Idempotent; false if unknown.
+    pub(crate) fn detach_listener(&self, id: u64) -> bool {
+        let detached = {
+            let mut inner = self.inner.write();
+            inner.draining.retain(|d| !d.finished.is_cancelled());
+            let Some(pos) = inner.listeners.iter().position(|l| l.id == id) else {
+                return false;
+            };
+            let l = inner.listeners.remove(pos);
+            if l.never_started() {
+                stop_listener(&l);
+            } else {
+                inner.draining.push(l.shared.clone());
+            }
+            l
+        };
+        drop(detached);
+        self.room.notify.notify_waiters();
+        true
+    }
+
     /// The wake-up every listener of this processor signals when its backlog falls to the
     /// level the processor waits for.
     pub(crate) fn room(&self) -> Arc<Room> {
@@ -178,9 +206,18 @@ impl<K: Send + Sync + 'static> Processor<K> {
 
     /// Stops every listener and waits until no callback runs any more.
     pub(crate) async fn shutdown(&self) {
-        let listeners = std::mem::take(&mut self.inner.write().listeners);
+        let (listeners, draining) = {
+            let mut inner = self.inner.write();
+            (
+                std::mem::take(&mut inner.listeners),
+                std::mem::take(&mut inner.draining),
+            )
+        };
         for l in &listeners {
             stop_listener(l);
+        }
+        for d in &draining {
+            d.stop.cancel();
         }
         drop(listeners);
         self.room.notify.notify_waiters();
@@ -261,4 +298,131 @@ pub(crate) fn determine_resync_period(desired: Duration, check: Duration) -> Dur
         return check;
     }
     desired
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::informer::handler::ResourceEventHandlerFuncs;
+    use crate::informer::listener::{HandlerTask, ListenerShared, listener};
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use parking_lot::Mutex;
+    use std::sync::{Condvar, Mutex as StdMutex};
+
+    fn add(name: &str) -> Event<ConfigMap> {
+        let mut cm = ConfigMap::default();
+        cm.metadata.name = Some(name.into());
+        Event::Add {
+            obj: Arc::new(cm),
+            is_in_initial_list: false,
+        }
+    }
+
+    type Gate = Arc<(StdMutex<bool>, Condvar)>;
+
+    /// A listener whose handler (on its own thread) waits for `gate` to open, then records.
+    fn gated(
+        p: &Processor<ConfigMap>,
+        id: u64,
+        gate: &Gate,
+    ) -> (Arc<ListenerShared>, Arc<Mutex<Vec<String>>>) {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (g, l) = (gate.clone(), log.clone());
+        let handler = ResourceEventHandlerFuncs::new().on_add(move |o: &Arc<ConfigMap>, _| {
+            let (lock, cvar) = &*g;
+            let _open = cvar
+                .wait_while(lock.lock().unwrap(), |open| !*open)
+                .unwrap();
+            l.lock().push(o.metadata.name.clone().unwrap_or_default());
+        });
+        let (listener, queue) = listener(
+            id,
+            format!("h{id}"),
+            Duration::ZERO,
+            Duration::ZERO,
+            p.room(),
+            Instant::now(),
+        );
+        let listener = listener.with_handler(HandlerTask {
+            handler: Arc::new(handler),
+            queue,
+            blocking: true,
+        });
+        let shared = listener.shared.clone();
+        p.add_listener(listener, |_| {});
+        (shared, log)
+    }
+
+    fn open(gate: &Gate) {
+        *gate.0.lock().unwrap() = true;
+        gate.1.notify_all();
+    }
+
+    #[tokio::test]
+    async fn a_detached_listener_drains_its_queue_and_a_removed_one_drops_it() {
+        let p = Processor::<ConfigMap>::new();
+        let gate = Gate::default();
+        let (drained, drained_log) = gated(&p, 1, &gate);
+        let (removed, removed_log) = gated(&p, 2, &gate);
+        p.start();
+        for i in 0..5 {
+            p.distribute(&add(&format!("cm-{i}")), false);
+        }
+        assert!(p.detach_listener(1));
+        assert!(!p.detach_listener(1), "idempotent");
+        assert!(p.remove_listener(2));
+        assert_eq!(p.len(), 0);
+        assert_eq!(p.fullest(), 0, "a draining listener holds nothing back");
+        p.distribute(&add("after"), false);
+        open(&gate);
+        drained.finished.cancelled().await;
+        removed.finished.cancelled().await;
+        assert_eq!(
+            *drained_log.lock(),
+            ["cm-0", "cm-1", "cm-2", "cm-3", "cm-4"],
+            "everything queued before the detach, nothing after"
+        );
+        assert!(
+            removed_log.lock().len() <= 1,
+            "a removed listener finishes at most the callback it had in hand: {:?}",
+            removed_log.lock()
+        );
+        p.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn shutdown_stops_a_draining_listener() {
+        let p = Processor::<ConfigMap>::new();
+        let gate = Gate::default();
+        let (drained, log) = gated(&p, 1, &gate);
+        p.start();
+        for i in 0..5 {
+            p.distribute(&add(&format!("cm-{i}")), false);
+        }
+        assert!(p.detach_listener(1));
+        let shutdown = tokio::spawn(async move { p.shutdown().await });
+        // Once shutdown has stopped it, the running callback ends when the gate opens, and the
+        // rest of the queue is dropped.
+        while !drained.stop.is_cancelled() {
+            tokio::task::yield_now().await;
+        }
+        open(&gate);
+        shutdown.await.unwrap();
+        assert!(drained.finished.is_cancelled());
+        assert!(log.lock().len() <= 1, "{:?}", log.lock());
+    }
+
+    #[tokio::test]
+    async fn detaching_a_listener_that_never_started_stops_it() {
+        let p = Processor::<ConfigMap>::new();
+        let gate = Gate::default();
+        let (shared, log) = gated(&p, 1, &gate);
+        p.distribute(&add("queued"), false);
+        assert!(p.detach_listener(1));
+        assert!(shared.finished.is_cancelled() && shared.stop.is_cancelled());
+        p.start();
+        open(&gate);
+        p.shutdown().await;
+        assert!(log.lock().is_empty());
+    }
 }

@@ -42,6 +42,7 @@ mod consistency;
 mod deliver;
 mod options;
 mod process;
+mod shutdown;
 mod snapshot;
 
 pub use builder::{KindName, SharedIndexInformerBuilder};
@@ -148,6 +149,8 @@ struct Inner<K: Object> {
 struct State<K: Object> {
     started: bool,
     stopped: bool,
+    /// Removed from its factory: stopped for good, its cache emptied.
+    removed: bool,
     resync_check_period: Duration,
     reflector: Option<Arc<Reflector<K, InformerStore<K>>>>,
     /// The queue between the Reflector and the cache, while the informer runs.
@@ -210,6 +213,7 @@ impl<K: Object> SharedIndexInformer<K> {
                 state: Mutex::new(State {
                     started: false,
                     stopped: false,
+                    removed: false,
                     resync_check_period: config.resync_period,
                     reflector: None,
                     queue: None,
@@ -350,6 +354,7 @@ impl<K: Object> SharedIndexInformer<K> {
             Instant::now(),
         );
         let (task, kept) = consumer(queue);
+        let stream = task.is_none();
         if let Some(task) = task {
             listener = listener.with_handler(task);
         }
@@ -357,6 +362,7 @@ impl<K: Object> SharedIndexInformer<K> {
             id,
             informer_id: inner.id,
             shared: listener.shared.clone(),
+            stream,
         };
         if !state.started {
             inner.processor.add_listener(listener, |_| {});
@@ -381,7 +387,9 @@ impl<K: Object> SharedIndexInformer<K> {
 
     /// Removes a handler (client-go's `RemoveEventHandler`). Idempotent. After it returns the
     /// handler gets nothing more, except a callback already running; await
-    /// [`ResourceEventHandlerRegistration::stopped`] to wait for that one.
+    /// [`ResourceEventHandlerRegistration::stopped`] to wait for that one, or call
+    /// [`shut_down_event_handler`](Self::shut_down_event_handler) instead (or
+    /// [`drain_event_handler`](Self::drain_event_handler) to deliver what was queued first).
     ///
     /// # Errors
     /// [`InformerError::ForeignRegistration`] for a registration from another informer.
@@ -510,6 +518,13 @@ impl<K: Object> SharedIndexInformer<K> {
     /// Whether the informer has stopped.
     pub fn is_stopped(&self) -> bool {
         self.inner.state.lock().stopped
+    }
+
+    /// Whether its factory removed it
+    /// ([`SharedInformerFactory::remove_informer`](crate::SharedInformerFactory::remove_informer)):
+    /// it has stopped for good, its cache is empty, and it has left the metrics scrape.
+    pub fn is_removed(&self) -> bool {
+        self.inner.state.lock().removed
     }
 
     /// The current resync check period.

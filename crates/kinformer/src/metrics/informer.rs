@@ -42,6 +42,11 @@ pub trait InformerProbe: Send + Sync + 'static {
     fn since_last_list(&self) -> Option<Duration> {
         None
     }
+    /// Whether the informer was removed from its factory, so it leaves the scrape (and the
+    /// collector lets go of it). Default: never.
+    fn is_removed(&self) -> bool {
+        false
+    }
     /// The consistency checks run. Default: none.
     fn consistency_stats(&self) -> crate::informer::ConsistencyStats {
         crate::informer::ConsistencyStats::default()
@@ -78,6 +83,9 @@ impl<K: crate::Object> InformerProbe for crate::SharedIndexInformer<K> {
     }
     fn consistency_stats(&self) -> crate::informer::ConsistencyStats {
         crate::SharedIndexInformer::consistency_stats(self)
+    }
+    fn is_removed(&self) -> bool {
+        crate::SharedIndexInformer::is_removed(self)
     }
     fn last_resource_version(&self) -> i64 {
         let rv = self.last_sync_resource_version();
@@ -117,8 +125,11 @@ impl fmt::Debug for InformerCollector {
 }
 
 impl InformerCollector {
+    /// Adds a probe (and lets go of those of removed informers).
     pub(crate) fn add(&self, probe: Box<dyn InformerProbe>) {
-        self.probes.lock().push(probe);
+        let mut probes = self.probes.lock();
+        probes.retain(|p| !p.is_removed());
+        probes.push(probe);
     }
 }
 
@@ -157,7 +168,9 @@ impl Collector for InformerCollector {
         let since_list = Family::<InformerLabels, Seconds>::default();
         let checks = Family::<CheckLabels, Counter>::default();
         let divergent = Family::<InformerLabels, Gauge>::default();
-        for p in self.probes.lock().iter() {
+        let mut probes = self.probes.lock();
+        probes.retain(|p| !p.is_removed());
+        for p in probes.iter() {
             let l = InformerLabels {
                 name: p.probe_name(),
             };

@@ -69,6 +69,12 @@ impl Metrics {
     /// Reports an informer's figures at every scrape (objects cached, queued deltas, last
     /// resource version, handlers with their backlogs and oldest waiting notifications, the
     /// time since the last watch activity and list, consistency checks; see the module docs).
+    ///
+    /// An informer removed from its factory
+    /// ([`SharedInformerFactory::remove_informer`](crate::SharedInformerFactory::remove_informer)
+    /// and the other `remove_*` methods) leaves the scrape, every series of it, and the
+    /// collector lets go of it at the next scrape or `watch_informer`. One that merely stopped
+    /// (its factory shut down) keeps reporting its last figures.
     pub fn watch_informer<K: crate::Object>(&self, informer: &crate::SharedIndexInformer<K>) {
         self.informers.add(Box::new(informer.clone()));
     }

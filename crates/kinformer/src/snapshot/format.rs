@@ -58,6 +58,13 @@ pub struct ListScope {
     pub field_selector: Option<String>,
     /// The shard selector.
     pub shard: Option<String>,
+    /// The namespaces of the informer's [`NamespaceSet`](crate::NamespaceSet) when the
+    /// snapshot was written (`None`: no set; left out of the file then). A snapshot loads only
+    /// into an informer whose set holds the same namespaces when it starts, and such an
+    /// informer always lists (diffed against the snapshot) rather than resumes: see
+    /// [`NamespaceSetListerWatcher`](crate::NamespaceSetListerWatcher).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespaces: Option<Vec<String>>,
 }
 
 /// How the objects are stored in the file.

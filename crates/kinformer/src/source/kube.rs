@@ -213,6 +213,11 @@ where
     /// [`new`](Self::new) for resources with a runtime type (`DynamicObject` and its
     /// `ApiResource`). Their scope is only known at run time: leave `config.namespace` unset
     /// for a cluster-scoped resource.
+    ///
+    /// One namespace or all: [`InformerConfig::namespaces`] is not this source's (a warning
+    /// is logged and every namespace listed); the factory and
+    /// [`SharedIndexInformer::new`](crate::SharedIndexInformer::new) make a
+    /// [`NamespaceSetListerWatcher`](crate::NamespaceSetListerWatcher) for it.
     pub fn new_with(
         client: kube::Client,
         config: &InformerConfig<K>,
@@ -224,6 +229,12 @@ where
         let cluster_scoped =
             TypeId::of::<K::Scope>() == TypeId::of::<k8s_openapi::ClusterResourceScope>();
         let namespace = config.namespace.as_deref().filter(|_| !cluster_scoped);
+        if config.namespaces.is_some() && namespace.is_none() && !cluster_scoped {
+            tracing::warn!(
+                "a KubeListerWatcher covers one namespace or all: InformerConfig::namespaces is \
+                 ignored here, every namespace is listed (use NamespaceSetListerWatcher)"
+            );
+        }
         let metadata = K::metadata_api();
         Self {
             client,

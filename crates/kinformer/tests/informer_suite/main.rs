@@ -5,6 +5,7 @@
 mod controller_leader;
 mod controller_runner;
 mod controller_ryw;
+mod handler_shutdown;
 #[path = "../leader_support/mod.rs"]
 mod leader_support;
 #[path = "../queue_mode/mod.rs"]

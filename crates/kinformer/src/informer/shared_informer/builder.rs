@@ -148,12 +148,13 @@ impl<K: Object + Serialize + DeserializeOwned> SharedIndexInformerBuilder<K, Str
 impl<K> SharedIndexInformer<K>
 where
     K: Object + Serialize + DeserializeOwned + std::fmt::Debug,
-    K::DynamicType: Default,
+    K::DynamicType: Default + Clone,
     K::Scope: 'static,
 {
     /// An informer over a real cluster, its source made from `config`
     /// ([`KubeListerWatcher::new`](crate::KubeListerWatcher::new)): `K` in `config`'s namespace
-    /// (all namespaces without one), named after its kind, without indexes. The factory
+    /// (all namespaces without one), or over its [namespace set](InformerConfig::namespaces)
+    /// ([`NamespaceSetListerWatcher`](crate::NamespaceSetListerWatcher)), named after its kind, without indexes. The factory
     /// ([`SharedInformerFactory`](crate::SharedInformerFactory)) shares one per type; this is
     /// for a program that wants one informer of its own.
     ///
@@ -166,7 +167,10 @@ where
     /// # let _ = pods; Ok(()) }
     /// ```
     pub fn new(client: kube::Client, config: InformerConfig<K>) -> Self {
-        let source = crate::KubeListerWatcher::new(client, &config);
+        let namespaced = std::any::TypeId::of::<K::Scope>()
+            != std::any::TypeId::of::<k8s_openapi::ClusterResourceScope>();
+        let dyntype = K::DynamicType::default();
+        let source = crate::source::kube_source(client, &config, &dyntype, namespaced);
         Self::builder(source).config(config).build()
     }
 }

@@ -13,6 +13,10 @@ pub enum InformerError {
     /// The registration belongs to another informer.
     #[error("registration {0:?} does not belong to informer {1:?}")]
     ForeignRegistration(String, String),
+    /// A handler's shutdown was awaited from inside that handler's own callback, where it
+    /// would wait for itself; the handler was removed, but not waited for.
+    #[error("handler {0:?} cannot wait for its own shutdown from inside its callback")]
+    FromOwnHandler(String),
     /// An indexer could not be added.
     #[error(transparent)]
     Store(#[from] StoreError),

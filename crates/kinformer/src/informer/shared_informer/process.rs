@@ -21,8 +21,8 @@ impl<K: Object> SharedIndexInformer<K> {
         let prepared = self.prepare_start().await;
         let (fifo, reflector, staging) = {
             let mut state = inner.state.lock();
-            if state.started {
-                tracing::warn!(informer = %inner.name, "the informer has already started; run more than once is not allowed");
+            if state.started || state.stopped {
+                tracing::warn!(informer = %inner.name, "the informer has already started or was stopped; run ignored");
                 return;
             }
             let config = &inner.config;

@@ -81,7 +81,8 @@ impl<K: Object> SharedIndexInformer<K> {
     pub fn list_scope(&self) -> ListScope {
         let c = &self.inner.config;
         ListScope {
-            namespace: c.namespace.clone(),
+            namespace: c.namespace.clone().filter(|_| c.namespaces.is_none()),
+            namespaces: (c.namespaces.as_ref()).map(|set| set.snapshot().into_iter().collect()),
             label_selector: c.label_selector.clone(),
             field_selector: c.field_selector.clone(),
             shard: c.shard.as_ref().map(crate::shard::Shard::selector),
