@@ -1,10 +1,14 @@
 //! A user's application: an embedded API server, a factory informer over it, synced, with the
-//! Kubernetes version this build selected. Exits non-zero saying what went wrong.
+//! Kubernetes version this build selected; then what a long-running controller does at run
+//! time (reads through the factory, a namespace set changed while its informer runs, an
+//! informer removed). Exits non-zero saying what went wrong.
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
-use kinformer::SharedInformerFactory;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kinformer::factory::FactoryError;
+use kinformer::{InformerConfig, NamespaceSet, SharedInformerFactory};
+use kinformer_apiserver::RunningServer;
 use tokio_util::sync::CancellationToken;
 
 const PODS: usize = 2_000;
@@ -56,9 +60,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         check_newer_field(&pods.indexer())?;
     }
     factory.shutdown().await;
+    let lifecycle = run_time_changes(&server).await?;
     server.shutdown().await;
     println!(
-        "app-check: Kubernetes {k8s} (protobuf table {table}): {want} pods synced{}",
+        "app-check: Kubernetes {k8s} (protobuf table {table}): {want} pods synced{}; {lifecycle}",
         if newer.is_some() {
             ", a 1.34+ field kept"
         } else {
@@ -66,6 +71,74 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     );
     Ok(())
+}
+
+/// A factory over a namespace set of the seeded namespaces: the pods of a namespace added
+/// while it runs arrive, those of a removed one leave; an unwatched type's read is a typed
+/// error; the informer, removed, leaves no watch open on the server.
+async fn run_time_changes(server: &RunningServer) -> Result<String, Box<dyn std::error::Error>> {
+    let names = kinformer_apiserver::seed::namespace_names(3);
+    let in_ns = |ns: &str| -> Result<usize, Box<dyn std::error::Error>> {
+        Ok(server.state("pods", Some(ns))?.objects.len())
+    };
+    let set = NamespaceSet::new([names[0].clone(), names[1].clone()])?;
+    let factory = SharedInformerFactory::builder(server.client())
+        .defaults(InformerConfig::default().namespaces(set.clone()))
+        .build();
+    let pods = factory.informer::<Pod>();
+    factory.start();
+    let cached_becomes = |want: usize, what: &'static str| {
+        let cache = pods.indexer();
+        async move {
+            for _ in 0..1200 {
+                if cache.len() == want {
+                    return Ok(());
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(format!(
+                "{what}: {} pods cached, {want} expected",
+                cache.len()
+            ))
+        }
+    };
+    cached_becomes(
+        in_ns(&names[0])? + in_ns(&names[1])?,
+        "namespace set synced",
+    )
+    .await?;
+    set.insert(names[2].clone())?;
+    let all_three = in_ns(&names[0])? + in_ns(&names[1])? + in_ns(&names[2])?;
+    cached_becomes(all_three, "namespace added").await?;
+    set.remove(&names[0]);
+    cached_becomes(in_ns(&names[1])? + in_ns(&names[2])?, "namespace removed").await?;
+    factory.lister::<Pod>()?;
+    if !matches!(
+        factory.lister::<ConfigMap>(),
+        Err(FactoryError::NotWatched { .. })
+    ) {
+        return Err("a read of an unwatched type did not fail with NotWatched".into());
+    }
+    if !factory.remove_informer::<Pod>().await {
+        return Err("remove_informer found no pod informer".into());
+    }
+    // the server sees each closed connection a moment later
+    let mut open = server.open_watches(Some("pods"));
+    for _ in 0..200 {
+        if open == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        open = server.open_watches(Some("pods"));
+    }
+    if open != 0 || !pods.indexer().is_empty() {
+        let cached = pods.indexer().len();
+        return Err(format!("after removal: {open} pod watches open, {cached} cached").into());
+    }
+    factory.shutdown().await;
+    Ok(format!(
+        "namespace set changed at run time ({all_three} pods over 3 namespaces), informer removed"
+    ))
 }
 
 /// The version this build's k8s-openapi feature selected.
