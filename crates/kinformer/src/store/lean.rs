@@ -163,6 +163,54 @@ fn spread<T: Sync, R: Send>(items: &[T], cores: usize, f: &(impl Fn(&T) -> R + S
     })
 }
 
+/// `json` compressed against `dict`, its length first (4 bytes, little-endian): what
+/// `lz4_flex::block::compress_prepend_size_with_dict` gives, written into this thread's scratch
+/// buffer and copied once into the blob.
+fn compress_prepend_size(json: &[u8], dict: &[u8]) -> Result<Arc<[u8]>, CodecError> {
+    let size = u32::try_from(json.len())
+        .map_err(|_| format!("the object's JSON is too long: {} bytes", json.len()))?;
+    let mut out = scratch::take(&scratch::OUT);
+    out.resize(4 + lz4_flex::block::get_maximum_output_size(json.len()), 0);
+    out[..4].copy_from_slice(&size.to_le_bytes());
+    let blob = lz4_flex::block::compress_into_with_dict(json, &mut out[4..], dict)
+        .map(|len| Arc::from(&out[..4 + len]))
+        .map_err(|e| format!("cannot compress the object: {e}"));
+    scratch::give_back(&scratch::OUT, out);
+    blob
+}
+
+/// Each thread's buffers for the JSON of the object it encodes or decodes and for its
+/// compressed form, reused from one object to the next (allocating them anew for every object
+/// was a good part of what encoding cost).
+mod scratch {
+    use std::cell::Cell;
+    use std::thread::LocalKey;
+
+    /// A buffer that grew past this is dropped after use rather than kept.
+    const KEEP: usize = 256 * 1024;
+
+    thread_local! {
+        /// The JSON of an object being encoded or decoded.
+        pub(super) static JSON: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+        /// The compressed form of an object being encoded.
+        pub(super) static OUT: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+    }
+
+    /// The thread's buffer, empty (a new one if it is in use or the thread is ending).
+    pub(super) fn take(key: &'static LocalKey<Cell<Vec<u8>>>) -> Vec<u8> {
+        let mut buf = key.try_with(Cell::take).unwrap_or_default();
+        buf.clear();
+        buf
+    }
+
+    /// Returns a buffer taken with [`take`] to the thread, unless it grew too large.
+    pub(super) fn give_back(key: &'static LocalKey<Cell<Vec<u8>>>, buf: Vec<u8>) {
+        if buf.capacity() <= KEEP {
+            let _ = key.try_with(|cell| cell.set(buf));
+        }
+    }
+}
+
 /// The dictionary is at most this long (LZ4 looks back at most 64 KiB).
 const MAX_DICT: usize = 64 * 1024;
 
@@ -176,7 +224,8 @@ pub const DEFAULT_HOT_OBJECTS: usize = 128;
 /// Encodes and decodes one cache's objects, and remembers the decoded objects that are still
 /// alive so readers share them.
 pub(super) struct LeanCodec<K> {
-    to_json: fn(&K) -> Result<Vec<u8>, serde_json::Error>,
+    /// Writes the JSON of an object at the end of the buffer.
+    to_json: fn(&K, &mut Vec<u8>) -> Result<(), serde_json::Error>,
     from_json: fn(&[u8]) -> Result<K, serde_json::Error>,
     /// The compression dictionary: the JSON of the first object encoded.
     dict: OnceLock<Box<[u8]>>,
@@ -221,7 +270,7 @@ impl<K: Serialize + DeserializeOwned> LeanCodec<K> {
     /// decoded objects alive.
     pub(super) fn with_hot(hot: usize) -> Self {
         Self {
-            to_json: |obj| serde_json::to_vec(obj),
+            to_json: |obj, buf| serde_json::to_writer(buf, obj),
             from_json: |bytes| serde_json::from_slice(bytes),
             dict: OnceLock::new(),
             shared: Mutex::new(SharedTable {
@@ -238,14 +287,27 @@ impl<K> LeanCodec<K> {
     /// The encoded form of `obj`; `obj` itself is remembered as the decoded form, so readers
     /// share it while it lives.
     pub(super) fn encode(&self, obj: &Arc<K>) -> Result<Arc<[u8]>, CodecError> {
-        let json = (self.to_json)(obj).map_err(|e| format!("cannot encode the object: {e}"))?;
-        let dict = self
-            .dict
-            .get_or_init(|| json[..json.len().min(MAX_DICT)].into());
-        let blob: Arc<[u8]> = lz4_flex::block::compress_prepend_size_with_dict(&json, dict).into();
+        let blob = self.compress(obj)?;
         self.share(&blob, obj);
         self.keep_hot(obj);
         Ok(blob)
+    }
+
+    /// The encoded form of `obj` (its JSON, compressed against the dictionary, which the first
+    /// object encoded sets), remembered nowhere.
+    fn compress(&self, obj: &K) -> Result<Arc<[u8]>, CodecError> {
+        let mut json = scratch::take(&scratch::JSON);
+        let blob = match (self.to_json)(obj, &mut json) {
+            Ok(()) => {
+                let dict = self
+                    .dict
+                    .get_or_init(|| json[..json.len().min(MAX_DICT)].into());
+                compress_prepend_size(&json, dict)
+            }
+            Err(e) => Err(format!("cannot encode the object: {e}")),
+        };
+        scratch::give_back(&scratch::JSON, json);
+        blob
     }
 
     /// The compression dictionary, once the first object was encoded.
@@ -273,9 +335,16 @@ impl<K> LeanCodec<K> {
                 body.len()
             ));
         }
-        let json = lz4_flex::block::decompress_with_dict(body, size, dict)
-            .map_err(|e| format!("cannot decompress the stored object: {e}"))?;
-        (self.from_json)(&json).map_err(|e| format!("cannot decode the stored object: {e}"))
+        let mut json = scratch::take(&scratch::JSON);
+        json.resize(size, 0);
+        let obj = lz4_flex::block::decompress_into_with_dict(body, &mut json, dict)
+            .map_err(|e| format!("cannot decompress the stored object: {e}"))
+            .and_then(|len| {
+                (self.from_json)(&json[..len])
+                    .map_err(|e| format!("cannot decode the stored object: {e}"))
+            });
+        scratch::give_back(&scratch::JSON, json);
+        obj
     }
 
     /// The decoded object of `blob`: the live shared copy if there is one, else a fresh decode
@@ -403,6 +472,13 @@ mod tests {
             "{} vs {}",
             blob2.len(),
             json.len()
+        );
+        let dict = serde_json::to_vec(&*first).unwrap();
+        assert_eq!(codec.dict(), Some(&dict[..]));
+        assert_eq!(
+            &*blob2,
+            lz4_flex::block::compress_prepend_size_with_dict(&json, &dict),
+            "the bytes lz4_flex's own function gives"
         );
         assert_eq!(codec.decode_fresh(&blob).unwrap(), *first);
         assert_eq!(codec.decode_fresh(&blob2).unwrap(), *second);
