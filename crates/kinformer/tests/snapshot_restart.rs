@@ -176,7 +176,7 @@ where
     }
     let factory = builder.build();
     let informer = factory.informer::<ConfigMap>();
-    informer.add_event_handler(log.handler()).unwrap();
+    let registration = informer.add_event_handler(log.handler()).unwrap();
     factory.start();
     let synced = tokio::time::timeout(
         LIMIT,
@@ -185,6 +185,11 @@ where
     .await
     .expect("sync in time");
     assert!(synced.values().all(|s| *s), "{synced:?}");
+    // the handler has been told the initial list (and the deletes it implies) before the log
+    // is read: shutdown drops notifications still queued
+    tokio::time::timeout(LIMIT, registration.synced_signal().wait())
+        .await
+        .expect("the handler has processed the initial list in time");
     converge(server, &informer).await;
     let status = informer.snapshot_status();
     during(informer).await;
