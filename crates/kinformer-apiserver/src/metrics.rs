@@ -6,7 +6,6 @@
 //! tracks watches and other long-running requests there; here only watches run long).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -50,8 +49,6 @@ pub(crate) struct Metrics {
     /// Open watches by resource (`plural` or `plural.group`), for
     /// [`RunningServer::open_watches`](crate::RunningServer::open_watches).
     open: Arc<Mutex<std::collections::HashMap<String, usize>>>,
-    /// Open watches in all.
-    open_total: Arc<AtomicUsize>,
 }
 
 impl Default for Metrics {
@@ -74,7 +71,6 @@ impl Default for Metrics {
             requests,
             longrunning,
             open: Arc::default(),
-            open_total: Arc::default(),
         }
     }
 }
@@ -86,13 +82,11 @@ pub(crate) struct OpenWatch {
     gauge: Gauge,
     resource: String,
     open: Arc<Mutex<std::collections::HashMap<String, usize>>>,
-    open_total: Arc<AtomicUsize>,
 }
 
 impl Drop for OpenWatch {
     fn drop(&mut self) {
         self.gauge.dec();
-        self.open_total.fetch_sub(1, Ordering::AcqRel);
         let mut open = self.open.lock();
         if let Some(n) = open.get_mut(&self.resource) {
             *n = n.saturating_sub(1);
@@ -120,22 +114,21 @@ impl Metrics {
         };
         let gauge = self.longrunning.get_or_create(&labels).clone();
         gauge.inc();
-        self.open_total.fetch_add(1, Ordering::AcqRel);
         *self.open.lock().entry(resource.clone()).or_default() += 1;
         OpenWatch {
             gauge,
             resource,
             open: self.open.clone(),
-            open_total: self.open_total.clone(),
         }
     }
 
     /// Open watches of `resource` (`plural` for the core group, else `plural.group`), or of
     /// every resource (`None`).
     pub(crate) fn open_watches(&self, resource: Option<&str>) -> usize {
+        let open = self.open.lock();
         match resource {
-            None => self.open_total.load(Ordering::Acquire),
-            Some(r) => self.open.lock().get(r).copied().unwrap_or(0),
+            None => open.values().sum(),
+            Some(r) => open.get(r).copied().unwrap_or(0),
         }
     }
 

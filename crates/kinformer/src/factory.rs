@@ -115,6 +115,38 @@ pub struct SharedInformerFactoryBuilder {
     lazy_start: bool,
 }
 
+/// What the factory's typed getters ([`informer`](SharedInformerFactory::informer),
+/// [`lister`](SharedInformerFactory::lister), [`remove_informer`](SharedInformerFactory::remove_informer)
+/// and their kin) ask of `K`: a kube-rs resource whose type says everything about it
+/// (`DynamicType = ()`: k8s-openapi's types, `#[derive(CustomResource)]` types,
+/// `PartialObjectMeta<K>`), read and written with serde, shared between tasks. Implemented for
+/// every such type; nothing to implement by hand.
+pub trait TypedResource:
+    Resource<DynamicType = (), Scope: 'static>
+    + Serialize
+    + DeserializeOwned
+    + Clone
+    + Debug
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K> TypedResource for K
+where
+    K: Resource<DynamicType = ()>
+        + Serialize
+        + DeserializeOwned
+        + Clone
+        + Debug
+        + Send
+        + Sync
+        + 'static,
+    K::Scope: 'static,
+{
+}
+
 /// A per-type change of the factory's defaults, stored under `K`'s `TypeId`.
 type ByType<K> = Arc<dyn Fn(InformerConfig<K>) -> InformerConfig<K> + Send + Sync>;
 
@@ -259,15 +291,7 @@ impl SharedInformerFactory {
     /// by [`config_for::<K>()`](Self::config_for).
     pub fn informer<K>(&self) -> SharedIndexInformer<K>
     where
-        K: Resource<DynamicType = ()>
-            + Serialize
-            + DeserializeOwned
-            + Clone
-            + Debug
-            + Send
-            + Sync
-            + 'static,
-        K::Scope: 'static,
+        K: TypedResource,
     {
         self.typed(self.config_for::<K>())
     }
@@ -276,15 +300,7 @@ impl SharedInformerFactory {
     /// configuration with the scope's namespace and selectors. Each scope is its own informer.
     pub fn informer_with_scope<K>(&self, scope: InformerScope) -> SharedIndexInformer<K>
     where
-        K: Resource<DynamicType = ()>
-            + Serialize
-            + DeserializeOwned
-            + Clone
-            + Debug
-            + Send
-            + Sync
-            + 'static,
-        K::Scope: 'static,
+        K: TypedResource,
     {
         self.typed(self.config_with_scope(scope))
     }
@@ -301,15 +317,7 @@ impl SharedInformerFactory {
 
     fn typed<K>(&self, mut config: InformerConfig<K>) -> SharedIndexInformer<K>
     where
-        K: Resource<DynamicType = ()>
-            + Serialize
-            + DeserializeOwned
-            + Clone
-            + Debug
-            + Send
-            + Sync
-            + 'static,
-        K::Scope: 'static,
+        K: TypedResource,
     {
         let namespaced =
             TypeId::of::<K::Scope>() != TypeId::of::<k8s_openapi::ClusterResourceScope>();

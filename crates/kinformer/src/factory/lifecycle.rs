@@ -131,15 +131,7 @@ impl SharedInformerFactory {
     /// informer to stop: this waits until it has.
     pub async fn remove_informer<K>(&self) -> bool
     where
-        K: Resource<DynamicType = ()>
-            + Serialize
-            + DeserializeOwned
-            + Clone
-            + Debug
-            + Send
-            + Sync
-            + 'static,
-        K::Scope: 'static,
+        K: TypedResource,
     {
         let mut config = self.config_for::<K>();
         self.remove_key(typed_key(&mut config)).await
@@ -149,15 +141,7 @@ impl SharedInformerFactory {
     /// [`informer_with_scope::<K>(scope)`](Self::informer_with_scope) returns.
     pub async fn remove_informer_with_scope<K>(&self, scope: InformerScope) -> bool
     where
-        K: Resource<DynamicType = ()>
-            + Serialize
-            + DeserializeOwned
-            + Clone
-            + Debug
-            + Send
-            + Sync
-            + 'static,
-        K::Scope: 'static,
+        K: TypedResource,
     {
         let mut config = self.config_with_scope::<K>(scope);
         self.remove_key(typed_key(&mut config)).await
@@ -236,15 +220,7 @@ impl SharedInformerFactory {
     /// [`FactoryError::ShutDown`] (lazy start after [`shutdown`](Self::shutdown)).
     pub fn lister<K>(&self) -> Result<Lister<K>, FactoryError>
     where
-        K: Resource<DynamicType = ()>
-            + Serialize
-            + DeserializeOwned
-            + Clone
-            + Debug
-            + Send
-            + Sync
-            + 'static,
-        K::Scope: 'static,
+        K: TypedResource,
     {
         Ok(self.typed_read(self.config_for::<K>())?.lister())
     }
@@ -256,15 +232,7 @@ impl SharedInformerFactory {
     /// As [`lister`](Self::lister).
     pub fn lister_with_scope<K>(&self, scope: InformerScope) -> Result<Lister<K>, FactoryError>
     where
-        K: Resource<DynamicType = ()>
-            + Serialize
-            + DeserializeOwned
-            + Clone
-            + Debug
-            + Send
-            + Sync
-            + 'static,
-        K::Scope: 'static,
+        K: TypedResource,
     {
         Ok(self.typed_read(self.config_with_scope(scope))?.lister())
     }
@@ -318,15 +286,7 @@ impl SharedInformerFactory {
         cancel: &CancellationToken,
     ) -> Result<Lister<K>, FactoryError>
     where
-        K: Resource<DynamicType = ()>
-            + Serialize
-            + DeserializeOwned
-            + Clone
-            + Debug
-            + Send
-            + Sync
-            + 'static,
-        K::Scope: 'static,
+        K: TypedResource,
     {
         let informer = self.typed_read(self.config_for::<K>())?;
         let synced = informer.synced_signal();
@@ -344,15 +304,7 @@ impl SharedInformerFactory {
         config: InformerConfig<K>,
     ) -> Result<SharedIndexInformer<K>, FactoryError>
     where
-        K: Resource<DynamicType = ()>
-            + Serialize
-            + DeserializeOwned
-            + Clone
-            + Debug
-            + Send
-            + Sync
-            + 'static,
-        K::Scope: 'static,
+        K: TypedResource,
     {
         let mut keyed = config.clone();
         let key = typed_key(&mut keyed);

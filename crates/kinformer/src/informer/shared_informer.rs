@@ -397,15 +397,24 @@ impl<K: Object> SharedIndexInformer<K> {
         &self,
         registration: &ResourceEventHandlerRegistration,
     ) -> Result<(), InformerError> {
+        self.check_own(registration)?;
+        let _state = self.inner.state.lock();
+        let _deltas = self.inner.block_deltas.lock();
+        self.inner.processor.remove_listener(registration.id);
+        Ok(())
+    }
+
+    /// [`InformerError::ForeignRegistration`] unless `registration` is one of this informer's.
+    fn check_own(
+        &self,
+        registration: &ResourceEventHandlerRegistration,
+    ) -> Result<(), InformerError> {
         if registration.informer_id != self.inner.id {
             return Err(InformerError::ForeignRegistration(
                 registration.name().to_owned(),
                 self.inner.name.clone(),
             ));
         }
-        let _state = self.inner.state.lock();
-        let _deltas = self.inner.block_deltas.lock();
-        self.inner.processor.remove_listener(registration.id);
         Ok(())
     }
 

@@ -59,19 +59,6 @@ impl<K: Object> SharedIndexInformer<K> {
         self.wait_handler_finished(registration).await
     }
 
-    fn check_own(
-        &self,
-        registration: &ResourceEventHandlerRegistration,
-    ) -> Result<(), InformerError> {
-        if registration.informer_id != self.inner.id {
-            return Err(InformerError::ForeignRegistration(
-                registration.name().to_owned(),
-                self.inner.name.clone(),
-            ));
-        }
-        Ok(())
-    }
-
     /// Waits for a removed or detached handler's last callback, unless that is impossible
     /// (a stream's consumer, or a call from inside the handler).
     async fn wait_handler_finished(
