@@ -288,14 +288,22 @@ impl<K> LeanCodec<K> {
     /// share it while it lives.
     pub(super) fn encode(&self, obj: &Arc<K>) -> Result<Arc<[u8]>, CodecError> {
         let blob = self.compress(obj)?;
-        self.share(&blob, obj);
-        self.keep_hot(obj);
+        self.remember(&blob, obj);
         Ok(blob)
     }
 
+    /// Remembers `obj` as the decoded form of `blob` (its encoded form, just made by
+    /// [`compress`](Self::compress)) and keeps it among the most recent objects, as
+    /// [`encode`](Self::encode) does.
+    pub(super) fn remember(&self, blob: &Arc<[u8]>, obj: &Arc<K>) {
+        self.share(blob, obj);
+        self.keep_hot(obj);
+    }
+
     /// The encoded form of `obj` (its JSON, compressed against the dictionary, which the first
-    /// object encoded sets), remembered nowhere.
-    fn compress(&self, obj: &K) -> Result<Arc<[u8]>, CodecError> {
+    /// object encoded sets), remembered nowhere. The same object encoded against the same
+    /// dictionary gives the same bytes.
+    pub(super) fn compress(&self, obj: &K) -> Result<Arc<[u8]>, CodecError> {
         let mut json = scratch::take(&scratch::JSON);
         let blob = match (self.to_json)(obj, &mut json) {
             Ok(()) => {
