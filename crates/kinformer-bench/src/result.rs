@@ -230,6 +230,11 @@ pub struct PeerReport {
     pub steady_rss_kib: Option<u64>,
     /// W1/W1t: (steady - baseline) / objects, bytes.
     pub bytes_per_object: Option<f64>,
+    /// W1/W1t: (RSS when synced with every add handled - baseline) / objects, bytes: what a
+    /// program reading its memory when the informer has synced sees (nothing released by the
+    /// bench, no settling). The Rust peers only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes_per_object_at_sync: Option<f64>,
     /// W2: events delivered to each handler per second.
     pub events_per_sec: Option<f64>,
     /// W2: events each handler received.
@@ -267,6 +272,7 @@ impl PeerReport {
             peak_rss_kib: None,
             steady_rss_kib: None,
             bytes_per_object: None,
+            bytes_per_object_at_sync: None,
             events_per_sec: None,
             events: None,
             latency_p50_us: None,

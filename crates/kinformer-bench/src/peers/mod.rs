@@ -259,6 +259,7 @@ pub async fn run(peer: Peer, args: &PeerArgs) -> Result<PeerReport, PeerError> {
     })
     .await?;
     let sync = t0.elapsed();
+    let at_sync = rss::current_kib();
     let peak = rss::peak_kib();
     tokio::time::sleep(SETTLE).await;
     // Like the Go peer (`runtime.GC(); debug.FreeOSMemory()`), hand freed memory back to the
@@ -271,10 +272,12 @@ pub async fn run(peer: Peer, args: &PeerArgs) -> Result<PeerReport, PeerError> {
         Workload::W1 | Workload::W1t => {
             report.sync_ms = Some(sync.as_secs_f64() * 1000.0);
             report.peak_rss_kib = Some(peak);
-            report.bytes_per_object = Some(
-                steady.saturating_sub(report.baseline_rss_kib) as f64 * 1024.0
-                    / report.objects.max(1) as f64,
-            );
+            let per_object = |kib: u64| {
+                kib.saturating_sub(report.baseline_rss_kib) as f64 * 1024.0
+                    / report.objects.max(1) as f64
+            };
+            report.bytes_per_object = Some(per_object(steady));
+            report.bytes_per_object_at_sync = Some(per_object(at_sync));
         }
         Workload::W3 => {
             rss::reset_peak();

@@ -34,6 +34,9 @@ struct Row {
     label: &'static str,
     /// The measure.
     metric: Metric,
+    /// The measure of `base`, when it is not `metric` (the lean cache's bytes when synced
+    /// against client-go's settled W4 bytes).
+    base_metric: Option<Metric>,
     /// The workload it was measured on.
     workload: Workload,
     /// The kinformer peer.
@@ -53,6 +56,7 @@ const PER_SIZE: &[Row] = &[
     Row {
         label: "W1 sync",
         metric: Metric::Sync,
+        base_metric: None,
         workload: Workload::W1,
         peer: Peer::Kinformer,
         base: Peer::ClientGo,
@@ -63,6 +67,7 @@ const PER_SIZE: &[Row] = &[
     Row {
         label: "W1t sync (managedFields dropped)",
         metric: Metric::Sync,
+        base_metric: None,
         workload: Workload::W1t,
         peer: Peer::Kinformer,
         base: Peer::ClientGo,
@@ -73,6 +78,7 @@ const PER_SIZE: &[Row] = &[
     Row {
         label: "metadata-only informers, W1 sync",
         metric: Metric::Sync,
+        base_metric: None,
         workload: Workload::W1,
         peer: Peer::KinformerMetadata,
         base: Peer::ClientGoMetadata,
@@ -83,6 +89,7 @@ const PER_SIZE: &[Row] = &[
     Row {
         label: "W1 peak RSS",
         metric: Metric::Peak,
+        base_metric: None,
         workload: Workload::W1,
         peer: Peer::Kinformer,
         base: Peer::ClientGo,
@@ -93,6 +100,7 @@ const PER_SIZE: &[Row] = &[
     Row {
         label: "W4 bytes per cached pod",
         metric: Metric::BytesPerObject,
+        base_metric: None,
         workload: Workload::W1,
         peer: Peer::Kinformer,
         base: Peer::ClientGo,
@@ -103,6 +111,7 @@ const PER_SIZE: &[Row] = &[
     Row {
         label: "W4 with managedFields dropped",
         metric: Metric::BytesPerObject,
+        base_metric: None,
         workload: Workload::W1t,
         peer: Peer::Kinformer,
         base: Peer::ClientGo,
@@ -113,6 +122,7 @@ const PER_SIZE: &[Row] = &[
     Row {
         label: "lean cache (`CacheMode::Lean`), W1 sync",
         metric: Metric::Sync,
+        base_metric: None,
         workload: Workload::W1,
         peer: Peer::KinformerLean,
         base: Peer::ClientGo,
@@ -123,6 +133,18 @@ const PER_SIZE: &[Row] = &[
     Row {
         label: "lean cache (`CacheMode::Lean`), W4 bytes per cached pod",
         metric: Metric::BytesPerObject,
+        base_metric: None,
+        workload: Workload::W1,
+        peer: Peer::KinformerLean,
+        base: Peer::ClientGo,
+        unit: "B",
+        cost: Cost::Memory,
+        rounds: false,
+    },
+    Row {
+        label: "lean cache (`CacheMode::Lean`), bytes per cached pod when synced (client-go: W4)",
+        metric: Metric::BytesAtSync,
+        base_metric: Some(Metric::BytesPerObject),
         workload: Workload::W1,
         peer: Peer::KinformerLean,
         base: Peer::ClientGo,
@@ -133,6 +155,7 @@ const PER_SIZE: &[Row] = &[
     Row {
         label: "metadata-only informers, W4 bytes per cached pod",
         metric: Metric::BytesPerObject,
+        base_metric: None,
         workload: Workload::W1,
         peer: Peer::KinformerMetadata,
         base: Peer::ClientGoMetadata,
@@ -143,6 +166,7 @@ const PER_SIZE: &[Row] = &[
     Row {
         label: "metadata-only informers with the lean cache, W1 sync",
         metric: Metric::Sync,
+        base_metric: None,
         workload: Workload::W1,
         peer: Peer::KinformerMetadataLean,
         base: Peer::ClientGoMetadata,
@@ -153,6 +177,7 @@ const PER_SIZE: &[Row] = &[
     Row {
         label: "metadata-only informers with the lean cache, W4 bytes per cached pod",
         metric: Metric::BytesPerObject,
+        base_metric: None,
         workload: Workload::W1,
         peer: Peer::KinformerMetadataLean,
         base: Peer::ClientGoMetadata,
@@ -163,6 +188,7 @@ const PER_SIZE: &[Row] = &[
     Row {
         label: "W3 relist",
         metric: Metric::Relist,
+        base_metric: None,
         workload: Workload::W3,
         peer: Peer::Kinformer,
         base: Peer::ClientGo,
@@ -176,6 +202,7 @@ const PER_SIZE: &[Row] = &[
 const ON_W2_SERVER: &[Row] = &[Row {
     label: "W2 p50 write-to-handler latency",
     metric: Metric::P50,
+    base_metric: None,
     workload: Workload::W2,
     peer: Peer::Kinformer,
     base: Peer::ClientGo,
@@ -188,9 +215,15 @@ impl Row {
     /// Writes the sentence for `n` objects, labelled `label`, when both figures exist, and
     /// the round-by-round line when asked for and there are rounds to pair.
     fn write(&self, md: &mut String, t: &Tables, results: &[PeerReport], label: &str, n: u64) {
-        let m = t.of(self.metric);
-        let k = m.get(Tier::Real, self.workload, n, self.peer);
-        let c = m.get(Tier::Real, self.workload, n, self.base);
+        let k = t
+            .of(self.metric)
+            .get(Tier::Real, self.workload, n, self.peer);
+        let c = t.of(self.base_metric.unwrap_or(self.metric)).get(
+            Tier::Real,
+            self.workload,
+            n,
+            self.base,
+        );
         if let (Some(k), Some(c)) = (k, c) {
             let (worse, better) = self.cost.words();
             // the sentence names the libraries; the row's peers may be their variants

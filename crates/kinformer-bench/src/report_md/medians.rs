@@ -93,6 +93,8 @@ pub(super) enum Metric {
     Peak,
     /// W4: bytes per cached object.
     BytesPerObject,
+    /// W1/W1t: bytes per cached object from the RSS when synced, before anything settles.
+    BytesAtSync,
     /// W3: ms from the forced 410 to synced again.
     Relist,
     /// W3: peak RSS during the relist, MiB.
@@ -112,6 +114,7 @@ pub(super) struct Tables {
     pub(super) sync_least: Medians,
     pub(super) peak: Medians,
     pub(super) bpo: Medians,
+    pub(super) bpo_sync: Medians,
     pub(super) relist: Medians,
     pub(super) relist_peak: Medians,
     pub(super) steady: Medians,
@@ -128,6 +131,7 @@ impl Tables {
             sync_least: Medians::least(results, |r| r.sync_ms),
             peak: Medians::of(results, |r| mib(r.peak_rss_kib)),
             bpo: Medians::of(results, |r| r.bytes_per_object),
+            bpo_sync: Medians::of(results, |r| r.bytes_per_object_at_sync),
             relist: Medians::of(results, |r| r.relist_ms),
             relist_peak: Medians::of(results, |r| mib(r.relist_peak_rss_kib)),
             steady: Medians::of(results, |r| mib(r.steady_rss_kib)),
@@ -143,6 +147,7 @@ impl Tables {
             Metric::Sync => &self.sync,
             Metric::Peak => &self.peak,
             Metric::BytesPerObject => &self.bpo,
+            Metric::BytesAtSync => &self.bpo_sync,
             Metric::Relist => &self.relist,
             Metric::RelistPeak => &self.relist_peak,
             Metric::EventsPerSec => &self.eps,

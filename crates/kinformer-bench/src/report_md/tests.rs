@@ -93,6 +93,38 @@ fn the_report_puts_both_tiers_side_by_side_and_headlines_the_real_one() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// The lean cache's bytes when synced are set against client-go's settled W4 bytes.
+#[test]
+fn the_headline_sets_lean_bytes_at_sync_against_client_go_w4() {
+    let dir = std::env::temp_dir().join(format!("kb-report-sync-{}", std::process::id()));
+    let mut opts = ReportOptions::new(true);
+    opts.out_dir = dir.clone();
+    let results = vec![
+        run(Tier::Real, Peer::Kinformer, 10, 500.0),
+        PeerReport {
+            bytes_per_object: Some(12_000.0),
+            ..run(Tier::Real, Peer::ClientGo, 10, 500.0)
+        },
+        PeerReport {
+            bytes_per_object: Some(2_000.0),
+            bytes_per_object_at_sync: Some(3_000.0),
+            ..run(Tier::Real, Peer::KinformerLean, 10, 700.0)
+        },
+    ];
+    let path = write_report(&opts, &results, &Notes::default()).unwrap();
+    let md = std::fs::read_to_string(path).unwrap();
+    let line = md
+        .lines()
+        .find(|l| l.contains("bytes per cached pod when synced"))
+        .unwrap_or_else(|| panic!("no at-sync sentence: {md}"));
+    assert!(
+        line.contains("kinformer 3000 B, client-go 12.0k B"),
+        "{line}"
+    );
+    assert!(line.contains("4.00× less memory"), "{line}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn metadata_and_queue_mode_rows_have_their_own_tables() {
     let dir = std::env::temp_dir().join(format!("kb-report-meta-{}", std::process::id()));
