@@ -171,6 +171,14 @@ impl<K: Object> Indexer<K> {
         self.inner.codec.as_ref().map_or(0, |c| c.prune())
     }
 
+    /// Lean mode: empties the hot set (see [`CacheMode`]), so the objects it kept decoded go
+    /// unless someone else holds them. Full mode: does nothing.
+    pub(crate) fn forget_hot_decoded(&self) {
+        if let Some(codec) = &self.inner.codec {
+            codec.forget_hot();
+        }
+    }
+
     /// Lean mode: how many decoded objects the codec remembers (held or not yet pruned).
     #[cfg(test)]
     pub(crate) fn decoded_entries(&self) -> usize {

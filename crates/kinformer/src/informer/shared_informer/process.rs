@@ -386,7 +386,9 @@ impl<K: Object> SharedIndexInformer<K> {
     }
 
     /// After the initial list of a lean cache is in, before the informer reports synced: the
-    /// decoded objects nobody holds are forgotten and, with
+    /// hot set is emptied (it holds the list's last objects, which no reconciler is more likely
+    /// to read than any other: 6 MB for 128 pods with managedFields), the decoded objects
+    /// nobody holds are forgotten and, with
     /// [`InformerConfig::release_memory`], freed memory goes back to the OS, so memory read
     /// when the cache has synced is what the cache keeps (the tidy-up half a second later
     /// forgets what handlers still held then).
@@ -395,6 +397,7 @@ impl<K: Object> SharedIndexInformer<K> {
         if !is_in_initial_list || inner.indexer.cache_mode() != CacheMode::Lean {
             return;
         }
+        inner.indexer.forget_hot_decoded();
         inner.indexer.prune_decoded();
         if inner.config.release_memory {
             crate::memory::release_free_memory();
@@ -572,12 +575,14 @@ mod tests {
         }
         let indexer = informer.indexer();
         tokio::time::sleep(crate::memory::AFTER_LIST_WAIT * 2).await;
-        // only the hot set (the most recently written objects) stays decoded
-        assert_eq!(
-            indexer.decoded_entries(),
-            crate::store::DEFAULT_HOT_OBJECTS,
-            "{mode:?}"
-        );
+        // On a RealFifo the hot set is emptied before the informer reports synced (it held
+        // the list's last objects): nothing stays decoded. On a DeltaFifo, whose list is
+        // popped key by key, the hot set keeps the most recently written objects.
+        let hot = match mode {
+            QueueMode::RealFifo => 0,
+            QueueMode::DeltaFifo => crate::store::DEFAULT_HOT_OBJECTS,
+        };
+        assert_eq!(indexer.decoded_entries(), hot, "{mode:?}");
         assert_eq!(
             indexer.list_keys().len(),
             N,
