@@ -14,8 +14,9 @@
 //! is off: half a second after the list, once a lean cache (see
 //! [`CacheMode::Lean`](crate::store::CacheMode)) has forgotten the decoded objects the
 //! handlers are done with, on a blocking thread, one release at a time for the whole
-//! process. Under that same option it also releases while watch events flow, at most every
-//! 30 s for the whole process (`release_while_events_flow`): replaced objects are freed
+//! process. Under that same option it also releases while watch events flow, every 30 s for
+//! the whole process, or sooner after 1,000 events (`release_while_events_flow`): replaced
+//! objects are freed
 //! into whichever glibc heap they came from, and without it the heaps' free memory grows
 //! under steady churn. A program on another allocator loses nothing: the call finds nothing
 //! to do.
@@ -93,11 +94,21 @@ pub(crate) async fn release_free_memory_in_background() {
 /// [`release_while_events_flow`]).
 pub(crate) const WHILE_EVENTS_FLOW_EVERY: Duration = Duration::from_secs(30);
 
-/// When the next release while watch events flow is due: at most one per
-/// [`WHILE_EVENTS_FLOW_EVERY`], counted from the first event after the process's last
-/// release of this kind (an idle process releases nothing).
+/// Watch events applied (by every informer of the process) after which a release while events
+/// flow is due before [`WHILE_EVENTS_FLOW_EVERY`] has passed: a backlog after a reconnect, or
+/// heavy churn, frees the objects it replaces in bulk.
+pub(crate) const WHILE_EVENTS_FLOW_AFTER: usize = 1_000;
+
+/// The shortest time between two releases while events flow, however many events come.
+pub(crate) const WHILE_EVENTS_FLOW_MIN_GAP: Duration = Duration::from_secs(1);
+
+/// When the next release while watch events flow is due: [`WHILE_EVENTS_FLOW_EVERY`] after the
+/// process's last release of this kind, or once [`WHILE_EVENTS_FLOW_AFTER`] events were applied
+/// since it (but not within [`WHILE_EVENTS_FLOW_MIN_GAP`] of it). Counted from the first event
+/// after the last release (an idle process releases nothing).
 pub(crate) struct EventsFlowing {
-    last: parking_lot::Mutex<Option<tokio::time::Instant>>,
+    /// When the count began, and the events applied since.
+    last: parking_lot::Mutex<Option<(tokio::time::Instant, usize)>>,
 }
 
 impl EventsFlowing {
@@ -107,21 +118,22 @@ impl EventsFlowing {
         }
     }
 
-    /// Called when events were applied at `now`: whether a release is due (and, if so, the
-    /// next one is counted from `now`). The first call only starts the count.
-    pub(crate) fn due(&self, now: tokio::time::Instant) -> bool {
+    /// Called when `events` events were applied at `now`: whether a release is due (and, if
+    /// so, the next one is counted from `now`). The first call only starts the count.
+    pub(crate) fn due(&self, now: tokio::time::Instant, events: usize) -> bool {
         let mut last = self.last.lock();
-        match *last {
-            Some(at) if now.saturating_duration_since(at) < WHILE_EVENTS_FLOW_EVERY => false,
-            Some(_) => {
-                *last = Some(now);
-                true
-            }
-            None => {
-                *last = Some(now);
-                false
-            }
+        let Some((at, applied)) = &mut *last else {
+            *last = Some((now, events));
+            return false;
+        };
+        *applied = applied.saturating_add(events);
+        let since = now.saturating_duration_since(*at);
+        let due = since >= WHILE_EVENTS_FLOW_EVERY
+            || (*applied >= WHILE_EVENTS_FLOW_AFTER && since >= WHILE_EVENTS_FLOW_MIN_GAP);
+        if due {
+            *last = Some((now, 0));
         }
+        due
     }
 }
 
@@ -129,11 +141,13 @@ impl EventsFlowing {
 /// factory of many informers releases once per interval, not once per informer.
 static EVENTS_FLOWING: EventsFlowing = EventsFlowing::new();
 
-/// What an informer does after it applied watch events to its cache (when its
-/// [`InformerConfig::release_memory`](crate::InformerConfig::release_memory) is on): at most
-/// every [`WHILE_EVENTS_FLOW_EVERY`] for the whole process, [`release_free_memory`] on a
-/// blocking thread. Returns whether a release was started. Needs a tokio runtime; without
-/// one, nothing happens.
+/// What an informer does after it applied `events` watch events to its cache (when its
+/// [`InformerConfig::release_memory`](crate::InformerConfig::release_memory) is on): when a
+/// release is due for the whole process (see [`EventsFlowing`]: every
+/// [`WHILE_EVENTS_FLOW_EVERY`], or after [`WHILE_EVENTS_FLOW_AFTER`] events),
+/// [`release_free_memory`] on a blocking thread, [`AFTER_LIST_WAIT`] later (so handlers are
+/// done with the objects the events replaced). Returns whether a release was scheduled. Needs
+/// a tokio runtime; without one, nothing happens.
 ///
 /// Why: glibc gives every thread that allocates a heap of its own (an arena, up to 8 per
 /// core). The objects the cache keeps come from several of them (the reading task's worker
@@ -143,14 +157,17 @@ static EVENTS_FLOWING: EventsFlowing = EventsFlowing::new();
 /// tier's soak (10,000 pods, 80 writes a second, a fault every 30 s) the RSS rose by 27 MiB a
 /// minute for ten minutes while the cache held the same 10,000 pods. Giving the free pages
 /// back while events flow keeps the RSS near what is live.
-pub(crate) fn release_while_events_flow() -> bool {
+pub(crate) fn release_while_events_flow(events: usize) -> bool {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         return false;
     };
-    if !EVENTS_FLOWING.due(tokio::time::Instant::now()) {
+    if !EVENTS_FLOWING.due(tokio::time::Instant::now(), events) {
         return false;
     }
-    runtime.spawn(release_free_memory_in_background());
+    runtime.spawn(async {
+        tokio::time::sleep(AFTER_LIST_WAIT).await;
+        release_free_memory_in_background().await;
+    });
     true
 }
 
@@ -239,34 +256,64 @@ mod tests {
     async fn while_events_flow_a_release_is_due_once_per_interval() {
         let flowing = EventsFlowing::new();
         let start = tokio::time::Instant::now();
-        assert!(!flowing.due(start), "the first events only start the count");
-        assert!(!flowing.due(start + Duration::from_secs(29)));
-        let first = start + WHILE_EVENTS_FLOW_EVERY;
-        assert!(flowing.due(first), "due once the interval has passed");
         assert!(
-            !flowing.due(first + Duration::from_secs(1)),
+            !flowing.due(start, 1),
+            "the first events only start the count"
+        );
+        assert!(!flowing.due(start + Duration::from_secs(29), 1));
+        let first = start + WHILE_EVENTS_FLOW_EVERY;
+        assert!(flowing.due(first, 1), "due once the interval has passed");
+        assert!(
+            !flowing.due(first + Duration::from_secs(1), 1),
             "counted again from the release"
         );
         // events stop for ten minutes, then come back: due at the first of them
         let later = first + Duration::from_secs(600);
-        assert!(flowing.due(later));
-        assert!(!flowing.due(later + Duration::from_secs(29)));
-        assert!(flowing.due(later + WHILE_EVENTS_FLOW_EVERY));
+        assert!(flowing.due(later, 1));
+        assert!(!flowing.due(later + Duration::from_secs(29), 1));
+        assert!(flowing.due(later + WHILE_EVENTS_FLOW_EVERY, 1));
+    }
+
+    #[test]
+    fn many_events_make_a_release_due_early_but_not_twice_a_second() {
+        let flowing = EventsFlowing::new();
+        let start = tokio::time::Instant::now();
+        assert!(!flowing.due(start, 1));
+        let burst = WHILE_EVENTS_FLOW_AFTER;
+        assert!(
+            !flowing.due(start + Duration::from_millis(500), burst),
+            "within the shortest gap: not yet"
+        );
+        let at = start + WHILE_EVENTS_FLOW_MIN_GAP;
+        assert!(flowing.due(at, 1), "a backlog's worth of events: due");
+        let next = at + Duration::from_secs(2);
+        assert!(
+            !flowing.due(next, burst - 1),
+            "the count starts again from the release"
+        );
+        assert!(flowing.due(next, 1));
+        // a steady trickle is still released every interval
+        let mut t = next;
+        for _ in 0..29 {
+            t += Duration::from_secs(1);
+            assert!(!flowing.due(t, 10));
+        }
+        assert!(flowing.due(next + WHILE_EVENTS_FLOW_EVERY, 10));
     }
 
     #[tokio::test(start_paused = true)]
     async fn releasing_while_events_flow_is_throttled_for_the_process() {
         // the process-wide count: at most one release per interval, whoever calls
-        let started = (0..1000).filter(|_| release_while_events_flow()).count();
+        let started = (0..1000).filter(|_| release_while_events_flow(1)).count();
         assert!(started <= 1, "{started} releases started at once");
         tokio::time::advance(WHILE_EVENTS_FLOW_EVERY).await;
-        let started = (0..1000).filter(|_| release_while_events_flow()).count();
+        let started = (0..1000).filter(|_| release_while_events_flow(1)).count();
         assert!(started <= 1, "{started} releases started at once");
     }
 
     #[test]
     fn without_a_runtime_nothing_is_released_while_events_flow() {
-        assert!(!release_while_events_flow());
+        assert!(!release_while_events_flow(1));
     }
 
     #[cfg(all(target_os = "linux", target_env = "gnu"))]

@@ -211,9 +211,9 @@ impl<K: Object> SharedIndexInformer<K> {
     /// After watch events were applied to the cache: with
     /// [`InformerConfig::release_memory`], freed memory goes back to the OS now and then
     /// ([`crate::memory::release_while_events_flow`]).
-    fn events_applied(&self, is_in_initial_list: bool) {
+    fn events_applied(&self, events: usize, is_in_initial_list: bool) {
         if !is_in_initial_list && self.inner.config.release_memory {
-            crate::memory::release_while_events_flow();
+            crate::memory::release_while_events_flow(events);
         }
     }
 
@@ -268,6 +268,7 @@ impl<K: Object> SharedIndexInformer<K> {
                     kept.push(d);
                 }
                 let outcome = inner.indexer.transaction(txns);
+                let applied = kept.len();
                 if let Some(e) = outcome.error() {
                     tracing::error!(informer = %inner.name, error = %e, "some cache writes failed; their notifications are skipped");
                 }
@@ -284,7 +285,7 @@ impl<K: Object> SharedIndexInformer<K> {
                         (_, ObjectOrTombstone::Tombstone(_)) => {}
                     }
                 }
-                self.events_applied(is_in_initial_list);
+                self.events_applied(applied, is_in_initial_list);
             }
             Popped::ReplacedAll(all) => {
                 self.tidy_after_list();
@@ -448,7 +449,7 @@ impl<K: Object> SharedIndexInformer<K> {
             }
         }
         if !replaced {
-            self.events_applied(is_in_initial_list);
+            self.events_applied(1, is_in_initial_list);
         }
     }
 }
