@@ -61,18 +61,19 @@ use serde::de::DeserializeOwned;
 /// with the very objects the decoder made (nothing listed is decoded twice; the cache fills
 /// before the informer has synced, as client-go's informers filled it object by object before
 /// its RealFIFO). Before the informer reports synced, the decoded objects nobody holds are
-/// forgotten and freed memory goes back to the OS (with
+/// forgotten, the hot set is emptied and freed memory goes back to the OS (with
 /// [`InformerConfig::release_memory`](crate::InformerConfig::release_memory)), so memory read
 /// at sync is what the cache keeps. Every later list (and a first one into a cache a snapshot
 /// filled) is keyed, indexed and encoded part by part as it downloads (its decoded objects
-/// dropped at once), installed in one swap when it pops, and its objects are decoded a chunk at
-/// a time to notify handlers. A handler slower than the informer still holds the decoded
-/// objects queued for it. Measured (2026-11-26, real kube-apiserver v1.36.3, protobuf, the
-/// factory-built informer, medians of 5 rounds, `docs/benchmarks.md`): initial sync 842 ms
-/// against client-go's 543 ms at 10,000 pods (1.55×; 2.42× before the first list was applied
-/// part by part) and 4,197 against 3,052 ms at 50,000 (1.38×); 4,360 and 1,879 bytes of memory
-/// per pod against client-go's 12.5k and 12.0k (0.35×, 0.16×); peak RSS 71 against 182 MiB and
-/// 120 against 787. On
+/// dropped at once; an object whose bytes equal the cached ones keeps the cached bytes),
+/// installed in one swap when it pops, and its objects are decoded a chunk at a time to notify
+/// handlers. A handler slower than the informer still holds the decoded objects queued for it.
+/// Measured (2026-11-26, real kube-apiserver v1.36.3, protobuf, the factory-built informer,
+/// medians of 5 rounds, `docs/benchmarks.md`): initial sync 824 ms against client-go's 536 ms
+/// at 10,000 pods (1.54×; 2.42× before the first list was applied part by part) and 4,230
+/// against 3,530 ms at 50,000 (1.20×); 4,056 and 1,824 bytes of memory per pod against
+/// client-go's 12.4k and 12.1k (0.33×, 0.15×), the same when synced as 2 s later; peak RSS 71
+/// against 182 MiB and 118 against 787. On
 /// [`QueueMode::DeltaFifo`](crate::informer::QueueMode::DeltaFifo) the queue holds a list's objects
 /// decoded until they are popped.
 ///
