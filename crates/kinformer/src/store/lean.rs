@@ -25,12 +25,13 @@ use serde::de::DeserializeOwned;
 ///
 /// A read that finds no live copy decodes the object (LZ4, then `serde_json`), so it costs
 /// what decoding the object costs, per object returned. Measured by the `lean` criterion
-/// benchmark (`--quick`, release profile, idle 2-core machine, 2026-11-26) on 10,000 realistic
-/// pods (3.8 KB of JSON each, with managedFields, stored in 258 bytes each) with two indexes
-/// (full mode in brackets): `get_by_key` of a key spread over the cache (cold) 28 µs (0.22 µs),
-/// of a recently written one (in the hot set) 0.07 µs (0.03 µs); `list` of all 10,000 272 ms
-/// (0.53 ms); `by_index` returning the same 100 pods again and again 54–58 µs (3.2 µs; a cold
-/// one costs what 100 cold `get_by_key` do); adding 10,000 pods 158 ms (11.5 ms).
+/// benchmark (`--quick`, release profile, idle 2-core machine, 2026-11-26 18:02 UTC) on 10,000
+/// realistic pods (3.8 KB of JSON each, with managedFields, stored in 258 bytes each) with two
+/// indexes (full mode in brackets): `get_by_key` of a key spread over the cache (cold) 31 µs
+/// (0.21 µs), of a recently written one (in the hot set) 0.09 µs (0.03 µs); `list` of all
+/// 10,000 279 ms (0.52 ms); `by_index` returning the same 100 pods again and again 59–60 µs
+/// (3.2 µs; a cold one costs what 100 cold `get_by_key` do); adding 10,000 pods 151 ms
+/// (10.2 ms).
 /// Decoded objects are shared: while anyone (a handler, a reader, the informer's queue, the
 /// hot set) holds the `Arc` of an object's current version, every read returns that same `Arc`
 /// without decoding. Decoding happens outside the cache's lock; a read of many objects
