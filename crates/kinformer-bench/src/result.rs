@@ -250,12 +250,37 @@ pub struct PeerReport {
     /// W5: `(seconds since sync, RSS KiB)` sampled every few seconds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rss_samples: Vec<(f64, u64)>,
+    /// W5: what the process holds besides its RSS, sampled with it (see [`HeapSample`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub heap_samples: Vec<HeapSample>,
     /// W5: whether the cache matched a fresh list once the churn stopped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub converged: Option<bool>,
     /// W5: milliseconds from the end of the churn until the cache matched a fresh list.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub convergence_ms: Option<f64>,
+}
+
+/// One W5 sample of what the peer holds, taken with an RSS sample: enough to tell live memory
+/// (the allocator's in-use figure, the tasks, the cached objects) from memory the allocator
+/// keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct HeapSample {
+    /// Seconds since sync.
+    pub secs: f64,
+    /// glibc's in-use bytes (`mallinfo2`: `uordblks` + `hblkhd`), KiB; absent on other
+    /// allocators.
+    pub in_use_kib: Option<u64>,
+    /// glibc's free bytes inside its heaps (`fordblks`), KiB.
+    pub free_kib: Option<u64>,
+    /// Tasks alive on the peer's tokio runtime.
+    pub tasks: u64,
+    /// Objects in the informer's cache.
+    pub cached: u64,
+    /// Adds the first handler was told so far (a jump: a list added objects).
+    pub adds: u64,
+    /// Updates the first handler was told so far (a jump: a relist's sync updates).
+    pub updates: u64,
 }
 
 impl PeerReport {
@@ -280,6 +305,7 @@ impl PeerReport {
             relist_ms: None,
             relist_peak_rss_kib: None,
             rss_samples: Vec::new(),
+            heap_samples: Vec::new(),
             converged: None,
             convergence_ms: None,
         }

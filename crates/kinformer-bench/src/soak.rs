@@ -25,7 +25,7 @@ use serde_json::json;
 use crate::control::{TS_ANNOTATION, now_nanos};
 use crate::error::ReportError;
 use crate::process::{parse_peer_output, start_server};
-use crate::result::{Peer, PeerReport, Tier, Workload, slope};
+use crate::result::{HeapSample, Peer, PeerReport, Tier, Workload, slope};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -69,6 +69,9 @@ pub(crate) struct SoakResult {
     pub slope_kib_per_min: Option<f64>,
     /// RSS slope over the last third of the samples, KiB per minute (levelling off or not).
     pub tail_slope_kib_per_min: Option<f64>,
+    /// Slope of glibc's in-use bytes over the last third of the samples, KiB per minute: live
+    /// memory growing, where the RSS slope may also be the allocator keeping freed memory.
+    pub tail_in_use_slope_kib_per_min: Option<f64>,
     /// Median RSS after warm-up, KiB.
     pub median_rss_kib: Option<f64>,
     /// Whether the drift over the window stays under 5 % of the median RSS.
@@ -109,6 +112,14 @@ pub(crate) fn tail_slope(samples: &[(f64, u64)]) -> Option<f64> {
         .map(|(t, kib)| (*t / 60.0, *kib as f64))
         .collect();
     slope(&tail)
+}
+
+/// The `(seconds, in-use KiB)` series of the samples that have one.
+fn in_use(samples: &[HeapSample]) -> Vec<(f64, u64)> {
+    samples
+        .iter()
+        .filter_map(|s| Some((s.secs, s.in_use_kib?)))
+        .collect()
 }
 
 /// Runs the soak and writes `soak.md` and `soak.json`; returns the path of `soak.md`.
@@ -263,6 +274,7 @@ pub fn run(opts: &SoakOptions) -> Result<PathBuf, ReportError> {
         warmup_secs: warm,
         slope_kib_per_min: s,
         tail_slope_kib_per_min: tail_slope(&report.rss_samples),
+        tail_in_use_slope_kib_per_min: tail_slope(&in_use(&report.heap_samples)),
         median_rss_kib: med,
         flat,
         peer: report,
@@ -393,6 +405,14 @@ fn write(opts: &SoakOptions, r: &SoakResult) -> Result<PathBuf, ReportError> {
         k.map(|k| format!("{:.1} MiB", k / 1024.0))
             .unwrap_or_else(|| "–".into())
     };
+    let first_last = |f: fn(&HeapSample) -> Option<f64>| {
+        let h = &r.peer.heap_samples;
+        format!(
+            "{} / {}",
+            mib(h.first().and_then(f)),
+            mib(h.last().and_then(f))
+        )
+    };
     let first = r.peer.rss_samples.first().map(|s| s.1 as f64);
     let last = r.peer.rss_samples.last().map(|s| s.1 as f64);
     let md = format!(
@@ -407,6 +427,10 @@ fn write(opts: &SoakOptions, r: &SoakResult) -> Result<PathBuf, ReportError> {
          | RSS median after warm-up | {med} |\n\
          | RSS slope after warm-up | {slope} |\n\
          | RSS slope over the last third | {tail} |\n\
+         | glibc in use, first / last sample | {in_use} |\n\
+         | glibc in use, slope over the last third | {in_use_tail} |\n\
+         | glibc free in its heaps, first / last sample | {free} |\n\
+         | tasks alive, first / last sample | {tasks} |\n\
          | flat (drift < 5 % of median) | {flat} |\n\
          | converged with a fresh list at the end | {conv} |\n\
          | convergence time after churn stopped | {conv_ms} |\n",
@@ -432,6 +456,19 @@ fn write(opts: &SoakOptions, r: &SoakResult) -> Result<PathBuf, ReportError> {
             .tail_slope_kib_per_min
             .map(|s| format!("{s:+.1} KiB/min"))
             .unwrap_or_else(|| "–".into()),
+        in_use = first_last(|h| h.in_use_kib.map(|k| k as f64)),
+        in_use_tail = r
+            .tail_in_use_slope_kib_per_min
+            .map(|s| format!("{s:+.1} KiB/min"))
+            .unwrap_or_else(|| "–".into()),
+        free = first_last(|h| h.free_kib.map(|k| k as f64)),
+        tasks = {
+            let h = &r.peer.heap_samples;
+            match (h.first(), h.last()) {
+                (Some(a), Some(b)) => format!("{} / {}", a.tasks, b.tasks),
+                _ => "–".into(),
+            }
+        },
         flat = if r.flat { "yes" } else { "**no**" },
         conv = match r.peer.converged {
             Some(true) => "yes",

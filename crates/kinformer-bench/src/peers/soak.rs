@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
@@ -14,7 +15,7 @@ use parking_lot::Mutex;
 
 use super::kinformer_peer::KinformerPeer;
 use super::{Counters, PeerArgs, PeerError, wait_until};
-use crate::result::PeerReport;
+use crate::result::{HeapSample, PeerReport};
 use crate::rss;
 
 /// `namespace/name` → resourceVersion of every pod in `pods`.
@@ -82,24 +83,36 @@ pub(super) async fn run(
     t0: Instant,
 ) -> Result<PeerReport, PeerError> {
     wait_until(args.timeout, "initial sync", || {
-        counters.synced.load(std::sync::atomic::Ordering::Relaxed)
+        counters.synced.load(Ordering::Relaxed)
     })
     .await?;
     report.sync_ms = Some(t0.elapsed().as_secs_f64() * 1000.0);
     eprintln!("kinformer w5: synced; sampling RSS every {:?}", args.sample);
     let start = Instant::now();
-    let samples = Arc::new(Mutex::new(vec![(0.0, rss::current_kib())]));
+    let samples = Arc::new(Mutex::new((Vec::new(), Vec::new())));
     let sampler = {
         let samples = samples.clone();
         let every = args.sample;
+        let indexer = peer.informer().indexer();
+        let counters = counters.clone();
+        let runtime = tokio::runtime::Handle::current();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(every);
-            tick.tick().await;
             loop {
                 tick.tick().await;
-                samples
-                    .lock()
-                    .push((start.elapsed().as_secs_f64(), rss::current_kib()));
+                let secs = start.elapsed().as_secs_f64();
+                let heap = rss::heap_use();
+                let mut s = samples.lock();
+                s.0.push((secs, rss::current_kib()));
+                s.1.push(HeapSample {
+                    secs,
+                    in_use_kib: heap.map(|h| h.in_use_kib),
+                    free_kib: heap.map(|h| h.free_kib),
+                    tasks: runtime.metrics().num_alive_tasks() as u64,
+                    cached: indexer.len() as u64,
+                    adds: counters.adds.load(Ordering::Relaxed),
+                    updates: counters.updates[0].load(Ordering::Relaxed),
+                });
             }
         })
     };
@@ -119,7 +132,7 @@ pub(super) async fn run(
     })
     .await;
     sampler.abort();
-    report.rss_samples = samples.lock().clone();
+    (report.rss_samples, report.heap_samples) = std::mem::take(&mut *samples.lock());
     let t = Instant::now();
     let deadline = t + args.timeout;
     loop {
