@@ -199,7 +199,7 @@ pub(crate) async fn tidy_after_list(
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 mod imp {
-    // The one `unsafe` in the workspace: a foreign call with no arguments to get wrong.
+    // The library's one `unsafe`: a foreign call with no arguments to get wrong.
     #[allow(unsafe_code)]
     pub(super) fn release() -> bool {
         // SAFETY: `malloc_trim` takes a byte count and touches only the allocator's own free

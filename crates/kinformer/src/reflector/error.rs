@@ -114,7 +114,7 @@ pub enum TransportErrorKind {
 /// The kinds matter to the Reflector: an API [`Status`] drives relists and retries (410,
 /// "too large resource version", 429, 500); a refused connection is retried with backoff; a
 /// transport failure inside a watch stream (a broken, cut or stalled connection) ends that
-/// watch, which is reopened after a backoff from the last resourceVersion; an object over the
+/// watch, which is reopened at once from the last resourceVersion; an object over the
 /// size limit ends the list or watch, and the Reflector backs off and relists; a decode error
 /// inside a watch stream is logged and skipped.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -24,7 +24,9 @@ pub(crate) enum WatchEnd {
     /// The server closed the stream.
     Closed,
     /// The stream broke: the connection failed, was cut inside an event, or went silent past
-    /// the watch's timeout. Reopened after a backoff delay from the last resourceVersion.
+    /// the watch's timeout. Reopened at once from the last resourceVersion, as a closed watch
+    /// is (a stream that breaks within a second without an event is a
+    /// [`ReflectorError::VeryShortWatch`] instead).
     Broken(ListWatchError),
     /// Cancelled.
     Stopped,
@@ -158,11 +160,13 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
             match end {
                 WatchEnd::Closed | WatchEnd::InitialEventsEnd => continue,
                 WatchEnd::Broken(e) => {
-                    tracing::warn!(reflector = %self.name, error = %e,
-                        "watch stream broke; watching again after a backoff");
-                    if !self.backoff_wait(cancel).await {
-                        return Ok(());
-                    }
+                    // client-go: a stream that breaks with a probable EOF (reset, cut, closed)
+                    // closes the watch's channel, and the Reflector watches again at once from
+                    // the last version. A backoff here would add up: it resets only after two
+                    // quiet minutes, so a connection cut every minute (a load balancer, a
+                    // restarting server) left the cache blind for up to a minute each time.
+                    tracing::info!(reflector = %self.name, error = %e,
+                        "watch stream broke; watching again from the last version");
                     continue;
                 }
                 WatchEnd::Stopped => return Ok(()),
@@ -248,8 +252,14 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
                 }
                 Err(e @ ListWatchError::Transport { .. }) => {
                     // client-go's StreamWatcher stops on a broken stream and the Reflector sees
-                    // a closed watch: reopen from the last version, no relist. We back off
-                    // first, so a server that keeps cutting streams is not hammered.
+                    // a closed watch: reopened at once from the last version, no relist, unless
+                    // it was very short (a server that keeps cutting streams at once is then
+                    // backed off, as one that keeps closing them is).
+                    if ctx.start.elapsed() < Duration::from_secs(1) && count == 0 {
+                        return WatchEnd::Failed(ReflectorError::VeryShortWatch {
+                            name: self.name.clone(),
+                        });
+                    }
                     return WatchEnd::Broken(e);
                 }
                 Err(e) => return WatchEnd::Failed(ReflectorError::WatchEnded(e)),
