@@ -250,7 +250,7 @@ pub struct PeerReport {
     /// W5: `(seconds since sync, RSS KiB)` sampled every few seconds.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rss_samples: Vec<(f64, u64)>,
-    /// W5: what the process holds besides its RSS, sampled with it (see [`HeapSample`]).
+    /// W5: what the process holds besides its RSS, sampled with it (see `HeapSample`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub heap_samples: Vec<HeapSample>,
     /// W5: whether the cache matched a fresh list once the churn stopped.
