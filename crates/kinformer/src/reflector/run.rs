@@ -55,7 +55,8 @@ pub(crate) struct SyncState {
 ///   at once; an expired continue token causes one full list at the original version.
 /// * **Watch.** From the list's resourceVersion, always with bookmarks, with a random
 ///   `timeoutSeconds` in `[5 min, 10 min]`; a watch still open 30 s past its timeout (a
-///   silently dead or stalled connection) is dropped and reopened at once (our addition). Bookmarks advance the resourceVersion (and call
+///   silently dead or stalled connection) is dropped and reopened at once (our addition).
+///   Bookmarks advance the resourceVersion (and call
 ///   [`update_resource_version`](ReflectorStore::update_resource_version)). A watch that ends
 ///   normally is reopened from the last resourceVersion without a relist; 429 and refused
 ///   connections when opening a watch are retried after a backoff without a relist; a watch that
@@ -65,9 +66,9 @@ pub(crate) struct SyncState {
 ///   without events is an error ([`ReflectorError::VeryShortWatch`]).
 /// * **Garbage.** An event that does not decode, or an object without a name, is logged and
 ///   skipped; it never ends the watch and never touches the store. A stream that breaks
-///   (connection reset, a body cut inside an event) counts as a closed watch, as client-go's does (a probable EOF closes its watch):
-///   reopened at once from the last version, no relist; one that breaks within a second
-///   without an event is a very short watch. One object over the source's size limit
+///   (connection reset, a body cut inside an event) counts as a closed watch, as in client-go
+///   (a probable EOF closes its watch): reopened at once from the last version, no relist;
+///   one that breaks within a second without an event is a very short watch. One object over the source's size limit
 ///   ([`ListWatchError::TooLarge`](super::ListWatchError::TooLarge)) ends the watch or list
 ///   with that error: the cycle ends, the Reflector backs off and relists; the store keeps
 ///   everything it had (a failed list deletes nothing).

@@ -207,6 +207,7 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
         let mut besides_added = false;
         let mut initial_events_end = false;
         let mut count = 0usize;
+        let mut broken = None;
         let deadline = async {
             match ctx.deadline {
                 Some((at, _)) => tokio::time::sleep_until(at).await,
@@ -252,15 +253,10 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
                 }
                 Err(e @ ListWatchError::Transport { .. }) => {
                     // client-go's StreamWatcher stops on a broken stream and the Reflector sees
-                    // a closed watch: reopened at once from the last version, no relist, unless
-                    // it was very short (a server that keeps cutting streams at once is then
-                    // backed off, as one that keeps closing them is).
-                    if ctx.start.elapsed() < Duration::from_secs(1) && count == 0 {
-                        return WatchEnd::Failed(ReflectorError::VeryShortWatch {
-                            name: self.name.clone(),
-                        });
-                    }
-                    return WatchEnd::Broken(e);
+                    // a closed watch: the same ending as a close below (a very short one
+                    // included), only logged apart.
+                    broken = Some(e);
+                    break;
                 }
                 Err(e) => return WatchEnd::Failed(ReflectorError::WatchEnded(e)),
             };
@@ -330,6 +326,9 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
             return WatchEnd::Failed(ReflectorError::VeryShortWatch {
                 name: self.name.clone(),
             });
+        }
+        if let Some(e) = broken {
+            return WatchEnd::Broken(e);
         }
         tracing::debug!(reflector = %self.name, items = count, "watch closed");
         WatchEnd::Closed
