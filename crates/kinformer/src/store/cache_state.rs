@@ -2,31 +2,29 @@
 //! per registered index function (client-go's `threadSafeMap` + `storeIndex`, minus the lock).
 //!
 //! Invariants, which every method keeps and the property tests check:
-//! - `entries[k].values[i]` is the sorted, de-duplicated output of `slots[i].func` for the
+//! - `entries[k].values.slot(i)` is the sorted, de-duplicated output of `slots[i].func` for the
 //!   entry's object, computed when the object was written;
-//! - `slots[i].index[v]` holds exactly the keys whose `values[i]` contain `v`, and is never empty
+//! - `slots[i].index[v]` holds exactly the keys whose `values.slot(i)` contains `v`, and is never empty
 //!   (empty sets are removed, as client-go does since kubernetes#84959).
 //!
 //! Keeping each entry's indexed values means an update or delete never re-runs an index function
 //! on the old object (client-go does): it costs one call per index per write instead of two, and
 //! the old values are removed exactly even if an index function is not deterministic.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::error::StoreError;
+use super::filed::{Filed, Index, refile};
 use super::index_func::{IndexFunc, Indexers};
 use super::lean::{LeanCodec, Stored};
-
-/// An inverted index: indexed value → keys of the objects filed under it.
-pub(super) type Index = HashMap<String, HashSet<Arc<str>>>;
 
 /// One stored object with the values it is filed under.
 pub(crate) struct Entry<K> {
     pub(super) key: Arc<str>,
     pub(super) obj: Stored<K>,
-    /// Per slot, in slot order: sorted, de-duplicated indexed values.
-    pub(super) values: Vec<Vec<String>>,
+    /// Per slot: sorted, de-duplicated indexed values (see [`Filed`]).
+    pub(super) values: Filed,
 }
 
 /// One registered index.
@@ -111,62 +109,6 @@ pub(super) fn all_index_values<'a, K: 'a>(
         .collect()
 }
 
-/// Files `key` under every value.
-pub(super) fn file(index: &mut Index, key: &Arc<str>, values: &[String]) {
-    for value in values {
-        match index.get_mut(value.as_str()) {
-            Some(keys) => {
-                keys.insert(key.clone());
-            }
-            None => {
-                index.insert(value.clone(), HashSet::from([key.clone()]));
-            }
-        }
-    }
-}
-
-/// Removes `key` from every value, dropping sets that become empty.
-pub(super) fn unfile(index: &mut Index, key: &str, values: &[String]) {
-    for value in values {
-        if let Some(keys) = index.get_mut(value.as_str()) {
-            keys.remove(key);
-            if keys.is_empty() {
-                index.remove(value.as_str());
-            }
-        }
-    }
-}
-
-/// Moves `key` from the `old` values to the `new` ones (both sorted and de-duplicated), touching
-/// only the values that differ: an update that keeps an object's values leaves the index alone.
-pub(super) fn refile(index: &mut Index, key: &Arc<str>, old: &[String], new: &[String]) {
-    if old == new {
-        return;
-    }
-    let (mut i, mut j) = (0, 0);
-    while i < old.len() || j < new.len() {
-        match (old.get(i), new.get(j)) {
-            (Some(o), Some(n)) if o == n => {
-                i += 1;
-                j += 1;
-            }
-            (Some(o), Some(n)) if o < n => {
-                unfile(index, key, std::slice::from_ref(o));
-                i += 1;
-            }
-            (Some(o), None) => {
-                unfile(index, key, std::slice::from_ref(o));
-                i += 1;
-            }
-            (_, Some(n)) => {
-                file(index, key, std::slice::from_ref(n));
-                j += 1;
-            }
-            (None, None) => break,
-        }
-    }
-}
-
 impl<K> CacheState<K> {
     /// An empty state with `indexers` registered, slots ordered by name.
     pub(super) fn new(indexers: Indexers<K>, codec: Option<Arc<LeanCodec<K>>>) -> Self {
@@ -210,17 +152,15 @@ impl<K> CacheState<K> {
         stored: Stored<K>,
     ) -> Result<Option<Stored<K>>, StoreError> {
         let values = all_index_values(self.funcs(), obj, &key)?;
+        let indexes = self.slots.iter_mut().map(|s| &mut s.index);
         if let Some(entry) = self.entries.get_mut(key.as_str()) {
-            for ((slot, old), new) in self.slots.iter_mut().zip(&entry.values).zip(&values) {
-                refile(&mut slot.index, &entry.key, old, new);
+            if let Some(filed) = refile(indexes, 0, &entry.key, &entry.values, &values) {
+                entry.values = filed;
             }
-            entry.values = values;
             return Ok(Some(std::mem::replace(&mut entry.obj, stored)));
         }
         let key: Arc<str> = key.into();
-        for (slot, new) in self.slots.iter_mut().zip(&values) {
-            file(&mut slot.index, &key, new);
-        }
+        let values = refile(indexes, 0, &key, &Filed::default(), &values).unwrap_or_default();
         self.entries.insert(
             key.clone(),
             Entry {
@@ -235,9 +175,9 @@ impl<K> CacheState<K> {
     /// Removes the object under `key`, returning it.
     pub(super) fn remove(&mut self, key: &str) -> Option<Stored<K>> {
         let entry = self.entries.remove(key)?;
-        for (slot, old) in self.slots.iter_mut().zip(&entry.values) {
-            unfile(&mut slot.index, key, old);
-        }
+        entry
+            .values
+            .unfile(self.slots.iter_mut().map(|s| &mut s.index), key);
         Some(entry.obj)
     }
 
@@ -271,11 +211,12 @@ impl<K> CacheState<K> {
                 index: Index::new(),
             }));
         for (key, values) in per_entry {
-            for (slot, new) in self.slots[first_new..].iter_mut().zip(&values) {
-                file(&mut slot.index, &key, new);
-            }
             if let Some(entry) = self.entries.get_mut(&key) {
-                entry.values.extend(values);
+                let indexes = self.slots[first_new..].iter_mut().map(|s| &mut s.index);
+                if let Some(filed) = refile(indexes, first_new, &entry.key, &entry.values, &values)
+                {
+                    entry.values = filed;
+                }
             }
         }
         Ok(())
@@ -348,17 +289,21 @@ impl<K> Replacement<K> {
     ) -> (Arc<str>, Stored<K>) {
         if let Some(earlier) = self.entries.get_mut(key.as_str()) {
             // A duplicate key: the later object replaces the earlier one and its index entries.
-            for ((index, old), new) in self.indexes.iter_mut().zip(&earlier.values).zip(&values) {
-                refile(index, &earlier.key, old, new);
+            if let Some(filed) = refile(
+                self.indexes.iter_mut(),
+                0,
+                &earlier.key,
+                &earlier.values,
+                &values,
+            ) {
+                earlier.values = filed;
             }
             earlier.obj = stored.clone();
-            earlier.values = values;
             return (earlier.key.clone(), stored);
         }
         let key: Arc<str> = key.into();
-        for (index, new) in self.indexes.iter_mut().zip(&values) {
-            file(index, &key, new);
-        }
+        let values = refile(self.indexes.iter_mut(), 0, &key, &Filed::default(), &values)
+            .unwrap_or_default();
         self.entries.insert(
             key.clone(),
             Entry {
@@ -396,11 +341,12 @@ impl<K> CacheState<K> {
                 .indexes
                 .extend((built..self.slots.len()).map(|_| Index::new()));
             for (key, values) in extra {
-                for (index, new) in replacement.indexes[built..].iter_mut().zip(&values) {
-                    file(index, &key, new);
-                }
                 if let Some(entry) = replacement.entries.get_mut(&key) {
-                    entry.values.extend(values);
+                    let indexes = replacement.indexes[built..].iter_mut();
+                    if let Some(filed) = refile(indexes, built, &entry.key, &entry.values, &values)
+                    {
+                        entry.values = filed;
+                    }
                 }
             }
         }
@@ -418,45 +364,6 @@ mod tests {
 
     fn strings(values: &[&str]) -> Vec<String> {
         values.iter().map(|s| s.to_string()).collect()
-    }
-
-    /// An update that keeps the values does not touch the index at all. Proven by tampering:
-    /// the value's set was removed behind the index's back, and stays removed.
-    #[test]
-    fn refile_with_unchanged_values_does_not_touch_the_index() {
-        let key: Arc<str> = "k".into();
-        let mut index = Index::new();
-        refile(&mut index, &key, &strings(&["a"]), &strings(&["a"]));
-        assert!(index.is_empty());
-        refile(
-            &mut index,
-            &key,
-            &strings(&["a", "b"]),
-            &strings(&["a", "b"]),
-        );
-        assert!(index.is_empty());
-    }
-
-    /// With several values only the differing ones move: `b` (kept) is left alone.
-    #[test]
-    fn refile_moves_only_the_values_that_changed() {
-        let key: Arc<str> = "k".into();
-        let other: Arc<str> = "other".into();
-        let mut index = Index::new();
-        file(&mut index, &key, &strings(&["a"]));
-        file(&mut index, &other, &strings(&["a"]));
-        refile(
-            &mut index,
-            &key,
-            &strings(&["a", "b"]),
-            &strings(&["b", "c"]),
-        );
-        assert_eq!(index.get("a"), Some(&HashSet::from([other.clone()])));
-        assert!(!index.contains_key("b"), "the kept value was touched");
-        assert_eq!(index.get("c"), Some(&HashSet::from([key.clone()])));
-        refile(&mut index, &key, &strings(&["b", "c"]), &strings(&[]));
-        assert!(!index.contains_key("c"), "empty sets are removed");
-        assert_eq!(index.len(), 1);
     }
 
     #[test]
@@ -529,10 +436,7 @@ mod tests {
         state.install(r).unwrap();
         assert_eq!(keys_of(&state.slot("v").unwrap().index, "x"), ["a"]);
         assert_eq!(keys_of(&state.slot("k").unwrap().index, "a"), ["a"]);
-        assert_eq!(
-            state.entries["a"].values,
-            [strings(&["x"]), strings(&["a"])]
-        );
+        assert_eq!(state.entries["a"].values.per_slot(2), [["x"], ["a"]]);
     }
 
     /// If an indexer added meanwhile fails on the replacement, nothing is installed.

@@ -523,7 +523,7 @@ impl<K: Object> Indexer<K> {
     pub fn list_index_func_values(&self, index_name: &str) -> Vec<String> {
         let state = self.inner.state.read();
         let mut values: Vec<String> = match state.slot(index_name) {
-            Ok(slot) => slot.index.keys().cloned().collect(),
+            Ok(slot) => slot.index.keys().map(|v| v.to_string()).collect(),
             Err(_) => Vec::new(),
         };
         drop(state);

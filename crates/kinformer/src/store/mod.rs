@@ -7,6 +7,7 @@
 
 mod cache_state;
 mod error;
+mod filed;
 mod index_func;
 mod indexer;
 mod key_lister_getter;
