@@ -359,6 +359,7 @@ impl<K> CacheState<K> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::filed::keys_of;
     use super::*;
     use crate::object::{KeyError, KeyFunc};
 
@@ -390,15 +391,6 @@ mod tests {
 
     fn by_value() -> IndexFunc<Obj> {
         Arc::new(|o: &Obj| Ok(vec![o.1.to_owned()]))
-    }
-
-    fn keys_of(index: &Index, value: &str) -> Vec<String> {
-        let mut keys: Vec<String> = index
-            .get(value)
-            .map(|s| s.iter().map(|k| k.to_string()).collect())
-            .unwrap_or_default();
-        keys.sort();
-        keys
     }
 
     /// Duplicate keys in a replacement: the later object wins, in the items and the index.

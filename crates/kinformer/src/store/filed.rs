@@ -134,21 +134,23 @@ pub(super) fn refile<'i>(
     Some(Filed(out.into_boxed_slice()))
 }
 
+/// The keys filed under `value`, sorted (tests).
+#[cfg(test)]
+pub(super) fn keys_of(index: &Index, value: &str) -> Vec<String> {
+    let mut keys: Vec<String> = index
+        .get(value)
+        .map(|s| s.iter().map(|k| k.to_string()).collect())
+        .unwrap_or_default();
+    keys.sort();
+    keys
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn strings(values: &[&str]) -> Vec<String> {
         values.iter().map(|s| s.to_string()).collect()
-    }
-
-    fn keys_of(index: &Index, value: &str) -> Vec<String> {
-        let mut keys: Vec<String> = index
-            .get(value)
-            .map(|s| s.iter().map(|k| k.to_string()).collect())
-            .unwrap_or_default();
-        keys.sort();
-        keys
     }
 
     /// An update that keeps the values does not touch the index at all, and allocates no new
