@@ -85,7 +85,9 @@ pub(super) fn refile<'i>(
     old: &Filed,
     new: &[Vec<String>],
 ) -> Option<Filed> {
-    let mut changed: Vec<Option<Vec<Arc<str>>>> = vec![None; new.len()];
+    // the slots whose values differ, as `(position in new, values)`: empty, so not allocated,
+    // when nothing differs
+    let mut changed: Vec<(usize, Vec<Arc<str>>)> = Vec::new();
     for (i, (index, new)) in indexes.into_iter().zip(new).enumerate() {
         let old = old.slot(first + i);
         if old.len() == new.len() && old.iter().zip(new).all(|((_, o), n)| **o == **n) {
@@ -115,20 +117,23 @@ pub(super) fn refile<'i>(
                 (None, None) => break,
             }
         }
-        changed[i] = Some(now);
+        changed.push((first + i, now));
     }
-    if changed.iter().all(Option::is_none) {
+    if changed.is_empty() {
         return None;
     }
     let last_old = old.0.last().map_or(0, |(s, _)| *s as usize + 1);
     let slots = last_old.max(first + new.len());
     let mut out: Vec<(u32, Arc<str>)> =
-        Vec::with_capacity(old.0.len() + changed.iter().flatten().map(Vec::len).sum::<usize>());
+        Vec::with_capacity(old.0.len() + changed.iter().map(|(_, v)| v.len()).sum::<usize>());
+    let mut changed = changed.into_iter().peekable();
     for slot in 0..slots {
-        let tag = u32::try_from(slot).unwrap_or(u32::MAX);
-        match slot.checked_sub(first).and_then(|i| changed.get_mut(i)) {
-            Some(Some(now)) => out.extend(now.drain(..).map(|v| (tag, v))),
-            _ => out.extend(old.slot(slot).iter().cloned()),
+        match changed.next_if(|(s, _)| *s == slot) {
+            Some((_, now)) => {
+                let tag = u32::try_from(slot).unwrap_or(u32::MAX);
+                out.extend(now.into_iter().map(|v| (tag, v)));
+            }
+            None => out.extend(old.slot(slot).iter().cloned()),
         }
     }
     Some(Filed(out.into_boxed_slice()))
