@@ -48,6 +48,7 @@ type Registered = ((TypeKey, InformerScope), Arc<dyn ErasedInformer>, bool);
 
 trait ErasedInformer: Send + Sync {
     fn name(&self) -> String;
+    fn api_version(&self) -> Option<String>;
     fn synced_signal(&self) -> SyncSignal;
     fn has_started(&self) -> bool;
     /// Runs the informer on `tasks` until `cancel`; `done` is cancelled once it has returned.
@@ -62,6 +63,9 @@ trait ErasedInformer: Send + Sync {
 impl<K: crate::Object> ErasedInformer for SharedIndexInformer<K> {
     fn name(&self) -> String {
         SharedIndexInformer::name(self).to_owned()
+    }
+    fn api_version(&self) -> Option<String> {
+        SharedIndexInformer::api_version(self)
     }
     fn synced_signal(&self) -> SyncSignal {
         SharedIndexInformer::synced_signal(self)
@@ -478,21 +482,39 @@ impl SharedInformerFactory {
     }
 
     /// Waits until every *started* informer has synced or `cancel` fires; the result says, per
-    /// informer name, whether it synced (client-go's `WaitForCacheSync`). An informer counts as
-    /// started as soon as [`start`](Self::start) returns, even if its task has not run yet.
+    /// informer, whether it synced (client-go's `WaitForCacheSync`, which keys it by Go type).
+    /// An informer counts as started as soon as [`start`](Self::start) returns, even if its
+    /// task has not run yet.
+    ///
+    /// Each informer is keyed by its name (`Pod`, `Pod (metadata)`, `Pod ns=default`). Names
+    /// that more than one started informer shares are told apart, so no informer is left out
+    /// of the map: each of them gets its API version and whether it is dynamic
+    /// (`Event (v1)`, `Event (events.k8s.io/v1)`, `ConfigMap (v1, dynamic)`), and any that are
+    /// still alike a number in the order the factory made them (`… #2`).
     pub async fn wait_for_cache_sync(&self, cancel: &CancellationToken) -> BTreeMap<String, bool> {
-        let started: Vec<(String, SyncSignal)> = self
+        let started: Vec<(String, String, SyncSignal)> = self
             .inner
             .informers
             .lock()
             .iter()
             .filter(|(_, i, started)| *started || i.has_started())
-            .map(|(_, i, _)| (i.name(), i.synced_signal()))
+            .map(|((key, _), i, _)| {
+                (
+                    i.name(),
+                    scope::qualifier(key, i.api_version()),
+                    i.synced_signal(),
+                )
+            })
             .collect();
-        wait_for_cache_sync(cancel, started.iter().map(|(_, s)| s.clone())).await;
-        started
+        wait_for_cache_sync(cancel, started.iter().map(|(_, _, s)| s.clone())).await;
+        let names: Vec<(String, String)> = started
+            .iter()
+            .map(|(name, qualifier, _)| (name.clone(), qualifier.clone()))
+            .collect();
+        scope::distinct_names(&names)
             .into_iter()
-            .map(|(name, s)| (name, s.has_synced()))
+            .zip(&started)
+            .map(|(name, (_, _, s))| (name, s.has_synced()))
             .collect()
     }
 

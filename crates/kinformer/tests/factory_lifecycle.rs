@@ -617,8 +617,19 @@ async fn scoped_metadata_and_dynamic_informers_are_removed_one_by_one() {
     let dynamic_metadata = factory.dynamic_metadata_informer(&resource, true);
     factory.start();
     let synced = factory.wait_for_cache_sync(&CancellationToken::new()).await;
-    // (A typed and a dynamic informer of one kind share a name in this map.)
+    // A typed and a dynamic informer of one kind share a name: each has its own entry.
     assert_eq!(factory.len(), 5);
+    assert_eq!(
+        synced.keys().map(String::as_str).collect::<Vec<_>>(),
+        [
+            "ConfigMap (metadata) (v1)",
+            "ConfigMap (metadata) (v1, dynamic)",
+            "ConfigMap (v1)",
+            "ConfigMap (v1, dynamic)",
+            "ConfigMap ns=default",
+        ],
+        "{synced:?}"
+    );
     assert!(synced.values().all(|s| *s), "{synced:?}");
     assert!(dynamic.has_synced() && dynamic_metadata.has_synced());
     until("five watches are open", || {

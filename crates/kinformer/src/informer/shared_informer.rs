@@ -246,6 +246,17 @@ impl<K: Object> SharedIndexInformer<K> {
         &self.inner.name
     }
 
+    /// The `apiVersion` of the objects it caches (`v1`, `apps/v1`), when it was built with a
+    /// type identity (every factory-made informer is).
+    pub(crate) fn api_version(&self) -> Option<String> {
+        let id = self.inner.snap.identity.as_ref()?;
+        Some(if id.group.is_empty() {
+            id.version.clone()
+        } else {
+            format!("{}/{}", id.group, id.version)
+        })
+    }
+
     /// Adds a handler with the informer's default resync period (client-go's
     /// `AddEventHandler`).
     ///
