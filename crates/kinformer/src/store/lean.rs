@@ -69,11 +69,12 @@ use serde::de::DeserializeOwned;
 /// dropped at once; an object whose bytes equal the cached ones keeps the cached bytes),
 /// installed in one swap when it pops, and its objects are decoded a chunk at a time to notify
 /// handlers. A handler slower than the informer still holds the decoded objects queued for it.
-/// Measured (2026-11-26 night, real kube-apiserver v1.36.3, protobuf, the factory-built
-/// informer, medians of 5 rounds, `docs/benchmarks.md`): initial sync 1,375 ms against
-/// client-go's 816 ms at 10,000 pods (1.68×) and 7,482 against 6,517 ms at 50,000 (1.15×);
-/// 2,357 and 1,237 bytes of memory per pod against client-go's 12.4k and 12.0k (0.19×, 0.10×),
-/// the same when synced as 2 s later; peak RSS 65 against 183 MiB and 103 against 772. On
+/// Measured (2026-11-27, real kube-apiserver v1.36.3, protobuf, the factory-built
+/// informer, against client-go v0.37.2, medians of 5 rounds, `docs/benchmarks.md`): initial
+/// sync 1,149 ms against client-go's 854 ms at 10,000 pods (1.35×) and 5,970 against 4,218 ms
+/// at 50,000 (1.42×); 2,412 and 1,281 bytes of memory per pod against client-go's 12.4k and
+/// 12.1k (0.19×, 0.11×), the same when synced as 2 s later; peak RSS 67 against 172 MiB and
+/// 102 against 770. On
 /// [`QueueMode::DeltaFifo`](crate::informer::QueueMode::DeltaFifo) the queue holds a list's objects
 /// decoded until they are popped.
 ///
