@@ -492,29 +492,22 @@ impl SharedInformerFactory {
     /// (`Event (v1)`, `Event (events.k8s.io/v1)`, `ConfigMap (v1, dynamic)`), and any that are
     /// still alike a number in the order the factory made them (`… #2`).
     pub async fn wait_for_cache_sync(&self, cancel: &CancellationToken) -> BTreeMap<String, bool> {
-        let started: Vec<(String, String, SyncSignal)> = self
+        let (names, signals): (Vec<(String, String)>, Vec<SyncSignal>) = self
             .inner
             .informers
             .lock()
             .iter()
             .filter(|(_, i, started)| *started || i.has_started())
             .map(|((key, _), i, _)| {
-                (
-                    i.name(),
-                    scope::qualifier(key, i.api_version()),
-                    i.synced_signal(),
-                )
+                let qualifier = scope::qualifier(key, i.api_version());
+                ((i.name(), qualifier), i.synced_signal())
             })
-            .collect();
-        wait_for_cache_sync(cancel, started.iter().map(|(_, _, s)| s.clone())).await;
-        let names: Vec<(String, String)> = started
-            .iter()
-            .map(|(name, qualifier, _)| (name.clone(), qualifier.clone()))
-            .collect();
+            .unzip();
+        wait_for_cache_sync(cancel, signals.iter().cloned()).await;
         scope::distinct_names(&names)
             .into_iter()
-            .zip(&started)
-            .map(|(name, (_, _, s))| (name, s.has_synced()))
+            .zip(&signals)
+            .map(|(name, s)| (name, s.has_synced()))
             .collect()
     }
 

@@ -130,26 +130,20 @@ pub(super) fn qualifier(key: &TypeKey, api_version: Option<String>) -> String {
 /// entries that share a name get their qualifier (`Event (events.k8s.io/v1)`), and entries
 /// still alike after that a number from the second on (`Event (v1) #2`).
 pub(super) fn distinct_names(entries: &[(String, String)]) -> Vec<String> {
-    let count = |f: &dyn Fn(&(String, String)) -> String, x: &String| {
-        entries.iter().filter(|e| &f(e) == x).count()
-    };
-    let plain = |e: &(String, String)| e.0.clone();
-    let qualified = |e: &(String, String)| {
-        if count(&plain, &e.0) < 2 || e.1.is_empty() {
-            e.0.clone()
-        } else {
-            format!("{} ({})", e.0, e.1)
-        }
-    };
+    let mut sharing: HashMap<&str, usize> = HashMap::new();
+    for (name, _) in entries {
+        *sharing.entry(name).or_default() += 1;
+    }
     let mut seen: HashMap<String, usize> = HashMap::new();
     entries
         .iter()
-        .map(|e| {
-            let name = qualified(e);
-            if count(&qualified, &name) < 2 {
-                return name;
-            }
-            let n = seen.entry(name.clone()).or_insert(0);
+        .map(|(name, qualifier)| {
+            let name = if sharing[name.as_str()] < 2 || qualifier.is_empty() {
+                name.clone()
+            } else {
+                format!("{name} ({qualifier})")
+            };
+            let n = seen.entry(name.clone()).or_default();
             *n += 1;
             if *n == 1 {
                 name
