@@ -48,7 +48,7 @@ type Registered = ((TypeKey, InformerScope), Arc<dyn ErasedInformer>, bool);
 
 trait ErasedInformer: Send + Sync {
     fn name(&self) -> String;
-    fn api_version(&self) -> Option<String>;
+    fn qualifier(&self) -> String;
     fn synced_signal(&self) -> SyncSignal;
     fn has_started(&self) -> bool;
     /// Runs the informer on `tasks` until `cancel`; `done` is cancelled once it has returned.
@@ -64,8 +64,8 @@ impl<K: crate::Object> ErasedInformer for SharedIndexInformer<K> {
     fn name(&self) -> String {
         SharedIndexInformer::name(self).to_owned()
     }
-    fn api_version(&self) -> Option<String> {
-        SharedIndexInformer::api_version(self)
+    fn qualifier(&self) -> String {
+        SharedIndexInformer::qualifier(self)
     }
     fn synced_signal(&self) -> SyncSignal {
         SharedIndexInformer::synced_signal(self)
@@ -498,13 +498,10 @@ impl SharedInformerFactory {
             .lock()
             .iter()
             .filter(|(_, i, started)| *started || i.has_started())
-            .map(|((key, _), i, _)| {
-                let qualifier = scope::qualifier(key, i.api_version());
-                ((i.name(), qualifier), i.synced_signal())
-            })
+            .map(|(_, i, _)| ((i.name(), i.qualifier()), i.synced_signal()))
             .unzip();
         wait_for_cache_sync(cancel, signals.iter().cloned()).await;
-        scope::distinct_names(&names)
+        crate::informer::naming::distinct_names(&names)
             .into_iter()
             .zip(&signals)
             .map(|(name, s)| (name, s.has_synced()))

@@ -227,3 +227,59 @@ async fn priority_queue_depth_has_a_capped_priority_label() {
         Some(5.0)
     );
 }
+
+/// A typed and a dynamic informer of one kind share a name: each has its own series, labelled
+/// as in `wait_for_cache_sync`'s map, instead of one series that mixes both (a gauge
+/// overwritten, a counter summed). An informer watched twice is reported once.
+#[tokio::test]
+async fn informers_sharing_a_name_have_their_own_series() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kinformer::SharedInformerFactory;
+    use kube::api::ApiResource;
+    use tokio_util::sync::CancellationToken;
+
+    let server = kinformer_apiserver::start(Default::default())
+        .await
+        .unwrap();
+    server
+        .seed(
+            "configmaps",
+            (0..3).map(|i| kinformer_apiserver::seed::configmap("default", &format!("cm-{i}"), 1)),
+        )
+        .unwrap();
+    let mut registry = Registry::default();
+    let metrics = Metrics::new(&mut registry);
+    let factory = SharedInformerFactory::new(server.client());
+    let typed = factory.informer::<ConfigMap>();
+    let dynamic = factory.dynamic_informer(&ApiResource::erase::<ConfigMap>(&()), true);
+    metrics.watch_informer(&typed);
+    metrics.watch_informer(&dynamic);
+    metrics.watch_informer(&typed);
+    factory.start();
+    let synced = factory.wait_for_cache_sync(&CancellationToken::new()).await;
+    assert!(synced.values().all(|s| *s), "{synced:?}");
+
+    let scrape = metrics.encode(&registry);
+    for name in ["ConfigMap (v1)", "ConfigMap (v1, dynamic)"] {
+        assert_eq!(
+            value(
+                &scrape,
+                &format!(r#"informer_objects_cached{{name="{name}"}}"#)
+            ),
+            Some(3.0),
+            "{scrape}"
+        );
+        assert_eq!(
+            value(
+                &scrape,
+                &format!(r#"informer_lists_total{{name="{name}"}}"#)
+            ),
+            Some(1.0),
+            "{scrape}"
+        );
+        assert!(synced.contains_key(name), "{synced:?}");
+    }
+    assert!(!scrape.contains(r#"name="ConfigMap""#), "{scrape}");
+    factory.shutdown().await;
+    server.shutdown().await;
+}

@@ -10,6 +10,7 @@ mod event;
 mod handler;
 mod list_staging;
 mod listener;
+pub(crate) mod naming;
 mod processor;
 mod queue;
 mod shared_informer;

@@ -246,15 +246,20 @@ impl<K: Object> SharedIndexInformer<K> {
         &self.inner.name
     }
 
-    /// The `apiVersion` of the objects it caches (`v1`, `apps/v1`), when it was built with a
-    /// type identity (every factory-made informer is).
-    pub(crate) fn api_version(&self) -> Option<String> {
-        let id = self.inner.snap.identity.as_ref()?;
-        Some(if id.group.is_empty() {
-            id.version.clone()
-        } else {
-            format!("{}/{}", id.group, id.version)
-        })
+    /// What tells this informer apart from others of its name (see [`super::naming`]): the
+    /// `apiVersion` of the objects it caches (`v1`, `apps/v1`), when it was built with a type
+    /// identity (every factory-made informer is), and `dynamic` when its objects' type is only
+    /// known at run time (`DynamicObject`, `PartialObjectMeta<DynamicObject>`).
+    pub(crate) fn qualifier(&self) -> String {
+        let api_version = self.inner.snap.identity.as_ref().map(|id| {
+            if id.group.is_empty() {
+                id.version.clone()
+            } else {
+                format!("{}/{}", id.group, id.version)
+            }
+        });
+        let dynamic = std::any::TypeId::of::<K::DynamicType>() != std::any::TypeId::of::<()>();
+        super::naming::qualifier(api_version, dynamic)
     }
 
     /// Adds a handler with the informer's default resync period (client-go's

@@ -18,6 +18,17 @@ type Seconds = Gauge<f64, AtomicU64>;
 pub trait InformerProbe: Send + Sync + 'static {
     /// The informer's name.
     fn probe_name(&self) -> String;
+    /// What tells the informer apart from others of its name in the `name` label (its API
+    /// version, and `dynamic`), used only when names collide. Default: nothing (colliding
+    /// names are numbered).
+    fn probe_qualifier(&self) -> String {
+        String::new()
+    }
+    /// The informer's process-unique id: an informer watched twice is reported once.
+    /// Default: none (every probe is reported).
+    fn probe_id(&self) -> Option<u64> {
+        None
+    }
     /// Objects in its cache.
     fn objects_cached(&self) -> usize;
     /// Deltas queued between the reflector and the cache.
@@ -56,6 +67,12 @@ pub trait InformerProbe: Send + Sync + 'static {
 impl<K: crate::Object> InformerProbe for crate::SharedIndexInformer<K> {
     fn probe_name(&self) -> String {
         self.name().to_owned()
+    }
+    fn probe_qualifier(&self) -> String {
+        self.qualifier()
+    }
+    fn probe_id(&self) -> Option<u64> {
+        Some(self.id())
     }
     fn objects_cached(&self) -> usize {
         self.indexer().len()
@@ -125,10 +142,16 @@ impl fmt::Debug for InformerCollector {
 }
 
 impl InformerCollector {
-    /// Adds a probe (and lets go of those of removed informers).
+    /// Adds a probe (and lets go of those of removed informers); one for an informer already
+    /// watched is dropped, so its counters are not added twice into one series.
     pub(crate) fn add(&self, probe: Box<dyn InformerProbe>) {
         let mut probes = self.probes.lock();
         probes.retain(|p| !p.is_removed());
+        let id = probe.probe_id();
+        if id.is_some() && probes.iter().any(|p| p.probe_id() == id) {
+            tracing::debug!(informer = %probe.probe_name(), "informer already watched by these metrics");
+            return;
+        }
         probes.push(probe);
     }
 }
@@ -170,10 +193,16 @@ impl Collector for InformerCollector {
         let divergent = Family::<InformerLabels, Gauge>::default();
         let mut probes = self.probes.lock();
         probes.retain(|p| !p.is_removed());
-        for p in probes.iter() {
-            let l = InformerLabels {
-                name: p.probe_name(),
-            };
+        // Informers that share a name (a typed and a dynamic one of a kind, one kind in two
+        // groups) get distinct labels, as in the factory's `wait_for_cache_sync`: otherwise
+        // their series would merge (gauges overwritten, counters summed).
+        let names: Vec<(String, String)> = probes
+            .iter()
+            .map(|p| (p.probe_name(), p.probe_qualifier()))
+            .collect();
+        let names = crate::informer::naming::distinct_names(&names);
+        for (p, name) in probes.iter().zip(names) {
+            let l = InformerLabels { name };
             let n = |v: usize| i64::try_from(v).unwrap_or(i64::MAX);
             objects.get_or_create(&l).set(n(p.objects_cached()));
             queued.get_or_create(&l).set(n(p.queued_items()));

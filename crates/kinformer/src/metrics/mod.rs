@@ -3,7 +3,10 @@
 //! handle registered into your [`Registry`].
 //!
 //! The informer families ([`Metrics::watch_informer`]), read at every scrape; each is labelled
-//! `name` (the informer), and the handler families also `handler`:
+//! `name` (the informer's name; informers that share one are told apart as in
+//! [`wait_for_cache_sync`](crate::SharedInformerFactory::wait_for_cache_sync)'s map, by API
+//! version and `dynamic`, so `Pod (v1)` and `Pod (v1, dynamic)`), and the handler families
+//! also `handler`:
 //!
 //! | family | type | what |
 //! |---|---|---|
@@ -74,7 +77,8 @@ impl Metrics {
     /// ([`SharedInformerFactory::remove_informer`](crate::SharedInformerFactory::remove_informer)
     /// and the other `remove_*` methods) leaves the scrape, every series of it, and the
     /// collector lets go of it at the next scrape or `watch_informer`. One that merely stopped
-    /// (its factory shut down) keeps reporting its last figures.
+    /// (its factory shut down) keeps reporting its last figures. Watching an informer again
+    /// changes nothing.
     pub fn watch_informer<K: crate::Object>(&self, informer: &crate::SharedIndexInformer<K>) {
         self.informers.add(Box::new(informer.clone()));
     }
