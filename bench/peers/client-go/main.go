@@ -27,6 +27,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -49,6 +50,7 @@ type report struct {
 	Objects          uint64   `json:"objects"`
 	BaselineRSSKiB   uint64   `json:"baseline_rss_kib"`
 	SyncMs           *float64 `json:"sync_ms"`
+	CPUMsAtSync      *float64 `json:"cpu_ms_at_sync,omitempty"`
 	PeakRSSKiB       *uint64  `json:"peak_rss_kib"`
 	SteadyRSSKiB     *uint64  `json:"steady_rss_kib"`
 	BytesPerObject   *float64 `json:"bytes_per_object"`
@@ -288,10 +290,11 @@ func main() {
 		})
 	}
 	stop := make(chan struct{})
-	t0 := time.Now()
+	t0, cpu0 := time.Now(), cpuMs()
 	go informer.Run(stop)
 	waitUntil(timeout, "initial sync", func() bool { return informer.HasSynced() && c.adds.Load() >= *n })
 	sync := time.Since(t0)
+	cpuAtSync := cpuMs() - cpu0
 	pk := peak()
 	time.Sleep(500 * time.Millisecond)
 	steady := steadyRSS()
@@ -300,6 +303,7 @@ func main() {
 	switch *workload {
 	case "w1", "w1t":
 		rep.SyncMs = f64(float64(sync.Nanoseconds()) / 1e6)
+		rep.CPUMsAtSync = f64(cpuAtSync)
 		rep.PeakRSSKiB = u64(pk)
 		per := 0.0
 		if objects > 0 && steady > rep.BaselineRSSKiB {
@@ -357,4 +361,15 @@ func main() {
 	close(stop)
 	out, _ := json.Marshal(rep)
 	fmt.Println(string(out))
+}
+
+// cpuMs is the CPU time (user and system, every thread) the process has used so far, in
+// milliseconds.
+func cpuMs() float64 {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		return 0
+	}
+	tv := func(t syscall.Timeval) float64 { return float64(t.Sec)*1e3 + float64(t.Usec)/1e3 }
+	return tv(u.Utime) + tv(u.Stime)
 }

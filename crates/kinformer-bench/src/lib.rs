@@ -26,6 +26,7 @@
 #![warn(unreachable_pub)]
 
 pub mod control;
+mod cpu;
 mod error;
 pub mod fleet;
 pub mod fleet_md;

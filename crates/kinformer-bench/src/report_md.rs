@@ -24,7 +24,7 @@ use headline::headline;
 use kinformer_tables::{metadata_table, queue_modes_table};
 pub(crate) use medians::median;
 use medians::{Metric, Tables, sizes_of};
-use tables::{w1_tables, w2_table, w3_table, w4_table};
+use tables::{w1_cpu_table, w1_tables, w2_table, w3_table, w4_table};
 
 /// The tiers, in the order of every table's rows.
 const TIERS: [Tier; 2] = [Tier::Real, Tier::Embedded];
@@ -156,6 +156,7 @@ pub fn write_report(
     );
     headline(&mut md, &t, results);
     w1_tables(&mut md, &t, results);
+    w1_cpu_table(&mut md, &t, results);
     w4_table(&mut md, &t, results);
     w3_table(&mut md, &t, results);
     w2_table(&mut md, &t, opts, notes);

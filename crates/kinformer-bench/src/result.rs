@@ -235,6 +235,10 @@ pub struct PeerReport {
     /// bench, no settling). The Rust peers only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes_per_object_at_sync: Option<f64>,
+    /// W1/W1t: CPU time (user and system, every thread) the peer process used from start to
+    /// synced, milliseconds: with `sync_ms`, how many cores the sync kept busy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_ms_at_sync: Option<f64>,
     /// W2: events delivered to each handler per second.
     pub events_per_sec: Option<f64>,
     /// W2: events each handler received.
@@ -298,6 +302,7 @@ impl PeerReport {
             steady_rss_kib: None,
             bytes_per_object: None,
             bytes_per_object_at_sync: None,
+            cpu_ms_at_sync: None,
             events_per_sec: None,
             events: None,
             latency_p50_us: None,

@@ -45,10 +45,18 @@ fn lister(client: kube::Client) -> KubeListerWatcher<Pod> {
     KubeListerWatcher::<Pod>::new(client, &kinformer::InformerConfig::default())
 }
 
+/// When a floor started: the wall clock and the process's CPU time.
+type Start = (Instant, Option<f64>);
+
+fn start() -> Start {
+    (Instant::now(), crate::cpu::process_ms())
+}
+
 /// Stops the clock, then frees what was listed: freeing 10,000 pods takes long enough to
 /// matter, and an informer never frees its list, so a floor must not count it.
-fn finish<T>(mut report: PeerReport, t0: Instant, listed: Vec<T>, decoded: u64) -> PeerReport {
-    report.sync_ms = Some(t0.elapsed().as_secs_f64() * 1000.0);
+fn finish<T>(mut report: PeerReport, t0: Start, listed: Vec<T>, decoded: u64) -> PeerReport {
+    report.sync_ms = Some(t0.0.elapsed().as_secs_f64() * 1000.0);
+    report.cpu_ms_at_sync = crate::cpu::since(t0.1);
     report.peak_rss_kib = Some(rss::peak_kib());
     drop(listed);
     report.objects = decoded;
@@ -65,7 +73,7 @@ pub(super) async fn run_paged(
     report: PeerReport,
 ) -> Result<PeerReport, PeerError> {
     let lw = lister(client);
-    let t0 = Instant::now();
+    let t0 = start();
     // what a Reflector sends first (client-go's and kinformer's), then continue tokens
     let mut options = ListOptions {
         limit: Some(PAGE),
@@ -100,7 +108,7 @@ pub(super) async fn run_unpaged(
     report: PeerReport,
 ) -> Result<PeerReport, PeerError> {
     let lw = lister(client);
-    let t0 = Instant::now();
+    let t0 = start();
     let options = ListOptions {
         resource_version: "0".into(),
         ..Default::default()
@@ -123,7 +131,7 @@ pub(super) async fn run_streaming(
     report: PeerReport,
 ) -> Result<PeerReport, PeerError> {
     let lw = lister(client);
-    let t0 = Instant::now();
+    let t0 = start();
     let options = ListOptions {
         resource_version_match: Some(ResourceVersionMatch::NotOlderThan),
         allow_watch_bookmarks: true,

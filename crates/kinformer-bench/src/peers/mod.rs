@@ -241,7 +241,7 @@ pub async fn run(peer: Peer, args: &PeerArgs) -> Result<PeerReport, PeerError> {
     }
     let counters = Arc::new(Counters::default());
     let transform = args.workload == Workload::W1t;
-    let t0 = Instant::now();
+    let (t0, cpu0) = (Instant::now(), crate::cpu::process_ms());
     let running: Box<dyn RunningPeer> = match (peer, kinformer_peer::Variant::of(peer)) {
         (_, Some(variant)) if args.workload == Workload::W5 => {
             let p = kinformer_peer::start_pods(client.clone(), counters.clone(), variant, false)?;
@@ -259,6 +259,7 @@ pub async fn run(peer: Peer, args: &PeerArgs) -> Result<PeerReport, PeerError> {
     })
     .await?;
     let sync = t0.elapsed();
+    let cpu_at_sync = crate::cpu::since(cpu0);
     let at_sync = rss::current_kib();
     let peak = rss::peak_kib();
     tokio::time::sleep(SETTLE).await;
@@ -271,6 +272,7 @@ pub async fn run(peer: Peer, args: &PeerArgs) -> Result<PeerReport, PeerError> {
     match args.workload {
         Workload::W1 | Workload::W1t => {
             report.sync_ms = Some(sync.as_secs_f64() * 1000.0);
+            report.cpu_ms_at_sync = cpu_at_sync;
             report.peak_rss_kib = Some(peak);
             let per_object = |kib: u64| {
                 kib.saturating_sub(report.baseline_rss_kib) as f64 * 1024.0

@@ -121,6 +121,10 @@ pub(super) struct Tables {
     pub(super) eps: Medians,
     pub(super) p50: Medians,
     pub(super) p99: Medians,
+    /// W1: CPU time from start to synced per object, µs.
+    pub(super) cpu_per_object: Medians,
+    /// W1: cores kept busy from start to synced (CPU time ÷ wall time).
+    pub(super) cores: Medians,
 }
 
 impl Tables {
@@ -138,6 +142,10 @@ impl Tables {
             eps: Medians::of(results, |r| r.events_per_sec),
             p50: Medians::of(results, |r| r.latency_p50_us),
             p99: Medians::of(results, |r| r.latency_p99_us),
+            cpu_per_object: Medians::of(results, |r| {
+                Some(r.cpu_ms_at_sync? * 1000.0 / r.n.max(1) as f64)
+            }),
+            cores: Medians::of(results, |r| Some(r.cpu_ms_at_sync? / r.sync_ms?)),
         }
     }
 

@@ -83,6 +83,52 @@ pub(super) fn w1_tables(md: &mut String, t: &Tables, results: &[PeerReport]) {
     }
 }
 
+/// The peers of the W1 CPU table, one column each, in order (those with no CPU figure in the
+/// results are left out).
+const CPU_PEERS: [Peer; 8] = [
+    Peer::FloorStreaming,
+    Peer::Kinformer,
+    Peer::KinformerLean,
+    Peer::KinformerMetadata,
+    Peer::KubeRs,
+    Peer::ClientGo,
+    Peer::ClientGoJson,
+    Peer::ClientGoMetadata,
+];
+
+/// W1's CPU time per object and the cores it kept busy, for the peers that report it.
+pub(super) fn w1_cpu_table(md: &mut String, t: &Tables, results: &[PeerReport]) {
+    let has_cpu = |p: Peer| {
+        results
+            .iter()
+            .any(|r| r.peer == p && r.workload == Workload::W1 && r.cpu_ms_at_sync.is_some())
+    };
+    let peers: Vec<Peer> = CPU_PEERS.into_iter().filter(|&p| has_cpu(p)).collect();
+    if peers.is_empty() {
+        return;
+    }
+    md.push_str("\nCPU during W1: µs of CPU time per pod from start to synced (user and system, every thread of the peer's process), and in brackets the cores that kept busy (CPU time ÷ sync time). The API server's own CPU is not counted.\n\n");
+    row(
+        md,
+        ["tier".to_owned(), "N".to_owned()]
+            .into_iter()
+            .chain(peers.iter().map(|p| p.to_string())),
+    );
+    row(md, (0..peers.len() + 2).map(|_| "---".to_owned()));
+    for tier in TIERS {
+        for n in sizes_of(results, tier, Workload::W1) {
+            let cpu = peers.iter().map(|&p| {
+                let per = t.cpu_per_object.get(tier, Workload::W1, n, p);
+                match (per, t.cores.get(tier, Workload::W1, n, p)) {
+                    (Some(per), Some(cores)) => format!("{per:.0} ({cores:.2})"),
+                    _ => show(per),
+                }
+            });
+            row(md, [tier.to_string(), n.to_string()].into_iter().chain(cpu));
+        }
+    }
+}
+
 /// W4: bytes per cached pod, without and with the transform.
 pub(super) fn w4_table(md: &mut String, t: &Tables, results: &[PeerReport]) {
     md.push_str("\n## W4: memory per cached pod after sync (bytes: (steady RSS − baseline RSS) / objects)\n\n");

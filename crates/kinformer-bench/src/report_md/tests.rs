@@ -238,3 +238,31 @@ fn checkpointed_results_render_into_a_report() {
     assert!(crate::report::load_results(&opts, &dir.join("missing.json")).is_err());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn the_cpu_table_gives_cpu_per_pod_and_cores_for_peers_that_report_it() {
+    let cpu = |peer: Peer, sync: f64, cpu: f64| PeerReport {
+        cpu_ms_at_sync: Some(cpu),
+        ..run(Tier::Real, peer, 1000, sync)
+    };
+    let results = vec![
+        cpu(Peer::Kinformer, 100.0, 120.0),
+        cpu(Peer::Kinformer, 200.0, 100.0),
+        cpu(Peer::Kinformer, 100.0, 80.0),
+        cpu(Peer::ClientGo, 90.0, 90.0),
+        // no CPU figure: no column
+        run(Tier::Real, Peer::KubeRs, 1000, 300.0),
+    ];
+    let mut md = String::new();
+    tables::w1_cpu_table(&mut md, &medians::Tables::new(&results), &results);
+    assert!(md.contains("| tier | N | kinformer | client-go |"), "{md}");
+    // medians: 100 µs a pod and 0.80 cores (of 1.2, 0.5, 0.8); client-go 90 µs, 1.00
+    assert!(
+        md.contains("| real | 1000 | 100 (0.80) | 90 (1.00) |"),
+        "{md}"
+    );
+    let mut none = String::new();
+    let no_cpu = vec![run(Tier::Real, Peer::Kinformer, 1000, 100.0)];
+    tables::w1_cpu_table(&mut none, &medians::Tables::new(&no_cpu), &no_cpu);
+    assert!(none.is_empty(), "{none}");
+}
