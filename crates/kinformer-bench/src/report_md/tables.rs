@@ -85,11 +85,12 @@ pub(super) fn w1_tables(md: &mut String, t: &Tables, results: &[PeerReport]) {
 
 /// The peers of the W1 CPU table, one column each, in order (those with no CPU figure in the
 /// results are left out).
-const CPU_PEERS: [Peer; 8] = [
+const CPU_PEERS: [Peer; 9] = [
     Peer::FloorStreaming,
     Peer::Kinformer,
     Peer::KinformerLean,
     Peer::KinformerMetadata,
+    Peer::KinformerMetadataLean,
     Peer::KubeRs,
     Peer::ClientGo,
     Peer::ClientGoJson,
@@ -114,7 +115,8 @@ pub(super) fn w1_cpu_table(md: &mut String, t: &Tables, results: &[PeerReport]) 
             .into_iter()
             .chain(peers.iter().map(|p| p.to_string())),
     );
-    row(md, (0..peers.len() + 2).map(|_| "---".to_owned()));
+    md.push_str(&"|---".repeat(peers.len() + 2));
+    md.push_str("|\n");
     for tier in TIERS {
         for n in sizes_of(results, tier, Workload::W1) {
             let cpu = peers.iter().map(|&p| {

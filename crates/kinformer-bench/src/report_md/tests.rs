@@ -255,7 +255,10 @@ fn the_cpu_table_gives_cpu_per_pod_and_cores_for_peers_that_report_it() {
     ];
     let mut md = String::new();
     tables::w1_cpu_table(&mut md, &medians::Tables::new(&results), &results);
-    assert!(md.contains("| tier | N | kinformer | client-go |"), "{md}");
+    assert!(
+        md.contains("| tier | N | kinformer | client-go |\n|---|---|---|---|\n"),
+        "{md}"
+    );
     // medians: 100 µs a pod and 0.80 cores (of 1.2, 0.5, 0.8); client-go 90 µs, 1.00
     assert!(
         md.contains("| real | 1000 | 100 (0.80) | 90 (1.00) |"),
