@@ -71,10 +71,12 @@ use serde::de::DeserializeOwned;
 /// handlers. A handler slower than the informer still holds the decoded objects queued for it.
 /// Measured (2026-11-27, real kube-apiserver v1.36.3, protobuf, the factory-built
 /// informer, against client-go v0.37.2, medians of 5 rounds, `docs/benchmarks.md`): initial
-/// sync 1,149 ms against client-go's 854 ms at 10,000 pods (1.35×) and 5,970 against 4,218 ms
-/// at 50,000 (1.42×); 2,412 and 1,281 bytes of memory per pod against client-go's 12.4k and
-/// 12.1k (0.19×, 0.11×), the same when synced as 2 s later; peak RSS 67 against 172 MiB and
-/// 102 against 770. On
+/// sync 1,146 ms against client-go's 671 ms at 10,000 pods (1.71×; 1.35× in an earlier run
+/// that day) and 5,277 against 4,492 ms at 50,000 (1.17×; 1.42×), using 118–125 µs of CPU a
+/// pod against the full cache's 82–88 (encoding each pod after decoding it is most of the
+/// difference); 2,506 and 1,265 bytes of memory per pod against client-go's 12.4k and 12.1k
+/// (0.20×, 0.10×), the same when synced as 2 s later; peak RSS 68 against 176 MiB and 109
+/// against 753. On
 /// [`QueueMode::DeltaFifo`](crate::informer::QueueMode::DeltaFifo) the queue holds a list's objects
 /// decoded until they are popped.
 ///
