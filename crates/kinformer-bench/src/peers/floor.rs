@@ -54,9 +54,14 @@ fn start() -> Start {
 
 /// Stops the clock, then frees what was listed: freeing 10,000 pods takes long enough to
 /// matter, and an informer never frees its list, so a floor must not count it.
-fn finish<T>(mut report: PeerReport, t0: Start, listed: Vec<T>, decoded: u64) -> PeerReport {
-    report.sync_ms = Some(t0.0.elapsed().as_secs_f64() * 1000.0);
-    report.cpu_ms_at_sync = crate::cpu::since(t0.1);
+fn finish<T>(
+    mut report: PeerReport,
+    (t0, cpu0): Start,
+    listed: Vec<T>,
+    decoded: u64,
+) -> PeerReport {
+    report.sync_ms = Some(t0.elapsed().as_secs_f64() * 1000.0);
+    report.cpu_ms_at_sync = crate::cpu::since(cpu0);
     report.peak_rss_kib = Some(rss::peak_kib());
     drop(listed);
     report.objects = decoded;

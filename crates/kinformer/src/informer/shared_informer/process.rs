@@ -181,7 +181,7 @@ impl<K: Object> SharedIndexInformer<K> {
     /// `block_deltas`.
     pub(super) fn mark_synced_locked(&self) {
         if !self.inner.synced_flag.is_synced() {
-            self.settle_initial_list();
+            self.settle_at_sync();
             self.inner.synced_flag.mark_synced();
             self.inner.processor.distribute(&Event::Synced, false);
         }
@@ -391,7 +391,7 @@ impl<K: Object> SharedIndexInformer<K> {
     /// [`InformerConfig::release_memory`], freed memory goes back to the OS, so memory read
     /// when the cache has synced is what the cache keeps (the tidy-up half a second after a
     /// list forgets what handlers still held then). Caller holds `block_deltas`.
-    fn settle_initial_list(&self) {
+    fn settle_at_sync(&self) {
         let inner = &self.inner;
         if inner.indexer.cache_mode() != CacheMode::Lean {
             return;
