@@ -60,15 +60,60 @@ pub(crate) fn decode(res: &ResourceInfo, body: &[u8]) -> Result<Map<String, Valu
     serde_json::from_slice(&json).map_err(|e| bad(ProtoError::Json(e.to_string())))
 }
 
-/// Whether a response for `res` should be protobuf: the client's first acceptable media type
-/// is protobuf (a plain one: `as=Table` and `as=PartialObjectMetadata` requests are answered
-/// elsewhere) and the kind has a message.
+/// Whether kube-apiserver's negotiation picks protobuf from `accept` among the plain media
+/// types it serves: entries with `as=` (tables, metadata-only conversions, answered elsewhere)
+/// and `q=0` are left out, the rest are taken by `q` (highest first, header order among
+/// equals), unknown types are skipped, and the first of `application/json`,
+/// `application/yaml`, `*/*`, `application/*` (JSON) or protobuf wins. An empty or unusable
+/// header is JSON. This also decides the form of error `Status` bodies (e.g. `Accept:
+/// text/html, application/vnd.kubernetes.protobuf` gets a protobuf 404, and
+/// `application/vnd.kubernetes.protobuf;q=0.5, application/json` a JSON one, as
+/// kube-apiserver 1.36 answers).
+pub(crate) fn prefers_protobuf(accept: &str) -> bool {
+    let mut offers: Vec<(f32, bool)> = Vec::new();
+    for entry in accept.split(',') {
+        let mut parts = entry.split(';').map(str::trim);
+        let media = parts.next().unwrap_or("").to_ascii_lowercase();
+        let mut q = 1.0f32;
+        let mut conversion = false;
+        for param in parts {
+            let (k, v) = param.split_once('=').unwrap_or((param, ""));
+            match k.trim() {
+                "as" => conversion = true,
+                "q" => q = v.trim().parse().unwrap_or(1.0),
+                _ => {}
+            }
+        }
+        let protobuf = match media.as_str() {
+            m if m == MEDIA_TYPE => true,
+            "application/json" | "application/yaml" | "*/*" | "application/*" => false,
+            _ => continue,
+        };
+        if !conversion && q > 0.0 {
+            offers.push((q, protobuf));
+        }
+    }
+    // stable: equal weights keep the header's order
+    offers.sort_by(|a, b| b.0.total_cmp(&a.0));
+    offers.first().is_some_and(|&(_, protobuf)| protobuf)
+}
+
+/// Whether a response for `res` should be protobuf: [`prefers_protobuf`], and the kind has a
+/// message.
 pub(crate) fn wants_protobuf(accept: &str, res: &ResourceInfo) -> bool {
-    let first = accept
+    prefers_protobuf(accept) && decodable(res)
+}
+
+/// Whether `accept` lists protobuf media types only (any parameters): what kube-apiserver
+/// refuses for a custom resource, which has no protobuf form, with 406 NotAcceptable (it
+/// answers JSON only when the header also accepts it).
+pub(crate) fn protobuf_only(accept: &str) -> bool {
+    let mut entries = accept
         .split(',')
-        .map(str::trim)
-        .find(|m| !m.is_empty() && !m.contains("as="));
-    first.is_some_and(is_protobuf) && decodable(res)
+        .map(|e| e.split(';').next().unwrap_or("").trim())
+        .filter(|m| !m.is_empty())
+        .peekable();
+    entries.peek().is_some() && entries.all(|m| m.eq_ignore_ascii_case(MEDIA_TYPE))
 }
 
 /// The message bytes of one stored object version (no envelope), encoded on first use.
@@ -174,5 +219,40 @@ mod tests {
             "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
             &r
         ));
+    }
+
+    /// The answers of kube-apiserver v1.36.3 (e2e harness, 2026-11-27) to a GET of a missing
+    /// pod under each header: which form its `Status` came in.
+    #[test]
+    fn negotiation_picks_protobuf_where_kube_apiserver_does() {
+        let pb = MEDIA_TYPE;
+        for accept in [
+            pb.to_string(),
+            format!("{pb}, application/json"),
+            format!("text/html, {pb}"),
+            format!("{pb};as=Table;g=meta.k8s.io;v=v1, {pb}"),
+            format!("{pb};as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,{pb}"),
+        ] {
+            assert!(prefers_protobuf(&accept), "{accept}");
+        }
+        for accept in [
+            String::new(),
+            "*/*".to_string(),
+            format!("application/json, {pb}"),
+            format!("{pb};q=0.5, application/json"),
+            format!("{pb};as=PartialObjectMetadata;g=meta.k8s.io;v=v1"),
+            // kinformer's and client-go's metadata-only lists
+            format!(
+                "{pb};as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+            ),
+        ] {
+            assert!(!prefers_protobuf(&accept), "{accept}");
+        }
+        assert!(protobuf_only(pb));
+        assert!(protobuf_only(&format!(
+            "{pb};as=Table;g=meta.k8s.io;v=v1, {pb}"
+        )));
+        assert!(!protobuf_only(&format!("{pb}, application/json")));
+        assert!(!protobuf_only(""));
     }
 }

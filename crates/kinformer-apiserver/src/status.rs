@@ -321,6 +321,17 @@ impl ApiError {
         )
     }
 
+    /// 406 NotAcceptable: what kube-apiserver answers a request for a custom resource whose
+    /// `Accept` lists protobuf only (its message names protobuf among the accepted types all
+    /// the same).
+    pub(crate) fn not_acceptable() -> Self {
+        Self::new(
+            406,
+            "NotAcceptable",
+            "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf",
+        )
+    }
+
     /// 413 RequestEntityTooLarge.
     pub(crate) fn too_large_body(limit: usize) -> Self {
         Self::new(

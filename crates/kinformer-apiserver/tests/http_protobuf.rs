@@ -268,6 +268,150 @@ async fn a_custom_resource_has_no_protobuf_form() {
     let r = request_with_headers(a, "GET", &format!("{path}/w"), None, &[ACCEPT_PB], b"").await;
     assert_eq!(r.code, 200);
     assert_eq!(r.header("content-type"), Some("application/json"));
+    // ... and its errors as a protobuf Status, as kube-apiserver 1.36 sends them
+    let r = request_with_headers(a, "GET", &format!("{path}/nope"), None, &[ACCEPT_PB], b"").await;
+    assert_eq!(r.code, 404);
+    assert_eq!(r.header("content-type"), Some(PB));
+    assert_eq!(
+        decoded(&r.body)["message"],
+        "widgets.example.com \"nope\" not found"
+    );
+    // an Accept of protobuf alone is refused (406 NotAcceptable) for every verb, before
+    // anything is written, as kube-apiserver refuses it
+    let only_pb = [("Accept", PB)];
+    for (method, p) in [("GET", format!("{path}/w")), ("GET", path.to_string())] {
+        let r = request_with_headers(a, method, &p, None, &only_pb, b"").await;
+        assert_eq!(r.code, 406, "{method} {p}");
+        assert_eq!(r.header("content-type"), Some(PB));
+        let status = decoded(&r.body);
+        assert_eq!(status["reason"], "NotAcceptable");
+        assert_eq!(
+            status["message"],
+            "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf"
+        );
+    }
+    let other =
+        json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w2"}});
+    let body = serde_json::to_vec(&other).unwrap();
+    let r = request_with_headers(a, "POST", path, Some("application/json"), &only_pb, &body).await;
+    assert_eq!(r.code, 406);
+    assert_eq!(get(a, &format!("{path}/w2")).await.code, 404);
+    s.shutdown().await;
+}
+
+/// Errors are a `Status` in the form kube-apiserver 1.36 negotiates for them: protobuf when
+/// the client's `Accept` prefers it (client-go's protobuf clients, kinformer's informers), JSON
+/// otherwise, whichever part of the server made the error (a lookup, a bad query, a conflict,
+/// an unknown resource, an injected fault with its `Retry-After`). Observed on the e2e
+/// harness's kube-apiserver v1.36.3 with the same requests.
+#[tokio::test]
+async fn errors_come_as_a_protobuf_status_when_accept_prefers_protobuf() {
+    let s = start(ServerConfig::default()).await.unwrap();
+    let a = s.addr();
+    let pods = "/api/v1/namespaces/default/pods";
+    let cms = "/api/v1/namespaces/default/configmaps";
+    assert_eq!(post(a, cms, &configmap("taken", json!({}))).await.code, 201);
+    let taken = object_from_json(&configmap("taken", json!({}))).unwrap();
+    let text_then_pb = format!("text/html, {PB}");
+    // (method, path, protobuf body, Accept, code, reason)
+    type Case<'a> = (&'a str, String, Option<&'a [u8]>, &'a str, u16, &'a str);
+    let cases: Vec<Case> = vec![
+        (
+            "GET",
+            format!("{pods}/missing"),
+            None,
+            ACCEPT_PB.1,
+            404,
+            "NotFound",
+        ),
+        (
+            "GET",
+            format!("{pods}/missing"),
+            None,
+            &text_then_pb,
+            404,
+            "NotFound",
+        ),
+        (
+            "GET",
+            format!("{pods}?continue=bogus"),
+            None,
+            PB,
+            400,
+            "BadRequest",
+        ),
+        (
+            "GET",
+            format!("{pods}?fieldSelector=bogus"),
+            None,
+            PB,
+            400,
+            "BadRequest",
+        ),
+        ("GET", "/api/v1/foos".into(), None, PB, 404, "NotFound"),
+        ("POST", cms.into(), Some(&taken), PB, 409, "AlreadyExists"),
+    ];
+    for (method, path, body, accept, code, reason) in cases {
+        let ct = body.map(|_| PB);
+        let r = request_with_headers(
+            a,
+            method,
+            &path,
+            ct,
+            &[("Accept", accept)],
+            body.unwrap_or(b""),
+        )
+        .await;
+        assert_eq!(r.code, code, "{method} {path}");
+        assert_eq!(
+            r.header("content-type"),
+            Some(PB),
+            "{method} {path} ({accept})"
+        );
+        let status = decoded(&r.body);
+        assert_eq!(status["kind"], "Status");
+        assert_eq!(status["code"], code);
+        assert_eq!(status["reason"], reason, "{method} {path}");
+    }
+    // JSON first, or protobuf at a lower weight: JSON, as before
+    for accept in [
+        format!("application/json, {PB}"),
+        format!("{PB};q=0.5, application/json"),
+        "*/*".to_string(),
+    ] {
+        let r = request_with_headers(
+            a,
+            "GET",
+            &format!("{pods}/missing"),
+            None,
+            &[("Accept", &accept)],
+            b"",
+        )
+        .await;
+        assert_eq!(r.code, 404);
+        assert_eq!(
+            r.header("content-type"),
+            Some("application/json"),
+            "{accept}"
+        );
+        assert_eq!(r.json()["reason"], "NotFound");
+    }
+    // an injected 429 keeps its Retry-After
+    s.faults().fail_next(
+        kinformer_apiserver::FailureRule::new(429, 1)
+            .verb(kinformer_apiserver::Verb::List)
+            .resource("pods")
+            .retry_after(3),
+    );
+    let r = request_with_headers(a, "GET", pods, None, &[ACCEPT_PB], b"").await;
+    assert_eq!(r.code, 429);
+    assert_eq!(r.header("content-type"), Some(PB));
+    assert_eq!(r.header("retry-after"), Some("3"));
+    assert_eq!(decoded(&r.body)["reason"], "TooManyRequests");
+    // the server's own endpoints stay JSON
+    let r =
+        request_with_headers(a, "GET", "/__kinformer/state/nope", None, &[ACCEPT_PB], b"").await;
+    assert_ne!(r.header("content-type"), Some(PB));
     s.shutdown().await;
 }
 

@@ -69,7 +69,59 @@ fn service_account_bearer(ctx: &Context, header: Option<&[u8]>) -> Option<crate:
         .ok()
 }
 
-async fn handle(State(ctx): State<Arc<Context>>, mut req: Request) -> Response {
+/// Error `Status` bodies are larger than this only if something is wrong; such a body is sent
+/// as it is.
+const MAX_STATUS_BYTES: usize = 1 << 20;
+
+/// Every request: served, then an error `Status` re-encoded as protobuf when the client's
+/// `Accept` prefers it, as kube-apiserver negotiates errors on its API paths (built-in and
+/// custom resources alike); the one place errors take their form, whichever handler made them.
+async fn handle(State(ctx): State<Arc<Context>>, req: Request) -> Response {
+    let path = req.uri().path();
+    let api_path = ["/api", "/apis"].iter().any(|p| {
+        path.strip_prefix(p)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    });
+    let status_as_protobuf = api_path
+        && req
+            .headers()
+            .get(http::header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(crate::proto::prefers_protobuf);
+    let r = serve(ctx, req).await;
+    if status_as_protobuf {
+        status_in_protobuf(r).await
+    } else {
+        r
+    }
+}
+
+/// `r` with its body as a protobuf `Status` if it is an error answered with a JSON `Status`.
+async fn status_in_protobuf(r: Response) -> Response {
+    let json = r
+        .headers()
+        .get(http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes() == b"application/json");
+    if r.status().as_u16() < 400 || !json {
+        return r;
+    }
+    let (mut parts, body) = r.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_STATUS_BYTES).await else {
+        tracing::warn!("an error body could not be read again to encode it as protobuf");
+        return Response::from_parts(parts, axum::body::Body::empty());
+    };
+    let Some(pb) = crate::proto::json_body(&bytes) else {
+        return Response::from_parts(parts, axum::body::Body::from(bytes));
+    };
+    parts.headers.insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static(crate::proto::MEDIA_TYPE),
+    );
+    parts.headers.remove(http::header::CONTENT_LENGTH);
+    Response::from_parts(parts, axum::body::Body::from(pb))
+}
+
+async fn serve(ctx: Arc<Context>, mut req: Request) -> Response {
     let path = req.uri().path().to_string();
     if let Some(token) = &ctx.token
         && !public_path(&path)

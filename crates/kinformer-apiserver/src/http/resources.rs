@@ -346,6 +346,9 @@ async fn serve_verb(
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     let pb = crate::proto::wants_protobuf(accept, res);
+    if !crate::proto::decodable(res) && crate::proto::protobuf_only(accept) {
+        return Err(ApiError::not_acceptable());
+    }
     let as_table = wants_table(accept)
         .then(|| IncludeObject::parse(query.get("includeObject").map(|s| s.as_str())));
     let mode = match c.subresource.as_deref() {
