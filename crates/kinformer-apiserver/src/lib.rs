@@ -29,7 +29,11 @@
 //!   of the built-in kinds), delete and deletecollection (`DeleteOptions` with preconditions
 //!   and `propagationPolicy` / `orphanDependents`, from the body or the query: the `orphan`
 //!   and `foregroundDeletion` finalizers as kube-apiserver sets them), list, watch, with the
-//!   real `Status` errors ([`ApiError`]). `dryRun=All` on every write (subresources included)
+//!   real `Status` errors ([`ApiError`]), in the form kube-apiserver negotiates for them
+//!   (protobuf when `Accept` prefers it, JSON otherwise; `404 page not found` in plain text
+//!   for a path no handler takes: an unknown group, or an unknown version or resource of a
+//!   group served only by custom resources; 406 for a custom resource asked for in protobuf
+//!   alone). `dryRun=All` on every write (subresources included)
 //!   decides and answers as a real write (validation, defaults, admission, preconditions,
 //!   managedFields, conflicts) but stores nothing, uses no resourceVersion and sends no watch
 //!   event.

@@ -387,3 +387,83 @@ async fn secret_string_data_is_stored_as_data() {
     assert!(got.get("stringData").is_none());
     s.shutdown().await;
 }
+
+/// A path no handler takes is answered as kube-apiserver's mux answers it, `404 page not found`
+/// in plain text (observed on v1.36.3 with the same paths, 2026-11-27): an unknown group, and an
+/// unknown version or resource of a group served only by custom resources. Unknown versions and
+/// resources of built-in groups stay a 404 `Status`. Clients tell the two apart: client-go
+/// turns the text into a generic NotFound, kube-rs into an error without a `Status`.
+#[tokio::test]
+async fn paths_no_handler_takes_are_a_plain_text_404() {
+    let s = start(ServerConfig::default()).await.unwrap();
+    let a = s.addr();
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
+    let r = post(
+        a,
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        &crd,
+    )
+    .await;
+    assert_eq!(r.code, 201);
+    let widgets = "/apis/example.com/v1/namespaces/default/widgets";
+    for _ in 0..50 {
+        if get(a, widgets).await.code == 200 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(get(a, widgets).await.code, 200);
+    for path in [
+        "/foo",
+        "/apis/nope.example.com",
+        "/apis/nope.example.com/v1/foos",
+        "/apis/example.com/v2",
+        "/apis/example.com/v2/widgets",
+        "/apis/example.com/v1/foos",
+        "/apis/example.com/v1/namespaces/default/foos",
+        "/apis/example.com/v1/widgets/x",
+    ] {
+        // a protobuf-first Accept does not turn it into a Status either
+        let r = request_with_headers(
+            a,
+            "GET",
+            path,
+            None,
+            &[(
+                "Accept",
+                "application/vnd.kubernetes.protobuf, application/json",
+            )],
+            b"",
+        )
+        .await;
+        assert_eq!(r.code, 404, "{path}");
+        assert_eq!(
+            r.header("content-type"),
+            Some("text/plain; charset=utf-8"),
+            "{path}"
+        );
+        assert_eq!(r.body, b"404 page not found\n", "{path}");
+    }
+    for path in [
+        "/api/v2/pods",
+        "/api/v1/foos",
+        "/apis/apps/v2",
+        "/apis/apps/v2/deployments",
+        "/apis/apps/v1/namespaces/default/foos",
+    ] {
+        let r = get(a, path).await;
+        assert_eq!(r.code, 404, "{path}");
+        assert_eq!(r.header("content-type"), Some("application/json"), "{path}");
+        assert_eq!(
+            r.json()["message"],
+            "the server could not find the requested resource",
+            "{path}"
+        );
+    }
+    s.shutdown().await;
+}

@@ -179,16 +179,17 @@ async fn invalid_and_bad_requests() {
             "the server does not allow this method on the requested resource"
         );
     }
-    // 404 for unknown resources and paths.
-    for p in [
-        "/api/v1/widgets",
-        "/apis/nope/v1/things",
-        "/api/v1/namespaces/default/pods/x/exec",
-        "/nonsense",
-    ] {
+    // 404 for unknown resources and paths: a NotFound Status under a built-in group,
+    // kube-apiserver's plain-text "404 page not found" where no handler takes the path
+    for p in ["/api/v1/widgets", "/api/v1/namespaces/default/pods/x/exec"] {
         let r = get(a, p).await;
         assert_eq!(r.code, 404, "{p}");
         assert_eq!(r.json()["reason"], "NotFound");
+    }
+    for p in ["/apis/nope/v1/things", "/nonsense"] {
+        let r = get(a, p).await;
+        assert_eq!(r.code, 404, "{p}");
+        assert_eq!(r.body, b"404 page not found\n", "{p}");
     }
     // Too large body: 413.
     let big = vec![b' '; 4 * 1024 * 1024];

@@ -35,8 +35,13 @@ pub(crate) enum Target {
     OpenApiV2,
     /// `/openapi/v3` (`None`) or `/openapi/v3/{gv}` (`Some(gv)`).
     OpenApiV3(Option<String>),
-    /// Nothing known.
+    /// Nothing known under a group the server builds in (the core group, `apps`, ...): a 404
+    /// `Status`.
     NotFound,
+    /// A path no handler takes: outside the API, an unknown group, or a group served only by
+    /// custom resources (an unknown version or resource in it). kube-apiserver answers these
+    /// from its mux's fallback with `404 page not found` in plain text, not a `Status`.
+    NoRoute,
 }
 
 fn valid_segment(s: &str) -> bool {
@@ -58,15 +63,26 @@ pub(crate) fn parse_path(registry: &Registry, path: &str) -> Target {
             return if registry.all().iter().any(|r| r.group == *g) {
                 Target::Group(g.to_string())
             } else {
-                Target::NotFound
+                Target::NoRoute
             };
         }
         ["api", v, rest @ ..] => ("", *v, rest),
         ["apis", g, v, rest @ ..] => (*g, *v, rest),
-        _ => return Target::NotFound,
+        _ => return Target::NoRoute,
+    };
+    // what kube-apiserver answers for an unknown version or resource of this group
+    let not_found = if group.is_empty()
+        || registry
+            .all()
+            .iter()
+            .any(|r| r.group == group && r.crd_name.is_none())
+    {
+        Target::NotFound
+    } else {
+        Target::NoRoute
     };
     if !registry.has_group_version(group, version) {
-        return Target::NotFound;
+        return not_found;
     }
     if rest.is_empty() {
         return Target::GroupVersion(group.to_string(), version.to_string());
@@ -99,9 +115,9 @@ pub(crate) fn parse_path(registry: &Registry, path: &str) -> Target {
     };
     match registry.find(group, version, plural) {
         // A namespaced resource by name needs its namespace in the path.
-        Some(res) if res.namespaced() && !tail.is_empty() => Target::NotFound,
+        Some(res) if res.namespaced() && !tail.is_empty() => not_found,
         Some(res) => resource_target(res, None, tail),
-        None => Target::NotFound,
+        None => not_found,
     }
 }
 
@@ -171,6 +187,17 @@ mod tests {
             parse_path(&r, "/api/v1"),
             Target::GroupVersion("".into(), "v1".into())
         );
-        assert_eq!(parse_path(&r, "/"), Target::NotFound);
+        assert_eq!(parse_path(&r, "/"), Target::NoRoute);
+        assert_eq!(parse_path(&r, "/foo"), Target::NoRoute);
+        assert_eq!(parse_path(&r, "/apis/nope.example.com"), Target::NoRoute);
+        assert_eq!(
+            parse_path(&r, "/apis/nope.example.com/v1/foos"),
+            Target::NoRoute
+        );
+        assert_eq!(
+            parse_path(&r, "/apis/apps/v2/deployments"),
+            Target::NotFound
+        );
+        assert_eq!(parse_path(&r, "/apis/apps/v1/foos"), Target::NotFound);
     }
 }

@@ -288,6 +288,7 @@ async fn serve(
         Target::Health => {
             return (200, None, response::json_bytes(200, "ok"));
         }
+        Target::NoRoute => return (404, None, response::page_not_found()),
         _ => None,
     };
     if let Some(doc) = discovery {

@@ -54,6 +54,21 @@ pub(super) fn text(code: u16, body: String) -> Response {
     r
 }
 
+/// kube-apiserver's answer to a path no handler takes: `404 page not found` in plain text (Go's
+/// `http.NotFound`), not a `Status`.
+pub(super) fn page_not_found() -> Response {
+    let mut r = json_bytes(404, "404 page not found\n");
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    r.headers_mut().insert(
+        header::HeaderName::from_static("x-content-type-options"),
+        HeaderValue::from_static("nosniff"),
+    );
+    r
+}
+
 /// A JSON value response.
 pub(super) fn json_value(code: u16, v: &serde_json::Value) -> Response {
     json_bytes(code, serde_json::to_vec(v).unwrap_or_default())
