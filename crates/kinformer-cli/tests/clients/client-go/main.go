@@ -11,6 +11,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -91,6 +92,12 @@ func main() {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	out, _ := json.Marshal(map[string]any{"pods": len(pods.GetStore().List()), "lease": seen})
+	// An error answered in protobuf (the clientset's Accept prefers it): client-go reads the
+	// Status itself (reason and message), not only the HTTP code.
+	_, err = cs.CoordinationV1().Leases("default").Get(ctx, "missing", metav1.GetOptions{})
+	if !apierrors.IsNotFound(err) {
+		fail("get of a missing lease: want NotFound, got %v", err)
+	}
+	out, _ := json.Marshal(map[string]any{"pods": len(pods.GetStore().List()), "lease": seen, "missing": err.Error()})
 	fmt.Println(string(out))
 }
