@@ -347,7 +347,12 @@ async fn serve_verb(
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
     let pb = crate::proto::wants_protobuf(accept, res);
-    if !crate::proto::decodable(res) && crate::proto::protobuf_only(accept) {
+    // (metadata-only requests are the exception: `PartialObjectMetadata` has a protobuf form
+    // whatever the resource)
+    if !crate::proto::decodable(res)
+        && crate::proto::protobuf_only(accept)
+        && metadata_request(accept, c.verb == Verb::List).is_none()
+    {
         return Err(ApiError::not_acceptable());
     }
     let as_table = wants_table(accept)
