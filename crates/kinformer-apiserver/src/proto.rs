@@ -104,10 +104,23 @@ pub(crate) fn wants_protobuf(accept: &str, res: &ResourceInfo) -> bool {
     prefers_protobuf(accept) && decodable(res)
 }
 
-/// Whether `accept` lists protobuf media types only (any parameters): what kube-apiserver
-/// refuses for a custom resource, which has no protobuf form, with 406 NotAcceptable (it
-/// answers JSON only when the header also accepts it).
-pub(crate) fn protobuf_only(accept: &str) -> bool {
+/// kube-apiserver's 406 NotAcceptable for a request of a custom resource (which has no
+/// protobuf form) whose `Accept` lists protobuf media types only; it answers JSON only when the
+/// header also accepts it. A `metadata_only` request (answered as `PartialObjectMetadata`,
+/// which has a protobuf form whatever the resource) is acceptable.
+pub(crate) fn check_acceptable(
+    accept: &str,
+    res: &ResourceInfo,
+    metadata_only: bool,
+) -> Result<(), ApiError> {
+    if decodable(res) || metadata_only || !protobuf_only(accept) {
+        return Ok(());
+    }
+    Err(ApiError::not_acceptable())
+}
+
+/// Whether `accept` lists protobuf media types only (any parameters).
+fn protobuf_only(accept: &str) -> bool {
     let mut entries = accept
         .split(',')
         .map(|e| e.split(';').next().unwrap_or("").trim())

@@ -69,6 +69,14 @@ fn service_account_bearer(ctx: &Context, header: Option<&[u8]>) -> Option<crate:
         .ok()
 }
 
+/// The request's `Accept` header ("" when absent or not text).
+fn accept(req: &Request) -> &str {
+    req.headers()
+        .get(http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+}
+
 /// Error `Status` bodies are larger than this only if something is wrong; such a body is sent
 /// as it is.
 const MAX_STATUS_BYTES: usize = 1 << 20;
@@ -82,12 +90,7 @@ async fn handle(State(ctx): State<Arc<Context>>, req: Request) -> Response {
         path.strip_prefix(p)
             .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
     });
-    let status_as_protobuf = api_path
-        && req
-            .headers()
-            .get(http::header::ACCEPT)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(crate::proto::prefers_protobuf);
+    let status_as_protobuf = api_path && crate::proto::prefers_protobuf(accept(&req));
     let r = serve(ctx, req).await;
     if status_as_protobuf {
         status_in_protobuf(r).await

@@ -271,11 +271,7 @@ async fn serve(
                 let e = ApiError::method_not_allowed();
                 return (e.code, None, response::error(&e));
             }
-            let accept = req
-                .headers()
-                .get(header::ACCEPT)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("");
+            let accept = super::accept(&req);
             let gv = match &target {
                 Target::OpenApiV3(gv) => gv.as_deref(),
                 _ => None,
@@ -341,20 +337,10 @@ async fn serve_verb(
     let res = &c.resource;
     let ns = c.namespace.as_deref();
     let name = c.name.as_deref().unwrap_or("");
-    let accept = req
-        .headers()
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
+    let accept = super::accept(&req);
     let pb = crate::proto::wants_protobuf(accept, res);
-    // (metadata-only requests are the exception: `PartialObjectMetadata` has a protobuf form
-    // whatever the resource)
-    if !crate::proto::decodable(res)
-        && crate::proto::protobuf_only(accept)
-        && metadata_request(accept, c.verb == Verb::List).is_none()
-    {
-        return Err(ApiError::not_acceptable());
-    }
+    let metadata_only = metadata_request(accept, c.verb == Verb::List).is_some();
+    crate::proto::check_acceptable(accept, res, metadata_only)?;
     let as_table = wants_table(accept)
         .then(|| IncludeObject::parse(query.get("includeObject").map(|s| s.as_str())));
     let mode = match c.subresource.as_deref() {
