@@ -13,7 +13,7 @@ const watchWait = 8 * time.Second
 // catalogue is the list of scenarios, in run order. Each uses its own
 // namespace and ConfigMaps (a plain namespaced type with validation).
 var catalogue = []scenarioDef{
-	{"not-found", "GET and DELETE of a missing object: 404 NotFound Status", scNotFound},
+	{"not-found", "GET and DELETE of a missing object: 404 NotFound Status; unknown resources and groups", scNotFound},
 	{"already-exists", "create of an existing name: 409 AlreadyExists", scAlreadyExists},
 	{"conflict", "update with a stale resourceVersion: 409 Conflict", scConflict},
 	{"invalid", "invalid objects: 422 Invalid with causes", scInvalid},
@@ -58,6 +58,11 @@ func scNotFound(s *sc) {
 	s.call("delete-missing", "DELETE", s.cm("missing"), nil)
 	s.call("update-missing", "PUT", s.cm("missing"), configMap("missing", nil, map[string]string{"k": "v"}))
 	s.call("get-in-missing-namespace", "GET", "/api/v1/namespaces/kd-"+s.run+"-nowhere/configmaps/missing", nil)
+	// paths with no object behind them: an unknown resource of a built-in group is a 404
+	// Status; an unknown group is the mux's plain-text "404 page not found"
+	s.call("get-unknown-resource", "GET", "/api/v1/namespaces/default/kdthings", nil)
+	s.call("get-unknown-version", "GET", "/apis/apps/v0/deployments", nil)
+	s.call("get-unknown-group", "GET", "/apis/kd-nope.example.com/v1/things", nil)
 }
 
 func scAlreadyExists(s *sc) {
