@@ -396,12 +396,7 @@ async fn an_unknown_dry_run_value_is_invalid_on_the_verbs_options() {
 async fn a_dry_run_crd_serves_nothing() {
     let s = server().await;
     let a = s.addr();
-    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-            "versions": [{"name": "v1", "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
+    let crd = widget_crd();
     let r = post(
         a,
         &with_dry_run("/apis/apiextensions.k8s.io/v1/customresourcedefinitions"),

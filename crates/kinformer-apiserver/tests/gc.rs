@@ -102,14 +102,12 @@ async fn background_deletion_cascades_over_two_levels() {
 async fn a_custom_resource_owns_a_configmap() {
     let server = start(ServerConfig::default()).await.unwrap();
     let addr = server.addr();
-    create(addr, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-            "versions": [{"name": "v1", "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}
-    })).await;
+    create(
+        addr,
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        widget_crd(),
+    )
+    .await;
     let widgets = "/apis/example.com/v1/namespaces/default/widgets";
     let w = create(
         addr,

@@ -397,12 +397,7 @@ async fn secret_string_data_is_stored_as_data() {
 async fn paths_no_handler_takes_are_a_plain_text_404() {
     let s = start(ServerConfig::default()).await.unwrap();
     let a = s.addr();
-    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-            "versions": [{"name": "v1", "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
+    let crd = widget_crd();
     let r = post(
         a,
         "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",

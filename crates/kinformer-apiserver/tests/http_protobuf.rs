@@ -231,12 +231,7 @@ async fn watch_frames_in_protobuf() {
 async fn a_custom_resource_has_no_protobuf_form() {
     let s = start(ServerConfig::default()).await.unwrap();
     let a = s.addr();
-    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-            "versions": [{"name": "v1", "served": true, "storage": true,
-                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
+    let crd = widget_crd();
     // the CRD itself goes in as protobuf (a built-in kind)
     let body = object_from_json(&crd).unwrap();
     let r = request(

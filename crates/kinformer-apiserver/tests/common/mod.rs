@@ -199,6 +199,17 @@ pub fn pod_json(name: &str, labels: Value) -> Value {
     serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": labels}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}})
 }
 
+/// The CRD of namespaced `widgets.example.com/v1` `Widget`s, with a schema that keeps every
+/// field.
+pub fn widget_crd() -> Value {
+    serde_json::json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}})
+}
+
 /// Polls `path` until `pred` holds on (code, body), at most [`SECS`].
 pub async fn eventually(
     addr: SocketAddr,
