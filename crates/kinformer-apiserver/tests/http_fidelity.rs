@@ -460,5 +460,20 @@ async fn paths_no_handler_takes_are_a_plain_text_404() {
             "{path}"
         );
     }
+    // `/` lists the paths that are taken, sorted, as kube-apiserver lists its own
+    let r = get(a, "/").await;
+    assert_eq!(r.code, 200);
+    let paths: Vec<String> = serde_json::from_value(r.json()["paths"].clone()).unwrap();
+    for p in [
+        "/api",
+        "/api/v1",
+        "/apis/apps",
+        "/apis/apps/v1",
+        "/apis/example.com/v1",
+        "/version",
+    ] {
+        assert!(paths.iter().any(|x| x == p), "{p} in {paths:?}");
+    }
+    assert!(paths.is_sorted());
     s.shutdown().await;
 }

@@ -86,6 +86,31 @@ pub(super) fn group_list(registry: &Registry) -> Value {
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": gs})
 }
 
+/// `/`: the paths the server serves, sorted, as kube-apiserver lists its own (`kubectl get
+/// --raw /`): discovery for every group and version, OpenAPI, health, metrics, version.
+pub(super) fn root_paths(registry: &Registry) -> Value {
+    let mut paths: Vec<String> = [
+        "/api",
+        "/api/v1",
+        "/apis",
+        "/healthz",
+        "/livez",
+        "/metrics",
+        "/openapi/v2",
+        "/openapi/v3",
+        "/readyz",
+        "/version",
+    ]
+    .map(String::from)
+    .into();
+    for (g, vs) in groups(registry) {
+        paths.extend(vs.iter().map(|v| format!("/apis/{g}/{v}")));
+        paths.push(format!("/apis/{g}"));
+    }
+    paths.sort();
+    json!({ "paths": paths })
+}
+
 /// `/apis/{group}`.
 pub(super) fn group(registry: &Registry, group: &str) -> Value {
     let vs = groups(registry).remove(group).unwrap_or_default();

@@ -8,6 +8,8 @@ use crate::resource::ResourceInfo;
 /// What a request path addresses.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Target {
+    /// `/`: the paths the server serves.
+    Root,
     /// `/api`.
     CoreVersions,
     /// `/apis`.
@@ -52,6 +54,7 @@ fn valid_segment(s: &str) -> bool {
 pub(crate) fn parse_path(registry: &Registry, path: &str) -> Target {
     let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
     let (group, version, rest) = match segs.as_slice() {
+        [""] => return Target::Root,
         ["version"] => return Target::Version,
         ["healthz" | "livez" | "readyz", ..] => return Target::Health,
         ["api"] => return Target::CoreVersions,
@@ -187,7 +190,7 @@ mod tests {
             parse_path(&r, "/api/v1"),
             Target::GroupVersion("".into(), "v1".into())
         );
-        assert_eq!(parse_path(&r, "/"), Target::NoRoute);
+        assert_eq!(parse_path(&r, "/"), Target::Root);
         assert_eq!(parse_path(&r, "/foo"), Target::NoRoute);
         assert_eq!(parse_path(&r, "/apis/nope.example.com"), Target::NoRoute);
         assert_eq!(

@@ -261,6 +261,7 @@ async fn serve(
 ) -> (u16, Option<Served>, Response) {
     let target = parse_path(&ctx.api.registry, path);
     let discovery = match &target {
+        Target::Root => Some(discovery::root_paths(&ctx.api.registry)),
         Target::CoreVersions => Some(discovery::core_versions(&ctx.address.lock())),
         Target::Groups => Some(discovery::group_list(&ctx.api.registry)),
         Target::Group(g) => Some(discovery::group(&ctx.api.registry, g)),
