@@ -74,6 +74,14 @@ impl Registry {
             .cloned()
     }
 
+    /// Whether a built-in resource type (not a custom resource) is in `group`.
+    pub(crate) fn has_builtin_group(&self, group: &str) -> bool {
+        self.resources
+            .read()
+            .iter()
+            .any(|r| r.group == group && r.crd_name.is_none())
+    }
+
     /// Whether any resource exists in this group/version.
     pub(crate) fn has_group_version(&self, group: &str, version: &str) -> bool {
         self.resources

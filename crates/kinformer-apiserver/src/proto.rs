@@ -70,10 +70,17 @@ pub(crate) fn decode(res: &ResourceInfo, body: &[u8]) -> Result<Map<String, Valu
 /// `application/vnd.kubernetes.protobuf;q=0.5, application/json` a JSON one, as
 /// kube-apiserver 1.36 answers).
 pub(crate) fn prefers_protobuf(accept: &str) -> bool {
-    let mut offers: Vec<(f32, bool)> = Vec::new();
+    const JSON: [&str; 4] = [
+        "application/json",
+        "application/yaml",
+        "*/*",
+        "application/*",
+    ];
+    // the first entry of the highest weight: (q, protobuf)
+    let mut best: Option<(f32, bool)> = None;
     for entry in accept.split(',') {
         let mut parts = entry.split(';').map(str::trim);
-        let media = parts.next().unwrap_or("").to_ascii_lowercase();
+        let media = parts.next().unwrap_or("");
         let mut q = 1.0f32;
         let mut conversion = false;
         for param in parts {
@@ -84,18 +91,18 @@ pub(crate) fn prefers_protobuf(accept: &str) -> bool {
                 _ => {}
             }
         }
-        let protobuf = match media.as_str() {
-            m if m == MEDIA_TYPE => true,
-            "application/json" | "application/yaml" | "*/*" | "application/*" => false,
-            _ => continue,
+        let protobuf = if media.eq_ignore_ascii_case(MEDIA_TYPE) {
+            true
+        } else if JSON.iter().any(|j| media.eq_ignore_ascii_case(j)) {
+            false
+        } else {
+            continue;
         };
-        if !conversion && q > 0.0 {
-            offers.push((q, protobuf));
+        if !conversion && q > 0.0 && best.is_none_or(|(b, _)| q > b) {
+            best = Some((q, protobuf));
         }
     }
-    // stable: equal weights keep the header's order
-    offers.sort_by(|a, b| b.0.total_cmp(&a.0));
-    offers.first().is_some_and(|&(_, protobuf)| protobuf)
+    best.is_some_and(|(_, protobuf)| protobuf)
 }
 
 /// Whether a response for `res` should be protobuf: [`prefers_protobuf`], and the kind has a
@@ -123,10 +130,9 @@ pub(crate) fn check_acceptable(
 fn protobuf_only(accept: &str) -> bool {
     let mut entries = accept
         .split(',')
-        .map(|e| e.split(';').next().unwrap_or("").trim())
-        .filter(|m| !m.is_empty())
+        .filter(|e| !e.trim().is_empty())
         .peekable();
-    entries.peek().is_some() && entries.all(|m| m.eq_ignore_ascii_case(MEDIA_TYPE))
+    entries.peek().is_some() && entries.all(is_protobuf)
 }
 
 /// The message bytes of one stored object version (no envelope), encoded on first use.

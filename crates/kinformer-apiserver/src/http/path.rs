@@ -73,19 +73,17 @@ pub(crate) fn parse_path(registry: &Registry, path: &str) -> Target {
         ["apis", g, v, rest @ ..] => (*g, *v, rest),
         _ => return Target::NoRoute,
     };
-    // what kube-apiserver answers for an unknown version or resource of this group
-    let not_found = if group.is_empty()
-        || registry
-            .all()
-            .iter()
-            .any(|r| r.group == group && r.crd_name.is_none())
-    {
-        Target::NotFound
-    } else {
-        Target::NoRoute
+    // what kube-apiserver answers for an unknown version or resource of this group (looked up
+    // only then, not on every request)
+    let not_found = || {
+        if group.is_empty() || registry.has_builtin_group(group) {
+            Target::NotFound
+        } else {
+            Target::NoRoute
+        }
     };
     if !registry.has_group_version(group, version) {
-        return not_found;
+        return not_found();
     }
     if rest.is_empty() {
         return Target::GroupVersion(group.to_string(), version.to_string());
@@ -118,9 +116,9 @@ pub(crate) fn parse_path(registry: &Registry, path: &str) -> Target {
     };
     match registry.find(group, version, plural) {
         // A namespaced resource by name needs its namespace in the path.
-        Some(res) if res.namespaced() && !tail.is_empty() => not_found,
+        Some(res) if res.namespaced() && !tail.is_empty() => not_found(),
         Some(res) => resource_target(res, None, tail),
-        None => not_found,
+        None => not_found(),
     }
 }
 
