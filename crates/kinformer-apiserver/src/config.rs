@@ -31,7 +31,9 @@ pub struct ServerConfig {
     /// How long a request for a future resourceVersion waits before 504 "Too large resource
     /// version" (the real watch cache waits 3 s).
     pub too_large_wait: Duration,
-    /// Interval of BOOKMARK events on watches that allow them (real: about a minute).
+    /// Interval of BOOKMARK events on watches that allow them (real: about a minute). A watch
+    /// with `timeoutSeconds` also gets one 2 s before its deadline, as from the real watch
+    /// cache.
     pub bookmark_interval: Duration,
     /// Most events sent in one chunk of a watch response.
     pub watch_batch: usize,

@@ -519,3 +519,73 @@ async fn open_watch_gauge_rises_and_falls_with_client_disconnect() {
     );
     drop(pods);
 }
+
+/// kube-apiserver's watch cache sends a watch with `timeoutSeconds` one more BOOKMARK 2 s
+/// before its deadline, carrying the current revision, so that a client watching again starts
+/// from there (e2e/diff "bookmarks": a 4 s watch ends with one); none after it, none to a
+/// watch too short for it, and only where bookmarks are allowed. Paused time: the server's
+/// timers fire in order as the clock advances.
+#[tokio::test(start_paused = true)]
+async fn a_watch_gets_a_bookmark_two_seconds_before_its_deadline() {
+    let s = start(ServerConfig::default()).await.unwrap();
+    let a = s.addr();
+    let cm = |n: &str| kinformer_apiserver::seed::configmap("default", n, 1);
+    let rv = s.revision();
+    let base = "/api/v1/namespaces/default/pods?watch=true";
+    let opened = tokio::time::Instant::now();
+    let mut w = watch(
+        a,
+        &format!("{base}&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=30"),
+    )
+    .await;
+    // another resource moves the revision; no pod event comes
+    s.create_value("configmaps", Some("default"), cm("a"))
+        .unwrap();
+    let b = w.next().await.expect("a bookmark before the stream ends");
+    let at = opened.elapsed();
+    assert_eq!(b["type"], "BOOKMARK");
+    assert_eq!(
+        b["object"]["metadata"]["resourceVersion"],
+        s.revision().to_string()
+    );
+    // the periodic bookmark is a minute away, so this one is the deadline's: at 28 s
+    assert!(
+        at >= Duration::from_secs(28) && at < Duration::from_secs(29),
+        "bookmark after {at:?}"
+    );
+    let after = w.next().await;
+    assert!(
+        after.is_none(),
+        "nothing after it; the watch ends: {after:?}"
+    );
+    assert!(opened.elapsed() >= Duration::from_secs(30));
+
+    // a watch of 2 s or less has no moment 2 s before its deadline: it only ends
+    let opened = tokio::time::Instant::now();
+    let mut w = watch(
+        a,
+        &format!("{base}&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=2"),
+    )
+    .await;
+    assert!(w.next().await.is_none());
+    assert!(opened.elapsed() >= Duration::from_secs(2));
+
+    // without allowWatchBookmarks, no bookmark at all
+    let mut w = watch(a, &format!("{base}&resourceVersion={rv}&timeoutSeconds=30")).await;
+    assert!(w.next().await.is_none());
+
+    // a long watch gets the periodic bookmark first (every minute), then the deadline's
+    let opened = tokio::time::Instant::now();
+    let mut w = watch(
+        a,
+        &format!("{base}&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=100"),
+    )
+    .await;
+    let mut times = Vec::new();
+    while let Some(e) = w.next().await {
+        assert_eq!(e["type"], "BOOKMARK");
+        times.push(opened.elapsed().as_secs());
+    }
+    assert_eq!(times, [60, 98]);
+    s.shutdown().await;
+}

@@ -12,7 +12,8 @@
 //!   `allowWatchBookmarks=true`): the initial ADDED events, then a BOOKMARK annotated
 //!   `k8s.io/initial-events-end: "true"`, then live events;
 //! - `allowWatchBookmarks=true`: a BOOKMARK carrying the current revision every bookmark
-//!   interval (only the revision is meaningful in it);
+//!   interval (only the revision is meaningful in it), and one more 2 s before the deadline
+//!   of a watch with `timeoutSeconds` (none after it);
 //! - selectors: an update that makes an object leave the selection is a DELETED event (of the
 //!   previous state, at the new revision), one that makes it enter is an ADDED event;
 //! - the stream ends at `timeoutSeconds`, on server shutdown, when faults drop watches, or when
@@ -24,6 +25,7 @@
 //! at once.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
 use tokio::sync::mpsc;
@@ -223,7 +225,7 @@ pub(crate) async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Se
     let opts = &req.opts;
     let deadline = opts
         .timeout_seconds
-        .map(|s| Instant::now() + std::time::Duration::from_secs(s));
+        .map(|s| Instant::now() + Duration::from_secs(s));
     let rv = match opts.numeric_rv() {
         Ok(rv) => rv,
         Err(e) => {
@@ -307,8 +309,24 @@ pub(crate) async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Se
         }
         cursor = start;
     }
+    // When the next bookmark is due, as kube-apiserver's watch cache schedules them
+    // (`cacheWatcher.nextBookmarkTime`): every bookmark interval, and once more 2 s before the
+    // watch's deadline (`timeoutSeconds`), so that a client that watches again starts from a
+    // recent resourceVersion; none once that moment has passed.
     let bookmark_every = config.bookmark_interval;
-    let mut next_bookmark = Instant::now() + bookmark_every;
+    let next_bookmark_after = |now: Instant| -> Option<Instant> {
+        if !opts.allow_watch_bookmarks {
+            return None;
+        }
+        let periodic = now + bookmark_every;
+        let due = match deadline {
+            Some(d) => periodic.min(d.checked_sub(Duration::from_secs(2))?),
+            None => periodic,
+        };
+        // past (or now, when it was just sent): none any more
+        (due > now).then_some(due)
+    };
+    let mut next_bookmark = next_bookmark_after(Instant::now());
     // Whether writes may have happened since the last drain.
     let mut dirty = true;
     loop {
@@ -328,7 +346,7 @@ pub(crate) async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Se
                 r = paused_rx.changed() => if r.is_err() { return },
             }
         }
-        let bookmark_due = opts.allow_watch_bookmarks && Instant::now() >= next_bookmark;
+        let bookmark_due = next_bookmark.is_some_and(|t| Instant::now() >= t);
         if dirty || bookmark_due {
             dirty = false;
             rev_rx.borrow_and_update();
@@ -361,7 +379,7 @@ pub(crate) async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Se
                     }
                     ctx.bookmark_rv.send_modify(|r| *r = (*r).max(cursor));
                 }
-                next_bookmark = Instant::now() + bookmark_every;
+                next_bookmark = next_bookmark_after(Instant::now());
             }
             continue;
         }
@@ -370,7 +388,7 @@ pub(crate) async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Se
             _ = drop_rx.changed() => return,
             _ = sleep_until_opt(deadline) => return,
             _ = tx.closed() => return,
-            _ = tokio::time::sleep_until(next_bookmark), if opts.allow_watch_bookmarks => {},
+            _ = sleep_until_opt(next_bookmark) => {},
             r = rev_rx.changed() => {
                 if r.is_err() {
                     return;
