@@ -1,4 +1,5 @@
-//! The server as a test cluster: TLS with a generated CA and a bearer token (401 without it),
+//! The server as a test cluster: TLS with a generated CA and a bearer token (without one a
+//! request is `system:anonymous`, 403 as on kube-apiserver; a wrong one 401),
 //! the built-in kinds beyond the original eight (leases, jobs, service accounts, ...) with
 //! their subresources, the access reviews `kubectl auth can-i` sends, and `/metrics`.
 
@@ -52,12 +53,33 @@ async fn tls_requires_the_bearer_token() {
             .is_empty()
     );
 
+    // Without a token a request is system:anonymous, which kube-apiserver's RBAC forbids
+    // everything but health and version, in its authorizer's words.
     let anon = anonymous(&s).await;
     match anon.request_text(raw_get("/api/v1/pods")).await {
         Err(kube::Error::Api(e)) => {
-            assert_eq!((e.code, e.reason.as_str()), (401, "Unauthorized"), "{e:?}")
+            assert_eq!((e.code, e.reason.as_str()), (403, "Forbidden"), "{e:?}");
+            assert_eq!(
+                e.message,
+                r#"pods is forbidden: User "system:anonymous" cannot list resource "pods" in API group "" at the cluster scope"#
+            );
         }
-        other => panic!("expected 401, got {other:?}"),
+        other => panic!("expected 403, got {other:?}"),
+    }
+    let leases: Api<Lease> = Api::namespaced(anon.clone(), "default");
+    match leases.get("leader").await {
+        Err(kube::Error::Api(e)) => assert_eq!(
+            e.message,
+            r#"leases.coordination.k8s.io "leader" is forbidden: User "system:anonymous" cannot get resource "leases" in API group "coordination.k8s.io" in the namespace "default""#
+        ),
+        other => panic!("expected 403, got {other:?}"),
+    }
+    match anon.request_text(raw_get("/metrics")).await {
+        Err(kube::Error::Api(e)) => assert_eq!(
+            e.message,
+            r#"forbidden: User "system:anonymous" cannot get path "/metrics""#
+        ),
+        other => panic!("expected 403, got {other:?}"),
     }
     // Health and version are public, as on a real server.
     assert_eq!(anon.request_text(raw_get("/healthz")).await.unwrap(), "ok");
@@ -71,9 +93,14 @@ async fn tls_requires_the_bearer_token() {
             .await
             .unwrap();
     let wrong = kube::Client::try_from(config).unwrap();
-    let pods: Api<Pod> = Api::all(wrong);
+    let pods: Api<Pod> = Api::all(wrong.clone());
     match pods.list(&ListParams::default()).await {
         Err(kube::Error::Api(e)) => assert_eq!(e.code, 401),
+        other => panic!("expected 401, got {other:?}"),
+    }
+    // even on the public paths, as kube-apiserver authenticates before it authorizes
+    match wrong.apiserver_version().await {
+        Err(kube::Error::Api(e)) => assert_eq!((e.code, e.reason.as_str()), (401, "Unauthorized")),
         other => panic!("expected 401, got {other:?}"),
     }
     s.shutdown().await;

@@ -19,10 +19,13 @@
 //! - `GET /__kinformer/requests` (the request log as JSON), `DELETE` to clear it
 //! - `GET /__kinformer/state/{resource}[?namespace=ns]`: exact objects with resourceVersions
 //!
-//! `/metrics` serves the request counters and the open-watch gauge (Prometheus text). With TLS every path but
-//! `/healthz`, `/livez`, `/readyz` and `/version` needs the bearer token (401 otherwise).
+//! `/metrics` serves the request counters and the open-watch gauge (Prometheus text). With TLS
+//! every request but `GET` `/healthz`, `/livez`, `/readyz` and `/version` needs the bearer token:
+//! one without credentials is `system:anonymous` and gets kube-apiserver's 403, a wrong token 401
+//! (see [`anonymous`]).
 
 mod admin;
+mod anonymous;
 mod discovery;
 mod openapi;
 pub(crate) mod partial;
@@ -41,15 +44,6 @@ use axum::response::Response;
 use crate::context::Context;
 use crate::status::ApiError;
 
-/// Paths anyone may read without a token, as kube-apiserver's `system:public-info-viewer`
-/// role allows anonymous users.
-fn public_path(path: &str) -> bool {
-    matches!(path, "/healthz" | "/livez" | "/readyz" | "/version")
-        || ["/healthz/", "/livez/", "/readyz/"]
-            .iter()
-            .any(|p| path.starts_with(p))
-}
-
 #[cfg(test)]
 pub(crate) use path::parse_path;
 
@@ -60,10 +54,8 @@ pub(crate) fn router(ctx: Arc<Context>) -> Router {
 
 /// The service account whose token (`serviceaccounts/token`) `header` carries, if the server
 /// accepts it for its API audience.
-fn service_account_bearer(ctx: &Context, header: Option<&[u8]>) -> Option<crate::token::User> {
-    let token = header
-        .and_then(|h| h.strip_prefix(b"Bearer "))
-        .and_then(|t| std::str::from_utf8(t).ok())?;
+fn service_account_bearer(ctx: &Context, token: &[u8]) -> Option<crate::token::User> {
+    let token = std::str::from_utf8(token).ok()?;
     ctx.tokens
         .authenticate(&ctx.api, token, &[], crate::token::now())
         .ok()
@@ -126,21 +118,25 @@ async fn status_in_protobuf(r: Response) -> Response {
 
 async fn serve(ctx: Arc<Context>, mut req: Request) -> Response {
     let path = req.uri().path().to_string();
-    if let Some(token) = &ctx.token
-        && !public_path(&path)
-    {
+    if let Some(token) = &ctx.token {
         let header = req
             .headers()
             .get(http::header::AUTHORIZATION)
             .map(|v| v.as_bytes());
-        if !crate::tls::bearer_matches(header, token) {
-            match service_account_bearer(&ctx, header) {
+        match anonymous::bearer_token(header) {
+            None if anonymous::allowed(req.method(), &path) => {}
+            None => {
+                let e = anonymous::forbidden(req.method(), &path, req.uri().query());
+                return response::error(&e);
+            }
+            Some(given) if crate::tls::token_matches(given, token) => {}
+            Some(given) => match service_account_bearer(&ctx, given) {
                 // who is asking, for SelfSubjectReview
                 Some(user) => drop(req.extensions_mut().insert(user)),
                 None => {
                     return response::error(&ApiError::new(401, "Unauthorized", "Unauthorized"));
                 }
-            }
+            },
         }
     }
     if path == "/metrics" {

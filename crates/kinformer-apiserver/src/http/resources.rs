@@ -282,9 +282,7 @@ async fn serve(
                 openapi::serve(&ctx.openapi, &ctx.api.registry, v2, gv, accept, raw_query);
             return (code, None, r);
         }
-        Target::Health => {
-            return (200, None, response::json_bytes(200, "ok"));
-        }
+        Target::Health => return (200, None, response::plain_text(200, "ok")),
         Target::NoRoute => return (404, None, response::page_not_found()),
         _ => None,
     };

@@ -57,7 +57,13 @@ pub(super) fn text(code: u16, body: String) -> Response {
 /// kube-apiserver's answer to a path no handler takes: `404 page not found` in plain text (Go's
 /// `http.NotFound`), not a `Status`.
 pub(super) fn page_not_found() -> Response {
-    let mut r = json_bytes(404, "404 page not found\n");
+    plain_text(404, "404 page not found\n")
+}
+
+/// Plain text as kube-apiserver's own handlers write it (`/healthz`'s `ok`, Go's
+/// `http.NotFound`): `text/plain; charset=utf-8`, with `X-Content-Type-Options: nosniff`.
+pub(super) fn plain_text(code: u16, body: &'static str) -> Response {
+    let mut r = json_bytes(code, body);
     r.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/plain; charset=utf-8"),

@@ -1,0 +1,431 @@
+//! Who is asking, as kube-apiserver decides it before authorizing: a request without a bearer
+//! token is anonymous, one with a token that no authenticator accepts is 401.
+//!
+//! kube-apiserver runs with anonymous authentication on (its default) and RBAC. An anonymous
+//! request is `system:anonymous`, which RBAC lets `GET` `/healthz`, `/livez`, `/readyz`,
+//! `/version` and `/version/` (the `system:public-info-viewer` role) and nothing else: every
+//! other request is 403 Forbidden, in the authorizer's words, naming the request's attributes
+//! as its `RequestInfoFactory` reads them from the path alone (any resource, served or not).
+//! A token that fails is 401 on every path, the public ones included.
+
+use axum::http::Method;
+use serde_json::{Map, Value};
+
+use crate::options::{parse_query, percent_decode};
+use crate::status::ApiError;
+
+/// The bearer token of an `Authorization` header, as kube's bearer-token authenticator reads
+/// it: the header trimmed, split on spaces into at most three parts, the first `bearer` in any
+/// case, the second the token. `None` (no header, another scheme, an empty token) means the
+/// request carries no credentials and is anonymous.
+pub(crate) fn bearer_token(header: Option<&[u8]>) -> Option<&[u8]> {
+    let h = header?.trim_ascii();
+    let mut parts = h.splitn(3, |b| *b == b' ');
+    let scheme = parts.next()?;
+    let token = parts.next()?;
+    (scheme.eq_ignore_ascii_case(b"bearer") && !token.is_empty()).then_some(token)
+}
+
+/// Whether `system:anonymous` may make this request (`system:public-info-viewer`).
+pub(crate) fn allowed(method: &Method, path: &str) -> bool {
+    *method == Method::GET
+        && matches!(
+            path,
+            "/healthz" | "/livez" | "/readyz" | "/version" | "/version/"
+        )
+}
+
+/// A request's attributes as kube-apiserver's `RequestInfoFactory` reads them.
+#[derive(Debug, Default, PartialEq)]
+struct Attributes {
+    resource_request: bool,
+    verb: String,
+    group: String,
+    namespace: String,
+    resource: String,
+    subresource: String,
+    name: String,
+}
+
+fn attributes(method: &Method, path: &str, query: Option<&str>) -> Attributes {
+    let non_resource = Attributes {
+        verb: method.as_str().to_ascii_lowercase(),
+        ..Attributes::default()
+    };
+    let segments: Vec<String> = path
+        .trim_matches('/')
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(percent_decode_path)
+        .collect();
+    let mut parts: &[String] = &segments;
+    let group = match parts {
+        [prefix, rest @ ..] if prefix == "api" && rest.len() >= 2 => {
+            parts = rest;
+            String::new()
+        }
+        [prefix, group, rest @ ..] if prefix == "apis" && rest.len() >= 2 => {
+            parts = rest;
+            group.clone()
+        }
+        _ => return non_resource,
+    };
+    // the version
+    parts = &parts[1..];
+    let mut a = Attributes {
+        resource_request: true,
+        group,
+        ..Attributes::default()
+    };
+    let special = matches!(parts.first().map(String::as_str), Some("watch" | "proxy"));
+    if special {
+        if parts.len() < 2 {
+            // kube cannot tell the kind either (an internal error there); the path is all
+            // there is to name
+            return non_resource;
+        }
+        a.verb = parts[0].clone();
+        parts = &parts[1..];
+    } else {
+        a.verb = match *method {
+            Method::POST => "create",
+            Method::GET | Method::HEAD => "get",
+            Method::PUT => "update",
+            Method::PATCH => "patch",
+            Method::DELETE => "delete",
+            _ => "",
+        }
+        .to_string();
+    }
+    if parts[0] == "namespaces" && parts.len() > 1 {
+        a.namespace = parts[1].clone();
+        if parts.len() > 2 && !matches!(parts[2].as_str(), "status" | "finalize") {
+            parts = &parts[2..];
+        }
+    }
+    a.resource = parts[0].clone();
+    if let Some(name) = parts.get(1) {
+        a.name = name.clone();
+    }
+    if let (Some(sub), false) = (parts.get(2), special) {
+        a.subresource = sub.clone();
+    }
+    if a.name.is_empty() && a.verb == "get" {
+        let q = parse_query(query);
+        a.verb = match q.get("watch").map(String::as_str) {
+            Some(v) if v != "0" && !v.eq_ignore_ascii_case("false") => "watch",
+            _ => "list",
+        }
+        .to_string();
+        // a field selector that requires one name names the object (when the name could be a
+        // path segment)
+        let selected = q.get("fieldSelector").and_then(|s| {
+            s.split(',').find_map(|term| {
+                let v = term.trim().strip_prefix("metadata.name")?.trim_start();
+                let v = v.strip_prefix("==").or_else(|| v.strip_prefix('='))?;
+                Some(v.trim())
+            })
+        });
+        if let Some(name) = selected
+            .filter(|n| !n.is_empty() && !n.contains(['/', '%']) && !matches!(*n, "." | ".."))
+        {
+            a.name = name.to_string();
+        }
+    }
+    if a.name.is_empty() && a.verb == "delete" {
+        a.verb = "deletecollection".into();
+    }
+    a
+}
+
+/// A path segment decoded as Go's `url.URL.Path` is (`+` stays a plus there).
+fn percent_decode_path(s: &str) -> String {
+    if s.contains('%') {
+        percent_decode(&s.replace('+', "%2B"))
+    } else {
+        s.to_string()
+    }
+}
+
+/// The 403 kube-apiserver answers `system:anonymous` for a request RBAC does not allow it:
+/// `pods "x" is forbidden: User "system:anonymous" cannot get resource "pods" in API group ""
+/// in the namespace "default"`, or `forbidden: User "system:anonymous" cannot get path "/api"`.
+pub(crate) fn forbidden(method: &Method, path: &str, query: Option<&str>) -> ApiError {
+    let a = attributes(method, path, query);
+    let user = "system:anonymous";
+    if !a.resource_request {
+        let path = percent_decode_path(path);
+        let mut e = ApiError::new(
+            403,
+            "Forbidden",
+            format!("forbidden: User {user:?} cannot {} path {path:?}", a.verb),
+        );
+        e.details = Some(Value::Object(Map::new()));
+        return e;
+    }
+    let resource = if a.subresource.is_empty() {
+        a.resource.clone()
+    } else {
+        format!("{}/{}", a.resource, a.subresource)
+    };
+    let scope = if a.namespace.is_empty() {
+        "at the cluster scope".to_string()
+    } else {
+        format!("in the namespace {:?}", a.namespace)
+    };
+    let why = format!(
+        "User {user:?} cannot {} resource {resource:?} in API group {:?} {scope}",
+        a.verb, a.group
+    );
+    let group_resource = if a.group.is_empty() {
+        a.resource.clone()
+    } else {
+        format!("{}.{}", a.resource, a.group)
+    };
+    let message = if a.name.is_empty() {
+        format!("{group_resource} is forbidden: {why}")
+    } else {
+        format!("{group_resource} {:?} is forbidden: {why}", a.name)
+    };
+    let mut details = Map::new();
+    if !a.name.is_empty() {
+        details.insert("name".into(), Value::String(a.name));
+    }
+    if !a.group.is_empty() {
+        details.insert("group".into(), Value::String(a.group));
+    }
+    details.insert("kind".into(), Value::String(a.resource));
+    let mut e = ApiError::new(403, "Forbidden", message);
+    e.details = Some(Value::Object(details));
+    e
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every message here is what kube-apiserver v1.36.3 (the e2e harness: RBAC, anonymous
+    /// authentication on) answered a request without credentials, on 2026-11-27.
+    #[test]
+    fn forbidden_messages_are_kube_apiservers() {
+        let cases: &[(&str, &str, Option<&str>, &str)] = &[
+            (
+                "GET",
+                "/api/v1/pods",
+                None,
+                r#"pods is forbidden: User "system:anonymous" cannot list resource "pods" in API group "" at the cluster scope"#,
+            ),
+            (
+                "GET",
+                "/api/v1/namespaces/default/pods/x",
+                None,
+                r#"pods "x" is forbidden: User "system:anonymous" cannot get resource "pods" in API group "" in the namespace "default""#,
+            ),
+            (
+                "GET",
+                "/api/v1/namespaces/default/pods",
+                Some("watch=1"),
+                r#"pods is forbidden: User "system:anonymous" cannot watch resource "pods" in API group "" in the namespace "default""#,
+            ),
+            (
+                "GET",
+                "/api/v1/namespaces/default/pods/x/status",
+                None,
+                r#"pods "x" is forbidden: User "system:anonymous" cannot get resource "pods/status" in API group "" in the namespace "default""#,
+            ),
+            (
+                "GET",
+                "/apis/apps/v1/deployments",
+                None,
+                r#"deployments.apps is forbidden: User "system:anonymous" cannot list resource "deployments" in API group "apps" at the cluster scope"#,
+            ),
+            (
+                "GET",
+                "/api",
+                None,
+                r#"forbidden: User "system:anonymous" cannot get path "/api""#,
+            ),
+            (
+                "GET",
+                "/apis/apps/v1",
+                None,
+                r#"forbidden: User "system:anonymous" cannot get path "/apis/apps/v1""#,
+            ),
+            (
+                "GET",
+                "/api/v1",
+                None,
+                r#"forbidden: User "system:anonymous" cannot get path "/api/v1""#,
+            ),
+            (
+                "GET",
+                "/metrics",
+                None,
+                r#"forbidden: User "system:anonymous" cannot get path "/metrics""#,
+            ),
+            (
+                "POST",
+                "/api",
+                None,
+                r#"forbidden: User "system:anonymous" cannot post path "/api""#,
+            ),
+            (
+                "GET",
+                "/apis/nope.example.com/v1/foos",
+                None,
+                r#"foos.nope.example.com is forbidden: User "system:anonymous" cannot list resource "foos" in API group "nope.example.com" at the cluster scope"#,
+            ),
+            (
+                "GET",
+                "/api/v1/namespaces",
+                None,
+                r#"namespaces is forbidden: User "system:anonymous" cannot list resource "namespaces" in API group "" at the cluster scope"#,
+            ),
+            (
+                "GET",
+                "/api/v1/namespaces/default",
+                None,
+                r#"namespaces "default" is forbidden: User "system:anonymous" cannot get resource "namespaces" in API group "" in the namespace "default""#,
+            ),
+            (
+                "GET",
+                "/api/v1/namespaces/default/status",
+                None,
+                r#"namespaces "default" is forbidden: User "system:anonymous" cannot get resource "namespaces/status" in API group "" in the namespace "default""#,
+            ),
+            (
+                "GET",
+                "/api/v1/watch/pods",
+                None,
+                r#"pods is forbidden: User "system:anonymous" cannot watch resource "pods" in API group "" at the cluster scope"#,
+            ),
+            (
+                "GET",
+                "/api/v1/watch/namespaces/default/pods/x",
+                None,
+                r#"pods "x" is forbidden: User "system:anonymous" cannot watch resource "pods" in API group "" in the namespace "default""#,
+            ),
+            (
+                "GET",
+                "/api/v1/namespaces/default/pods/x",
+                Some("watch=true"),
+                r#"pods "x" is forbidden: User "system:anonymous" cannot get resource "pods" in API group "" in the namespace "default""#,
+            ),
+            (
+                "GET",
+                "/api/v1/nodes/n1/proxy/foo",
+                None,
+                r#"nodes "n1" is forbidden: User "system:anonymous" cannot get resource "nodes/proxy" in API group "" at the cluster scope"#,
+            ),
+            (
+                "GET",
+                "/apis/apps/v1/namespaces/default/deployments/d/scale",
+                None,
+                r#"deployments.apps "d" is forbidden: User "system:anonymous" cannot get resource "deployments/scale" in API group "apps" in the namespace "default""#,
+            ),
+            (
+                "GET",
+                "/api/v2/pods",
+                None,
+                r#"pods is forbidden: User "system:anonymous" cannot list resource "pods" in API group "" at the cluster scope"#,
+            ),
+            (
+                "GET",
+                "/api/v1/namespaces/default/pods/x/y/z",
+                None,
+                r#"pods "x" is forbidden: User "system:anonymous" cannot get resource "pods/y" in API group "" in the namespace "default""#,
+            ),
+            (
+                "POST",
+                "/api/v1/namespaces/default/configmaps",
+                None,
+                r#"configmaps is forbidden: User "system:anonymous" cannot create resource "configmaps" in API group "" in the namespace "default""#,
+            ),
+            (
+                "DELETE",
+                "/api/v1/namespaces/default/configmaps",
+                None,
+                r#"configmaps is forbidden: User "system:anonymous" cannot deletecollection resource "configmaps" in API group "" in the namespace "default""#,
+            ),
+            (
+                "PATCH",
+                "/api/v1/namespaces/default/configmaps/a",
+                None,
+                r#"configmaps "a" is forbidden: User "system:anonymous" cannot patch resource "configmaps" in API group "" in the namespace "default""#,
+            ),
+        ];
+        for (method, path, query, message) in cases {
+            let e = forbidden(&method.parse().unwrap(), path, *query);
+            assert_eq!((e.code, e.reason.as_str()), (403, "Forbidden"), "{path}");
+            assert_eq!(e.message, *message, "{method} {path}");
+        }
+        let details = |path: &str| forbidden(&Method::GET, path, None).details.unwrap();
+        assert_eq!(
+            details("/api/v1/namespaces/default/pods/x"),
+            serde_json::json!({"name": "x", "kind": "pods"})
+        );
+        assert_eq!(
+            details("/apis/apps/v1/deployments"),
+            serde_json::json!({"group": "apps", "kind": "deployments"})
+        );
+        assert_eq!(details("/api"), serde_json::json!({}));
+    }
+
+    #[test]
+    fn a_list_by_one_name_and_odd_paths() {
+        let a = attributes(
+            &Method::GET,
+            "/api/v1/namespaces/ns/pods",
+            Some("fieldSelector=metadata.name%3Dweb-1"),
+        );
+        assert_eq!((a.verb.as_str(), a.name.as_str()), ("list", "web-1"));
+        let a = attributes(
+            &Method::GET,
+            "/api/v1/pods",
+            Some("watch=1&fieldSelector=metadata.namespace%3Dns,metadata.name%3D%3Dweb-2"),
+        );
+        assert_eq!((a.verb.as_str(), a.name.as_str()), ("watch", "web-2"));
+        let a = attributes(
+            &Method::GET,
+            "/api/v1/pods",
+            Some("fieldSelector=metadata.name!%3Dweb-3"),
+        );
+        assert_eq!(a.name, "");
+        let a = attributes(&Method::GET, "/api/v1/pods", Some("watch=false"));
+        assert_eq!(a.verb, "list");
+        let a = attributes(&Method::HEAD, "/api/v1/pods", None);
+        assert_eq!(a.verb, "list");
+        let a = attributes(&Method::GET, "/api/v1/watch", None);
+        assert!(!a.resource_request);
+        let a = attributes(&Method::GET, "/api/v1/namespaces/ns/pods/a%20b", None);
+        assert_eq!(a.name, "a b");
+    }
+
+    #[test]
+    fn bearer_tokens_as_kube_reads_them() {
+        assert_eq!(bearer_token(Some(b"Bearer abc")), Some(&b"abc"[..]));
+        assert_eq!(bearer_token(Some(b"  bearer abc  ")), Some(&b"abc"[..]));
+        assert_eq!(bearer_token(Some(b"Bearer abc def")), Some(&b"abc"[..]));
+        for anonymous in [
+            &b""[..],
+            b"Bearer",
+            b"Bearer ",
+            b"Bearer  abc",
+            b"Basic YTpi",
+        ] {
+            assert_eq!(bearer_token(Some(anonymous)), None, "{anonymous:?}");
+        }
+        assert_eq!(bearer_token(None), None);
+    }
+
+    #[test]
+    fn only_public_info_is_open_to_anonymous() {
+        for p in ["/healthz", "/livez", "/readyz", "/version", "/version/"] {
+            assert!(allowed(&Method::GET, p), "{p}");
+            assert!(!allowed(&Method::POST, p), "{p}");
+        }
+        for p in ["/readyz/ping", "/healthz/etcd", "/api", "/metrics", "/"] {
+            assert!(!allowed(&Method::GET, p), "{p}");
+        }
+    }
+}
