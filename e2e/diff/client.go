@@ -29,7 +29,8 @@ func (t *target) do(ctx context.Context, method, path string, body any) (*respon
 
 // doAs is do with a request Content-Type of its own (patches: merge, JSON,
 // strategic, apply) and, when bearer is set, that bearer token instead of the
-// kubeconfig's credentials (a ServiceAccount token the server issued).
+// kubeconfig's credentials (a ServiceAccount token the server issued), or no
+// credentials at all when it is noCredentials.
 func (t *target) doAs(ctx context.Context, method, path, contentType, bearer string, body any) (*response, error) {
 	var rd io.Reader
 	if body != nil {
@@ -50,7 +51,9 @@ func (t *target) doAs(ctx context.Context, method, path, contentType, bearer str
 	if body != nil {
 		req.Header.Set("Content-Type", contentType)
 	}
-	if bearer != "" {
+	if bearer == noCredentials {
+		// none at all
+	} else if bearer != "" {
 		req.Header.Set("Authorization", "Bearer "+bearer)
 	} else {
 		t.auth(req)

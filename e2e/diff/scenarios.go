@@ -37,6 +37,7 @@ var catalogue = []scenarioDef{
 	{"dry-run", "dryRun=All on every write verb: the answers, then nothing stored, no resourceVersion handed out, no watch event", scDryRun},
 	{"ssa", "server-side apply field ownership: conflicts (409 with causes), force, shared ownership, an Update taking a field over, managedFields", scSSA},
 	{"token", "TokenRequest for a ServiceAccount: the token's shape, defaults, bounds, a missing ServiceAccount, the token used as a bearer", scToken},
+	{"anonymous", "requests without credentials (system:anonymous: 403 in the authorizer's words, health and version open) and with a wrong token (401 everywhere)", scAnonymous},
 	{"openapi", "OpenAPI v3 index and core/v1 schema (Container: properties and x-kubernetes extensions), v2's Pod", scOpenAPI},
 	{"openapi-crd", "a CRD's schema in OpenAPI v3 (kubectl explain on a custom resource)", scOpenAPICRD},
 	{"gc-background", "garbage collection, background propagation: dependents deleted after the owner; a second live owner keeps a dependent", scGCBackground},
