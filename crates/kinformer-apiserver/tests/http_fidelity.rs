@@ -460,6 +460,57 @@ async fn paths_no_handler_takes_are_a_plain_text_404() {
             "{path}"
         );
     }
+    // A custom resource's handler answers a subresource it does not serve (any verb, the
+    // object there or not, more parts after it) as the object not found, as kube-apiserver's
+    // crdHandler does; built-in kinds' routes answer the generic NotFound.
+    let w = post(
+        a,
+        widgets,
+        &json!({"apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "w1"}}),
+    )
+    .await;
+    assert_eq!(w.code, 201);
+    for (method, path, name) in [
+        ("GET", "w1/foo", "w1"),
+        ("GET", "x/foo", "x"),
+        ("GET", "w1/status", "w1"),
+        ("GET", "w1/foo/bar", "w1"),
+        ("DELETE", "w1/foo", "w1"),
+        ("PATCH", "w1/scale", "w1"),
+    ] {
+        let r = request(
+            a,
+            method,
+            &format!("{widgets}/{path}"),
+            Some("application/merge-patch+json"),
+            b"{}",
+        )
+        .await;
+        assert_eq!(r.code, 404, "{method} {path}");
+        let body = r.json();
+        assert_eq!(
+            body["message"],
+            format!("widgets.example.com \"{name}\" not found"),
+            "{method} {path}"
+        );
+        assert_eq!(
+            body["details"],
+            json!({"name": name, "group": "example.com", "kind": "widgets"}),
+            "{method} {path}"
+        );
+    }
+    assert_eq!(
+        get(a, &format!("{widgets}/w1")).await.code,
+        200,
+        "still there"
+    );
+    let r = get(a, "/api/v1/namespaces/default/configmaps/x/foo").await;
+    assert_eq!(
+        r.json()["message"],
+        "the server could not find the requested resource"
+    );
+
     // `/` lists the paths that are taken, sorted, as kube-apiserver lists its own
     let r = get(a, "/").await;
     assert_eq!(r.code, 200);

@@ -96,6 +96,9 @@ pub(crate) fn parse_path(registry: &Registry, path: &str) -> Target {
             [] => (None, None),
             [n] => (Some(n.to_string()), None),
             [n, s] => (Some(n.to_string()), Some(s.to_string())),
+            // kube-apiserver's handler of custom resources reads the subresource from the
+            // path's third part and ignores the rest; built-in kinds' routes are exact
+            [n, s, ..] if res.crd_name.is_some() => (Some(n.to_string()), Some(s.to_string())),
             _ => return Target::NotFound,
         };
         Target::Resource {

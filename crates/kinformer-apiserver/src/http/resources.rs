@@ -57,7 +57,12 @@ fn classify(method: &Method, target: Target, watch: bool) -> Result<Classified, 
             || sub == "finalize" && crate::objects::namespace::is_namespace(&resource)
             || token_request)
     {
-        return Err(ApiError::not_found_path());
+        // a custom resource's handler answers an unknown subresource as its object not found,
+        // whether it exists or not, for any verb
+        return Err(match &name {
+            Some(n) if resource.crd_name.is_some() => ApiError::not_found(&resource, n),
+            _ => ApiError::not_found_path(),
+        });
     }
     let collection = name.is_none();
     let verb = match (method.as_str(), collection) {
