@@ -447,6 +447,11 @@ func scCRD(s *sc) {
 	s.call("update-status", "PUT", base+"/a/status", st)
 	s.call("get", "GET", base+"/a", nil)
 	s.call("list", "GET", base, nil)
+	// Subresources the CRD does not define: its handler answers the object not
+	// found, for any verb, there or not; parts after one it defines are ignored.
+	s.call("unknown-subresource", "GET", base+"/a/foo", nil)
+	s.call("unknown-subresource-missing", "DELETE", base+"/missing/foo", nil)
+	s.call("status-extra-parts", "GET", base+"/a/status/extra", nil)
 	s.call("delete", "DELETE", base+"/a", nil)
 	h.collect(watchWait, untilN(2))
 	res := s.recordWatch("watch", path, h)
