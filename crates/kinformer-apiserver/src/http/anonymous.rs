@@ -47,15 +47,35 @@ struct Attributes {
     name: String,
 }
 
-fn attributes(method: &Method, path: &str, query: Option<&str>) -> Attributes {
+/// What kube-apiserver cannot read attributes from: a `watch` or `proxy` path verb with
+/// nothing after it (`/api/v1/watch`). Its request-info filter, which runs before
+/// authentication, answers every such request 500.
+#[derive(Debug, PartialEq)]
+struct NoKind;
+
+/// kube-apiserver's answer to a path it cannot read attributes from (see [`NoKind`]), for
+/// every client, with credentials or without: its text, or `None` for any other path.
+pub(crate) fn request_info_error(path: &str, request_uri: &str) -> Option<String> {
+    if !path.starts_with("/api") {
+        return None;
+    }
+    attributes(&Method::GET, path, None).err().map(|NoKind| {
+        format!(
+            "Internal Server Error: {request_uri:?}: failed to create RequestInfo: unable to \
+             determine kind and namespace from url, {request_uri}\n"
+        )
+    })
+}
+
+fn attributes(method: &Method, path: &str, query: Option<&str>) -> Result<Attributes, NoKind> {
     let non_resource = Attributes {
         verb: method.as_str().to_ascii_lowercase(),
         ..Attributes::default()
     };
+    // Go's strings.Split of the trimmed path: empty segments stay
     let segments: Vec<String> = path
         .trim_matches('/')
         .split('/')
-        .filter(|s| !s.is_empty())
         .map(percent_decode_path)
         .collect();
     let mut parts: &[String] = &segments;
@@ -68,7 +88,7 @@ fn attributes(method: &Method, path: &str, query: Option<&str>) -> Attributes {
             parts = rest;
             group.clone()
         }
-        _ => return non_resource,
+        _ => return Ok(non_resource),
     };
     // the version
     parts = &parts[1..];
@@ -80,9 +100,7 @@ fn attributes(method: &Method, path: &str, query: Option<&str>) -> Attributes {
     let special = matches!(parts.first().map(String::as_str), Some("watch" | "proxy"));
     if special {
         if parts.len() < 2 {
-            // kube cannot tell the kind either (an internal error there); the path is all
-            // there is to name
-            return non_resource;
+            return Err(NoKind);
         }
         a.verb = parts[0].clone();
         parts = &parts[1..];
@@ -107,7 +125,8 @@ fn attributes(method: &Method, path: &str, query: Option<&str>) -> Attributes {
     if let Some(name) = parts.get(1) {
         a.name = name.clone();
     }
-    if let (Some(sub), false) = (parts.get(2), special) {
+    // a proxy path's third part is where to, not a subresource
+    if let (Some(sub), false) = (parts.get(2), a.verb == "proxy") {
         a.subresource = sub.clone();
     }
     if a.name.is_empty() && a.verb == "get" {
@@ -135,7 +154,7 @@ fn attributes(method: &Method, path: &str, query: Option<&str>) -> Attributes {
     if a.name.is_empty() && a.verb == "delete" {
         a.verb = "deletecollection".into();
     }
-    a
+    Ok(a)
 }
 
 /// A path segment decoded as Go's `url.URL.Path` is (`+` stays a plus there).
@@ -151,8 +170,13 @@ fn percent_decode_path(s: &str) -> String {
 /// `pods "x" is forbidden: User "system:anonymous" cannot get resource "pods" in API group ""
 /// in the namespace "default"`, or `forbidden: User "system:anonymous" cannot get path "/api"`.
 pub(crate) fn forbidden(method: &Method, path: &str, query: Option<&str>) -> ApiError {
-    let a = attributes(method, path, query);
     let user = "system:anonymous";
+    // a path kube cannot read is answered before anyone is authenticated
+    // (`request_info_error`); were it asked, it would be a path like any other
+    let a = attributes(method, path, query).unwrap_or(Attributes {
+        verb: method.as_str().to_ascii_lowercase(),
+        ..Attributes::default()
+    });
     if !a.resource_request {
         let path = percent_decode_path(path);
         let mut e = ApiError::new(
@@ -182,7 +206,11 @@ pub(crate) fn forbidden(method: &Method, path: &str, query: Option<&str>) -> Api
     } else {
         format!("{}.{}", a.resource, a.group)
     };
-    let message = if a.name.is_empty() {
+    // apimachinery's NewForbidden leaves out a resource without a name and a group, and the
+    // object's name with it
+    let message = if a.resource.is_empty() && a.group.is_empty() {
+        format!("forbidden: {why}")
+    } else if a.name.is_empty() {
         format!("{group_resource} is forbidden: {why}")
     } else {
         format!("{group_resource} {:?} is forbidden: {why}", a.name)
@@ -194,7 +222,9 @@ pub(crate) fn forbidden(method: &Method, path: &str, query: Option<&str>) -> Api
     if !a.group.is_empty() {
         details.insert("group".into(), Value::String(a.group));
     }
-    details.insert("kind".into(), Value::String(a.resource));
+    if !a.resource.is_empty() {
+        details.insert("kind".into(), Value::String(a.resource));
+    }
     let mut e = ApiError::new(403, "Forbidden", message);
     e.details = Some(Value::Object(details));
     e
@@ -353,6 +383,43 @@ mod tests {
                 None,
                 r#"configmaps "a" is forbidden: User "system:anonymous" cannot patch resource "configmaps" in API group "" in the namespace "default""#,
             ),
+            // paths with empty segments and path verbs, found by sending random paths to both
+            (
+                "GET",
+                "/api//v1/binding/serviceaccounts",
+                Some("watch="),
+                r#"v1 "binding" is forbidden: User "system:anonymous" cannot get resource "v1/serviceaccounts" in API group "" at the cluster scope"#,
+            ),
+            (
+                "GET",
+                "/apis/token//namespaces",
+                None,
+                r#"namespaces.token is forbidden: User "system:anonymous" cannot list resource "namespaces" in API group "token" at the cluster scope"#,
+            ),
+            (
+                "GET",
+                "/api/proxy//x/status/n1/proxy",
+                None,
+                r#"forbidden: User "system:anonymous" cannot get resource "/status" in API group "" at the cluster scope"#,
+            ),
+            (
+                "GET",
+                "/api/openapi/watch/finalize//binding/watch/v2",
+                None,
+                r#"finalize is forbidden: User "system:anonymous" cannot watch resource "finalize/binding" in API group "" at the cluster scope"#,
+            ),
+            (
+                "POST",
+                "/apis/eviction/namespaces//proxy/metrics/n1/status",
+                None,
+                r#".eviction "proxy" is forbidden: User "system:anonymous" cannot create resource "/metrics" in API group "eviction" at the cluster scope"#,
+            ),
+            (
+                "PUT",
+                "/api/proxy/kube-system//configmaps/apis",
+                Some("watch=0"),
+                r#"kube-system is forbidden: User "system:anonymous" cannot update resource "kube-system/configmaps" in API group "" at the cluster scope"#,
+            ),
         ];
         for (method, path, query, message) in cases {
             let e = forbidden(&method.parse().unwrap(), path, *query);
@@ -371,33 +438,48 @@ mod tests {
         assert_eq!(details("/api"), serde_json::json!({}));
     }
 
+    fn attrs(method: &Method, path: &str, query: Option<&str>) -> Attributes {
+        attributes(method, path, query).unwrap()
+    }
+
     #[test]
     fn a_list_by_one_name_and_odd_paths() {
-        let a = attributes(
+        let a = attrs(
             &Method::GET,
             "/api/v1/namespaces/ns/pods",
             Some("fieldSelector=metadata.name%3Dweb-1"),
         );
         assert_eq!((a.verb.as_str(), a.name.as_str()), ("list", "web-1"));
-        let a = attributes(
+        let a = attrs(
             &Method::GET,
             "/api/v1/pods",
             Some("watch=1&fieldSelector=metadata.namespace%3Dns,metadata.name%3D%3Dweb-2"),
         );
         assert_eq!((a.verb.as_str(), a.name.as_str()), ("watch", "web-2"));
-        let a = attributes(
+        let a = attrs(
             &Method::GET,
             "/api/v1/pods",
             Some("fieldSelector=metadata.name!%3Dweb-3"),
         );
         assert_eq!(a.name, "");
-        let a = attributes(&Method::GET, "/api/v1/pods", Some("watch=false"));
+        let a = attrs(&Method::GET, "/api/v1/pods", Some("watch=false"));
         assert_eq!(a.verb, "list");
-        let a = attributes(&Method::HEAD, "/api/v1/pods", None);
+        let a = attrs(&Method::HEAD, "/api/v1/pods", None);
         assert_eq!(a.verb, "list");
-        let a = attributes(&Method::GET, "/api/v1/watch", None);
-        assert!(!a.resource_request);
-        let a = attributes(&Method::GET, "/api/v1/namespaces/ns/pods/a%20b", None);
+        assert_eq!(attributes(&Method::GET, "/api/v1/watch", None), Err(NoKind));
+        assert_eq!(
+            request_info_error("/api/v1/watch", "/api/v1/watch?x=1").as_deref(),
+            Some(
+                "Internal Server Error: \"/api/v1/watch?x=1\": failed to create RequestInfo: \
+                 unable to determine kind and namespace from url, /api/v1/watch?x=1\n"
+            )
+        );
+        assert_eq!(
+            request_info_error("/api/v1/watch/pods", "/api/v1/watch/pods"),
+            None
+        );
+        assert_eq!(request_info_error("/version", "/version"), None);
+        let a = attrs(&Method::GET, "/api/v1/namespaces/ns/pods/a%20b", None);
         assert_eq!(a.name, "a b");
     }
 

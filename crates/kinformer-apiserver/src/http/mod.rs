@@ -118,6 +118,10 @@ async fn status_in_protobuf(r: Response) -> Response {
 
 async fn serve(ctx: Arc<Context>, mut req: Request) -> Response {
     let path = req.uri().path().to_string();
+    let request_uri = req.uri().path_and_query().map_or("", |p| p.as_str());
+    if let Some(text) = anonymous::request_info_error(&path, request_uri) {
+        return response::plain_text(500, text);
+    }
     if let Some(token) = &ctx.token {
         let header = req
             .headers()

@@ -62,7 +62,7 @@ pub(super) fn page_not_found() -> Response {
 
 /// Plain text as kube-apiserver's own handlers write it (`/healthz`'s `ok`, Go's
 /// `http.NotFound`): `text/plain; charset=utf-8`, with `X-Content-Type-Options: nosniff`.
-pub(super) fn plain_text(code: u16, body: &'static str) -> Response {
+pub(super) fn plain_text(code: u16, body: impl Into<Body>) -> Response {
     let mut r = json_bytes(code, body);
     r.headers_mut().insert(
         header::CONTENT_TYPE,
