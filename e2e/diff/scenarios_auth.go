@@ -1,5 +1,11 @@
 package main
 
+import (
+	"fmt"
+	"math/rand"
+	"strings"
+)
+
 // noCredentials as doAs's bearer: the request carries no Authorization header
 // at all, as a client without credentials sends it.
 const noCredentials = "\x00none"
@@ -53,8 +59,36 @@ func scAnonymous(s *sc) {
 		s.fail("version: %v", err)
 	}
 	s.recordAs("version", "GET /version (without credentials)", r, map[string]any{"status": r.status})
+	// a path verb with nothing after it: kube cannot read the request's kind,
+	// and says so (500) before it looks at credentials
+	anon("no-kind", "GET", "/api/v1/watch?x=1", nil)
+	as("no-kind-wrong-token", "not-a-token", "GET", "/apis/apps/v1/proxy", "application/json", nil)
 	as("wrong-token", "not-a-token", "GET", s.cms(""), "application/json", nil)
 	as("wrong-token-version", "not-a-token", "GET", "/version", "application/json", nil)
+	// Random paths under /api and /apis, the same on every server (a fixed
+	// seed): kube reads their attributes from the path alone, empty segments,
+	// path verbs (watch, proxy) and queries included, and a path verb with
+	// nothing after it is its 500 for everyone.
+	rng := rand.New(rand.NewSource(34))
+	segs := []string{"api", "apis", "v1", "apps", "namespaces", "default", "pods", "configmaps",
+		"x", "status", "scale", "log", "watch", "proxy", "finalize", "deployments", "widgets",
+		"nodes", "token", "serviceaccounts", "", "a%20b", "version", "healthz"}
+	methods := []string{"GET", "GET", "GET", "POST", "PUT", "PATCH", "DELETE"}
+	queries := []string{"", "", "?watch=1", "?watch=false", "?watch=", "?watch=yes",
+		"?fieldSelector=metadata.name%3Dp1", "?fieldSelector=metadata.name%3D%3Dp2,a%3Db", "?labelSelector=a%3Db"}
+	for i := 0; i < 40; i++ {
+		parts := []string{[]string{"api", "apis"}[rng.Intn(2)]}
+		for n := rng.Intn(8); n > 0; n-- {
+			parts = append(parts, segs[rng.Intn(len(segs))])
+		}
+		path := "/" + strings.Join(parts, "/") + queries[rng.Intn(len(queries))]
+		m := methods[rng.Intn(len(methods))]
+		var body any
+		if m == "POST" || m == "PUT" || m == "PATCH" {
+			body = map[string]any{}
+		}
+		anon(fmt.Sprintf("random-%02d", i), m, path, body)
+	}
 	// nothing was written
 	s.call("after", "GET", s.cm("a"), nil)
 	s.call("after-create", "GET", s.cm("b"), nil)
