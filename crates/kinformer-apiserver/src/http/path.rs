@@ -70,6 +70,8 @@ pub(crate) fn parse_path(registry: &Registry, path: &str) -> Target {
             };
         }
         ["api", v, rest @ ..] => ("", *v, rest),
+        // an empty group is no group kube-apiserver serves (the core group is under /api)
+        ["apis", "", ..] => return Target::NoRoute,
         ["apis", g, v, rest @ ..] => (*g, *v, rest),
         _ => return Target::NoRoute,
     };
@@ -194,6 +196,8 @@ mod tests {
         assert_eq!(parse_path(&r, "/"), Target::Root);
         assert_eq!(parse_path(&r, "/foo"), Target::NoRoute);
         assert_eq!(parse_path(&r, "/apis/nope.example.com"), Target::NoRoute);
+        assert_eq!(parse_path(&r, "/apis//v1/pods"), Target::NoRoute);
+        assert_eq!(parse_path(&r, "/apis//x//deployments"), Target::NoRoute);
         assert_eq!(
             parse_path(&r, "/apis/nope.example.com/v1/foos"),
             Target::NoRoute
