@@ -8,6 +8,8 @@
 //! as its `RequestInfoFactory` reads them from the path alone (any resource, served or not).
 //! A token that fails is 401 on every path, the public ones included.
 
+use std::borrow::Cow;
+
 use axum::http::Method;
 use serde_json::{Map, Value};
 
@@ -53,13 +55,62 @@ struct Attributes {
 #[derive(Debug, PartialEq)]
 struct NoKind;
 
+impl Attributes {
+    /// A request for a path outside the API's resources: its verb is the HTTP method's.
+    fn non_resource(method: &Method) -> Attributes {
+        Attributes {
+            verb: method.as_str().to_ascii_lowercase(),
+            ..Attributes::default()
+        }
+    }
+}
+
+/// A path's segments as Go splits the trimmed path (empty segments stay), each decoded as
+/// `url.URL.Path` is; only a segment with a `%` is copied.
+fn segments(path: &str) -> Vec<Cow<'_, str>> {
+    path.trim_matches('/')
+        .split('/')
+        .map(decode_segment)
+        .collect()
+}
+
+/// A path segment decoded as Go's `url.URL.Path` is (`+` stays a plus there).
+fn decode_segment(s: &str) -> Cow<'_, str> {
+    if s.contains('%') {
+        Cow::Owned(percent_decode(&s.replace('+', "%2B")))
+    } else {
+        Cow::Borrowed(s)
+    }
+}
+
+/// The group and the parts after the version of a resource request (`/api/{version}/...`,
+/// `/apis/{group}/{version}/...` with at least one part after the version); `None` for any
+/// other path.
+fn resource_parts<'a>(segs: &'a [Cow<'a, str>]) -> Option<(&'a str, &'a [Cow<'a, str>])> {
+    match segs {
+        [prefix, _version, rest @ ..] if prefix == "api" && !rest.is_empty() => Some(("", rest)),
+        [prefix, group, _version, rest @ ..] if prefix == "apis" && !rest.is_empty() => {
+            Some((group, rest))
+        }
+        _ => None,
+    }
+}
+
+/// Whether `parts` (after the version) begin with a path verb.
+fn path_verb(parts: &[Cow<'_, str>]) -> bool {
+    matches!(parts.first().map(|p| p.as_ref()), Some("watch" | "proxy"))
+}
+
 /// kube-apiserver's answer to a path it cannot read attributes from (see [`NoKind`]), for
-/// every client, with credentials or without: its text, or `None` for any other path.
+/// every client, with credentials or without: its text, or `None` for any other path. Runs on
+/// every request: one split of the path, nothing more.
 pub(crate) fn request_info_error(path: &str, request_uri: &str) -> Option<String> {
     if !path.starts_with("/api") {
         return None;
     }
-    attributes(&Method::GET, path, None).err().map(|NoKind| {
+    let segs = segments(path);
+    let (_, parts) = resource_parts(&segs)?;
+    (path_verb(parts) && parts.len() < 2).then(|| {
         format!(
             "Internal Server Error: {request_uri:?}: failed to create RequestInfo: unable to \
              determine kind and namespace from url, {request_uri}\n"
@@ -68,41 +119,20 @@ pub(crate) fn request_info_error(path: &str, request_uri: &str) -> Option<String
 }
 
 fn attributes(method: &Method, path: &str, query: Option<&str>) -> Result<Attributes, NoKind> {
-    let non_resource = Attributes {
-        verb: method.as_str().to_ascii_lowercase(),
-        ..Attributes::default()
+    let segs = segments(path);
+    let Some((group, mut parts)) = resource_parts(&segs) else {
+        return Ok(Attributes::non_resource(method));
     };
-    // Go's strings.Split of the trimmed path: empty segments stay
-    let segments: Vec<String> = path
-        .trim_matches('/')
-        .split('/')
-        .map(percent_decode_path)
-        .collect();
-    let mut parts: &[String] = &segments;
-    let group = match parts {
-        [prefix, rest @ ..] if prefix == "api" && rest.len() >= 2 => {
-            parts = rest;
-            String::new()
-        }
-        [prefix, group, rest @ ..] if prefix == "apis" && rest.len() >= 2 => {
-            parts = rest;
-            group.clone()
-        }
-        _ => return Ok(non_resource),
-    };
-    // the version
-    parts = &parts[1..];
     let mut a = Attributes {
         resource_request: true,
-        group,
+        group: group.to_string(),
         ..Attributes::default()
     };
-    let special = matches!(parts.first().map(String::as_str), Some("watch" | "proxy"));
-    if special {
+    if path_verb(parts) {
         if parts.len() < 2 {
             return Err(NoKind);
         }
-        a.verb = parts[0].clone();
+        a.verb = parts[0].to_string();
         parts = &parts[1..];
     } else {
         a.verb = match *method {
@@ -116,18 +146,18 @@ fn attributes(method: &Method, path: &str, query: Option<&str>) -> Result<Attrib
         .to_string();
     }
     if parts[0] == "namespaces" && parts.len() > 1 {
-        a.namespace = parts[1].clone();
-        if parts.len() > 2 && !matches!(parts[2].as_str(), "status" | "finalize") {
+        a.namespace = parts[1].to_string();
+        if parts.len() > 2 && !matches!(parts[2].as_ref(), "status" | "finalize") {
             parts = &parts[2..];
         }
     }
-    a.resource = parts[0].clone();
+    a.resource = parts[0].to_string();
     if let Some(name) = parts.get(1) {
-        a.name = name.clone();
+        a.name = name.to_string();
     }
     // a proxy path's third part is where to, not a subresource
     if let (Some(sub), false) = (parts.get(2), a.verb == "proxy") {
-        a.subresource = sub.clone();
+        a.subresource = sub.to_string();
     }
     if a.name.is_empty() && a.verb == "get" {
         let q = parse_query(query);
@@ -157,15 +187,6 @@ fn attributes(method: &Method, path: &str, query: Option<&str>) -> Result<Attrib
     Ok(a)
 }
 
-/// A path segment decoded as Go's `url.URL.Path` is (`+` stays a plus there).
-fn percent_decode_path(s: &str) -> String {
-    if s.contains('%') {
-        percent_decode(&s.replace('+', "%2B"))
-    } else {
-        s.to_string()
-    }
-}
-
 /// The 403 kube-apiserver answers `system:anonymous` for a request RBAC does not allow it:
 /// `pods "x" is forbidden: User "system:anonymous" cannot get resource "pods" in API group ""
 /// in the namespace "default"`, or `forbidden: User "system:anonymous" cannot get path "/api"`.
@@ -173,12 +194,10 @@ pub(crate) fn forbidden(method: &Method, path: &str, query: Option<&str>) -> Api
     let user = "system:anonymous";
     // a path kube cannot read is answered before anyone is authenticated
     // (`request_info_error`); were it asked, it would be a path like any other
-    let a = attributes(method, path, query).unwrap_or(Attributes {
-        verb: method.as_str().to_ascii_lowercase(),
-        ..Attributes::default()
-    });
+    let a =
+        attributes(method, path, query).unwrap_or_else(|NoKind| Attributes::non_resource(method));
     if !a.resource_request {
-        let path = percent_decode_path(path);
+        let path = decode_segment(path);
         let mut e = ApiError::new(
             403,
             "Forbidden",
