@@ -279,6 +279,7 @@ type Cause = (String, String, String);
 fn go_value(v: &Value) -> String {
     match v {
         Value::String(s) => format!("\"{s}\""),
+        Value::Number(n) => values::go_number(n),
         other => other.to_string(),
     }
 }
@@ -313,6 +314,19 @@ fn type_ok(want: &str, v: &Value) -> bool {
 /// Applies `schema` to `v` at `path`: prunes unknown fields, sets defaults, checks types,
 /// enums and required fields (collecting causes).
 fn apply(schema: &Value, v: &mut Value, path: &str, depth: usize, causes: &mut Vec<Cause>) {
+    walk(schema, v, path, depth, causes, true);
+}
+
+/// [`apply`], or with `prune` false only the validation (for the branches of `allOf` and the
+/// like).
+fn walk(
+    schema: &Value,
+    v: &mut Value,
+    path: &str,
+    depth: usize,
+    causes: &mut Vec<Cause>,
+    prune: bool,
+) {
     if depth > MAX_DEPTH {
         causes.push((
             path.to_string(),
@@ -324,9 +338,17 @@ fn apply(schema: &Value, v: &mut Value, path: &str, depth: usize, causes: &mut V
     let Value::Object(sch) = schema else { return };
     let flag = |k: &str| sch.get(k).and_then(|b| b.as_bool()) == Some(true);
     let ty = sch.get("type").and_then(|t| t.as_str()).unwrap_or("");
+    if v.is_null() && flag("nullable") {
+        return;
+    }
+    let format = sch.get("format").and_then(|f| f.as_str()).unwrap_or("");
     if flag("x-kubernetes-int-or-string") {
-        if !matches!(v, Value::String(_)) && !type_ok("integer", v) {
-            causes.push((
+        match &*v {
+            Value::String(s) => values::check_string(sch, s, path, causes),
+            Value::Number(n) if type_ok("integer", v) => {
+                values::check_number(sch, n, "", "", path, causes)
+            }
+            _ => causes.push((
                 path.to_string(),
                 "FieldValueTypeInvalid".into(),
                 format!(
@@ -334,7 +356,7 @@ fn apply(schema: &Value, v: &mut Value, path: &str, depth: usize, causes: &mut V
                     go_value(v),
                     type_name(v)
                 ),
-            ));
+            )),
         }
         return;
     }
@@ -348,7 +370,37 @@ fn apply(schema: &Value, v: &mut Value, path: &str, depth: usize, causes: &mut V
                 type_name(v)
             ),
         ));
+        // the number checks apply to any number (a fraction for an integer is out of range)
+        if let Value::Number(n) = v {
+            values::check_number(sch, n, ty, format, path, causes);
+        }
         return;
+    }
+    // go-openapi's order: allOf and the like, strings, numbers, an array's items and size, the
+    // enum, an object's size and fields
+    combinators::check(sch, v, path, depth, causes);
+    match v {
+        Value::String(s) => {
+            values::check_string(sch, s, path, causes);
+            formats::check_format(format, s, path, causes);
+        }
+        Value::Number(n) => values::check_number(sch, n, ty, format, path, causes),
+        Value::Array(items) => {
+            if let Some(item_schema) = sch.get("items") {
+                for (i, x) in items.iter_mut().enumerate() {
+                    walk(
+                        item_schema,
+                        x,
+                        &format!("{path}[{i}]"),
+                        depth + 1,
+                        causes,
+                        prune,
+                    );
+                }
+            }
+            values::check_items(sch, items.len(), path, causes);
+        }
+        _ => {}
     }
     if let Some(Value::Array(allowed)) = sch.get("enum")
         && !allowed.contains(v)
@@ -371,15 +423,17 @@ fn apply(schema: &Value, v: &mut Value, path: &str, depth: usize, causes: &mut V
             format!("{path}.{k}")
         }
     };
-    match v {
-        Value::Object(obj) => {
+    if let Value::Object(obj) = v {
+        {
+            let size_causes_at = causes.len();
             let props = sch.get("properties").and_then(|p| p.as_object());
             let additional = sch.get("additionalProperties");
             let preserve = flag("x-kubernetes-preserve-unknown-fields");
             let embedded = flag("x-kubernetes-embedded-resource");
             // Non-nullable nulls are dropped before defaulting, as the real server does.
             obj.retain(|k, x| {
-                !(x.is_null()
+                !(prune
+                    && x.is_null()
                     && props
                         .and_then(|p| p.get(k))
                         .is_some_and(|s| s.get("nullable").and_then(|b| b.as_bool()) != Some(true)))
@@ -390,17 +444,19 @@ fn apply(schema: &Value, v: &mut Value, path: &str, depth: usize, causes: &mut V
                     embedded && matches!(k.as_str(), "apiVersion" | "kind" | "metadata");
                 if let Some(ps) = props.and_then(|p| p.get(&k)) {
                     if let Some(x) = obj.get_mut(&k) {
-                        apply(ps, x, &child(&k), depth + 1, causes);
+                        walk(ps, x, &child(&k), depth + 1, causes, prune);
                     }
                 } else if let Some(ap @ Value::Object(_)) = additional {
                     if let Some(x) = obj.get_mut(&k) {
-                        apply(ap, x, &child(&k), depth + 1, causes);
+                        walk(ap, x, &child(&k), depth + 1, causes, prune);
                     }
-                } else if !(preserve || meta_field || additional == Some(&Value::Bool(true))) {
+                } else if prune
+                    && !(preserve || meta_field || additional == Some(&Value::Bool(true)))
+                {
                     obj.remove(&k);
                 }
             }
-            if let Some(props) = props {
+            if let Some(props) = props.filter(|_| prune) {
                 for (k, ps) in props {
                     if !obj.contains_key(k)
                         && let Some(d) = ps.get("default")
@@ -422,15 +478,11 @@ fn apply(schema: &Value, v: &mut Value, path: &str, depth: usize, causes: &mut V
                     }
                 }
             }
+            // counted once pruned and defaulted, reported before the fields' causes
+            let mut size_causes = Vec::new();
+            values::check_properties(sch, obj.len(), path, &mut size_causes);
+            causes.splice(size_causes_at..size_causes_at, size_causes);
         }
-        Value::Array(items) => {
-            if let Some(item_schema) = sch.get("items") {
-                for (i, x) in items.iter_mut().enumerate() {
-                    apply(item_schema, x, &format!("{path}[{i}]"), depth + 1, causes);
-                }
-            }
-        }
-        _ => {}
     }
 }
 
@@ -447,7 +499,9 @@ pub(crate) fn apply_schema(
         .collect();
     let mut rest = Value::Object(std::mem::take(obj));
     let mut causes = Vec::new();
+    combinators::reset_budget();
     apply(schema, &mut rest, "", 0, &mut causes);
+    values::list_duplicates(schema, &rest, "", 0, &mut causes);
     if let Value::Object(m) = rest {
         *obj = m;
     }
@@ -464,6 +518,10 @@ pub(crate) fn apply_schema(
         .unwrap_or("");
     Err(ApiError::invalid(&res.kind, &res.group, name, &causes))
 }
+
+mod combinators;
+mod formats;
+mod values;
 
 #[cfg(test)]
 mod tests;

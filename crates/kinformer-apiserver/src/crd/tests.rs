@@ -141,3 +141,207 @@ fn deep_schemas_are_refused() {
     }
     assert!(check_schema(&schema, 0).is_err());
 }
+
+/// The causes of one invalid spec under `schema` (the spec's own schema), as
+/// `field: message` lines.
+fn causes_of(schema: Value, spec: Value) -> Vec<String> {
+    let root = json!({"type": "object", "properties": {"spec": schema}});
+    let mut obj = json!({"metadata": {"name": "g"}, "spec": spec})
+        .as_object()
+        .unwrap()
+        .clone();
+    match apply_schema(&res(), &root_schema(&root), &mut obj) {
+        Ok(()) => Vec::new(),
+        Err(e) => e.details.as_ref().unwrap()["causes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                format!(
+                    "{}: {}",
+                    c["field"].as_str().unwrap(),
+                    c["message"].as_str().unwrap()
+                )
+            })
+            .collect(),
+    }
+}
+
+/// Value validations, each answer copied from kube-apiserver v1.36.3 (the differential
+/// check's `crd-validation` scenario compares them all over HTTP).
+#[test]
+fn value_validations_are_worded_as_kube_apiserver_words_them() {
+    let schema = json!({
+        "type": "object", "minProperties": 1,
+        "properties": {
+            "replicas": {"type": "integer", "minimum": 1, "maximum": 10},
+            "ratio": {"type": "number", "minimum": 0, "exclusiveMinimum": true, "maximum": 1, "exclusiveMaximum": true},
+            "step": {"type": "integer", "multipleOf": 5},
+            "fstep": {"type": "number", "multipleOf": 0.5},
+            "small": {"type": "integer", "format": "int32"},
+            "name": {"type": "string", "minLength": 3, "maxLength": 8, "pattern": "^[a-z]+$"},
+            "tags": {"type": "array", "minItems": 1, "maxItems": 3, "items": {"type": "string", "maxLength": 1}},
+            "set": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+            "ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["port"],
+                      "items": {"type": "object", "properties": {"port": {"type": "integer"}, "name": {"type": "string"}}}},
+            "labels": {"type": "object", "maxProperties": 2, "additionalProperties": {"type": "string"}},
+            "when": {"type": "string", "format": "date-time"},
+            "choice": {"type": "string", "anyOf": [{"pattern": "^a"}, {"pattern": "^b"}]},
+            "all": {"type": "string", "allOf": [{"pattern": "^a"}, {"maxLength": 1}]},
+            "one": {"type": "integer", "oneOf": [{"minimum": 5}, {"maximum": 7}]},
+            "notx": {"type": "string", "not": {"pattern": "^x"}},
+            "nul": {"type": "string", "nullable": true},
+            "source": {"type": "object", "properties": {"git": {"type": "string"}, "image": {"type": "string"}},
+                       "oneOf": [{"required": ["git"]}, {"required": ["image"]}]}
+        }
+    });
+    let cases: &[(Value, &[&str])] = &[
+        (
+            json!({"replicas": 0}),
+            &[
+                "spec.replicas: Invalid value: 0: spec.replicas in body should be greater than or equal to 1",
+            ],
+        ),
+        (
+            json!({"replicas": 11}),
+            &[
+                "spec.replicas: Invalid value: 11: spec.replicas in body should be less than or equal to 10",
+            ],
+        ),
+        (
+            json!({"ratio": 0}),
+            &["spec.ratio: Invalid value: 0: spec.ratio in body should be greater than 0"],
+        ),
+        (
+            json!({"ratio": 1}),
+            &["spec.ratio: Invalid value: 1: spec.ratio in body should be less than 1"],
+        ),
+        (
+            json!({"step": 7}),
+            &["spec.step: Invalid value: 7: spec.step in body should be a multiple of 5"],
+        ),
+        (
+            json!({"fstep": 0.7}),
+            &["spec.fstep: Invalid value: 0.7: spec.fstep in body should be a multiple of 0.5"],
+        ),
+        (
+            json!({"replicas": 2.5}),
+            &[
+                "spec.replicas: Invalid value: \"number\": spec.replicas in body must be of type integer: \"number\"",
+                "<nil>: Invalid value: \"\": Checked value must be of type integer (default format) in spec.replicas",
+            ],
+        ),
+        (
+            json!({"small": 3_000_000_000_u64}),
+            &[
+                "<nil>: Invalid value: \"\": Checked value must be of type integer with format int32 in spec.small",
+            ],
+        ),
+        (
+            json!({"name": "ab"}),
+            &[
+                "spec.name: Invalid value: \"ab\": spec.name in body should be at least 3 chars long",
+            ],
+        ),
+        (
+            json!({"name": "abcdefghi"}),
+            &["spec.name: Too long: may not be more than 8 bytes"],
+        ),
+        (
+            json!({"name": "AbcD"}),
+            &["spec.name: Invalid value: \"AbcD\": spec.name in body should match '^[a-z]+$'"],
+        ),
+        (
+            json!({"name": "A"}),
+            &["spec.name: Invalid value: \"A\": spec.name in body should be at least 3 chars long"],
+        ),
+        (
+            json!({"tags": []}),
+            &["spec.tags: Invalid value: 0: spec.tags in body should have at least 1 items"],
+        ),
+        (
+            json!({"tags": ["a", "bc", "d", "e"]}),
+            &[
+                "spec.tags[1]: Too long: may not be more than 1 byte",
+                "spec.tags: Too many: 4: must have at most 3 items",
+            ],
+        ),
+        (
+            json!({"set": ["a", "a", "a", "b", "b"]}),
+            &[
+                "spec.set[1]: Duplicate value: \"a\"",
+                "spec.set[4]: Duplicate value: \"b\"",
+            ],
+        ),
+        (
+            json!({"ports": [{"port": 1}, {"port": 1, "name": "x"}]}),
+            &["spec.ports[1]: Duplicate value: {\"port\":1}"],
+        ),
+        (
+            json!({"labels": {"a": "1", "b": "2", "c": "3"}}),
+            &["spec.labels: Too many: 3: must have at most 2 items"],
+        ),
+        (
+            json!({}),
+            &["spec: Invalid value: 0: spec in body should have at least 1 properties"],
+        ),
+        (
+            json!({"when": "yesterday"}),
+            &[
+                "spec.when: Invalid value: \"yesterday\": spec.when in body must be of type date-time: \"yesterday\"",
+            ],
+        ),
+        (
+            json!({"choice": "c"}),
+            &[
+                "<nil>: Invalid value: \"\": \"spec.choice\" must validate at least one schema (anyOf)",
+                "spec.choice: Invalid value: \"c\": spec.choice in body should match '^a'",
+            ],
+        ),
+        (
+            json!({"all": "bc"}),
+            &[
+                "spec.all: Invalid value: \"bc\": spec.all in body should match '^a'",
+                "spec.all: Too long: may not be more than 1 byte",
+                "<nil>: Invalid value: \"\": \"spec.all\" must validate all the schemas (allOf). None validated",
+            ],
+        ),
+        (
+            json!({"one": 6}),
+            &[
+                "<nil>: Invalid value: \"\": \"spec.one\" must validate one and only one schema (oneOf). Found 2 valid alternatives",
+            ],
+        ),
+        (
+            json!({"notx": "xy"}),
+            &["<nil>: Invalid value: \"\": \"spec.notx\" must not validate the schema (not)"],
+        ),
+        (
+            json!({"source": {}}),
+            &[
+                "<nil>: Invalid value: \"\": \"spec.source\" must validate one and only one schema (oneOf). Found none valid",
+                "spec.source.git: Required value",
+            ],
+        ),
+        (
+            json!({"nul": null, "replicas": 3, "name": "abc", "one": 10, "source": {"git": "g"}}),
+            &[],
+        ),
+    ];
+    for (spec, want) in cases {
+        assert_eq!(
+            &causes_of(schema.clone(), spec.clone()),
+            want,
+            "spec {spec}"
+        );
+    }
+}
+
+#[test]
+fn bad_patterns_are_reported_not_panicked_on() {
+    let schema =
+        json!({"type": "object", "properties": {"name": {"type": "string", "pattern": "("}}});
+    let causes = causes_of(schema, json!({"name": "a"}));
+    assert_eq!(causes.len(), 1);
+    assert!(causes[0].contains("but pattern is invalid"), "{causes:?}");
+}
