@@ -34,6 +34,7 @@ var catalogue = []scenarioDef{
 	{"finalizers", "delete with a finalizer: MODIFIED with deletionTimestamp, DELETED when the finalizer goes", scFinalizers},
 	{"too-large-rv", "resourceVersion from the future: 504 Timeout with cause ResourceVersionTooLarge", scTooLargeRV},
 	{"crd", "a CRD over the API, then its custom resources: discovery, structural pruning, defaults, required fields, the status subresource, a watch", scCRD},
+	{"crd-validation", "a custom resource's value validations (numbers, strings, formats, arrays, objects, list-type set and map, allOf/anyOf/oneOf/not, nullable) on create, update and patch: 422 in kube-apiserver's words", scCRDValidation},
 	{"dry-run", "dryRun=All on every write verb: the answers, then nothing stored, no resourceVersion handed out, no watch event", scDryRun},
 	{"ssa", "server-side apply field ownership: conflicts (409 with causes), force, shared ownership, an Update taking a field over, managedFields", scSSA},
 	{"token", "TokenRequest for a ServiceAccount: the token's shape, defaults, bounds, a missing ServiceAccount, the token used as a bearer", scToken},
@@ -382,7 +383,6 @@ func scTooLargeRV(s *sc) {
 // collection path.
 func (s *sc) widgetCRD(name string) (group, base string) {
 	group = name + ".example.com"
-	crds := "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 	crd := map[string]any{
 		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
 		"metadata": map[string]any{"name": "widgets." + group},
@@ -411,9 +411,16 @@ func (s *sc) widgetCRD(name string) (group, base string) {
 			}},
 		},
 	}
+	return group, s.registerCRD(group, "widgets", crd)
+}
+
+// registerCRD creates a CRD (not compared), deletes it when the scenario ends and waits until
+// its v1 resource is served in the scenario's namespace; it returns that collection's path.
+func (s *sc) registerCRD(group, plural string, crd map[string]any) (base string) {
+	crds := "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 	s.setup("POST", crds, crd)
-	s.cleanups = append(s.cleanups, func() { _, _ = s.t.do(s.ctx, "DELETE", crds+"/widgets."+group, nil) })
-	base = "/apis/" + group + "/v1/namespaces/" + s.ns + "/widgets"
+	s.cleanups = append(s.cleanups, func() { _, _ = s.t.do(s.ctx, "DELETE", crds+"/"+plural+"."+group, nil) })
+	base = "/apis/" + group + "/v1/namespaces/" + s.ns + "/" + plural
 	served := false
 	for i := 0; i < 100 && !served; i++ {
 		if r, err := s.t.do(s.ctx, "GET", base, nil); err == nil && r.status == 200 {
@@ -425,7 +432,7 @@ func (s *sc) widgetCRD(name string) (group, base string) {
 	if !served {
 		s.fail("the CRD's resource was not served within 10s")
 	}
-	return group, base
+	return base
 }
 
 // scCRD registers a CustomResourceDefinition through the API, waits until its resource is
