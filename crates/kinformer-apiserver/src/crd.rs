@@ -523,6 +523,8 @@ mod combinators;
 mod formats;
 mod values;
 
+pub(crate) use values::go_float;
+
 #[cfg(test)]
 mod tests;
 

@@ -276,3 +276,52 @@ async fn direct_access_matches_http_and_state_is_exact() {
     let _ = std::fs::remove_file(&dir);
     s.shutdown().await;
 }
+
+/// A field the kind does not declare is dropped, as on a real cluster (it used to be stored and
+/// read back), and a patch under `fieldValidation=Strict` naming one is refused.
+#[tokio::test]
+async fn unknown_fields_are_dropped_or_refused() {
+    let s = start(ServerConfig::default()).await.unwrap();
+    let gvk = GroupVersionKind::gvk("", "v1", "ConfigMap");
+    let dynamic: Api<DynamicObject> =
+        Api::namespaced_with(s.client(), "default", &ApiResource::from_gvk(&gvk));
+    let typo: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "typo", "labelz": {"a": "b"}},
+        "data": {"a": "1"}, "dataa": {"b": "2"}
+    }))
+    .unwrap();
+    let created = dynamic.create(&PostParams::default(), &typo).await.unwrap();
+    assert_eq!(created.data, json!({"data": {"a": "1"}}));
+    let read = dynamic.get("typo").await.unwrap();
+    assert_eq!(
+        read.data,
+        json!({"data": {"a": "1"}}),
+        "nothing undeclared stored"
+    );
+    let strict = PatchParams {
+        field_validation: Some(kube::api::ValidationDirective::Strict),
+        ..PatchParams::default()
+    };
+    let (code, reason, msg) = api_err(
+        dynamic
+            .patch("typo", &strict, &Patch::Merge(json!({"dataa": {"c": "3"}})))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!((code, reason.as_str()), (422, "Invalid"));
+    assert!(
+        msg.ends_with("strict decoding error: unknown field \"dataa\""),
+        "{msg}"
+    );
+    // without Strict the patch goes through, the field dropped
+    let patched = dynamic
+        .patch(
+            "typo",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"dataa": {"c": "3"}, "data": {"b": "2"}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(patched.data, json!({"data": {"a": "1", "b": "2"}}));
+}

@@ -49,7 +49,7 @@ impl GoNum {
 
 /// A `float64` as Go's `%v` writes it: the shortest decimal that reads back, in exponent form
 /// (`1e+21`, `1.5e-07`) below 1e-4 and from 1e21.
-pub(super) fn go_float(f: f64) -> String {
+pub(crate) fn go_float(f: f64) -> String {
     if !f.is_finite() {
         return if f.is_nan() {
             "NaN".into()

@@ -29,6 +29,7 @@ mod anonymous;
 mod discovery;
 mod openapi;
 pub(crate) mod partial;
+mod patch_options;
 mod path;
 mod resources;
 mod response;

@@ -10,6 +10,7 @@ use http::{Method, header};
 use serde_json::{Value, json};
 
 use super::partial::{self, metadata_request};
+use super::patch_options::check_patch_options;
 use super::path::{Target, parse_path};
 use super::table::{IncludeObject, table, wants_table};
 use super::watch::{WatchRequest, run_watch};
@@ -17,6 +18,7 @@ use super::{discovery, openapi, response};
 use crate::context::{Context, RequestRecord};
 use crate::faults::{Verb, WatchListFault};
 use crate::metrics::{LongRunningLabels, RequestLabels};
+use crate::objects::fields::FieldValidation;
 use crate::objects::managed_fields::manager_from_user_agent;
 use crate::objects::{DeleteOptions, UpdateMode, Writer, decode_body};
 use crate::options::{ListOptions, parse_query};
@@ -167,7 +169,7 @@ async fn read_object(
     ctx: &Context,
     req: Request,
     res: &ResourceInfo,
-) -> Result<serde_json::Map<String, Value>, ApiError> {
+) -> Result<(serde_json::Map<String, Value>, Vec<String>), ApiError> {
     let protobuf = req
         .headers()
         .get(header::CONTENT_TYPE)
@@ -179,9 +181,10 @@ async fn read_object(
     }
     let body = read_body(ctx, req).await?;
     if protobuf {
-        crate::proto::decode(res, &body)
+        Ok((crate::proto::decode(res, &body)?, Vec::new()))
     } else {
-        decode_body(res, &body)
+        let obj = decode_body(res, &body)?;
+        Ok((obj, crate::objects::fields::problems(res, &body)))
     }
 }
 
@@ -373,7 +376,7 @@ async fn serve_verb(
     }
     if c.subresource.as_deref() == Some("token") {
         let info = crate::token::token_request_info();
-        let obj = read_object(ctx, req, &info).await?;
+        let (obj, _) = read_object(ctx, req, &info).await?;
         let ns = ns.unwrap_or("");
         let answer = crate::token::request(
             api,
@@ -485,8 +488,10 @@ async fn serve_verb(
         }
         Verb::Create => {
             let dry = query_dry_run(query, "CreateOptions")?;
+            let fields = FieldValidation::from_query(query, "CreateOptions")?;
             let requester = req.extensions().get::<crate::token::User>().cloned();
-            let obj = read_object(ctx, req, res).await?;
+            let (obj, problems) = read_object(ctx, req, res).await?;
+            let warnings = fields.judge(res, problems)?;
             if res.create_only {
                 let sa = |t: &str, auds: &[String]| {
                     ctx.tokens
@@ -500,32 +505,40 @@ async fn serve_verb(
                 return Ok((201, response::json_value(201, &answer)));
             }
             let o = api.create_by(res, ns, obj, Some(&writer), dry)?;
-            Ok((201, response::object_as(201, res, &o, pb)))
+            let r = response::object_as(201, res, &o, pb);
+            Ok((201, response::with_warnings(r, &warnings)))
         }
         Verb::Update => {
             let dry = query_dry_run(query, "UpdateOptions")?;
-            let obj = read_object(ctx, req, res).await?;
+            let fields = FieldValidation::from_query(query, "UpdateOptions")?;
+            let (obj, problems) = read_object(ctx, req, res).await?;
+            let warnings = fields.judge(res, problems)?;
             let o = api.update_by(res, ns, name, obj, mode, Some(&writer), dry)?;
-            Ok((200, response::object_as(200, res, &o, pb)))
+            let r = response::object_as(200, res, &o, pb);
+            Ok((200, response::with_warnings(r, &warnings)))
         }
         Verb::Patch => {
             let pt = patch_type(&req)?;
             let force = check_patch_options(pt, query)?;
             let dry = query_dry_run(query, "PatchOptions")?;
+            let fields = FieldValidation::from_query(query, "PatchOptions")?;
             let body = read_body(ctx, req).await?;
             let existed = api.get(res, ns, name).is_ok();
-            let o = if pt == PatchType::Apply {
+            let (o, warnings) = if pt == PatchType::Apply {
                 // The applier is `fieldManager` itself (required), never the User-Agent.
                 let applier = Writer {
                     manager: query.get("fieldManager").cloned().unwrap_or_default(),
                     subresource: c.subresource.clone(),
                 };
-                api.apply_by(res, ns, name, &body, mode, &applier, force, dry)?
+                let o = api.apply_by(res, ns, name, &body, mode, &applier, force, dry)?;
+                (o, Vec::new())
             } else {
-                api.patch_by(res, ns, name, pt, &body, mode, Some(&writer), dry)?
+                let w = Some(&writer);
+                api.patch_checked(res, ns, name, pt, &body, mode, w, dry, fields)?
             };
             let code = if existed { 200 } else { 201 };
-            Ok((code, response::object_as(code, res, &o, pb)))
+            let r = response::object_as(code, res, &o, pb);
+            Ok((code, response::with_warnings(r, &warnings)))
         }
         Verb::Delete => {
             let body = read_body(ctx, req).await?;
@@ -549,51 +562,4 @@ async fn serve_verb(
             Ok((200, response::deleted_list(res, rv, shard, listed, pb)))
         }
     }
-}
-
-/// kube-apiserver's `ValidatePatchOptions` (422 `PatchOptions.meta.k8s.io "" is invalid`): an
-/// apply needs a `fieldManager`, `force` is for applies only, a manager is at most 128 bytes
-/// of printable characters. Returns `force`.
-fn check_patch_options(
-    pt: PatchType,
-    query: &std::collections::HashMap<String, String>,
-) -> Result<bool, ApiError> {
-    let manager = query.get("fieldManager").map(|s| s.as_str()).unwrap_or("");
-    let force = query.get("force");
-    let mut causes = Vec::new();
-    let cause = |f: &str, r: &str, m: String| (f.to_string(), r.to_string(), m);
-    if pt == PatchType::Apply {
-        if manager.is_empty() {
-            causes.push(cause(
-                "fieldManager",
-                "FieldValueRequired",
-                "Required value: is required for apply patch".into(),
-            ));
-        }
-    } else if force.is_some() {
-        causes.push(cause(
-            "force",
-            "FieldValueForbidden",
-            "Forbidden: may not be specified for non-apply patch".into(),
-        ));
-    }
-    if manager.len() > 128 {
-        causes.push(cause(
-            "fieldManager",
-            "FieldValueTooLong",
-            "Too long: may not be more than 128 bytes".into(),
-        ));
-    }
-    if !causes.is_empty() {
-        return Err(ApiError::invalid(
-            "PatchOptions",
-            "meta.k8s.io",
-            "",
-            &causes,
-        ));
-    }
-    Ok(matches!(
-        force.map(|s| s.as_str()),
-        Some("true" | "True" | "TRUE" | "1" | "t" | "T")
-    ))
 }

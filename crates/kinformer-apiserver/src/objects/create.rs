@@ -33,6 +33,7 @@ pub(crate) fn prepare_create_by(
 ) -> Result<(String, StoredObject), ApiError> {
     check_type_meta(res, &obj)?;
     normalize::normalize_body(res, &mut obj);
+    fields::drop_unknown(res, &mut obj);
     defaults::apply_defaults(res, &mut obj);
     if let Some(schema) = &res.schema {
         crate::crd::apply_schema(res, schema, &mut obj)?;

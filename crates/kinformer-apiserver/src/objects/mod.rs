@@ -14,6 +14,7 @@ mod create;
 pub(crate) mod defaults;
 mod delete;
 pub(crate) mod delete_options;
+pub(crate) mod fields;
 pub(crate) mod fieldset;
 pub(crate) mod managed_entries;
 pub(crate) mod managed_fields;

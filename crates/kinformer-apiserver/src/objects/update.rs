@@ -107,6 +107,7 @@ fn prepare(
         .filter(|_| applied);
     if mode != UpdateMode::Raw {
         normalize::normalize_body(res, &mut new);
+        fields::drop_unknown(res, &mut new);
         defaults::apply_defaults(res, &mut new);
         if let Some(schema) = &res.schema {
             crate::crd::apply_schema(res, schema, &mut new)?;
@@ -258,7 +259,7 @@ mod tests {
         let (_, old) = prepare_create(
             &res,
             "ns",
-            body(json!({"metadata": {"name": "p"}, "spec": {"a": 1}})),
+            body(json!({"metadata": {"name": "p"}, "spec": {"activeDeadlineSeconds": 1}})),
             2,
         )
         .unwrap();
@@ -278,7 +279,7 @@ mod tests {
         let UpdateOutcome::Write(new) = prepare_update(
             &res,
             &old,
-            body(json!({"metadata": {"name": "p", "resourceVersion": "2"}, "spec": {"a": 2}})),
+            body(json!({"metadata": {"name": "p", "resourceVersion": "2"}, "spec": {"activeDeadlineSeconds": 2}})),
             3,
             UpdateMode::Main,
         )
@@ -293,7 +294,7 @@ mod tests {
         let UpdateOutcome::Write(new2) = prepare_update(
             &res,
             &new,
-            body(json!({"metadata": {"name": "p", "labels": {"x": "y"}}, "spec": {"a": 2}})),
+            body(json!({"metadata": {"name": "p", "labels": {"x": "y"}}, "spec": {"activeDeadlineSeconds": 2}})),
             4,
             UpdateMode::Main,
         )
@@ -318,19 +319,19 @@ mod tests {
     #[test]
     fn status_subresource_separates_status() {
         let res = pods();
-        let (_, old) = prepare_create(&res, "ns", body(json!({"metadata": {"name": "p"}, "spec": {"a": 1}, "status": {"phase": "Pending"}})), 2).unwrap();
+        let (_, old) = prepare_create(&res, "ns", body(json!({"metadata": {"name": "p"}, "spec": {"activeDeadlineSeconds": 1}, "status": {"phase": "Pending"}})), 2).unwrap();
         // Main update cannot change status.
-        let UpdateOutcome::Write(n) = prepare_update(&res, &old, body(json!({"metadata": {"name": "p"}, "spec": {"a": 2}, "status": {"phase": "Running"}})), 3, UpdateMode::Main).unwrap() else {
+        let UpdateOutcome::Write(n) = prepare_update(&res, &old, body(json!({"metadata": {"name": "p"}, "spec": {"activeDeadlineSeconds": 2}, "status": {"phase": "Running"}})), 3, UpdateMode::Main).unwrap() else {
             panic!("expected a write")
         };
         assert_eq!(n.to_value()["status"]["phase"], "Pending");
         // Status update changes only status.
-        let UpdateOutcome::Write(s) = prepare_update(&res, &n, body(json!({"metadata": {"name": "p"}, "spec": {"a": 9}, "status": {"phase": "Running"}})), 4, UpdateMode::Status).unwrap() else {
+        let UpdateOutcome::Write(s) = prepare_update(&res, &n, body(json!({"metadata": {"name": "p"}, "spec": {"activeDeadlineSeconds": 9}, "status": {"phase": "Running"}})), 4, UpdateMode::Status).unwrap() else {
             panic!("expected a write")
         };
         let v = s.to_value();
         assert_eq!(v["status"]["phase"], "Running");
-        assert_eq!(v["spec"]["a"], 2);
+        assert_eq!(v["spec"]["activeDeadlineSeconds"], 2);
         assert_eq!(s.field("status.phase"), Some("Running"));
     }
 }

@@ -91,7 +91,7 @@ pub(crate) fn check_config(
     if mf.is_some_and(|v| !v.is_null()) {
         return Err(ApiError::bad_request("metadata.managedFields must be nil"));
     }
-    Ok(())
+    super::fields::check_applied(res, config)
 }
 
 /// Applies `config` (checked by [`check_config`]) for `writer` to `live` (`None` when the

@@ -12,10 +12,11 @@ use crate::objects::{
     prepare_applied_update, prepare_create_by, prepare_delete, prepare_update_by, storage_key,
 };
 use crate::options::ListOptions;
-use crate::patch::{PatchType, apply_patch};
 use crate::resource::{ResourceInfo, builtin_resources};
 use crate::status::ApiError;
 use crate::store::{Mutation, Store, StoredObject};
+
+mod patch;
 
 /// The resource types the server serves.
 #[derive(Debug)]
@@ -345,49 +346,6 @@ impl Api {
             UpdateOutcome::Delete { response, last } => {
                 Mutation::Delete(Arc::from(last), Arc::from(response))
             }
-        })
-    }
-
-    /// Patches an object. Merge, JSON and strategic-merge patches need the object to exist
-    /// (404); an apply patch is [`Api::apply_by`] without `force`. `managedFields` are
-    /// maintained when `writer` (the field manager) is set.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn patch_by(
-        &self,
-        res: &ResourceInfo,
-        namespace: Option<&str>,
-        name: &str,
-        patch_type: PatchType,
-        patch: &[u8],
-        mode: UpdateMode,
-        writer: Option<&Writer>,
-        dry_run: bool,
-    ) -> Result<Arc<StoredObject>, ApiError> {
-        if patch_type == PatchType::Apply {
-            let fallback = Writer {
-                manager: String::new(),
-                subresource: None,
-            };
-            let w = writer.unwrap_or(&fallback);
-            return self.apply_by(res, namespace, name, patch, mode, w, false, dry_run);
-        }
-        let ns = ns_of(res, namespace);
-        let key = storage_key(res, ns, name);
-        self.write(res, &key, dry_run, |current, rev| {
-            let Some(current) = current else {
-                return Err(ApiError::not_found(res, name));
-            };
-            let mut value = current.to_value();
-            apply_patch(res, &mut value, patch_type, patch)?;
-            let Value::Object(body) = value else {
-                return Err(ApiError::bad_request(
-                    "the patched object is not a JSON object",
-                ));
-            };
-            Self::outcome(
-                prepare_update_by(res, current, body, rev, mode, writer)?,
-                current,
-            )
         })
     }
 

@@ -1,0 +1,92 @@
+//! PATCH (merge, JSON and strategic merge patches; an apply goes to [`Api::apply_by`]).
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{Api, ns_of};
+use crate::objects::fields::{FieldValidation, check_patched};
+use crate::objects::{UpdateMode, Writer, prepare_update_by, storage_key};
+use crate::patch::{PatchType, apply_patch};
+use crate::resource::ResourceInfo;
+use crate::status::ApiError;
+use crate::store::StoredObject;
+
+impl Api {
+    /// Patches an object. Merge, JSON and strategic-merge patches need the object to exist
+    /// (404); an apply patch is [`Api::apply_by`] without `force`. `managedFields` are
+    /// maintained when `writer` (the field manager) is set.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn patch_by(
+        &self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        name: &str,
+        patch_type: PatchType,
+        patch: &[u8],
+        mode: UpdateMode,
+        writer: Option<&Writer>,
+        dry_run: bool,
+    ) -> Result<Arc<StoredObject>, ApiError> {
+        if patch_type == PatchType::Apply {
+            let fallback = Writer {
+                manager: String::new(),
+                subresource: None,
+            };
+            let w = writer.unwrap_or(&fallback);
+            return self.apply_by(res, namespace, name, patch, mode, w, false, dry_run);
+        }
+        self.patch_checked(
+            res,
+            namespace,
+            name,
+            patch_type,
+            patch,
+            mode,
+            writer,
+            dry_run,
+            FieldValidation::Ignore,
+        )
+        .map(|(o, _)| o)
+    }
+
+    /// [`Api::patch_by`] (not an apply) under a request's `fieldValidation`: also returns the
+    /// fields the patched object had that its kind does not declare (dropped), to warn of; a
+    /// `Strict` request with any is 422.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn patch_checked(
+        &self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        name: &str,
+        patch_type: PatchType,
+        patch: &[u8],
+        mode: UpdateMode,
+        writer: Option<&Writer>,
+        dry_run: bool,
+        fields: FieldValidation,
+    ) -> Result<(Arc<StoredObject>, Vec<String>), ApiError> {
+        let ns = ns_of(res, namespace);
+        let key = storage_key(res, ns, name);
+        let mut warnings = Vec::new();
+        let written = self.write(res, &key, dry_run, |current, rev| {
+            let Some(current) = current else {
+                return Err(ApiError::not_found(res, name));
+            };
+            let mut value = current.to_value();
+            apply_patch(res, &mut value, patch_type, patch)?;
+            let strategic = (patch_type == PatchType::StrategicMerge).then_some(patch);
+            warnings = check_patched(res, fields, &value, strategic)?;
+            let Value::Object(body) = value else {
+                return Err(ApiError::bad_request(
+                    "the patched object is not a JSON object",
+                ));
+            };
+            Self::outcome(
+                prepare_update_by(res, current, body, rev, mode, writer)?,
+                current,
+            )
+        })?;
+        Ok((written, warnings))
+    }
+}
