@@ -1,11 +1,11 @@
 //! The string formats kube-apiserver checks in a custom resource (strfmt's registry, as its
-//! schema validator uses it): a value that does not parse is "must be of type <format>".
+//! schema validator uses it): a value that does not parse is `must be of type <format>`.
 
 use serde_json::Value;
 
 use super::{Cause, go_value};
 
-/// A string's `format`, checked after its length and pattern: "must be of type <format>".
+/// A string's `format`, checked after its length and pattern: `must be of type <format>`.
 pub(super) fn check_format(format: &str, s: &str, path: &str, causes: &mut Vec<Cause>) {
     if !format_ok(format, s) {
         let quoted = go_value(&Value::String(s.to_string()));
