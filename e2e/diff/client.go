@@ -20,7 +20,8 @@ const userAgent = "kinformer-e2e-diff/v0.1"
 type response struct {
 	status      int
 	contentType string
-	body        any // decoded JSON, or the raw text when it is not JSON
+	body        any      // decoded JSON, or the raw text when it is not JSON
+	warnings    []string // the Warning headers, in order
 }
 
 func (t *target) do(ctx context.Context, method, path string, body any) (*response, error) {
@@ -67,7 +68,7 @@ func (t *target) doAs(ctx context.Context, method, path, contentType, bearer str
 	if err != nil {
 		return nil, err
 	}
-	r := &response{status: resp.StatusCode, contentType: mediaType(resp.Header.Get("Content-Type"))}
+	r := &response{status: resp.StatusCode, contentType: mediaType(resp.Header.Get("Content-Type")), warnings: resp.Header.Values("Warning")}
 	var v any
 	if len(raw) > 0 {
 		if json.Unmarshal(raw, &v) == nil {
