@@ -311,25 +311,12 @@ pub(crate) fn check_applied(
     let Some(first) = unknown.into_iter().min() else {
         return Ok(());
     };
-    let meta = |k: &str| {
-        config
-            .get("metadata")
-            .and_then(|m| m.get(k))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
-    Err(ApiError::new(
-        500,
-        "",
-        format!(
-            "failed to create typed patch object ({}/{}; {}/{}, Kind={}): .{first}: field not declared in schema",
-            meta("namespace"),
-            meta("name"),
-            res.group,
-            res.version,
-            res.kind
-        ),
+    let gvk = format!("{}/{}, Kind={}", res.group, res.version, res.kind);
+    let error = format!(".{first}: field not declared in schema");
+    Err(super::apply::validate::typed_patch_error(
+        config,
+        &gvk,
+        vec![error],
     ))
 }
 

@@ -28,7 +28,7 @@ pub(crate) mod conflicts;
 pub(crate) mod last_applied;
 pub(crate) mod merge;
 pub(crate) mod schema;
-mod validate;
+pub(crate) mod validate;
 
 use serde_json::{Map, Value};
 

@@ -104,11 +104,22 @@ pub(crate) fn check_lists(
     if c.errors.is_empty() {
         return Ok(());
     }
-    let errs = if c.errors.len() == 1 {
-        c.errors.remove(0)
+    Err(typed_patch_error(config, gvk, c.errors))
+}
+
+/// kube-apiserver's 500 for an apply configuration its field manager cannot type: `failed to
+/// create typed patch object (ns/name; /v1, Kind=ConfigMap): <error>`, or `errors:` and one
+/// indented line each.
+pub(crate) fn typed_patch_error(
+    config: &Map<String, Value>,
+    gvk: &str,
+    mut errors: Vec<String>,
+) -> ApiError {
+    let errs = if errors.len() == 1 {
+        errors.remove(0)
     } else {
         let mut lines = vec!["errors:".to_string()];
-        lines.extend(c.errors.iter().map(|e| format!("  {e}")));
+        lines.extend(errors.iter().map(|e| format!("  {e}")));
         lines.join("\n")
     };
     let meta = |f: &str| {
@@ -119,7 +130,7 @@ pub(crate) fn check_lists(
             .unwrap_or("")
             .to_string()
     };
-    Err(ApiError::new(
+    ApiError::new(
         500,
         "",
         format!(
@@ -127,5 +138,5 @@ pub(crate) fn check_lists(
             meta("namespace"),
             meta("name")
         ),
-    ))
+    )
 }
