@@ -238,7 +238,16 @@ fn kubectl_through_the_written_kubeconfig() {
         "--timeout=10s",
     ]);
     let objects = s.dir.join("objects.yaml");
-    let applied = s.kubectl_ok(&["apply", "-f", objects.to_str().unwrap()]);
+    // kubectl validates strictly by default: the widget's undeclared `spec.dropped` is refused
+    // as kube-apiserver refuses it; without that validation it is pruned
+    let out = s.kubectl(&["apply", "-f", objects.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("Widget in version \"v1\" cannot be handled as a Widget: strict decoding error: unknown field \"spec.dropped\""),
+        "{err}"
+    );
+    let applied = s.kubectl_ok(&["apply", "--validate=false", "-f", objects.to_str().unwrap()]);
     assert!(
         applied.contains("widget.example.com/w1 created"),
         "{applied}"
