@@ -34,6 +34,10 @@ func scFieldValidation(s *sc) {
 	warned(s.call("create-duplicates-warn", "POST", cms, dups))
 	pod := json.RawMessage(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[{"name":"a","image":"x","foo":1,"ports":[{"containerPort":80,"bar":2}],"resources":{"limits":{"cpu":"1","zz":"2"}}}],"baz":3}}`)
 	warned(s.call("create-pod-nested-strict", "POST", "/api/v1/namespaces/"+s.ns+"/pods?fieldValidation=Strict", pod))
+	// the warnings go with an error too: kube-apiserver records them while it decodes
+	warned(s.call("create-unknown-already-exists", "POST", cms, body("w")))
+	invalidName := json.RawMessage(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"UPPER"},"zz":1}`)
+	warned(s.call("create-unknown-invalid", "POST", cms, invalidName))
 	warned(s.call("get-unknown-dropped", "GET", s.cm("w"), nil))
 	w := s.setup("GET", s.cm("w"), nil)
 	put := json.RawMessage(`{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"w","resourceVersion":"` + rvOf(w) + `"},"data":{"b":"2"},"zz":1}`)

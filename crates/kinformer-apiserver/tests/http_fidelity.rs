@@ -528,3 +528,51 @@ async fn paths_no_handler_takes_are_a_plain_text_404() {
     assert!(paths.is_sorted());
     s.shutdown().await;
 }
+
+/// Undeclared and repeated fields in a body: one `Warning` header each under the default
+/// `fieldValidation` (on an error answer too), a 400 under `Strict`; the fields are not stored.
+#[tokio::test]
+async fn undeclared_fields_are_warned_of_and_dropped() {
+    let s = start(ServerConfig::default()).await.unwrap();
+    let a = s.addr();
+    let path = "/api/v1/namespaces/default/configmaps";
+    let body = br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"w","name":"w"},"zz":1,"data":{"a":"1"}}"#;
+    let warnings = |r: &Resp| -> Vec<String> {
+        r.headers
+            .iter()
+            .filter(|(k, _)| k.eq_ignore_ascii_case("warning"))
+            .map(|(_, v)| v.clone())
+            .collect()
+    };
+    let post = |q: &'static str| {
+        let p = format!("{path}{q}");
+        async move { request(a, "POST", &p, Some("application/json"), body).await }
+    };
+    let created = post("").await;
+    assert_eq!(created.code, 201);
+    assert_eq!(
+        warnings(&created),
+        [
+            r#"299 - "duplicate field \"metadata.name\"""#,
+            r#"299 - "unknown field \"zz\"""#
+        ]
+    );
+    assert_eq!(get(a, &format!("{path}/w")).await.json().get("zz"), None);
+    let again = post("").await;
+    assert_eq!(again.code, 409);
+    assert_eq!(
+        warnings(&again).len(),
+        2,
+        "an error answer carries them too"
+    );
+    let strict = post("?fieldValidation=Strict").await;
+    assert_eq!(strict.code, 400);
+    assert!(warnings(&strict).is_empty());
+    assert_eq!(
+        strict.json()["message"],
+        "ConfigMap in version \"v1\" cannot be handled as a ConfigMap: strict decoding error: duplicate field \"metadata.name\", unknown field \"zz\""
+    );
+    let ignored = post("?fieldValidation=Ignore").await;
+    assert_eq!(ignored.code, 409);
+    assert!(warnings(&ignored).is_empty());
+}

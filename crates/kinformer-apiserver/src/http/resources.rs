@@ -328,9 +328,15 @@ async fn serve(
     {
         return (e.code, Some(served), response::error(&e));
     }
-    match serve_verb(ctx, req, c, &query).await {
-        Ok((code, r)) => (code, Some(served), r),
-        Err(e) => (e.code, Some(served), response::error(&e)),
+    // what decoding the body found to warn of goes with any answer, an error's too (as
+    // kube-apiserver's warnings are recorded while it decodes, before admission refuses)
+    let mut warnings = Vec::new();
+    match serve_verb(ctx, req, c, &query, &mut warnings).await {
+        Ok((code, r)) => (code, Some(served), response::with_warnings(r, &warnings)),
+        Err(e) => {
+            let r = response::with_warnings(response::error(&e), &warnings);
+            (e.code, Some(served), r)
+        }
     }
 }
 
@@ -339,6 +345,7 @@ async fn serve_verb(
     req: Request,
     c: Classified,
     query: &std::collections::HashMap<String, String>,
+    warnings: &mut Vec<String>,
 ) -> Result<(u16, Response), ApiError> {
     let api = &ctx.api;
     let res = &c.resource;
@@ -491,7 +498,7 @@ async fn serve_verb(
             let fields = FieldValidation::from_query(query, "CreateOptions")?;
             let requester = req.extensions().get::<crate::token::User>().cloned();
             let (obj, problems) = read_object(ctx, req, res).await?;
-            let warnings = fields.judge(res, problems)?;
+            *warnings = fields.judge(res, problems)?;
             if res.create_only {
                 let sa = |t: &str, auds: &[String]| {
                     ctx.tokens
@@ -505,17 +512,15 @@ async fn serve_verb(
                 return Ok((201, response::json_value(201, &answer)));
             }
             let o = api.create_by(res, ns, obj, Some(&writer), dry)?;
-            let r = response::object_as(201, res, &o, pb);
-            Ok((201, response::with_warnings(r, &warnings)))
+            Ok((201, response::object_as(201, res, &o, pb)))
         }
         Verb::Update => {
             let dry = query_dry_run(query, "UpdateOptions")?;
             let fields = FieldValidation::from_query(query, "UpdateOptions")?;
             let (obj, problems) = read_object(ctx, req, res).await?;
-            let warnings = fields.judge(res, problems)?;
+            *warnings = fields.judge(res, problems)?;
             let o = api.update_by(res, ns, name, obj, mode, Some(&writer), dry)?;
-            let r = response::object_as(200, res, &o, pb);
-            Ok((200, response::with_warnings(r, &warnings)))
+            Ok((200, response::object_as(200, res, &o, pb)))
         }
         Verb::Patch => {
             let pt = patch_type(&req)?;
@@ -524,7 +529,7 @@ async fn serve_verb(
             let fields = FieldValidation::from_query(query, "PatchOptions")?;
             let body = read_body(ctx, req).await?;
             let existed = api.get(res, ns, name).is_ok();
-            let (o, warnings) = if pt == PatchType::Apply {
+            let (o, found) = if pt == PatchType::Apply {
                 // The applier is `fieldManager` itself (required), never the User-Agent.
                 let applier = Writer {
                     manager: query.get("fieldManager").cloned().unwrap_or_default(),
@@ -536,9 +541,9 @@ async fn serve_verb(
                 let w = Some(&writer);
                 api.patch_checked(res, ns, name, pt, &body, mode, w, dry, fields)?
             };
+            *warnings = found;
             let code = if existed { 200 } else { 201 };
-            let r = response::object_as(code, res, &o, pb);
-            Ok((code, response::with_warnings(r, &warnings)))
+            Ok((code, response::object_as(code, res, &o, pb)))
         }
         Verb::Delete => {
             let body = read_body(ctx, req).await?;
