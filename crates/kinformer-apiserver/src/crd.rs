@@ -424,65 +424,60 @@ fn walk(
         }
     };
     if let Value::Object(obj) = v {
-        {
-            let size_causes_at = causes.len();
-            let props = sch.get("properties").and_then(|p| p.as_object());
-            let additional = sch.get("additionalProperties");
-            let preserve = flag("x-kubernetes-preserve-unknown-fields");
-            let embedded = flag("x-kubernetes-embedded-resource");
-            // Non-nullable nulls are dropped before defaulting, as the real server does.
-            obj.retain(|k, x| {
-                !(prune
-                    && x.is_null()
-                    && props
-                        .and_then(|p| p.get(k))
-                        .is_some_and(|s| s.get("nullable").and_then(|b| b.as_bool()) != Some(true)))
-            });
-            let keys: Vec<String> = obj.keys().cloned().collect();
-            for k in keys {
-                let meta_field =
-                    embedded && matches!(k.as_str(), "apiVersion" | "kind" | "metadata");
-                if let Some(ps) = props.and_then(|p| p.get(&k)) {
-                    if let Some(x) = obj.get_mut(&k) {
-                        walk(ps, x, &child(&k), depth + 1, causes, prune);
-                    }
-                } else if let Some(ap @ Value::Object(_)) = additional {
-                    if let Some(x) = obj.get_mut(&k) {
-                        walk(ap, x, &child(&k), depth + 1, causes, prune);
-                    }
-                } else if prune
-                    && !(preserve || meta_field || additional == Some(&Value::Bool(true)))
-                {
-                    obj.remove(&k);
+        let size_causes_at = causes.len();
+        let props = sch.get("properties").and_then(|p| p.as_object());
+        let additional = sch.get("additionalProperties");
+        let preserve = flag("x-kubernetes-preserve-unknown-fields");
+        let embedded = flag("x-kubernetes-embedded-resource");
+        // Non-nullable nulls are dropped before defaulting, as the real server does.
+        obj.retain(|k, x| {
+            !(prune
+                && x.is_null()
+                && props
+                    .and_then(|p| p.get(k))
+                    .is_some_and(|s| s.get("nullable").and_then(|b| b.as_bool()) != Some(true)))
+        });
+        let keys: Vec<String> = obj.keys().cloned().collect();
+        for k in keys {
+            let meta_field = embedded && matches!(k.as_str(), "apiVersion" | "kind" | "metadata");
+            if let Some(ps) = props.and_then(|p| p.get(&k)) {
+                if let Some(x) = obj.get_mut(&k) {
+                    walk(ps, x, &child(&k), depth + 1, causes, prune);
                 }
-            }
-            if let Some(props) = props.filter(|_| prune) {
-                for (k, ps) in props {
-                    if !obj.contains_key(k)
-                        && let Some(d) = ps.get("default")
-                    {
-                        let mut d = d.clone();
-                        apply(ps, &mut d, &child(k), depth + 1, causes);
-                        obj.insert(k.clone(), d);
-                    }
+            } else if let Some(ap @ Value::Object(_)) = additional {
+                if let Some(x) = obj.get_mut(&k) {
+                    walk(ap, x, &child(&k), depth + 1, causes, prune);
                 }
+            } else if prune && !(preserve || meta_field || additional == Some(&Value::Bool(true))) {
+                obj.remove(&k);
             }
-            if let Some(Value::Array(req)) = sch.get("required") {
-                for r in req.iter().filter_map(|r| r.as_str()) {
-                    if !obj.contains_key(r) {
-                        causes.push((
-                            child(r),
-                            "FieldValueRequired".into(),
-                            "Required value".into(),
-                        ));
-                    }
-                }
-            }
-            // counted once pruned and defaulted, reported before the fields' causes
-            let mut size_causes = Vec::new();
-            values::check_properties(sch, obj.len(), path, &mut size_causes);
-            causes.splice(size_causes_at..size_causes_at, size_causes);
         }
+        if let Some(props) = props.filter(|_| prune) {
+            for (k, ps) in props {
+                if !obj.contains_key(k)
+                    && let Some(d) = ps.get("default")
+                {
+                    let mut d = d.clone();
+                    apply(ps, &mut d, &child(k), depth + 1, causes);
+                    obj.insert(k.clone(), d);
+                }
+            }
+        }
+        if let Some(Value::Array(req)) = sch.get("required") {
+            for r in req.iter().filter_map(|r| r.as_str()) {
+                if !obj.contains_key(r) {
+                    causes.push((
+                        child(r),
+                        "FieldValueRequired".into(),
+                        "Required value".into(),
+                    ));
+                }
+            }
+        }
+        // counted once pruned and defaulted, reported before the fields' causes
+        let mut size_causes = Vec::new();
+        values::check_properties(sch, obj.len(), path, &mut size_causes);
+        causes.splice(size_causes_at..size_causes_at, size_causes);
     }
 }
 
@@ -522,8 +517,6 @@ pub(crate) fn apply_schema(
 mod combinators;
 mod formats;
 mod values;
-
-pub(crate) use values::go_float;
 
 #[cfg(test)]
 mod tests;

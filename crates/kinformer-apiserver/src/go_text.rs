@@ -1,5 +1,7 @@
-//! Error texts in Go's words (encoding/json, strconv, encoding/hex), where kube-apiserver passes
-//! them to clients verbatim and reproducing them is cheap.
+//! Error texts in Go's words (encoding/json, strconv, encoding/hex, fmt's `%v`), where
+//! kube-apiserver passes them to clients verbatim and reproducing them is cheap.
+
+use serde_json::Value;
 
 /// Go's `quoteChar` of encoding/json: how a byte is shown in a syntax error.
 fn go_quote_char(c: u8) -> String {
@@ -69,6 +71,55 @@ pub(crate) fn summarize_data(data: &[u8]) -> String {
     s
 }
 
+/// A `float64` as Go's `%v` writes it: the shortest decimal that reads back, in exponent form
+/// (`1e+21`, `1.5e-07`) below 1e-4 and from 1e21.
+pub(crate) fn go_float(f: f64) -> String {
+    if !f.is_finite() {
+        return if f.is_nan() {
+            "NaN".into()
+        } else if f > 0.0 {
+            "+Inf".into()
+        } else {
+            "-Inf".into()
+        };
+    }
+    if f == 0.0 {
+        return if f.is_sign_negative() { "-0" } else { "0" }.into();
+    }
+    let sci = format!("{f:e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if (-4..21).contains(&exp) {
+        return f.to_string();
+    }
+    let sign = if exp < 0 { '-' } else { '+' };
+    format!("{mantissa}e{sign}{:02}", exp.unsigned_abs())
+}
+
+/// A decoded JSON value as Go's `%v` prints an `interface{}` holding it: `map[a:1 b:[x y]]`.
+pub(crate) fn go_map_text(v: &Value) -> String {
+    match v {
+        Value::Null => "<nil>".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => match n.as_f64() {
+            Some(f) => go_float(f),
+            None => n.to_string(),
+        },
+        Value::String(s) => s.clone(),
+        Value::Array(items) => {
+            let parts: Vec<String> = items.iter().map(go_map_text).collect();
+            format!("[{}]", parts.join(" "))
+        }
+        Value::Object(m) => {
+            let parts: Vec<String> = m
+                .iter()
+                .map(|(k, v)| format!("{k}:{}", go_map_text(v)))
+                .collect();
+            format!("map[{}]", parts.join(" "))
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,5 +144,21 @@ mod tests {
             summarize_data(&[b'x'; 31]),
             format!("{} ...", "78".repeat(30))
         );
+    }
+
+    #[test]
+    fn floats_are_written_as_go_writes_them() {
+        for (f, go) in [
+            (0.5, "0.5"),
+            (10.0, "10"),
+            (-0.5, "-0.5"),
+            (1e21, "1e+21"),
+            (1.5e-7, "1.5e-07"),
+            (0.0001, "0.0001"),
+            (123456789.25, "123456789.25"),
+            (1e20, "100000000000000000000"),
+        ] {
+            assert_eq!(go_float(f), go, "{f}");
+        }
     }
 }

@@ -35,8 +35,6 @@ pub(super) fn protobuf(code: u16, body: Vec<u8>) -> Response {
     r
 }
 
-/// One stored object: protobuf when the client asked for it and the object has that form,
-/// JSON otherwise.
 /// `resp` with one `Warning` header per message, as kube-apiserver sends them
 /// (`299 - "unknown field \"x\""`).
 pub(super) fn with_warnings(mut resp: Response, warnings: &[String]) -> Response {
@@ -48,6 +46,8 @@ pub(super) fn with_warnings(mut resp: Response, warnings: &[String]) -> Response
     resp
 }
 
+/// One stored object: protobuf when the client asked for it and the object has that form,
+/// JSON otherwise.
 pub(super) fn object_as(code: u16, res: &ResourceInfo, o: &StoredObject, pb: bool) -> Response {
     match pb.then(|| crate::proto::object_body(res, o)).flatten() {
         Some(b) => protobuf(code, b),

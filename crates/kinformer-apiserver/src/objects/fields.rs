@@ -296,6 +296,16 @@ pub(crate) fn drop_unknown(res: &ResourceInfo, obj: &mut Map<String, Value>) -> 
     dropped
 }
 
+/// The paths of the fields in `obj` its kind does not declare, sorted (`obj` untouched).
+fn undeclared(res: &ResourceInfo, obj: &Map<String, Value>) -> Vec<String> {
+    let mut unknown = Vec::new();
+    if let Some(schema) = kind_schema(res) {
+        prune_map(schema, &mut obj.clone(), true, 0, "", &mut unknown);
+        unknown.sort();
+    }
+    unknown
+}
+
 /// An applied configuration with a field its kind does not declare: kube-apiserver's field
 /// manager cannot type it, a 500 naming the first such field (sorted), whatever
 /// `fieldValidation` says.
@@ -303,12 +313,7 @@ pub(crate) fn check_applied(
     res: &ResourceInfo,
     config: &Map<String, Value>,
 ) -> Result<(), ApiError> {
-    let Some(schema) = kind_schema(res) else {
-        return Ok(());
-    };
-    let mut unknown = Vec::new();
-    prune_map(schema, &mut config.clone(), true, 0, "", &mut unknown);
-    let Some(first) = unknown.into_iter().min() else {
+    let Some(first) = undeclared(res, config).into_iter().next() else {
         return Ok(());
     };
     let gvk = format!("{}/{}, Kind={}", res.group, res.version, res.kind);
@@ -330,15 +335,10 @@ pub(crate) fn check_patched(
     patched: &Value,
     strategic_patch: Option<&[u8]>,
 ) -> Result<Vec<String>, ApiError> {
-    let (Some(schema), Value::Object(obj), false) =
-        (kind_schema(res), patched, fields == FieldValidation::Ignore)
-    else {
+    let (Value::Object(obj), false) = (patched, fields == FieldValidation::Ignore) else {
         return Ok(Vec::new());
     };
-    let mut unknown = Vec::new();
-    prune_map(schema, &mut obj.clone(), true, 0, "", &mut unknown);
-    unknown.sort();
-    let problems: Vec<String> = unknown
+    let problems: Vec<String> = undeclared(res, obj)
         .into_iter()
         .map(|p| format!("unknown field \"{p}\""))
         .collect();
@@ -347,7 +347,7 @@ pub(crate) fn check_patched(
     }
     let shown = match strategic_patch {
         Some(patch) => serde_json::from_slice(patch)
-            .map(|p| go_map_text(&p))
+            .map(|p| crate::go_text::go_map_text(&p))
             .unwrap_or_default(),
         None => patched.to_string(),
     };
@@ -369,30 +369,6 @@ pub(crate) fn check_patched(
         d.remove("kind");
     }
     Err(e)
-}
-
-/// A decoded JSON value as Go's `%v` prints an `interface{}` holding it: `map[a:1 b:[x y]]`.
-fn go_map_text(v: &Value) -> String {
-    match v {
-        Value::Null => "<nil>".into(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => match n.as_f64() {
-            Some(f) => crate::crd::go_float(f),
-            None => n.to_string(),
-        },
-        Value::String(s) => s.clone(),
-        Value::Array(items) => {
-            let parts: Vec<String> = items.iter().map(go_map_text).collect();
-            format!("[{}]", parts.join(" "))
-        }
-        Value::Object(m) => {
-            let parts: Vec<String> = m
-                .iter()
-                .map(|(k, v)| format!("{k}:{}", go_map_text(v)))
-                .collect();
-            format!("map[{}]", parts.join(" "))
-        }
-    }
 }
 
 /// How deep pruning follows an object (bodies are bounded in size; this bounds the stack).
