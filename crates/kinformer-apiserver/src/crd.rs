@@ -184,7 +184,8 @@ pub(crate) fn prepare(obj: &mut Map<String, Value>) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// Refuses schemas nested deeper than [`MAX_DEPTH`] (they would be walked for every object).
+/// Refuses schemas nested deeper than [`MAX_DEPTH`] (they would be walked for every object),
+/// and rules that do not compile.
 fn check_schema(schema: &Value, depth: usize) -> Result<(), String> {
     if depth > MAX_DEPTH {
         return Err(format!("schema nested deeper than {MAX_DEPTH} levels"));
@@ -192,6 +193,7 @@ fn check_schema(schema: &Value, depth: usize) -> Result<(), String> {
     let Value::Object(m) = schema else {
         return Err("a schema must be an object".into());
     };
+    rules::check_compiles(m)?;
     for key in ["properties", "patternProperties"] {
         if let Some(Value::Object(props)) = m.get(key) {
             for p in props.values() {
@@ -483,10 +485,14 @@ fn walk(
 
 /// Applies a custom resource's structural schema (as [`resource_info`] keeps it) to an object
 /// (create, update, patch): `apiVersion`, `kind` and `metadata` at the root are kept as they are.
+///
+/// With `old` (an update: the object it replaces), `x-kubernetes-validations` transition rules
+/// are evaluated too, and unchanged values' failures ratchet ([`rules`]).
 pub(crate) fn apply_schema(
     res: &ResourceInfo,
     schema: &Value,
     obj: &mut Map<String, Value>,
+    old: Option<&Map<String, Value>>,
 ) -> Result<(), ApiError> {
     let keep: Vec<(String, Value)> = ["apiVersion", "kind", "metadata"]
         .iter()
@@ -503,6 +509,12 @@ pub(crate) fn apply_schema(
     for (k, v) in keep {
         obj.insert(k, v);
     }
+    if rules::has_rules(schema) {
+        match rules::blocked(&causes) {
+            Some(cause) => causes.push(cause),
+            None => rules::validate(schema, obj, old, &mut causes),
+        }
+    }
     if causes.is_empty() {
         return Ok(());
     }
@@ -516,6 +528,7 @@ pub(crate) fn apply_schema(
 
 mod combinators;
 mod formats;
+mod rules;
 mod values;
 
 #[cfg(test)]

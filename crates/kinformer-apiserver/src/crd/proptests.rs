@@ -48,7 +48,7 @@ proptest! {
         let res = ResourceInfo::new("example.com", "v1", "Widget", "widgets", Scope::Namespaced);
         let root = root_schema(&schema);
         if let Value::Object(mut m) = obj
-            && let Err(e) = apply_schema(&res, &root, &mut m)
+            && let Err(e) = apply_schema(&res, &root, &mut m, None)
         {
             prop_assert_eq!(e.code, 422);
         }

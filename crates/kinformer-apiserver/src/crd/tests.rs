@@ -37,7 +37,7 @@ fn prunes_defaults_and_keeps_metadata() {
     .as_object()
     .unwrap()
     .clone();
-    apply_schema(&res(), &root_schema(&widget_schema()), &mut obj).unwrap();
+    apply_schema(&res(), &root_schema(&widget_schema()), &mut obj, None).unwrap();
     assert_eq!(
         Value::Object(obj),
         json!({
@@ -56,7 +56,7 @@ fn types_enums_and_required_are_checked() {
             .as_object()
             .unwrap()
             .clone();
-    let e = apply_schema(&res(), &root_schema(&widget_schema()), &mut obj).unwrap_err();
+    let e = apply_schema(&res(), &root_schema(&widget_schema()), &mut obj, None).unwrap_err();
     assert_eq!(e.code, 422);
     assert!(
         e.message
@@ -150,7 +150,12 @@ fn causes_of(schema: Value, spec: Value) -> Vec<String> {
         .as_object()
         .unwrap()
         .clone();
-    match apply_schema(&res(), &root_schema(&root), &mut obj) {
+    cause_lines(apply_schema(&res(), &root_schema(&root), &mut obj, None))
+}
+
+/// The causes of a refused write as `field: message` lines, none when it was accepted.
+pub(super) fn cause_lines(result: Result<(), ApiError>) -> Vec<String> {
+    match result {
         Ok(()) => Vec::new(),
         Err(e) => e.details.as_ref().unwrap()["causes"]
             .as_array()

@@ -36,7 +36,7 @@ pub(crate) fn prepare_create_by(
     fields::drop_unknown(res, &mut obj);
     defaults::apply_defaults(res, &mut obj);
     if let Some(schema) = &res.schema {
-        crate::crd::apply_schema(res, schema, &mut obj)?;
+        crate::crd::apply_schema(res, schema, &mut obj, None)?;
     }
     let meta = metadata_mut(res, &mut obj)?;
     let mut name = str_field(meta, "name").to_string();

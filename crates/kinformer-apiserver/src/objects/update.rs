@@ -105,17 +105,17 @@ fn prepare(
         .and_then(|m| m.get("managedFields"))
         .cloned()
         .filter(|_| applied);
+    let Value::Object(old_obj) = old.to_value() else {
+        return Err(ApiError::internal("stored object is not a JSON object"));
+    };
     if mode != UpdateMode::Raw {
         normalize::normalize_body(res, &mut new);
         fields::drop_unknown(res, &mut new);
         defaults::apply_defaults(res, &mut new);
         if let Some(schema) = &res.schema {
-            crate::crd::apply_schema(res, schema, &mut new)?;
+            crate::crd::apply_schema(res, schema, &mut new, Some(&old_obj))?;
         }
     }
-    let Value::Object(old_obj) = old.to_value() else {
-        return Err(ApiError::internal("stored object is not a JSON object"));
-    };
     {
         let meta = metadata_mut(res, &mut new)?;
         let body_name = str_field(meta, "name");

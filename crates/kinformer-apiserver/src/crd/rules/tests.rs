@@ -1,0 +1,292 @@
+use serde_json::json;
+
+use super::*;
+use crate::crd::tests::cause_lines;
+use crate::crd::{apply_schema, root_schema};
+use crate::resource::{ResourceInfo, Scope};
+
+fn res() -> ResourceInfo {
+    ResourceInfo::new("example.com", "v1", "Ruler", "rulers", Scope::Namespaced)
+}
+
+fn object(name: &str, spec: Value) -> Map<String, Value> {
+    json!({"apiVersion": "example.com/v1", "kind": "Ruler", "metadata": {"name": name}, "spec": spec})
+        .as_object()
+        .unwrap()
+        .clone()
+}
+
+/// The causes (`field: message`) of writing `spec` under `spec_schema` (replacing `old`'s spec
+/// on an update), none when it is accepted.
+fn causes(spec_schema: Value, spec: Value, old: Option<Value>) -> Vec<String> {
+    causes_at_root(json!({}), spec_schema, "r", spec, old)
+}
+
+fn causes_at_root(
+    root_rules: Value,
+    spec_schema: Value,
+    name: &str,
+    spec: Value,
+    old: Option<Value>,
+) -> Vec<String> {
+    let mut root = json!({"type": "object", "properties": {"spec": spec_schema}});
+    if root_rules != json!({}) {
+        root["x-kubernetes-validations"] = root_rules;
+    }
+    let mut obj = object(name, spec);
+    let old = old.map(|o| object(name, o));
+    cause_lines(apply_schema(
+        &res(),
+        &root_schema(&root),
+        &mut obj,
+        old.as_ref(),
+    ))
+}
+
+fn with_rules(mut schema: Value, rules: Value) -> Value {
+    schema["x-kubernetes-validations"] = rules;
+    schema
+}
+
+/// Each answer as kube-apiserver v1.36.3 gives it (the differential check's `crd-rules`
+/// scenario compares them over HTTP).
+#[test]
+fn failed_rules_are_worded_as_kube_apiserver_words_them() {
+    let spec = with_rules(
+        json!({"type": "object", "properties": {
+            "replicas": {"type": "integer"}, "maxReplicas": {"type": "integer"},
+            "name": with_rules(json!({"type": "string"}), json!([{"rule": "self.startsWith('w-')"}])),
+            "size": with_rules(json!({"type": "integer"}), json!([{"rule": "self % 2 == 0",
+                "messageExpression": "self > 100 ? 'a large size must be even' : 'a small size must be even'"}])),
+            "ratio": with_rules(json!({"type": "number"}), json!([{"rule": "self < 1.5", "message": "ratio must be below 1.5"}])),
+            "mode": with_rules(json!({"type": "string"}), json!([{"rule": "self != 'forbidden'",
+                "message": "this mode is forbidden", "reason": "FieldValueForbidden"}])),
+            "a": {"type": "string"}, "b": {"type": "string"},
+            "opt": {"type": "object", "properties": {"x": {"type": "integer"}}},
+            "items": {"type": "array", "items": with_rules(
+                json!({"type": "object", "properties": {"weight": {"type": "integer"}}}),
+                json!([{"rule": "self.weight >= 0", "message": "weight must not be negative"}]))}
+        }}),
+        json!([
+            {"rule": "!has(self.replicas) || !has(self.maxReplicas) || self.replicas <= self.maxReplicas",
+             "message": "replicas must not exceed maxReplicas"},
+            {"rule": "!has(self.a) || has(self.b)", "message": "b is required with a",
+             "fieldPath": ".b", "reason": "FieldValueRequired"},
+            {"rule": "!has(self.opt) || self.opt.x > 0", "message": "opt.x must be positive"}
+        ]),
+    );
+    for (value, want) in [
+        (
+            json!({"replicas": 4, "maxReplicas": 3}),
+            "spec: Invalid value: replicas must not exceed maxReplicas",
+        ),
+        (
+            json!({"name": "x"}),
+            "spec.name: Invalid value: \"x\": failed rule: self.startsWith('w-')",
+        ),
+        (
+            json!({"size": 3}),
+            "spec.size: Invalid value: 3: a small size must be even",
+        ),
+        (
+            json!({"size": 301}),
+            "spec.size: Invalid value: 301: a large size must be even",
+        ),
+        (
+            json!({"ratio": 2.5}),
+            "spec.ratio: Invalid value: 2.5: ratio must be below 1.5",
+        ),
+        (
+            json!({"ratio": 2}),
+            "spec.ratio: Invalid value: 2: ratio must be below 1.5",
+        ),
+        (
+            json!({"mode": "forbidden"}),
+            "spec.mode: Forbidden: this mode is forbidden",
+        ),
+        (
+            json!({"a": "x"}),
+            "spec.b: Required value: b is required with a",
+        ),
+        (
+            json!({"items": [{"weight": 1}, {"weight": -1}]}),
+            "spec.items[1]: Invalid value: weight must not be negative",
+        ),
+        (
+            json!({"opt": {}}),
+            "spec: Invalid value: \"object\": no such key: x evaluating rule: opt.x must be positive",
+        ),
+    ] {
+        assert_eq!(
+            causes(spec.clone(), value.clone(), None),
+            vec![want.to_string()],
+            "{value}"
+        );
+    }
+    let valid = json!({"replicas": 2, "maxReplicas": 3, "name": "w-a", "size": 4, "ratio": 1,
+        "mode": "m", "a": "x", "b": "y", "opt": {"x": 1}, "items": [{"weight": 0}]});
+    assert_eq!(causes(spec, valid, None), Vec::<String>::new());
+}
+
+#[test]
+fn the_root_sees_type_meta_and_the_name_only() {
+    let rules = json!([{"rule": "self.metadata.name.size() <= 5", "message": "short names only"}]);
+    let spec = json!({"type": "object"});
+    assert_eq!(
+        causes_at_root(rules.clone(), spec.clone(), "far-too-long", json!({}), None),
+        vec!["<nil>: Invalid value: short names only".to_string()]
+    );
+    assert!(causes_at_root(rules, spec.clone(), "short", json!({}), None).is_empty());
+    // labels are not part of the root's self (kube-apiserver's type check refuses such a rule
+    // when the CRD is created; here it fails on every object)
+    let labels = json!([{"rule": "has(self.metadata.labels)"}]);
+    assert_eq!(
+        causes_at_root(labels, spec, "r", json!({}), None),
+        vec!["<nil>: Invalid value: failed rule: has(self.metadata.labels)".to_string()]
+    );
+}
+
+#[test]
+fn transition_rules_compare_with_the_old_value_on_updates_only() {
+    let spec = json!({"type": "object", "properties": {
+        "immutable": with_rules(json!({"type": "string"}), json!([{"rule": "self == oldSelf", "message": "Value is immutable"}])),
+        "items": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+            "items": {"type": "object", "properties": {"name": {"type": "string"},
+                "weight": with_rules(json!({"type": "integer"}), json!([{"rule": "self >= oldSelf", "message": "weight may not decrease"}]))}}},
+        "plain": {"type": "array", "items": {"type": "object", "properties": {
+                "weight": with_rules(json!({"type": "integer"}), json!([{"rule": "self >= oldSelf", "message": "never checked"}]))}}}
+    }});
+    let old =
+        json!({"immutable": "a", "items": [{"name": "i", "weight": 5}], "plain": [{"weight": 5}]});
+    // creates: nothing to compare with
+    assert!(causes(spec.clone(), json!({"immutable": "b"}), None).is_empty());
+    assert_eq!(
+        causes(spec.clone(), json!({"immutable": "b"}), Some(old.clone())),
+        vec!["spec.immutable: Invalid value: \"b\": Value is immutable".to_string()]
+    );
+    // map-list items are paired by key, wherever they are in the list
+    assert_eq!(
+        causes(
+            spec.clone(),
+            json!({"immutable": "a", "items": [{"name": "j", "weight": 0}, {"name": "i", "weight": 4}]}),
+            Some(old.clone())
+        ),
+        vec!["spec.items[1].weight: Invalid value: 4: weight may not decrease".to_string()]
+    );
+    // other lists' items have no old value
+    assert!(
+        causes(
+            spec,
+            json!({"immutable": "a", "plain": [{"weight": 1}]}),
+            Some(old)
+        )
+        .is_empty()
+    );
+}
+
+#[test]
+fn an_unchanged_value_keeps_passing_on_update() {
+    let spec = json!({"type": "object", "properties": {
+        "name": with_rules(json!({"type": "string"}), json!([{"rule": "self.startsWith('w-')"}])),
+        "other": {"type": "string"}
+    }});
+    let stored = json!({"name": "legacy", "other": "a"});
+    // the rule came after the object: an update that leaves the value alone is accepted
+    assert!(
+        causes(
+            spec.clone(),
+            json!({"name": "legacy", "other": "b"}),
+            Some(stored.clone())
+        )
+        .is_empty()
+    );
+    assert_eq!(
+        causes(
+            spec.clone(),
+            json!({"name": "changed", "other": "a"}),
+            Some(stored)
+        ),
+        vec![
+            "spec.name: Invalid value: \"changed\": failed rule: self.startsWith('w-')".to_string()
+        ]
+    );
+    // on create the same value fails
+    assert_eq!(causes(spec, json!({"name": "legacy"}), None).len(), 1);
+}
+
+#[test]
+fn schema_errors_that_block_rules_say_so_and_others_do_not() {
+    let spec = json!({"type": "object", "properties": {
+        "size": with_rules(json!({"type": "integer", "maximum": 10}), json!([{"rule": "self % 2 == 0"}]))
+    }});
+    assert_eq!(
+        causes(spec.clone(), json!({"size": "three"}), None),
+        vec![
+            "spec.size: Invalid value: \"string\": spec.size in body must be of type integer: \"string\"".to_string(),
+            "<nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation".to_string(),
+        ]
+    );
+    // a maximum does not block: the rule is evaluated too
+    assert_eq!(causes(spec, json!({"size": 11}), None).len(), 2);
+    // without any rule in the schema there is nothing to block
+    let plain = json!({"type": "object", "properties": {"size": {"type": "integer"}}});
+    assert_eq!(causes(plain, json!({"size": "three"}), None).len(), 1);
+}
+
+#[test]
+fn rules_that_do_not_compile_refuse_the_schema_and_nothing_panics() {
+    let node = |rule: &str| json!({"x-kubernetes-validations": [{"rule": rule}]});
+    let check = |v: Value| check_compiles(v.as_object().unwrap());
+    assert!(check(node("self.a > 1")).is_ok());
+    let e = check(node("self +")).unwrap_err();
+    assert!(
+        e.starts_with(
+            "x-kubernetes-validations[0].rule: compilation failed: ERROR: <input>:1:7: Syntax error"
+        ),
+        "{e}"
+    );
+    assert!(check(node("")).is_err());
+    assert!(check(json!({"x-kubernetes-validations": "self"})).is_err());
+    let deep = format!("{}1{}", "(".repeat(10_000), ")".repeat(10_000));
+    assert!(check(node(&deep)).is_err());
+    assert!(check(node(&"a".repeat(MAX_RULE_BYTES + 1))).is_err());
+    let bad_expr =
+        json!({"x-kubernetes-validations": [{"rule": "true", "messageExpression": "'a' +"}]});
+    assert!(check(bad_expr).unwrap_err().contains("messageExpression"));
+    // a rule that fails at run time on odd values is a cause, not a crash
+    let spec = json!({"type": "object", "properties": {
+        "n": with_rules(json!({"type": "integer"}), json!([{"rule": "10 / self > 1"}, {"rule": "self"}]))
+    }});
+    let got = causes(spec, json!({"n": 0}), None);
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert!(
+        got[0].contains("division by zero evaluating rule: 10 / self > 1"),
+        "{got:?}"
+    );
+    assert!(got[1].contains("evaluating rule: self"), "{got:?}");
+}
+
+#[test]
+fn a_crd_whose_rule_does_not_compile_is_refused() {
+    let crd = |rule: &str| {
+        json!({
+            "metadata": {"name": "rulers.example.com"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "rulers", "kind": "Ruler"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                        "spec": with_rules(json!({"type": "object"}), json!([{"rule": rule}]))}}}}]}
+        })
+        .as_object()
+        .unwrap()
+        .clone()
+    };
+    assert!(crate::crd::prepare(&mut crd("has(self.a)")).is_ok());
+    let e = crate::crd::prepare(&mut crd("self.a ==")).unwrap_err();
+    assert_eq!(e.code, 422);
+    assert!(
+        e.message.contains("spec.versions[0].schema.openAPIV3Schema: Invalid value: x-kubernetes-validations[0].rule: compilation failed: ERROR: <input>:1:10: Syntax error"),
+        "{}",
+        e.message
+    );
+}
