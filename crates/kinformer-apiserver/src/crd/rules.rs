@@ -12,9 +12,10 @@
 //! update, a failure of a rule without `oldSelf` on a value that did not change is dropped
 //! (validation ratcheting; kube-apiserver sends it as a warning).
 //!
-//! Rules are compiled once (the `cel` crate) and cached. What is not evaluated as
-//! kube-apiserver evaluates it: the cost budget, Kubernetes' own CEL libraries (`quantity`,
-//! `url`, `isSorted`, ...), `duration`/`timestamp` and formats as typed values, rules under
+//! Rules are compiled once (the `cel` crate, with cel-go's strings library as Kubernetes has
+//! it) and cached. What is not evaluated as kube-apiserver evaluates it: the cost budget, the
+//! type check when the CRD is created, Kubernetes' own CEL libraries (`quantity`, `url`,
+//! `isSorted`, `ip`, ...), `duration`/`timestamp` and formats as typed values, rules under
 //! `allOf`, and `optionalOldSelf` (such rules are evaluated only with an old value).
 
 use std::collections::HashMap;
@@ -22,7 +23,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, LazyLock};
 
 use cel::objects::{Key, Map as CelMap};
-use cel::{Context, ExecutionError, Program, Value as Cel};
+use cel::{Context, Env, ExecutionError, Program, Value as Cel};
 use parking_lot::Mutex;
 use serde_json::{Map, Value};
 
@@ -40,6 +41,25 @@ type Compiled = Result<Arc<Program>, String>;
 
 static PROGRAMS: LazyLock<Mutex<HashMap<String, Compiled>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// CEL's standard library with the extensions Kubernetes' environment has (cel-go's strings
+/// library: `lowerAscii`, `split`, `substring`, `trim`, `join`, ...), and cel-go's lists and
+/// math libraries (a rule using those kube-apiserver's type check would refuse).
+static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
+    let mut env = Env::stdlib();
+    for (name, ext) in [
+        ("strings", cel::extensions::strings as Extension),
+        ("lists", cel::extensions::lists),
+        ("math", cel::extensions::math),
+    ] {
+        if let Err(e) = env.add_extension(ext) {
+            tracing::warn!("CEL's {name} library could not be added: {e}");
+        }
+    }
+    Arc::new(env)
+});
+
+type Extension = fn(&mut Env) -> Result<(), cel::DeclarationError>;
 
 /// Whether `schema` declares any rule (kube-apiserver has no CEL validator otherwise).
 pub(super) fn has_rules(schema: &Value) -> bool {
@@ -319,7 +339,7 @@ struct Node<'a> {
 impl Node<'_> {
     fn context(&mut self, with_old: bool) -> Context<'static, 'static> {
         let schema = self.schema;
-        let mut ctx = Context::default();
+        let mut ctx = Context::with_env(ENV.clone());
         let this = self
             .self_cel
             .get_or_insert_with(|| to_cel(Some(schema), self.v, 0))
@@ -356,7 +376,7 @@ fn compile(rule: &str) -> Compiled {
     let compiled = if rule.len() > MAX_RULE_BYTES {
         Err(format!("the rule is longer than {MAX_RULE_BYTES} bytes"))
     } else {
-        match catch_unwind(|| Program::compile(rule)) {
+        match catch_unwind(|| ENV.compile(rule)) {
             Ok(Ok(p)) => Ok(Arc::new(p)),
             Ok(Err(e)) => Err(e.to_string()),
             Err(_) => Err("the rule could not be parsed".into()),

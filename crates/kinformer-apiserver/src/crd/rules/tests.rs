@@ -123,6 +123,11 @@ fn failed_rules_are_worded_as_kube_apiserver_words_them() {
             "{value}"
         );
     }
+    // the strings library Kubernetes' CEL environment has
+    let lower = json!({"type": "object", "properties": {"name": with_rules(json!({"type": "string"}),
+        json!([{"rule": "self.lowerAscii() == self && self.split('-').size() == 2 && self.trim() == self"}]))}});
+    assert!(causes(lower.clone(), json!({"name": "a-b"}), None).is_empty());
+    assert_eq!(causes(lower, json!({"name": "A-b"}), None).len(), 1);
     let valid = json!({"replicas": 2, "maxReplicas": 3, "name": "w-a", "size": 4, "ratio": 1,
         "mode": "m", "a": "x", "b": "y", "opt": {"x": 1}, "items": [{"weight": 0}]});
     assert_eq!(causes(spec, valid, None), Vec::<String>::new());
