@@ -107,6 +107,7 @@ mod token;
 #[cfg(test)]
 mod untrusted_input;
 mod version;
+mod warnings;
 
 pub use config::ServerConfig;
 pub use context::RequestRecord;

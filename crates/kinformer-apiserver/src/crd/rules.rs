@@ -9,8 +9,8 @@
 //! `self` holds `apiVersion`, `kind`, `metadata.name` and `metadata.generateName` besides the
 //! schema's fields. A failed rule is a cause in kube-apiserver's words: its `message` (or
 //! `messageExpression`, or "failed rule: <rule>"), at its `fieldPath`, of its `reason`; on an
-//! update, a failure of a rule without `oldSelf` on a value that did not change is dropped
-//! (validation ratcheting; kube-apiserver sends it as a warning).
+//! update, a failure of a rule without `oldSelf` on a value that did not change is a warning
+//! instead (validation ratcheting).
 //!
 //! Rules are compiled once (the `cel` crate, with cel-go's strings library as Kubernetes has
 //! it) and cached. What is not evaluated as kube-apiserver evaluates it: the cost budget, the
@@ -291,10 +291,6 @@ impl Walk<'_> {
                 return;
             }
         }
-        if !uses_old && unchanged {
-            // ratcheting: an unchanged value keeps passing (kube-apiserver warns)
-            return;
-        }
         let detail = message_expression(rule, &ctx).unwrap_or_else(|| {
             if message.is_empty() {
                 format!("failed rule: {rule_error}")
@@ -322,6 +318,11 @@ impl Walk<'_> {
                 format!("Invalid value: {value}: {detail}"),
             ),
         };
+        if !uses_old && unchanged {
+            // ratcheting: an unchanged value keeps passing, with a warning
+            crate::warnings::record(format!("{at}: {body}"));
+            return;
+        }
         self.causes.push((at, reason.into(), body));
     }
 }

@@ -330,8 +330,12 @@ async fn serve(
     }
     // what decoding the body found to warn of goes with any answer, an error's too (as
     // kube-apiserver's warnings are recorded while it decodes, before admission refuses)
+    // (and what writing the object found: a custom resource's rules ratcheted on update)
     let mut warnings = Vec::new();
-    match serve_verb(ctx, req, c, &query, &mut warnings).await {
+    let (served_verb, recorded) =
+        crate::warnings::recording(serve_verb(ctx, req, c, &query, &mut warnings)).await;
+    warnings.extend(recorded);
+    match served_verb {
         Ok((code, r)) => (code, Some(served), response::with_warnings(r, &warnings)),
         Err(e) => {
             let r = response::with_warnings(response::error(&e), &warnings);

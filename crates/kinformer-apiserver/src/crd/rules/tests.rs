@@ -1,3 +1,4 @@
+use futures::FutureExt;
 use serde_json::json;
 
 use super::*;
@@ -196,14 +197,21 @@ fn an_unchanged_value_keeps_passing_on_update() {
         "other": {"type": "string"}
     }});
     let stored = json!({"name": "legacy", "other": "a"});
-    // the rule came after the object: an update that leaves the value alone is accepted
-    assert!(
+    // the rule came after the object: an update that leaves the value alone is accepted, with
+    // a warning
+    let (accepted, warnings) = crate::warnings::recording(async {
         causes(
             spec.clone(),
             json!({"name": "legacy", "other": "b"}),
-            Some(stored.clone())
+            Some(stored.clone()),
         )
-        .is_empty()
+    })
+    .now_or_never()
+    .unwrap();
+    assert!(accepted.is_empty());
+    assert_eq!(
+        warnings,
+        ["spec.name: Invalid value: \"legacy\": failed rule: self.startsWith('w-')"]
     );
     assert_eq!(
         causes(
