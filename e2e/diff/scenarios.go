@@ -35,7 +35,7 @@ var catalogue = []scenarioDef{
 	{"too-large-rv", "resourceVersion from the future: 504 Timeout with cause ResourceVersionTooLarge", scTooLargeRV},
 	{"crd", "a CRD over the API, then its custom resources: discovery, structural pruning, defaults, required fields, the status subresource, a watch", scCRD},
 	{"crd-validation", "a custom resource's value validations (numbers, strings, formats, arrays, objects, list-type set and map, allOf/anyOf/oneOf/not, nullable) on create, update and patch: 422 in kube-apiserver's words", scCRDValidation},
-	{"crd-rules", "a custom resource's x-kubernetes-validations (CEL) rules on create, update and patch: message, messageExpression, fieldPath, reason, transition rules (oldSelf, map-list items), a missing field, rules blocked by type errors", scCRDRules},
+	{"crd-rules", "a custom resource's x-kubernetes-validations (CEL) rules on create, update and patch: message, messageExpression, fieldPath, reason, transition rules (oldSelf, map-list items), a missing field, rules blocked by type errors; a rule added after an object was stored (ratcheting, with its Warning)", scCRDRules},
 	{"field-validation", "unknown and duplicate fields in written objects (built-in kinds and custom resources): dropped, and fieldValidation Warn (Warning headers), Strict (400 strict decoding error), Ignore; an apply naming an undeclared field (500)", scFieldValidation},
 	{"dry-run", "dryRun=All on every write verb: the answers, then nothing stored, no resourceVersion handed out, no watch event", scDryRun},
 	{"ssa", "server-side apply field ownership: conflicts (409 with causes), force, shared ownership, an Update taking a field over, managedFields", scSSA},

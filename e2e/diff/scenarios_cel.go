@@ -1,11 +1,14 @@
 package main
 
+import "time"
+
 // scCRDRules registers a CRD whose schema carries x-kubernetes-validations (CEL) rules as CRD
 // authors write them (kube-rs's `#[x_kube(validation)]`, controller-gen's XValidation
 // markers): rules on objects, strings, integers, numbers, list items and the root; message,
 // messageExpression, fieldPath and reason; a transition rule (oldSelf) on a field and on the
 // items of a map list; a rule meeting a missing field; and rules left unchecked because the
-// object's types are wrong. Each step breaks one rule.
+// object's types are wrong; and a rule added to the CRD after an object was stored (ratcheting).
+// Each step breaks one rule.
 func scCRDRules(s *sc) {
 	group := "kc-" + s.run + ".example.com"
 	rule := func(r string, extra ...string) map[string]any {
@@ -107,4 +110,67 @@ func scCRDRules(s *sc) {
 	s.callCT("merge-patch-immutable", "PATCH", base+"/u", "application/merge-patch+json",
 		map[string]any{"spec": map[string]any{"immutable": "c"}})
 	s.call("get-after", "GET", base+"/u", nil)
+	crdRatcheting(s, rule, rules)
+}
+
+// crdRatcheting stores an object, then adds a rule it breaks to its CRD: an update that leaves
+// the breaking value alone is accepted with a warning (validation ratcheting), one that
+// changes it is refused.
+func crdRatcheting(s *sc, rule func(string, ...string) map[string]any, rules func(...map[string]any) []any) {
+	group := "kr-" + s.run + ".example.com"
+	crdPath := "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/legacies." + group
+	schema := func(withRule bool) map[string]any {
+		name := map[string]any{"type": "string", "maxLength": 20}
+		if withRule {
+			name["x-kubernetes-validations"] = rules(rule("self.startsWith('w-')"))
+		}
+		return map[string]any{"openAPIV3Schema": map[string]any{
+			"type": "object", "properties": map[string]any{"spec": map[string]any{
+				"type": "object", "properties": map[string]any{"name": name, "other": map[string]any{"type": "string", "maxLength": 20}},
+			}},
+		}}
+	}
+	crd := map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "legacies." + group},
+		"spec": map[string]any{
+			"group": group, "scope": "Namespaced",
+			"names":    map[string]any{"plural": "legacies", "singular": "legacy", "kind": "Legacy"},
+			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true, "schema": schema(false)}},
+		},
+	}
+	base := s.registerCRD(group, "legacies", crd)
+	legacy := func(name string, spec map[string]any) map[string]any {
+		return map[string]any{"apiVersion": group + "/v1", "kind": "Legacy", "metadata": map[string]any{"name": name}, "spec": spec}
+	}
+	stored := s.setup("POST", base, legacy("old", map[string]any{"name": "legacy", "other": "a"}))
+	// the rule comes after the object
+	current := s.setup("GET", crdPath, nil)
+	tightened := current.body.(map[string]any)
+	tightened["spec"].(map[string]any)["versions"].([]any)[0].(map[string]any)["schema"] = schema(true)
+	s.setup("PUT", crdPath, tightened)
+	// until the server enforces it (a real server swaps the resource's storage asynchronously)
+	enforced := false
+	for i := 0; i < 100 && !enforced; i++ {
+		r, err := s.t.do(s.ctx, "POST", base+"?dryRun=All", legacy("probe", map[string]any{"name": "x"}))
+		enforced = err == nil && r.status == 422
+		if !enforced {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if !enforced {
+		s.fail("the new rule was not enforced within 10s")
+	}
+	put := func(step string, spec map[string]any) {
+		o := legacy("old", spec)
+		o["metadata"].(map[string]any)["resourceVersion"] = rvOf(stored)
+		r := s.call(step, "PUT", base+"/old", o)
+		if r.warnings == nil {
+			s.fact("warnings", []string{})
+		} else {
+			s.fact("warnings", r.warnings)
+		}
+	}
+	put("ratchet-changed-value", map[string]any{"name": "changed", "other": "a"})
+	put("ratchet-unchanged-value", map[string]any{"name": "legacy", "other": "b"})
 }
