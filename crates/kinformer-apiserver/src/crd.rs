@@ -316,14 +316,17 @@ fn type_ok(want: &str, v: &Value) -> bool {
 /// Applies `schema` to `v` at `path`: prunes unknown fields, sets defaults, checks types,
 /// enums and required fields (collecting causes).
 fn apply(schema: &Value, v: &mut Value, path: &str, depth: usize, causes: &mut Vec<Cause>) {
-    walk(schema, v, path, depth, causes, true);
+    walk(schema, v, None, path, depth, causes, true);
 }
 
 /// [`apply`], or with `prune` false only the validation (for the branches of `allOf` and the
-/// like).
+/// like). With `old` (an update: the value `v` replaces), the causes found under a field or
+/// map-list item that equals its old value are dropped, as kube-apiserver's validation
+/// ratcheting drops them (an object stored before its schema grew stricter stays writable).
 fn walk(
     schema: &Value,
     v: &mut Value,
+    old: Option<&Value>,
     path: &str,
     depth: usize,
     causes: &mut Vec<Cause>,
@@ -389,15 +392,16 @@ fn walk(
         Value::Number(n) => values::check_number(sch, n, ty, format, path, causes),
         Value::Array(items) => {
             if let Some(item_schema) = sch.get("items") {
+                let keys = rules::map_keys(sch);
+                let old_items = old.and_then(Value::as_array);
                 for (i, x) in items.iter_mut().enumerate() {
-                    walk(
-                        item_schema,
-                        x,
-                        &format!("{path}[{i}]"),
-                        depth + 1,
-                        causes,
-                        prune,
-                    );
+                    let old_x = keys.as_ref().zip(old_items).and_then(|(keys, olds)| {
+                        olds.iter().find(|o| rules::same_keys(keys, o, x))
+                    });
+                    let at = causes.len();
+                    let item_path = format!("{path}[{i}]");
+                    walk(item_schema, x, old_x, &item_path, depth + 1, causes, prune);
+                    ratchet(old_x, x, at, causes);
                 }
             }
             values::check_items(sch, items.len(), path, causes);
@@ -442,13 +446,17 @@ fn walk(
         let keys: Vec<String> = obj.keys().cloned().collect();
         for k in keys {
             let meta_field = embedded && matches!(k.as_str(), "apiVersion" | "kind" | "metadata");
+            let old_x = old.and_then(|o| o.get(&k));
+            let at = causes.len();
             if let Some(ps) = props.and_then(|p| p.get(&k)) {
                 if let Some(x) = obj.get_mut(&k) {
-                    walk(ps, x, &child(&k), depth + 1, causes, prune);
+                    walk(ps, x, old_x, &child(&k), depth + 1, causes, prune);
+                    ratchet(old_x, x, at, causes);
                 }
             } else if let Some(ap @ Value::Object(_)) = additional {
                 if let Some(x) = obj.get_mut(&k) {
-                    walk(ap, x, &child(&k), depth + 1, causes, prune);
+                    walk(ap, x, old_x, &child(&k), depth + 1, causes, prune);
+                    ratchet(old_x, x, at, causes);
                 }
             } else if prune && !(preserve || meta_field || additional == Some(&Value::Bool(true))) {
                 obj.remove(&k);
@@ -483,6 +491,13 @@ fn walk(
     }
 }
 
+/// Drops the causes found from `at` on when `v` equals its `old` value (validation ratcheting).
+fn ratchet(old: Option<&Value>, v: &Value, at: usize, causes: &mut Vec<Cause>) {
+    if old.is_some_and(|o| o == v) {
+        causes.truncate(at);
+    }
+}
+
 /// Applies a custom resource's structural schema (as [`resource_info`] keeps it) to an object
 /// (create, update, patch): `apiVersion`, `kind` and `metadata` at the root are kept as they are.
 ///
@@ -499,15 +514,40 @@ pub(crate) fn apply_schema(
         .filter_map(|k| obj.remove(*k).map(|v| (k.to_string(), v)))
         .collect();
     let mut rest = Value::Object(std::mem::take(obj));
+    let old_rest = old.map(|o| {
+        let mut o = o.clone();
+        o.retain(|k, _| !matches!(k.as_str(), "apiVersion" | "kind" | "metadata"));
+        Value::Object(o)
+    });
     let mut causes = Vec::new();
     combinators::reset_budget();
-    apply(schema, &mut rest, "", 0, &mut causes);
-    values::list_duplicates(schema, &rest, "", 0, &mut causes);
+    walk(
+        schema,
+        &mut rest,
+        old_rest.as_ref(),
+        "",
+        0,
+        &mut causes,
+        true,
+    );
+    // list uniqueness ratchets as a whole: not checked when the old object broke it already
+    let old_list_causes = old_rest.as_ref().map(|o| {
+        let mut found = Vec::new();
+        values::list_duplicates(schema, o, "", 0, &mut found);
+        found.len()
+    });
+    if old_list_causes.unwrap_or(0) == 0 {
+        values::list_duplicates(schema, &rest, "", 0, &mut causes);
+    }
     if let Value::Object(m) = rest {
         *obj = m;
     }
     for (k, v) in keep {
         obj.insert(k, v);
+    }
+    // the root's own causes ratchet only when nothing at all changed
+    if old == Some(&*obj) {
+        causes.clear();
     }
     if rules::has_rules(schema) {
         match rules::blocked(&causes) {

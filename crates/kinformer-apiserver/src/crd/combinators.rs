@@ -46,7 +46,7 @@ pub(super) fn check(
         }
         let mut copy = v.clone();
         let mut found = Vec::new();
-        super::walk(branch, &mut copy, path, depth + 1, &mut found, false);
+        super::walk(branch, &mut copy, None, path, depth + 1, &mut found, false);
         found
     };
     let branches = |key: &str| {

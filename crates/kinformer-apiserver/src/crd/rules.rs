@@ -445,7 +445,7 @@ fn normalized_field_path(field_path: &str) -> Option<String> {
 
 /// The key fields of an `x-kubernetes-list-type: map` list (whose items kube-apiserver pairs
 /// with the old list's by those keys).
-fn map_keys(sch: &Map<String, Value>) -> Option<Vec<String>> {
+pub(super) fn map_keys(sch: &Map<String, Value>) -> Option<Vec<String>> {
     if str_of(sch, "x-kubernetes-list-type") != "map" {
         return None;
     }
@@ -458,7 +458,7 @@ fn map_keys(sch: &Map<String, Value>) -> Option<Vec<String>> {
     (!keys.is_empty()).then_some(keys)
 }
 
-fn same_keys(keys: &[String], a: &Value, b: &Value) -> bool {
+pub(super) fn same_keys(keys: &[String], a: &Value, b: &Value) -> bool {
     keys.iter().all(|k| a.get(k) == b.get(k))
 }
 

@@ -350,3 +350,62 @@ fn bad_patterns_are_reported_not_panicked_on() {
     assert_eq!(causes.len(), 1);
     assert!(causes[0].contains("but pattern is invalid"), "{causes:?}");
 }
+
+/// An object stored before its schema grew stricter stays writable: what did not change is
+/// not checked again (kube-apiserver's validation ratcheting, on by default since 1.33).
+#[test]
+fn unchanged_values_ratchet_on_update() {
+    let spec = json!({"type": "object", "required": ["other"], "properties": {
+        "name": {"type": "string", "maxLength": 3},
+        "other": {"type": "string"},
+        "ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["port"],
+            "items": {"type": "object", "properties": {"port": {"type": "integer"}, "name": {"type": "string", "maxLength": 3}}}},
+        "tags": {"type": "array", "items": {"type": "string", "maxLength": 3}},
+        "set": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}}
+    }});
+    let root = json!({"type": "object", "properties": {"spec": spec}});
+    let update = |old: Value, new: Value| {
+        let obj = |spec: Value| {
+            json!({"metadata": {"name": "g"}, "spec": spec})
+                .as_object()
+                .unwrap()
+                .clone()
+        };
+        let (old, mut new) = (obj(old), obj(new));
+        cause_lines(apply_schema(
+            &res(),
+            &root_schema(&root),
+            &mut new,
+            Some(&old),
+        ))
+    };
+    let stored = json!({"name": "toolong", "other": "a",
+        "ports": [{"port": 1, "name": "toolong"}], "tags": ["toolong"], "set": ["a", "a"]});
+    // another field changes: the old breaches are not reported
+    let mut changed = stored.clone();
+    changed["other"] = json!("b");
+    assert_eq!(update(stored.clone(), changed), Vec::<String>::new());
+    // the breaching value itself changes
+    let mut renamed = stored.clone();
+    renamed["name"] = json!("stilltoolong");
+    assert_eq!(
+        update(stored.clone(), renamed),
+        ["spec.name: Too long: may not be more than 3 bytes"]
+    );
+    // map-list items are paired by key; other lists' items only as a whole
+    let mut moved = stored.clone();
+    moved["ports"] = json!([{"port": 2, "name": "ok"}, {"port": 1, "name": "toolong"}]);
+    moved["tags"] = json!(["toolong", "ok"]);
+    assert_eq!(
+        update(stored.clone(), moved),
+        ["spec.tags[0]: Too long: may not be more than 3 bytes"]
+    );
+    // a set that repeated an item already may go on repeating
+    let mut set = stored.clone();
+    set["set"] = json!(["b", "b"]);
+    assert_eq!(update(stored.clone(), set), Vec::<String>::new());
+    // a missing required field is the changed spec's own cause
+    let mut dropped = stored.clone();
+    dropped.as_object_mut().unwrap().remove("other");
+    assert_eq!(update(stored, dropped), ["spec.other: Required value"]);
+}
