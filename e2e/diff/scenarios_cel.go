@@ -113,20 +113,22 @@ func scCRDRules(s *sc) {
 	crdRatcheting(s, rule, rules)
 }
 
-// crdRatcheting stores an object, then adds a rule it breaks to its CRD: an update that leaves
-// the breaking value alone is accepted with a warning (validation ratcheting), one that
-// changes it is refused.
+// crdRatcheting stores an object, then adds a rule and a maxLength it breaks to its CRD: an
+// update that leaves the breaking values alone is accepted (validation ratcheting; the rule's
+// failure as a warning), one that changes either is refused.
 func crdRatcheting(s *sc, rule func(string, ...string) map[string]any, rules func(...map[string]any) []any) {
 	group := "kr-" + s.run + ".example.com"
 	crdPath := "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/legacies." + group
 	schema := func(withRule bool) map[string]any {
 		name := map[string]any{"type": "string", "maxLength": 20}
+		note := map[string]any{"type": "string", "maxLength": 20}
 		if withRule {
 			name["x-kubernetes-validations"] = rules(rule("self.startsWith('w-')"))
+			note["maxLength"] = 4
 		}
 		return map[string]any{"openAPIV3Schema": map[string]any{
 			"type": "object", "properties": map[string]any{"spec": map[string]any{
-				"type": "object", "properties": map[string]any{"name": name, "other": map[string]any{"type": "string", "maxLength": 20}},
+				"type": "object", "properties": map[string]any{"name": name, "note": note, "other": map[string]any{"type": "string", "maxLength": 20}},
 			}},
 		}}
 	}
@@ -143,7 +145,7 @@ func crdRatcheting(s *sc, rule func(string, ...string) map[string]any, rules fun
 	legacy := func(name string, spec map[string]any) map[string]any {
 		return map[string]any{"apiVersion": group + "/v1", "kind": "Legacy", "metadata": map[string]any{"name": name}, "spec": spec}
 	}
-	stored := s.setup("POST", base, legacy("old", map[string]any{"name": "legacy", "other": "a"}))
+	stored := s.setup("POST", base, legacy("old", map[string]any{"name": "legacy", "note": "too long", "other": "a"}))
 	// the rule comes after the object
 	current := s.setup("GET", crdPath, nil)
 	tightened := current.body.(map[string]any)
@@ -171,6 +173,7 @@ func crdRatcheting(s *sc, rule func(string, ...string) map[string]any, rules fun
 			s.fact("warnings", r.warnings)
 		}
 	}
-	put("ratchet-changed-value", map[string]any{"name": "changed", "other": "a"})
-	put("ratchet-unchanged-value", map[string]any{"name": "legacy", "other": "b"})
+	put("ratchet-changed-value", map[string]any{"name": "changed", "note": "too long", "other": "a"})
+	put("ratchet-changed-schema-value", map[string]any{"name": "legacy", "note": "longer still", "other": "a"})
+	put("ratchet-unchanged-values", map[string]any{"name": "legacy", "note": "too long", "other": "b"})
 }
