@@ -8,7 +8,7 @@
 //! place (object fields by name, `x-kubernetes-list-type: map` items by their keys). At the root
 //! `self` holds `apiVersion`, `kind`, `metadata.name` and `metadata.generateName` besides the
 //! schema's fields. A failed rule is a cause in kube-apiserver's words: its `message` (or
-//! `messageExpression`, or "failed rule: <rule>"), at its `fieldPath`, of its `reason`; on an
+//! `messageExpression`, or `failed rule: <the rule>`), at its `fieldPath`, of its `reason`; on an
 //! update, a failure of a rule without `oldSelf` on a value that did not change is a warning
 //! instead (validation ratcheting).
 //!

@@ -90,6 +90,37 @@ pub(crate) fn prepare_applied_update(
     prepare(res, old, new, rev, mode, None, true)
 }
 
+/// Puts back in `new` what this write keeps from the stored object (everything but `status`
+/// for a `/status` write; `status` for a main write when the resource has a status
+/// subresource), so a custom resource is validated as it will be stored, as kube-apiserver
+/// validates it after its strategy's `PrepareForUpdate`: a status write is not refused for a
+/// spec it cannot change.
+fn keep_what_the_write_cannot_change(
+    res: &ResourceInfo,
+    mode: UpdateMode,
+    old: &Map<String, Value>,
+    new: &mut Map<String, Value>,
+) {
+    let envelope = |k: &str| matches!(k, "apiVersion" | "kind" | "metadata");
+    match mode {
+        UpdateMode::Status => {
+            new.retain(|k, _| k == "status" || envelope(k));
+            for (k, v) in old {
+                if k != "status" && !envelope(k) {
+                    new.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        UpdateMode::Main | UpdateMode::Finalize if res.status_subresource => {
+            match old.get("status") {
+                Some(s) => new.insert("status".into(), s.clone()),
+                None => new.remove("status"),
+            };
+        }
+        _ => {}
+    }
+}
+
 fn prepare(
     res: &ResourceInfo,
     old: &StoredObject,
@@ -113,6 +144,7 @@ fn prepare(
         fields::drop_unknown(res, &mut new);
         defaults::apply_defaults(res, &mut new);
         if let Some(schema) = &res.schema {
+            keep_what_the_write_cannot_change(res, mode, &old_obj, &mut new);
             crate::crd::apply_schema(res, schema, &mut new, Some(&old_obj))?;
         }
     }
@@ -251,6 +283,7 @@ mod tests {
     use super::*;
     use crate::objects::prepare_create;
     use crate::objects::test_util::{body, pods};
+    use crate::resource::Scope;
     use serde_json::json;
 
     #[test]
@@ -314,6 +347,72 @@ mod tests {
             .unwrap(),
             UpdateOutcome::Unchanged
         ));
+    }
+
+    #[test]
+    fn a_custom_resource_is_validated_as_it_will_be_stored() {
+        let mut res =
+            ResourceInfo::new("example.com", "v1", "Widget", "widgets", Scope::Namespaced);
+        res.status_subresource = true;
+        res.schema = Some(std::sync::Arc::new(
+            json!({"type": "object", "properties": {
+                "spec": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 3}}},
+                "status": {"type": "object", "properties": {"note": {"type": "string", "maxLength": 3}}}
+            }}),
+        ));
+        let (_, old) = prepare_create(
+            &res,
+            "ns",
+            body(json!({"apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w"}, "spec": {"name": "abc"}, "status": {"note": "ok"}})),
+            2,
+        )
+        .unwrap();
+        let write = |spec: Value, status: Value, mode| {
+            prepare_update(
+                &res,
+                &old,
+                body(json!({"apiVersion": "example.com/v1", "kind": "Widget",
+                "metadata": {"name": "w"}, "spec": spec, "status": status})),
+                3,
+                mode,
+            )
+        };
+        // a status write with a spec it cannot change: the stored spec is what is checked
+        let Ok(UpdateOutcome::Write(s)) = write(
+            json!({"name": "far too long"}),
+            json!({"note": "new"}),
+            UpdateMode::Status,
+        ) else {
+            panic!("expected a write")
+        };
+        assert_eq!(s.to_value()["spec"]["name"], "abc");
+        assert_eq!(s.to_value()["status"]["note"], "new");
+        assert!(
+            write(
+                json!({"name": "abc"}),
+                json!({"note": "far too long"}),
+                UpdateMode::Status
+            )
+            .is_err()
+        );
+        // a main write with a status it cannot change, and the other way round
+        assert!(
+            write(
+                json!({"name": "xyz"}),
+                json!({"note": "far too long"}),
+                UpdateMode::Main
+            )
+            .is_ok()
+        );
+        assert!(
+            write(
+                json!({"name": "far too long"}),
+                json!({"note": "ok"}),
+                UpdateMode::Main
+            )
+            .is_err()
+        );
     }
 
     #[test]
