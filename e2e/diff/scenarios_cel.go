@@ -129,7 +129,7 @@ func crdRatcheting(s *sc, rule func(string, ...string) map[string]any, rules fun
 		return map[string]any{"openAPIV3Schema": map[string]any{
 			"type": "object", "properties": map[string]any{"spec": map[string]any{
 				"type": "object", "properties": map[string]any{"name": name, "note": note, "other": map[string]any{"type": "string", "maxLength": 20}},
-			}},
+			}, "status": map[string]any{"type": "object", "properties": map[string]any{"phase": map[string]any{"type": "string", "maxLength": 20}}}},
 		}}
 	}
 	crd := map[string]any{
@@ -137,8 +137,9 @@ func crdRatcheting(s *sc, rule func(string, ...string) map[string]any, rules fun
 		"metadata": map[string]any{"name": "legacies." + group},
 		"spec": map[string]any{
 			"group": group, "scope": "Namespaced",
-			"names":    map[string]any{"plural": "legacies", "singular": "legacy", "kind": "Legacy"},
-			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true, "schema": schema(false)}},
+			"names": map[string]any{"plural": "legacies", "singular": "legacy", "kind": "Legacy"},
+			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true, "schema": schema(false),
+				"subresources": map[string]any{"status": map[string]any{}}}},
 		},
 	}
 	base := s.registerCRD(group, "legacies", crd)
@@ -163,17 +164,24 @@ func crdRatcheting(s *sc, rule func(string, ...string) map[string]any, rules fun
 	if !enforced {
 		s.fail("the new rule was not enforced within 10s")
 	}
-	put := func(step string, spec map[string]any) {
+	putTo := func(step, sub string, spec map[string]any) {
 		o := legacy("old", spec)
 		o["metadata"].(map[string]any)["resourceVersion"] = rvOf(stored)
-		r := s.call(step, "PUT", base+"/old", o)
+		if sub == "/status" {
+			o["status"] = map[string]any{"phase": "Ready"}
+		}
+		r := s.call(step, "PUT", base+"/old"+sub, o)
 		if r.warnings == nil {
 			s.fact("warnings", []string{})
 		} else {
 			s.fact("warnings", r.warnings)
 		}
 	}
+	put := func(step string, spec map[string]any) { putTo(step, "", spec) }
 	put("ratchet-changed-value", map[string]any{"name": "changed", "note": "too long", "other": "a"})
 	put("ratchet-changed-schema-value", map[string]any{"name": "legacy", "note": "longer still", "other": "a"})
+	// a status write cannot change the spec: the stored one is what is checked
+	putTo("status-write-with-a-breaking-spec", "/status", map[string]any{"name": "changed", "note": "longer still", "other": "a"})
+	stored = s.setup("GET", base+"/old", nil)
 	put("ratchet-unchanged-values", map[string]any{"name": "legacy", "note": "too long", "other": "b"})
 }
