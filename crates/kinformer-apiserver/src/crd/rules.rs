@@ -149,13 +149,10 @@ pub(super) fn validate(
         }
         Value::Object(o)
     };
+    // the root compares whole objects (their metadata too) for ratcheting
+    let unchanged = old.is_some_and(|o| o == obj);
     let new = root(obj);
     let old = old.map(root);
-    // the root compares whole objects (their metadata too) for ratcheting
-    let unchanged = match old {
-        Some(_) => old.as_ref().map(|o| o.as_object()) == Some(Some(obj)),
-        None => false,
-    };
     let mut walk = Walk { causes };
     walk.node(schema, &new, old.as_ref(), "", unchanged, 0);
 }
@@ -306,7 +303,12 @@ impl Walk<'_> {
             None => path.to_string(),
         };
         let omit = matches!(node.v, Value::Object(_) | Value::Array(_));
-        let value = go_value(node.v);
+        // an object's or a list's value is left out of the cause
+        let value = if omit {
+            String::new()
+        } else {
+            go_value(node.v)
+        };
         let (reason, body) = match str_of(rule, "reason") {
             "FieldValueForbidden" => ("FieldValueForbidden", format!("Forbidden: {detail}")),
             "FieldValueRequired" => ("FieldValueRequired", format!("Required value: {detail}")),
