@@ -1,7 +1,8 @@
-//! Warnings found while a request is served, deep in the code that writes the object (as
-//! kube-apiserver's `warning.AddWarning(ctx, ...)` records them in the request's context): the
-//! HTTP layer sends each as a `Warning` header. Writes made outside a request (the controllers')
-//! record nothing.
+//! Warnings found while a request is served, wherever they are found (undeclared fields while
+//! the body is decoded, a custom resource's ratcheted rules while the object is written), as
+//! kube-apiserver's `warning.AddWarning(ctx, ...)` records them in the request's context: the
+//! HTTP layer sends each as a `Warning` header, in the order recorded. Writes made outside a
+//! request (the controllers') record nothing.
 
 use std::cell::RefCell;
 

@@ -47,12 +47,11 @@ impl Api {
             dry_run,
             FieldValidation::Ignore,
         )
-        .map(|(o, _)| o)
     }
 
-    /// [`Api::patch_by`] (not an apply) under a request's `fieldValidation`: also returns the
-    /// fields the patched object had that its kind does not declare (dropped), to warn of; a
-    /// `Strict` request with any is 422.
+    /// [`Api::patch_by`] (not an apply) under a request's `fieldValidation`: the fields the
+    /// patched object had that its kind does not declare (dropped) are recorded as the
+    /// request's warnings ([`crate::warnings`]); a `Strict` request with any is 422.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn patch_checked(
         &self,
@@ -65,18 +64,19 @@ impl Api {
         writer: Option<&Writer>,
         dry_run: bool,
         fields: FieldValidation,
-    ) -> Result<(Arc<StoredObject>, Vec<String>), ApiError> {
+    ) -> Result<Arc<StoredObject>, ApiError> {
         let ns = ns_of(res, namespace);
         let key = storage_key(res, ns, name);
-        let mut warnings = Vec::new();
-        let written = self.write(res, &key, dry_run, |current, rev| {
+        self.write(res, &key, dry_run, |current, rev| {
             let Some(current) = current else {
                 return Err(ApiError::not_found(res, name));
             };
             let mut value = current.to_value();
             apply_patch(res, &mut value, patch_type, patch)?;
             let strategic = (patch_type == PatchType::StrategicMerge).then_some(patch);
-            warnings = check_patched(res, fields, &value, strategic)?;
+            check_patched(res, fields, &value, strategic)?
+                .into_iter()
+                .for_each(crate::warnings::record);
             let Value::Object(body) = value else {
                 return Err(ApiError::bad_request(
                     "the patched object is not a JSON object",
@@ -86,7 +86,6 @@ impl Api {
                 prepare_update_by(res, current, body, rev, mode, writer)?,
                 current,
             )
-        })?;
-        Ok((written, warnings))
+        })
     }
 }

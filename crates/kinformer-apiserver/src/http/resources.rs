@@ -328,13 +328,10 @@ async fn serve(
     {
         return (e.code, Some(served), response::error(&e));
     }
-    // what decoding the body found to warn of goes with any answer, an error's too (as
-    // kube-apiserver's warnings are recorded while it decodes, before admission refuses)
-    // (and what writing the object found: a custom resource's rules ratcheted on update)
-    let mut warnings = Vec::new();
-    let (served_verb, recorded) =
-        crate::warnings::recording(serve_verb(ctx, req, c, &query, &mut warnings)).await;
-    warnings.extend(recorded);
+    // the warnings recorded while serving (undeclared fields found decoding the body, a custom
+    // resource's rules ratcheted while writing it) go with any answer, an error's too, as
+    // kube-apiserver's go with it once recorded
+    let (served_verb, warnings) = crate::warnings::recording(serve_verb(ctx, req, c, &query)).await;
     match served_verb {
         Ok((code, r)) => (code, Some(served), response::with_warnings(r, &warnings)),
         Err(e) => {
@@ -349,7 +346,6 @@ async fn serve_verb(
     req: Request,
     c: Classified,
     query: &std::collections::HashMap<String, String>,
-    warnings: &mut Vec<String>,
 ) -> Result<(u16, Response), ApiError> {
     let api = &ctx.api;
     let res = &c.resource;
@@ -502,7 +498,10 @@ async fn serve_verb(
             let fields = FieldValidation::from_query(query, "CreateOptions")?;
             let requester = req.extensions().get::<crate::token::User>().cloned();
             let (obj, problems) = read_object(ctx, req, res).await?;
-            *warnings = fields.judge(res, problems)?;
+            fields
+                .judge(res, problems)?
+                .into_iter()
+                .for_each(crate::warnings::record);
             if res.create_only {
                 let sa = |t: &str, auds: &[String]| {
                     ctx.tokens
@@ -522,7 +521,10 @@ async fn serve_verb(
             let dry = query_dry_run(query, "UpdateOptions")?;
             let fields = FieldValidation::from_query(query, "UpdateOptions")?;
             let (obj, problems) = read_object(ctx, req, res).await?;
-            *warnings = fields.judge(res, problems)?;
+            fields
+                .judge(res, problems)?
+                .into_iter()
+                .for_each(crate::warnings::record);
             let o = api.update_by(res, ns, name, obj, mode, Some(&writer), dry)?;
             Ok((200, response::object_as(200, res, &o, pb)))
         }
@@ -533,19 +535,17 @@ async fn serve_verb(
             let fields = FieldValidation::from_query(query, "PatchOptions")?;
             let body = read_body(ctx, req).await?;
             let existed = api.get(res, ns, name).is_ok();
-            let (o, found) = if pt == PatchType::Apply {
+            let o = if pt == PatchType::Apply {
                 // The applier is `fieldManager` itself (required), never the User-Agent.
                 let applier = Writer {
                     manager: query.get("fieldManager").cloned().unwrap_or_default(),
                     subresource: c.subresource.clone(),
                 };
-                let o = api.apply_by(res, ns, name, &body, mode, &applier, force, dry)?;
-                (o, Vec::new())
+                api.apply_by(res, ns, name, &body, mode, &applier, force, dry)?
             } else {
                 let w = Some(&writer);
                 api.patch_checked(res, ns, name, pt, &body, mode, w, dry, fields)?
             };
-            *warnings = found;
             let code = if existed { 200 } else { 201 };
             Ok((code, response::object_as(code, res, &o, pb)))
         }
