@@ -92,9 +92,10 @@ pub(crate) fn prepare_applied_update(
 
 /// Puts back in `new` what this write keeps from the stored object (everything but `status`
 /// for a `/status` write; `status` for a main write when the resource has a status
-/// subresource), so a custom resource is validated as it will be stored, as kube-apiserver
-/// validates it after its strategy's `PrepareForUpdate`: a status write is not refused for a
-/// spec it cannot change.
+/// subresource), before it is validated: an object is validated as it will be stored, as
+/// kube-apiserver validates it after its strategy's `PrepareForUpdate` (a status write is not
+/// refused for a spec it cannot change). The envelope (`apiVersion`, `kind`, `metadata`) stays
+/// the body's, for the checks of its name and resourceVersion.
 fn keep_what_the_write_cannot_change(
     res: &ResourceInfo,
     mode: UpdateMode,
@@ -143,10 +144,12 @@ fn prepare(
         normalize::normalize_body(res, &mut new);
         fields::drop_unknown(res, &mut new);
         defaults::apply_defaults(res, &mut new);
-        if let Some(schema) = &res.schema {
-            keep_what_the_write_cannot_change(res, mode, &old_obj, &mut new);
-            crate::crd::apply_schema(res, schema, &mut new, Some(&old_obj))?;
-        }
+    }
+    keep_what_the_write_cannot_change(res, mode, &old_obj, &mut new);
+    if mode != UpdateMode::Raw
+        && let Some(schema) = &res.schema
+    {
+        crate::crd::apply_schema(res, schema, &mut new, Some(&old_obj))?;
     }
     {
         let meta = metadata_mut(res, &mut new)?;
@@ -175,25 +178,16 @@ fn prepare(
             }
         }
     }
-    let mut result = match mode {
-        UpdateMode::Status => {
-            let mut r = old_obj.clone();
-            match new.get("status") {
-                Some(s) => r.insert("status".into(), s.clone()),
-                None => r.remove("status"),
+    let mut result = new;
+    if mode == UpdateMode::Status {
+        // a status write keeps the stored envelope too
+        for k in ["apiVersion", "kind", "metadata"] {
+            match old_obj.get(k) {
+                Some(v) => result.insert(k.into(), v.clone()),
+                None => result.remove(k),
             };
-            r
         }
-        UpdateMode::Main | UpdateMode::Finalize if res.status_subresource => {
-            let mut r = new;
-            match old_obj.get("status") {
-                Some(s) => r.insert("status".into(), s.clone()),
-                None => r.remove("status"),
-            };
-            r
-        }
-        _ => new,
-    };
+    }
     if namespace::is_namespace(res) && mode != UpdateMode::Raw {
         namespace::prepare_update(mode, &old_obj, &mut result, &old.name);
     }
