@@ -124,15 +124,30 @@ pub(crate) fn prepare(obj: &mut Map<String, Value>) -> Result<(), ApiError> {
             "Invalid value: must have exactly one version marked as storage version".to_string(),
         ));
     }
-    for (i, ver) in versions.into_iter().flatten().enumerate() {
-        if let Some(schema) = ver.pointer("/schema/openAPIV3Schema")
-            && let Err(why) = check_schema(schema, 0)
-        {
-            causes.push((
+    // kube-apiserver validates one schema when every version has the same (the conversion
+    // to its internal form moves it to `spec.validation`), else each version's.
+    let all = versions.map(Vec::as_slice).unwrap_or_default();
+    let shared = all.len() > 1
+        && all
+            .windows(2)
+            .all(|w| w[0].get("schema") == w[1].get("schema"));
+    for (i, ver) in all.iter().enumerate() {
+        let Some(schema) = ver.pointer("/schema/openAPIV3Schema") else {
+            continue;
+        };
+        let at = if shared || all.len() == 1 {
+            "spec.validation.openAPIV3Schema".to_string()
+        } else {
+            format!("spec.versions[{i}].schema.openAPIV3Schema")
+        };
+        match check_schema(schema, 0) {
+            Err(why) => causes.push((
                 format!("spec.versions[{i}].schema.openAPIV3Schema"),
                 "FieldValueInvalid".into(),
                 format!("Invalid value: {why}"),
-            ));
+            )),
+            Ok(()) if !shared || i == 0 => causes.extend(cost::check(schema, &at)),
+            Ok(()) => {}
         }
     }
     if !causes.is_empty() {
@@ -567,6 +582,7 @@ pub(crate) fn apply_schema(
 }
 
 mod combinators;
+mod cost;
 mod formats;
 mod rules;
 mod values;

@@ -13,8 +13,9 @@
 //! instead (validation ratcheting).
 //!
 //! Rules are compiled once (the `cel` crate, with cel-go's strings library as Kubernetes has
-//! it) and cached. What is not evaluated as kube-apiserver evaluates it: the cost budget, the
-//! type check when the CRD is created, Kubernetes' own CEL libraries (`quantity`, `url`,
+//! it) and cached; their estimated cost is checked when the CRD is written (`cost`). What is
+//! not evaluated as kube-apiserver evaluates it: the runtime cost budget, the type check when
+//! the CRD is created, two-variable comprehensions (`all(k, v, ...)`), Kubernetes' own CEL libraries (`quantity`, `url`,
 //! `isSorted`, `ip`, ...), `duration`/`timestamp` and formats as typed values, rules under
 //! `allOf`, and `optionalOldSelf` (such rules are evaluated only with an old value).
 
@@ -369,6 +370,11 @@ fn child(path: &str, k: &str) -> String {
     } else {
         format!("{path}.{k}")
     }
+}
+
+/// The compiled `rule`, `None` when it does not compile.
+pub(super) fn compiled(rule: &str) -> Option<Arc<Program>> {
+    compile(rule).ok()
 }
 
 /// The compiled `rule`, from the cache if it was compiled before.

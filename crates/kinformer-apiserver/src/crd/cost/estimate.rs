@@ -1,0 +1,439 @@
+//! The worst-case cost of one CEL expression, as cel-go's static estimator (`checker/cost.go`)
+//! computes it with Kubernetes' size estimator and function costs (`library/cost.go`): each
+//! identifier and field selection costs 1, each call its function's cost (most 1, string
+//! functions a tenth of the string's length, regular expressions more), and a comprehension
+//! (`all`, `exists`, `map`, ...) its body times the largest size its range may have. Sizes come
+//! from the schema (a field's `maxLength`, `maxItems`, ...), from literals, and from what a
+//! function returns; a value of no known size is taken as unbounded.
+//!
+//! There is no type checker here: the types that choose an operator's cost (a string against
+//! a number, a list against a map) come from the schema, literals and function results, and
+//! a value of unknown type costs what the dearest of its operator's overloads would.
+
+use cel::common::ast::{CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr, LiteralValue};
+
+use super::{Kind, Node, literal_size};
+
+mod functions;
+
+/// A size: characters of a string, items of a list, entries of a map.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Size {
+    pub(super) min: u64,
+    pub(super) max: u64,
+}
+
+const UNKNOWN: Size = Size {
+    min: 0,
+    max: u64::MAX,
+};
+const ONE: Size = Size { min: 1, max: 1 };
+
+/// Functions called through a namespace (`strings.quote(s)`, `format.dns1123Label()`).
+const NAMESPACES: [&str; 8] = [
+    "strings", "lists", "sets", "math", "format", "ip", "cidr", "base64",
+];
+
+/// `ceil(x × f)` in f64, saturating, as cel-go's `multiplyByCostFactor`.
+fn factor(x: u64, f: f64) -> u64 {
+    let xf = x as f64;
+    if xf > 0.0 && f > 0.0 && xf > 18_446_744_073_709_551_616.0 / f {
+        return u64::MAX;
+    }
+    let c = (xf * f).ceil();
+    if c >= 18_446_744_073_709_551_616.0 {
+        u64::MAX
+    } else {
+        c as u64
+    }
+}
+
+/// A tenth of `x`, rounded up: the cost of traversing a string of `x` characters.
+fn tenth(x: u64) -> u64 {
+    factor(x, 0.1)
+}
+
+/// A value's type, as far as costs need it.
+#[derive(Clone, Debug, PartialEq)]
+enum Ty {
+    Str,
+    Bytes,
+    Int,
+    Uint,
+    Double,
+    Bool,
+    Null,
+    Duration,
+    Timestamp,
+    Type,
+    /// A quantity, URL, IP, CIDR, semver or format: compared for a constant cost.
+    Lib,
+    List(Box<Ty>),
+    Map(Box<Ty>),
+    Object,
+    Dyn,
+}
+
+impl Ty {
+    fn of(node: Node<'_>, depth: usize) -> Ty {
+        match node.kind() {
+            Some(Kind::Str) => Ty::Str,
+            Some(Kind::Bytes) => Ty::Bytes,
+            Some(Kind::Int) => Ty::Int,
+            Some(Kind::Double) => Ty::Double,
+            Some(Kind::Bool) => Ty::Bool,
+            Some(Kind::Duration) => Ty::Duration,
+            Some(Kind::Timestamp) => Ty::Timestamp,
+            Some(Kind::List) if depth < 32 => Ty::List(Box::new(
+                node.items().map_or(Ty::Dyn, |i| Ty::of(i, depth + 1)),
+            )),
+            Some(Kind::Map) if depth < 32 => Ty::Map(Box::new(
+                node.values().map_or(Ty::Dyn, |v| Ty::of(v, depth + 1)),
+            )),
+            Some(Kind::Object) => Ty::Object,
+            _ => Ty::Dyn,
+        }
+    }
+
+    /// The size every value of a scalar type has.
+    fn scalar(&self) -> bool {
+        matches!(
+            self,
+            Ty::Bool | Ty::Double | Ty::Duration | Ty::Int | Ty::Timestamp | Ty::Uint
+        )
+    }
+
+    fn string_like(&self) -> bool {
+        matches!(self, Ty::Str | Ty::Bytes | Ty::Dyn)
+    }
+
+    fn elem(&self) -> Ty {
+        match self {
+            Ty::List(t) | Ty::Map(t) => (**t).clone(),
+            _ => Ty::Dyn,
+        }
+    }
+}
+
+/// An expression estimated: its cost, type, the schema node it reads (its path, in cel-go's
+/// terms) and the size computed for it, if any.
+#[derive(Clone, Debug)]
+struct E<'a> {
+    cost: u64,
+    ty: Ty,
+    at: Option<Node<'a>>,
+    size: Option<Size>,
+    /// The value of a non-negative integer literal.
+    int: Option<u64>,
+}
+
+impl<'a> E<'a> {
+    fn value(cost: u64, ty: Ty) -> Self {
+        E {
+            cost,
+            ty,
+            at: None,
+            size: None,
+            int: None,
+        }
+    }
+
+    fn sized(mut self, size: Size) -> Self {
+        self.size = Some(size);
+        self
+    }
+}
+
+/// Estimates expressions written on one schema node (`self`).
+pub(crate) struct Estimator<'a> {
+    root: Node<'a>,
+    locals: Vec<(String, E<'a>)>,
+}
+
+impl<'a> Estimator<'a> {
+    pub(crate) fn new(root: Node<'a>) -> Self {
+        Estimator {
+            root,
+            locals: Vec::new(),
+        }
+    }
+
+    /// The expression's worst-case cost.
+    pub(crate) fn cost(&mut self, e: &IdedExpr) -> u64 {
+        self.expr(e, 0).cost
+    }
+
+    fn size(&self, e: &E<'a>) -> Size {
+        if let Some(s) = e.size {
+            return s;
+        }
+        if let Some(n) = e.at {
+            return Size {
+                min: 0,
+                max: n.max_elements(),
+            };
+        }
+        if e.ty.scalar() { ONE } else { UNKNOWN }
+    }
+
+    fn expr(&mut self, e: &IdedExpr, depth: usize) -> E<'a> {
+        if depth > 200 {
+            return E::value(u64::MAX, Ty::Dyn);
+        }
+        let d = depth + 1;
+        match &e.expr {
+            Expr::Literal(l) => {
+                let ty = match l {
+                    LiteralValue::Boolean(_) => Ty::Bool,
+                    LiteralValue::Bytes(_) => Ty::Bytes,
+                    LiteralValue::Double(_) => Ty::Double,
+                    LiteralValue::Int(_) => Ty::Int,
+                    LiteralValue::UInt(_) => Ty::Uint,
+                    LiteralValue::Null => Ty::Null,
+                    LiteralValue::String(_) => Ty::Str,
+                };
+                let n = literal_size(l);
+                let mut out = E::value(0, ty).sized(Size { min: n, max: n });
+                if let LiteralValue::Int(i) = l {
+                    out.int = u64::try_from(*i.inner()).ok();
+                }
+                out
+            }
+            Expr::Ident(name) => self.ident(name),
+            Expr::Select(s) => {
+                let op = self.expr(&s.operand, d);
+                if s.test {
+                    return E::value(op.cost, Ty::Bool);
+                }
+                let extra = u64::from(matches!(op.ty, Ty::Object | Ty::Map(_)));
+                let at = match (&op.ty, op.at) {
+                    (Ty::Object, Some(n)) => n.field(&s.field),
+                    _ => None,
+                };
+                let ty = match (&op.ty, at) {
+                    (_, Some(n)) => Ty::of(n, 0),
+                    (Ty::Map(v), None) => (**v).clone(),
+                    _ => Ty::Dyn,
+                };
+                E {
+                    at,
+                    ..E::value(op.cost.saturating_add(extra), ty)
+                }
+            }
+            Expr::List(l) => {
+                let mut cost: u64 = 10;
+                let mut elem = None;
+                for x in &l.elements {
+                    let x = self.expr(x, d);
+                    cost = cost.saturating_add(x.cost);
+                    elem.get_or_insert(x.ty);
+                }
+                let n = l.elements.len() as u64;
+                E::value(cost, Ty::List(Box::new(elem.unwrap_or(Ty::Dyn))))
+                    .sized(Size { min: n, max: n })
+            }
+            Expr::Map(m) => {
+                let mut cost: u64 = 30;
+                let mut val = None;
+                for entry in &m.entries {
+                    if let EntryExpr::MapEntry(me) = &entry.expr {
+                        let k = self.expr(&me.key, d);
+                        let v = self.expr(&me.value, d);
+                        cost = cost.saturating_add(k.cost).saturating_add(v.cost);
+                        val.get_or_insert(v.ty);
+                    }
+                }
+                let n = m.entries.len() as u64;
+                E::value(cost, Ty::Map(Box::new(val.unwrap_or(Ty::Dyn))))
+                    .sized(Size { min: n, max: n })
+            }
+            Expr::Struct(s) => {
+                let mut cost: u64 = 40;
+                for entry in &s.entries {
+                    if let EntryExpr::StructField(f) = &entry.expr {
+                        cost = cost.saturating_add(self.expr(&f.value, d).cost);
+                    }
+                }
+                E::value(cost, Ty::Dyn)
+            }
+            Expr::Comprehension(c) => self.comprehension(c, d),
+            Expr::Call(c) => self.call(c, d),
+            Expr::Unspecified => E::value(0, Ty::Dyn),
+        }
+    }
+
+    fn ident(&self, name: &str) -> E<'a> {
+        if let Some((_, local)) = self.locals.iter().rev().find(|(n, _)| n == name) {
+            let mut v = local.clone();
+            v.cost = 1;
+            return v;
+        }
+        // `self` and `oldSelf` read the rule's node; so, in cel-go's size estimator, does any
+        // other name (a type such as `int`), whose size is looked up from the root.
+        let ty = match name {
+            "self" | "oldSelf" => Ty::of(self.root, 0),
+            _ => Ty::Type,
+        };
+        E {
+            at: Some(self.root),
+            ..E::value(1, ty)
+        }
+    }
+
+    fn comprehension(&mut self, c: &ComprehensionExpr, d: usize) -> E<'a> {
+        let range = self.expr(&c.iter_range, d);
+        let init = self.expr(&c.accu_init, d);
+        let n = self.size(&range).max;
+        let (first, second) = self.iteration(&range);
+        let mark = self.locals.len();
+        match &c.iter_var2 {
+            Some(v2) => {
+                self.locals.push((c.iter_var.clone(), first));
+                self.locals.push((v2.clone(), second));
+            }
+            // One variable: a list's items, a map's keys.
+            None if matches!(range.ty, Ty::Map(_)) => {
+                self.locals.push((c.iter_var.clone(), first));
+            }
+            None => self.locals.push((c.iter_var.clone(), second)),
+        }
+        self.locals
+            .push((c.accu_var.clone(), E::value(1, init.ty.clone())));
+        let cond = self.expr(&c.loop_cond, d);
+        let step = self.expr(&c.loop_step, d);
+        let accu_ty = match (&init.ty, &step.ty) {
+            (Ty::List(_), Ty::List(_)) => step.ty.clone(),
+            (t, _) => t.clone(),
+        };
+        if let Some(last) = self.locals.last_mut() {
+            last.1 = E::value(1, accu_ty);
+        }
+        let result = self.expr(&c.result, d);
+        self.locals.truncate(mark);
+        let body = cond.cost.saturating_add(step.cost);
+        let cost = range
+            .cost
+            .saturating_add(init.cost)
+            .saturating_add(result.cost)
+            .saturating_add(n.saturating_mul(body));
+        let mut out = E::value(cost, result.ty);
+        if matches!(init.ty, Ty::List(_)) {
+            out.size = Some(self.size(&range));
+        }
+        out
+    }
+
+    /// What a comprehension's variables read: a list's indices and items, a map's keys and
+    /// values. Items and keys read the range's schema, or, when the range is no schema value,
+    /// the root (cel-go's size estimator drops the first step of their path).
+    fn iteration(&self, range: &E<'a>) -> (E<'a>, E<'a>) {
+        match &range.ty {
+            Ty::Map(v) => (
+                E {
+                    at: Some(range.at.map_or(self.root, |_| Node::key())),
+                    ..E::value(1, Ty::Str)
+                },
+                E {
+                    at: range.at.and_then(|n| n.values()),
+                    ..E::value(1, (**v).clone())
+                },
+            ),
+            ty => (
+                E::value(1, Ty::Int),
+                E {
+                    at: range.at.map_or(Some(self.root), |n| n.items()),
+                    ..E::value(1, ty.elem())
+                },
+            ),
+        }
+    }
+
+    /// `range.all(i, v, p)` and its kin (cel-go's two-variable comprehensions, which the
+    /// `cel` crate parses as calls): the comprehension their macro would expand to.
+    fn two_variables(
+        &mut self,
+        name: &str,
+        range: E<'a>,
+        v1: &str,
+        v2: &str,
+        predicate: &IdedExpr,
+        d: usize,
+    ) -> E<'a> {
+        let n = self.size(&range).max;
+        let (first, second) = self.iteration(&range);
+        let mark = self.locals.len();
+        self.locals.push((v1.to_string(), first));
+        self.locals.push((v2.to_string(), second));
+        let p = self.expr(predicate, d).cost;
+        self.locals.truncate(mark);
+        // (accumulator's start and result, the loop's condition, its step beyond `p`)
+        let (fixed, cond, step) = match name {
+            "all" => (1, 2, 1),
+            "exists" => (1, 3, 1),
+            _ => (2, 0, 2),
+        };
+        let body = p.saturating_add(cond + step);
+        E::value(
+            range
+                .cost
+                .saturating_add(fixed)
+                .saturating_add(n.saturating_mul(body)),
+            Ty::Bool,
+        )
+    }
+
+    fn call(&mut self, c: &CallExpr, d: usize) -> E<'a> {
+        // `strings.quote(s)`: a namespaced function, not a method of a variable `strings`.
+        let namespaced = match c.target.as_deref().map(|t| &t.expr) {
+            Some(Expr::Ident(ns))
+                if NAMESPACES.contains(&ns.as_str())
+                    && !self.locals.iter().any(|(n, _)| n == ns) =>
+            {
+                Some(format!("{ns}.{}", c.func_name))
+            }
+            _ => None,
+        };
+        let (name, target) = match namespaced {
+            Some(n) => (n, None),
+            None => (
+                c.func_name.clone(),
+                c.target.as_deref().map(|t| self.expr(t, d)),
+            ),
+        };
+        if let (Some(range), [Expr::Ident(v1), Expr::Ident(v2), _]) = (
+            &target,
+            c.args
+                .iter()
+                .map(|a| &a.expr)
+                .collect::<Vec<_>>()
+                .as_slice(),
+        ) && matches!(name.as_str(), "all" | "exists" | "exists_one" | "existsOne")
+        {
+            return self.two_variables(&name, range.clone(), v1, v2, &c.args[2], d);
+        }
+        if name == "_&&_" || name == "_||_" {
+            let cost = c
+                .args
+                .iter()
+                .fold(0u64, |acc, a| acc.saturating_add(self.expr(a, d).cost));
+            return E::value(cost, Ty::Bool);
+        }
+        if name == "_?_:_" && c.args.len() == 3 {
+            let cond = self.expr(&c.args[0], d);
+            let t = self.expr(&c.args[1], d);
+            let f = self.expr(&c.args[2], d);
+            let (ts, fs) = (self.size(&t), self.size(&f));
+            let ty = if t.ty == f.ty { t.ty } else { Ty::Dyn };
+            return E::value(cond.cost.saturating_add(t.cost.max(f.cost)), ty).sized(Size {
+                min: ts.min.min(fs.min),
+                max: ts.max.max(fs.max),
+            });
+        }
+        let args: Vec<E<'a>> = c.args.iter().map(|a| self.expr(a, d)).collect();
+        let args_cost = args.iter().fold(0u64, |acc, a| acc.saturating_add(a.cost));
+        let tgt_cost = target.as_ref().map_or(0, |t| t.cost);
+        let mut out = self.function(&name, target.as_ref(), &args);
+        out.cost = out.cost.saturating_add(args_cost).saturating_add(tgt_cost);
+        out
+    }
+}
