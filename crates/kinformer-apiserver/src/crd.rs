@@ -146,7 +146,7 @@ pub(crate) fn prepare(obj: &mut Map<String, Value>) -> Result<(), ApiError> {
                 "FieldValueInvalid".into(),
                 format!("Invalid value: {why}"),
             )),
-            Ok(()) if !shared || i == 0 => causes.extend(cost::check(schema, &at)),
+            Ok(()) if !shared || i == 0 => causes.extend(rule_checks::check(schema, &at)),
             Ok(()) => {}
         }
     }
@@ -200,7 +200,7 @@ pub(crate) fn prepare(obj: &mut Map<String, Value>) -> Result<(), ApiError> {
 }
 
 /// Refuses schemas nested deeper than [`MAX_DEPTH`] (they would be walked for every object),
-/// and rules that do not compile.
+/// and `x-kubernetes-validations` that is not a list of objects.
 fn check_schema(schema: &Value, depth: usize) -> Result<(), String> {
     if depth > MAX_DEPTH {
         return Err(format!("schema nested deeper than {MAX_DEPTH} levels"));
@@ -208,7 +208,7 @@ fn check_schema(schema: &Value, depth: usize) -> Result<(), String> {
     let Value::Object(m) = schema else {
         return Err("a schema must be an object".into());
     };
-    rules::check_compiles(m)?;
+    rules::check_shape(m)?;
     for key in ["properties", "patternProperties"] {
         if let Some(Value::Object(props)) = m.get(key) {
             for p in props.values() {
@@ -584,6 +584,7 @@ pub(crate) fn apply_schema(
 mod combinators;
 mod cost;
 mod formats;
+mod rule_checks;
 mod rules;
 mod values;
 

@@ -6,30 +6,29 @@
 //! comes from the schema's bounds: a string without `maxLength`, a list without `maxItems`, a
 //! map without `maxProperties` is taken to be as large as a 3 MiB request allows.
 //!
-//! The same walk refuses a transition rule (`oldSelf`) under the items of a list that is not a
-//! `x-kubernetes-list-type: map`, where there is no old value to pair a new one with.
+//! The walk over a schema's rules that applies these limits is `rule_checks`.
 
 use std::sync::LazyLock;
 
-use cel::common::ast::{Expr, IdedExpr, LiteralValue};
-use serde_json::{Map, Value, json};
+use cel::common::ast::LiteralValue;
+use serde_json::{Value, json};
 
-use super::{Cause, MAX_DEPTH};
+use super::MAX_DEPTH;
 
 mod estimate;
 #[cfg(test)]
 mod tests;
 
-use estimate::Estimator;
+pub(super) use estimate::{Estimator, Outcome};
 
 /// kube-apiserver's `StaticEstimatedCostLimit`: one expression, times its cardinality.
-const RULE_LIMIT: u64 = 10_000_000;
+pub(super) const RULE_LIMIT: u64 = 10_000_000;
 /// kube-apiserver's `StaticEstimatedCRDCostLimit`: every expression of one schema.
-const TOTAL_LIMIT: u64 = 100_000_000;
+pub(super) const TOTAL_LIMIT: u64 = 100_000_000;
 /// The largest request body, which bounds what a schema leaves unbounded.
 const MAX_REQUEST: u64 = 3 * 1024 * 1024;
 /// The expressions named when the total is exceeded (the most costly, at least 1% of it).
-const MOST_EXPENSIVE: usize = 4;
+pub(super) const MOST_EXPENSIVE: usize = 4;
 
 const TRY: &str = "(try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)";
 
@@ -58,6 +57,62 @@ fn uint(m: &Value, k: &str) -> Option<u64> {
         .map(|n| u64::try_from(n).unwrap_or(0))
 }
 
+/// CEL's reserved words, which a property's name is escaped from (`__namespace__`).
+const RESERVED: [&str; 21] = [
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
+];
+
+/// The name CEL gives a property (kube-apiserver's `cel.Escape`): `__dash__` for `-`,
+/// `__dot__` for `.`, `__slash__` for `/`, `__underscores__` for `__`, `__in__` for the
+/// reserved `in`; `None` when the name cannot be escaped (it starts with a digit or holds
+/// another character), and CEL does not see the property.
+pub(super) fn escape(name: &str) -> Option<String> {
+    if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    if RESERVED.contains(&name) {
+        return Some(format!("__{name}__"));
+    }
+    let mut out = String::with_capacity(name.len());
+    let mut rest = name;
+    while let Some(c) = rest.chars().next() {
+        if let Some(r) = rest.strip_prefix("__") {
+            out.push_str("__underscores__");
+            rest = r;
+            continue;
+        }
+        match c {
+            '.' => out.push_str("__dot__"),
+            '-' => out.push_str("__dash__"),
+            '/' => out.push_str("__slash__"),
+            c if c.is_ascii_alphanumeric() || c == '_' => out.push(c),
+            _ => return None,
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    Some(out)
+}
+
 /// What CEL makes of a schema node (kube-apiserver's `SchemaDeclType`).
 #[derive(Clone, Copy, PartialEq, Debug)]
 pub(super) enum Kind {
@@ -81,8 +136,15 @@ impl<'a> Node<'a> {
     }
 
     fn of(schema: &'a Value) -> Self {
-        let root = schema.get("x-kubernetes-embedded-resource") == Some(&Value::Bool(true));
-        Node { schema, root }
+        Node {
+            schema,
+            root: Node::is_embedded(schema),
+        }
+    }
+
+    /// Whether a schema is an embedded resource's (whose root CEL sees as a resource's).
+    pub(super) fn is_embedded(schema: &Value) -> bool {
+        schema.get("x-kubernetes-embedded-resource") == Some(&Value::Bool(true))
     }
 
     /// The node's CEL type; `None` for a node CEL does not see.
@@ -149,7 +211,11 @@ impl<'a> Node<'a> {
                 _ => {}
             }
         }
-        let child = Node::of(props?.get(name)?);
+        // CEL names a property by its escaped name (`my__dash__field` for `my-field`).
+        let (_, p) = props?
+            .iter()
+            .find(|(k, _)| escape(k).as_deref() == Some(name))?;
+        let child = Node::of(p);
         child.kind().map(|_| child)
     }
 
@@ -240,7 +306,7 @@ impl<'a> Node<'a> {
 
 /// How many values of a node a rule may meet in one object: the product of the bounds of
 /// the lists and maps above it, `None` when one of them is unbounded.
-fn child_cardinality(parent: &Value, card: Option<u64>) -> Option<u64> {
+pub(super) fn child_cardinality(parent: &Value, card: Option<u64>) -> Option<u64> {
     let n = match str_of(parent, "type") {
         "object" if parent.get("additionalProperties").is_some() => uint(parent, "maxProperties")?,
         "array" => uint(parent, "maxItems")?,
@@ -249,13 +315,19 @@ fn child_cardinality(parent: &Value, card: Option<u64>) -> Option<u64> {
     card.map(|c| guarded_product(c, n))
 }
 
+/// How many values a rule on `node` may meet when a list or map above it is unbounded: as
+/// many of its smallest value as a request holds (kube-apiserver's `maxCardinality`).
+pub(super) fn fallback_cardinality(node: Node<'_>) -> u64 {
+    MAX_REQUEST / (node.min_size(0) + 1)
+}
+
 /// kube-apiserver's `multiplyWithOverflowGuard`.
-fn guarded_product(a: u64, b: u64) -> u64 {
+pub(super) fn guarded_product(a: u64, b: u64) -> u64 {
     a.saturating_mul(b)
 }
 
 /// kube-apiserver's "exceeds budget by factor of" text.
-fn over_budget(what: &str, cost: u64, limit: u64) -> String {
+pub(super) fn over_budget(what: &str, cost: u64, limit: u64) -> String {
     let f = cost as f64 / limit as f64;
     let factor = if f > 100.0 {
         "more than 100x".to_string()
@@ -265,198 +337,6 @@ fn over_budget(what: &str, cost: u64, limit: u64) -> String {
         format!("{f:.1}x")
     };
     format!("{what} exceeds budget by factor of {factor} {TRY}")
-}
-
-struct Walk {
-    causes: Vec<Cause>,
-    total: u64,
-    most_expensive: Vec<(String, u64)>,
-}
-
-impl Walk {
-    fn observe(&mut self, path: &str, cost: u64) {
-        self.total = self.total.saturating_add(cost);
-        if cost >= TOTAL_LIMIT / 100 {
-            self.most_expensive.push((path.to_string(), cost));
-            self.most_expensive.sort_by_key(|e| std::cmp::Reverse(e.1));
-            self.most_expensive.truncate(MOST_EXPENSIVE);
-        }
-    }
-
-    fn forbidden(&mut self, path: String, message: String) {
-        self.causes.push((
-            path,
-            "FieldValueForbidden".into(),
-            format!("Forbidden: {message}"),
-        ));
-    }
-
-    fn node(
-        &mut self,
-        schema: &Value,
-        root: bool,
-        path: &str,
-        card: Option<u64>,
-        uncorrelatable: Option<&str>,
-        depth: usize,
-    ) {
-        if depth > MAX_DEPTH {
-            return;
-        }
-        let Value::Object(m) = schema else {
-            return;
-        };
-        if let Some(Value::Object(props)) = m.get("properties") {
-            for (k, p) in props {
-                let at = format!("{path}.properties[{k}]");
-                let card = child_cardinality(schema, card);
-                self.node(p, false, &at, card, uncorrelatable, depth + 1);
-            }
-        }
-        if let Some(v @ Value::Object(_)) = m.get("additionalProperties") {
-            let at = format!("{path}.additionalProperties");
-            let card = child_cardinality(schema, card);
-            self.node(v, false, &at, card, uncorrelatable, depth + 1);
-        }
-        if let Some(v @ Value::Object(_)) = m.get("items") {
-            let at = format!("{path}.items");
-            let card = child_cardinality(schema, card);
-            let keyed = str_of(schema, "x-kubernetes-list-type") == "map";
-            let unc = uncorrelatable.or((!keyed).then_some(path));
-            self.node(v, false, &at, card, unc, depth + 1);
-        }
-        self.rules(
-            m,
-            Node::new(schema, root || Node::of(schema).root),
-            path,
-            card,
-            uncorrelatable,
-        );
-    }
-
-    fn rules(
-        &mut self,
-        m: &Map<String, Value>,
-        node: Node<'_>,
-        path: &str,
-        card: Option<u64>,
-        uncorrelatable: Option<&str>,
-    ) {
-        let Some(Value::Array(rules)) = m.get("x-kubernetes-validations") else {
-            return;
-        };
-        if node.kind().is_none() {
-            return;
-        }
-        let card = card.unwrap_or_else(|| MAX_REQUEST / (node.min_size(0) + 1));
-        for (i, rule) in rules.iter().enumerate() {
-            let at = format!("{path}.x-kubernetes-validations[{i}]");
-            let text = str_of(rule, "rule");
-            let Some(program) = super::rules::compiled(text) else {
-                continue;
-            };
-            let cost = guarded_product(Estimator::new(node).cost(program.expression()), card);
-            if cost > RULE_LIMIT {
-                self.forbidden(
-                    format!("{at}.rule"),
-                    over_budget("estimated rule cost", cost, RULE_LIMIT),
-                );
-            }
-            self.observe(&format!("{at}.rule"), cost);
-            let message = str_of(rule, "messageExpression");
-            if !message.is_empty()
-                && let Some(program) = super::rules::compiled(message)
-            {
-                let cost = Estimator::new(node).cost(program.expression());
-                if cost > RULE_LIMIT {
-                    self.forbidden(
-                        format!("{at}.messageExpression"),
-                        over_budget("estimated messageExpression cost", cost, RULE_LIMIT),
-                    );
-                }
-                self.observe(&format!("{at}.messageExpression"), cost);
-            }
-            if let Some(within) = uncorrelatable
-                && uses_old_self(program.expression())
-            {
-                self.causes.push((
-                    format!("{at}.rule"),
-                    "FieldValueInvalid".into(),
-                    format!(
-                        "Invalid value: {text:?}: oldSelf cannot be used on the uncorrelatable portion of the schema within {within}"
-                    ),
-                ));
-            }
-        }
-    }
-}
-
-/// Checks the rules of one schema (a CRD version's, or the one all its versions share) whose
-/// place in the CRD is `path` (`spec.validation.openAPIV3Schema` or
-/// `spec.versions[i].schema.openAPIV3Schema`): each rule's and message expression's cost,
-/// their total, and transition rules where no old value can be paired.
-pub(super) fn check(schema: &Value, path: &str) -> Vec<Cause> {
-    let mut walk = Walk {
-        causes: Vec::new(),
-        total: 0,
-        most_expensive: Vec::new(),
-    };
-    walk.node(schema, true, path, Some(1), None, 0);
-    if walk.total > TOTAL_LIMIT {
-        for (at, _) in std::mem::take(&mut walk.most_expensive) {
-            walk.forbidden(
-                at,
-                "contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema".into(),
-            );
-        }
-        let total = walk.total;
-        walk.forbidden(
-            path.to_string(),
-            over_budget(
-                "x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema",
-                total,
-                TOTAL_LIMIT,
-            ),
-        );
-    }
-    walk.causes
-}
-
-/// Whether an expression names `oldSelf` (outside a comprehension binding it).
-fn uses_old_self(e: &IdedExpr) -> bool {
-    fn any(e: &IdedExpr, depth: usize) -> bool {
-        if depth > 200 {
-            return false;
-        }
-        let d = depth + 1;
-        match &e.expr {
-            Expr::Ident(n) => n == "oldSelf",
-            Expr::Call(c) => {
-                c.target.as_deref().is_some_and(|t| any(t, d)) || c.args.iter().any(|a| any(a, d))
-            }
-            Expr::Select(s) => any(&s.operand, d),
-            Expr::List(l) => l.elements.iter().any(|x| any(x, d)),
-            Expr::Map(m) => m.entries.iter().any(|x| match &x.expr {
-                cel::common::ast::EntryExpr::MapEntry(me) => any(&me.key, d) || any(&me.value, d),
-                cel::common::ast::EntryExpr::StructField(f) => any(&f.value, d),
-            }),
-            Expr::Struct(s) => s.entries.iter().any(|x| match &x.expr {
-                cel::common::ast::EntryExpr::MapEntry(me) => any(&me.key, d) || any(&me.value, d),
-                cel::common::ast::EntryExpr::StructField(f) => any(&f.value, d),
-            }),
-            Expr::Comprehension(c) => [
-                &c.iter_range,
-                &c.accu_init,
-                &c.loop_cond,
-                &c.loop_step,
-                &c.result,
-            ]
-            .into_iter()
-            .any(|x| any(x, d)),
-            Expr::Literal(_) | Expr::Unspecified => false,
-        }
-    }
-    any(e, 0)
 }
 
 /// A literal's size: characters of a string, bytes of bytes, 1 for anything else.

@@ -13,9 +13,10 @@
 //! instead (validation ratcheting).
 //!
 //! Rules are compiled once (the `cel` crate, with cel-go's strings library as Kubernetes has
-//! it) and cached; their estimated cost is checked when the CRD is written (`cost`). What is
-//! not evaluated as kube-apiserver evaluates it: the runtime cost budget, the type check when
-//! the CRD is created, two-variable comprehensions (`all(k, v, ...)`), Kubernetes' own CEL libraries (`quantity`, `url`,
+//! it) and cached; what kube-apiserver checks of them when the CRD is written (syntax, types,
+//! the estimated cost) is `rule_checks`. Properties are read by the names CEL gives them
+//! (`my__dash__field` for `my-field`). What is not evaluated as kube-apiserver evaluates it:
+//! the runtime cost budget, two-variable comprehensions (`all(k, v, ...)`), Kubernetes' own CEL libraries (`quantity`, `url`,
 //! `isSorted`, `ip`, ...), `duration`/`timestamp` and formats as typed values, rules under
 //! `allOf`, and `optionalOldSelf` (such rules are evaluated only with an old value).
 
@@ -102,10 +103,9 @@ pub(super) fn blocked(causes: &[Cause]) -> Option<Cause> {
         })
 }
 
-/// Refuses a schema node whose rules or message expressions do not compile, as
-/// kube-apiserver refuses the CRD (its words name the whole path and the rule's struct; ours
-/// name the rule's place in the node).
-pub(super) fn check_compiles(sch: &Map<String, Value>) -> Result<(), String> {
+/// Refuses a schema node whose `x-kubernetes-validations` is not a list of objects (what is
+/// in the rules is checked by `rule_checks`, in kube-apiserver's words).
+pub(super) fn check_shape(sch: &Map<String, Value>) -> Result<(), String> {
     let Some(rules) = sch.get("x-kubernetes-validations") else {
         return Ok(());
     };
@@ -113,23 +113,8 @@ pub(super) fn check_compiles(sch: &Map<String, Value>) -> Result<(), String> {
         return Err("x-kubernetes-validations must be a list".into());
     };
     for (i, rule) in rules.iter().enumerate() {
-        let Value::Object(rule) = rule else {
+        if !rule.is_object() {
             return Err(format!("x-kubernetes-validations[{i}] must be an object"));
-        };
-        for key in ["rule", "messageExpression"] {
-            let text = str_of(rule, key);
-            if key == "rule" && text.trim().is_empty() {
-                return Err(format!(
-                    "x-kubernetes-validations[{i}].rule: Required value"
-                ));
-            }
-            if !text.is_empty()
-                && let Err(e) = compile(text)
-            {
-                return Err(format!(
-                    "x-kubernetes-validations[{i}].{key}: compilation failed: {e}"
-                ));
-            }
         }
     }
     Ok(())
@@ -373,8 +358,14 @@ fn child(path: &str, k: &str) -> String {
 }
 
 /// The compiled `rule`, `None` when it does not compile.
+#[cfg(test)]
 pub(super) fn compiled(rule: &str) -> Option<Arc<Program>> {
     compile(rule).ok()
+}
+
+/// The parsed `rule`, or the parser's words.
+pub(super) fn parsed(rule: &str) -> Result<Arc<Program>, String> {
+    compile(rule)
 }
 
 /// The compiled `rule`, from the cache if it was compiled before.
@@ -502,11 +493,17 @@ fn to_cel(schema: Option<&Value>, v: &Value, depth: usize) -> Cel {
             let additional = schema
                 .and_then(|s| s.get("additionalProperties"))
                 .filter(|a| a.is_object());
+            // An object's properties go by the names CEL gives them (`my__dash__field`); a
+            // map's keys as they are.
             let map = obj
                 .iter()
-                .map(|(k, x)| {
+                .filter_map(|(k, x)| {
                     let sub = props.and_then(|p| p.get(k)).or(additional);
-                    (Key::String(Arc::new(k.clone())), to_cel(sub, x, depth + 1))
+                    let name = match props {
+                        Some(_) if additional.is_none() => super::cost::escape(k)?,
+                        _ => k.clone(),
+                    };
+                    Some((Key::String(Arc::new(name)), to_cel(sub, x, depth + 1)))
                 })
                 .collect();
             Cel::Map(CelMap { map: Arc::new(map) })

@@ -6,15 +6,20 @@
 //! from the schema (a field's `maxLength`, `maxItems`, ...), from literals, and from what a
 //! function returns; a value of no known size is taken as unbounded.
 //!
-//! There is no type checker here: the types that choose an operator's cost (a string against
-//! a number, a list against a map) come from the schema, literals and function results, and
-//! a value of unknown type costs what the dearest of its operator's overloads would.
+//! The same walk is the type check kube-apiserver's compiler makes: the types that choose an
+//! operator's cost (a string against a number, a list against a map) come from the schema,
+//! literals and function results, and a value of unknown type costs what the dearest of its
+//! operator's overloads would. Where the types are certain, what cel-go's checker refuses is
+//! reported in its words: a field the schema does not declare, a name nothing declares, an
+//! operator between types it has no overload for (`types`). Where they are not (a value of
+//! `x-kubernetes-int-or-string`, what an unknown function returns), nothing is reported.
 
 use cel::common::ast::{CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr, LiteralValue};
 
 use super::{Kind, Node, literal_size};
 
 mod functions;
+mod types;
 
 /// A size: characters of a string, items of a list, entries of a map.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -30,8 +35,8 @@ const UNKNOWN: Size = Size {
 const ONE: Size = Size { min: 1, max: 1 };
 
 /// Functions called through a namespace (`strings.quote(s)`, `format.dns1123Label()`).
-const NAMESPACES: [&str; 8] = [
-    "strings", "lists", "sets", "math", "format", "ip", "cidr", "base64",
+const NAMESPACES: [&str; 9] = [
+    "strings", "lists", "sets", "math", "format", "ip", "cidr", "base64", "optional",
 ];
 
 /// `ceil(x × f)` in f64, saturating, as cel-go's `multiplyByCostFactor`.
@@ -148,6 +153,18 @@ impl<'a> E<'a> {
 pub(crate) struct Estimator<'a> {
     root: Node<'a>,
     locals: Vec<(String, E<'a>)>,
+    /// What the type check refused: the node's id and cel-go's words.
+    errors: Vec<(u64, String)>,
+}
+
+/// An expression checked and estimated.
+pub(crate) struct Outcome {
+    /// Its worst-case cost.
+    pub(crate) cost: u64,
+    /// What the type check refused: the node's id and cel-go's words, in the order found.
+    pub(crate) errors: Vec<(u64, String)>,
+    /// The type it evaluates to, when certain (`bool`, `int`, `string`, `list`, ...).
+    pub(crate) ty: Option<&'static str>,
 }
 
 impl<'a> Estimator<'a> {
@@ -155,12 +172,18 @@ impl<'a> Estimator<'a> {
         Estimator {
             root,
             locals: Vec::new(),
+            errors: Vec::new(),
         }
     }
 
-    /// The expression's worst-case cost.
-    pub(crate) fn cost(&mut self, e: &IdedExpr) -> u64 {
-        self.expr(e, 0).cost
+    /// Checks and estimates an expression.
+    pub(crate) fn run(mut self, e: &IdedExpr) -> Outcome {
+        let out = self.expr(e, 0);
+        Outcome {
+            cost: out.cost,
+            errors: self.errors,
+            ty: out.ty.name(),
+        }
     }
 
     fn size(&self, e: &E<'a>) -> Size {
@@ -199,17 +222,22 @@ impl<'a> Estimator<'a> {
                 }
                 out
             }
-            Expr::Ident(name) => self.ident(name),
+            Expr::Ident(name) => self.ident(e.id, name),
             Expr::Select(s) => {
                 let op = self.expr(&s.operand, d);
-                if s.test {
-                    return E::value(op.cost, Ty::Bool);
-                }
-                let extra = u64::from(matches!(op.ty, Ty::Object | Ty::Map(_)));
                 let at = match (&op.ty, op.at) {
                     (Ty::Object, Some(n)) => n.field(&s.field),
                     _ => None,
                 };
+                if at.is_none() && op.ty == Ty::Object && op.at.is_some() {
+                    self.errors
+                        .push((e.id, format!("undefined field '{}'", s.field)));
+                    return E::value(op.cost, Ty::Dyn);
+                }
+                if s.test {
+                    return E::value(op.cost, Ty::Bool);
+                }
+                let extra = u64::from(matches!(op.ty, Ty::Object | Ty::Map(_)));
                 let ty = match (&op.ty, at) {
                     (_, Some(n)) => Ty::of(n, 0),
                     (Ty::Map(v), None) => (**v).clone(),
@@ -257,16 +285,23 @@ impl<'a> Estimator<'a> {
                 E::value(cost, Ty::Dyn)
             }
             Expr::Comprehension(c) => self.comprehension(c, d),
-            Expr::Call(c) => self.call(c, d),
+            Expr::Call(c) => self.call(e.id, c, d),
             Expr::Unspecified => E::value(0, Ty::Dyn),
         }
     }
 
-    fn ident(&self, name: &str) -> E<'a> {
+    fn ident(&mut self, id: u64, name: &str) -> E<'a> {
         if let Some((_, local)) = self.locals.iter().rev().find(|(n, _)| n == name) {
             let mut v = local.clone();
             v.cost = 1;
             return v;
+        }
+        if !types::declared(name) {
+            self.errors.push((
+                id,
+                format!("undeclared reference to '{name}' (in container '')"),
+            ));
+            return E::value(1, Ty::Dyn);
         }
         // `self` and `oldSelf` read the rule's node; so, in cel-go's size estimator, does any
         // other name (a type such as `int`), whose size is looked up from the root.
@@ -382,7 +417,7 @@ impl<'a> Estimator<'a> {
         )
     }
 
-    fn call(&mut self, c: &CallExpr, d: usize) -> E<'a> {
+    fn call(&mut self, id: u64, c: &CallExpr, d: usize) -> E<'a> {
         // `strings.quote(s)`: a namespaced function, not a method of a variable `strings`.
         let namespaced = match c.target.as_deref().map(|t| &t.expr) {
             Some(Expr::Ident(ns))
@@ -411,29 +446,34 @@ impl<'a> Estimator<'a> {
         {
             return self.two_variables(&name, range.clone(), v1, v2, &c.args[2], d);
         }
-        if name == "_&&_" || name == "_||_" {
-            let cost = c
-                .args
-                .iter()
-                .fold(0u64, |acc, a| acc.saturating_add(self.expr(a, d).cost));
-            return E::value(cost, Ty::Bool);
-        }
-        if name == "_?_:_" && c.args.len() == 3 {
-            let cond = self.expr(&c.args[0], d);
-            let t = self.expr(&c.args[1], d);
-            let f = self.expr(&c.args[2], d);
-            let (ts, fs) = (self.size(&t), self.size(&f));
-            let ty = if t.ty == f.ty { t.ty } else { Ty::Dyn };
-            return E::value(cond.cost.saturating_add(t.cost.max(f.cost)), ty).sized(Size {
-                min: ts.min.min(fs.min),
-                max: ts.max.max(fs.max),
-            });
-        }
         let args: Vec<E<'a>> = c.args.iter().map(|a| self.expr(a, d)).collect();
-        let args_cost = args.iter().fold(0u64, |acc, a| acc.saturating_add(a.cost));
-        let tgt_cost = target.as_ref().map_or(0, |t| t.cost);
-        let mut out = self.function(&name, target.as_ref(), &args);
-        out.cost = out.cost.saturating_add(args_cost).saturating_add(tgt_cost);
+        let tys: Vec<&Ty> = args.iter().map(|a| &a.ty).collect();
+        let refused = types::overload_error(&name, target.as_ref().map(|t| &t.ty), &tys);
+        let mut out = match (name.as_str(), args.as_slice()) {
+            ("_&&_" | "_||_", _) => E::value(
+                args.iter().fold(0u64, |acc, a| acc.saturating_add(a.cost)),
+                Ty::Bool,
+            ),
+            ("_?_:_", [cond, t, f]) => {
+                let (ts, fs) = (self.size(t), self.size(f));
+                let ty = if t.ty == f.ty { t.ty.clone() } else { Ty::Dyn };
+                E::value(cond.cost.saturating_add(t.cost.max(f.cost)), ty).sized(Size {
+                    min: ts.min.min(fs.min),
+                    max: ts.max.max(fs.max),
+                })
+            }
+            _ => {
+                let args_cost = args.iter().fold(0u64, |acc, a| acc.saturating_add(a.cost));
+                let tgt_cost = target.as_ref().map_or(0, |t| t.cost);
+                let mut out = self.function(&name, target.as_ref(), &args);
+                out.cost = out.cost.saturating_add(args_cost).saturating_add(tgt_cost);
+                out
+            }
+        };
+        if let Some(message) = refused {
+            self.errors.push((id, message));
+            out.ty = Ty::Dyn;
+        }
         out
     }
 }

@@ -3,8 +3,9 @@
 
 use serde_json::{Value, json};
 
+use super::Node;
 use super::estimate::Estimator;
-use super::{Node, check};
+use crate::crd::rule_checks::check;
 
 /// A resource root with one field of each kind CEL sees.
 fn schema() -> Value {
@@ -43,7 +44,9 @@ fn schema() -> Value {
 
 fn cost_on(schema: &Value, root: bool, rule: &str) -> u64 {
     let program = super::super::rules::compiled(rule).expect(rule);
-    Estimator::new(Node::new(schema, root)).cost(program.expression())
+    Estimator::new(Node::new(schema, root))
+        .run(program.expression())
+        .cost
 }
 
 #[test]

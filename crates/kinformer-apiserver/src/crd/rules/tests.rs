@@ -248,24 +248,46 @@ fn schema_errors_that_block_rules_say_so_and_others_do_not() {
 
 #[test]
 fn rules_that_do_not_compile_refuse_the_schema_and_nothing_panics() {
-    let node = |rule: &str| json!({"x-kubernetes-validations": [{"rule": rule}]});
-    let check = |v: Value| check_compiles(v.as_object().unwrap());
-    assert!(check(node("self.a > 1")).is_ok());
-    let e = check(node("self +")).unwrap_err();
+    let node = |rule: &str| {
+        json!({"type": "object", "properties": {"a": {"type": "integer"}},
+               "x-kubernetes-validations": [{"rule": rule}]})
+    };
+    let check = |v: Value| crate::crd::rule_checks::check(&v, "p");
+    assert!(check(node("self.a > 1")).is_empty());
+    let e = check(node("self +"));
+    assert_eq!(e.len(), 1, "{e:?}");
+    assert_eq!(e[0].0, "p.x-kubernetes-validations[0].rule");
     assert!(
-        e.starts_with(
-            "x-kubernetes-validations[0].rule: compilation failed: ERROR: <input>:1:7: Syntax error"
+        e[0].2.starts_with(
+            "Invalid value: {\"Rule\":\"self +\",\"Message\":\"\",\"MessageExpression\":\"\",\"Reason\":null,\"FieldPath\":\"\",\"OptionalOldSelf\":null}: compilation failed: ERROR: <input>:1:7: Syntax error"
         ),
-        "{e}"
+        "{e:?}"
     );
-    assert!(check(node("")).is_err());
-    assert!(check(json!({"x-kubernetes-validations": "self"})).is_err());
+    assert_eq!(
+        check(node("")),
+        [(
+            "p.x-kubernetes-validations[0].rule".to_string(),
+            "FieldValueRequired".to_string(),
+            "Required value: rule is not specified".to_string()
+        )]
+    );
+    assert!(
+        check_shape(
+            json!({"x-kubernetes-validations": "self"})
+                .as_object()
+                .unwrap()
+        )
+        .is_err()
+    );
     let deep = format!("{}1{}", "(".repeat(10_000), ")".repeat(10_000));
-    assert!(check(node(&deep)).is_err());
-    assert!(check(node(&"a".repeat(MAX_RULE_BYTES + 1))).is_err());
-    let bad_expr =
-        json!({"x-kubernetes-validations": [{"rule": "true", "messageExpression": "'a' +"}]});
-    assert!(check(bad_expr).unwrap_err().contains("messageExpression"));
+    assert_eq!(check(node(&deep)).len(), 1);
+    assert_eq!(check(node(&"a".repeat(MAX_RULE_BYTES + 1))).len(), 1);
+    let mut bad_expr = node("true");
+    bad_expr["x-kubernetes-validations"][0]["messageExpression"] = json!("'a' +");
+    assert_eq!(
+        check(bad_expr)[0].0,
+        "p.x-kubernetes-validations[0].messageExpression"
+    );
     // a rule that fails at run time on odd values is a cause, not a crash
     let spec = json!({"type": "object", "properties": {
         "n": with_rules(json!({"type": "integer"}), json!([{"rule": "10 / self > 1"}, {"rule": "self"}]))
@@ -288,7 +310,7 @@ fn a_crd_whose_rule_does_not_compile_is_refused() {
                 "names": {"plural": "rulers", "kind": "Ruler"},
                 "versions": [{"name": "v1", "served": true, "storage": true,
                     "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                        "spec": with_rules(json!({"type": "object"}), json!([{"rule": rule}]))}}}}]}
+                        "spec": with_rules(json!({"type": "object", "properties": {"a": {"type": "integer"}}}), json!([{"rule": rule}]))}}}}]}
         })
         .as_object()
         .unwrap()
@@ -298,8 +320,36 @@ fn a_crd_whose_rule_does_not_compile_is_refused() {
     let e = crate::crd::prepare(&mut crd("self.a ==")).unwrap_err();
     assert_eq!(e.code, 422);
     assert!(
-        e.message.contains("spec.versions[0].schema.openAPIV3Schema: Invalid value: x-kubernetes-validations[0].rule: compilation failed: ERROR: <input>:1:10: Syntax error"),
+        e.message.contains("spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: {\"Rule\":\"self.a ==\",\"Message\":\"\",\"MessageExpression\":\"\",\"Reason\":null,\"FieldPath\":\"\",\"OptionalOldSelf\":null}: compilation failed: ERROR: <input>:1:10: Syntax error"),
         "{}",
         e.message
     );
+}
+
+#[test]
+fn properties_are_read_by_the_names_cel_gives_them() {
+    let spec = with_rules(
+        json!({"type": "object", "properties": {
+            "my-field": {"type": "string"}, "namespace": {"type": "string"},
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}}}}),
+        json!([
+            {"rule": "!has(self.my__dash__field) || self.my__dash__field == 'a'", "message": "dash"},
+            {"rule": "!has(self.__namespace__) || self.__namespace__ != 'x'", "message": "reserved"},
+            {"rule": "!has(self.labels) || !('my-key' in self.labels)", "message": "map keys as they are"},
+        ]),
+    );
+    assert!(
+        causes(
+            spec.clone(),
+            json!({"my-field": "a", "namespace": "y"}),
+            None
+        )
+        .is_empty()
+    );
+    let got = causes(
+        spec,
+        json!({"my-field": "b", "namespace": "x", "labels": {"my-key": "1"}}),
+        None,
+    );
+    assert_eq!(got.len(), 3, "{got:?}");
 }

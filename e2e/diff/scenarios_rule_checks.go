@@ -1,41 +1,33 @@
 package main
 
-// scCRDCost creates CRDs whose x-kubernetes-validations rules kube-apiserver estimates too
-// costly (strings, lists and maps without maxLength, maxItems or maxProperties, which it takes
+// scCRDRuleChecks creates CRDs whose x-kubernetes-validations rules kube-apiserver refuses
+// when the CRD is written: rules whose own fields are wrong (a message with a line break, an
+// unknown reason, a fieldPath naming no field), rules that do not compile (a syntax error, a
+// field the schema does not declare, a name nothing declares, an operator between types it has
+// no overload for, a rule that is not a bool, a message expression that is not a string), and
+// rules it estimates too costly (strings, lists and maps without maxLength, maxItems or maxProperties, which it takes
 // to be as large as a request allows), or whose total is too costly, or whose transition rule
 // (oldSelf) sits under the items of a list that is not a map list; and CRDs with the same
 // rules bounded, which are accepted. Each refused CRD has one rule (or rules whose errors come
 // out in one order), as kube-apiserver walks sibling properties in Go's map order.
-func scCRDCost(s *sc) {
+func scCRDRuleChecks(s *sc) {
 	group := "kc-" + s.run + ".example.com"
 	crds := "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
-	rule := func(r string, extra ...string) []any {
-		m := map[string]any{"rule": r}
-		for i := 0; i+1 < len(extra); i += 2 {
-			m[extra[i]] = extra[i+1]
-		}
-		return []any{m}
-	}
-	str := func(extra ...any) map[string]any {
-		m := map[string]any{"type": "string"}
+	// with sets pairs of keys and values on m.
+	with := func(m map[string]any, extra ...any) map[string]any {
 		for i := 0; i+1 < len(extra); i += 2 {
 			m[extra[i].(string)] = extra[i+1]
 		}
 		return m
 	}
+	r := func(rule string, extra ...any) map[string]any { return with(map[string]any{"rule": rule}, extra...) }
+	rule := func(text string, extra ...any) []any { return []any{r(text, extra...)} }
+	str := func(extra ...any) map[string]any { return with(map[string]any{"type": "string"}, extra...) }
 	list := func(items map[string]any, extra ...any) map[string]any {
-		m := map[string]any{"type": "array", "items": items}
-		for i := 0; i+1 < len(extra); i += 2 {
-			m[extra[i].(string)] = extra[i+1]
-		}
-		return m
+		return with(map[string]any{"type": "array", "items": items}, extra...)
 	}
 	object := func(props map[string]any, extra ...any) map[string]any {
-		m := map[string]any{"type": "object", "properties": props}
-		for i := 0; i+1 < len(extra); i += 2 {
-			m[extra[i].(string)] = extra[i+1]
-		}
-		return m
+		return with(map[string]any{"type": "object", "properties": props}, extra...)
 	}
 	crd := func(plural string, spec map[string]any, versions ...map[string]any) map[string]any {
 		vs := []any{map[string]any{
@@ -107,6 +99,47 @@ func scCRDCost(s *sc) {
 		"maxItems", 100, "x-kubernetes-list-type", "set"))
 	// Both: oldSelf under an unbounded list of unbounded strings.
 	refused("old-self-and-cost", "olds", tags(str("x-kubernetes-validations", rule("self == oldSelf"))))
+	// What compiling a rule finds, each on a spec with three fields.
+	fields := map[string]any{
+		"replicas": map[string]any{"type": "integer"},
+		"name":     str("maxLength", 10),
+		"my-field": str("maxLength", 5),
+	}
+	on := func(rules ...map[string]any) map[string]any {
+		list := make([]any, len(rules))
+		for i, r := range rules {
+			list[i] = r
+		}
+		return object(fields, "x-kubernetes-validations", list)
+	}
+	refused("syntax-error", "syntaxes", on(r("self.replicas > 1 &&")))
+	refused("undefined-field", "undefineds", on(r("self.foo == 1")))
+	refused("undefined-field-in-has", "hases", on(r("has(self.foo)")))
+	refused("undeclared-reference", "undeclareds", on(r("[1, 2].all(x, x > y)")))
+	refused("two-errors", "twoerrors", on(r("self.foo == self.bar")))
+	refused("no-overload-equals", "equals", on(r("self.replicas == 'a'")))
+	refused("no-overload-int-double", "doubles", on(r("self.replicas == 1.0")))
+	refused("no-overload-plus", "pluses", on(r("self.name + 1 == 'a'")))
+	refused("no-overload-member", "members", on(r("self.name.startsWith(1)")))
+	refused("no-overload-size", "sizes", on(r("size(self.replicas) > 0")))
+	refused("no-overload-ternary", "ternaries", on(r("int(self.name) == 1 ? true : 'x'")))
+	refused("not-a-bool", "notbools", on(r("self.name.size()")))
+	refused("message-expression-not-a-string", "notstrings", on(r("self.replicas > 0", "messageExpression", "self.replicas + 1")))
+	refused("message-expression-undefined-field", "msgfields", on(r("self.replicas > 0", "messageExpression", "self.foo")))
+	refused("optional-old-self-unused", "optionals", on(r("self.replicas > 0", "optionalOldSelf", true)))
+	refused("compile-error-and-optional-old-self", "bothoptionals", on(r("self.name == 1", "message", "m", "reason", "FieldValueForbidden", "fieldPath", ".name", "optionalOldSelf", false)))
+	// A rule's own fields, checked first; a wrong one at a node keeps every rule there from
+	// being compiled (self.foo is not reported).
+	refused("message-line-break", "linebreaks", on(r("self.replicas > 0", "message", "a\nb")))
+	refused("message-blank", "blanks", on(r("self.replicas > 0", "message", "   ")))
+	refused("multi-line-rule-without-message", "multilines", on(r("self.replicas > 0\n  || self.name == 'a'")))
+	refused("message-expression-blank", "msgblanks", on(r("self.replicas > 0", "messageExpression", "  ")))
+	refused("field-path-blank", "pathblanks", on(r("self.replicas > 0", "fieldPath", "  ")))
+	refused("field-path-not-a-field", "nofields", on(r("self.replicas > 0", "fieldPath", "spec.replicas")))
+	refused("reason-and-field-path-block-compiling", "blocks", on(r("self.foo > 0"), r("self.replicas > 0", "reason", "Bad", "fieldPath", ".nope")))
+	// Accepted: a property named with a dash read by its escaped name, numbers compared
+	// across types, a multi-line rule with a message.
+	accepted("escapeds", on(r("self.my__dash__field == 'a' || self.replicas < 1.5"), r("self.replicas > 0\n", "message", "ok"), r("self.replicas > 0", "fieldPath", "['my-field']")))
 	// Versions with different schemas are checked one by one (spec.versions[i]); the same
 	// schema in every version once (spec.validation).
 	refused("versions-differ", "differs", costly, object(map[string]any{"x": map[string]any{"type": "integer"}}))
