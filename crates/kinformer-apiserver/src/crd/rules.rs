@@ -44,15 +44,15 @@ type Compiled = Result<Arc<Program>, String>;
 static PROGRAMS: LazyLock<Mutex<HashMap<String, Compiled>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
 
-/// CEL's standard library with the extensions Kubernetes' environment has (cel-go's strings
-/// library: `lowerAscii`, `split`, `substring`, `trim`, `join`, ...), and cel-go's lists and
-/// math libraries (a rule using those kube-apiserver's type check would refuse).
+/// CEL's standard library with the extensions Kubernetes' environment has: cel-go's strings
+/// library (`lowerAscii`, `split`, `substring`, `trim`, `join`, ...) and lists library
+/// (`slice`, `flatten`, `lists.range`, ...). Not its math library, which Kubernetes' does not
+/// have: a rule naming `math` is refused when its CRD is written, as kube-apiserver refuses it.
 static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
     let mut env = Env::stdlib();
     for (name, ext) in [
         ("strings", cel::extensions::strings as Extension),
         ("lists", cel::extensions::lists),
-        ("math", cel::extensions::math),
     ] {
         if let Err(e) = env.add_extension(ext) {
             tracing::warn!("CEL's {name} library could not be added: {e}");

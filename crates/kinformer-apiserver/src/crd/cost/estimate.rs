@@ -77,6 +77,9 @@ enum Ty {
     Map(Box<Ty>),
     Object,
     Dyn,
+    /// What an expression the type check refused evaluates to: any overload takes it, as
+    /// `dyn`, and cel-go names it `!error!` where none does.
+    Error,
 }
 
 impl Ty {
@@ -232,7 +235,7 @@ impl<'a> Estimator<'a> {
                 if at.is_none() && op.ty == Ty::Object && op.at.is_some() {
                     self.errors
                         .push((e.id, format!("undefined field '{}'", s.field)));
-                    return E::value(op.cost, Ty::Dyn);
+                    return E::value(op.cost, Ty::Error);
                 }
                 if s.test {
                     return E::value(op.cost, Ty::Bool);
@@ -301,7 +304,7 @@ impl<'a> Estimator<'a> {
                 id,
                 format!("undeclared reference to '{name}' (in container '')"),
             ));
-            return E::value(1, Ty::Dyn);
+            return E::value(1, Ty::Error);
         }
         // `self` and `oldSelf` read the rule's node; so, in cel-go's size estimator, does any
         // other name (a type such as `int`), whose size is looked up from the root.
@@ -428,6 +431,23 @@ impl<'a> Estimator<'a> {
             }
             _ => None,
         };
+        if let Some(Expr::Ident(ns)) = c.target.as_deref().map(|t| &t.expr)
+            && namespaced.is_some()
+            && types::UNDECLARED_NAMESPACES.contains(&ns.as_str())
+            && let Some(t) = c.target.as_deref()
+        {
+            self.errors.push((
+                t.id,
+                format!("undeclared reference to '{ns}' (in container '')"),
+            ));
+            self.errors.push((
+                id,
+                format!(
+                    "undeclared reference to '{}' (in container '')",
+                    c.func_name
+                ),
+            ));
+        }
         let (name, target) = match namespaced {
             Some(n) => (n, None),
             None => (
@@ -472,7 +492,7 @@ impl<'a> Estimator<'a> {
         };
         if let Some(message) = refused {
             self.errors.push((id, message));
-            out.ty = Ty::Dyn;
+            out.ty = Ty::Error;
         }
         out
     }

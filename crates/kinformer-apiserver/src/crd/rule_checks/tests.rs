@@ -84,6 +84,18 @@ fn what_the_type_check_refuses_is_worded_as_cel_go_words_it() {
             "ERROR: <input>:1:21: found no matching overload for '_?_:_' applied to '(bool, bool, string)'\n | int(self.name) == 1 ? true : 'x'\n | ....................^",
         ),
         (
+            "dyn(self.name) % 1.5 == 1.5",
+            "ERROR: <input>:1:16: found no matching overload for '_%_' applied to '(dyn, double)'\n | dyn(self.name) % 1.5 == 1.5\n | ...............^",
+        ),
+        (
+            "self.name != null",
+            "ERROR: <input>:1:11: found no matching overload for '_!=_' applied to '(string, null)'\n | self.name != null\n | ..........^",
+        ),
+        (
+            "math.greatest(self.replicas, 1) > 0",
+            "ERROR: <input>:1:1: undeclared reference to 'math' (in container '')\n | math.greatest(self.replicas, 1) > 0\n | ^\nERROR: <input>:1:14: undeclared reference to 'greatest' (in container '')\n | math.greatest(self.replicas, 1) > 0\n | .............^",
+        ),
+        (
             "self.foo == self.bar",
             "ERROR: <input>:1:5: undefined field 'foo'\n | self.foo == self.bar\n | ....^\nERROR: <input>:1:17: undefined field 'bar'\n | self.foo == self.bar\n | ................^",
         ),
@@ -118,6 +130,8 @@ fn what_the_type_check_refuses_is_worded_as_cel_go_words_it() {
         "self.replicas < 1.5",
         "has(self.pu) && self.name.size() < 5",
         "self.replicas == 1 || dyn(self.name) == 1",
+        "self.pu != null && self.name == ['a'][0]",
+        "self.replicas + dyn(1) == 2 && dyn(1.5) * 2.0 < 3.0 && self.replicas % dyn(1.5) == 1",
         "self.name.matches('^a') ? self.replicas > 1 : self.replicas < 1",
     ] {
         assert!(lines(json!([{"rule": rule}])).is_empty(), "{rule}");

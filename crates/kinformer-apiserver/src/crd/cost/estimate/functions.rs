@@ -14,7 +14,8 @@ impl<'a> Estimator<'a> {
         // The value the function works on: its target, or its first argument.
         let subject = target.or(a0);
         let s = sz(subject);
-        let ty_of = |e: Option<&E<'a>>| e.map_or(Ty::Dyn, |e| e.ty.clone());
+        // A refused expression's type takes overloads as a value of unknown type does.
+        let ty_of = |e: Option<&E<'a>>| e.map_or(Ty::Dyn, |e| e.ty.clone().unknown_if_error());
         match name {
             "_==_" | "_!=_" => {
                 let lib = [a0, a1].iter().any(|e| ty_of(*e) == Ty::Lib);
@@ -43,16 +44,24 @@ impl<'a> Estimator<'a> {
                     min: l.min.saturating_add(r.min),
                     max: l.max.saturating_add(r.max),
                 };
+                // With a value of unknown type on one side, the overload is the other side's;
+                // times and durations are not followed.
                 match (ty_of(a0), ty_of(a1)) {
-                    (Ty::Str | Ty::Bytes, _) | (_, Ty::Str | Ty::Bytes) => {
-                        E::value(tenth(sum.max), ty_of(a0)).sized(sum)
+                    (Ty::Duration | Ty::Timestamp, _) | (_, Ty::Duration | Ty::Timestamp) => {
+                        E::value(1, Ty::Dyn)
+                    }
+                    (t @ (Ty::Str | Ty::Bytes), _) | (_, t @ (Ty::Str | Ty::Bytes)) => {
+                        E::value(tenth(sum.max), t).sized(sum)
                     }
                     (Ty::List(l), Ty::List(r)) => {
                         let ty = if *l == Ty::Dyn { *r } else { *l };
                         E::value(1, Ty::List(Box::new(ty))).sized(sum)
                     }
-                    (Ty::Dyn, _) | (_, Ty::Dyn) => E::value(tenth(sum.max).max(1), Ty::Dyn),
-                    (t, _) => E::value(1, t),
+                    (t @ Ty::List(_), Ty::Dyn) | (Ty::Dyn, t @ Ty::List(_)) => {
+                        E::value(1, t).sized(sum)
+                    }
+                    (Ty::Dyn, Ty::Dyn) => E::value(tenth(sum.max).max(1), Ty::Dyn),
+                    (Ty::Dyn, t) | (t, _) => E::value(1, t),
                 }
             }
             "@in" => match ty_of(a1) {
@@ -217,7 +226,7 @@ impl<'a> Estimator<'a> {
                 };
                 E::value(factor(n, f).saturating_add(11), ty).sized(Size { min: 0, max: n })
             }
-            _ => E::value(1, result_type(name, target, a0)),
+            _ => E::value(1, result_type(name, target, args)),
         }
     }
 
@@ -245,8 +254,16 @@ fn int_literal(args: &[E<'_>], i: usize) -> Option<u64> {
 }
 
 /// The type a function returns, for the functions whose cost is their default.
-fn result_type(name: &str, target: Option<&E<'_>>, a0: Option<&E<'_>>) -> Ty {
-    let subject = target.or(a0).map_or(Ty::Dyn, |e| e.ty.clone());
+fn result_type(name: &str, target: Option<&E<'_>>, args: &[E<'_>]) -> Ty {
+    let subject = target
+        .or(args.first())
+        .map_or(Ty::Dyn, |e| e.ty.clone().unknown_if_error());
+    // An arithmetic operator with a value of unknown type on one side takes the other's.
+    let subject = match (&subject, args.get(1).map(|a| &a.ty)) {
+        (Ty::Duration | Ty::Timestamp, _) | (_, Some(Ty::Duration | Ty::Timestamp)) => Ty::Dyn,
+        (Ty::Dyn, Some(other)) if target.is_none() => other.clone().unknown_if_error(),
+        _ => subject,
+    };
     match name {
         "size" | "int" | "charAt" => {
             if name == "charAt" {

@@ -1,9 +1,11 @@
 //! What cel-go's type checker refuses, where the types are certain: a name nothing declares,
 //! and a function or operator applied to types it has no overload for, in cel-go's words
-//! (`found no matching overload for '_==_' applied to '(int, string)'`). Values whose type is
-//! not certain (`x-kubernetes-int-or-string`, what an unknown function returns, a list or map
-//! compared whole) are let through: kube-apiserver may accept what is reported nowhere here,
-//! but nothing it accepts is refused.
+//! (`found no matching overload for '_==_' applied to '(int, string)'`). A value of unknown
+//! type (`x-kubernetes-int-or-string`, `dyn(...)`, what the check already refused) takes any
+//! overload, as in cel-go, and is reported only in arithmetic where the other side has none
+//! (`(dyn, double)` for `%`). Whatever else is uncertain (an unknown function's result, an
+//! object's type, which kube-apiserver names at random) is let through: kube-apiserver may
+//! refuse what is reported nowhere here, but what it accepts is not refused.
 
 use super::{NAMESPACES, Ty};
 
@@ -32,6 +34,11 @@ pub(super) fn declared(name: &str) -> bool {
 }
 
 impl Ty {
+    /// `dyn` for a refused expression's type, else the type.
+    pub(super) fn unknown_if_error(self) -> Ty {
+        if self == Ty::Error { Ty::Dyn } else { self }
+    }
+
     /// The type's name when it is certain.
     pub(super) fn name(&self) -> Option<&'static str> {
         Some(match self {
@@ -42,20 +49,27 @@ impl Ty {
             Ty::Str => "string",
             Ty::Bytes => "bytes",
             Ty::Null => "null_type",
-            Ty::Duration => "google.protobuf.Duration",
-            Ty::Timestamp => "google.protobuf.Timestamp",
+            Ty::Duration => "duration",
+            Ty::Timestamp => "timestamp",
             Ty::Type => "type",
             Ty::List(_) => "list",
             Ty::Map(_) => "map",
             Ty::Object => "object",
-            Ty::Lib | Ty::Dyn => return None,
+            Ty::Lib | Ty::Dyn | Ty::Error => return None,
         })
     }
 
     /// The name of a scalar type whose overloads are checked here.
     fn scalar_name(&self) -> Option<&'static str> {
         match self {
-            Ty::Bool | Ty::Int | Ty::Uint | Ty::Double | Ty::Str | Ty::Bytes => self.name(),
+            Ty::Bool
+            | Ty::Int
+            | Ty::Uint
+            | Ty::Double
+            | Ty::Str
+            | Ty::Bytes
+            | Ty::Duration
+            | Ty::Timestamp => self.name(),
             _ => None,
         }
     }
@@ -65,22 +79,98 @@ fn numeric(t: &str) -> bool {
     matches!(t, "int" | "uint" | "double")
 }
 
+/// Namespaces of functions the `cel` crate knows that Kubernetes' environment does not have:
+/// cel-go names them undeclared.
+pub(super) const UNDECLARED_NAMESPACES: [&str; 2] = ["math", "base64"];
+
+impl Ty {
+    /// The type's full name (`list(string)`, `map(string, int)`) when it is certain.
+    fn full_name(&self) -> Option<String> {
+        match self {
+            Ty::Null => Some("null".into()),
+            Ty::List(e) => Some(format!("list({})", e.full_name()?)),
+            Ty::Map(v) => Some(format!("map(string, {})", v.full_name()?)),
+            t => t.scalar_name().map(String::from),
+        }
+    }
+}
+
 /// cel-go's words when `name` has no overload for these types, if they are all certain.
 pub(super) fn overload_error(name: &str, target: Option<&Ty>, args: &[&Ty]) -> Option<String> {
+    let refuse = |types: &[String]| {
+        Some(format!(
+            "found no matching overload for '{name}' applied to '({})'",
+            types.join(", ")
+        ))
+    };
+    match (name, args) {
+        ("_==_" | "_!=_", [a, b]) => {
+            // One type on both sides; null only against an object, a duration, a timestamp
+            // or a value of unknown type.
+            let (x, y) = (a.full_name()?, b.full_name()?);
+            let nullable = |t: &str| matches!(t, "duration" | "timestamp");
+            let null_ok = (x == "null" && nullable(&y)) || (y == "null" && nullable(&x));
+            return if x == y || null_ok {
+                None
+            } else {
+                refuse(&[x, y])
+            };
+        }
+        ("!_", [a]) => {
+            let x = a.full_name()?;
+            return if x == "bool" { None } else { refuse(&[x]) };
+        }
+        ("_&&_" | "_||_", [a, b]) => {
+            let (x, y) = (a.full_name()?, b.full_name()?);
+            return if x == "bool" && y == "bool" {
+                None
+            } else {
+                refuse(&[x, y])
+            };
+        }
+        ("_?_:_", [c, t, f]) => {
+            let cond = c.full_name()?;
+            let (x, y) = (t.scalar_name(), f.scalar_name());
+            let branches_differ = matches!((x, y), (Some(x), Some(y)) if x != y);
+            return if cond == "bool" && !branches_differ {
+                None
+            } else {
+                let names = [cond, t.full_name()?, f.full_name()?];
+                refuse(&names)
+            };
+        }
+        _ => {}
+    }
+    // In arithmetic a value of unknown type (`dyn`) takes any overload the other side has.
+    let arithmetic = matches!(name, "_+_" | "_-_" | "_*_" | "_/_" | "_%_");
     let names: Vec<&str> = args
         .iter()
-        .map(|t| t.scalar_name())
+        .map(|t| match t {
+            Ty::Dyn if arithmetic => Some("dyn"),
+            Ty::Error if arithmetic => Some("!error!"),
+            t => t.scalar_name(),
+        })
         .collect::<Option<_>>()?;
+    let time = |t: &&str| matches!(*t, "duration" | "timestamp");
+    let wild = |t: &&str| matches!(*t, "dyn" | "!error!");
     let ok = match (name, names.as_slice()) {
-        ("_==_" | "_!=_", [a, b]) => a == b,
+        (_, [a, b]) if arithmetic && (wild(a) || wild(b)) => {
+            let o = if wild(a) { b } else { a };
+            wild(o)
+                || match name {
+                    "_+_" => *o != "bool",
+                    "_-_" => numeric(o) || time(o),
+                    "_%_" => matches!(*o, "int" | "uint"),
+                    _ => numeric(o),
+                }
+        }
+        // a timestamp and a duration add and subtract: not checked here
+        ("_+_" | "_-_" | "_*_" | "_/_" | "_%_", [a, b]) if time(a) || time(b) => true,
         ("_<_" | "_<=_" | "_>_" | "_>=_", [a, b]) => a == b || (numeric(a) && numeric(b)),
         ("_+_", [a, b]) => a == b && *a != "bool",
         ("_-_" | "_*_" | "_/_", [a, b]) => a == b && numeric(a),
         ("_%_", [a, b]) => a == b && matches!(*a, "int" | "uint"),
-        ("_&&_" | "_||_", [a, b]) => *a == "bool" && *b == "bool",
-        ("!_", [a]) => *a == "bool",
         ("-_", [a]) => matches!(*a, "int" | "double"),
-        ("_?_:_", [c, t, f]) => *c == "bool" && t == f,
         ("size", [a]) if target.is_none() => matches!(*a, "string" | "bytes"),
         _ => true,
     };
