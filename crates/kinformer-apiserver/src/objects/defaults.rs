@@ -1,6 +1,7 @@
 //! The defaults kube-apiserver sets on the workload kinds' top-level spec fields, which
 //! controllers and kubectl read back (`spec.replicas`, a deployment's strategy, a job's
-//! completions and backoff limit, ...). Pod templates are stored as sent.
+//! completions and backoff limit, ...), and on a CRD's spec (`conversion`, `names.listKind`).
+//! Pod templates are stored as sent.
 
 use serde_json::{Map, Value, json};
 
@@ -12,9 +13,36 @@ fn set(spec: &mut Map<String, Value>, field: &str, v: Value) {
     }
 }
 
+/// A CRD's defaults (`SetDefaults_CustomResourceDefinitionSpec`): no conversion webhook, the
+/// singular and list kind from the kind.
+fn crd_defaults(obj: &mut Map<String, Value>) {
+    let Some(Value::Object(spec)) = obj.get_mut("spec") else {
+        return;
+    };
+    set(spec, "conversion", json!({"strategy": "None"}));
+    if let Some(Value::Object(names)) = spec.get_mut("names") {
+        let kind = names
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let empty = |v: Option<&Value>| v.and_then(Value::as_str).is_none_or(str::is_empty);
+        if empty(names.get("singular")) {
+            names.insert("singular".into(), Value::String(kind.to_lowercase()));
+        }
+        if empty(names.get("listKind")) && !kind.is_empty() {
+            names.insert("listKind".into(), Value::String(format!("{kind}List")));
+        }
+    }
+}
+
 /// Fills the defaults of `obj` (a create or update body of `res`) in place.
 pub(crate) fn apply_defaults(res: &ResourceInfo, obj: &mut Map<String, Value>) {
     let (group, plural) = (res.group.as_str(), res.plural.as_str());
+    if (group, plural) == ("apiextensions.k8s.io", "customresourcedefinitions") {
+        crd_defaults(obj);
+        return;
+    }
     if !matches!(
         (group, plural),
         (
@@ -131,5 +159,22 @@ mod tests {
         let mut cm = body(json!({"data": {}}));
         apply_defaults(&res("configmaps"), &mut cm);
         assert_eq!(cm, body(json!({"data": {}})));
+    }
+
+    #[test]
+    fn crd_defaults_as_kube_apiserver_sets_them() {
+        let crds = res("customresourcedefinitions");
+        let mut crd = body(json!({"spec": {"names": {"plural": "widgets", "kind": "Widget"}}}));
+        apply_defaults(&crds, &mut crd);
+        assert_eq!(
+            crd["spec"],
+            json!({"conversion": {"strategy": "None"}, "names": {"plural": "widgets",
+                "kind": "Widget", "singular": "widget", "listKind": "WidgetList"}})
+        );
+        let given = json!({"conversion": {"strategy": "Webhook"}, "names": {"plural": "ws",
+            "kind": "W", "singular": "one", "listKind": "Many"}});
+        let mut crd = body(json!({ "spec": given }));
+        apply_defaults(&crds, &mut crd);
+        assert_eq!(crd["spec"], given);
     }
 }
