@@ -16,8 +16,9 @@
 //! it) and cached; what kube-apiserver checks of them when the CRD is written (syntax, types,
 //! the estimated cost) is `rule_checks`. Properties are read by the names CEL gives them
 //! (`my__dash__field` for `my-field`). What is not evaluated as kube-apiserver evaluates it:
-//! the runtime cost budget, two-variable comprehensions (`all(k, v, ...)`), Kubernetes' own CEL libraries (`quantity`, `url`,
-//! `isSorted`, `ip`, ...), `duration`/`timestamp` and formats as typed values, rules under
+//! the runtime cost budget, two-variable comprehensions (`all(k, v, ...)`), Kubernetes' own
+//! CEL libraries other than `quantity` (`url`, `isSorted`, `ip`, ...; see `quantity`),
+//! `duration`/`timestamp` and formats as typed values, rules under
 //! `allOf`, and `optionalOldSelf` (such rules are evaluated only with an old value).
 
 use std::collections::HashMap;
@@ -30,6 +31,8 @@ use parking_lot::Mutex;
 use serde_json::{Map, Value};
 
 use super::{Cause, MAX_DEPTH, go_value};
+
+mod quantity;
 
 /// The longest rule compiled (kube-apiserver bounds rules by their cost instead).
 const MAX_RULE_BYTES: usize = 16 * 1024;
@@ -46,13 +49,15 @@ static PROGRAMS: LazyLock<Mutex<HashMap<String, Compiled>>> =
 
 /// CEL's standard library with the extensions Kubernetes' environment has: cel-go's strings
 /// library (`lowerAscii`, `split`, `substring`, `trim`, `join`, ...) and lists library
-/// (`slice`, `flatten`, `lists.range`, ...). Not its math library, which Kubernetes' does not
+/// (`slice`, `flatten`, `lists.range`, ...), and Kubernetes' quantity library
+/// (`quantity('1Gi').isLessThan(...)`). Not cel-go's math library, which Kubernetes' does not
 /// have: a rule naming `math` is refused when its CRD is written, as kube-apiserver refuses it.
 static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
     let mut env = Env::stdlib();
     for (name, ext) in [
         ("strings", cel::extensions::strings as Extension),
         ("lists", cel::extensions::lists),
+        ("quantity", quantity::extension),
     ] {
         if let Err(e) = env.add_extension(ext) {
             tracing::warn!("CEL's {name} library could not be added: {e}");
@@ -397,6 +402,8 @@ fn run(program: &Program, ctx: &Context<'_, '_>) -> Result<Cel, String> {
         Ok(Err(ExecutionError::NoSuchKey(k))) => Err(format!("no such key: {k}")),
         Ok(Err(ExecutionError::DivisionByZero(_))) => Err("division by zero".into()),
         Ok(Err(ExecutionError::RemainderByZero(_))) => Err("modulus by zero".into()),
+        // cel-go gives a function's own words, without naming it
+        Ok(Err(ExecutionError::FunctionError { message, .. })) => Err(message),
         Ok(Err(e)) => Err(e.to_string()),
         Err(_) => Err("internal error".into()),
     }

@@ -234,3 +234,18 @@ fn message_expressions_and_optional_old_self_are_checked() {
             .is_empty()
     );
 }
+
+#[test]
+fn deep_rules_are_answered_not_crashed_on() {
+    // Nested as deep as the 16 KiB a rule may have: refused, in some words, on this thread's
+    // stack (kube-apiserver's parser refuses them past its recursion limit).
+    for rule in [
+        format!("{}1", "1 + ".repeat(4000)),
+        format!("{}true{}", "(".repeat(8000), ")".repeat(8000)),
+        format!("{}self.replicas{}", "[".repeat(5000), "]".repeat(5000)),
+    ] {
+        assert!(!lines(json!([{"rule": rule}])).is_empty());
+    }
+    // An even number of `!` is its operand, as cel-go's parser makes it.
+    assert!(lines(json!([{"rule": format!("{}true", "!".repeat(16000))}])).is_empty());
+}

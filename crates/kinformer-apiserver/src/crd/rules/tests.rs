@@ -353,3 +353,33 @@ fn properties_are_read_by_the_names_cel_gives_them() {
     );
     assert_eq!(got.len(), 3, "{got:?}");
 }
+
+#[test]
+fn kubernetes_quantities_are_evaluated() {
+    let spec = with_rules(
+        json!({"type": "object", "properties": {"memory": {"type": "string", "maxLength": 20}}}),
+        json!([
+            {"rule": "!has(self.memory) || quantity(self.memory).isLessThan(quantity('1Gi'))", "message": "below 1Gi"},
+            {"rule": "!has(self.memory) || quantity(self.memory).compareTo(quantity('1024Mi')) <= 0", "message": "at most 1Gi"},
+            {"rule": "!has(self.memory) || !(quantity(self.memory) == quantity('1024Mi'))", "message": "not 1024Mi"},
+            {"rule": "!has(self.memory) || !quantity(self.memory).isInteger() || quantity(self.memory).add(1).sub(quantity('1')).asInteger() % 2 == 0", "message": "even"},
+            {"rule": "isQuantity('1.5Gi') && !isQuantity('1.5 Gi') && quantity('1.5Gi').asApproximateFloat() == 1610612736.0"},
+        ]),
+    );
+    assert!(causes(spec.clone(), json!({"memory": "512Mi"}), None).is_empty());
+    assert!(causes(spec.clone(), json!({"memory": "100m"}), None).is_empty());
+    let got = causes(spec.clone(), json!({"memory": "1Gi"}), None);
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert!(
+        got[0].contains("below 1Gi") && got[1].contains("not 1024Mi"),
+        "{got:?}"
+    );
+    let got = causes(spec.clone(), json!({"memory": "3"}), None);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(got[0].contains("even"), "{got:?}");
+    let got = causes(spec, json!({"memory": "lots"}), None);
+    assert!(
+        !got.is_empty() && got[0].contains("evaluating rule"),
+        "{got:?}"
+    );
+}

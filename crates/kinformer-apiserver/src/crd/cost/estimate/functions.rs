@@ -18,7 +18,9 @@ impl<'a> Estimator<'a> {
         let ty_of = |e: Option<&E<'a>>| e.map_or(Ty::Dyn, |e| e.ty.clone().unknown_if_error());
         match name {
             "_==_" | "_!=_" => {
-                let lib = [a0, a1].iter().any(|e| ty_of(*e) == Ty::Lib);
+                // Kubernetes prices `==` between its library's values (quantities, IPs, ...)
+                // at 1; `!=` keeps the generic rule, which their unknown size makes dear.
+                let lib = name == "_==_" && [a0, a1].iter().any(|e| ty_of(*e) == Ty::Lib);
                 let cost = if lib {
                     1
                 } else {
