@@ -17,21 +17,9 @@ func scCRDRulesQuantity(s *sc) {
 		map[string]any{"rule": "!has(self.memory) || !quantity(self.memory).isInteger() || quantity(self.memory).add(1).sub(quantity('1')).asInteger() % 2 == 0", "message": "even"},
 		map[string]any{"rule": "!has(self.memory) || !isQuantity(self.memory) || quantity(self.memory).asInteger() >= 0", "messageExpression": "'not an integer: ' + self.memory"},
 	}
-	crd := map[string]any{
-		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-		"metadata": map[string]any{"name": "amounts." + group},
-		"spec": map[string]any{
-			"group": group, "scope": "Namespaced",
-			"names": map[string]any{"plural": "amounts", "singular": "amount", "kind": "Amount"},
-			"versions": []any{map[string]any{
-				"name": "v1", "served": true, "storage": true,
-				"schema": map[string]any{"openAPIV3Schema": map[string]any{
-					"type": "object", "properties": map[string]any{"spec": map[string]any{
-						"type": "object", "x-kubernetes-validations": rules,
-						"properties": map[string]any{"memory": map[string]any{"type": "string", "maxLength": 20}}}}}},
-			}},
-		},
-	}
+	crd := specCRD(group, "amounts", "amount", "Amount", map[string]any{
+		"type": "object", "x-kubernetes-validations": rules,
+		"properties": map[string]any{"memory": map[string]any{"type": "string", "maxLength": 20}}})
 	base := s.registerCRD(group, "amounts", crd)
 	for i, v := range []string{"512Mi", "100m", "1Gi", "1024Mi", "3", "-1", "1.5", "2000m", "2Ei", "1e40",
 		"12345678901234567890", "1e-3", "+2k", ".5", "1.", "lots"} {

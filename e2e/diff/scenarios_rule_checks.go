@@ -1,5 +1,7 @@
 package main
 
+import "fmt"
+
 // scCRDRuleChecks creates CRDs whose x-kubernetes-validations rules kube-apiserver refuses
 // when the CRD is written: rules whose own fields are wrong (a message with a line break, an
 // unknown reason, a fieldPath naming no field), rules that do not compile (a syntax error, a
@@ -30,25 +32,8 @@ func scCRDRuleChecks(s *sc) {
 		return with(map[string]any{"type": "object", "properties": props}, extra...)
 	}
 	crd := func(plural string, spec map[string]any, versions ...map[string]any) map[string]any {
-		vs := []any{map[string]any{
-			"name": "v1", "served": true, "storage": true,
-			"schema": map[string]any{"openAPIV3Schema": object(map[string]any{"spec": spec})},
-		}}
-		for i, v := range versions {
-			vs = append(vs, map[string]any{
-				"name": "v" + string(rune('2'+i)), "served": true, "storage": false,
-				"schema": map[string]any{"openAPIV3Schema": object(map[string]any{"spec": v})},
-			})
-		}
 		kind := string(rune(plural[0]-'a'+'A')) + plural[1:len(plural)-1]
-		return map[string]any{
-			"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-			"metadata": map[string]any{"name": plural + "." + group},
-			"spec": map[string]any{
-				"group": group, "scope": "Namespaced", "versions": vs,
-				"names": map[string]any{"plural": plural, "singular": plural[:len(plural)-1], "kind": kind},
-			},
-		}
+		return specCRD(group, plural, plural[:len(plural)-1], kind, append([]map[string]any{spec}, versions...)...)
 	}
 	refused := func(step, plural string, spec map[string]any, versions ...map[string]any) {
 		if r := s.call(step, "POST", crds, crd(plural, spec, versions...)); r.status == 201 {
@@ -105,13 +90,7 @@ func scCRDRuleChecks(s *sc) {
 		"name":     str("maxLength", 10),
 		"my-field": str("maxLength", 5),
 	}
-	on := func(rules ...map[string]any) map[string]any {
-		list := make([]any, len(rules))
-		for i, r := range rules {
-			list[i] = r
-		}
-		return object(fields, "x-kubernetes-validations", list)
-	}
+	on := func(rules ...any) map[string]any { return object(fields, "x-kubernetes-validations", rules) }
 	refused("syntax-error", "syntaxes", on(r("self.replicas > 1 &&")))
 	refused("undefined-field", "undefineds", on(r("self.foo == 1")))
 	refused("undefined-field-in-has", "hases", on(r("has(self.foo)")))
@@ -144,4 +123,25 @@ func scCRDRuleChecks(s *sc) {
 	// schema in every version once (spec.validation).
 	refused("versions-differ", "differs", costly, object(map[string]any{"x": map[string]any{"type": "integer"}}))
 	refused("versions-same", "sames", costly, costly)
+}
+
+// specCRD is a namespaced CRD of group whose versions (v1, the storage version, then v2, ...)
+// have an object schema with one property, spec, of each schema given.
+func specCRD(group, plural, singular, kind string, specs ...map[string]any) map[string]any {
+	versions := make([]any, len(specs))
+	for i, spec := range specs {
+		versions[i] = map[string]any{
+			"name": fmt.Sprintf("v%d", i+1), "served": true, "storage": i == 0,
+			"schema": map[string]any{"openAPIV3Schema": map[string]any{
+				"type": "object", "properties": map[string]any{"spec": spec}}},
+		}
+	}
+	return map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": plural + "." + group},
+		"spec": map[string]any{
+			"group": group, "scope": "Namespaced", "versions": versions,
+			"names": map[string]any{"plural": plural, "singular": singular, "kind": kind},
+		},
+	}
 }

@@ -54,20 +54,8 @@ func scCRDRulesGenerated(s *sc) {
 			rule["messageExpression"] = g.message()
 		}
 		plural := fmt.Sprintf("gens%d", n)
-		crd := map[string]any{
-			"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-			"metadata": map[string]any{"name": plural + "." + group},
-			"spec": map[string]any{
-				"group": group, "scope": "Namespaced",
-				"names": map[string]any{"plural": plural, "singular": fmt.Sprintf("gen%d", n), "kind": fmt.Sprintf("Gen%d", n)},
-				"versions": []any{map[string]any{
-					"name": "v1", "served": true, "storage": true,
-					"schema": map[string]any{"openAPIV3Schema": map[string]any{
-						"type": "object", "properties": map[string]any{"spec": map[string]any{
-							"type": "object", "properties": props, "x-kubernetes-validations": []any{rule}}}}},
-				}},
-			},
-		}
+		crd := specCRD(group, plural, fmt.Sprintf("gen%d", n), fmt.Sprintf("Gen%d", n), map[string]any{
+			"type": "object", "properties": props, "x-kubernetes-validations": []any{rule}})
 		r, err := s.t.do(s.ctx, "POST", crds, crd)
 		if err != nil {
 			s.fail("generated rule %d: %v", n, err)

@@ -10,10 +10,9 @@
 
 use std::sync::LazyLock;
 
-use cel::common::ast::LiteralValue;
 use serde_json::{Value, json};
 
-use super::MAX_DEPTH;
+use super::{MAX_DEPTH, s};
 
 mod estimate;
 #[cfg(test)]
@@ -46,10 +45,6 @@ static KEY: LazyLock<Value> = LazyLock::new(|| json!({"type": "string", "maxLeng
 static METADATA: LazyLock<Value> = LazyLock::new(
     || json!({"type": "object", "properties": {"name": {"type": "string"}, "generateName": {"type": "string"}}}),
 );
-
-fn str_of<'a>(m: &'a Value, k: &str) -> &'a str {
-    m.get(k).and_then(Value::as_str).unwrap_or("")
-}
 
 fn uint(m: &Value, k: &str) -> Option<u64> {
     m.get(k)
@@ -149,23 +144,23 @@ impl<'a> Node<'a> {
 
     /// The node's CEL type; `None` for a node CEL does not see.
     pub(super) fn kind(&self) -> Option<Kind> {
-        let s = self.schema;
-        if s.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true)) {
+        let sch = self.schema;
+        if sch.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true)) {
             return Some(Kind::Dyn);
         }
-        Some(match str_of(s, "type") {
+        Some(match s(sch, &["type"]) {
             "array" => {
                 self.items()?.kind()?;
                 Kind::List
             }
-            "object" => match s.get("additionalProperties") {
+            "object" => match sch.get("additionalProperties") {
                 Some(v @ Value::Object(_)) => {
                     Node::of(v).kind()?;
                     Kind::Map
                 }
                 _ => Kind::Object,
             },
-            "string" => match str_of(s, "format") {
+            "string" => match s(sch, &["format"]) {
                 "byte" => Kind::Bytes,
                 "duration" => Kind::Duration,
                 "date" | "date-time" => Kind::Timestamp,
@@ -220,7 +215,7 @@ impl<'a> Node<'a> {
     }
 
     fn declares_type_and_meta(&self) -> bool {
-        let t = |v: Option<&Value>, ty: &str| v.is_some_and(|v| str_of(v, "type") == ty);
+        let t = |v: Option<&Value>, ty: &str| v.is_some_and(|v| s(v, &["type"]) == ty);
         let p = self.schema.get("properties");
         let get = |k: &str| p.and_then(|p| p.get(k));
         let meta = get("metadata").and_then(|m| m.get("properties"));
@@ -234,23 +229,23 @@ impl<'a> Node<'a> {
     /// The largest size the node's value may have: characters (bytes) of a string, items of
     /// a list, entries of a map; 0 for everything else (kube-apiserver's `MaxElements`).
     pub(super) fn max_elements(&self) -> u64 {
-        let s = self.schema;
+        let sch = self.schema;
         let unbounded = MAX_REQUEST - 2;
         match self.kind() {
-            Some(Kind::Dyn) => uint(s, "maxLength").map_or(unbounded, |n| n.saturating_mul(4)),
-            Some(Kind::Bytes) => uint(s, "maxLength").unwrap_or(unbounded),
+            Some(Kind::Dyn) => uint(sch, "maxLength").map_or(unbounded, |n| n.saturating_mul(4)),
+            Some(Kind::Bytes) => uint(sch, "maxLength").unwrap_or(unbounded),
             Some(Kind::Duration) => 32,
             Some(Kind::Timestamp) => {
-                if str_of(s, "format") == "date" {
+                if s(sch, &["format"]) == "date" {
                     12
                 } else {
                     32
                 }
             }
             Some(Kind::Str) => {
-                if let Some(n) = uint(s, "maxLength") {
+                if let Some(n) = uint(sch, "maxLength") {
                     n.saturating_mul(4)
-                } else if let Some(Value::Array(e)) = s.get("enum")
+                } else if let Some(Value::Array(e)) = sch.get("enum")
                     && !e.is_empty()
                 {
                     e.iter()
@@ -261,9 +256,9 @@ impl<'a> Node<'a> {
                     unbounded
                 }
             }
-            Some(Kind::List) => uint(s, "maxItems")
+            Some(Kind::List) => uint(sch, "maxItems")
                 .unwrap_or_else(|| unbounded / (self.items().map_or(0, |i| i.min_size(0)) + 1)),
-            Some(Kind::Map) => uint(s, "maxProperties")
+            Some(Kind::Map) => uint(sch, "maxProperties")
                 .unwrap_or_else(|| unbounded / (self.values().map_or(0, |v| v.min_size(0)) + 6)),
             _ => 0,
         }
@@ -272,21 +267,21 @@ impl<'a> Node<'a> {
     /// The fewest bytes the node's value takes in JSON (kube-apiserver's
     /// `MinSerializedSize`), which bounds how many of them fit in a request.
     pub(super) fn min_size(&self, depth: usize) -> u64 {
-        let s = self.schema;
+        let sch = self.schema;
         match self.kind() {
             Some(Kind::Dyn | Kind::Int | Kind::Double) => 1,
             Some(Kind::Bool) => 4,
             Some(Kind::Duration) => 3,
             Some(Kind::Timestamp) => {
-                if str_of(s, "format") == "date" {
+                if s(sch, &["format"]) == "date" {
                     12
                 } else {
                     21
                 }
             }
             Some(Kind::Object) if depth < MAX_DEPTH => {
-                let props = s.get("properties").and_then(Value::as_object);
-                let required = s.get("required").and_then(Value::as_array);
+                let props = sch.get("properties").and_then(Value::as_object);
+                let required = sch.get("required").and_then(Value::as_array);
                 let mut n: u64 = 2;
                 for name in required.into_iter().flatten().filter_map(Value::as_str) {
                     let Some(p) = props.and_then(|p| p.get(name)) else {
@@ -307,23 +302,18 @@ impl<'a> Node<'a> {
 /// How many values of a node a rule may meet in one object: the product of the bounds of
 /// the lists and maps above it, `None` when one of them is unbounded.
 pub(super) fn child_cardinality(parent: &Value, card: Option<u64>) -> Option<u64> {
-    let n = match str_of(parent, "type") {
+    let n = match s(parent, &["type"]) {
         "object" if parent.get("additionalProperties").is_some() => uint(parent, "maxProperties")?,
         "array" => uint(parent, "maxItems")?,
         _ => 1,
     };
-    card.map(|c| guarded_product(c, n))
+    card.map(|c| c.saturating_mul(n))
 }
 
 /// How many values a rule on `node` may meet when a list or map above it is unbounded: as
 /// many of its smallest value as a request holds (kube-apiserver's `maxCardinality`).
 pub(super) fn fallback_cardinality(node: Node<'_>) -> u64 {
     MAX_REQUEST / (node.min_size(0) + 1)
-}
-
-/// kube-apiserver's `multiplyWithOverflowGuard`.
-pub(super) fn guarded_product(a: u64, b: u64) -> u64 {
-    a.saturating_mul(b)
 }
 
 /// kube-apiserver's "exceeds budget by factor of" text.
@@ -337,13 +327,4 @@ pub(super) fn over_budget(what: &str, cost: u64, limit: u64) -> String {
         format!("{f:.1}x")
     };
     format!("{what} exceeds budget by factor of {factor} {TRY}")
-}
-
-/// A literal's size: characters of a string, bytes of bytes, 1 for anything else.
-fn literal_size(l: &LiteralValue) -> u64 {
-    match l {
-        LiteralValue::String(s) => s.inner().chars().count() as u64,
-        LiteralValue::Bytes(b) => b.inner().len() as u64,
-        _ => 1,
-    }
 }

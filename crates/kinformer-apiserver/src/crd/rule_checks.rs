@@ -10,11 +10,10 @@
 //! schema's total cost.
 
 use cel::Program;
-use cel::common::ast::{EntryExpr, Expr, IdedExpr};
 use serde_json::{Map, Value};
 
 use super::cost::{self, Node, Outcome};
-use super::{Cause, MAX_DEPTH, rules};
+use super::{Cause, MAX_DEPTH, rules, s};
 
 /// The reasons a rule may give (kube-apiserver's `supportedValidationReason`).
 const REASONS: [&str; 4] = [
@@ -23,10 +22,6 @@ const REASONS: [&str; 4] = [
     "FieldValueInvalid",
     "FieldValueRequired",
 ];
-
-fn str_of<'a>(m: &'a Value, k: &str) -> &'a str {
-    m.get(k).and_then(Value::as_str).unwrap_or("")
-}
 
 fn has_newlines(s: &str) -> bool {
     s.contains(['\n', '\r'])
@@ -53,11 +48,11 @@ fn rule_value(rule: &Value) -> String {
     };
     format!(
         "{{\"Rule\":{},\"Message\":{},\"MessageExpression\":{},\"Reason\":{},\"FieldPath\":{},\"OptionalOldSelf\":{}}}",
-        go_json(str_of(rule, "rule")),
-        go_json(str_of(rule, "message")),
-        go_json(str_of(rule, "messageExpression")),
+        go_json(s(rule, &["rule"])),
+        go_json(s(rule, &["message"])),
+        go_json(s(rule, &["messageExpression"])),
         opt("reason"),
-        go_json(str_of(rule, "fieldPath")),
+        go_json(s(rule, &["fieldPath"])),
         rule.get("optionalOldSelf")
             .and_then(Value::as_bool)
             .map_or("null".to_string(), |b| b.to_string()),
@@ -104,23 +99,11 @@ fn syntax_error(e: &str) -> String {
 /// Whether `path` (`.spec.x`, `['a.b']`) names a field under `schema` (kube-apiserver's
 /// `ValidFieldPath`: properties by name, a map's values by any key, no list indices).
 fn valid_field_path(schema: &Value, path: &str) -> bool {
+    let Some(names) = rules::field_path_segments(path) else {
+        return false;
+    };
     let mut at = schema;
-    let mut rest = path;
-    while !rest.is_empty() {
-        let name;
-        if let Some(r) = rest.strip_prefix("['") {
-            let Some(end) = r.find("']") else {
-                return false;
-            };
-            name = &r[..end];
-            rest = &r[end + 2..];
-        } else if let Some(r) = rest.strip_prefix('.') {
-            let end = r.find(['.', '[', ']']).unwrap_or(r.len());
-            name = &r[..end];
-            rest = &r[end..];
-        } else {
-            return false;
-        }
+    for name in names {
         at = match (at.get("properties"), at.get("additionalProperties")) {
             (Some(Value::Object(props)), _) => match props.get(name) {
                 Some(p) => p,
@@ -220,24 +203,22 @@ impl Walk {
             return false;
         }
         let mut broken = false;
+        let children = cost::child_cardinality(schema, card);
         if let Some(Value::Object(props)) = m.get("properties") {
             for (k, p) in props {
                 let at = format!("{path}.properties[{k}]");
-                let card = cost::child_cardinality(schema, card);
-                broken |= self.node(p, false, &at, card, uncorrelatable, depth + 1);
+                broken |= self.node(p, false, &at, children, uncorrelatable, depth + 1);
             }
         }
         if let Some(v @ Value::Object(_)) = m.get("additionalProperties") {
             let at = format!("{path}.additionalProperties");
-            let card = cost::child_cardinality(schema, card);
-            broken |= self.node(v, false, &at, card, uncorrelatable, depth + 1);
+            broken |= self.node(v, false, &at, children, uncorrelatable, depth + 1);
         }
         if let Some(v @ Value::Object(_)) = m.get("items") {
             let at = format!("{path}.items");
-            let card = cost::child_cardinality(schema, card);
-            let keyed = str_of(schema, "x-kubernetes-list-type") == "map";
+            let keyed = s(schema, &["x-kubernetes-list-type"]) == "map";
             let unc = uncorrelatable.or((!keyed).then_some(path));
-            broken |= self.node(v, false, &at, card, unc, depth + 1);
+            broken |= self.node(v, false, &at, children, unc, depth + 1);
         }
         let Some(Value::Array(list)) = m.get("x-kubernetes-validations") else {
             return broken;
@@ -259,8 +240,8 @@ impl Walk {
     /// A rule's own fields; whether one was wrong.
     fn rule_fields(&mut self, schema: &Value, at: &str, rule: &Value) -> bool {
         let before = self.causes.len();
-        let text = str_of(rule, "rule").trim();
-        let message = str_of(rule, "message");
+        let text = s(rule, &["rule"]).trim();
+        let message = s(rule, &["message"]);
         let quoted = |s: &str| format!("{s:?}");
         if text.is_empty() {
             self.required(format!("{at}.rule"), "rule is not specified");
@@ -282,7 +263,7 @@ impl Walk {
                 "message must be specified if rule contains line breaks",
             );
         }
-        let expression = str_of(rule, "messageExpression");
+        let expression = s(rule, &["messageExpression"]);
         if !expression.is_empty() && expression.trim().is_empty() {
             self.required(
                 format!("{at}.messageExpression"),
@@ -302,7 +283,7 @@ impl Walk {
                 ),
             ));
         }
-        let field_path = str_of(rule, "fieldPath");
+        let field_path = s(rule, &["fieldPath"]);
         if !field_path.is_empty() && field_path.trim().is_empty() {
             self.invalid(
                 format!("{at}.fieldPath"),
@@ -342,7 +323,7 @@ impl Walk {
         let card = card.unwrap_or_else(|| cost::fallback_cardinality(node));
         for (i, rule) in list.iter().enumerate() {
             let at = format!("{path}.x-kubernetes-validations[{i}]");
-            let (program, outcome) = match compile(str_of(rule, "rule"), node) {
+            let (program, outcome) = match compile(s(rule, &["rule"]), node) {
                 Ok(x) => x,
                 Err(e) => {
                     self.observe(&format!("{at}.rule"), 0);
@@ -352,7 +333,7 @@ impl Walk {
                     continue;
                 }
             };
-            let cost = cost::guarded_product(outcome.cost, card);
+            let cost = outcome.cost.saturating_mul(card);
             if cost > cost::RULE_LIMIT {
                 self.forbidden(
                     format!("{at}.rule"),
@@ -367,7 +348,7 @@ impl Walk {
                     "cel expression must evaluate to a bool",
                 );
             }
-            let expression = str_of(rule, "messageExpression");
+            let expression = s(rule, &["messageExpression"]);
             if !expression.trim().is_empty() {
                 match compile(expression, node) {
                     Err(e) => {
@@ -396,11 +377,12 @@ impl Walk {
                     }
                 }
             }
-            if uses_old_self(program.expression()) {
+            // as the rules' evaluation decides it (`rules::validate`)
+            if program.references().has_variable("oldSelf") {
                 if let Some(within) = uncorrelatable {
                     self.invalid(
                         format!("{at}.rule"),
-                        format!("{:?}", str_of(rule, "rule")),
+                        format!("{:?}", s(rule, &["rule"])),
                         &format!("oldSelf cannot be used on the uncorrelatable portion of the schema within {within}"),
                     );
                 }
@@ -432,41 +414,6 @@ fn compile(text: &str, node: Node<'_>) -> Result<(std::sync::Arc<Program>, Outco
     } else {
         Err(display(&program, &outcome.errors))
     }
-}
-
-/// Whether an expression names `oldSelf`.
-fn uses_old_self(e: &IdedExpr) -> bool {
-    fn any(e: &IdedExpr, depth: usize) -> bool {
-        if depth > 200 {
-            return false;
-        }
-        let d = depth + 1;
-        let entry = |x: &cel::common::ast::IdedEntryExpr| match &x.expr {
-            EntryExpr::MapEntry(me) => any(&me.key, d) || any(&me.value, d),
-            EntryExpr::StructField(f) => any(&f.value, d),
-        };
-        match &e.expr {
-            Expr::Ident(n) => n == "oldSelf",
-            Expr::Call(c) => {
-                c.target.as_deref().is_some_and(|t| any(t, d)) || c.args.iter().any(|a| any(a, d))
-            }
-            Expr::Select(s) => any(&s.operand, d),
-            Expr::List(l) => l.elements.iter().any(|x| any(x, d)),
-            Expr::Map(m) => m.entries.iter().any(entry),
-            Expr::Struct(s) => s.entries.iter().any(entry),
-            Expr::Comprehension(c) => [
-                &c.iter_range,
-                &c.accu_init,
-                &c.loop_cond,
-                &c.loop_step,
-                &c.result,
-            ]
-            .into_iter()
-            .any(|x| any(x, d)),
-            Expr::Literal(_) | Expr::Unspecified => false,
-        }
-    }
-    any(e, 0)
 }
 
 #[cfg(test)]

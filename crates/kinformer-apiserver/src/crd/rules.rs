@@ -426,27 +426,29 @@ fn message_expression(rule: &Map<String, Value>, ctx: &Context<'_, '_>) -> Optio
 /// A rule's `fieldPath` (`.spec.x`, `.labels['a.b']`) as a field path relative to the value
 /// the rule is declared on (`spec.x`, `labels.a.b`), or `None` when it has none.
 fn normalized_field_path(field_path: &str) -> Option<String> {
-    let mut out = String::new();
-    let mut rest = field_path.trim();
+    let names = field_path_segments(field_path.trim())?;
+    (!names.is_empty()).then(|| names.join("."))
+}
+
+/// The names a `fieldPath` steps through (`.spec.x` and `.labels['a.b']` are `spec`, `x`,
+/// `labels`, `a.b`), `None` when it is not written so.
+pub(super) fn field_path_segments(path: &str) -> Option<Vec<&str>> {
+    let mut names = Vec::new();
+    let mut rest = path;
     while !rest.is_empty() {
-        let name;
         if let Some(r) = rest.strip_prefix("['") {
             let end = r.find("']")?;
-            name = &r[..end];
+            names.push(&r[..end]);
             rest = &r[end + 2..];
         } else if let Some(r) = rest.strip_prefix('.') {
             let end = r.find(['.', '[']).unwrap_or(r.len());
-            name = &r[..end];
+            names.push(&r[..end]);
             rest = &r[end..];
         } else {
             return None;
         }
-        if !out.is_empty() {
-            out.push('.');
-        }
-        out.push_str(name);
     }
-    (!out.is_empty()).then_some(out)
+    Some(names)
 }
 
 /// The key fields of an `x-kubernetes-list-type: map` list (whose items kube-apiserver pairs

@@ -16,7 +16,7 @@
 
 use cel::common::ast::{CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr, LiteralValue};
 
-use super::{Kind, Node, literal_size};
+use super::{Kind, Node};
 
 mod functions;
 mod types;
@@ -422,58 +422,56 @@ impl<'a> Estimator<'a> {
 
     fn call(&mut self, id: u64, c: &CallExpr, d: usize) -> E<'a> {
         // `strings.quote(s)`: a namespaced function, not a method of a variable `strings`.
-        let namespaced = match c.target.as_deref().map(|t| &t.expr) {
-            Some(Expr::Ident(ns))
-                if NAMESPACES.contains(&ns.as_str())
-                    && !self.locals.iter().any(|(n, _)| n == ns) =>
-            {
-                Some(format!("{ns}.{}", c.func_name))
+        let namespace = match c.target.as_deref() {
+            Some(
+                t @ IdedExpr {
+                    expr: Expr::Ident(ns),
+                    ..
+                },
+            ) if NAMESPACES.contains(&ns.as_str()) && !self.locals.iter().any(|(n, _)| n == ns) => {
+                Some((t.id, ns.as_str()))
             }
             _ => None,
         };
-        if let Some(Expr::Ident(ns)) = c.target.as_deref().map(|t| &t.expr)
-            && namespaced.is_some()
-            && types::UNDECLARED_NAMESPACES.contains(&ns.as_str())
-            && let Some(t) = c.target.as_deref()
+        if let Some((target_id, ns)) = namespace
+            && types::UNDECLARED_NAMESPACES.contains(&ns)
         {
-            self.errors.push((
-                t.id,
-                format!("undeclared reference to '{ns}' (in container '')"),
-            ));
-            self.errors.push((
-                id,
-                format!(
-                    "undeclared reference to '{}' (in container '')",
-                    c.func_name
-                ),
-            ));
+            let undeclared =
+                |name: &str| format!("undeclared reference to '{name}' (in container '')");
+            self.errors.push((target_id, undeclared(ns)));
+            self.errors.push((id, undeclared(&c.func_name)));
         }
-        let (name, target) = match namespaced {
-            Some(n) => (n, None),
+        let (name, target) = match namespace {
+            Some((_, ns)) => (format!("{ns}.{}", c.func_name), None),
             None => (
                 c.func_name.clone(),
                 c.target.as_deref().map(|t| self.expr(t, d)),
             ),
         };
-        if let (Some(range), [Expr::Ident(v1), Expr::Ident(v2), _]) = (
-            &target,
-            c.args
-                .iter()
-                .map(|a| &a.expr)
-                .collect::<Vec<_>>()
-                .as_slice(),
-        ) && matches!(name.as_str(), "all" | "exists" | "exists_one" | "existsOne")
+        if let (
+            Some(range),
+            [
+                IdedExpr {
+                    expr: Expr::Ident(v1),
+                    ..
+                },
+                IdedExpr {
+                    expr: Expr::Ident(v2),
+                    ..
+                },
+                predicate,
+            ],
+        ) = (&target, c.args.as_slice())
+            && matches!(name.as_str(), "all" | "exists" | "exists_one" | "existsOne")
         {
-            return self.two_variables(&name, range.clone(), v1, v2, &c.args[2], d);
+            return self.two_variables(&name, range.clone(), v1, v2, predicate, d);
         }
         let args: Vec<E<'a>> = c.args.iter().map(|a| self.expr(a, d)).collect();
+        let args_cost = args.iter().fold(0u64, |acc, a| acc.saturating_add(a.cost));
         let tys: Vec<&Ty> = args.iter().map(|a| &a.ty).collect();
         let refused = types::overload_error(&name, target.as_ref().map(|t| &t.ty), &tys);
         let mut out = match (name.as_str(), args.as_slice()) {
-            ("_&&_" | "_||_", _) => E::value(
-                args.iter().fold(0u64, |acc, a| acc.saturating_add(a.cost)),
-                Ty::Bool,
-            ),
+            ("_&&_" | "_||_", _) => E::value(args_cost, Ty::Bool),
             ("_?_:_", [cond, t, f]) => {
                 let (ts, fs) = (self.size(t), self.size(f));
                 let ty = if t.ty == f.ty { t.ty.clone() } else { Ty::Dyn };
@@ -483,7 +481,6 @@ impl<'a> Estimator<'a> {
                 })
             }
             _ => {
-                let args_cost = args.iter().fold(0u64, |acc, a| acc.saturating_add(a.cost));
                 let tgt_cost = target.as_ref().map_or(0, |t| t.cost);
                 let mut out = self.function(&name, target.as_ref(), &args);
                 out.cost = out.cost.saturating_add(args_cost).saturating_add(tgt_cost);
@@ -495,5 +492,14 @@ impl<'a> Estimator<'a> {
             out.ty = Ty::Error;
         }
         out
+    }
+}
+
+/// A literal's size: characters of a string, bytes of bytes, 1 for anything else.
+fn literal_size(l: &LiteralValue) -> u64 {
+    match l {
+        LiteralValue::String(s) => s.inner().chars().count() as u64,
+        LiteralValue::Bytes(b) => b.inner().len() as u64,
+        _ => 1,
     }
 }

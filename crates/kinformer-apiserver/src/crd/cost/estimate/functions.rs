@@ -16,6 +16,9 @@ impl<'a> Estimator<'a> {
         let s = sz(subject);
         // A refused expression's type takes overloads as a value of unknown type does.
         let ty_of = |e: Option<&E<'a>>| e.map_or(Ty::Dyn, |e| e.ty.clone().unknown_if_error());
+        // A regular expression's: the subject's length by the pattern's.
+        let regex =
+            || factor(s.max.saturating_add(1), 0.1).saturating_mul(factor(sz(a0).max, 0.25));
         match name {
             "_==_" | "_!=_" => {
                 // Kubernetes prices `==` between its library's values (quantities, IPs, ...)
@@ -72,13 +75,12 @@ impl<'a> Estimator<'a> {
                 _ => E::value(sz(a1).max.max(1), Ty::Bool),
             },
             "_[_]" | "_[?_]" => {
-                let on = a0;
-                let at = on.and_then(|o| match (&o.ty, o.at) {
+                let at = a0.and_then(|o| match (&o.ty, o.at) {
                     (Ty::List(_), Some(n)) => n.items(),
                     (Ty::Map(_), Some(n)) => n.values(),
                     _ => None,
                 });
-                let ty = at.map_or_else(|| ty_of(on).elem(), |n| Ty::of(n, 0));
+                let ty = at.map_or_else(|| ty_of(a0).elem(), |n| Ty::of(n, 0));
                 E {
                     at,
                     ..E::value(1, ty)
@@ -90,21 +92,14 @@ impl<'a> Estimator<'a> {
                 out.size = a0.map(|a| self.size(a));
                 out
             }
-            "matches" if target.is_some() => E::value(
-                factor(s.max.saturating_add(1), 0.1).saturating_mul(factor(sz(a0).max, 0.25)),
-                Ty::Bool,
-            ),
+            "matches" if target.is_some() => E::value(regex(), Ty::Bool),
             "find" | "findAll" => {
                 let ty = if name == "find" {
                     Ty::Str
                 } else {
                     Ty::List(Box::new(Ty::Str))
                 };
-                E::value(
-                    factor(s.max.saturating_add(1), 0.1).saturating_mul(factor(sz(a0).max, 0.25)),
-                    ty,
-                )
-                .sized(Size { min: 0, max: s.max })
+                E::value(regex(), ty).sized(Size { min: 0, max: s.max })
             }
             "startsWith" | "endsWith" => E::value(tenth(sz(a0).max), Ty::Bool),
             "contains" if target.is_some_and(|t| t.ty.string_like()) => {
@@ -267,13 +262,8 @@ fn result_type(name: &str, target: Option<&E<'_>>, args: &[E<'_>]) -> Ty {
         _ => subject,
     };
     match name {
-        "size" | "int" | "charAt" => {
-            if name == "charAt" {
-                Ty::Str
-            } else {
-                Ty::Int
-            }
-        }
+        "size" | "int" => Ty::Int,
+        "charAt" => Ty::Str,
         "uint" => Ty::Uint,
         "double" => Ty::Double,
         "string" => Ty::Str,

@@ -28,6 +28,10 @@ const DECLARED: [&str; 14] = [
     "google",
 ];
 
+/// Namespaces of functions the `cel` crate knows that Kubernetes' environment does not have:
+/// cel-go names them undeclared.
+pub(super) const UNDECLARED_NAMESPACES: [&str; 2] = ["math", "base64"];
+
 /// Whether `name` is declared outside the rule (its variables, types and namespaces).
 pub(super) fn declared(name: &str) -> bool {
     DECLARED.contains(&name) || NAMESPACES.contains(&name)
@@ -59,6 +63,16 @@ impl Ty {
         })
     }
 
+    /// The type's full name (`list(string)`, `map(string, int)`) when it is certain.
+    fn full_name(&self) -> Option<String> {
+        match self {
+            Ty::Null => Some("null".into()),
+            Ty::List(e) => Some(format!("list({})", e.full_name()?)),
+            Ty::Map(v) => Some(format!("map(string, {})", v.full_name()?)),
+            t => t.scalar_name().map(String::from),
+        }
+    }
+
     /// The name of a scalar type whose overloads are checked here.
     fn scalar_name(&self) -> Option<&'static str> {
         match self {
@@ -79,30 +93,9 @@ fn numeric(t: &str) -> bool {
     matches!(t, "int" | "uint" | "double")
 }
 
-/// Namespaces of functions the `cel` crate knows that Kubernetes' environment does not have:
-/// cel-go names them undeclared.
-pub(super) const UNDECLARED_NAMESPACES: [&str; 2] = ["math", "base64"];
-
-impl Ty {
-    /// The type's full name (`list(string)`, `map(string, int)`) when it is certain.
-    fn full_name(&self) -> Option<String> {
-        match self {
-            Ty::Null => Some("null".into()),
-            Ty::List(e) => Some(format!("list({})", e.full_name()?)),
-            Ty::Map(v) => Some(format!("map(string, {})", v.full_name()?)),
-            t => t.scalar_name().map(String::from),
-        }
-    }
-}
-
 /// cel-go's words when `name` has no overload for these types, if they are all certain.
 pub(super) fn overload_error(name: &str, target: Option<&Ty>, args: &[&Ty]) -> Option<String> {
-    let refuse = |types: &[String]| {
-        Some(format!(
-            "found no matching overload for '{name}' applied to '({})'",
-            types.join(", ")
-        ))
-    };
+    let refuse = |types: &[String]| no_overload(name, None, &types.join(", "));
     match (name, args) {
         ("_==_" | "_!=_", [a, b]) => {
             // One type on both sides; null only against an object, a duration, a timestamp
@@ -184,12 +177,14 @@ pub(super) fn overload_error(name: &str, target: Option<&Ty>, args: &[&Ty]) -> O
     if ok && member {
         return None;
     }
-    let list = names.join(", ");
-    let applied = match target.and_then(Ty::scalar_name) {
-        Some(t) => format!("{t}.({list})"),
-        None => format!("({list})"),
-    };
+    no_overload(name, target.and_then(Ty::scalar_name), &names.join(", "))
+}
+
+/// cel-go's words for a call with no overload: `'(int, string)'`, `'string.(int)'` with a
+/// receiver.
+fn no_overload(name: &str, receiver: Option<&str>, args: &str) -> Option<String> {
+    let receiver = receiver.map(|r| format!("{r}.")).unwrap_or_default();
     Some(format!(
-        "found no matching overload for '{name}' applied to '{applied}'"
+        "found no matching overload for '{name}' applied to '{receiver}({args})'"
     ))
 }
