@@ -397,8 +397,10 @@ fn walk(
         return;
     }
     // go-openapi's order: allOf and the like, strings, numbers, an array's items and size, the
-    // enum, an object's size and fields
-    combinators::check(sch, v, path, depth, causes);
+    // enum, an object's size and fields; the combinators are checked last (their causes put
+    // first), on the value pruned and defaulted below, as kube-apiserver decodes (prunes,
+    // defaults) a whole object before validating it
+    let combinators_at = causes.len();
     match v {
         Value::String(s) => {
             values::check_string(sch, s, path, causes);
@@ -504,6 +506,9 @@ fn walk(
         values::check_properties(sch, obj.len(), path, &mut size_causes);
         causes.splice(size_causes_at..size_causes_at, size_causes);
     }
+    let mut combined = Vec::new();
+    combinators::check(sch, v, path, depth, &mut combined);
+    causes.splice(combinators_at..combinators_at, combined);
 }
 
 /// Drops the causes found from `at` on when `v` equals its `old` value (validation ratcheting).

@@ -258,3 +258,82 @@ async fn cluster_scoped_crds_and_invalid_definitions() {
     }
     s.shutdown().await;
 }
+
+/// A custom resource with a status subresource is created without the status its body
+/// carries, before it is validated, as kube-apiserver creates it: a Go client's
+/// `"status":{"parents":null}` against a status schema that requires `parents` (Gateway API's
+/// HTTPRoute) is created, not refused; a resource without the subresource keeps its status.
+#[tokio::test]
+async fn creating_a_custom_resource_drops_the_status_its_subresource_owns() {
+    let s = start(ServerConfig::default()).await.unwrap();
+    let c = s.client();
+    let crds: Api<CustomResourceDefinition> = Api::all(c.clone());
+    for (plural, kind, subresources) in [
+        ("routes", "Route", json!({"status": {}})),
+        ("plains", "Plain", json!({})),
+    ] {
+        let mut def = crd("Namespaced", plural, kind);
+        let mut v = serde_json::to_value(&def).unwrap();
+        let version = &mut v["spec"]["versions"][0];
+        version["subresources"] = subresources;
+        version["schema"]["openAPIV3Schema"]["properties"]["status"] = json!({
+            "type": "object", "required": ["parents"],
+            "properties": {"parents": {"type": "array", "maxItems": 2,
+                                       "items": {"type": "string"}}}});
+        def = serde_json::from_value(v).unwrap();
+        crds.create(&PostParams::default(), &def).await.unwrap();
+    }
+    let api = |plural: &str, kind: &str| -> Api<DynamicObject> {
+        Api::namespaced_with(c.clone(), "default", &widget_resource(plural, kind))
+    };
+    let with_status = |kind: &str, name: &str, status: Value| {
+        let mut o = widget(kind, name, json!({"size": 1}));
+        o.data["status"] = status;
+        o
+    };
+    let routes = api("routes", "Route");
+    for (name, status) in [
+        ("null-parents", json!({"parents": null})),
+        ("too-many", json!({"parents": ["a", "b", "c"]})),
+        ("fine", json!({"parents": ["a"]})),
+    ] {
+        let created = routes
+            .create(&PostParams::default(), &with_status("Route", name, status))
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(created.data.get("status"), None, "{name}");
+        let read = routes.get(name).await.unwrap();
+        assert_eq!(read.data.get("status"), None, "{name}");
+    }
+    // The status subresource still validates what it writes.
+    let mut route = routes.get("fine").await.unwrap();
+    route.data["status"] = json!({"parents": ["a", "b", "c"]});
+    match routes
+        .replace_status("fine", &PostParams::default(), &route)
+        .await
+    {
+        Err(kube::Error::Api(e)) => assert_eq!(e.code, 422, "{}", e.message),
+        other => panic!("expected 422, got {other:?}"),
+    }
+
+    let plains = api("plains", "Plain");
+    let kept = plains
+        .create(
+            &PostParams::default(),
+            &with_status("Plain", "p", json!({"parents": ["a"]})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(kept.data["status"], json!({"parents": ["a"]}));
+    match plains
+        .create(
+            &PostParams::default(),
+            &with_status("Plain", "q", json!({"parents": null})),
+        )
+        .await
+    {
+        Err(kube::Error::Api(e)) => assert_eq!(e.code, 422, "{}", e.message),
+        other => panic!("expected 422, got {other:?}"),
+    }
+    s.shutdown().await;
+}

@@ -17,9 +17,10 @@
 //! the estimated cost) is `rule_checks`. Properties are read by the names CEL gives them
 //! (`my__dash__field` for `my-field`). What is not evaluated as kube-apiserver evaluates it:
 //! the runtime cost budget, two-variable comprehensions (`all(k, v, ...)`), Kubernetes' own
-//! CEL libraries other than `quantity` (`url`, `isSorted`, `ip`, ...; see `quantity`),
-//! `duration`/`timestamp` and formats as typed values, rules under
-//! `allOf`, and `optionalOldSelf` (such rules are evaluated only with an old value).
+//! CEL libraries other than `quantity` (`url`, `isSorted`, `ip`, ...; see `quantity`), rules
+//! under `allOf`, and `optionalOldSelf` (such rules are evaluated only with an old value).
+//! `duration()` and `timestamp()` are evaluated, and strings of the `duration`, `date-time`,
+//! `date` and `byte` formats reach rules typed as Kubernetes types them.
 
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -33,6 +34,7 @@ use serde_json::{Map, Value};
 use super::{Cause, MAX_DEPTH, go_value};
 
 mod quantity;
+mod typed;
 
 /// The longest rule compiled (kube-apiserver bounds rules by their cost instead).
 const MAX_RULE_BYTES: usize = 16 * 1024;
@@ -490,7 +492,7 @@ fn to_cel(schema: Option<&Value>, v: &Value, depth: usize) -> Cel {
                 (_, None) => Cel::Float(f),
             }
         }
-        Value::String(s) => Cel::String(Arc::new(s.clone())),
+        Value::String(s) => typed::string(schema, s),
         Value::Array(items) => {
             let item = schema.and_then(|s| s.get("items"));
             Cel::List(Arc::new(

@@ -409,3 +409,36 @@ fn unchanged_values_ratchet_on_update() {
     dropped.as_object_mut().unwrap().remove("other");
     assert_eq!(update(stored, dropped), ["spec.other: Required value"]);
 }
+
+/// `oneOf` and the like see the value as it is stored: pruned and defaulted first, as
+/// kube-apiserver decodes a whole object before validating it (Gateway API's
+/// `spec.addresses[]`: `type` defaults to `IPAddress`, and one branch takes `IPAddress`
+/// values, the other every other type).
+#[test]
+fn combinators_see_defaulted_values() {
+    let schema = json!({
+        "type": "object",
+        "properties": {"addresses": {"type": "array", "items": {
+            "type": "object",
+            "properties": {"type": {"type": "string", "default": "IPAddress"},
+                           "value": {"type": "string"}},
+            "oneOf": [
+                {"properties": {"type": {"enum": ["IPAddress"]},
+                                "value": {"anyOf": [{"format": "ipv4"}, {"format": "ipv6"}]}}},
+                {"properties": {"type": {"not": {"enum": ["IPAddress"]}}}}
+            ]}}}
+    });
+    let spec = json!({"addresses": [
+        {"value": "1.2.3.4"}, {"value": "1234::"}, {"type": "Hostname", "value": "example.com"}
+    ]});
+    assert_eq!(causes_of(schema.clone(), spec), Vec::<String>::new());
+    let spec = json!({"addresses": [{"value": "1.2.3.4"}, {"value": "example.com"}]});
+    assert_eq!(
+        causes_of(schema, spec),
+        [
+            "<nil>: Invalid value: \"\": \"spec.addresses[1]\" must validate one and only one schema (oneOf). Found none valid",
+            "<nil>: Invalid value: \"\": \"spec.addresses[1].value\" must validate at least one schema (anyOf)",
+            "spec.addresses[1].value: Invalid value: \"example.com\": spec.addresses[1].value in body must be of type ipv4: \"example.com\"",
+        ]
+    );
+}

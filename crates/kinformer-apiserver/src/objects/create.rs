@@ -35,6 +35,12 @@ pub(crate) fn prepare_create_by(
     normalize::normalize_body(res, &mut obj);
     fields::drop_unknown(res, &mut obj);
     defaults::apply_defaults(res, &mut obj);
+    if res.crd_name.is_some() && res.status_subresource {
+        // A custom resource with a status subresource is created without its status, before
+        // it is validated (apiextensions-apiserver's `PrepareForCreate`): clients that always
+        // send one (Go structs' `"status":{"parents":null}`) are not refused for it.
+        obj.remove("status");
+    }
     if let Some(schema) = &res.schema {
         crate::crd::apply_schema(res, schema, &mut obj, None)?;
     }

@@ -383,3 +383,61 @@ fn kubernetes_quantities_are_evaluated() {
         "{got:?}"
     );
 }
+
+/// `duration()` and `timestamp()` are evaluated (Gateway API's HTTPRoute compares
+/// `duration(self.backendRequest) > duration(self.request)`), and strings of the `duration`,
+/// `date-time`, `date` and `byte` formats reach rules as durations, timestamps and bytes, as
+/// Kubernetes types them.
+#[test]
+fn durations_timestamps_and_bytes_are_evaluated() {
+    let spec = with_rules(
+        json!({"type": "object", "properties": {
+            "request": {"type": "string", "pattern": "^([0-9]{1,5}(h|m|s|ms)){1,4}$"},
+            "backendRequest": {"type": "string"},
+            "every": {"type": "string", "format": "duration"},
+            "at": {"type": "string", "format": "date-time"},
+            "day": {"type": "string", "format": "date"},
+            "key": {"type": "string", "format": "byte"}}}),
+        json!([
+            {"rule": "!(has(self.request) && has(self.backendRequest) && duration(self.request) != duration('0s') && duration(self.backendRequest) > duration(self.request))",
+             "message": "backendRequest timeout cannot be longer than request timeout"},
+            {"rule": "!has(self.every) || (self.every >= duration('1s') && self.every.getMinutes() < 60)", "message": "every"},
+            {"rule": "!has(self.at) || self.at > timestamp('2020-01-01T00:00:00Z')", "message": "at"},
+            {"rule": "!has(self.day) || self.day.getFullYear() >= 2020", "message": "day"},
+            {"rule": "!has(self.key) || size(self.key) == 3", "message": "key"},
+        ]),
+    );
+    let ok = json!({"request": "10s", "backendRequest": "1s", "every": "1.5m",
+                    "at": "2026-11-28T01:00:00Z", "day": "2021-02-03", "key": "YWJj"});
+    assert_eq!(causes(spec.clone(), ok, None), Vec::<String>::new());
+    let bad = json!({"request": "200ms", "backendRequest": "1s", "every": "2h",
+                     "at": "2019-12-31T23:59:59+00:00", "day": "2019-02-03", "key": "YWI="});
+    let got = causes(spec.clone(), bad, None);
+    assert_eq!(got.len(), 5, "{got:?}");
+    for (cause, message) in got
+        .iter()
+        .zip(["backendRequest timeout", "every", "at", "day", "key"])
+    {
+        assert!(cause.contains(message), "{cause} lacks {message}");
+    }
+    assert_eq!(
+        causes(spec, json!({"request": "0s", "backendRequest": "1h"}), None),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        typed::go_duration("1h30m"),
+        Some(chrono::Duration::minutes(90))
+    );
+    assert_eq!(
+        typed::go_duration("-1.5s"),
+        Some(-chrono::Duration::milliseconds(1500))
+    );
+    assert_eq!(typed::go_duration("2d"), Some(chrono::Duration::hours(48)));
+    assert_eq!(
+        typed::go_duration("1µs"),
+        Some(chrono::Duration::microseconds(1))
+    );
+    for bad in ["", "1", "h", "1x", "1.2.3s", "9999999999h"] {
+        assert_eq!(typed::go_duration(bad), None, "{bad:?}");
+    }
+}
