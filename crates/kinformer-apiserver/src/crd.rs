@@ -6,12 +6,13 @@
 //!
 //! Schemas are untrusted input: recursion is bounded ([`MAX_DEPTH`]) and nothing panics.
 
-use std::sync::Arc;
-
 use serde_json::{Map, Value, json};
 
-use crate::resource::{ResourceInfo, ScaleInfo, Scope};
+use crate::resource::ResourceInfo;
 use crate::status::ApiError;
+#[cfg(test)]
+pub(crate) use served::resource_info;
+pub(crate) use served::resource_infos;
 
 /// Deeper schemas or objects than this are refused (422) rather than walked.
 const MAX_DEPTH: usize = 64;
@@ -222,59 +223,6 @@ fn check_schema(schema: &Value, depth: usize) -> Result<(), String> {
         }
     }
     Ok(())
-}
-
-/// The resource a stored CRD makes served (its storage version), `None` if it cannot serve one.
-pub(crate) fn resource_info(crd: &Value) -> Option<ResourceInfo> {
-    let spec = crd.get("spec")?;
-    let version = storage_version(spec)?;
-    let scope = match s(spec, &["scope"]) {
-        "Cluster" => Scope::Cluster,
-        _ => Scope::Namespaced,
-    };
-    let strings = |v: Option<&Value>| -> Vec<String> {
-        v.and_then(|a| a.as_array())
-            .map(|a| {
-                a.iter()
-                    .filter_map(|x| x.as_str().map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let names = spec.get("names")?;
-    let kind = s(names, &["kind"]);
-    let mut info = ResourceInfo::new(
-        s(spec, &["group"]),
-        s(version, &["name"]),
-        kind,
-        s(names, &["plural"]),
-        scope,
-    );
-    let singular = s(names, &["singular"]);
-    if !singular.is_empty() {
-        info.singular = singular.to_string();
-    }
-    info.short_names = strings(names.get("shortNames"));
-    info.categories = strings(names.get("categories"));
-    let subresources = version.get("subresources");
-    info.status_subresource = subresources.and_then(|s| s.get("status")).is_some();
-    info.scale = subresources
-        .and_then(|s| s.get("scale"))
-        .map(|sc| ScaleInfo {
-            spec_replicas_path: s(sc, &["specReplicasPath"]).to_string(),
-            status_replicas_path: s(sc, &["statusReplicasPath"]).to_string(),
-            label_selector_path: Some(s(sc, &["labelSelectorPath"]))
-                .filter(|p| !p.is_empty())
-                .map(String::from),
-        });
-    info.schema = version
-        .pointer("/schema/openAPIV3Schema")
-        .map(|schema| Arc::new(root_schema(schema)));
-    info.crd_name = crd
-        .pointer("/metadata/name")
-        .and_then(|n| n.as_str())
-        .map(String::from);
-    Some(info)
 }
 
 /// The schema as applied to an object's root: an object whatever its type says, whose
@@ -591,6 +539,7 @@ mod cost;
 mod formats;
 mod rule_checks;
 mod rules;
+mod served;
 mod values;
 
 #[cfg(test)]

@@ -70,6 +70,10 @@ pub struct ResourceInfo {
     pub(crate) schema: Option<std::sync::Arc<Value>>,
     /// The CustomResourceDefinition that defines this resource.
     pub(crate) crd_name: Option<String>,
+    /// The version objects are stored in, when it is not this one (a custom resource served in
+    /// several versions: objects are stored in the CRD's storage version and shown in the
+    /// version asked for, as conversion strategy `None` does).
+    pub(crate) storage_version: Option<String>,
 }
 
 /// Where a resource keeps what its `/scale` subresource shows (JSON paths as a
@@ -117,6 +121,16 @@ impl ResourceInfo {
             create_only: false,
             schema: None,
             crd_name: None,
+            storage_version: None,
+        }
+    }
+
+    /// `apiVersion` of stored objects: [`Self::api_version`], or the storage version's when
+    /// this resource is served in another.
+    pub(crate) fn stored_api_version(&self) -> String {
+        match &self.storage_version {
+            Some(v) => format!("{}/{v}", self.group),
+            None => self.api_version(),
         }
     }
 
@@ -208,6 +222,7 @@ where
         create_only: false,
         schema: None,
         crd_name: None,
+        storage_version: None,
     };
     // Registry behaviour recorded against the real server for the kinds the e2e diff covers.
     match (group, plural) {
@@ -243,6 +258,7 @@ fn review<K: Resource<Scope: 'static>>() -> ResourceInfo {
         create_only: true,
         schema: None,
         crd_name: None,
+        storage_version: None,
     }
 }
 

@@ -337,3 +337,120 @@ async fn creating_a_custom_resource_drops_the_status_its_subresource_owns() {
     }
     s.shutdown().await;
 }
+
+/// A CRD served in several versions (Gateway API's HTTPRoute: `v1` stored, `v1beta1` served)
+/// serves each: objects are stored once, in the storage version, and read, listed, watched,
+/// patched and written through any served version, shown in that version's `apiVersion` and
+/// validated by that version's schema; a version with `served: false` is not served; the
+/// group's preferred version is the highest by Kubernetes' version priority.
+#[tokio::test]
+async fn every_served_version_of_a_crd_is_served() {
+    let s = start(ServerConfig::default()).await.unwrap();
+    let c = s.client();
+    let crds: Api<CustomResourceDefinition> = Api::all(c.clone());
+    let schema = |max: i64| {
+        json!({"openAPIV3Schema": {"type": "object", "properties": {
+            "spec": {"type": "object", "properties": {"size": {"type": "integer", "maximum": max}}}}}})
+    };
+    let version = |name: &str, served: bool, storage: bool, max: i64| json!({"name": name, "served": served, "storage": storage, "schema": schema(max)});
+    let def: CustomResourceDefinition = serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "routes.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"plural": "routes", "kind": "Route"},
+                 "versions": [version("v1beta1", true, false, 5), version("v1alpha1", false, false, 9),
+                              version("v1", true, true, 10)]}
+    }))
+    .unwrap();
+    crds.create(&PostParams::default(), &def).await.unwrap();
+    let at = |v: &str| -> Api<DynamicObject> {
+        let gvk = GroupVersionKind::gvk("example.com", v, "Route");
+        Api::namespaced_with(
+            c.clone(),
+            "default",
+            &ApiResource::from_gvk_with_plural(&gvk, "routes"),
+        )
+    };
+    let (v1, beta) = (at("v1"), at("v1beta1"));
+    let route = |v: &str, name: &str, size: i64| -> DynamicObject {
+        serde_json::from_value(
+            json!({"apiVersion": format!("example.com/{v}"), "kind": "Route",
+                                      "metadata": {"name": name}, "spec": {"size": size}}),
+        )
+        .unwrap()
+    };
+    let mut events = beta
+        .watch(&WatchParams::default(), "0")
+        .await
+        .unwrap()
+        .boxed();
+    let created = v1
+        .create(&PostParams::default(), &route("v1", "a", 7))
+        .await
+        .unwrap();
+    assert_eq!(created.types.unwrap().api_version, "example.com/v1");
+    match events.try_next().await.unwrap() {
+        Some(WatchEvent::Added(o)) => {
+            assert_eq!(o.types.unwrap().api_version, "example.com/v1beta1")
+        }
+        other => panic!("expected ADDED, got {other:?}"),
+    }
+    let read = beta.get("a").await.unwrap();
+    assert_eq!(read.types.unwrap().api_version, "example.com/v1beta1");
+    assert_eq!(read.data["spec"]["size"], 7);
+    // written through v1beta1: its schema (maximum 5), stored once, shown in each version
+    match beta
+        .create(&PostParams::default(), &route("v1beta1", "b", 7))
+        .await
+    {
+        Err(kube::Error::Api(e)) => assert_eq!(e.code, 422, "{}", e.message),
+        other => panic!("expected 422, got {other:?}"),
+    }
+    beta.create(&PostParams::default(), &route("v1beta1", "b", 3))
+        .await
+        .unwrap();
+    let listed = v1.list(&ListParams::default()).await.unwrap();
+    assert_eq!(listed.items.len(), 2);
+    for o in &listed.items {
+        assert_eq!(o.types.as_ref().unwrap().api_version, "example.com/v1");
+    }
+    let patched = beta
+        .patch(
+            "a",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(patched.types.unwrap().api_version, "example.com/v1beta1");
+    assert_eq!(
+        v1.get("a").await.unwrap().metadata.labels.unwrap()["x"],
+        "y"
+    );
+    assert_eq!(
+        beta.list(&ListParams::default()).await.unwrap().items[1]
+            .types
+            .as_ref()
+            .unwrap()
+            .api_version,
+        "example.com/v1beta1"
+    );
+    match at("v1alpha1").get("a").await {
+        Err(kube::Error::Api(e)) => assert_eq!(e.code, 404),
+        other => panic!("expected 404, got {other:?}"),
+    }
+    let group: Value = serde_json::from_str(
+        &c.request_text(
+            http::Request::get("/apis/example.com")
+                .body(Vec::new())
+                .unwrap(),
+        )
+        .await
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(group["preferredVersion"]["version"], "v1");
+    assert_eq!(group["versions"][1]["version"], "v1beta1");
+    assert_eq!(group["versions"].as_array().unwrap().len(), 2);
+    s.shutdown().await;
+}

@@ -39,11 +39,31 @@ impl Registry {
         r.push(Arc::new(info));
     }
 
-    /// Stops serving the resource defined by CustomResourceDefinition `crd`; returns it.
+    /// Stops serving the resource defined by CustomResourceDefinition `crd` (every version);
+    /// returns it as its storage version was served.
     pub(crate) fn unregister_crd(&self, crd: &str) -> Option<Arc<ResourceInfo>> {
         let mut r = self.resources.write();
-        let i = r.iter().position(|x| x.crd_name.as_deref() == Some(crd))?;
-        Some(r.remove(i))
+        let mut stored = None;
+        r.retain(|x| {
+            let of_crd = x.crd_name.as_deref() == Some(crd);
+            if of_crd && (stored.is_none() || x.storage_version.is_none()) {
+                stored = Some(x.clone());
+            }
+            !of_crd
+        });
+        stored
+    }
+
+    /// Serves the versions of one CustomResourceDefinition's resource (its storage version
+    /// first), replacing what it served before.
+    pub(crate) fn register_crd(&self, infos: Vec<ResourceInfo>) {
+        let mut r = self.resources.write();
+        r.retain(|x| {
+            !infos
+                .iter()
+                .any(|i| x.group == i.group && x.plural == i.plural && x.version == i.version)
+        });
+        r.extend(infos.into_iter().map(Arc::new));
     }
 
     /// Every resource type.
@@ -238,23 +258,28 @@ impl Api {
     /// deletes its objects (watchers see them DELETED), as the real server's CRD finalizer does.
     fn sync_crd(&self, crd_res: &ResourceInfo, name: &str) {
         let stored = self.store.get(&crd_res.group_resource(), name);
-        let info = stored
+        let mut infos = stored
             .as_ref()
-            .and_then(|o| crate::crd::resource_info(&o.to_value()));
+            .map(|o| crate::crd::resource_infos(&o.to_value()))
+            .unwrap_or_default();
         // A CRD never replaces a built-in resource (approved protected groups could name one).
-        let info = info.filter(|i| {
+        infos.retain(|i| {
             self.registry
                 .find(&i.group, &i.version, &i.plural)
                 .is_none_or(|r| r.crd_name.is_some())
         });
-        match info {
+        // the storage version first, or nothing
+        if infos.first().is_some_and(|i| i.storage_version.is_some()) {
+            infos.clear();
+        }
+        match infos.first() {
             Some(info) => {
                 if let Some(old) = self.registry.unregister_crd(name)
                     && (&old.group, &old.plural) != (&info.group, &info.plural)
                 {
                     self.delete_all(&old);
                 }
-                self.registry.register(info);
+                self.registry.register_crd(infos);
             }
             None => {
                 if let Some(old) = self.registry.unregister_crd(name) {
@@ -398,7 +423,9 @@ impl Api {
                 let obj = Arc::new(obj);
                 return Ok(Mutation::Put(obj.clone(), obj));
             };
-            let Value::Object(live) = current.to_value() else {
+            let mut live = current.to_value();
+            crate::objects::in_served_version(res, &mut live);
+            let Value::Object(live) = live else {
                 return Err(ApiError::internal("stored object is not a JSON object"));
             };
             let new = apply::apply(res, Some(&live), &config, writer, force)?;

@@ -72,6 +72,7 @@ impl Api {
                 return Err(ApiError::not_found(res, name));
             };
             let mut value = current.to_value();
+            crate::objects::in_served_version(res, &mut value);
             apply_patch(res, &mut value, patch_type, patch)?;
             let strategic = (patch_type == PatchType::StrategicMerge).then_some(patch);
             check_patched(res, fields, &value, strategic)?

@@ -403,7 +403,13 @@ impl Controller for GarbageCollector {
 
     fn resync(&mut self, api: &Api) {
         *self = GarbageCollector::default();
-        for res in api.registry.all() {
+        // a custom resource's other served versions hold the same objects
+        for res in api
+            .registry
+            .all()
+            .iter()
+            .filter(|r| r.storage_version.is_none())
+        {
             let gr: Arc<str> = Arc::from(res.group_resource());
             let Ok((_, objs)) = api.store.list(&gr, None, "", "") else {
                 continue;

@@ -95,7 +95,8 @@ impl NamespaceController {
         let mut remaining: BTreeMap<String, usize> = BTreeMap::new();
         let mut by_finalizer: BTreeMap<String, usize> = BTreeMap::new();
         for res in api.registry.all() {
-            if !res.namespaced() || res.create_only {
+            // a custom resource's other served versions hold the same objects
+            if !res.namespaced() || res.create_only || res.storage_version.is_some() {
                 continue;
             }
             let gr = res.group_resource();

@@ -1,4 +1,5 @@
 use super::*;
+use crate::resource::Scope;
 use proptest::prelude::*;
 
 /// Arbitrary JSON, biased towards schema keywords so schemas get walked.

@@ -1,4 +1,5 @@
 use super::*;
+use crate::resource::Scope;
 
 fn widget_schema() -> Value {
     json!({

@@ -35,7 +35,6 @@ use super::table::{IncludeObject, table};
 use crate::context::Context;
 use crate::faults::WatchListFault;
 use crate::list::matches;
-use crate::objects::with_resource_version;
 use crate::options::ListOptions;
 use crate::resource::ResourceInfo;
 use crate::status::ApiError;
@@ -89,6 +88,9 @@ struct Filter {
     metadata_only: bool,
     /// For a protobuf watch: the resource.
     protobuf: Option<Arc<ResourceInfo>>,
+    /// For a custom resource watched through a version other than its storage version: the
+    /// resource, whose version objects are shown in.
+    served: Option<Arc<ResourceInfo>>,
 }
 
 impl Filter {
@@ -124,6 +126,11 @@ impl Filter {
     /// Writes one event of a stored object version (its cached protobuf message when the
     /// watch is protobuf).
     fn emit_stored(&self, buf: &mut BytesMut, ty: &str, o: &StoredObject) {
+        let shown = self
+            .served
+            .as_ref()
+            .and_then(|res| super::response::served(res, o));
+        let o = shown.as_ref().unwrap_or(o);
         match &self.protobuf {
             Some(res) if self.table.is_none() && !self.metadata_only => {
                 match crate::proto::object_body(res, o) {
@@ -192,7 +199,12 @@ impl Filter {
                     (false, true) => self.emit_stored(buf, "ADDED", &ev.object),
                     (true, false) => {
                         if let Some(p) = &ev.prev {
-                            self.emit(buf, "DELETED", &with_resource_version(p, ev.revision));
+                            let last = p.at_revision(ev.revision);
+                            let shown = self
+                                .served
+                                .as_ref()
+                                .and_then(|res| super::response::served(res, &last));
+                            self.emit(buf, "DELETED", &shown.as_ref().unwrap_or(&last).bytes);
                         }
                     }
                     (false, false) => {}
@@ -221,6 +233,7 @@ pub(crate) async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Se
         table: req.table.map(|inc| (res.clone(), inc)),
         metadata_only: req.metadata_only,
         protobuf: req.protobuf.then(|| res.clone()),
+        served: res.storage_version.is_some().then(|| res.clone()),
     };
     let opts = &req.opts;
     let deadline = opts

@@ -270,9 +270,21 @@ fn finish(
     )
 }
 
+/// The type fields objects are stored with (a custom resource's storage version, whatever
+/// version it was written in).
 fn set_type_meta(res: &ResourceInfo, obj: &mut Map<String, Value>) {
-    obj.insert("apiVersion".into(), Value::String(res.api_version()));
+    obj.insert("apiVersion".into(), Value::String(res.stored_api_version()));
     obj.insert("kind".into(), Value::String(res.kind.clone()));
+}
+
+/// A stored object's JSON as the version `res` serves shows it (its `apiVersion`): what a
+/// patch or an apply through that version starts from.
+pub(crate) fn in_served_version(res: &ResourceInfo, obj: &mut Value) {
+    if res.storage_version.is_some()
+        && let Some(m) = obj.as_object_mut()
+    {
+        m.insert("apiVersion".into(), Value::String(res.api_version()));
+    }
 }
 
 /// The storage key of an object.
@@ -282,12 +294,6 @@ pub(crate) fn storage_key(res: &ResourceInfo, namespace: &str, name: &str) -> St
     } else {
         name.to_string()
     }
-}
-
-/// Rewrites `metadata.resourceVersion` in an object's JSON (used for watch events that
-/// present the previous state at a newer revision).
-pub(crate) fn with_resource_version(obj: &StoredObject, rev: u64) -> bytes::Bytes {
-    obj.at_revision(rev).bytes
 }
 
 #[cfg(test)]

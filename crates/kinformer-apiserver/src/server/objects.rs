@@ -56,6 +56,21 @@ fn to_map<T: Serialize>(obj: &T) -> Result<Map<String, Value>, ApiError> {
     }
 }
 
+/// A stored object as `K`, in the version `res` serves it in.
+fn decode<K: DeserializeOwned>(
+    res: &ResourceInfo,
+    o: &crate::store::StoredObject,
+) -> Result<K, ApiError> {
+    match res
+        .storage_version
+        .as_ref()
+        .and_then(|_| o.in_api_version(&res.api_version()))
+    {
+        Some(shown) => from_bytes(&shown.bytes),
+        None => from_bytes(&o.bytes),
+    }
+}
+
 fn from_bytes<K: DeserializeOwned>(b: &[u8]) -> Result<K, ApiError> {
     serde_json::from_slice(b)
         .map_err(|e| ApiError::internal(&format!("cannot decode stored object: {e}")))
@@ -78,7 +93,7 @@ impl RunningServer {
         let res = resource_for::<K>(&self.ctx)?;
         let ns = obj.meta().namespace.clone();
         let o = self.ctx.api.create(&res, ns.as_deref(), to_map(obj)?)?;
-        from_bytes(&o.bytes)
+        decode(&res, &o)
     }
 
     /// Replaces a typed object without HTTP. Unlike PUT, writes `status` too (a storage-level
@@ -97,7 +112,7 @@ impl RunningServer {
             to_map(obj)?,
             UpdateMode::Raw,
         )?;
-        from_bytes(&o.bytes)
+        decode(&res, &o)
     }
 
     /// Reads a typed object without HTTP.
@@ -107,7 +122,7 @@ impl RunningServer {
     {
         let res = resource_for::<K>(&self.ctx)?;
         let o = self.ctx.api.get(&res, namespace, name)?;
-        from_bytes(&o.bytes)
+        decode(&res, &o)
     }
 
     /// Deletes a typed object without HTTP (finalizers are honoured).

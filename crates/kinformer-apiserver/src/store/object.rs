@@ -252,6 +252,29 @@ impl StoredObject {
         }
     }
 
+    /// This version shown with another `apiVersion` (a custom resource read through a served
+    /// version other than its storage version); `None` when it already has it.
+    pub(crate) fn in_api_version(&self, api_version: &str) -> Option<StoredObject> {
+        let mut head = Vec::with_capacity(32 + api_version.len());
+        head.extend_from_slice(b"{\"apiVersion\":");
+        // writing a str into a Vec cannot fail
+        let _ = serde_json::to_writer(&mut head, api_version);
+        let rest = self.bytes.get(head.len()..)?;
+        if self.bytes.starts_with(&head) && matches!(rest.first(), Some(b',' | b'}')) {
+            return None;
+        }
+        let mut v = self.to_value();
+        v.as_object_mut()?
+            .insert("apiVersion".into(), Value::String(api_version.to_string()));
+        let (bytes, type_len) = encode_typed(&v);
+        Some(StoredObject {
+            bytes: Bytes::from(bytes),
+            type_len,
+            proto: ProtoCache::default(),
+            ..self.clone()
+        })
+    }
+
     /// The object parsed back into JSON (for updates and patches).
     pub(crate) fn to_value(&self) -> Value {
         serde_json::from_slice(&self.bytes).unwrap_or(Value::Null)
