@@ -162,7 +162,12 @@ fi
 if command -v kubectl > /dev/null; then
     echo "==> e2e: one kubectl session, real pair vs embedded server (e2e/kubectl-session.sh)"
     "$e2e_root/kubectl-session.sh" "$e2e_on/kubeconfig" "$embedded_dir/kubeconfig"
+    # Gateway API as its project tests it, on both servers: its CRDs (both channels), its CEL
+    # validation suite (built from the Go module proxy), its examples and its invalid examples;
+    # the same results on both, or the tier fails (e2e/gateway-api.sh).
+    echo "==> e2e: Gateway API's CRDs, CEL suite and examples, real vs embedded (e2e/gateway-api.sh)"
+    "$e2e_root/gateway-api.sh" "$e2e_on/kubeconfig" "$embedded_dir/kubeconfig"
 else
-    echo "==> e2e: kubectl session skipped: no kubectl on PATH"
+    echo "==> e2e: kubectl session and Gateway API check skipped: no kubectl on PATH"
 fi
 echo "==> e2e tier done in $((SECONDS - t_e2e))s"
