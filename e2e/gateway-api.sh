@@ -41,6 +41,19 @@ mask() {
 
 crds() { find "$work/src/config/crd/$1" -name 'gateway.networking*.yaml' | sort; }
 
+# apply_each LABEL WORD DIR: applies each YAML file under DIR; one line per file, WORD when
+# it was applied, the server's answer when it was refused.
+apply_each() {
+    local label="$1" word="$2" f out
+    while IFS= read -r f; do
+        if out="$(kubectl apply -f "$f" 2>&1)"; then
+            echo "$label ${f#"$work/src/"}: $word"
+        else
+            echo "$label ${f#"$work/src/"}: refused: $(echo "$out" | mask | tr '\n' ' ')"
+        fi
+    done < <(find "$3" -name '*.yaml' | sort)
+}
+
 # run KUBECONFIG: the whole session against one server, one result per line.
 run() {
     export KUBECONFIG="$1"
@@ -56,22 +69,10 @@ run() {
         # the suite: one line per test and subtest, its verdict
         (cd "$work/src/pkg/test/cel" && "$work/cel-$channel.test" -test.count=1 -test.v 2>&1 || true) |
             sed -nE 's/^ *--- (PASS|FAIL|SKIP): (.*) \([0-9.]+s\)$/\1 \2/p' | sort
-        # every shipped example, file by file
-        while IFS= read -r f; do
-            if out="$(kubectl apply -f "$f" 2>&1)"; then
-                echo "example ${f#"$work/src/"}: applied"
-            else
-                echo "example ${f#"$work/src/"}: refused: $(echo "$out" | mask | tr '\n' ' ')"
-            fi
-        done < <(find "$work/src/examples/$channel" -name '*.yaml' | sort)
-        # every shipped invalid example must be refused; the server's words are compared
-        while IFS= read -r f; do
-            if out="$(kubectl apply -f "$f" 2>&1)"; then
-                echo "invalid ${f#"$work/src/"}: ACCEPTED"
-            else
-                echo "invalid ${f#"$work/src/"}: refused: $(echo "$out" | mask | tr '\n' ' ')"
-            fi
-        done < <(find "$work/src/hack/invalid-examples/$channel" -name '*.yaml' | sort)
+        # every shipped example, file by file; every shipped invalid example must be refused
+        # (the server's words are compared)
+        apply_each example applied "$work/src/examples/$channel"
+        apply_each invalid ACCEPTED "$work/src/hack/invalid-examples/$channel"
     done
     # the CRDs go (and with them every Gateway API object); the examples' namespaces stay, so
     # a second run against the same server does not meet them terminating
