@@ -17,7 +17,8 @@
 //! the estimated cost) is `rule_checks`. Properties are read by the names CEL gives them
 //! (`my__dash__field` for `my-field`). What is not evaluated as kube-apiserver evaluates it:
 //! the runtime cost budget, two-variable comprehensions (`all(k, v, ...)`), Kubernetes' own
-//! CEL libraries other than `quantity` (`url`, `isSorted`, `ip`, ...; see `quantity`), rules
+//! CEL libraries other than `quantity`, lists, regex, IP and CIDR (`url`, `format`, `semver`;
+//! see `quantity`, `library` and `net`), rules
 //! under `allOf`, and `optionalOldSelf` (such rules are evaluated only with an old value).
 //! `duration()` and `timestamp()` are evaluated, and strings of the `duration`, `date-time`,
 //! `date` and `byte` formats reach rules typed as Kubernetes types them.
@@ -33,6 +34,8 @@ use serde_json::{Map, Value};
 
 use super::{Cause, MAX_DEPTH, go_value};
 
+mod library;
+mod net;
 mod quantity;
 mod typed;
 
@@ -52,7 +55,9 @@ static PROGRAMS: LazyLock<Mutex<HashMap<String, Compiled>>> =
 /// CEL's standard library with the extensions Kubernetes' environment has: cel-go's strings
 /// library (`lowerAscii`, `split`, `substring`, `trim`, `join`, ...) and lists library
 /// (`slice`, `flatten`, `lists.range`, ...), and Kubernetes' quantity library
-/// (`quantity('1Gi').isLessThan(...)`). Not cel-go's math library, which Kubernetes' does not
+/// (`quantity('1Gi').isLessThan(...)`), lists library (`isSorted`, `sum`, `min`, `max`,
+/// `indexOf`, `lastIndexOf`), regex `find`/`findAll`, and IP and CIDR libraries (`isIP`,
+/// `cidr(...).containsIP(...)`, ...). Not cel-go's math library, which Kubernetes' does not
 /// have: a rule naming `math` is refused when its CRD is written, as kube-apiserver refuses it.
 static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
     let mut env = Env::stdlib();
@@ -60,6 +65,8 @@ static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
         ("strings", cel::extensions::strings as Extension),
         ("lists", cel::extensions::lists),
         ("quantity", quantity::extension),
+        ("lists and regex", library::extension),
+        ("IP and CIDR", net::extension),
     ] {
         if let Err(e) = env.add_extension(ext) {
             tracing::warn!("CEL's {name} library could not be added: {e}");
@@ -404,6 +411,20 @@ fn run(program: &Program, ctx: &Context<'_, '_>) -> Result<Cel, String> {
         Ok(Err(ExecutionError::NoSuchKey(k))) => Err(format!("no such key: {k}")),
         Ok(Err(ExecutionError::DivisionByZero(_))) => Err("division by zero".into()),
         Ok(Err(ExecutionError::RemainderByZero(_))) => Err("modulus by zero".into()),
+        // a string that is not a duration or a timestamp, in cel-go's words
+        Ok(Err(ExecutionError::FunctionError { function, message }))
+            if matches!(function.as_str(), "duration" | "timestamp")
+                && !message.starts_with("range error") =>
+        {
+            let to = if function == "duration" {
+                "Duration"
+            } else {
+                "Timestamp"
+            };
+            Err(format!(
+                "type conversion error from 'string' to 'google.protobuf.{to}'"
+            ))
+        }
         // cel-go gives a function's own words, without naming it
         Ok(Err(ExecutionError::FunctionError { message, .. })) => Err(message),
         Ok(Err(e)) => Err(e.to_string()),

@@ -441,3 +441,96 @@ fn durations_timestamps_and_bytes_are_evaluated() {
         assert_eq!(typed::go_duration(bad), None, "{bad:?}");
     }
 }
+
+/// Kubernetes' lists library and regex `find`/`findAll` are evaluated, with the examples of
+/// `k8s.io/apiserver/pkg/cel/library` (lists.go, regex.go) and on a schema's own lists.
+#[test]
+fn kubernetes_lists_and_regex_libraries_are_evaluated() {
+    let holds = [
+        "[1, 2, 3].isSorted() && ['a', 'b', 'b', 'c'].isSorted() && ![2.0, 1.0].isSorted()",
+        "[1].isSorted() && [].isSorted()",
+        "[1, 3].sum() == 4 && [1.0, 3.0].sum() == 4.0 && [].sum() == 0",
+        "[duration('1m'), duration('1s')].sum() == duration('61s')",
+        "[1, 3].min() == 1 && [1, 3].max() == 3 && [1].min() == 1 && ['b', 'a'].max() == 'b'",
+        "[1, 2, 2, 3].indexOf(2) == 1 && ['a', 'b', 'b', 'c'].lastIndexOf('b') == 2",
+        "[1.0].indexOf(1.1) == -1 && [].indexOf('string') == -1 && 'abcb'.indexOf('b') == 1",
+        "'abc 123'.find('[0-9]+') == '123' && 'abc'.find('[0-9]+') == ''",
+        "'123 abc 456'.findAll('[0-9]+') == ['123', '456']",
+        "'123 abc 456'.findAll('[0-9]+', 1) == ['123'] && '123 abc 456'.findAll('[0-9]+', 0) == []",
+        "self.weights.sum() == 100 && self.weights.max() == 60 && self.priorities.isSorted()",
+    ];
+    let rules: Vec<Value> = holds
+        .iter()
+        .map(|r| json!({"rule": r, "message": r}))
+        .collect();
+    let spec = with_rules(
+        json!({"type": "object", "properties": {
+            "weights": {"type": "array", "maxItems": 10, "items": {"type": "integer"}},
+            "priorities": {"type": "array", "maxItems": 10, "items": {"type": "integer"}}}}),
+        Value::Array(rules),
+    );
+    let ok = json!({"weights": [40, 60], "priorities": [1, 2, 2, 5]});
+    assert_eq!(causes(spec.clone(), ok, None), Vec::<String>::new());
+    let bad = json!({"weights": [40, 50], "priorities": [1, 2, 2, 5]});
+    let got = causes(spec, bad, None);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(got[0].contains("self.weights.sum() == 100"), "{got:?}");
+
+    let empty = with_rules(
+        json!({"type": "object", "properties": {
+            "weights": {"type": "array", "maxItems": 10, "items": {"type": "integer"}}}}),
+        json!([{"rule": "self.weights.min() >= 0"}]),
+    );
+    let got = causes(empty, json!({"weights": []}), None);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(got[0].contains("min called on empty list"), "{got:?}");
+}
+
+/// Kubernetes' IP and CIDR libraries are evaluated, with the examples of
+/// `k8s.io/apiserver/pkg/cel/library` (ip.go, cidr.go) and on a schema's own strings.
+#[test]
+fn kubernetes_ip_and_cidr_libraries_are_evaluated() {
+    let holds = [
+        "isIP('1.2.3.4') && isIP('::1') && !isIP('1.2.3') && !isIP('01.2.3.4') && !isIP('::ffff:1.2.3.4')",
+        "ip('127.0.0.1').family() == 4 && ip('::1').family() == 6",
+        "ip('0.0.0.0').isUnspecified() && ip('::').isUnspecified() && !ip('::1').isUnspecified()",
+        "ip('127.0.0.1').isLoopback() && ip('::1').isLoopback() && !ip('2001:db8::abcd').isLoopback()",
+        "ip('224.0.0.1').isLinkLocalMulticast() && !ip('224.0.1.1').isLinkLocalMulticast()",
+        "ip('ff02::1').isLinkLocalMulticast() && !ip('fd00::1').isLinkLocalMulticast()",
+        "ip('169.254.169.254').isLinkLocalUnicast() && ip('fe80::1').isLinkLocalUnicast() && !ip('fd80::1').isLinkLocalUnicast()",
+        "ip('192.168.0.1').isGlobalUnicast() && !ip('255.255.255.255').isGlobalUnicast()",
+        "ip('2001:db8::abcd').isGlobalUnicast() && !ip('ff00::1').isGlobalUnicast()",
+        "ip.isCanonical('127.0.0.1') && ip.isCanonical('2001:db8::abcd') && !ip.isCanonical('2001:DB8::ABCD')",
+        "string(ip('2001:db8:0:0::1')) == '2001:db8::1' && ip('1.2.3.4') == ip('1.2.3.4')",
+        "isCIDR('192.168.0.0/24') && isCIDR('192.168.0.1/24') && !isCIDR('192.168.0.0') && !isCIDR('1.2.3.4/33')",
+        "cidr('192.168.0.0/24').containsIP(ip('192.168.0.1')) && !cidr('192.168.0.0/24').containsIP('192.168.1.1')",
+        "cidr('192.168.0.0/24').containsCIDR(cidr('192.168.0.0/25')) && !cidr('192.168.0.0/24').containsCIDR('192.168.0.0/23')",
+        "cidr('::1/128').containsIP('::1') && !cidr('0.0.0.0/0').containsIP('::1')",
+        "cidr('192.168.0.1/24').ip() == ip('192.168.0.1') && cidr('192.168.0.1/24').ip().family() == 4",
+        "cidr('192.168.0.1/24').masked() == cidr('192.168.0.0/24') && cidr('192.168.0.1/24') != cidr('192.168.0.1/24').masked()",
+        "cidr('192.168.0.0/16').prefixLength() == 16 && cidr('::1/128').prefixLength() == 128",
+        "string(cidr('192.168.0.1/24').masked()) == '192.168.0.0/24'",
+        "!has(self.pool) || cidr(self.pool).containsIP(self.gateway)",
+    ];
+    let rules: Vec<Value> = holds
+        .iter()
+        .map(|r| json!({"rule": r, "message": r}))
+        .collect();
+    let spec = with_rules(
+        json!({"type": "object", "properties": {
+            "pool": {"type": "string", "maxLength": 64},
+            "gateway": {"type": "string", "maxLength": 64}}}),
+        Value::Array(rules),
+    );
+    let ok = json!({"pool": "10.0.0.0/8", "gateway": "10.1.2.3"});
+    assert_eq!(causes(spec.clone(), ok, None), Vec::<String>::new());
+    let got = causes(
+        spec.clone(),
+        json!({"pool": "10.0.0.0/8", "gateway": "11.0.0.1"}),
+        None,
+    );
+    assert_eq!(got.len(), 1, "{got:?}");
+    let got = causes(spec, json!({"pool": "10.0.0.0/8", "gateway": "nope"}), None);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(got[0].contains("parse error"), "{got:?}");
+}
