@@ -44,6 +44,14 @@ fn causes_at_root(
     ))
 }
 
+/// Rules, each with itself as its message.
+fn each_its_own_message(rules: &[&str]) -> Value {
+    rules
+        .iter()
+        .map(|r| json!({"rule": r, "message": r}))
+        .collect()
+}
+
 fn with_rules(mut schema: Value, rules: Value) -> Value {
     schema["x-kubernetes-validations"] = rules;
     schema
@@ -459,15 +467,11 @@ fn kubernetes_lists_and_regex_libraries_are_evaluated() {
         "'123 abc 456'.findAll('[0-9]+', 1) == ['123'] && '123 abc 456'.findAll('[0-9]+', 0) == []",
         "self.weights.sum() == 100 && self.weights.max() == 60 && self.priorities.isSorted()",
     ];
-    let rules: Vec<Value> = holds
-        .iter()
-        .map(|r| json!({"rule": r, "message": r}))
-        .collect();
     let spec = with_rules(
         json!({"type": "object", "properties": {
             "weights": {"type": "array", "maxItems": 10, "items": {"type": "integer"}},
             "priorities": {"type": "array", "maxItems": 10, "items": {"type": "integer"}}}}),
-        Value::Array(rules),
+        each_its_own_message(&holds),
     );
     let ok = json!({"weights": [40, 60], "priorities": [1, 2, 2, 5]});
     assert_eq!(causes(spec.clone(), ok, None), Vec::<String>::new());
@@ -512,15 +516,11 @@ fn kubernetes_ip_and_cidr_libraries_are_evaluated() {
         "string(cidr('192.168.0.1/24').masked()) == '192.168.0.0/24'",
         "!has(self.pool) || cidr(self.pool).containsIP(self.gateway)",
     ];
-    let rules: Vec<Value> = holds
-        .iter()
-        .map(|r| json!({"rule": r, "message": r}))
-        .collect();
     let spec = with_rules(
         json!({"type": "object", "properties": {
             "pool": {"type": "string", "maxLength": 64},
             "gateway": {"type": "string", "maxLength": 64}}}),
-        Value::Array(rules),
+        each_its_own_message(&holds),
     );
     let ok = json!({"pool": "10.0.0.0/8", "gateway": "10.1.2.3"});
     assert_eq!(causes(spec.clone(), ok, None), Vec::<String>::new());
