@@ -40,18 +40,18 @@ impl Registry {
     }
 
     /// Stops serving the resource defined by CustomResourceDefinition `crd` (every version);
-    /// returns it as its storage version was served.
+    /// returns one of them (they share the group and plural its objects are stored under).
     pub(crate) fn unregister_crd(&self, crd: &str) -> Option<Arc<ResourceInfo>> {
         let mut r = self.resources.write();
-        let mut stored = None;
+        let mut removed = None;
         r.retain(|x| {
             let of_crd = x.crd_name.as_deref() == Some(crd);
-            if of_crd && (stored.is_none() || x.storage_version.is_none()) {
-                stored = Some(x.clone());
+            if of_crd && removed.is_none() {
+                removed = Some(x.clone());
             }
             !of_crd
         });
-        stored
+        removed
     }
 
     /// Serves the versions of one CustomResourceDefinition's resource (its storage version

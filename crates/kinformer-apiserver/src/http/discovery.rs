@@ -75,7 +75,7 @@ fn groups(registry: &Registry) -> BTreeMap<String, Vec<String>> {
         }
     }
     for vs in m.values_mut() {
-        vs.sort_by(|a, b| version_priority(a).cmp(&version_priority(b)).then(a.cmp(b)));
+        vs.sort_by_cached_key(|v| (version_priority(v), v.clone()));
     }
     m
 }

@@ -49,7 +49,7 @@ pub(super) fn with_warnings(mut resp: Response, warnings: &[String]) -> Response
 /// One stored object: protobuf when the client asked for it and the object has that form,
 /// JSON otherwise.
 pub(super) fn object_as(code: u16, res: &ResourceInfo, o: &StoredObject, pb: bool) -> Response {
-    let shown = served(res, o);
+    let shown = crate::objects::served_object(res, o);
     let o = shown.as_ref().unwrap_or(o);
     match pb.then(|| crate::proto::object_body(res, o)).flatten() {
         Some(b) => protobuf(code, b),
@@ -173,24 +173,15 @@ pub(super) fn deleted_list(
     list_of(res, meta, items, pb)
 }
 
-/// `o` as the version `res` serves shows it, when that is not how it is stored.
-pub(super) fn served(res: &ResourceInfo, o: &StoredObject) -> Option<StoredObject> {
-    res.storage_version
-        .as_ref()
-        .and_then(|_| o.in_api_version(&res.api_version()))
-}
-
 fn list_of(
     res: &ResourceInfo,
     mut meta: serde_json::Value,
     mut items: Vec<Arc<StoredObject>>,
     pb: bool,
 ) -> Response {
-    if res.storage_version.is_some() {
-        for o in &mut items {
-            if let Some(shown) = served(res, o) {
-                *o = Arc::new(shown);
-            }
+    for o in &mut items {
+        if let Some(shown) = crate::objects::served_object(res, o) {
+            *o = Arc::new(shown);
         }
     }
     if pb && let Some(b) = crate::proto::list_body(res, &meta, &items) {

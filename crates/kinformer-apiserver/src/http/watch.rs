@@ -125,11 +125,15 @@ impl Filter {
 
     /// Writes one event of a stored object version (its cached protobuf message when the
     /// watch is protobuf).
-    fn emit_stored(&self, buf: &mut BytesMut, ty: &str, o: &StoredObject) {
-        let shown = self
-            .served
+    /// `o` as the watched version shows it, when that is not how it is stored.
+    fn shown(&self, o: &StoredObject) -> Option<StoredObject> {
+        self.served
             .as_ref()
-            .and_then(|res| super::response::served(res, o));
+            .and_then(|res| crate::objects::served_object(res, o))
+    }
+
+    fn emit_stored(&self, buf: &mut BytesMut, ty: &str, o: &StoredObject) {
+        let shown = self.shown(o);
         let o = shown.as_ref().unwrap_or(o);
         match &self.protobuf {
             Some(res) if self.table.is_none() && !self.metadata_only => {
@@ -200,10 +204,7 @@ impl Filter {
                     (true, false) => {
                         if let Some(p) = &ev.prev {
                             let last = p.at_revision(ev.revision);
-                            let shown = self
-                                .served
-                                .as_ref()
-                                .and_then(|res| super::response::served(res, &last));
+                            let shown = self.shown(&last);
                             self.emit(buf, "DELETED", &shown.as_ref().unwrap_or(&last).bytes);
                         }
                     }

@@ -277,6 +277,14 @@ fn set_type_meta(res: &ResourceInfo, obj: &mut Map<String, Value>) {
     obj.insert("kind".into(), Value::String(res.kind.clone()));
 }
 
+/// A stored object as the version `res` serves shows it, when that is not how it is stored
+/// (what a read, a list or a watch through that version answers with).
+pub(crate) fn served_object(res: &ResourceInfo, o: &StoredObject) -> Option<StoredObject> {
+    res.storage_version
+        .as_ref()
+        .and_then(|_| o.in_api_version(&res.api_version()))
+}
+
 /// A stored object's JSON as the version `res` serves shows it (its `apiVersion`): what a
 /// patch or an apply through that version starts from.
 pub(crate) fn in_served_version(res: &ResourceInfo, obj: &mut Value) {

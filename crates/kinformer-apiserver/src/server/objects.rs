@@ -61,11 +61,7 @@ fn decode<K: DeserializeOwned>(
     res: &ResourceInfo,
     o: &crate::store::StoredObject,
 ) -> Result<K, ApiError> {
-    match res
-        .storage_version
-        .as_ref()
-        .and_then(|_| o.in_api_version(&res.api_version()))
-    {
+    match crate::objects::served_object(res, o) {
         Some(shown) => from_bytes(&shown.bytes),
         None => from_bytes(&o.bytes),
     }

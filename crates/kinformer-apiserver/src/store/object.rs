@@ -254,19 +254,40 @@ impl StoredObject {
 
     /// This version shown with another `apiVersion` (a custom resource read through a served
     /// version other than its storage version); `None` when it already has it.
+    ///
+    /// The stored JSON starts with its `apiVersion` ([`encode_typed`]), so the new one is
+    /// spliced in; an object stored otherwise is parsed and written again.
     pub(crate) fn in_api_version(&self, api_version: &str) -> Option<StoredObject> {
-        let mut head = Vec::with_capacity(32 + api_version.len());
-        head.extend_from_slice(b"{\"apiVersion\":");
+        const HEAD: &[u8] = b"{\"apiVersion\":\"";
+        let mut new = Vec::with_capacity(api_version.len() + 2);
         // writing a str into a Vec cannot fail
-        let _ = serde_json::to_writer(&mut head, api_version);
-        let rest = self.bytes.get(head.len()..)?;
-        if self.bytes.starts_with(&head) && matches!(rest.first(), Some(b',' | b'}')) {
-            return None;
-        }
-        let mut v = self.to_value();
-        v.as_object_mut()?
-            .insert("apiVersion".into(), Value::String(api_version.to_string()));
-        let (bytes, type_len) = encode_typed(&v);
+        let _ = serde_json::to_writer(&mut new, api_version);
+        let old_end = self
+            .bytes
+            .strip_prefix(HEAD)
+            .and_then(|rest| memchr::memchr(b'"', rest))
+            .map(|n| HEAD.len() + n + 1)
+            .filter(|&end| !self.bytes[HEAD.len()..end].contains(&b'\\'));
+        let (bytes, type_len) = match old_end {
+            Some(end) if self.bytes[HEAD.len() - 1..end] == new[..] => return None,
+            Some(end) => {
+                let mut bytes = Vec::with_capacity(self.bytes.len() + new.len());
+                bytes.extend_from_slice(&self.bytes[..HEAD.len() - 1]);
+                bytes.extend_from_slice(&new);
+                bytes.extend_from_slice(&self.bytes[end..]);
+                let old_len = end - (HEAD.len() - 1);
+                (bytes, self.type_len + new.len() - old_len)
+            }
+            None => {
+                let mut v = self.to_value();
+                let m = v.as_object_mut()?;
+                if m.get("apiVersion").and_then(Value::as_str) == Some(api_version) {
+                    return None;
+                }
+                m.insert("apiVersion".into(), Value::String(api_version.to_string()));
+                encode_typed(&v)
+            }
+        };
         Some(StoredObject {
             bytes: Bytes::from(bytes),
             type_len,
@@ -301,6 +322,30 @@ mod tests {
         item.extend_from_slice(o.untyped_tail());
         let item: Value = serde_json::from_slice(&item).unwrap();
         assert_eq!(item, json!({"metadata": {"name": "a"}, "data": {"k": "v"}}));
+    }
+
+    #[test]
+    fn another_api_version_is_spliced_in_and_the_rest_kept() {
+        let v = json!({"apiVersion": "example.com/v1", "kind": "Route", "metadata": {"name": "a"}, "spec": {"x": 1}});
+        let o = StoredObject::from_value(&v, "ns", "a", "u", 3, &[]);
+        assert!(o.in_api_version("example.com/v1").is_none());
+        for version in ["example.com/v1beta1", "example.com/v2", "x"] {
+            let shown = o.in_api_version(version).unwrap();
+            let mut want = v.clone();
+            want["apiVersion"] = json!(version);
+            assert_eq!(serde_json::from_slice::<Value>(&shown.bytes).unwrap(), want);
+            assert_eq!(shown.untyped_tail(), o.untyped_tail(), "{version}");
+        }
+        // stored without its apiVersion first: parsed and written again
+        let mut odd = o.clone();
+        odd.bytes = Bytes::from_static(br#"{"kind":"Route","apiVersion":"example.com/v1"}"#);
+        odd.type_len = 0;
+        let shown = odd.in_api_version("example.com/v2").unwrap();
+        assert_eq!(
+            serde_json::from_slice::<Value>(&shown.bytes).unwrap(),
+            json!({"apiVersion": "example.com/v2", "kind": "Route"})
+        );
+        assert!(odd.in_api_version("example.com/v1").is_none());
     }
 
     #[test]

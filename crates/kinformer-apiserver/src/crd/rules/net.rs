@@ -222,9 +222,7 @@ fn contains_ip_string(c: &Cidr, other: &CelString<'_>) -> Result<CelBool, Execut
 /// Whether `other` lies within this network: the same network at this prefix length, and a
 /// prefix at least as long.
 fn contains_cidr(c: &Cidr, other: &Cidr) -> CelBool {
-    let same_network = other.addr.is_ipv4() == c.addr.is_ipv4()
-        && masked_addr(other.addr, c.bits) == masked_addr(c.addr, c.bits);
-    CelBool::from(same_network && c.bits <= other.bits)
+    CelBool::from(c.contains(other.addr) && c.bits <= other.bits)
 }
 
 fn contains_cidr_string(c: &Cidr, other: &CelString<'_>) -> Result<CelBool, ExecutionError> {
