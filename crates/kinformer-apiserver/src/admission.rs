@@ -1,4 +1,7 @@
-//! Admission: the NamespaceLifecycle plugin of kube-apiserver
+//! Admission: the NamespaceLifecycle plugin of kube-apiserver, and ValidatingAdmissionPolicy
+//! ([`policy`]).
+//!
+//! NamespaceLifecycle
 //! (`k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle`).
 //!
 //! - The immortal namespaces (`default`, `kube-system`, `kube-public`) cannot be deleted: 403
@@ -11,6 +14,8 @@
 //!   standalone server's default; in process it is off so tests may use any namespace).
 
 use serde_json::{Value, json};
+
+pub(crate) mod policy;
 
 use crate::resource::ResourceInfo;
 use crate::status::ApiError;

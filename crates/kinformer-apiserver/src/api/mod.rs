@@ -16,7 +16,10 @@ use crate::resource::{ResourceInfo, builtin_resources};
 use crate::status::ApiError;
 use crate::store::{Mutation, Store, StoredObject};
 
+mod admit;
 mod patch;
+
+pub(crate) use admit::Write;
 
 /// The resource types the server serves.
 #[derive(Debug)]
@@ -195,20 +198,27 @@ impl Api {
             .to_string();
         self.admit_create(res, ns, &name)?;
         let key = storage_key(res, ns, &name);
-        let created = self.write(res, &key, dry_run, |current, rev| {
-            let (_, obj) = prepare_create_by(res, ns, body, rev, writer)?;
-            if current.is_some() {
-                return Err(ApiError::already_exists(res, &name));
-            }
-            let obj = Arc::new(obj);
-            Ok(Mutation::Put(obj.clone(), obj))
-        })?;
+        let created = self.write(
+            res,
+            &key,
+            Write::new(ns, &name, None, dry_run),
+            |current, rev| {
+                let (_, obj) = prepare_create_by(res, ns, body, rev, writer)?;
+                if current.is_some() {
+                    return Err(ApiError::already_exists(res, &name));
+                }
+                let obj = Arc::new(obj);
+                Ok(Mutation::Put(obj.clone(), obj))
+            },
+        )?;
         Ok(created)
     }
 
     /// One read-modify-write of `key` (see [`Store::mutate`]), then what follows a write of
-    /// `res` ([`Api::after_write`]). With `dry_run` (`dryRun=All`) the same decisions are made
-    /// — validation, defaulting, preconditions, managedFields, conflicts — and answered as
+    /// `res` ([`Api::after_write`]); what `f` decides is admitted by the admission policies
+    /// bound to the write ([`admit`]) before it is stored. With `write.dry_run` (`dryRun=All`)
+    /// the same decisions are made — validation, defaulting, preconditions, managedFields,
+    /// conflicts, admission — and answered as
     /// kube-apiserver's dry-run storage answers them ([`crate::store::Preview::answer`]), but
     /// nothing is stored, no resourceVersion is used, no watcher hears of it and nothing
     /// follows.
@@ -216,10 +226,19 @@ impl Api {
         &self,
         res: &ResourceInfo,
         key: &str,
-        dry_run: bool,
+        write: Write<'_>,
         f: impl FnOnce(Option<&Arc<StoredObject>>, u64) -> Result<Mutation<Arc<StoredObject>>, ApiError>,
     ) -> Result<Arc<StoredObject>, ApiError> {
         let gr = res.group_resource();
+        let dry_run = write.dry_run;
+        let admission = self.admission(res, write);
+        let f = |current: Option<&Arc<StoredObject>>, rev| {
+            let m = f(current, rev)?;
+            if let Some(a) = &admission {
+                a.admit(current, &m)?;
+            }
+            Ok(m)
+        };
         if dry_run {
             return Ok(self.store.preview(&gr, key, f)?.answer());
         }
@@ -346,16 +365,22 @@ impl Api {
         writer: Option<&Writer>,
         dry_run: bool,
     ) -> Result<Arc<StoredObject>, ApiError> {
-        let key = storage_key(res, ns_of(res, namespace), name);
-        self.write(res, &key, dry_run, |current, rev| {
-            let Some(current) = current else {
-                return Err(ApiError::not_found(res, name));
-            };
-            Self::outcome(
-                prepare_update_by(res, current, body, rev, mode, writer)?,
-                current,
-            )
-        })
+        let ns = ns_of(res, namespace);
+        let key = storage_key(res, ns, name);
+        self.write(
+            res,
+            &key,
+            Write::new(ns, name, Some(mode), dry_run),
+            |current, rev| {
+                let Some(current) = current else {
+                    return Err(ApiError::not_found(res, name));
+                };
+                Self::outcome(
+                    prepare_update_by(res, current, body, rev, mode, writer)?,
+                    current,
+                )
+            },
+        )
     }
 
     fn outcome(
@@ -397,7 +422,7 @@ impl Api {
         if self.get(res, namespace, name).is_err() {
             self.admit_create(res, ns, name)?;
         }
-        self.write(res, &key, dry_run, |current, rev| {
+        self.write(res, &key, Write::new(ns, name, Some(mode), dry_run), |current, rev| {
             let Some(current) = current else {
                 if mode == UpdateMode::Status {
                     return Err(ApiError::not_found(res, name));
@@ -448,11 +473,16 @@ impl Api {
         opts: &DeleteOptions,
     ) -> Result<Deleted, ApiError> {
         crate::admission::admit_delete(res, name)?;
-        let key = storage_key(res, ns_of(res, namespace), name);
+        let ns = ns_of(res, namespace);
+        let key = storage_key(res, ns, name);
+        let admission = self.admission(res, Write::new(ns, name, None, opts.dry_run));
         let decide = |current: Option<&Arc<StoredObject>>, rev| {
             let Some(current) = current else {
                 return Err(ApiError::not_found(res, name));
             };
+            if let Some(a) = &admission {
+                a.admit_delete(current)?;
+            }
             let outcome = if namespace::is_namespace(res) {
                 namespace::prepare_delete(res, current, opts, rev)?
             } else {

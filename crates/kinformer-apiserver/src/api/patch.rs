@@ -67,7 +67,8 @@ impl Api {
     ) -> Result<Arc<StoredObject>, ApiError> {
         let ns = ns_of(res, namespace);
         let key = storage_key(res, ns, name);
-        self.write(res, &key, dry_run, |current, rev| {
+        let write = super::Write::new(ns, name, Some(mode), dry_run);
+        self.write(res, &key, write, |current, rev| {
             let Some(current) = current else {
                 return Err(ApiError::not_found(res, name));
             };

@@ -404,6 +404,33 @@ fn compile(rule: &str) -> Compiled {
     compiled
 }
 
+/// A CEL context in the environment rules are evaluated in (Kubernetes' libraries), for the
+/// other CEL evaluators of the server (admission policies).
+pub(crate) fn cel_context() -> Context<'static, 'static> {
+    Context::with_env(ENV.clone())
+}
+
+/// Why an expression gave no value: it does not compile, or it failed while evaluated (each
+/// in cel-go's words where [`run`] knows them).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum ExpressionError {
+    /// It does not compile.
+    Compile(String),
+    /// It failed while evaluated.
+    Eval(String),
+}
+
+/// Compiles `expr` (cached, as rules are) and evaluates it in `ctx`.
+pub(crate) fn cel_evaluate(expr: &str, ctx: &Context<'_, '_>) -> Result<Cel, ExpressionError> {
+    let program = compile(expr).map_err(ExpressionError::Compile)?;
+    run(&program, ctx).map_err(ExpressionError::Eval)
+}
+
+/// `v` as a CEL value without a schema (numbers as they are written, objects as maps).
+pub(crate) fn json_to_cel(v: &Value) -> Cel {
+    to_cel(None, v, 0)
+}
+
 /// Runs `program`, with cel-go's words for the errors rules commonly meet.
 fn run(program: &Program, ctx: &Context<'_, '_>) -> Result<Cel, String> {
     match catch_unwind(AssertUnwindSafe(|| program.execute(ctx))) {

@@ -18,6 +18,9 @@ pub(crate) enum UpdateMode {
     Status,
     /// Storage-level write (direct Rust API): the object is stored as given.
     Raw,
+    /// The `/scale` subresource: as [`UpdateMode::Main`] (the scale's replicas were written
+    /// into the object); admission sees the write as one of the `Scale`.
+    Scale,
     /// A namespace's `/finalize` subresource: as [`UpdateMode::Main`], but `spec.finalizers`
     /// is taken from the body ([`super::namespace`]).
     Finalize,
@@ -112,7 +115,7 @@ fn keep_what_the_write_cannot_change(
                 }
             }
         }
-        UpdateMode::Main | UpdateMode::Finalize if res.status_subresource => {
+        UpdateMode::Main | UpdateMode::Scale | UpdateMode::Finalize if res.status_subresource => {
             match old.get("status") {
                 Some(s) => new.insert("status".into(), s.clone()),
                 None => new.remove("status"),

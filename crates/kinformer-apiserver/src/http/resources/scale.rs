@@ -52,7 +52,7 @@ pub(super) async fn serve_scale(
         "UpdateOptions"
     };
     let dry = query_dry_run(query, options_kind)?;
-    let o = api.update_by(res, ns, name, obj, UpdateMode::Main, Some(writer), dry)?;
+    let o = api.update_by(res, ns, name, obj, UpdateMode::Scale, Some(writer), dry)?;
     let v = crate::scale::to_scale(scale, &o.to_value());
     Ok((200, response::json_value(200, &v)))
 }

@@ -1,0 +1,598 @@
+//! ValidatingAdmissionPolicy: the CEL admission policies of `admissionregistration.k8s.io/v1`,
+//! as kube-apiserver's `k8s.io/apiserver/pkg/admission/plugin/policy/validating` applies them
+//! to every write after the object has been defaulted and validated.
+//!
+//! A policy applies to a write through each of its bindings whose policy exists, when the
+//! policy's `matchConstraints` and the binding's `matchResources` match it: resource rules
+//! (`apiGroups`, `apiVersions`, `resources` with subresources such as `deployments/status`,
+//! `operations`, `scope`, `resourceNames`), `excludeResourceRules`, `namespaceSelector` (the
+//! labels of the object's namespace; of the object itself for a namespace) and
+//! `objectSelector` (the new or the old object's labels). Then, for each parameter the
+//! binding's `paramRef` selects (or once without `paramKind`), `variables` are evaluated in
+//! order, the `matchConditions` decide (one false skips, an error is a failure), and each of
+//! the `validations` is evaluated with `object`, `oldObject`, `params`, `namespaceObject`,
+//! `request` and `variables`. A validation that is not `true` is a denial in its `message`,
+//! `messageExpression` or `failed expression: <expression>`, with its `reason`; one that fails
+//! is a denial when `failurePolicy` is `Fail` (the default). A denial becomes what the
+//! binding's `validationActions` say: `Deny` refuses the write with the first denial
+//! (`deployments.apps "web" is forbidden: ValidatingAdmissionPolicy 'p' with binding 'b'
+//! denied request: ...`, 422 Invalid unless the validation names another reason), `Warn`
+//! adds a `Warning` header, `Audit` nothing (there is no audit log).
+//!
+//! Not as kube-apiserver: policies apply at once (there, after its informers see them); no
+//! type checking of the expressions (`status.typeChecking`); `authorizer` is not defined;
+//! `request.userInfo` is empty; `auditAnnotations` are not evaluated; with `matchPolicy:
+//! Equivalent` (the default) a rule's versions are not compared, and objects are not
+//! converted to the version a rule names; `/scale` writes are seen as writes of the main
+//! resource.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use cel::Value as Cel;
+use cel::objects::{Key, Map as CelMap};
+use kinformer_selector::{LabelSelector, Operator, Requirement};
+use serde_json::{Map, Value, json};
+
+use crate::crd::{ExpressionError, cel_context, cel_evaluate, json_to_cel};
+use crate::resource::ResourceInfo;
+use crate::status::ApiError;
+
+/// The group whose resources (policies, bindings, webhook configurations) no policy applies
+/// to, so that a policy can never lock itself in.
+const EXEMPT_GROUP: &str = "admissionregistration.k8s.io";
+
+/// The longest message a `messageExpression` may give.
+const MAX_MESSAGE_BYTES: usize = 5 * 1024;
+
+/// What a write does, as admission names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Operation {
+    /// A create (or an apply that creates).
+    Create,
+    /// An update, patch or apply of an existing object.
+    Update,
+    /// A delete.
+    Delete,
+}
+
+impl Operation {
+    fn as_str(self) -> &'static str {
+        match self {
+            Operation::Create => "CREATE",
+            Operation::Update => "UPDATE",
+            Operation::Delete => "DELETE",
+        }
+    }
+}
+
+/// The write being admitted.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Request<'a> {
+    /// The resource written.
+    pub res: &'a ResourceInfo,
+    /// The subresource written through (`status`), if any.
+    pub subresource: Option<&'a str>,
+    /// The object's namespace (empty for cluster-scoped objects).
+    pub namespace: &'a str,
+    /// The object's name.
+    pub name: &'a str,
+    /// Whether the write is a dry run.
+    pub dry_run: bool,
+}
+
+/// What a binding's `paramRef` selected.
+#[derive(Debug, Clone)]
+pub(crate) enum Params {
+    /// The policy has no `paramKind`: it is evaluated once, with `params` null.
+    None,
+    /// The parameter objects selected, each evaluated in turn (none: the binding is skipped).
+    Found(Vec<Value>),
+    /// A configuration error ("no params found ..."): the write is refused under
+    /// `failurePolicy: Fail`, whatever the binding's actions.
+    Error(String),
+}
+
+/// A policy as one of its bindings binds it.
+#[derive(Debug, Clone)]
+pub(crate) struct Bound {
+    /// The ValidatingAdmissionPolicy.
+    pub policy: Value,
+    /// The ValidatingAdmissionPolicyBinding.
+    pub binding: Value,
+    /// Its parameters.
+    pub params: Params,
+}
+
+/// The policies that may apply to one write, read before it: each bound policy, and the
+/// namespace the object is in.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Policies {
+    /// Bound policies, by policy then binding name.
+    pub bound: Vec<Bound>,
+    /// The object's namespace, as stored (`None` for cluster-scoped objects, or absent).
+    pub namespace: Option<Value>,
+}
+
+/// Whether no policy applies to writes of `res` (the policies' own group).
+pub(crate) fn exempt(res: &ResourceInfo) -> bool {
+    res.group == EXEMPT_GROUP
+}
+
+/// Whether `policy`, bound by `binding`, may apply to writes of `res` through `subresource`
+/// (their resource rules, whatever the operation, name and labels).
+pub(crate) fn may_apply(
+    policy: &Value,
+    binding: &Value,
+    res: &ResourceInfo,
+    subresource: Option<&str>,
+) -> bool {
+    let target = Target {
+        res,
+        subresource,
+        operation: None,
+        name: None,
+    };
+    let constraints = policy.pointer("/spec/matchConstraints");
+    constraints.is_some_and(|c| target.rules_match(c, false))
+        && binding
+            .pointer("/spec/matchResources")
+            .is_none_or(|m| target.rules_match(m, true))
+}
+
+/// The resource a rule is matched against.
+struct Target<'a> {
+    res: &'a ResourceInfo,
+    subresource: Option<&'a str>,
+    /// `None`: any operation.
+    operation: Option<Operation>,
+    /// `None`: any name.
+    name: Option<&'a str>,
+}
+
+impl Target<'_> {
+    /// Whether `m` (a `matchConstraints` or `matchResources`) lets its resource rules match:
+    /// one of `resourceRules` (all when `empty_matches_all` and there are none) and, for a
+    /// write (its operation and name known), none of `excludeResourceRules`.
+    fn rules_match(&self, m: &Value, empty_matches_all: bool) -> bool {
+        let rules = |k: &str| {
+            m.get(k)
+                .and_then(Value::as_array)
+                .map(Vec::as_slice)
+                .unwrap_or_default()
+        };
+        let exact = m.get("matchPolicy").and_then(Value::as_str) == Some("Exact");
+        // an exclusion may name operations and names: it is known only for a write
+        let known = self.operation.is_some() && self.name.is_some();
+        if known
+            && rules("excludeResourceRules")
+                .iter()
+                .any(|r| self.rule(r, exact))
+        {
+            return false;
+        }
+        let include = rules("resourceRules");
+        (include.is_empty() && empty_matches_all) || include.iter().any(|r| self.rule(r, exact))
+    }
+
+    /// Whether one `NamedRuleWithOperations` matches; `exact`: its versions must name the
+    /// version written (`matchPolicy: Exact`; with `Equivalent` they do not decide, every
+    /// version of a resource being the same objects here).
+    fn rule(&self, r: &Value, exact: bool) -> bool {
+        let list = |k: &str| -> Vec<&str> {
+            r.get(k)
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default()
+        };
+        let any_of = |k: &str, want: &str| list(k).iter().any(|x| *x == "*" || *x == want);
+        let operation = self
+            .operation
+            .is_none_or(|op| any_of("operations", op.as_str()));
+        let resource = list("resources").iter().any(|x| {
+            let (res, sub) = x.split_once('/').unwrap_or((x, ""));
+            (res == "*" || res == self.res.plural)
+                && (sub == "*" || sub == self.subresource.unwrap_or(""))
+        });
+        let scope = match r.get("scope").and_then(Value::as_str).unwrap_or("*") {
+            "Namespaced" => self.res.namespaced(),
+            "Cluster" => !self.res.namespaced(),
+            _ => true,
+        };
+        let names = list("resourceNames");
+        let name = names.is_empty() || self.name.is_none_or(|n| names.contains(&n));
+        let version = !exact || any_of("apiVersions", &self.res.version);
+        operation && any_of("apiGroups", &self.res.group) && version && resource && scope && name
+    }
+}
+
+/// Admits (or refuses) a write of `object` over `old` (`None` for a create, `object` `None`
+/// for a delete), recording the warnings of `Warn` bindings.
+pub(crate) fn admit(
+    policies: &Policies,
+    req: &Request<'_>,
+    operation: Operation,
+    object: Option<&Value>,
+    old: Option<&Value>,
+) -> Result<(), ApiError> {
+    let mut denied: Option<Denial> = None;
+    let target = Target {
+        res: req.res,
+        subresource: req.subresource,
+        operation: Some(operation),
+        name: Some(req.name),
+    };
+    let labels = Labels {
+        object,
+        old,
+        namespace: if crate::objects::namespace::is_namespace(req.res) {
+            None
+        } else {
+            policies.namespace.as_ref()
+        },
+        cluster_scoped: !req.res.namespaced(),
+        is_namespace: crate::objects::namespace::is_namespace(req.res),
+    };
+    let mut base: Option<Activation> = None;
+    for b in &policies.bound {
+        let spec = |v: &Value, k: &str| v.pointer(&format!("/spec/{k}")).cloned();
+        let Some(constraints) = spec(&b.policy, "matchConstraints") else {
+            continue;
+        };
+        if !target.rules_match(&constraints, false) || !labels.match_selectors(&constraints) {
+            continue;
+        }
+        if let Some(m) = spec(&b.binding, "matchResources")
+            && (!target.rules_match(&m, true) || !labels.match_selectors(&m))
+        {
+            continue;
+        }
+        let names = (name_of(&b.policy), name_of(&b.binding));
+        let fail = b
+            .policy
+            .pointer("/spec/failurePolicy")
+            .and_then(Value::as_str)
+            != Some("Ignore");
+        if let Params::Error(e) = &b.params {
+            // a configuration error refuses the write whatever the binding's actions
+            if fail && denied.is_none() {
+                denied = Some(Denial {
+                    policy: names.0.to_string(),
+                    binding: names.1.to_string(),
+                    message: format!("failed to configure binding: {e}"),
+                    reason: String::new(),
+                });
+            }
+            continue;
+        }
+        let base =
+            base.get_or_insert_with(|| Activation::new(req, operation, object, old, policies));
+        let decisions = evaluate(b, fail, base);
+        let actions: Vec<&str> = b
+            .binding
+            .pointer("/spec/validationActions")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        for d in decisions {
+            for action in &actions {
+                match *action {
+                    "Deny" if denied.is_none() => {
+                        denied = Some(Denial {
+                            policy: names.0.to_string(),
+                            binding: names.1.to_string(),
+                            message: d.message.clone(),
+                            reason: d.reason.clone(),
+                        })
+                    }
+                    "Warn" => crate::warnings::record(format!(
+                        "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{}': {}",
+                        names.0, names.1, d.message
+                    )),
+                    _ => {}
+                }
+            }
+        }
+    }
+    match denied {
+        Some(d) => Err(d.error(req)),
+        None => Ok(()),
+    }
+}
+
+fn name_of(v: &Value) -> &str {
+    v.pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+/// The labels the selectors of a write are matched against.
+struct Labels<'a> {
+    object: Option<&'a Value>,
+    old: Option<&'a Value>,
+    namespace: Option<&'a Value>,
+    cluster_scoped: bool,
+    is_namespace: bool,
+}
+
+impl Labels<'_> {
+    /// `namespaceSelector` and `objectSelector` of `m` (absent or empty: everything).
+    fn match_selectors(&self, m: &Value) -> bool {
+        let of = |v: Option<&Value>| -> Option<BTreeMap<String, String>> {
+            let labels = v?.pointer("/metadata/labels").and_then(Value::as_object);
+            Some(
+                labels
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                    .collect(),
+            )
+        };
+        let matches =
+            |sel: &LabelSelector, v: Option<&Value>| of(v).is_some_and(|l| sel.matches(&l));
+        if let Some(sel) = m.get("namespaceSelector").map(label_selector) {
+            let Some(sel) = sel else { return false };
+            let ok = match (self.cluster_scoped, self.is_namespace) {
+                // a cluster-scoped object that is not a namespace is never excluded
+                (true, false) => true,
+                (_, true) => sel.is_empty() || matches(&sel, self.object.or(self.old)),
+                (false, _) => {
+                    sel.is_empty()
+                        || matches(&sel, self.namespace)
+                        // a namespace not stored has no labels
+                        || (self.namespace.is_none() && sel.matches(&BTreeMap::new()))
+                }
+            };
+            if !ok {
+                return false;
+            }
+        }
+        if let Some(sel) = m.get("objectSelector").map(label_selector) {
+            let Some(sel) = sel else { return false };
+            if !sel.is_empty() && !matches(&sel, self.object) && !matches(&sel, self.old) {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// A `LabelSelector` object as a selector; `None` when it is not one.
+pub(crate) fn label_selector(v: &Value) -> Option<LabelSelector> {
+    let mut sel = LabelSelector::everything();
+    if let Some(Value::Object(labels)) = v.get("matchLabels") {
+        for (k, x) in labels {
+            sel = sel.with(Requirement::new(k, Operator::Equals, [x.as_str()?]).ok()?);
+        }
+    }
+    if let Some(Value::Array(exprs)) = v.get("matchExpressions") {
+        for e in exprs {
+            let key = e.get("key").and_then(Value::as_str)?;
+            let values: Vec<&str> = e
+                .get("values")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let op = match e.get("operator").and_then(Value::as_str)? {
+                "In" => Operator::In,
+                "NotIn" => Operator::NotIn,
+                "Exists" => Operator::Exists,
+                "DoesNotExist" => Operator::DoesNotExist,
+                _ => return None,
+            };
+            sel = sel.with(Requirement::new(key, op, values).ok()?);
+        }
+    }
+    Some(sel)
+}
+
+/// The refusal of a write: the first denial of a `Deny` binding.
+struct Denial {
+    policy: String,
+    binding: String,
+    message: String,
+    reason: String,
+}
+
+impl Denial {
+    /// kube-apiserver's error: `admission.NewForbidden`'s message, with the validation's
+    /// reason and its code, and the message again as the one cause.
+    fn error(&self, req: &Request<'_>) -> ApiError {
+        let message = format!(
+            "ValidatingAdmissionPolicy '{}' with binding '{}' denied request: {}",
+            self.policy, self.binding, self.message
+        );
+        let mut e = ApiError::forbidden(req.res, req.name, &message);
+        let reason = if self.reason.is_empty() {
+            "Invalid"
+        } else {
+            &self.reason
+        };
+        e.code = match reason {
+            "Forbidden" => 403,
+            "Unauthorized" => 401,
+            "RequestEntityTooLarge" => 413,
+            "Invalid" => 422,
+            _ => 500,
+        };
+        e.reason = reason.to_string();
+        if let Some(Value::Object(d)) = e.details.as_mut() {
+            d.insert("causes".into(), json!([{ "message": message }]));
+        }
+        e
+    }
+}
+
+/// One validation's denial (a validation not `true`, or a failure under `failurePolicy:
+/// Fail`).
+#[derive(Debug)]
+struct Decision {
+    message: String,
+    reason: String,
+}
+
+/// The variables every expression of a write sees, but `params` and `variables`.
+struct Activation {
+    object: Cel,
+    old: Cel,
+    request: Cel,
+    namespace: Cel,
+}
+
+impl Activation {
+    fn new(
+        req: &Request<'_>,
+        operation: Operation,
+        object: Option<&Value>,
+        old: Option<&Value>,
+        policies: &Policies,
+    ) -> Self {
+        let res = req.res;
+        let kind = json!({"group": res.group, "version": res.version, "kind": res.kind});
+        let resource = json!({"group": res.group, "version": res.version, "resource": res.plural});
+        let options_kind = match operation {
+            Operation::Create => "CreateOptions",
+            Operation::Update => "UpdateOptions",
+            Operation::Delete => "DeleteOptions",
+        };
+        let request = json!({
+            "kind": kind,
+            "resource": resource,
+            "subResource": req.subresource.unwrap_or(""),
+            "requestKind": kind,
+            "requestResource": resource,
+            "requestSubResource": req.subresource.unwrap_or(""),
+            "name": req.name,
+            "namespace": req.namespace,
+            "operation": operation.as_str(),
+            "userInfo": {},
+            "dryRun": req.dry_run,
+            "options": {"apiVersion": "meta.k8s.io/v1", "kind": options_kind},
+        });
+        let cel = |v: Option<&Value>| v.map(json_to_cel).unwrap_or(Cel::Null);
+        let namespace = if res.namespaced() {
+            cel(policies.namespace.as_ref())
+        } else {
+            Cel::Null
+        };
+        Activation {
+            object: cel(object),
+            old: cel(old),
+            request: json_to_cel(&request),
+            namespace,
+        }
+    }
+}
+
+/// The denials of one bound policy (each parameter in turn); `fail`: whether a failure is
+/// one (`failurePolicy: Fail`).
+fn evaluate(b: &Bound, fail: bool, base: &Activation) -> Vec<Decision> {
+    let failure = |message: String| {
+        fail.then(|| Decision {
+            message,
+            reason: String::new(),
+        })
+    };
+    let params: Vec<Cel> = match &b.params {
+        Params::None => vec![Cel::Null],
+        Params::Found(p) => p.iter().map(json_to_cel).collect(),
+        Params::Error(_) => return Vec::new(),
+    };
+    let spec = b.policy.get("spec").cloned().unwrap_or(Value::Null);
+    let items = |k: &str| -> Vec<Map<String, Value>> {
+        spec.get(k)
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(|x| x.as_object().cloned()).collect())
+            .unwrap_or_default()
+    };
+    let (variables, conditions, validations) = (
+        items("variables"),
+        items("matchConditions"),
+        items("validations"),
+    );
+    let mut out = Vec::new();
+    for p in params {
+        let mut ctx = cel_context();
+        ctx.add_variable_from_value("object", base.object.clone());
+        ctx.add_variable_from_value("oldObject", base.old.clone());
+        ctx.add_variable_from_value("request", base.request.clone());
+        ctx.add_variable_from_value("namespaceObject", base.namespace.clone());
+        ctx.add_variable_from_value("params", p);
+        // each variable sees those before it; one that fails is left out (an expression
+        // naming it fails then)
+        let mut vars: Vec<(Key, Cel)> = Vec::new();
+        let as_map = |vars: &Vec<(Key, Cel)>| {
+            Cel::Map(CelMap {
+                map: Arc::new(vars.iter().cloned().collect()),
+            })
+        };
+        ctx.add_variable_from_value("variables", as_map(&vars));
+        for v in &variables {
+            let (name, expr) = (str_of(v, "name"), str_of(v, "expression"));
+            if let Ok(x) = cel_evaluate(expr, &ctx) {
+                vars.push((Key::String(Arc::new(name.to_string())), x));
+                ctx.add_variable_from_value("variables", as_map(&vars));
+            }
+        }
+        // matchConditions: one false skips the policy, an error (with none false) fails it
+        let mut skip = false;
+        let mut errors = Vec::new();
+        for c in &conditions {
+            let expr = str_of(c, "expression");
+            match cel_evaluate(expr, &ctx) {
+                Ok(Cel::Bool(true)) => {}
+                Ok(_) => skip = true,
+                Err(e) => errors.push(words(expr, e)),
+            }
+        }
+        if skip {
+            continue;
+        }
+        if !errors.is_empty() {
+            out.extend(failure(errors.join(", ")));
+            continue;
+        }
+        for v in &validations {
+            let expr = str_of(v, "expression");
+            match cel_evaluate(expr, &ctx) {
+                Ok(Cel::Bool(true)) => {}
+                Ok(_) => out.push(Decision {
+                    message: message(v, &ctx),
+                    reason: str_of(v, "reason").to_string(),
+                }),
+                Err(e) => out.extend(failure(words(expr, e))),
+            }
+        }
+    }
+    out
+}
+
+/// An expression's failure in kube-apiserver's words.
+fn words(expr: &str, e: ExpressionError) -> String {
+    match e {
+        ExpressionError::Compile(e) => format!("compilation error: {e}"),
+        ExpressionError::Eval(e) => format!("expression '{expr}' resulted in error: {e}"),
+    }
+}
+
+/// A failed validation's message: its `messageExpression`'s (one line, not too long), its
+/// `message`, or `failed expression: ...`.
+fn message(v: &Map<String, Value>, ctx: &cel::Context<'_, '_>) -> String {
+    let from_expression = Some(str_of(v, "messageExpression"))
+        .filter(|e| !e.is_empty())
+        .and_then(|e| match cel_evaluate(e, ctx) {
+            Ok(Cel::String(s)) => Some(s.trim().to_string()),
+            _ => None,
+        })
+        .filter(|s| !s.is_empty() && s.len() <= MAX_MESSAGE_BYTES && !s.contains('\n'));
+    from_expression
+        .or_else(|| Some(str_of(v, "message").trim().to_string()).filter(|m| !m.is_empty()))
+        .unwrap_or_else(|| format!("failed expression: {}", str_of(v, "expression").trim()))
+}
+
+fn str_of<'a>(m: &'a Map<String, Value>, k: &str) -> &'a str {
+    m.get(k).and_then(Value::as_str).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests;
