@@ -278,10 +278,17 @@ async fn kubectl_apply_creates_updates_and_is_idempotent() {
         .json();
     assert_eq!(d["spec"]["replicas"], 3);
     assert_eq!(d["metadata"]["generation"], 2);
-    // The strategic merge patch merged the container by name: env kept, no directives leaked.
+    // The strategic merge patch merged the container by name: env kept, no directives leaked,
+    // the pod template's defaults kept (kube-apiserver's).
     assert_eq!(
         d["spec"]["template"]["spec"],
-        json!({"containers": [{"name": "c", "image": "nginx:2", "env": [{"name": "A", "value": "1"}]}]})
+        json!({"containers": [{"name": "c", "image": "nginx:2", "env": [{"name": "A", "value": "1"}],
+                               "imagePullPolicy": "IfNotPresent", "resources": {},
+                               "terminationMessagePath": "/dev/termination-log",
+                               "terminationMessagePolicy": "File"}],
+               "dnsPolicy": "ClusterFirst", "restartPolicy": "Always",
+               "schedulerName": "default-scheduler", "securityContext": {},
+               "terminationGracePeriodSeconds": 30})
     );
     assert_eq!(
         s.run(&["apply", "-f", m]).await.trim(),

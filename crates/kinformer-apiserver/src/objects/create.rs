@@ -35,6 +35,7 @@ pub(crate) fn prepare_create_by(
     normalize::normalize_body(res, &mut obj);
     fields::drop_unknown(res, &mut obj);
     defaults::apply_defaults(res, &mut obj);
+    super::pod_defaults::admit_created(res, &mut obj);
     if res.crd_name.is_some() && res.status_subresource {
         // A custom resource with a status subresource is created without its status, before
         // it is validated (apiextensions-apiserver's `PrepareForCreate`): clients that always

@@ -1,7 +1,7 @@
 //! The defaults kube-apiserver sets on the workload kinds' top-level spec fields, which
 //! controllers and kubectl read back (`spec.replicas`, a deployment's strategy, a job's
 //! completions and backoff limit, ...), and on a CRD's spec (`conversion`, `names.listKind`).
-//! Pod templates are stored as sent.
+//! Pod specs, in pods and in every workload's template, get theirs from [`super::pod_defaults`].
 
 use serde_json::{Map, Value, json};
 
@@ -36,11 +36,54 @@ fn crd_defaults(obj: &mut Map<String, Value>) {
     }
 }
 
+/// `SetDefaults_ReplicationController`: one replica, and the selector and labels from the
+/// template's labels when not given.
+fn replication_controller(obj: &mut Map<String, Value>) {
+    let template_labels = obj
+        .get("spec")
+        .and_then(|s| s.pointer("/template/metadata/labels"))
+        .filter(|l| l.as_object().is_some_and(|m| !m.is_empty()))
+        .cloned();
+    if let Some(labels) = &template_labels {
+        let meta = obj
+            .entry("metadata")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(meta) = meta
+            && meta
+                .get("labels")
+                .and_then(Value::as_object)
+                .is_none_or(Map::is_empty)
+        {
+            meta.insert("labels".into(), labels.clone());
+        }
+    }
+    let Value::Object(spec) = obj
+        .entry("spec")
+        .or_insert_with(|| Value::Object(Map::new()))
+    else {
+        return;
+    };
+    set(spec, "replicas", json!(1));
+    if let Some(labels) = template_labels
+        && spec
+            .get("selector")
+            .and_then(Value::as_object)
+            .is_none_or(Map::is_empty)
+    {
+        spec.insert("selector".into(), labels);
+    }
+}
+
 /// Fills the defaults of `obj` (a create or update body of `res`) in place.
 pub(crate) fn apply_defaults(res: &ResourceInfo, obj: &mut Map<String, Value>) {
     let (group, plural) = (res.group.as_str(), res.plural.as_str());
     if (group, plural) == ("apiextensions.k8s.io", "customresourcedefinitions") {
         crd_defaults(obj);
+        return;
+    }
+    super::pod_defaults::apply(res, obj);
+    if (group, plural) == ("", "replicationcontrollers") {
+        replication_controller(obj);
         return;
     }
     if !matches!(

@@ -20,6 +20,7 @@ pub(crate) mod managed_entries;
 pub(crate) mod managed_fields;
 pub(crate) mod namespace;
 pub(crate) mod normalize;
+mod pod_defaults;
 mod update;
 pub(crate) mod validate;
 

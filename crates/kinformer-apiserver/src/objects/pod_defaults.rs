@@ -1,0 +1,259 @@
+//! The defaults kube-apiserver sets on pod specs (`k8s.io/kubernetes/pkg/apis/core/v1`'s
+//! `SetDefaults_PodSpec`, `_Container`, `_Probe`, `_Volume`, ...), wherever a pod spec is: a
+//! Pod, and the pod template of every workload (Deployment, ReplicaSet, StatefulSet,
+//! DaemonSet, Job, CronJob, ReplicationController, PodTemplate). A controller that compares
+//! the template it wants with the one stored sees what it would see on a real cluster.
+//!
+//! A Pod also gets `SetDefaults_Pod`'s (`enableServiceLinks`, requests from limits) and, when
+//! created, what kube-apiserver's admission plugins add: the `default` ServiceAccount
+//! (ServiceAccount), priority 0 with `PreemptLowerPriority` when it names no priority class
+//! (Priority), and five-minute tolerations of not-ready and unreachable nodes
+//! (DefaultTolerationSeconds). Not added: the ServiceAccount admission's projected token
+//! volume (`kube-api-access-<random>`) and its mounts.
+
+use serde_json::{Map, Value, json};
+
+use crate::resource::ResourceInfo;
+
+fn set(m: &mut Map<String, Value>, field: &str, v: Value) {
+    if m.get(field).is_none_or(Value::is_null) {
+        m.insert(field.to_string(), v);
+    }
+}
+
+fn object<'a>(m: &'a mut Map<String, Value>, path: &[&str]) -> Option<&'a mut Map<String, Value>> {
+    let mut cur = m;
+    for k in path {
+        cur = cur.get_mut(*k)?.as_object_mut()?;
+    }
+    Some(cur)
+}
+
+fn each_object<'a>(
+    m: &'a mut Map<String, Value>,
+    field: &str,
+) -> impl Iterator<Item = &'a mut Map<String, Value>> {
+    m.get_mut(field)
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_object_mut)
+}
+
+/// Where `res`'s objects keep a pod spec, if they have one.
+fn pod_spec_path(res: &ResourceInfo) -> Option<&'static [&'static str]> {
+    Some(match (res.group.as_str(), res.plural.as_str()) {
+        ("", "pods") => &["spec"],
+        ("", "podtemplates") => &["template", "spec"],
+        ("", "replicationcontrollers")
+        | ("apps", "deployments" | "replicasets" | "statefulsets" | "daemonsets")
+        | ("batch", "jobs") => &["spec", "template", "spec"],
+        ("batch", "cronjobs") => &["spec", "jobTemplate", "spec", "template", "spec"],
+        _ => return None,
+    })
+}
+
+/// Fills the pod spec defaults of `obj` (a body of `res`), and a Pod's own.
+pub(crate) fn apply(res: &ResourceInfo, obj: &mut Map<String, Value>) {
+    let Some(path) = pod_spec_path(res) else {
+        return;
+    };
+    let is_pod = path.len() == 1;
+    // a template's metadata is an object even when none was sent (Go's `ObjectMeta` is no
+    // pointer): `template.metadata` (and a CronJob's `jobTemplate.metadata`) read back as `{}`
+    for end in (1..path.len()).filter(|&i| matches!(path[i - 1], "template" | "jobTemplate")) {
+        if let Some(t) = object(obj, &path[..end]) {
+            t.entry("metadata").or_insert_with(|| json!({}));
+        }
+    }
+    if let Some(spec) = object(obj, path) {
+        pod_spec(spec);
+        if is_pod {
+            pod(spec);
+        }
+    }
+}
+
+/// What kube-apiserver's admission adds to a Pod when it is created.
+pub(crate) fn admit_created(res: &ResourceInfo, obj: &mut Map<String, Value>) {
+    if (res.group.as_str(), res.plural.as_str()) != ("", "pods") {
+        return;
+    }
+    let Some(spec) = object(obj, &["spec"]) else {
+        return;
+    };
+    set(spec, "serviceAccountName", json!("default"));
+    pod(spec);
+    if spec
+        .get("priorityClassName")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        set(spec, "priority", json!(0));
+    }
+    set(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
+    let tolerations = spec
+        .entry("tolerations")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if let Value::Array(ts) = tolerations {
+        for key in [
+            "node.kubernetes.io/not-ready",
+            "node.kubernetes.io/unreachable",
+        ] {
+            let tolerated = ts.iter().any(|t| {
+                let f = |k: &str| t.get(k).and_then(Value::as_str).unwrap_or_default();
+                (f("key") == key || (f("key").is_empty() && f("operator") == "Exists"))
+                    && (f("effect") == "NoExecute" || f("effect").is_empty())
+            });
+            if !tolerated {
+                ts.push(
+                    json!({"key": key, "operator": "Exists", "effect": "NoExecute",
+                               "tolerationSeconds": 300}),
+                );
+            }
+        }
+    }
+}
+
+/// `SetDefaults_Pod`: service links on, and each container's requests default to its limits;
+/// and the deprecated `serviceAccount` shown as `serviceAccountName`, as v1's conversion does.
+fn pod(spec: &mut Map<String, Value>) {
+    set(spec, "enableServiceLinks", json!(true));
+    if let Some(name) = spec
+        .get("serviceAccountName")
+        .filter(|n| n.is_string())
+        .cloned()
+    {
+        set(spec, "serviceAccount", name);
+    }
+    for field in ["initContainers", "containers"] {
+        for c in each_object(spec, field) {
+            let Some(Value::Object(res)) = c.get_mut("resources") else {
+                continue;
+            };
+            let Some(Value::Object(limits)) = res.get("limits").cloned() else {
+                continue;
+            };
+            let requests = res
+                .entry("requests")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(requests) = requests {
+                for (k, v) in limits {
+                    requests.entry(k).or_insert(v);
+                }
+            }
+        }
+    }
+}
+
+/// `SetDefaults_PodSpec` and what it reaches: containers, probes, ports, volumes.
+fn pod_spec(spec: &mut Map<String, Value>) {
+    set(spec, "dnsPolicy", json!("ClusterFirst"));
+    set(spec, "restartPolicy", json!("Always"));
+    set(spec, "securityContext", json!({}));
+    set(spec, "terminationGracePeriodSeconds", json!(30));
+    set(spec, "schedulerName", json!("default-scheduler"));
+    let host_network = spec.get("hostNetwork") == Some(&Value::Bool(true));
+    for field in ["initContainers", "containers", "ephemeralContainers"] {
+        for c in each_object(spec, field) {
+            container(c, host_network);
+        }
+    }
+    for v in each_object(spec, "volumes") {
+        volume(v);
+    }
+}
+
+fn container(c: &mut Map<String, Value>, host_network: bool) {
+    let image = c.get("image").and_then(Value::as_str).unwrap_or_default();
+    let policy = pull_policy(image);
+    set(c, "imagePullPolicy", json!(policy));
+    set(c, "terminationMessagePath", json!("/dev/termination-log"));
+    set(c, "terminationMessagePolicy", json!("File"));
+    set(c, "resources", json!({}));
+    for p in each_object(c, "ports") {
+        set(p, "protocol", json!("TCP"));
+        if host_network && p.get("hostPort").and_then(Value::as_i64).unwrap_or(0) == 0 {
+            let port = p.get("containerPort").cloned().unwrap_or(Value::Null);
+            p.insert("hostPort".into(), port);
+        }
+    }
+    for probe in ["livenessProbe", "readinessProbe", "startupProbe"] {
+        if let Some(Value::Object(p)) = c.get_mut(probe) {
+            set(p, "timeoutSeconds", json!(1));
+            set(p, "periodSeconds", json!(10));
+            set(p, "successThreshold", json!(1));
+            set(p, "failureThreshold", json!(3));
+            handler(p);
+        }
+    }
+    if let Some(Value::Object(lifecycle)) = c.get_mut("lifecycle") {
+        for hook in ["postStart", "preStop"] {
+            if let Some(Value::Object(h)) = lifecycle.get_mut(hook) {
+                handler(h);
+            }
+        }
+    }
+    for e in each_object(c, "env") {
+        if let Some(f) = object(e, &["valueFrom", "fieldRef"]) {
+            set(f, "apiVersion", json!("v1"));
+        }
+    }
+}
+
+/// `SetDefaults_HTTPGetAction`: path `/`, scheme HTTP.
+fn handler(h: &mut Map<String, Value>) {
+    if let Some(Value::Object(get)) = h.get_mut("httpGet") {
+        set(get, "path", json!("/"));
+        set(get, "scheme", json!("HTTP"));
+    }
+}
+
+/// `Always` for an image without a tag or tagged `latest`, `IfNotPresent` otherwise (a digest
+/// included).
+fn pull_policy(image: &str) -> &'static str {
+    if image.contains('@') {
+        return "IfNotPresent";
+    }
+    let last = image.rsplit('/').next().unwrap_or(image);
+    match last.rsplit_once(':') {
+        Some((_, tag)) if tag != "latest" => "IfNotPresent",
+        _ => "Always",
+    }
+}
+
+/// `SetDefaults_Volume` and its sources' defaults.
+fn volume(v: &mut Map<String, Value>) {
+    if v.keys().all(|k| k == "name") {
+        v.insert("emptyDir".into(), json!({}));
+    }
+    for source in ["secret", "configMap", "downwardAPI", "projected"] {
+        if let Some(Value::Object(s)) = v.get_mut(source) {
+            set(s, "defaultMode", json!(420));
+            field_refs(s);
+            for src in each_object(s, "sources") {
+                if let Some(Value::Object(d)) = src.get_mut("downwardAPI") {
+                    field_refs(d);
+                }
+                if let Some(Value::Object(t)) = src.get_mut("serviceAccountToken") {
+                    set(t, "expirationSeconds", json!(3600));
+                }
+            }
+        }
+    }
+    if let Some(Value::Object(h)) = v.get_mut("hostPath") {
+        set(h, "type", json!(""));
+    }
+}
+
+/// A downward API source's items: `fieldRef.apiVersion` `v1`.
+fn field_refs(s: &mut Map<String, Value>) {
+    for item in each_object(s, "items") {
+        if let Some(Value::Object(f)) = item.get_mut("fieldRef") {
+            set(f, "apiVersion", json!("v1"));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,537 @@
+//! Pod spec defaults against kube-apiserver v1.36.3's answers to the same bodies
+//! (`kubectl create --dry-run=server` of a Pod and of a Deployment with this pod spec,
+//! recorded 2026-11-28; the ServiceAccount admission's token volume and mounts left out).
+
+use serde_json::{Value, json};
+
+use crate::objects::test_util::{body, res};
+
+/// The pod spec sent: containers with and without tags, a digest, probes, a port, an env
+/// field reference, limits, an init container, volumes of six kinds.
+fn sent() -> Value {
+    serde_json::from_str(SENT).unwrap()
+}
+
+const SENT: &str = r#"{
+ "containers": [
+  {
+   "name": "a",
+   "image": "nginx",
+   "ports": [
+    {
+     "containerPort": 80
+    }
+   ],
+   "livenessProbe": {
+    "httpGet": {
+     "port": 80
+    }
+   },
+   "readinessProbe": {
+    "tcpSocket": {
+     "port": 80
+    },
+    "periodSeconds": 5
+   },
+   "env": [
+    {
+     "name": "N",
+     "valueFrom": {
+      "fieldRef": {
+       "fieldPath": "metadata.name"
+      }
+     }
+    }
+   ],
+   "resources": {
+    "limits": {
+     "cpu": "1"
+    }
+   },
+   "volumeMounts": [
+    {
+     "name": "s",
+     "mountPath": "/s"
+    }
+   ]
+  },
+  {
+   "name": "b",
+   "image": "nginx:1.25"
+  },
+  {
+   "name": "c",
+   "image": "nginx@sha256:0000000000000000000000000000000000000000000000000000000000000000"
+  },
+  {
+   "name": "d",
+   "image": "nginx:latest"
+  }
+ ],
+ "initContainers": [
+  {
+   "name": "i",
+   "image": "busybox:1"
+  }
+ ],
+ "volumes": [
+  {
+   "name": "s",
+   "secret": {
+    "secretName": "x"
+   }
+  },
+  {
+   "name": "c",
+   "configMap": {
+    "name": "y"
+   }
+  },
+  {
+   "name": "e"
+  },
+  {
+   "name": "d",
+   "downwardAPI": {
+    "items": [
+     {
+      "path": "n",
+      "fieldRef": {
+       "fieldPath": "metadata.name"
+      }
+     }
+    ]
+   }
+  },
+  {
+   "name": "p",
+   "projected": {
+    "sources": [
+     {
+      "configMap": {
+       "name": "z"
+      }
+     }
+    ]
+   }
+  },
+  {
+   "name": "h",
+   "hostPath": {
+    "path": "/tmp"
+   }
+  }
+ ]
+}"#;
+
+/// kube-apiserver's answer for a Deployment's template with this spec.
+const TEMPLATE: &str = r#"{
+ "containers": [
+  {
+   "env": [
+    {
+     "name": "N",
+     "valueFrom": {
+      "fieldRef": {
+       "apiVersion": "v1",
+       "fieldPath": "metadata.name"
+      }
+     }
+    }
+   ],
+   "image": "nginx",
+   "imagePullPolicy": "Always",
+   "livenessProbe": {
+    "failureThreshold": 3,
+    "httpGet": {
+     "path": "/",
+     "port": 80,
+     "scheme": "HTTP"
+    },
+    "periodSeconds": 10,
+    "successThreshold": 1,
+    "timeoutSeconds": 1
+   },
+   "name": "a",
+   "ports": [
+    {
+     "containerPort": 80,
+     "protocol": "TCP"
+    }
+   ],
+   "readinessProbe": {
+    "failureThreshold": 3,
+    "periodSeconds": 5,
+    "successThreshold": 1,
+    "tcpSocket": {
+     "port": 80
+    },
+    "timeoutSeconds": 1
+   },
+   "resources": {
+    "limits": {
+     "cpu": "1"
+    }
+   },
+   "terminationMessagePath": "/dev/termination-log",
+   "terminationMessagePolicy": "File",
+   "volumeMounts": [
+    {
+     "mountPath": "/s",
+     "name": "s"
+    }
+   ]
+  },
+  {
+   "image": "nginx:1.25",
+   "imagePullPolicy": "IfNotPresent",
+   "name": "b",
+   "resources": {},
+   "terminationMessagePath": "/dev/termination-log",
+   "terminationMessagePolicy": "File"
+  },
+  {
+   "image": "nginx@sha256:0000000000000000000000000000000000000000000000000000000000000000",
+   "imagePullPolicy": "IfNotPresent",
+   "name": "c",
+   "resources": {},
+   "terminationMessagePath": "/dev/termination-log",
+   "terminationMessagePolicy": "File"
+  },
+  {
+   "image": "nginx:latest",
+   "imagePullPolicy": "Always",
+   "name": "d",
+   "resources": {},
+   "terminationMessagePath": "/dev/termination-log",
+   "terminationMessagePolicy": "File"
+  }
+ ],
+ "dnsPolicy": "ClusterFirst",
+ "initContainers": [
+  {
+   "image": "busybox:1",
+   "imagePullPolicy": "IfNotPresent",
+   "name": "i",
+   "resources": {},
+   "terminationMessagePath": "/dev/termination-log",
+   "terminationMessagePolicy": "File"
+  }
+ ],
+ "restartPolicy": "Always",
+ "schedulerName": "default-scheduler",
+ "securityContext": {},
+ "terminationGracePeriodSeconds": 30,
+ "volumes": [
+  {
+   "name": "s",
+   "secret": {
+    "defaultMode": 420,
+    "secretName": "x"
+   }
+  },
+  {
+   "configMap": {
+    "defaultMode": 420,
+    "name": "y"
+   },
+   "name": "c"
+  },
+  {
+   "emptyDir": {},
+   "name": "e"
+  },
+  {
+   "downwardAPI": {
+    "defaultMode": 420,
+    "items": [
+     {
+      "fieldRef": {
+       "apiVersion": "v1",
+       "fieldPath": "metadata.name"
+      },
+      "path": "n"
+     }
+    ]
+   },
+   "name": "d"
+  },
+  {
+   "name": "p",
+   "projected": {
+    "defaultMode": 420,
+    "sources": [
+     {
+      "configMap": {
+       "name": "z"
+      }
+     }
+    ]
+   }
+  },
+  {
+   "hostPath": {
+    "path": "/tmp",
+    "type": ""
+   },
+   "name": "h"
+  }
+ ]
+}"#;
+
+/// kube-apiserver's answer for a Pod with this spec.
+const POD: &str = r#"{
+ "containers": [
+  {
+   "env": [
+    {
+     "name": "N",
+     "valueFrom": {
+      "fieldRef": {
+       "apiVersion": "v1",
+       "fieldPath": "metadata.name"
+      }
+     }
+    }
+   ],
+   "image": "nginx",
+   "imagePullPolicy": "Always",
+   "livenessProbe": {
+    "failureThreshold": 3,
+    "httpGet": {
+     "path": "/",
+     "port": 80,
+     "scheme": "HTTP"
+    },
+    "periodSeconds": 10,
+    "successThreshold": 1,
+    "timeoutSeconds": 1
+   },
+   "name": "a",
+   "ports": [
+    {
+     "containerPort": 80,
+     "protocol": "TCP"
+    }
+   ],
+   "readinessProbe": {
+    "failureThreshold": 3,
+    "periodSeconds": 5,
+    "successThreshold": 1,
+    "tcpSocket": {
+     "port": 80
+    },
+    "timeoutSeconds": 1
+   },
+   "resources": {
+    "limits": {
+     "cpu": "1"
+    },
+    "requests": {
+     "cpu": "1"
+    }
+   },
+   "terminationMessagePath": "/dev/termination-log",
+   "terminationMessagePolicy": "File",
+   "volumeMounts": [
+    {
+     "mountPath": "/s",
+     "name": "s"
+    }
+   ]
+  },
+  {
+   "image": "nginx:1.25",
+   "imagePullPolicy": "IfNotPresent",
+   "name": "b",
+   "resources": {},
+   "terminationMessagePath": "/dev/termination-log",
+   "terminationMessagePolicy": "File"
+  },
+  {
+   "image": "nginx@sha256:0000000000000000000000000000000000000000000000000000000000000000",
+   "imagePullPolicy": "IfNotPresent",
+   "name": "c",
+   "resources": {},
+   "terminationMessagePath": "/dev/termination-log",
+   "terminationMessagePolicy": "File"
+  },
+  {
+   "image": "nginx:latest",
+   "imagePullPolicy": "Always",
+   "name": "d",
+   "resources": {},
+   "terminationMessagePath": "/dev/termination-log",
+   "terminationMessagePolicy": "File"
+  }
+ ],
+ "dnsPolicy": "ClusterFirst",
+ "enableServiceLinks": true,
+ "initContainers": [
+  {
+   "image": "busybox:1",
+   "imagePullPolicy": "IfNotPresent",
+   "name": "i",
+   "resources": {},
+   "terminationMessagePath": "/dev/termination-log",
+   "terminationMessagePolicy": "File"
+  }
+ ],
+ "preemptionPolicy": "PreemptLowerPriority",
+ "priority": 0,
+ "restartPolicy": "Always",
+ "schedulerName": "default-scheduler",
+ "securityContext": {},
+ "serviceAccount": "default",
+ "serviceAccountName": "default",
+ "terminationGracePeriodSeconds": 30,
+ "tolerations": [
+  {
+   "effect": "NoExecute",
+   "key": "node.kubernetes.io/not-ready",
+   "operator": "Exists",
+   "tolerationSeconds": 300
+  },
+  {
+   "effect": "NoExecute",
+   "key": "node.kubernetes.io/unreachable",
+   "operator": "Exists",
+   "tolerationSeconds": 300
+  }
+ ],
+ "volumes": [
+  {
+   "name": "s",
+   "secret": {
+    "defaultMode": 420,
+    "secretName": "x"
+   }
+  },
+  {
+   "configMap": {
+    "defaultMode": 420,
+    "name": "y"
+   },
+   "name": "c"
+  },
+  {
+   "emptyDir": {},
+   "name": "e"
+  },
+  {
+   "downwardAPI": {
+    "defaultMode": 420,
+    "items": [
+     {
+      "fieldRef": {
+       "apiVersion": "v1",
+       "fieldPath": "metadata.name"
+      },
+      "path": "n"
+     }
+    ]
+   },
+   "name": "d"
+  },
+  {
+   "name": "p",
+   "projected": {
+    "defaultMode": 420,
+    "sources": [
+     {
+      "configMap": {
+       "name": "z"
+      }
+     }
+    ]
+   }
+  },
+  {
+   "hostPath": {
+    "path": "/tmp",
+    "type": ""
+   },
+   "name": "h"
+  }
+ ]
+}"#;
+
+#[test]
+fn a_workloads_pod_template_is_defaulted_as_kube_apiserver_defaults_it() {
+    let mut d = body(json!({"metadata": {"name": "w"}, "spec": {
+        "selector": {"matchLabels": {"app": "w"}},
+        "template": {"metadata": {"labels": {"app": "w"}}, "spec": sent()}}}));
+    crate::objects::defaults::apply_defaults(&res("deployments"), &mut d);
+    let want: Value = serde_json::from_str(TEMPLATE).unwrap();
+    assert_eq!(d["spec"]["template"]["spec"], want);
+    // the same spec under every other kind that has a pod template
+    for (plural, path) in [
+        ("replicasets", "/spec/template/spec"),
+        ("statefulsets", "/spec/template/spec"),
+        ("daemonsets", "/spec/template/spec"),
+        ("replicationcontrollers", "/spec/template/spec"),
+        ("podtemplates", "/template/spec"),
+    ] {
+        let mut o = body(json!({"metadata": {"name": "w"}}));
+        let mut at = serde_json::Map::new();
+        at.insert("spec".into(), sent());
+        if plural == "podtemplates" {
+            o.insert("template".into(), Value::Object(at));
+        } else {
+            o.insert("spec".into(), json!({"template": Value::Object(at)}));
+        }
+        crate::objects::defaults::apply_defaults(&res(plural), &mut o);
+        assert_eq!(Value::Object(o).pointer(path), Some(&want), "{plural}");
+    }
+    let mut cj = body(
+        json!({"metadata": {"name": "w"}, "spec": {"schedule": "* * * * *",
+        "jobTemplate": {"spec": {"template": {"spec": sent()}}}}}),
+    );
+    crate::objects::defaults::apply_defaults(&res("cronjobs"), &mut cj);
+    assert_eq!(
+        cj["spec"]["jobTemplate"]["spec"]["template"]["spec"]["terminationGracePeriodSeconds"],
+        30
+    );
+    // templates sent without metadata read back with an empty one, as there
+    assert_eq!(cj["spec"]["jobTemplate"]["metadata"], json!({}));
+    assert_eq!(
+        cj["spec"]["jobTemplate"]["spec"]["template"]["metadata"],
+        json!({})
+    );
+}
+
+#[test]
+fn a_created_pod_gets_its_defaults_and_what_admission_adds() {
+    let pods = res("pods");
+    let mut p = body(json!({"metadata": {"name": "p1"}, "spec": sent()}));
+    crate::objects::defaults::apply_defaults(&pods, &mut p);
+    super::admit_created(&pods, &mut p);
+    let want: Value = serde_json::from_str(POD).unwrap();
+    assert_eq!(p["spec"], want);
+    // defaults fill only what is absent
+    let mut q = body(json!({"metadata": {"name": "p2"}, "spec": {
+        "containers": [{"name": "a", "image": "x:1", "imagePullPolicy": "Never"}],
+        "restartPolicy": "Never", "priorityClassName": "high", "serviceAccountName": "robot",
+        "tolerations": [{"operator": "Exists"}]}}));
+    crate::objects::defaults::apply_defaults(&pods, &mut q);
+    super::admit_created(&pods, &mut q);
+    assert_eq!(q["spec"]["containers"][0]["imagePullPolicy"], "Never");
+    assert_eq!(q["spec"]["restartPolicy"], "Never");
+    assert_eq!(q["spec"]["serviceAccount"], "robot");
+    assert!(q["spec"].get("priority").is_none());
+    assert_eq!(q["spec"]["tolerations"], json!([{"operator": "Exists"}]));
+}
+
+#[test]
+fn image_pull_policy_follows_the_tag() {
+    for (image, policy) in [
+        ("nginx", "Always"),
+        ("nginx:latest", "Always"),
+        ("nginx:1.25", "IfNotPresent"),
+        ("registry:5000/team/app", "Always"),
+        ("registry:5000/team/app:v2", "IfNotPresent"),
+        ("app@sha256:abc", "IfNotPresent"),
+    ] {
+        assert_eq!(super::pull_policy(image), policy, "{image}");
+    }
+}
