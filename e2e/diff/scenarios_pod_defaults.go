@@ -74,7 +74,8 @@ func withoutTokenVolume(spec any) any {
 // scPodDefaults creates (dryRun=All) a Pod and each kind that holds a pod template with the
 // same pod spec, and records the pod spec as stored: kube-apiserver's defaults (containers,
 // probes, ports, env, volumes, the pod's own and its admission's: service account, priority,
-// tolerations), and each template's metadata. A controller comparing the template it wants
+// tolerations), each template's metadata, and the status each starts with (whatever it was
+// sent with). A controller comparing the template it wants
 // with the stored one sees these.
 func scPodDefaults(s *sc) {
 	labels := map[string]any{"app": "w"}
@@ -87,7 +88,9 @@ func scPodDefaults(s *sc) {
 		spec[k] = v
 		return spec
 	}
-	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "p"}, "spec": podSpecSent()}
+	// sent with a status, which a create does not keep
+	pod := map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "p"}, "spec": podSpecSent(),
+		"status": map[string]any{"phase": "Running", "podIP": "10.0.0.1"}}
 	pods := "/api/v1/namespaces/" + s.ns + "/pods?dryRun=All"
 	// a pod needs its namespace's ServiceAccount, which kube-controller-manager creates
 	deadline := time.Now().Add(15 * time.Second)
@@ -102,7 +105,7 @@ func scPodDefaults(s *sc) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	r := s.call("pod", "POST", pods, pod)
-	s.res.Steps[len(s.res.Steps)-1].Body = toGeneric(map[string]any{"spec": withoutTokenVolume(field(r.body, "spec"))})
+	s.res.Steps[len(s.res.Steps)-1].Body = toGeneric(map[string]any{"spec": withoutTokenVolume(field(r.body, "spec")), "status": field(r.body, "status")})
 	apps := "/apis/apps/v1/namespaces/" + s.ns + "/"
 	batch := "/apis/batch/v1/namespaces/" + s.ns + "/"
 	core := "/api/v1/namespaces/" + s.ns + "/"
@@ -120,9 +123,10 @@ func scPodDefaults(s *sc) {
 			"jobTemplate": map[string]any{"spec": map[string]any{"template": map[string]any{"spec": with("restartPolicy", "OnFailure")}}}}, []string{"spec", "jobTemplate"}},
 		{"replicationcontroller", core + "replicationcontrollers", "ReplicationController", "v1", map[string]any{"selector": labels, "template": tmpl(podSpecSent())}, []string{"spec", "template"}},
 	} {
-		body := map[string]any{"apiVersion": w.apiVersion, "kind": w.kind, "metadata": map[string]any{"name": "w"}, "spec": w.spec}
+		body := map[string]any{"apiVersion": w.apiVersion, "kind": w.kind, "metadata": map[string]any{"name": "w"}, "spec": w.spec,
+			"status": map[string]any{"replicas": 5}}
 		r := s.call(w.name, "POST", w.path+"?dryRun=All", body)
-		view := map[string]any{}
+		view := map[string]any{"status": field(r.body, "status")}
 		switch w.name {
 		case "job":
 			// its template's labels and selector carry the job's uid (not defaulted here)

@@ -17,6 +17,7 @@ use crate::status::ApiError;
 use crate::store::{Mutation, Store, StoredObject};
 
 mod admit;
+mod create;
 mod patch;
 
 pub(crate) use admit::Write;
@@ -152,68 +153,6 @@ fn ns_of<'a>(res: &ResourceInfo, ns: Option<&'a str>) -> &'a str {
 }
 
 impl Api {
-    /// Creates an object; 409 AlreadyExists if the name is taken. `managedFields` are stored
-    /// as given (no field manager).
-    pub(crate) fn create(
-        &self,
-        res: &ResourceInfo,
-        namespace: Option<&str>,
-        body: Map<String, Value>,
-    ) -> Result<Arc<StoredObject>, ApiError> {
-        self.create_by(res, namespace, body, None, false)
-    }
-
-    /// [`Api::create`] by a field manager (`managedFields` maintained when `writer` is set);
-    /// with `dry_run`, everything but storing (see [`Api::write`]).
-    pub(crate) fn create_by(
-        &self,
-        res: &ResourceInfo,
-        namespace: Option<&str>,
-        mut body: Map<String, Value>,
-        writer: Option<&Writer>,
-        dry_run: bool,
-    ) -> Result<Arc<StoredObject>, ApiError> {
-        let ns = ns_of(res, namespace);
-        // Resolve generateName first so the key is known before the write.
-        if let Some(Value::Object(meta)) = body.get_mut("metadata") {
-            let has_name = meta
-                .get("name")
-                .and_then(|n| n.as_str())
-                .is_some_and(|n| !n.is_empty());
-            if !has_name
-                && let Some(generate) = meta
-                    .get("generateName")
-                    .and_then(|g| g.as_str())
-                    .filter(|g| !g.is_empty())
-            {
-                let name = format!("{generate}{}", objects_suffix());
-                meta.insert("name".into(), Value::String(name));
-            }
-        }
-        let name = body
-            .get("metadata")
-            .and_then(|m| m.get("name"))
-            .and_then(|n| n.as_str())
-            .unwrap_or("")
-            .to_string();
-        self.admit_create(res, ns, &name)?;
-        let key = storage_key(res, ns, &name);
-        let created = self.write(
-            res,
-            &key,
-            Write::new(ns, &name, None, dry_run),
-            |current, rev| {
-                let (_, obj) = prepare_create_by(res, ns, body, rev, writer)?;
-                if current.is_some() {
-                    return Err(ApiError::already_exists(res, &name));
-                }
-                let obj = Arc::new(obj);
-                Ok(Mutation::Put(obj.clone(), obj))
-            },
-        )?;
-        Ok(created)
-    }
-
     /// One read-modify-write of `key` (see [`Store::mutate`]), then what follows a write of
     /// `res` ([`Api::after_write`]); what `f` decides is admitted by the admission policies
     /// bound to the write ([`admit`]) before it is stored. With `write.dry_run` (`dryRun=All`)

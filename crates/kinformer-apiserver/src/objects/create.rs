@@ -27,15 +27,45 @@ pub(crate) fn prepare_create(
 pub(crate) fn prepare_create_by(
     res: &ResourceInfo,
     path_ns: &str,
+    obj: Map<String, Value>,
+    rev: u64,
+    writer: Option<&Writer>,
+) -> Result<(String, StoredObject), ApiError> {
+    prepare_create_as(res, path_ns, obj, rev, writer, Created::Fresh)
+}
+
+/// What kind of create an object is prepared for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Created {
+    /// A create through the API: what admission adds, and the status the kind starts with.
+    Fresh,
+    /// Seeding an object a cluster already holds: its status kept, nothing admitted.
+    Seeded,
+}
+
+/// [`prepare_create_by`] for a `stage` of create.
+pub(crate) fn prepare_create_as(
+    res: &ResourceInfo,
+    path_ns: &str,
     mut obj: Map<String, Value>,
     rev: u64,
     writer: Option<&Writer>,
+    stage: Created,
 ) -> Result<(String, StoredObject), ApiError> {
     check_type_meta(res, &obj)?;
     normalize::normalize_body(res, &mut obj);
     fields::drop_unknown(res, &mut obj);
     defaults::apply_defaults(res, &mut obj);
-    super::pod_defaults::admit_created(res, &mut obj);
+    let fresh = stage == Created::Fresh;
+    if fresh {
+        super::pod_defaults::admit_created(res, &mut obj);
+    }
+    let fresh_status = fresh
+        .then(|| super::pod_defaults::status_on_create(res, &obj))
+        .flatten();
+    if fresh_status.is_some() {
+        obj.remove("status");
+    }
     if res.crd_name.is_some() && res.status_subresource {
         // A custom resource with a status subresource is created without its status, before
         // it is validated (apiextensions-apiserver's `PrepareForCreate`): clients that always
@@ -88,6 +118,11 @@ pub(crate) fn prepare_create_by(
     validate::validate_object(res, &obj)?;
     if !is_namespace && let Some(w) = writer {
         managed_fields::update_managed_fields(res, None, &mut obj, w);
+    }
+    // The status a built-in kind starts with (`PrepareForCreate`), after the field manager:
+    // nobody owns it.
+    if let Some(status) = fresh_status {
+        obj.insert("status".into(), status);
     }
     let key = storage_key(res, &ns, &name);
     Ok((key, finish(res, obj, &ns, &name, &uid, rev)))

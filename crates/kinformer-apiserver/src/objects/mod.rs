@@ -26,7 +26,7 @@ pub(crate) mod validate;
 
 #[cfg(test)]
 pub(crate) use create::prepare_create;
-pub(crate) use create::prepare_create_by;
+pub(crate) use create::{Created, prepare_create_as, prepare_create_by};
 pub(crate) use delete::{
     DeleteOutcome, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Preconditions, check_preconditions,
     finalizers_of, gc_finalizers, prepare_delete,

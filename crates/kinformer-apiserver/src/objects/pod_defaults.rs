@@ -115,6 +115,60 @@ pub(crate) fn admit_created(res: &ResourceInfo, obj: &mut Map<String, Value>) {
     }
 }
 
+/// The status a created object of `res` starts with, whatever it was sent with, for the kinds
+/// whose `PrepareForCreate` resets it (their empty status as Go serializes it); `None` for the
+/// others (a Node keeps the status it registers with).
+pub(crate) fn status_on_create(res: &ResourceInfo, obj: &Map<String, Value>) -> Option<Value> {
+    Some(match (res.group.as_str(), res.plural.as_str()) {
+        ("", "pods") => json!({"phase": "Pending", "qosClass": qos_class(obj)}),
+        ("", "replicationcontrollers") | ("apps", "replicasets") => json!({"replicas": 0}),
+        ("apps", "statefulsets") => json!({"replicas": 0, "availableReplicas": 0}),
+        ("apps", "daemonsets") => json!({"currentNumberScheduled": 0, "numberMisscheduled": 0,
+                                         "desiredNumberScheduled": 0, "numberReady": 0}),
+        ("apps", "deployments") | ("batch", "jobs" | "cronjobs") => json!({}),
+        _ => return None,
+    })
+}
+
+/// A pod's quality of service class (`qos.GetPodQOS`, from its containers' CPU and memory):
+/// `BestEffort` without requests or limits, `Guaranteed` when every container's limits name
+/// both and its requests equal them, `Burstable` otherwise.
+fn qos_class(obj: &Map<String, Value>) -> &'static str {
+    let spec = obj.get("spec");
+    let containers: Vec<&Value> = ["initContainers", "containers"]
+        .iter()
+        .filter_map(|f| spec.and_then(|s| s.get(*f)).and_then(Value::as_array))
+        .flatten()
+        .collect();
+    let of = |c: &Value, kind: &str, r: &str| {
+        c.pointer(&format!("/resources/{kind}/{r}"))
+            .and_then(Value::as_str)
+            .filter(|q| !is_zero(q))
+            .map(str::to_string)
+    };
+    let mut any = false;
+    let mut guaranteed = !containers.is_empty();
+    for c in &containers {
+        for r in ["cpu", "memory"] {
+            let (req, lim) = (of(c, "requests", r), of(c, "limits", r));
+            any |= req.is_some() || lim.is_some();
+            guaranteed &= lim.is_some() && req == lim;
+        }
+    }
+    match (any, guaranteed) {
+        (false, _) => "BestEffort",
+        (true, true) => "Guaranteed",
+        (true, false) => "Burstable",
+    }
+}
+
+fn is_zero(q: &str) -> bool {
+    q.trim_start_matches(['+', '-'])
+        .trim_end_matches(|c: char| c.is_ascii_alphabetic())
+        .chars()
+        .all(|c| c == '0' || c == '.')
+}
+
 /// `SetDefaults_Pod`: service links on, and each container's requests default to its limits;
 /// and the deprecated `serviceAccount` shown as `serviceAccountName`, as v1's conversion does.
 fn pod(spec: &mut Map<String, Value>) {

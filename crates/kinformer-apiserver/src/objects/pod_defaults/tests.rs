@@ -535,3 +535,67 @@ fn image_pull_policy_follows_the_tag() {
         assert_eq!(super::pull_policy(image), policy, "{image}");
     }
 }
+
+#[test]
+fn created_workloads_and_pods_start_with_the_status_kube_apiserver_gives_them() {
+    let status = |plural: &str, spec: Value| {
+        let o =
+            body(json!({"metadata": {"name": "x"}, "spec": spec, "status": {"phase": "Running"}}));
+        super::status_on_create(&res(plural), &o)
+    };
+    // as kube-apiserver v1.36.3 answered these creates (the sent status dropped)
+    assert_eq!(status("deployments", json!({})), Some(json!({})));
+    assert_eq!(
+        status("replicasets", json!({})),
+        Some(json!({"replicas": 0}))
+    );
+    assert_eq!(
+        status("statefulsets", json!({})),
+        Some(json!({"availableReplicas": 0, "replicas": 0}))
+    );
+    assert_eq!(
+        status("daemonsets", json!({})),
+        Some(
+            json!({"currentNumberScheduled": 0, "desiredNumberScheduled": 0,
+                    "numberMisscheduled": 0, "numberReady": 0})
+        )
+    );
+    assert_eq!(status("jobs", json!({})), Some(json!({})));
+    assert_eq!(status("cronjobs", json!({})), Some(json!({})));
+    assert_eq!(
+        status("replicationcontrollers", json!({})),
+        Some(json!({"replicas": 0}))
+    );
+    // a node keeps the status it registers with; a configmap has none
+    assert_eq!(status("nodes", json!({})), None);
+    assert_eq!(status("configmaps", json!({})), None);
+    // a pod is Pending, of the class its containers' CPU and memory make it
+    let qos = |containers: Value| status("pods", json!({"containers": containers})).unwrap();
+    let c = |resources: Value| json!({"name": "c", "image": "i", "resources": resources});
+    assert_eq!(
+        qos(json!([c(json!({}))])),
+        json!({"phase": "Pending", "qosClass": "BestEffort"})
+    );
+    let both = json!({"cpu": "1", "memory": "1Gi"});
+    assert_eq!(
+        qos(json!([c(json!({"limits": both, "requests": both}))]))["qosClass"],
+        "Guaranteed"
+    );
+    assert_eq!(
+        qos(json!([c(
+            json!({"limits": both, "requests": {"cpu": "500m", "memory": "1Gi"}})
+        )]))["qosClass"],
+        "Burstable"
+    );
+    assert_eq!(
+        qos(json!([
+            c(json!({"limits": both, "requests": both})),
+            c(json!({}))
+        ]))["qosClass"],
+        "Burstable"
+    );
+    assert_eq!(
+        qos(json!([c(json!({"requests": {"cpu": "0"}}))]))["qosClass"],
+        "BestEffort"
+    );
+}
