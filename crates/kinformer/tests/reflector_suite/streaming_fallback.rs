@@ -104,8 +104,9 @@ async fn a_server_that_closes_every_streaming_list_costs_the_attempts_once_then_
     let fixed = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let lw = closing_server(MINUTE, fixed.clone());
     let r = reflector(lw.clone(), &config(3, 10 * MINUTE, &memory), "");
-    // five relists in five minutes
-    run_for(&r, 5 * MINUTE + Duration::from_secs(30)).await;
+    // five relists or more in eight minutes (a relist every minute or so, the backoff's
+    // jitter on top), all inside the ten minutes the fallback is remembered
+    run_for(&r, 8 * MINUTE).await;
     let requests = lw.requests();
     let streaming = requests.iter().filter(|r| is_streaming(r)).count();
     assert_eq!(
