@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::{Api, Write, ns_of, objects_suffix};
-use crate::objects::{Created, UpdateMode, Writer, prepare_create_as, storage_key};
+use crate::objects::{Created, UpdateMode, Writer, prepare_create_as, service, storage_key};
 use crate::resource::ResourceInfo;
 use crate::status::ApiError;
 use crate::store::{Mutation, StoredObject};
@@ -81,6 +81,9 @@ impl Api {
             .unwrap_or("")
             .to_string();
         self.admit_create(res, ns, &name)?;
+        if !seeded && service::is_service(res) {
+            service::allocate(res, &mut body, &name, &self.services_used())?;
+        }
         let key = storage_key(res, ns, &name);
         let created = self.write(
             res,
@@ -101,5 +104,17 @@ impl Api {
             },
         )?;
         Ok(created)
+    }
+
+    /// The cluster IPs and node ports the stored Services use.
+    pub(super) fn services_used(&self) -> service::Used {
+        let objs = self
+            .registry
+            .find("", "v1", "services")
+            .and_then(|r| self.store.list(&r.group_resource(), None, "", "").ok())
+            .map(|(_, objs)| objs)
+            .unwrap_or_default();
+        let values: Vec<Value> = objs.iter().map(|o| o.to_value()).collect();
+        service::Used::of(&values)
     }
 }

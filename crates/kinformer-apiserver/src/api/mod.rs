@@ -358,9 +358,12 @@ impl Api {
         apply::check_config(res, &config)?;
         let ns = ns_of(res, namespace);
         let key = storage_key(res, ns, name);
-        if self.get(res, namespace, name).is_err() {
+        let absent = self.get(res, namespace, name).is_err();
+        if absent {
             self.admit_create(res, ns, name)?;
         }
+        let services_used =
+            (absent && crate::objects::service::is_service(res)).then(|| self.services_used());
         self.write(res, &key, Write::new(ns, name, Some(mode), dry_run), |current, rev| {
             let Some(current) = current else {
                 if mode == UpdateMode::Status {
@@ -382,6 +385,9 @@ impl Api {
                     .or_insert_with(|| Value::Object(Map::new()))
                 {
                     m.insert("name".into(), Value::String(name.to_string()));
+                }
+                if let Some(used) = &services_used {
+                    crate::objects::service::allocate(res, &mut body, name, used)?;
                 }
                 let (_, obj) = prepare_create_by(res, ns, body, rev, None)?;
                 let obj = Arc::new(obj);

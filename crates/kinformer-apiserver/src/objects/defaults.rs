@@ -81,6 +81,10 @@ pub(crate) fn apply_defaults(res: &ResourceInfo, obj: &mut Map<String, Value>) {
         crd_defaults(obj);
         return;
     }
+    if super::service::is_service(res) {
+        super::service::defaults(obj);
+        return;
+    }
     super::pod_defaults::apply(res, obj);
     if (group, plural) == ("", "replicationcontrollers") {
         replication_controller(obj);

@@ -21,6 +21,7 @@ pub(crate) mod managed_fields;
 pub(crate) mod namespace;
 pub(crate) mod normalize;
 mod pod_defaults;
+pub(crate) mod service;
 mod update;
 pub(crate) mod validate;
 

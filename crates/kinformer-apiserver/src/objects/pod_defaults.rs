@@ -126,6 +126,7 @@ pub(crate) fn status_on_create(res: &ResourceInfo, obj: &Map<String, Value>) -> 
         ("apps", "daemonsets") => json!({"currentNumberScheduled": 0, "numberMisscheduled": 0,
                                          "desiredNumberScheduled": 0, "numberReady": 0}),
         ("apps", "deployments") | ("batch", "jobs" | "cronjobs") => json!({}),
+        ("", "services") => json!({"loadBalancer": {}}),
         _ => return None,
     })
 }

@@ -149,6 +149,9 @@ fn prepare(
         defaults::apply_defaults(res, &mut new);
     }
     keep_what_the_write_cannot_change(res, mode, &old_obj, &mut new);
+    if mode != UpdateMode::Raw && super::service::is_service(res) {
+        super::service::keep_allocated(&old_obj, &mut new);
+    }
     if mode != UpdateMode::Raw
         && let Some(schema) = &res.schema
     {
