@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"time"
 )
@@ -75,7 +76,7 @@ func withoutTokenVolume(spec any) any {
 // same pod spec, and records the pod spec as stored: kube-apiserver's defaults (containers,
 // probes, ports, env, volumes, the pod's own and its admission's: service account, priority,
 // tolerations), each template's metadata, and the status each starts with (whatever it was
-// sent with). A controller comparing the template it wants
+// sent with), a Job's generated selector and labels, a DaemonSet's template generation. A controller comparing the template it wants
 // with the stored one sees these.
 func scPodDefaults(s *sc) {
 	labels := map[string]any{"app": "w"}
@@ -129,12 +130,23 @@ func scPodDefaults(s *sc) {
 		view := map[string]any{"status": field(r.body, "status")}
 		switch w.name {
 		case "job":
-			// its template's labels and selector carry the job's uid (not defaulted here)
-			view["templateSpec"] = field(r.body, "spec", "template", "spec")
+			// its generated selector and labels carry its uid: shown as <job uid>
+			uid := str(r.body, "metadata", "uid")
+			b, _ := json.Marshal(map[string]any{"templateSpec": field(r.body, "spec", "template", "spec"),
+				"templateMetadata": field(r.body, "spec", "template", "metadata"), "selector": field(r.body, "spec", "selector"),
+				"manualSelector": field(r.body, "spec", "manualSelector"), "labels": field(r.body, "metadata", "labels")})
+			var v map[string]any
+			_ = json.Unmarshal([]byte(strings.ReplaceAll(string(b), uid, "<job uid>")), &v)
+			for k, x := range v {
+				view[k] = x
+			}
 		case "cronjob":
 			view["jobTemplate"] = field(r.body, "spec", "jobTemplate")
 		default:
 			view["template"] = field(r.body, w.template...)
+		}
+		if w.name == "daemonset" {
+			view["annotations"] = field(r.body, "metadata", "annotations")
 		}
 		if w.name == "replicationcontroller" {
 			view["replicas"] = field(r.body, "spec", "replicas")
@@ -143,6 +155,17 @@ func scPodDefaults(s *sc) {
 		}
 		s.res.Steps[len(s.res.Steps)-1].Body = toGeneric(view)
 	}
+	// a DaemonSet's template generation: one more for each change of its template
+	ds := map[string]any{"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": map[string]any{"name": "g"},
+		"spec": map[string]any{"selector": sel, "template": tmpl(map[string]any{"containers": []any{map[string]any{"name": "c", "image": "nginx:1"}}})}}
+	annotations := func(r *response) {
+		s.res.Steps[len(s.res.Steps)-1].Body = toGeneric(map[string]any{"annotations": field(r.body, "metadata", "annotations")})
+	}
+	annotations(s.call("daemonset-created", "POST", apps+"daemonsets", ds))
+	annotations(s.callCT("daemonset-template-changed", "PATCH", apps+"daemonsets/g", ctMerge,
+		map[string]any{"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "w", "v": "2"}}}}}))
+	annotations(s.callCT("daemonset-other-change", "PATCH", apps+"daemonsets/g", ctMerge,
+		map[string]any{"spec": map[string]any{"minReadySeconds": 5}}))
 	pt := map[string]any{"apiVersion": "v1", "kind": "PodTemplate", "metadata": map[string]any{"name": "w"}, "template": map[string]any{"spec": podSpecSent()}}
 	r = s.call("podtemplate", "POST", core+"podtemplates?dryRun=All", pt)
 	s.res.Steps[len(s.res.Steps)-1].Body = toGeneric(map[string]any{"template": field(r.body, "template")})

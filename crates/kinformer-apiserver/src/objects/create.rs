@@ -124,6 +124,9 @@ pub(crate) fn prepare_create_as(
     if let Some(status) = fresh_status {
         obj.insert("status".into(), status);
     }
+    if fresh {
+        super::pod_defaults::after_uid(res, &mut obj, &name, &uid);
+    }
     let key = storage_key(res, &ns, &name);
     Ok((key, finish(res, obj, &ns, &name, &uid, rev)))
 }

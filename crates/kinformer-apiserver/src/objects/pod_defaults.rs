@@ -131,6 +131,94 @@ pub(crate) fn status_on_create(res: &ResourceInfo, obj: &Map<String, Value>) -> 
     })
 }
 
+/// What a created Job or DaemonSet gets once it has its uid (`PrepareForCreate`): a Job
+/// without `manualSelector: true` its generated selector (`batch.kubernetes.io/controller-uid`)
+/// and its template's `controller-uid` and `job-name` labels (both spellings), which also
+/// label the Job when it has none; a DaemonSet its template generation annotation.
+pub(crate) fn after_uid(res: &ResourceInfo, obj: &mut Map<String, Value>, name: &str, uid: &str) {
+    match (res.group.as_str(), res.plural.as_str()) {
+        ("batch", "jobs") => job_selector(obj, name, uid),
+        ("apps", "daemonsets") => {
+            if let Some(meta) = object(obj, &["metadata"]) {
+                let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
+                if let Value::Object(a) = annotations {
+                    a.insert(TEMPLATE_GENERATION.into(), json!("1"));
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The annotation a DaemonSet's template generation is kept in.
+const TEMPLATE_GENERATION: &str = "deprecated.daemonset.template.generation";
+
+/// An updated DaemonSet's template generation: one more when its template changed
+/// (`PrepareForUpdate`).
+pub(crate) fn daemonset_updated(old: &Map<String, Value>, new: &mut Map<String, Value>) {
+    let template = |o: &Map<String, Value>| o.get("spec").and_then(|s| s.get("template")).cloned();
+    let generation = |o: &Map<String, Value>| {
+        o.get("metadata")
+            .and_then(|m| {
+                m.pointer(&format!(
+                    "/annotations/{}",
+                    TEMPLATE_GENERATION.replace('/', "~1")
+                ))
+            })
+            .and_then(Value::as_str)
+            .and_then(|g| g.parse::<i64>().ok())
+            .unwrap_or(0)
+    };
+    let next = generation(old) + i64::from(template(old) != template(new));
+    if let Some(meta) = object(new, &["metadata"]) {
+        let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
+        if let Value::Object(a) = annotations {
+            a.insert(TEMPLATE_GENERATION.into(), json!(next.to_string()));
+        }
+    }
+}
+
+fn job_selector(obj: &mut Map<String, Value>, name: &str, uid: &str) {
+    let Some(spec) = object(obj, &["spec"]) else {
+        return;
+    };
+    if spec.get("manualSelector") == Some(&Value::Bool(true)) {
+        return;
+    }
+    spec.insert("manualSelector".into(), json!(false));
+    spec.insert(
+        "selector".into(),
+        json!({"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}),
+    );
+    let template = spec.entry("template").or_insert_with(|| json!({}));
+    let Value::Object(template) = template else {
+        return;
+    };
+    let meta = template.entry("metadata").or_insert_with(|| json!({}));
+    let Value::Object(meta) = meta else { return };
+    let labels = meta.entry("labels").or_insert_with(|| json!({}));
+    let Value::Object(labels) = labels else {
+        return;
+    };
+    for (k, v) in [
+        ("batch.kubernetes.io/controller-uid", uid),
+        ("batch.kubernetes.io/job-name", name),
+        ("controller-uid", uid),
+        ("job-name", name),
+    ] {
+        labels.insert(k.into(), json!(v));
+    }
+    let labels = Value::Object(labels.clone());
+    if let Some(meta) = object(obj, &["metadata"])
+        && meta
+            .get("labels")
+            .and_then(Value::as_object)
+            .is_none_or(Map::is_empty)
+    {
+        meta.insert("labels".into(), labels);
+    }
+}
+
 /// A pod's quality of service class (`qos.GetPodQOS`, from its containers' CPU and memory):
 /// `BestEffort` without requests or limits, `Guaranteed` when every container's limits name
 /// both and its requests equal them, `Burstable` otherwise.

@@ -153,6 +153,11 @@ fn prepare(
         super::service::keep_allocated(&old_obj, &mut new);
     }
     if mode != UpdateMode::Raw
+        && (res.group.as_str(), res.plural.as_str()) == ("apps", "daemonsets")
+    {
+        super::pod_defaults::daemonset_updated(&old_obj, &mut new);
+    }
+    if mode != UpdateMode::Raw
         && let Some(schema) = &res.schema
     {
         crate::crd::apply_schema(res, schema, &mut new, Some(&old_obj))?;

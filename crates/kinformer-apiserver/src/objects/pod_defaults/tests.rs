@@ -162,3 +162,38 @@ fn created_workloads_and_pods_start_with_the_status_kube_apiserver_gives_them() 
         "BestEffort"
     );
 }
+
+#[test]
+fn a_created_job_gets_its_selector_and_a_daemonset_counts_template_changes() {
+    let mut j = body(json!({"metadata": {"name": "j"}, "spec": {"template": {"spec": {}}}}));
+    super::after_uid(&res("jobs"), &mut j, "j", "u-1");
+    let labels = json!({"batch.kubernetes.io/controller-uid": "u-1", "batch.kubernetes.io/job-name": "j",
+                        "controller-uid": "u-1", "job-name": "j"});
+    assert_eq!(j["spec"]["template"]["metadata"]["labels"], labels);
+    assert_eq!(j["metadata"]["labels"], labels);
+    assert_eq!(
+        j["spec"]["selector"],
+        json!({"matchLabels": {"batch.kubernetes.io/controller-uid": "u-1"}})
+    );
+    assert_eq!(j["spec"]["manualSelector"], false);
+    // a manual selector is the user's
+    let mut m = body(json!({"metadata": {"name": "m", "labels": {"a": "b"}},
+                            "spec": {"manualSelector": true, "selector": {"matchLabels": {"a": "b"}}}}));
+    super::after_uid(&res("jobs"), &mut m, "m", "u-2");
+    assert_eq!(m["spec"]["selector"], json!({"matchLabels": {"a": "b"}}));
+
+    let key = "deprecated.daemonset.template.generation";
+    let mut ds = body(
+        json!({"metadata": {"name": "d"}, "spec": {"template": {"spec": {"containers": []}}}}),
+    );
+    super::after_uid(&res("daemonsets"), &mut ds, "d", "u-3");
+    assert_eq!(ds["metadata"]["annotations"][key], "1");
+    let mut same = ds.clone();
+    same["spec"]["minReadySeconds"] = json!(5);
+    super::daemonset_updated(&ds, &mut same);
+    assert_eq!(same["metadata"]["annotations"][key], "1");
+    let mut changed = ds.clone();
+    changed["spec"]["template"]["metadata"] = json!({"labels": {"v": "2"}});
+    super::daemonset_updated(&ds, &mut changed);
+    assert_eq!(changed["metadata"]["annotations"][key], "2");
+}
