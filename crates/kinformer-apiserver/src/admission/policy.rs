@@ -31,7 +31,7 @@ use std::sync::Arc;
 
 use cel::Value as Cel;
 use cel::objects::{Key, Map as CelMap};
-use kinformer_selector::{LabelSelector, Operator, Requirement};
+use kinformer_selector::LabelSelector;
 use serde_json::{Map, Value, json};
 
 use crate::crd::{ExpressionError, cel_context, cel_evaluate, json_to_cel};
@@ -222,28 +222,24 @@ pub(crate) fn admit(
         operation: Some(operation),
         name: Some(req.name),
     };
+    let is_namespace = crate::objects::namespace::is_namespace(req.res);
     let labels = Labels {
         object,
         old,
-        namespace: if crate::objects::namespace::is_namespace(req.res) {
-            None
-        } else {
-            policies.namespace.as_ref()
-        },
+        namespace: policies.namespace.as_ref().filter(|_| !is_namespace),
         cluster_scoped: !req.res.namespaced(),
-        is_namespace: crate::objects::namespace::is_namespace(req.res),
+        is_namespace,
     };
     let mut base: Option<Activation> = None;
     for b in &policies.bound {
-        let spec = |v: &Value, k: &str| v.pointer(&format!("/spec/{k}")).cloned();
-        let Some(constraints) = spec(&b.policy, "matchConstraints") else {
+        let Some(constraints) = b.policy.pointer("/spec/matchConstraints") else {
             continue;
         };
-        if !target.rules_match(&constraints, false) || !labels.match_selectors(&constraints) {
+        if !target.rules_match(constraints, false) || !labels.match_selectors(constraints) {
             continue;
         }
-        if let Some(m) = spec(&b.binding, "matchResources")
-            && (!target.rules_match(&m, true) || !labels.match_selectors(&m))
+        if let Some(m) = b.binding.pointer("/spec/matchResources")
+            && (!target.rules_match(m, true) || !labels.match_selectors(m))
         {
             continue;
         }
@@ -300,7 +296,8 @@ pub(crate) fn admit(
     }
 }
 
-fn name_of(v: &Value) -> &str {
+/// An object's `metadata.name` (empty when it has none).
+pub(crate) fn name_of(v: &Value) -> &str {
     v.pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or_default()
@@ -357,33 +354,12 @@ impl Labels<'_> {
     }
 }
 
-/// A `LabelSelector` object as a selector; `None` when it is not one.
+/// A `LabelSelector` object as a selector (kinformer-selector's conversion of
+/// apimachinery's); `None` when it is not one.
 pub(crate) fn label_selector(v: &Value) -> Option<LabelSelector> {
-    let mut sel = LabelSelector::everything();
-    if let Some(Value::Object(labels)) = v.get("matchLabels") {
-        for (k, x) in labels {
-            sel = sel.with(Requirement::new(k, Operator::Equals, [x.as_str()?]).ok()?);
-        }
-    }
-    if let Some(Value::Array(exprs)) = v.get("matchExpressions") {
-        for e in exprs {
-            let key = e.get("key").and_then(Value::as_str)?;
-            let values: Vec<&str> = e
-                .get("values")
-                .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            let op = match e.get("operator").and_then(Value::as_str)? {
-                "In" => Operator::In,
-                "NotIn" => Operator::NotIn,
-                "Exists" => Operator::Exists,
-                "DoesNotExist" => Operator::DoesNotExist,
-                _ => return None,
-            };
-            sel = sel.with(Requirement::new(key, op, values).ok()?);
-        }
-    }
-    Some(sel)
+    let selector: k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector =
+        serde_json::from_value(v.clone()).ok()?;
+    LabelSelector::try_from(&selector).ok()
 }
 
 /// The refusal of a write: the first denial of a `Deny` binding.

@@ -143,13 +143,16 @@ impl Api {
         let bindings_res = self
             .registry
             .find(GROUP, "v1", "validatingadmissionpolicybindings")?;
-        let policies_res = self
-            .registry
-            .find(GROUP, "v1", "validatingadmissionpolicies")?;
         let (_, bindings) = self
             .store
             .list(&bindings_res.group_resource(), None, "", "")
             .ok()?;
+        if bindings.is_empty() {
+            return None;
+        }
+        let policies_res = self
+            .registry
+            .find(GROUP, "v1", "validatingadmissionpolicies")?;
         let mut bound = Vec::new();
         for b in bindings.iter() {
             let binding = b.to_value();
@@ -176,13 +179,10 @@ impl Api {
         if bound.is_empty() {
             return None;
         }
-        let name = |v: &Value| {
-            v.pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string()
-        };
-        bound.sort_by_key(|b| (name(&b.policy), name(&b.binding)));
+        fn names(b: &Bound) -> (&str, &str) {
+            (policy::name_of(&b.policy), policy::name_of(&b.binding))
+        }
+        bound.sort_by(|a, b| names(a).cmp(&names(b)));
         let namespace = (res.namespaced() && !write.namespace.is_empty())
             .then(|| self.registry.find("", "v1", "namespaces"))
             .flatten()

@@ -5,13 +5,8 @@
 
 use serde_json::{Map, Value, json};
 
+use super::json_path::set;
 use crate::resource::ResourceInfo;
-
-fn set(spec: &mut Map<String, Value>, field: &str, v: Value) {
-    if spec.get(field).is_none_or(|x| x.is_null()) {
-        spec.insert(field.to_string(), v);
-    }
-}
 
 /// A CRD's defaults (`SetDefaults_CustomResourceDefinitionSpec`): no conversion webhook, the
 /// singular and list kind from the kind.

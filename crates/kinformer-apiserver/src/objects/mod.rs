@@ -16,6 +16,7 @@ mod delete;
 pub(crate) mod delete_options;
 pub(crate) mod fields;
 pub(crate) mod fieldset;
+mod json_path;
 pub(crate) mod managed_entries;
 pub(crate) mod managed_fields;
 pub(crate) mod namespace;

@@ -13,32 +13,8 @@
 
 use serde_json::{Map, Value, json};
 
+use super::json_path::{each_object, object, set};
 use crate::resource::ResourceInfo;
-
-fn set(m: &mut Map<String, Value>, field: &str, v: Value) {
-    if m.get(field).is_none_or(Value::is_null) {
-        m.insert(field.to_string(), v);
-    }
-}
-
-fn object<'a>(m: &'a mut Map<String, Value>, path: &[&str]) -> Option<&'a mut Map<String, Value>> {
-    let mut cur = m;
-    for k in path {
-        cur = cur.get_mut(*k)?.as_object_mut()?;
-    }
-    Some(cur)
-}
-
-fn each_object<'a>(
-    m: &'a mut Map<String, Value>,
-    field: &str,
-) -> impl Iterator<Item = &'a mut Map<String, Value>> {
-    m.get_mut(field)
-        .and_then(Value::as_array_mut)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_object_mut)
-}
 
 /// Where `res`'s objects keep a pod spec, if they have one.
 fn pod_spec_path(res: &ResourceInfo) -> Option<&'static [&'static str]> {
@@ -82,8 +58,10 @@ pub(crate) fn admit_created(res: &ResourceInfo, obj: &mut Map<String, Value>) {
     let Some(spec) = object(obj, &["spec"]) else {
         return;
     };
-    set(spec, "serviceAccountName", json!("default"));
-    pod(spec);
+    if spec.get("serviceAccountName").is_none_or(Value::is_null) {
+        spec.insert("serviceAccountName".into(), json!("default"));
+        spec.insert("serviceAccount".into(), json!("default"));
+    }
     if spec
         .get("priorityClassName")
         .and_then(Value::as_str)

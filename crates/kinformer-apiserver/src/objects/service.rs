@@ -17,6 +17,7 @@ use std::net::Ipv4Addr;
 
 use serde_json::{Map, Value, json};
 
+use super::json_path::{each_object, set};
 use crate::resource::ResourceInfo;
 use crate::status::ApiError;
 
@@ -28,12 +29,6 @@ const NODE_PORTS: (u16, u16) = (30000, 32767);
 /// Whether `res` is the core Services resource.
 pub(crate) fn is_service(res: &ResourceInfo) -> bool {
     res.group.is_empty() && res.plural == "services"
-}
-
-fn set(m: &mut Map<String, Value>, field: &str, v: Value) {
-    if m.get(field).is_none_or(Value::is_null) {
-        m.insert(field.to_string(), v);
-    }
 }
 
 fn spec_mut(obj: &mut Map<String, Value>) -> Option<&mut Map<String, Value>> {
@@ -73,13 +68,7 @@ pub(crate) fn defaults(obj: &mut Map<String, Value>) {
     if kind == "LoadBalancer" {
         set(spec, "allocateLoadBalancerNodePorts", json!(true));
     }
-    for p in spec
-        .get_mut("ports")
-        .and_then(Value::as_array_mut)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_object_mut)
-    {
+    for p in each_object(spec, "ports") {
         set(p, "protocol", json!("TCP"));
         let unset = match p.get("targetPort") {
             None | Some(Value::Null) => true,
@@ -267,29 +256,24 @@ pub(crate) fn keep_allocated(old: &Map<String, Value>, new: &mut Map<String, Val
     if !matches!(service_type(spec), "NodePort" | "LoadBalancer") {
         return;
     }
-    let key = |p: &Value| {
-        (
-            p.get("port").and_then(Value::as_i64),
-            p.get("protocol")
-                .and_then(Value::as_str)
-                .unwrap_or("TCP")
-                .to_string(),
-        )
+    let key = |p: &Map<String, Value>| {
+        let protocol = p.get("protocol").and_then(Value::as_str).unwrap_or("TCP");
+        (p.get("port").and_then(Value::as_i64), protocol.to_string())
     };
-    let old_ports = old_spec.get("ports").and_then(Value::as_array);
-    for p in spec
-        .get_mut("ports")
-        .and_then(Value::as_array_mut)
+    let old_ports: Vec<&Map<String, Value>> = old_spec
+        .get("ports")
+        .and_then(Value::as_array)
         .into_iter()
         .flatten()
-    {
-        let unset = p.get("nodePort").and_then(Value::as_i64).unwrap_or(0) == 0;
-        if let (true, Some(o)) = (
-            unset,
-            old_ports.into_iter().flatten().find(|o| key(o) == key(p)),
-        ) && let (Some(n), Value::Object(m)) = (o.get("nodePort").cloned(), &mut *p)
-        {
-            m.insert("nodePort".into(), n);
+        .filter_map(Value::as_object)
+        .collect();
+    for p in each_object(spec, "ports") {
+        if p.get("nodePort").and_then(Value::as_i64).unwrap_or(0) != 0 {
+            continue;
+        }
+        let kept = old_ports.iter().find(|o| key(o) == key(p));
+        if let Some(n) = kept.and_then(|o| o.get("nodePort")) {
+            p.insert("nodePort".into(), n.clone());
         }
     }
 }
