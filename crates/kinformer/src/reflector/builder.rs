@@ -237,6 +237,7 @@ impl<K: Object, S: ReflectorStore<K>> ReflectorBuilder<K, S> {
             max_watch_timeout: min_watch_timeout * 2,
             max_internal_error_retry_duration: config.max_internal_error_retry_duration,
             backoff: Mutex::new(Backoff::new(config.backoff)),
+            retry_afters_in_a_row: Default::default(),
             state: Mutex::new(SyncState {
                 resource_version_unavailable: self.consistent_first_list,
                 ..SyncState::default()

@@ -54,10 +54,14 @@
 //!   the memory list at once (client-go tries again on every relist). A 410 on one already
 //!   asked at `""` falls back to list+watch instead of asking again at once.
 //! * A `Retry-After` (or `retryAfterSeconds`) on a 429 or 5xx answer to a list or watch makes
-//!   the next request wait at least that long, capped at [`MAX_RETRY_AFTER`] (60 s), on top of
-//!   the backoff (client-go's rest client waits it out inside the request, up to 10 times,
-//!   uncapped; kinformer's source leaves retries to the Reflector), so a 1.37 server answering
-//!   consistent lists with 429 (`ConsistentListFromCacheSkipTimeoutFallback`) is not stormed.
+//!   the next request wait that long, capped at [`MAX_RETRY_AFTER`] (60 s), without a step of
+//!   the exponential backoff, up to [`RETRIES_AFTER_ASKED`] (10) times in a row; later ones
+//!   wait a backoff step and at least the `Retry-After`. That is client-go's timing: its rest
+//!   client waits `Retry-After` out inside the request, up to 10 times, uncapped, before its
+//!   Reflector sees the error (kinformer's source leaves retries to the Reflector, so the watch
+//!   error handler hears of each 429). A 1.37 server answering consistent lists with 429
+//!   (`ConsistentListFromCacheSkipTimeoutFallback`) is asked again after its `Retry-After`,
+//!   not stormed, and a throttled informer recovers as fast as a Go one.
 //! * The backoff resets after 2 minutes *without errors* (client-go: every 2 minutes).
 //! * Internal errors (500) ending a watch are retried without a relist for 30 s by default
 //!   (client-go: off unless `MaxInternalErrorRetryDuration` is set).
@@ -97,7 +101,7 @@ pub use options::{ListOptions, ResourceVersionMatch};
 pub use pager::{DEFAULT_PAGE_SIZE, FullList, list_all};
 pub(crate) use pager::{ListSink, list_pages};
 pub use reflector_error::ReflectorError;
-pub use run::{MAX_RETRY_AFTER, Reflector};
+pub use run::{MAX_RETRY_AFTER, RETRIES_AFTER_ASKED, Reflector};
 pub use streaming_memory::{
     DEFAULT_STREAMING_LIST_ATTEMPTS, DEFAULT_STREAMING_LIST_FALLBACK, StreamingListFallback,
     StreamingListMemory,

@@ -91,8 +91,10 @@ pub(crate) struct SyncState {
 ///   ([`StreamingListFallback`](super::StreamingListFallback)): once they are spent the
 ///   Reflector lists, and later cycles list at once while the server is remembered.
 /// * **Retry-After.** A 429 or 5xx carrying `Retry-After` (or `retryAfterSeconds`) makes the
-///   next request wait at least that long (at most [`MAX_RETRY_AFTER`]), whichever the
-///   request was: a list, a streaming list or a watch.
+///   next request wait that long (at most [`MAX_RETRY_AFTER`]), whichever the request was: a
+///   list, a streaming list or a watch. Up to [`RETRIES_AFTER_ASKED`] such waits in a row
+///   leave the exponential backoff alone (client-go's rest client retries them inside the
+///   request); after that each is a backoff step, and at least the `Retry-After`.
 ///
 /// # Sharing
 ///
@@ -117,6 +119,9 @@ pub struct Reflector<K, S> {
     pub(crate) max_watch_timeout: Duration,
     pub(crate) max_internal_error_retry_duration: Duration,
     pub(crate) backoff: Mutex<Backoff>,
+    /// Waits in a row that were a server's `Retry-After` alone (see [`RETRIES_AFTER_ASKED`]);
+    /// back to zero when a request succeeds or the backoff takes a step.
+    pub(crate) retry_afters_in_a_row: std::sync::atomic::AtomicU32,
     pub(crate) state: Mutex<SyncState>,
     /// Lists (streaming lists included) and watches started, for metrics (a streaming list
     /// that reaches its end bookmark carries on as a watch and counts as both).
@@ -177,6 +182,7 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
 
     /// A list (or streaming list) succeeded now.
     pub(crate) fn listed_now(&self) {
+        self.request_succeeded();
         let now = Instant::now();
         let mut s = self.state.lock();
         s.last_list = Some(now);
@@ -227,26 +233,75 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
         self.backoff_wait_after(None, cancel).await
     }
 
-    /// Waits one backoff delay, and at least the `Retry-After` the server sent with `error`
-    /// (capped at [`MAX_RETRY_AFTER`]); false when cancelled first.
+    /// Waits after `error`, the answer to a request (a list, a streaming list or a watch
+    /// refused when opened): the server's `Retry-After` alone (capped at [`MAX_RETRY_AFTER`])
+    /// for up to [`RETRIES_AFTER_ASKED`] such waits in a row, as client-go's rest client
+    /// retries the request; otherwise one backoff delay, and at least that `Retry-After`. False
+    /// when cancelled first.
     pub(crate) async fn backoff_wait_after(
         &self,
         error: Option<&ListWatchError>,
         cancel: &CancellationToken,
     ) -> bool {
-        let backoff = self.backoff.lock().next_delay(Instant::now());
-        let delay = match error.and_then(retry_after) {
-            Some(at_least) if at_least > backoff => {
-                tracing::debug!(reflector = %self.name, retry_after = ?at_least,
+        self.wait_after(error, true, cancel).await
+    }
+
+    /// Waits after `error`, which an open stream sent (an ERROR event): one backoff delay, and
+    /// at least the `Retry-After` it carried (client-go's Reflector backs off; its rest client
+    /// never saw it). False when cancelled first.
+    pub(crate) async fn backoff_step_after(
+        &self,
+        error: Option<&ListWatchError>,
+        cancel: &CancellationToken,
+    ) -> bool {
+        self.wait_after(error, false, cancel).await
+    }
+
+    /// Waits after a cycle or a streaming list ended with `error`: as the answer to a request
+    /// unless a stream sent it.
+    pub(crate) async fn wait_after_error(
+        &self,
+        error: Option<&ReflectorError>,
+        cancel: &CancellationToken,
+    ) -> bool {
+        let answered = !matches!(error, Some(ReflectorError::WatchEnded(_)));
+        let error = error.and_then(ReflectorError::list_watch_error);
+        self.wait_after(error, answered, cancel).await
+    }
+
+    async fn wait_after(
+        &self,
+        error: Option<&ListWatchError>,
+        answered: bool,
+        cancel: &CancellationToken,
+    ) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        let asked = error.and_then(retry_after);
+        let delay = match asked {
+            Some(wait)
+                if answered
+                    && self.retry_afters_in_a_row.fetch_add(1, Relaxed) < RETRIES_AFTER_ASKED =>
+            {
+                tracing::debug!(reflector = %self.name, retry_after = ?wait,
                     "waiting as long as the server asked before the next request");
-                at_least
+                wait
             }
-            _ => backoff,
+            _ => {
+                self.retry_afters_in_a_row.store(0, Relaxed);
+                let backoff = self.backoff.lock().next_delay(Instant::now());
+                asked.map_or(backoff, |wait| wait.max(backoff))
+            }
         };
         tokio::select! {
             _ = cancel.cancelled() => false,
             _ = tokio::time::sleep(delay) => true,
         }
+    }
+
+    /// A list or watch request succeeded: the next `Retry-After` starts a new run of retries.
+    pub(crate) fn request_succeeded(&self) {
+        self.retry_afters_in_a_row
+            .store(0, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Runs list-and-watch cycles until `cancel` fires (client-go's `Run`): each error goes to
@@ -261,8 +316,7 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
                 (self.watch_error_handler)(&e);
                 ended_by = Some(e);
             }
-            let error = ended_by.as_ref().and_then(ReflectorError::list_watch_error);
-            if !self.backoff_wait_after(error, &cancel).await {
+            if !self.wait_after_error(ended_by.as_ref(), &cancel).await {
                 break;
             }
         }
@@ -398,13 +452,17 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
 }
 
 /// The most a Reflector waits because a server's `Retry-After` said so: a hint, not an order,
-/// so a broken proxy asking for an hour does not leave the cache an hour stale.
-///
-/// **Deliberate difference from client-go:** its rest client waits `Retry-After` out inside
-/// the request (uncapped, up to 10 times) before the Reflector sees the error; kinformer's
-/// source leaves every retry to the Reflector, which waits the longer of its backoff and the
-/// server's `Retry-After`, capped here.
+/// so a broken proxy asking for an hour does not leave the cache an hour stale (client-go's
+/// rest client waits it out uncapped).
 pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+/// How many answers in a row carrying `Retry-After` (a 429, or a 5xx) the Reflector waits out
+/// as the server asked, without taking a step of its exponential backoff: client-go's rest
+/// client retries such a request itself up to 10 times (`maxRetries`) before the Reflector
+/// sees the error and backs off. After that many, each wait is a backoff step (and at least
+/// the `Retry-After`). kinformer's source leaves every retry to the Reflector, so a 429 still
+/// reaches the watch error handler, where client-go's would not until its retries are spent.
+pub const RETRIES_AFTER_ASKED: u32 = 10;
 
 /// How long the server asked the client to wait (`Retry-After`, or a `Status`'s
 /// `retryAfterSeconds`) with a 429 or a 5xx, capped at [`MAX_RETRY_AFTER`] (client-go's rest

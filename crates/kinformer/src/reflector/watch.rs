@@ -121,6 +121,7 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
                     };
                     match opened {
                         Ok(w) => {
+                            self.request_succeeded();
                             self.resume_watch_opened();
                             w
                         }
@@ -176,7 +177,7 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
                         tracing::debug!(reflector = %self.name, error = %e, "watch closed");
                     } else if lwe.is_some_and(|e| e.is_too_many_requests()) {
                         tracing::debug!(reflector = %self.name, "watch returned 429; backing off");
-                        if !self.backoff_wait_after(lwe, cancel).await {
+                        if !self.backoff_step_after(lwe, cancel).await {
                             return Ok(());
                         }
                         continue;

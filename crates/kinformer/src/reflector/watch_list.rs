@@ -89,7 +89,10 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
                 }
             };
             let mut stream = match opened {
-                Ok(s) => s,
+                Ok(s) => {
+                    self.request_succeeded();
+                    s
+                }
                 Err(e) => {
                     if e.is_not_supported() {
                         self.streaming_outcome(permit, StreamingOutcome::Refused);
@@ -194,7 +197,7 @@ impl<K: Object, S: ReflectorStore<K>> Reflector<K, S> {
         };
         if e.is_watch_retriable() {
             tracing::debug!(reflector = %self.name, error = %e, "streaming list failed; backing off");
-            self.backoff_wait_after(Some(e), cancel).await;
+            self.wait_after_error(Some(err), cancel).await;
             return true;
         }
         if e.is_expired() || e.is_too_large_resource_version() {

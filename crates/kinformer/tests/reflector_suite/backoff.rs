@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::*;
+use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kinformer::InformerConfig;
 use kinformer::reflector::{
@@ -150,6 +151,57 @@ async fn backoff_on_too_many_requests() {
     );
     assert_eq!(lw.count(Verb::Watch), 3);
     assert_eq!(lw.count(Verb::List), 1);
+}
+
+// client-go's rest client (`rest/with_retry.go`, `maxRetries` 10): a watch refused with 429
+// and `Retry-After: 1` is asked again after 1 s, ten times, without a step of the Reflector's
+// backoff; the eleventh refusal costs a backoff step. A watch that opens starts the count over.
+#[tokio::test(start_paused = true)]
+async fn retry_after_is_waited_alone_ten_times_then_backs_off() {
+    let lw = ScriptedLw::new(
+        |_, _| Ok(list_of("1", vec![])),
+        |_, n| match n {
+            1..=11 | 13..=15 => Err(Status::too_many_requests("throttled", 1).into()),
+            // opens, runs for 5 s and closes: the next refusals are a new run of retries
+            12 => Ok(futures::stream::pending()
+                .take_until(tokio::time::sleep(Duration::from_secs(5)))
+                .boxed()),
+            _ => Ok(events_then_pending(vec![])),
+        },
+    );
+    let r = Reflector::builder(lw.clone(), RecordingStore::new())
+        .config(&InformerConfig::default().backoff(BackoffConfig {
+            initial: Duration::from_secs(10),
+            cap: Duration::from_secs(100),
+            factor: 2.0,
+            jitter: 0.0,
+            reset_after: Duration::from_secs(3600),
+        }))
+        .build();
+    let token = CancellationToken::new();
+    let run = tokio::spawn({
+        let token = token.clone();
+        async move { r.list_and_watch(&token).await }
+    });
+    tokio::time::sleep(Duration::from_secs(120)).await;
+    token.cancel();
+    run.await.unwrap().unwrap();
+    let at: Vec<_> = lw
+        .requests()
+        .into_iter()
+        .filter(|r| r.verb == Verb::Watch)
+        .map(|r| r.at)
+        .collect();
+    assert_eq!(at.len(), 16, "{at:?}");
+    let gaps: Vec<u64> = at.windows(2).map(|w| (w[1] - w[0]).as_secs()).collect();
+    // 10 × Retry-After, then the first backoff step (10 s); the watch that opened runs 5 s;
+    // then Retry-After again, three times
+    assert_eq!(
+        gaps,
+        [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 10, 5, 1, 1, 1],
+        "{at:?}"
+    );
+    assert_eq!(lw.count(Verb::List), 1, "no relist");
 }
 
 // client-go TestNoRelistOnTooManyRequests
