@@ -52,6 +52,18 @@ fn small_demo_converges_and_prints_a_summary() {
         "{stdout}"
     );
     assert!(stdout.contains("informer_lists_total"), "{stdout}");
+    // The faults stall watches while history is compacted: the pod informer itself is told
+    // 410 Gone and relists (counted from its own lists, not the server's LIST verbs).
+    let relists = stdout
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("relists: "))
+        .unwrap_or_else(|| panic!("no relists line\n{stdout}"));
+    let pods: u64 = relists
+        .split_once("(pods ")
+        .and_then(|(_, rest)| rest.split([',', ')']).next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no pod relists in {relists:?}"));
+    assert!(pods >= 1, "the pod informer never relisted: {relists}");
 }
 
 #[test]

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Node, Pod};
-use kinformer_apiserver::{FailureRule, RunningServer, Verb};
+use kinformer_apiserver::{FailureRule, RunningServer};
 use rand::Rng;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
@@ -40,8 +40,9 @@ pub struct Workload {
 }
 
 /// Runs churn at about `rate` operations per second for `duration`, injecting faults at
-/// 25 % (dropped watches), 50 % (compaction + dropped watches: a 410 and a relist) and 75 %
-/// (two 429s for the next pod lists + compaction + dropped watches). Stops early on `cancel`.
+/// 25 % (dropped watches), 50 % (a stalled watch while history is compacted: a 410 and a
+/// relist for every informer) and 75 % (the same, after two 429s for the next pod requests).
+/// Stops early on `cancel`.
 pub async fn run(
     server: Arc<RunningServer>,
     mut work: Workload,
@@ -70,7 +71,10 @@ pub async fn run(
             return;
         }
         if next_fault < fault_at.len() && elapsed >= fault_at[next_fault] {
-            inject(&server, next_fault, elapsed, &stats);
+            inject(&server, next_fault, elapsed, &stats, || {
+                one_op(&server, &mut work, &mut rng, &mut created, &stats);
+            })
+            .await;
             next_fault += 1;
         }
         budget += per_tick;
@@ -81,30 +85,51 @@ pub async fn run(
     }
 }
 
-fn inject(server: &RunningServer, which: usize, at: Duration, stats: &ChurnStats) {
+/// Writes made while watches are held back, before history is compacted past them.
+const WRITES_WHILE_STALLED: usize = 20;
+/// How long watches are held back before those writes.
+const STALL_SETTLE: Duration = Duration::from_millis(100);
+
+async fn inject(
+    server: &RunningServer,
+    which: usize,
+    at: Duration,
+    stats: &ChurnStats,
+    mut write: impl FnMut(),
+) {
     let faults = server.faults();
+    // A 410 needs a client behind the compaction: with watches held back, the churn writes on,
+    // history is compacted past what every informer has seen, and the watches are dropped. An
+    // informer that re-watches from its last resourceVersion is told 410 Gone and relists (as
+    // a client cut off by a network partition while etcd compacts). Compacting alone would
+    // not do it: an informer that has seen the newest write re-watches from it without a 410.
+    let stall = which > 0;
+    if stall {
+        faults.pause_watches();
+        // Every watch stream finishes what it was sending and parks.
+        tokio::time::sleep(STALL_SETTLE).await;
+        for _ in 0..WRITES_WHILE_STALLED {
+            write();
+        }
+    }
     let what = match which {
         0 => {
             faults.drop_watches();
             "dropped every watch"
         }
-        1 => {
-            faults.compact_now();
-            faults.drop_watches();
-            "compacted history + dropped watches (410 Gone → relist)"
-        }
+        1 => "watches stalled while history was compacted, then dropped (410 Gone → relist)",
         _ => {
-            faults.fail_next(
-                FailureRule::new(429, 2)
-                    .verb(Verb::List)
-                    .resource("pods")
-                    .retry_after(1),
-            );
-            faults.compact_now();
-            faults.drop_watches();
-            "next 2 pod lists answer 429 + compacted + dropped watches"
+            // Any verb: whether the relist is a streaming list (a watch) or a LIST, the pod
+            // informer's next two requests are refused.
+            faults.fail_next(FailureRule::new(429, 2).resource("pods").retry_after(1));
+            "next 2 pod requests answer 429, then the same stall and compaction"
         }
     };
+    if stall {
+        faults.compact_now();
+        faults.drop_watches();
+        faults.resume_watches();
+    }
     stats
         .faults
         .lock()

@@ -109,7 +109,6 @@ pub async fn run(args: DemoArgs) -> Result<(), CliError> {
     sync_progress(&server, &tracked).await?;
 
     // Churn with faults, live figures once a second.
-    let initial_lists = count_lists(&server);
     let stats = Arc::new(ChurnStats::default());
     let cancel = CancellationToken::new();
     let duration = Duration::from_secs(args.duration);
@@ -141,11 +140,7 @@ pub async fn run(args: DemoArgs) -> Result<(), CliError> {
         println!(
             "  {:>3}s  {}",
             churn_start.elapsed().as_secs(),
-            figures(
-                &tracked,
-                events - last_events,
-                relists(&server, initial_lists)
-            )
+            figures(&tracked, events - last_events, relists(&tracked))
         );
         last_events = events;
     }
@@ -185,8 +180,13 @@ pub async fn run(args: DemoArgs) -> Result<(), CliError> {
         events as f64 / t0.elapsed().as_secs_f64()
     );
     println!(
-        "  relists: {}, watch errors: {}",
-        relists(&server, initial_lists),
+        "  relists: {} ({}), watch errors: {}",
+        relists(&tracked),
+        tracked
+            .iter()
+            .map(|t| format!("{} {}", t.resource, t.relists()))
+            .collect::<Vec<_>>()
+            .join(", "),
         tracked
             .iter()
             .map(|t| t.watch_errors.load(Ordering::Relaxed))
@@ -356,19 +356,13 @@ fn total_events(tracked: &[Tracked]) -> u64 {
         .sum()
 }
 
-fn count_lists(server: &RunningServer) -> usize {
-    server
-        .requests()
-        .iter()
-        .filter(|r| r.verb.as_deref() == Some("list"))
-        .count()
+/// Relists of every tracked informer (its own count: a streaming list is a watch request to
+/// the server, so the server's LIST count would miss it).
+fn relists(tracked: &[Tracked]) -> u64 {
+    tracked.iter().map(Tracked::relists).sum()
 }
 
-fn relists(server: &RunningServer, initial: usize) -> usize {
-    count_lists(server).saturating_sub(initial)
-}
-
-fn figures(tracked: &[Tracked], events: u64, relists: usize) -> String {
+fn figures(tracked: &[Tracked], events: u64, relists: u64) -> String {
     let sizes: Vec<String> = tracked
         .iter()
         .map(|t| format!("{} {}", t.resource, (t.len)()))

@@ -91,6 +91,9 @@ pub struct Tracked {
     pub cache: Box<dyn Fn() -> KeyRvs + Send + Sync>,
     /// Time since the informer's last watch event or bookmark (or list, if later).
     pub quiet: Box<dyn Fn() -> Option<Duration> + Send + Sync>,
+    /// Lists the informer started (streaming lists included): one for the first sync, one
+    /// more for every relist.
+    pub lists: Box<dyn Fn() -> u64 + Send + Sync>,
     /// The handlers.
     pub handlers: Vec<TrackedHandler>,
     /// List/watch errors the informer reported.
@@ -135,7 +138,8 @@ impl Tracked {
             let reg = informer.add_event_handler_with(funcs, options)?;
             tracked.push(TrackedHandler { view, reg });
         }
-        let (i1, i2, i3, i4) = (
+        let (i1, i2, i3, i4, i5) = (
+            informer.clone(),
             informer.clone(),
             informer.clone(),
             informer.clone(),
@@ -156,9 +160,17 @@ impl Tracked {
                     .collect()
             }),
             quiet: Box::new(move || i4.since_last_watch_activity()),
+            lists: Box::new(move || i5.list_watch_counts().0),
             handlers: tracked,
             watch_errors,
         })
+    }
+}
+
+impl Tracked {
+    /// Relists so far: the lists after the first.
+    pub fn relists(&self) -> u64 {
+        (self.lists)().saturating_sub(1)
     }
 }
 
