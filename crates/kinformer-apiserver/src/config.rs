@@ -75,6 +75,12 @@ pub struct ServerConfig {
     /// default` works anywhere. The system namespaces' exist when [`start`](crate::start)
     /// returns; a new namespace's appears right after it, as on a real cluster.
     pub service_account_controller: bool,
+    /// Keep the `kubernetes` Service in `default` (on by default), as kube-apiserver does:
+    /// type `ClusterIP` at `10.96.0.1`, port `https` 443 targeting the port this server
+    /// listens on, and its Endpoints and EndpointSlice (`127.0.0.1` and that port), written
+    /// by the manager `kube-apiserver` and back when deleted, so a cluster-wide Service or
+    /// EndpointSlice list holds what it holds on any real cluster. Off: none of the three.
+    pub kubernetes_service: bool,
     /// Serve HTTPS with a certificate generated at start (its CA in [`RunningServer::kubeconfig`](crate::RunningServer::kubeconfig))
     /// and require the bearer token [`RunningServer::token`](crate::RunningServer::token) (401 without it), like a real
     /// server. Off by default in process (tests reach the plain HTTP address directly); the
@@ -118,6 +124,7 @@ impl Default for ServerConfig {
             garbage_collector: true,
             namespace_controller: true,
             service_account_controller: true,
+            kubernetes_service: true,
             tls: false,
             seed_pods: 0,
             seed_namespaces: 1,
@@ -210,6 +217,13 @@ impl ServerConfig {
     #[must_use]
     pub fn service_account_controller(mut self, on: bool) -> Self {
         self.service_account_controller = on;
+        self
+    }
+    /// Keeps the `kubernetes` Service and its endpoints or not
+    /// ([`ServerConfig::kubernetes_service`]).
+    #[must_use]
+    pub fn kubernetes_service(mut self, on: bool) -> Self {
+        self.kubernetes_service = on;
         self
     }
     /// Serves HTTPS and requires a bearer token ([`ServerConfig::tls`]).

@@ -44,7 +44,9 @@
 //!   namespace is `Terminating`, its content of every namespaced kind is deleted, its
 //!   conditions report what finalizers hold back, then it goes) and the service account
 //!   controller ([`ServerConfig::service_account_controller`]: a `default` ServiceAccount in
-//!   every namespace). envtest runs none of them.
+//!   every namespace). envtest runs none of them. As kube-apiserver itself does, the
+//!   `kubernetes` Service in `default` is kept with its Endpoints and EndpointSlice
+//!   ([`ServerConfig::kubernetes_service`]).
 //! - **Admission**: NamespaceLifecycle — 403 for creates in a terminating namespace, the
 //!   immortal `default`/`kube-system`/`kube-public`, 404 for a missing namespace with
 //!   [`ServerConfig::enforce_namespaces`] (on in [`ServerConfig::standalone`]).

@@ -190,6 +190,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
             gc: config.garbage_collector,
             namespaces: config.namespace_controller,
             service_accounts: config.service_account_controller,
+            kubernetes_service: config.kubernetes_service.then_some(addr.port()),
         },
         ctx.shutdown.clone(),
     );

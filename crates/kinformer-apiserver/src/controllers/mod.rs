@@ -1,8 +1,10 @@
 //! The controllers the server runs inside itself, as kube-controller-manager runs them next to
 //! a real kube-apiserver: the garbage collector ([`gc`]), the namespace controller
-//! ([`namespace`]) and the service account controller ([`service_accounts`]). Each is
-//! switchable ([`ServerConfig::garbage_collector`], [`ServerConfig::namespace_controller`],
-//! [`ServerConfig::service_account_controller`]; all on by default).
+//! ([`namespace`]) and the service account controller ([`service_accounts`]), and what
+//! kube-apiserver keeps itself: the `kubernetes` Service and its endpoints
+//! ([`kubernetes_service`]). Each is switchable ([`ServerConfig::garbage_collector`],
+//! [`ServerConfig::namespace_controller`], [`ServerConfig::service_account_controller`],
+//! [`ServerConfig::kubernetes_service`]; all on by default).
 //!
 //! They are event-driven, not polling: one task follows the store's event history (woken by
 //! every new revision, reading the events after the last one it processed), updates its
@@ -18,6 +20,7 @@
 //! [`ServerConfig::garbage_collector`]: crate::ServerConfig::garbage_collector
 //! [`ServerConfig::namespace_controller`]: crate::ServerConfig::namespace_controller
 //! [`ServerConfig::service_account_controller`]: crate::ServerConfig::service_account_controller
+//! [`ServerConfig::kubernetes_service`]: crate::ServerConfig::kubernetes_service
 
 use std::sync::Arc;
 
@@ -32,6 +35,7 @@ use crate::resource::ResourceInfo;
 use crate::store::{ReadError, StoredEvent, StoredObject};
 
 pub(crate) mod gc;
+pub(crate) mod kubernetes_service;
 pub(crate) mod namespace;
 pub(crate) mod service_accounts;
 
@@ -61,6 +65,8 @@ pub(crate) struct Switches {
     pub namespaces: bool,
     /// The service account controller.
     pub service_accounts: bool,
+    /// The `kubernetes` Service, its target port (the port the server listens on).
+    pub kubernetes_service: Option<u16>,
 }
 
 /// Starts the controllers `on` asks for; `None` when all are off. Each first catches up with
@@ -83,6 +89,9 @@ pub(crate) fn start(
         controllers.push(Box::new(
             service_accounts::ServiceAccountController::default(),
         ));
+    }
+    if let Some(port) = on.kubernetes_service {
+        controllers.push(Box::new(kubernetes_service::KubernetesService::new(port)));
     }
     if controllers.is_empty() {
         return None;

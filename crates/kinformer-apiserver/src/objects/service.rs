@@ -10,7 +10,8 @@
 //! those the stored Services do not use (read before the write: two creates racing could, in
 //! principle, pick the same one). A requested IP or port already in use is refused as there.
 //! Not as kube-apiserver: a dry run allocates as a create does (kube-apiserver answers a
-//! placeholder address); no `kubernetes` Service in `default`; IPv4 only.
+//! placeholder address); IPv4 only. The `kubernetes` Service in `default` (at `10.96.0.1`,
+//! which is never handed out) is kept by `controllers::kubernetes_service`.
 
 use std::collections::BTreeSet;
 use std::net::Ipv4Addr;
