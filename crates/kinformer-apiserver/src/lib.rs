@@ -36,7 +36,8 @@
 //!   alone). `dryRun=All` on every write (subresources included)
 //!   decides and answers as a real write (validation, defaults, admission, preconditions,
 //!   managedFields, conflicts) but stores nothing, uses no resourceVersion and sends no watch
-//!   event.
+//!   event. A deprecated API version answers every request with kube-apiserver's `Warning`
+//!   (v1 Endpoints, v1 ComponentStatus, a CRD version marked `deprecated`).
 //! - **Controllers inside the server** (event-driven, no timer; on by default, switchable):
 //!   the garbage collector ([`ServerConfig::garbage_collector`]: background, foreground with
 //!   `blockOwnerDeletion`, orphan; dangling references; cluster-scoped and custom-resource

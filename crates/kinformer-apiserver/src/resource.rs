@@ -74,6 +74,11 @@ pub struct ResourceInfo {
     /// several versions: objects are stored in the CRD's storage version and shown in the
     /// version asked for, as conversion strategy `None` does).
     pub(crate) storage_version: Option<String>,
+    /// The `Warning` every request to this resource gets, when its version is deprecated:
+    /// kube-apiserver's deprecation warning for a built-in kind (`v1 Endpoints is deprecated in
+    /// v1.33+; use discovery.k8s.io/v1 EndpointSlice`), a CustomResourceDefinition version's
+    /// `deprecationWarning` or the default one.
+    pub(crate) deprecation: Option<String>,
 }
 
 /// Where a resource keeps what its `/scale` subresource shows (JSON paths as a
@@ -122,6 +127,7 @@ impl ResourceInfo {
             schema: None,
             crd_name: None,
             storage_version: None,
+            deprecation: None,
         }
     }
 
@@ -223,7 +229,9 @@ where
         schema: None,
         crd_name: None,
         storage_version: None,
+        deprecation: None,
     };
+    info.deprecation = builtin_deprecation(group, &info.version, &info.kind);
     // Registry behaviour recorded against the real server for the kinds the e2e diff covers.
     match (group, plural) {
         ("", "pods" | "services") => info.return_deleted_object = true,
@@ -259,6 +267,7 @@ fn review<K: Resource<Scope: 'static>>() -> ResourceInfo {
         schema: None,
         crd_name: None,
         storage_version: None,
+        deprecation: None,
     }
 }
 
@@ -418,6 +427,65 @@ pub(crate) fn builtin_resources() -> Vec<ResourceInfo> {
         review::<api::authorization::v1::SubjectAccessReview>(),
     ]);
     out
+}
+
+/// kube-apiserver's warning for the built-in kinds whose version is deprecated (their Go type's
+/// `APILifecycleDeprecated`/`APILifecycleReplacement`): `<group/version> <Kind> is deprecated in
+/// v<major.minor>+`, then `; use <group/version> <Kind>` when there is a replacement.
+fn builtin_deprecation(group: &str, version: &str, kind: &str) -> Option<String> {
+    let (since, replacement) = match (group, version, kind) {
+        ("", "v1", "Endpoints") => ("1.33", Some("discovery.k8s.io/v1 EndpointSlice")),
+        ("", "v1", "ComponentStatus") => ("1.19", None),
+        _ => return None,
+    };
+    let gv = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
+    let mut msg = format!("{gv} {kind} is deprecated in v{since}+");
+    if let Some(r) = replacement {
+        msg.push_str("; use ");
+        msg.push_str(r);
+    }
+    Some(msg)
+}
+
+/// Kubernetes' version priority, highest first as `Ord` sorts it ascending: GA before beta
+/// before alpha before anything else, a higher major then a higher minor first (`v2`, `v1`,
+/// `v1beta2`, `v1beta1`, `v1alpha1`, then other names by name). The group's first version is
+/// its preferred one, as kube-apiserver picks it for a CRD's served versions.
+pub(crate) fn version_priority(v: &str) -> (u8, std::cmp::Reverse<u64>, std::cmp::Reverse<u64>) {
+    use std::cmp::Reverse;
+    let parse = |s: &str| -> Option<(u8, u64, u64)> {
+        let rest = s.strip_prefix('v')?;
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let major: u64 = rest[..digits].parse().ok()?;
+        if rest[..digits].starts_with('0') {
+            return None;
+        }
+        let tail = &rest[digits..];
+        let (level, minor) = if tail.is_empty() {
+            return Some((0, major, 0));
+        } else if let Some(m) = tail.strip_prefix("beta") {
+            (1, m)
+        } else if let Some(m) = tail.strip_prefix("alpha") {
+            (2, m)
+        } else {
+            return None;
+        };
+        if minor.is_empty() || minor.starts_with('0') || !minor.bytes().all(|b| b.is_ascii_digit())
+        {
+            return None;
+        }
+        Some((level, major, minor.parse().ok()?))
+    };
+    match parse(v) {
+        Some((level, major, minor)) => (level, Reverse(major), Reverse(minor)),
+        None => (3, Reverse(0), Reverse(0)),
+    }
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::{root_schema, s, storage_version};
-use crate::resource::{ResourceInfo, ScaleInfo, Scope};
+use crate::resource::{ResourceInfo, ScaleInfo, Scope, version_priority};
 
 /// The resource a stored CRD makes served in its storage version, `None` if it cannot serve
 /// one.
@@ -96,5 +96,42 @@ fn version_info(crd: &Value, spec: &Value, version: &Value) -> Option<ResourceIn
         .pointer("/metadata/name")
         .and_then(|n| n.as_str())
         .map(String::from);
+    info.deprecation = deprecation(spec, version);
     Some(info)
+}
+
+/// The warning every request to a version marked `deprecated` gets, as apiextensions-apiserver
+/// words it: the version's `deprecationWarning` (none when it is empty), else `<group>/<version>
+/// <Kind> is deprecated`, followed by `; use <group>/<newer> <Kind>` naming the highest served,
+/// not deprecated version above it in Kubernetes' version order, when there is one.
+fn deprecation(spec: &Value, version: &Value) -> Option<String> {
+    if version.get("deprecated").and_then(Value::as_bool) != Some(true) {
+        return None;
+    }
+    if let Some(w) = version.get("deprecationWarning").and_then(Value::as_str) {
+        return (!w.is_empty()).then(|| w.to_string());
+    }
+    let (group, kind, name) = (
+        s(spec, &["group"]),
+        s(spec, &["names", "kind"]),
+        s(version, &["name"]),
+    );
+    let order = |v: &str| (version_priority(v), v.to_string());
+    let newer = spec
+        .get("versions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|v| {
+            v.get("served").and_then(Value::as_bool) != Some(false)
+                && v.get("deprecated").and_then(Value::as_bool) != Some(true)
+        })
+        .map(|v| s(v, &["name"]))
+        .filter(|v| order(v) < order(name))
+        .min_by_key(|v| order(v));
+    let mut msg = format!("{group}/{name} {kind} is deprecated");
+    if let Some(newer) = newer {
+        msg.push_str(&format!("; use {group}/{newer} {kind}"));
+    }
+    Some(msg)
 }

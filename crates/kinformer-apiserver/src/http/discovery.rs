@@ -2,6 +2,7 @@
 //! `/version`. Unaggregated (v1) discovery: kubectl falls back to it when the server does not
 //! answer the aggregated form.
 
+use crate::resource::version_priority;
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
@@ -78,43 +79,6 @@ fn groups(registry: &Registry) -> BTreeMap<String, Vec<String>> {
         vs.sort_by_cached_key(|v| (version_priority(v), v.clone()));
     }
     m
-}
-
-/// Kubernetes' version priority, highest first as `Ord` sorts it ascending: GA before beta
-/// before alpha before anything else, a higher major then a higher minor first (`v2`, `v1`,
-/// `v1beta2`, `v1beta1`, `v1alpha1`, then other names by name). The group's first version is
-/// its preferred one, as kube-apiserver picks it for a CRD's served versions.
-fn version_priority(v: &str) -> (u8, std::cmp::Reverse<u64>, std::cmp::Reverse<u64>) {
-    use std::cmp::Reverse;
-    let parse = |s: &str| -> Option<(u8, u64, u64)> {
-        let rest = s.strip_prefix('v')?;
-        let digits = rest
-            .find(|c: char| !c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let major: u64 = rest[..digits].parse().ok()?;
-        if rest[..digits].starts_with('0') {
-            return None;
-        }
-        let tail = &rest[digits..];
-        let (level, minor) = if tail.is_empty() {
-            return Some((0, major, 0));
-        } else if let Some(m) = tail.strip_prefix("beta") {
-            (1, m)
-        } else if let Some(m) = tail.strip_prefix("alpha") {
-            (2, m)
-        } else {
-            return None;
-        };
-        if minor.is_empty() || minor.starts_with('0') || !minor.bytes().all(|b| b.is_ascii_digit())
-        {
-            return None;
-        }
-        Some((level, major, minor.parse().ok()?))
-    };
-    match parse(v) {
-        Some((level, major, minor)) => (level, Reverse(major), Reverse(minor)),
-        None => (3, Reverse(0), Reverse(0)),
-    }
 }
 
 /// `/apis`.

@@ -349,6 +349,11 @@ async fn serve_verb(
 ) -> Result<(u16, Response), ApiError> {
     let api = &ctx.api;
     let res = &c.resource;
+    // a deprecated version's warning goes with every request to it, first, as kube-apiserver
+    // adds it before serving
+    if let Some(w) = &res.deprecation {
+        crate::warnings::record(w.clone());
+    }
     let ns = c.namespace.as_deref();
     let name = c.name.as_deref().unwrap_or("");
     let accept = super::accept(&req);
