@@ -55,6 +55,31 @@ fn storage_version(spec: &Value) -> Option<&Value> {
 /// Validates a CRD body (the essentials the real server checks) and fills its status: names
 /// accepted, established, stored versions. Deterministic for an unchanged spec, so a no-op
 /// apply stays a no-op.
+/// What kube-apiserver finds wrong with a version's `deprecationWarning`, in its words: set on a
+/// version that is not deprecated, longer than 256 bytes, empty, or holding a character that
+/// is not printable (the first one's byte index).
+fn deprecation_warning_errors(deprecated: bool, w: &str) -> Vec<String> {
+    if !deprecated {
+        return vec!["can only be set for deprecated versions".into()];
+    }
+    let mut errors = Vec::new();
+    if w.len() > 256 {
+        errors.push("must be <= 256 characters long".into());
+    }
+    if w.is_empty() {
+        errors.push("must not be an empty string".into());
+    }
+    if let Some((i, _)) = w
+        .char_indices()
+        .find(|(_, c)| c.is_control() || (c.is_whitespace() && *c != ' '))
+    {
+        errors.push(format!(
+            "must only contain printable UTF-8 characters; non-printable character found at index {i}"
+        ));
+    }
+    errors
+}
+
 pub(crate) fn prepare(obj: &mut Map<String, Value>) -> Result<(), ApiError> {
     let v = Value::Object(obj.clone());
     let name = s(&v, &["metadata", "name"]).to_string();
@@ -134,6 +159,16 @@ pub(crate) fn prepare(obj: &mut Map<String, Value>) -> Result<(), ApiError> {
             .windows(2)
             .all(|w| w[0].get("schema") == w[1].get("schema"));
     for (i, ver) in all.iter().enumerate() {
+        let deprecated = ver.get("deprecated").and_then(Value::as_bool) == Some(true);
+        if let Some(w) = ver.get("deprecationWarning").and_then(Value::as_str) {
+            for why in deprecation_warning_errors(deprecated, w) {
+                causes.push((
+                    format!("spec.versions[{i}].deprecationWarning"),
+                    "FieldValueInvalid".into(),
+                    format!("Invalid value: {w:?}: {why}"),
+                ));
+            }
+        }
         let Some(schema) = ver.pointer("/schema/openAPIV3Schema") else {
             continue;
         };

@@ -85,3 +85,151 @@ async fn a_created_pod_starts_pending_and_gets_its_status_through_the_subresourc
     let p = pods.get("seeded").await.unwrap();
     assert_eq!(p.status.unwrap().phase.as_deref(), Some("Running"));
 }
+
+/// The fields a created object's `managedFields` give its creator, as one flat list of paths.
+fn owned_paths(managed: &serde_json::Value) -> Vec<String> {
+    fn walk(prefix: &str, v: &serde_json::Value, out: &mut Vec<String>) {
+        if let Some(m) = v.as_object() {
+            for (k, x) in m {
+                let p = format!("{prefix}/{k}");
+                out.push(p.clone());
+                walk(&p, x, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk("", managed, &mut out);
+    out
+}
+
+/// What the ServiceAccount admission adds to a created Pod: the projected token volume mounted
+/// in every container, unless the Pod or its ServiceAccount says not to; and, as on a real
+/// server, the creator's `managedFields` own none of what admission added, nor a Service's
+/// allocated addresses.
+#[tokio::test]
+async fn a_created_pod_gets_its_token_volume_and_owns_only_what_it_sent() {
+    let s = start(ServerConfig::default()).await.unwrap();
+    let pods: Api<Pod> = Api::namespaced(s.client(), "default");
+    let pod = |name: &str, extra: serde_json::Value| -> Pod {
+        let mut p = json!({"metadata": {"name": name},
+                           "spec": {"containers": [{"name": "c", "image": "nginx:1.27"}]}});
+        for (k, v) in extra.as_object().unwrap() {
+            p["spec"][k] = v.clone();
+        }
+        serde_json::from_value(p).unwrap()
+    };
+    let pp = PostParams {
+        field_manager: Some("my-controller".into()),
+        ..PostParams::default()
+    };
+    let created = pods.create(&pp, &pod("p", json!({}))).await.unwrap();
+    let spec = created.spec.as_ref().unwrap();
+    let volumes = spec.volumes.as_deref().unwrap_or_default();
+    assert_eq!(volumes.len(), 1);
+    let name = &volumes[0].name;
+    assert!(name.starts_with("kube-api-access-"), "{name}");
+    let sources = volumes[0]
+        .projected
+        .as_ref()
+        .unwrap()
+        .sources
+        .as_ref()
+        .unwrap();
+    assert_eq!(
+        sources[0]
+            .service_account_token
+            .as_ref()
+            .unwrap()
+            .expiration_seconds,
+        Some(3607)
+    );
+    let mounts = spec.containers[0]
+        .volume_mounts
+        .as_deref()
+        .unwrap_or_default();
+    assert_eq!(mounts[0].name, *name);
+    assert_eq!(
+        mounts[0].mount_path,
+        "/var/run/secrets/kubernetes.io/serviceaccount"
+    );
+    let entry = &created.metadata.managed_fields.as_ref().unwrap()[0];
+    assert_eq!(entry.manager.as_deref(), Some("my-controller"));
+    let owned = owned_paths(&entry.fields_v1.as_ref().unwrap().0);
+    assert!(
+        owned.contains(&"/f:spec/f:dnsPolicy".to_string()),
+        "{owned:?}"
+    );
+    for added in [
+        "/f:spec/f:volumes",
+        "/f:spec/f:serviceAccountName",
+        "/f:spec/f:tolerations",
+        "/f:spec/f:priority",
+    ] {
+        assert!(
+            !owned.iter().any(|p| p == added),
+            "{added} owned: {owned:?}"
+        );
+    }
+
+    // the Pod says no; its ServiceAccount says no; the Pod overrides its ServiceAccount
+    let no = pods
+        .create(
+            &pp,
+            &pod("no", json!({"automountServiceAccountToken": false})),
+        )
+        .await
+        .unwrap();
+    assert!(no.spec.unwrap().volumes.is_none());
+    let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
+        Api::namespaced(s.client(), "default");
+    let quiet = serde_json::from_value(json!({"metadata": {"name": "quiet"},
+                                              "automountServiceAccountToken": false}))
+    .unwrap();
+    accounts.create(&pp, &quiet).await.unwrap();
+    let silent = pods
+        .create(&pp, &pod("silent", json!({"serviceAccountName": "quiet"})))
+        .await
+        .unwrap();
+    assert!(silent.spec.unwrap().volumes.is_none());
+    let loud = pods
+        .create(
+            &pp,
+            &pod(
+                "loud",
+                json!({"serviceAccountName": "quiet", "automountServiceAccountToken": true}),
+            ),
+        )
+        .await
+        .unwrap();
+    assert_eq!(loud.spec.unwrap().volumes.map(|v| v.len()), Some(1));
+
+    // a Service's allocated cluster IPs and families are nobody's
+    let services: Api<k8s_openapi::api::core::v1::Service> = Api::namespaced(s.client(), "default");
+    let svc = serde_json::from_value(json!({"metadata": {"name": "web"},
+                                            "spec": {"ports": [{"port": 80}]}}))
+    .unwrap();
+    let svc = services.create(&pp, &svc).await.unwrap();
+    assert!(svc.spec.unwrap().cluster_ip.is_some());
+    let owned = owned_paths(
+        &svc.metadata.managed_fields.unwrap()[0]
+            .fields_v1
+            .as_ref()
+            .unwrap()
+            .0,
+    );
+    assert!(
+        owned.contains(&"/f:spec/f:sessionAffinity".to_string()),
+        "{owned:?}"
+    );
+    for allocated in [
+        "/f:spec/f:clusterIP",
+        "/f:spec/f:clusterIPs",
+        "/f:spec/f:ipFamilies",
+    ] {
+        assert!(
+            !owned.iter().any(|p| p == allocated),
+            "{allocated} owned: {owned:?}"
+        );
+    }
+    s.shutdown().await;
+}

@@ -1,7 +1,8 @@
 //! Deprecated API versions answer every request with kube-apiserver's `Warning` (what kubectl
 //! prints as `Warning: ...` and client-go logs): the built-in v1 Endpoints and ComponentStatus,
 //! and a CustomResourceDefinition's versions marked `deprecated`, in apiextensions-apiserver's
-//! words or the version's own `deprecationWarning`.
+//! words or the version's own `deprecationWarning`; the `deprecationWarning`s kube-apiserver
+//! refuses.
 
 mod common;
 
@@ -87,7 +88,6 @@ async fn a_crds_deprecated_versions_warn_in_apiextensions_words() {
                  "versions": [
                      version("v1alpha1", json!({"deprecated": true})),
                      version("v1beta1", json!({"deprecated": true, "deprecationWarning": "v1beta1 goes away in 2027"})),
-                     version("v1beta2", json!({"deprecated": true, "deprecationWarning": ""})),
                      version("v1", json!({})),
                      version("v2beta1", json!({})),
                      version("v2alpha1", json!({"deprecated": true})),
@@ -113,8 +113,6 @@ async fn a_crds_deprecated_versions_warn_in_apiextensions_words() {
             vec![r#"299 - "example.com/v1alpha1 Gadget is deprecated; use example.com/v1 Gadget""#],
         ),
         ("v1beta1", vec![r#"299 - "v1beta1 goes away in 2027""#]),
-        // an empty deprecationWarning: deprecated, silently
-        ("v1beta2", vec![]),
         ("v1", vec![]),
         ("v2beta1", vec![]),
         // above v2alpha1, served and not deprecated: v2beta1 and v1; v1 (GA) ranks highest
@@ -170,5 +168,56 @@ async fn a_deprecated_version_with_no_newer_one_names_none() {
         [r#"299 - "example.com/v1 Old is deprecated""#],
         "v1beta1 is not newer than v1"
     );
+    s.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deprecation_warning_kube_apiserver_refuses_is_refused() {
+    let s = start(ServerConfig::default()).await.unwrap();
+    let a = s.addr();
+    let crd = |v: serde_json::Value| {
+        let mut version = json!({"name": "v1", "served": true, "storage": true,
+                                 "schema": {"openAPIV3Schema": {"type": "object"}}});
+        for (k, x) in v.as_object().unwrap() {
+            version[k] = x.clone();
+        }
+        json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+               "metadata": {"name": "bads.example.com"},
+               "spec": {"group": "example.com", "scope": "Namespaced",
+                        "names": {"plural": "bads", "kind": "Bad"}, "versions": [version]}})
+    };
+    let long = "x".repeat(257);
+    for (v, why) in [
+        (
+            json!({"deprecated": true, "deprecationWarning": ""}),
+            r#"Invalid value: "": must not be an empty string"#.to_string(),
+        ),
+        (
+            json!({"deprecationWarning": "old"}),
+            r#"Invalid value: "old": can only be set for deprecated versions"#.into(),
+        ),
+        (
+            json!({"deprecated": true, "deprecationWarning": long}),
+            format!(r#"Invalid value: "{long}": must be <= 256 characters long"#),
+        ),
+        (
+            json!({"deprecated": true, "deprecationWarning": "old\tthing"}),
+            r#"Invalid value: "old\tthing": must only contain printable UTF-8 characters; non-printable character found at index 3"#.into(),
+        ),
+    ] {
+        let r = post(
+            a,
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            &crd(v),
+        )
+        .await;
+        assert_eq!(r.code, 422, "{why}");
+        let body = r.json();
+        assert_eq!(
+            body["details"]["causes"][0]["field"],
+            "spec.versions[0].deprecationWarning"
+        );
+        assert_eq!(body["details"]["causes"][0]["message"], why.as_str());
+    }
     s.shutdown().await;
 }

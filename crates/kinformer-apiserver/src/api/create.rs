@@ -5,8 +5,10 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::{Api, Write, ns_of, objects_suffix};
-use crate::objects::{Created, UpdateMode, Writer, prepare_create_as, service, storage_key};
+use super::{Api, Write, ns_of};
+use crate::objects::{
+    Admission, Created, UpdateMode, Writer, prepare_create_as, service, storage_key,
+};
 use crate::resource::ResourceInfo;
 use crate::status::ApiError;
 use crate::store::{Mutation, StoredObject};
@@ -70,7 +72,7 @@ impl Api {
                     .and_then(|g| g.as_str())
                     .filter(|g| !g.is_empty())
             {
-                let name = format!("{generate}{}", objects_suffix());
+                let name = format!("{generate}{}", crate::objects::random_suffix());
                 meta.insert("name".into(), Value::String(name));
             }
         }
@@ -81,9 +83,11 @@ impl Api {
             .unwrap_or("")
             .to_string();
         self.admit_create(res, ns, &name)?;
-        if !seeded && service::is_service(res) {
-            service::allocate(res, &mut body, &name, &self.services_used())?;
-        }
+        let admission = if seeded {
+            Admission::default()
+        } else {
+            self.admission_for(res, ns, &body)
+        };
         let key = storage_key(res, ns, &name);
         let created = self.write(
             res,
@@ -93,7 +97,7 @@ impl Api {
                 let stage = if seeded {
                     Created::Seeded
                 } else {
-                    Created::Fresh
+                    Created::Fresh(admission)
                 };
                 let (_, obj) = prepare_create_as(res, ns, body, rev, writer, stage)?;
                 if current.is_some() {
@@ -104,6 +108,39 @@ impl Api {
             },
         )?;
         Ok(created)
+    }
+
+    /// What admission reads from the store for a created object: a Pod's ServiceAccount's
+    /// `automountServiceAccountToken`, the addresses and ports the stored Services use.
+    pub(super) fn admission_for(
+        &self,
+        res: &ResourceInfo,
+        ns: &str,
+        body: &Map<String, Value>,
+    ) -> Admission {
+        if service::is_service(res) {
+            return Admission {
+                services: Some(self.services_used()),
+                ..Admission::default()
+            };
+        }
+        if (res.group.as_str(), res.plural.as_str()) != ("", "pods") {
+            return Admission::default();
+        }
+        let account = crate::objects::token_volume::service_account_of(body);
+        let automount = self
+            .registry
+            .find("", "v1", "serviceaccounts")
+            .and_then(|sa| self.get(&sa, Some(ns), &account).ok())
+            .and_then(|sa| {
+                sa.to_value()
+                    .get("automountServiceAccountToken")
+                    .and_then(Value::as_bool)
+            });
+        Admission {
+            service_account_automount: automount,
+            services: None,
+        }
     }
 
     /// The cluster IPs and node ports the stored Services use.

@@ -362,8 +362,12 @@ impl Api {
         if absent {
             self.admit_create(res, ns, name)?;
         }
-        let services_used =
-            (absent && crate::objects::service::is_service(res)).then(|| self.services_used());
+        // read before the write: the store is locked while the closure runs
+        let admission = if absent {
+            self.admission_for(res, ns, &config)
+        } else {
+            crate::objects::Admission::default()
+        };
         self.write(res, &key, Write::new(ns, name, Some(mode), dry_run), |current, rev| {
             let Some(current) = current else {
                 if mode == UpdateMode::Status {
@@ -386,10 +390,7 @@ impl Api {
                 {
                     m.insert("name".into(), Value::String(name.to_string()));
                 }
-                if let Some(used) = &services_used {
-                    crate::objects::service::allocate(res, &mut body, name, used)?;
-                }
-                let (_, obj) = prepare_create_by(res, ns, body, rev, None)?;
+                let (_, obj) = prepare_create_by(res, ns, body, rev, None, admission)?;
                 let obj = Arc::new(obj);
                 return Ok(Mutation::Put(obj.clone(), obj));
             };
@@ -527,12 +528,4 @@ impl Api {
     ) -> Result<ListPage, ApiError> {
         list::list(&self.store, res, namespace, opts, too_large_wait).await
     }
-}
-
-fn objects_suffix() -> String {
-    // Same alphabet as the real name generator (no vowels, no confusable characters).
-    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    (0..5)
-        .map(|_| ALPHABET[rand::random_range(0..ALPHABET.len())] as char)
-        .collect()
 }

@@ -19,26 +19,40 @@ pub(crate) fn prepare_create(
     obj: Map<String, Value>,
     rev: u64,
 ) -> Result<(String, StoredObject), ApiError> {
-    prepare_create_by(res, path_ns, obj, rev, None)
+    prepare_create_by(res, path_ns, obj, rev, None, Admission::default())
 }
 
 /// [`prepare_create`] by a field manager: with a `writer`, `metadata.managedFields` get its
-/// Update entry ([`super::managed_fields`]).
+/// Update entry ([`super::managed_fields`]); `admission` is what the store told about the
+/// object's surroundings.
 pub(crate) fn prepare_create_by(
     res: &ResourceInfo,
     path_ns: &str,
     obj: Map<String, Value>,
     rev: u64,
     writer: Option<&Writer>,
+    admission: Admission,
 ) -> Result<(String, StoredObject), ApiError> {
-    prepare_create_as(res, path_ns, obj, rev, writer, Created::Fresh)
+    prepare_create_as(res, path_ns, obj, rev, writer, Created::Fresh(admission))
+}
+
+/// What admission needs to know beyond the object itself, read from the store before the
+/// write.
+#[derive(Debug, Default)]
+pub(crate) struct Admission {
+    /// A Pod's ServiceAccount's `automountServiceAccountToken` (`None`: unset, or no such
+    /// account).
+    pub(crate) service_account_automount: Option<bool>,
+    /// For a Service: the cluster IPs and node ports the stored Services use, to allocate
+    /// among the others (`None`: allocate nothing).
+    pub(crate) services: Option<super::service::Used>,
 }
 
 /// What kind of create an object is prepared for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug)]
 pub(crate) enum Created {
     /// A create through the API: what admission adds, and the status the kind starts with.
-    Fresh,
+    Fresh(Admission),
     /// Seeding an object a cluster already holds: its status kept, nothing admitted.
     Seeded,
 }
@@ -56,15 +70,41 @@ pub(crate) fn prepare_create_as(
     normalize::normalize_body(res, &mut obj);
     fields::drop_unknown(res, &mut obj);
     defaults::apply_defaults(res, &mut obj);
-    let fresh = stage == Created::Fresh;
-    if fresh {
+    let admission = match stage {
+        Created::Fresh(a) => Some(a),
+        Created::Seeded => None,
+    };
+    let fresh = admission.is_some();
+    // kube-apiserver's field manager runs before mutating admission and the registry's
+    // allocations: what admission adds to a Pod (its service account, priority, tolerations,
+    // token volume) and what a Service is allocated (cluster IPs, families, node ports) is
+    // owned by nobody
+    let is_pod = (res.group.as_str(), res.plural.as_str()) == ("", "pods");
+    let is_service = super::service::is_service(res);
+    let mut owned_view = (fresh && (is_pod || is_service) && writer.is_some()).then(|| obj.clone());
+    if let Some(admission) = admission {
         super::pod_defaults::admit_created(res, &mut obj);
+        if is_pod {
+            super::token_volume::mount(&mut obj, admission.service_account_automount);
+        }
+        if let Some(used) = &admission.services {
+            let name = obj
+                .get("metadata")
+                .and_then(|m| m.get("name"))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            super::service::allocate(res, &mut obj, &name, used)?;
+        }
     }
     let fresh_status = fresh
         .then(|| super::pod_defaults::status_on_create(res, &obj))
         .flatten();
     if fresh_status.is_some() {
         obj.remove("status");
+        if let Some(view) = owned_view.as_mut() {
+            view.remove("status");
+        }
     }
     if res.crd_name.is_some() && res.status_subresource {
         // A custom resource with a status subresource is created without its status, before
@@ -117,7 +157,21 @@ pub(crate) fn prepare_create_as(
     // namespace mismatch, a 400, comes first).
     validate::validate_object(res, &obj)?;
     if !is_namespace && let Some(w) = writer {
-        managed_fields::update_managed_fields(res, None, &mut obj, w);
+        match owned_view {
+            Some(mut view) => {
+                managed_fields::update_managed_fields(res, None, &mut view, w);
+                let managed = view
+                    .get_mut("metadata")
+                    .and_then(Value::as_object_mut)
+                    .and_then(|m| m.remove("managedFields"));
+                if let (Some(managed), Some(Value::Object(meta))) =
+                    (managed, obj.get_mut("metadata"))
+                {
+                    meta.insert("managedFields".into(), managed);
+                }
+            }
+            None => managed_fields::update_managed_fields(res, None, &mut obj, w),
+        }
     }
     // The status a built-in kind starts with (`PrepareForCreate`), after the field manager:
     // nobody owns it.

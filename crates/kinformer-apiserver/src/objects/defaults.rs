@@ -70,6 +70,26 @@ fn replication_controller(obj: &mut Map<String, Value>) {
 }
 
 /// Fills the defaults of `obj` (a create or update body of `res`) in place.
+/// `SetDefaults_EndpointPort` of core/v1: a port's protocol is `TCP`.
+fn endpoints(obj: &mut Map<String, Value>) {
+    let subsets = obj.get_mut("subsets").and_then(Value::as_array_mut);
+    for subset in subsets.into_iter().flatten() {
+        let ports = subset.get_mut("ports").and_then(Value::as_array_mut);
+        for port in ports.into_iter().flatten().filter_map(Value::as_object_mut) {
+            set(port, "protocol", json!("TCP"));
+        }
+    }
+}
+
+/// `SetDefaults_EndpointPort` of discovery/v1: a port's name is `""` and its protocol `TCP`.
+fn endpoint_slice(obj: &mut Map<String, Value>) {
+    let ports = obj.get_mut("ports").and_then(Value::as_array_mut);
+    for port in ports.into_iter().flatten().filter_map(Value::as_object_mut) {
+        set(port, "name", json!(""));
+        set(port, "protocol", json!("TCP"));
+    }
+}
+
 pub(crate) fn apply_defaults(res: &ResourceInfo, obj: &mut Map<String, Value>) {
     let (group, plural) = (res.group.as_str(), res.plural.as_str());
     if (group, plural) == ("apiextensions.k8s.io", "customresourcedefinitions") {
@@ -79,6 +99,17 @@ pub(crate) fn apply_defaults(res: &ResourceInfo, obj: &mut Map<String, Value>) {
     if super::service::is_service(res) {
         super::service::defaults(obj);
         return;
+    }
+    match (group, plural) {
+        ("", "endpoints") => {
+            endpoints(obj);
+            return;
+        }
+        ("discovery.k8s.io", "endpointslices") => {
+            endpoint_slice(obj);
+            return;
+        }
+        _ => {}
     }
     super::pod_defaults::apply(res, obj);
     if (group, plural) == ("", "replicationcontrollers") {

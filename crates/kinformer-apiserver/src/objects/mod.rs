@@ -23,12 +23,13 @@ pub(crate) mod namespace;
 pub(crate) mod normalize;
 mod pod_defaults;
 pub(crate) mod service;
+pub(crate) mod token_volume;
 mod update;
 pub(crate) mod validate;
 
 #[cfg(test)]
 pub(crate) use create::prepare_create;
-pub(crate) use create::{Created, prepare_create_as, prepare_create_by};
+pub(crate) use create::{Admission, Created, prepare_create_as, prepare_create_by};
 pub(crate) use delete::{
     DeleteOutcome, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Preconditions, check_preconditions,
     finalizers_of, gc_finalizers, prepare_delete,
@@ -225,7 +226,9 @@ pub(crate) fn new_uid() -> String {
     )
 }
 
-fn random_suffix() -> String {
+/// Five characters from kube-apiserver's name generator's alphabet (no vowels, nothing
+/// confusable), for `generateName` and the names the server picks.
+pub(crate) fn random_suffix() -> String {
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
     (0..5)
         .map(|_| ALPHABET[rand::random_range(0..ALPHABET.len())] as char)

@@ -8,8 +8,8 @@
 //! created, what kube-apiserver's admission plugins add: the `default` ServiceAccount
 //! (ServiceAccount), priority 0 with `PreemptLowerPriority` when it names no priority class
 //! (Priority), and five-minute tolerations of not-ready and unreachable nodes
-//! (DefaultTolerationSeconds). Not added: the ServiceAccount admission's projected token
-//! volume (`kube-api-access-<random>`) and its mounts.
+//! (DefaultTolerationSeconds). The ServiceAccount admission's projected token volume is
+//! [`super::token_volume`]'s.
 
 use serde_json::{Map, Value, json};
 
