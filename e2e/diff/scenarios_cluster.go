@@ -26,50 +26,16 @@ func scClusterDefaults(s *sc) {
 	}
 	last := func() *step { return s.res.Steps[len(s.res.Steps)-1] }
 	// ips: every string that is an IP address shown as "<ip>", however deep
-	var ips func(v any) any
-	ips = func(v any) any {
-		switch x := v.(type) {
-		case map[string]any:
-			out := map[string]any{}
-			for k, e := range x {
-				out[k] = ips(e)
-			}
-			return out
-		case []any:
-			out := make([]any, len(x))
-			for i, e := range x {
-				out[i] = ips(e)
-			}
-			return out
-		}
-		return ipShape(v)
-	}
+	ips := func(v any) any { return rewriteLeaves(v, func(_ string, leaf any) any { return ipShape(leaf) }) }
 	// serverPort stands for the port the API server listens on wherever it appears as a
 	// number under key (the Service's targetPort, the endpoints' port).
 	serverPort := func(v any, key string) any {
-		var walk func(v any) any
-		walk = func(v any) any {
-			switch x := v.(type) {
-			case map[string]any:
-				out := map[string]any{}
-				for k, e := range x {
-					if _, num := e.(float64); num && k == key {
-						out[k] = "<server port>"
-					} else {
-						out[k] = walk(e)
-					}
-				}
-				return out
-			case []any:
-				out := make([]any, len(x))
-				for i, e := range x {
-					out[i] = walk(e)
-				}
-				return out
+		return rewriteLeaves(v, func(k string, leaf any) any {
+			if _, num := leaf.(float64); num && k == key {
+				return "<server port>"
 			}
-			return v
-		}
-		return walk(v)
+			return leaf
+		})
 	}
 	// what the server wrote: labels and who owns which fields, not when
 	meta := func(r *response) map[string]any {
@@ -116,29 +82,12 @@ func scClusterDefaults(s *sc) {
 	// mounted at its path, unless the Pod or its ServiceAccount says not to; and who owns what
 	// (admission's additions come after the field manager)
 	tokenName := func(v any) any {
-		var walk func(v any) any
-		walk = func(v any) any {
-			switch x := v.(type) {
-			case map[string]any:
-				out := map[string]any{}
-				for k, e := range x {
-					out[k] = walk(e)
-				}
-				return out
-			case []any:
-				out := make([]any, len(x))
-				for i, e := range x {
-					out[i] = walk(e)
-				}
-				return out
-			case string:
-				if len(x) == len("kube-api-access-")+5 && x[:len("kube-api-access-")] == "kube-api-access-" {
-					return "kube-api-access-<random>"
-				}
+		return rewriteLeaves(v, func(_ string, leaf any) any {
+			if x, ok := leaf.(string); ok && len(x) == len("kube-api-access-")+5 && strings.HasPrefix(x, "kube-api-access-") {
+				return "kube-api-access-<random>"
 			}
-			return v
-		}
-		return walk(v)
+			return leaf
+		})
 	}
 	pods := "/api/v1/namespaces/" + s.ns + "/pods?dryRun=All"
 	pod := func(name string, spec map[string]any) map[string]any {
@@ -235,4 +184,29 @@ func scClusterDefaults(s *sc) {
 	warned(s.call("gadget-create-v1alpha1", "POST", at("v1alpha1"), gadget))
 	warned(s.call("gadget-get-v1", "GET", at("v1")+"/g", nil))
 	warned(s.call("gadget-delete-v1alpha1", "DELETE", at("v1alpha1")+"/g", nil))
+}
+
+// rewriteLeaves copies v with every leaf (a value that is neither an object nor an array)
+// replaced by f(key, leaf), key being the object key it sits under (an array's items sit
+// under the array's key).
+func rewriteLeaves(v any, f func(key string, leaf any) any) any {
+	var walk func(key string, v any) any
+	walk = func(key string, v any) any {
+		switch x := v.(type) {
+		case map[string]any:
+			out := map[string]any{}
+			for k, e := range x {
+				out[k] = walk(k, e)
+			}
+			return out
+		case []any:
+			out := make([]any, len(x))
+			for i, e := range x {
+				out[i] = walk(key, e)
+			}
+			return out
+		}
+		return f(key, v)
+	}
+	return walk("", v)
 }

@@ -124,7 +124,7 @@ impl Api {
                 ..Admission::default()
             };
         }
-        if (res.group.as_str(), res.plural.as_str()) != ("", "pods") {
+        if !crate::objects::pod_defaults::is_pod(res) {
             return Admission::default();
         }
         let account = crate::objects::token_volume::service_account_of(body);

@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{Controller, ns_arg, patch_metadata_list, resource_named};
+use super::{Controller, being_deleted, ns_arg, patch_metadata_list, resource_named};
 use crate::api::Api;
 use crate::objects::{DeleteOptions, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Propagation};
 use crate::resource::ResourceInfo;
@@ -87,8 +87,7 @@ pub(crate) struct GarbageCollector {
 }
 
 fn may_matter(obj: &StoredObject) -> bool {
-    memchr::memmem::find(&obj.bytes, b"\"ownerReferences\"").is_some()
-        || memchr::memmem::find(&obj.bytes, b"\"deletionTimestamp\"").is_some()
+    memchr::memmem::find(&obj.bytes, b"\"ownerReferences\"").is_some() || being_deleted(obj)
 }
 
 impl GarbageCollector {

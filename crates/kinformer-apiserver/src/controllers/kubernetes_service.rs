@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value, json};
 
-use super::Controller;
+use super::{Controller, namespace_live};
 use crate::api::Api;
 use crate::objects::{UpdateMode, Writer};
 use crate::resource::ResourceInfo;
@@ -134,17 +134,10 @@ impl KubernetesService {
     /// Creates the object when missing, resets its reconciled fields and labels when changed;
     /// whether it wrote.
     fn ensure(&mut self, api: &Api, part: Part) -> bool {
-        let (Some(ns_res), Some(res)) = (
-            api.registry.find("", "v1", "namespaces"),
-            Self::resource(api, part),
-        ) else {
+        let Some(res) = Self::resource(api, part) else {
             return false;
         };
-        let namespace_live = api
-            .store
-            .get(&ns_res.group_resource(), NAMESPACE)
-            .is_some_and(|ns| memchr::memmem::find(&ns.bytes, b"\"deletionTimestamp\"").is_none());
-        if !namespace_live {
+        if !namespace_live(api, NAMESPACE) {
             return false;
         }
         let writer = Writer {

@@ -158,6 +158,18 @@ async fn run(
     }
 }
 
+/// Whether `obj` is being deleted (its `deletionTimestamp` is set), read from its bytes.
+fn being_deleted(obj: &StoredObject) -> bool {
+    memchr::memmem::find(&obj.bytes, b"\"deletionTimestamp\"").is_some()
+}
+
+/// Whether the namespace `name` exists and is not being deleted.
+fn namespace_live(api: &Api, name: &str) -> bool {
+    api.store
+        .get("namespaces", name)
+        .is_some_and(|ns| !being_deleted(&ns))
+}
+
 /// The served resource with this `plural` or `plural.group` (a store resource name).
 fn resource_named(api: &Api, group_resource: &str) -> Option<Arc<ResourceInfo>> {
     api.registry

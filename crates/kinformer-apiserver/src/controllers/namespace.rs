@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, HashSet, VecDeque};
 
 use serde_json::{Map, Value, json};
 
-use super::{Controller, writer};
+use super::{Controller, being_deleted, writer};
 use crate::api::Api;
 use crate::objects::namespace::{KUBERNETES_FINALIZER, spec_finalizers};
 use crate::objects::{DeleteOptions, Propagation, UpdateMode, finalizers_of, now_rfc3339};
@@ -267,7 +267,7 @@ impl Controller for NamespaceController {
         if &*event.resource == "namespaces" {
             if event.event_type == EventType::Deleted {
                 self.terminating.remove(&obj.name);
-            } else if memchr::memmem::find(&obj.bytes, b"\"deletionTimestamp\"").is_some() {
+            } else if being_deleted(obj) {
                 self.enqueue(&obj.name.clone());
             }
         } else if !obj.namespace.is_empty() && self.terminating.contains(&obj.namespace) {
@@ -282,7 +282,7 @@ impl Controller for NamespaceController {
             return;
         };
         for o in objs.iter() {
-            if memchr::memmem::find(&o.bytes, b"\"deletionTimestamp\"").is_some() {
+            if being_deleted(o) {
                 self.enqueue(&o.name.clone());
             }
         }

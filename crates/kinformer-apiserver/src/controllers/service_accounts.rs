@@ -7,9 +7,9 @@ use std::collections::{BTreeSet, VecDeque};
 
 use serde_json::json;
 
-use super::{Controller, writer};
+use super::{Controller, being_deleted, namespace_live, writer};
 use crate::api::Api;
-use crate::store::{EventType, StoredEvent, StoredObject};
+use crate::store::{EventType, StoredEvent};
 
 /// The service account every namespace gets.
 const DEFAULT: &str = "default";
@@ -21,10 +21,6 @@ pub(crate) struct ServiceAccountController {
     queued: BTreeSet<String>,
 }
 
-fn terminating(ns: &StoredObject) -> bool {
-    memchr::memmem::find(&ns.bytes, b"\"deletionTimestamp\"").is_some()
-}
-
 impl ServiceAccountController {
     fn enqueue(&mut self, namespace: &str) {
         if self.queued.insert(namespace.to_string()) {
@@ -34,17 +30,10 @@ impl ServiceAccountController {
 
     /// Creates `default` in `namespace` when the namespace is live and lacks it.
     fn ensure(api: &Api, namespace: &str) -> bool {
-        let (Some(ns_res), Some(sa_res)) = (
-            api.registry.find("", "v1", "namespaces"),
-            api.registry.find("", "v1", "serviceaccounts"),
-        ) else {
+        let Some(sa_res) = api.registry.find("", "v1", "serviceaccounts") else {
             return false;
         };
-        let live = api
-            .store
-            .get(&ns_res.group_resource(), namespace)
-            .is_some_and(|ns| !terminating(&ns));
-        if !live || api.get(&sa_res, Some(namespace), DEFAULT).is_ok() {
+        if !namespace_live(api, namespace) || api.get(&sa_res, Some(namespace), DEFAULT).is_ok() {
             return false;
         }
         let body = json!({
@@ -65,7 +54,7 @@ impl Controller for ServiceAccountController {
     fn observe(&mut self, _api: &Api, event: &StoredEvent) {
         let obj = &event.object;
         match &*event.resource {
-            "namespaces" if event.event_type != EventType::Deleted && !terminating(obj) => {
+            "namespaces" if event.event_type != EventType::Deleted && !being_deleted(obj) => {
                 self.enqueue(&obj.name.clone());
             }
             "serviceaccounts" if event.event_type == EventType::Deleted && obj.name == DEFAULT => {

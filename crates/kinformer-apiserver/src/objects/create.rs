@@ -79,7 +79,7 @@ pub(crate) fn prepare_create_as(
     // allocations: what admission adds to a Pod (its service account, priority, tolerations,
     // token volume) and what a Service is allocated (cluster IPs, families, node ports) is
     // owned by nobody
-    let is_pod = (res.group.as_str(), res.plural.as_str()) == ("", "pods");
+    let is_pod = super::pod_defaults::is_pod(res);
     let is_service = super::service::is_service(res);
     let mut owned_view = (fresh && (is_pod || is_service) && writer.is_some()).then(|| obj.clone());
     if let Some(admission) = admission {
@@ -90,10 +90,9 @@ pub(crate) fn prepare_create_as(
         if let Some(used) = &admission.services {
             let name = obj
                 .get("metadata")
-                .and_then(|m| m.get("name"))
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
+                .and_then(Value::as_object)
+                .map(|m| str_field(m, "name").to_string())
+                .unwrap_or_default();
             super::service::allocate(res, &mut obj, &name, used)?;
         }
     }

@@ -21,7 +21,7 @@ pub(crate) mod managed_entries;
 pub(crate) mod managed_fields;
 pub(crate) mod namespace;
 pub(crate) mod normalize;
-mod pod_defaults;
+pub(crate) mod pod_defaults;
 pub(crate) mod service;
 pub(crate) mod token_volume;
 mod update;

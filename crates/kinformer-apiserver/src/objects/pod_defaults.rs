@@ -50,9 +50,14 @@ pub(crate) fn apply(res: &ResourceInfo, obj: &mut Map<String, Value>) {
     }
 }
 
+/// Whether `res` is the core Pods resource.
+pub(crate) fn is_pod(res: &ResourceInfo) -> bool {
+    (res.group.as_str(), res.plural.as_str()) == ("", "pods")
+}
+
 /// What kube-apiserver's admission adds to a Pod when it is created.
 pub(crate) fn admit_created(res: &ResourceInfo, obj: &mut Map<String, Value>) {
-    if (res.group.as_str(), res.plural.as_str()) != ("", "pods") {
+    if !is_pod(res) {
         return;
     }
     let Some(spec) = object(obj, &["spec"]) else {

@@ -165,9 +165,7 @@ impl Tracked {
             watch_errors,
         })
     }
-}
 
-impl Tracked {
     /// Relists so far: the lists after the first.
     pub fn relists(&self) -> u64 {
         (self.lists)().saturating_sub(1)
