@@ -35,6 +35,12 @@ pub struct ServerConfig {
     /// with `timeoutSeconds` also gets one 2 s before its deadline, as from the real watch
     /// cache.
     pub bookmark_interval: Duration,
+    /// How long a watch that sets no `timeoutSeconds` (or 0) lasts at least: it ends at a
+    /// random moment between this and twice this, as kube-apiserver's `--min-request-timeout`
+    /// (1800 s, the default here too) ends such watches, spreading the re-watches of clients
+    /// that never set a timeout (`kubectl get -w`, client-go's raw watches). Zero: such a watch
+    /// lasts until something else ends it.
+    pub min_request_timeout: Duration,
     /// Most events sent in one chunk of a watch response.
     pub watch_batch: usize,
     /// Largest accepted request body.
@@ -115,6 +121,7 @@ impl Default for ServerConfig {
             history: HistoryConfig::default(),
             too_large_wait: Duration::from_secs(3),
             bookmark_interval: Duration::from_secs(60),
+            min_request_timeout: Duration::from_secs(1800),
             watch_batch: 1000,
             max_body_bytes: 3 * 1024 * 1024,
             record_requests: true,
@@ -180,6 +187,13 @@ impl ServerConfig {
     #[must_use]
     pub fn bookmark_interval(mut self, d: Duration) -> Self {
         self.bookmark_interval = d;
+        self
+    }
+    /// Sets how long a watch without `timeoutSeconds` lasts at least
+    /// ([`ServerConfig::min_request_timeout`]; real: `--min-request-timeout`, 1800 s).
+    #[must_use]
+    pub fn min_request_timeout(mut self, d: Duration) -> Self {
+        self.min_request_timeout = d;
         self
     }
     /// Sets how long a future resourceVersion is waited for before 504 (real: 3 s).

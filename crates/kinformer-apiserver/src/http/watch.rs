@@ -12,11 +12,14 @@
 //!   `allowWatchBookmarks=true`): the initial ADDED events, then a BOOKMARK annotated
 //!   `k8s.io/initial-events-end: "true"`, then live events;
 //! - `allowWatchBookmarks=true`: a BOOKMARK carrying the current revision every bookmark
-//!   interval (only the revision is meaningful in it), and one more 2 s before the deadline
-//!   of a watch with `timeoutSeconds` (none after it);
+//!   interval (only the revision is meaningful in it), and one more 2 s before the watch's
+//!   deadline (none after it);
 //! - selectors: an update that makes an object leave the selection is a DELETED event (of the
 //!   previous state, at the new revision), one that makes it enter is an ADDED event;
-//! - the stream ends at `timeoutSeconds`, on server shutdown, when faults drop watches, or when
+//! - the stream ends at `timeoutSeconds` (without one, at a random moment between
+//!   [`ServerConfig::min_request_timeout`](crate::ServerConfig::min_request_timeout) and twice
+//!   it, as kube-apiserver's `--min-request-timeout`), on server shutdown, when faults drop
+//!   watches, or when
 //!   the watcher falls so far behind that its events were compacted (like the real cacher
 //!   closing a slow watcher).
 //!
@@ -237,9 +240,8 @@ pub(crate) async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Se
         served: res.storage_version.is_some().then(|| res.clone()),
     };
     let opts = &req.opts;
-    let deadline = opts
-        .timeout_seconds
-        .map(|s| Instant::now() + Duration::from_secs(s));
+    let deadline = watch_timeout(opts.timeout_seconds, ctx.config.min_request_timeout)
+        .map(|t| Instant::now() + t);
     let rv = match opts.numeric_rv() {
         Ok(rv) => rv,
         Err(e) => {
@@ -458,5 +460,16 @@ async fn sleep_until_opt(deadline: Option<Instant>) {
     match deadline {
         Some(d) => tokio::time::sleep_until(d).await,
         None => std::future::pending().await,
+    }
+}
+
+/// How long a watch lasts: its `timeoutSeconds`, or, without one (or 0), a random moment
+/// between `min_request_timeout` and twice that, as kube-apiserver's watch handler picks it
+/// (`minRequestTimeout * (1 + rand)`); `None` (no end) when that is zero too.
+fn watch_timeout(timeout_seconds: Option<u64>, min_request_timeout: Duration) -> Option<Duration> {
+    match timeout_seconds {
+        Some(s) if s > 0 => Some(Duration::from_secs(s)),
+        _ if min_request_timeout.is_zero() => None,
+        _ => Some(min_request_timeout.mul_f64(1.0 + rand::random::<f64>())),
     }
 }
