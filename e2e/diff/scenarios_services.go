@@ -119,4 +119,22 @@ func scServices(s *sc) {
 		"ports": []any{map[string]any{"port": 80, "nodePort": field(b.body, "spec", "ports").([]any)[0].(map[string]any)["nodePort"]}}}))
 	s.res.Steps[len(s.res.Steps)-1].Body = toGeneric(map[string]any{"code": field(dupPort.body, "code"), "reason": field(dupPort.body, "reason"),
 		"message": strings.ReplaceAll(str(dupPort.body, "message"), np, "<node port>")})
+
+	// a dry run allocates nothing: kube-apiserver answers the range's own address (its network
+	// address, shown as such) and node ports from 32769 up; an address in use is not checked,
+	// a node port in use is
+	dry := s.call("dry-run-nodeport", "POST", base+"?dryRun=All", svc("j", map[string]any{"type": "NodePort", "ports": []any{
+		map[string]any{"name": "a", "port": 80}, map[string]any{"name": "b", "port": 81, "nodePort": 31000},
+		map[string]any{"name": "c", "port": 82}}}))
+	dryIP := str(dry.body, "spec", "clusterIP")
+	dryIPs, _ := field(dry.body, "spec", "clusterIPs").([]any)
+	s.res.Steps[len(s.res.Steps)-1].Body = toGeneric(map[string]any{"ports": field(dry.body, "spec", "ports"),
+		"clusterIPIsTheNetworkAddress": strings.HasSuffix(dryIP, ".0"), "clusterIPs": len(dryIPs)})
+	dryDup := s.call("dry-run-cluster-ip-in-use", "POST", base+"?dryRun=All", svc("k", map[string]any{"clusterIP": ip, "ports": port(80)}))
+	s.res.Steps[len(s.res.Steps)-1].Body = toGeneric(map[string]any{"code": field(dryDup.body, "code"),
+		"sameIP": str(dryDup.body, "spec", "clusterIP") == ip})
+	dryPort := s.call("dry-run-node-port-in-use", "POST", base+"?dryRun=All", svc("l", map[string]any{"type": "NodePort",
+		"ports": []any{map[string]any{"port": 80, "nodePort": field(b.body, "spec", "ports").([]any)[0].(map[string]any)["nodePort"]}}}))
+	s.res.Steps[len(s.res.Steps)-1].Body = toGeneric(map[string]any{"code": field(dryPort.body, "code"), "reason": field(dryPort.body, "reason"),
+		"message": strings.ReplaceAll(str(dryPort.body, "message"), np, "<node port>")})
 }

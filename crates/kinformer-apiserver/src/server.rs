@@ -93,6 +93,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     }
     let api = Arc::new(Api {
         enforce_namespaces: config.enforce_namespaces,
+        service_accounts_kept: config.service_account_controller,
         registry,
         store: Store::new(config.history),
     });

@@ -233,3 +233,66 @@ async fn a_created_pod_gets_its_token_volume_and_owns_only_what_it_sent() {
     }
     s.shutdown().await;
 }
+
+#[tokio::test]
+async fn more_kinds_start_from_the_status_kube_apiserver_gives_them() {
+    use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
+    use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+    use k8s_openapi::api::networking::v1::Ingress;
+    use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+    let s = start(ServerConfig::default()).await.unwrap();
+    let pp = PostParams::default();
+    let c = s.client();
+    // each sent with a status it does not keep (as kube-apiserver v1.36.3 answered them)
+    let pdb: PodDisruptionBudget = serde_json::from_value(json!({
+        "metadata": {"name": "p"}, "spec": {"minAvailable": 1},
+        "status": {"disruptionsAllowed": 3, "currentHealthy": 4, "desiredHealthy": 1, "expectedPods": 4}
+    }))
+    .unwrap();
+    let pdb = Api::<PodDisruptionBudget>::namespaced(c.clone(), "default")
+        .create(&pp, &pdb)
+        .await
+        .unwrap();
+    let st = pdb.status.unwrap();
+    assert_eq!(
+        (st.disruptions_allowed, st.current_healthy, st.expected_pods),
+        (Some(0), Some(0), Some(0))
+    );
+    let hpa: HorizontalPodAutoscaler = serde_json::from_value(json!({
+        "metadata": {"name": "h"},
+        "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"}, "maxReplicas": 3},
+        "status": {"currentReplicas": 2, "desiredReplicas": 3}
+    }))
+    .unwrap();
+    let hpa = Api::<HorizontalPodAutoscaler>::namespaced(c.clone(), "default")
+        .create(&pp, &hpa)
+        .await
+        .unwrap();
+    let st = hpa.status.unwrap();
+    assert_eq!((st.current_replicas, st.desired_replicas), (None, 0));
+    let ing: Ingress = serde_json::from_value(json!({
+        "metadata": {"name": "i"},
+        "spec": {"defaultBackend": {"service": {"name": "s", "port": {"number": 80}}}},
+        "status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.1"}]}}
+    }))
+    .unwrap();
+    let ing = Api::<Ingress>::namespaced(c.clone(), "default")
+        .create(&pp, &ing)
+        .await
+        .unwrap();
+    assert_eq!(ing.status.unwrap().load_balancer.unwrap().ingress, None);
+    let pvc: PersistentVolumeClaim = serde_json::from_value(json!({
+        "metadata": {"name": "c"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+        "status": {"phase": "Bound", "capacity": {"storage": "1Gi"}}
+    }))
+    .unwrap();
+    let pvc = Api::<PersistentVolumeClaim>::namespaced(c, "default")
+        .create(&pp, &pvc)
+        .await
+        .unwrap();
+    let st = pvc.status.unwrap();
+    assert_eq!(st.phase.as_deref(), Some("Pending"));
+    assert_eq!(st.capacity, None);
+    s.shutdown().await;
+}

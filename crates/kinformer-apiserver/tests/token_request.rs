@@ -214,13 +214,16 @@ async fn service_account_tokens_authenticate_over_tls() {
 async fn a_token_bound_to_a_pod_names_it_and_dies_with_it() {
     let s = start(ServerConfig::default()).await.unwrap();
     let a = s.addr();
-    let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "builder"}});
-    assert_eq!(
-        post(a, "/api/v1/namespaces/default/serviceaccounts", &sa)
-            .await
-            .code,
-        201
-    );
+    // a Pod's account must exist (the ServiceAccount admission)
+    for name in ["builder", "other"] {
+        let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}});
+        assert_eq!(
+            post(a, "/api/v1/namespaces/default/serviceaccounts", &sa)
+                .await
+                .code,
+            201
+        );
+    }
     let pod = |sa: &str| {
         json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": format!("p-{sa}")},
                "spec": {"serviceAccountName": sa, "nodeName": "n1",

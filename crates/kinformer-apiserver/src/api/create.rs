@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::{Api, Write, ns_of};
+use crate::objects::service_account::{self, Account};
 use crate::objects::{
     Admission, Created, UpdateMode, Writer, prepare_create_as, service, storage_key,
 };
@@ -60,6 +61,19 @@ impl Api {
         seeded: bool,
     ) -> Result<Arc<StoredObject>, ApiError> {
         let ns = ns_of(res, namespace);
+        // What the mutating admission plugins' refusals call the object: its name, or before
+        // one is generated its generateName (apiserver's `extractResourceName`; validating
+        // admission, policies included, runs after the name is generated and shows it).
+        let named = |k: &str| {
+            body.get("metadata")
+                .and_then(|m| m.get(k))
+                .and_then(Value::as_str)
+                .filter(|n| !n.is_empty())
+                .map(str::to_string)
+        };
+        let shown = named("name")
+            .or_else(|| named("generateName"))
+            .unwrap_or_else(|| "Unknown".to_string());
         // Resolve generateName first so the key is known before the write.
         if let Some(Value::Object(meta)) = body.get_mut("metadata") {
             let has_name = meta
@@ -82,11 +96,11 @@ impl Api {
             .and_then(|n| n.as_str())
             .unwrap_or("")
             .to_string();
-        self.admit_create(res, ns, &name)?;
+        self.admit_create(res, ns, &shown)?;
         let admission = if seeded {
             Admission::default()
         } else {
-            self.admission_for(res, ns, &body)
+            self.admission_for(res, ns, &body, &shown, dry_run)?
         };
         let key = storage_key(res, ns, &name);
         let created = self.write(
@@ -110,37 +124,71 @@ impl Api {
         Ok(created)
     }
 
-    /// What admission reads from the store for a created object: a Pod's ServiceAccount's
-    /// `automountServiceAccountToken`, the addresses and ports the stored Services use.
+    /// What admission reads from the store for a created object (`shown`: what its refusals
+    /// call it; `dry_run`: whether it is a dry run): a Pod's ServiceAccount (403 when it does not exist, see
+    /// [`Api::service_account_for`]), the addresses and ports the stored Services use.
     pub(super) fn admission_for(
         &self,
         res: &ResourceInfo,
         ns: &str,
         body: &Map<String, Value>,
-    ) -> Admission {
+        shown: &str,
+        dry_run: bool,
+    ) -> Result<Admission, ApiError> {
         if service::is_service(res) {
-            return Admission {
+            return Ok(Admission {
                 services: Some(self.services_used()),
+                dry_run,
                 ..Admission::default()
-            };
+            });
         }
         if !crate::objects::pod_defaults::is_pod(res) {
-            return Admission::default();
+            return Ok(Admission::default());
         }
-        let account = crate::objects::token_volume::service_account_of(body);
-        let automount = self
-            .registry
-            .find("", "v1", "serviceaccounts")
-            .and_then(|sa| self.get(&sa, Some(ns), &account).ok())
-            .and_then(|sa| {
-                sa.to_value()
-                    .get("automountServiceAccountToken")
-                    .and_then(Value::as_bool)
-            });
-        Admission {
-            service_account_automount: automount,
+        Ok(Admission {
+            service_account: self.service_account_for(res, ns, body, shown)?,
             services: None,
+            dry_run,
+        })
+    }
+
+    /// The ServiceAccount admission's lookup for a Pod created in `ns`: its account's facts,
+    /// or 403 `error looking up service account <ns>/<name>: serviceaccount "<name>" not
+    /// found` as kube-apiserver answers; a mirror pod's refusals. Where no Namespace object
+    /// exists (an in-process server that does not enforce namespaces) nothing can hold an
+    /// account and any is taken as one with nothing set. So is a missing `default` while the
+    /// service account controller keeps the namespace's (kube-apiserver waits up to ten tries
+    /// for the controller to create it; ours creates it moments later, with nothing set).
+    fn service_account_for(
+        &self,
+        res: &ResourceInfo,
+        ns: &str,
+        body: &Map<String, Value>,
+        shown: &str,
+    ) -> Result<Account, ApiError> {
+        if service_account::is_mirror(body) {
+            service_account::check_mirror(body)
+                .map_err(|why| ApiError::forbidden(res, shown, &why))?;
+            return Ok(Account::default());
         }
+        let Some(sa_res) = self.registry.find("", "v1", "serviceaccounts") else {
+            return Ok(Account::default());
+        };
+        let name = service_account::service_account_of(body);
+        if let Ok(account) = self.get(&sa_res, Some(ns), &name) {
+            return Ok(Account::of(&account.to_value()));
+        }
+        let namespace_exists = self.store.get("namespaces", ns).is_some();
+        if !namespace_exists || (name == "default" && self.service_accounts_kept) {
+            return Ok(Account::default());
+        }
+        Err(ApiError::forbidden(
+            res,
+            shown,
+            &format!(
+                "error looking up service account {ns}/{name}: serviceaccount \"{name}\" not found"
+            ),
+        ))
     }
 
     /// The cluster IPs and node ports the stored Services use.

@@ -142,6 +142,9 @@ pub(crate) struct Api {
     /// `namespaces "x" not found`, as the real server's NamespaceLifecycle admission does;
     /// the rest of that admission always applies, see [`crate::admission`]).
     pub enforce_namespaces: bool,
+    /// The service account controller runs: every live namespace has (or is about to have) its
+    /// `default` ServiceAccount.
+    pub service_accounts_kept: bool,
 }
 
 fn ns_of<'a>(res: &ResourceInfo, ns: Option<&'a str>) -> &'a str {
@@ -364,7 +367,7 @@ impl Api {
         }
         // read before the write: the store is locked while the closure runs
         let admission = if absent {
-            self.admission_for(res, ns, &config)
+            self.admission_for(res, ns, &config, name, dry_run)?
         } else {
             crate::objects::Admission::default()
         };

@@ -40,12 +40,14 @@ pub(crate) fn prepare_create_by(
 /// write.
 #[derive(Debug, Default)]
 pub(crate) struct Admission {
-    /// A Pod's ServiceAccount's `automountServiceAccountToken` (`None`: unset, or no such
-    /// account).
-    pub(crate) service_account_automount: Option<bool>,
+    /// For a Pod: what the ServiceAccount admission found of its account (the default: an
+    /// account with nothing set, as the service account controller creates `default`).
+    pub(crate) service_account: super::service_account::Account,
     /// For a Service: the cluster IPs and node ports the stored Services use, to allocate
     /// among the others (`None`: allocate nothing).
     pub(crate) services: Option<super::service::Used>,
+    /// The create is a dry run: a Service's allocations are kube-apiserver's placeholders.
+    pub(crate) dry_run: bool,
 }
 
 /// What kind of create an object is prepared for.
@@ -85,7 +87,7 @@ pub(crate) fn prepare_create_as(
     if let Some(admission) = admission {
         super::pod_defaults::admit_created(res, &mut obj);
         if is_pod {
-            super::token_volume::mount(&mut obj, admission.service_account_automount);
+            super::service_account::admit(&mut obj, &admission.service_account);
         }
         if let Some(used) = &admission.services {
             let name = obj
@@ -93,7 +95,7 @@ pub(crate) fn prepare_create_as(
                 .and_then(Value::as_object)
                 .map(|m| str_field(m, "name").to_string())
                 .unwrap_or_default();
-            super::service::allocate(res, &mut obj, &name, used)?;
+            super::service::allocate(res, &mut obj, &name, used, admission.dry_run)?;
         }
     }
     let fresh_status = fresh

@@ -23,7 +23,7 @@ pub(crate) mod namespace;
 pub(crate) mod normalize;
 pub(crate) mod pod_defaults;
 pub(crate) mod service;
-pub(crate) mod token_volume;
+pub(crate) mod service_account;
 mod update;
 pub(crate) mod validate;
 

@@ -1,7 +1,8 @@
 //! What kube-apiserver's decoding does to a body before anything else sees it, for the kinds
 //! where it shows: a secret's `stringData` is merged into `data` (base64) and never stored;
-//! empty or null `data`/`binaryData` maps are dropped (Go's `omitempty`); a role's absent
-//! `rules` is `null` (no `omitempty`).
+//! empty or null `data`/`binaryData` maps are dropped (Go's `omitempty`), as are a pod spec's
+//! empty fields ([`super::pod_defaults::drop_zero_values`]); a role's absent `rules` is `null`
+//! (no `omitempty`).
 
 use base64::Engine;
 use serde_json::{Map, Value};
@@ -32,6 +33,7 @@ pub(crate) fn null_fields(res: &ResourceInfo, obj: &mut Map<String, Value>) {
 
 /// Normalizes a create or update body of `res` in place (see the module docs).
 pub(crate) fn normalize_body(res: &ResourceInfo, obj: &mut Map<String, Value>) {
+    super::pod_defaults::drop_zero_values(res, obj);
     if !res.group.is_empty() {
         return;
     }

@@ -5,11 +5,11 @@
 //! the template it wants with the one stored sees what it would see on a real cluster.
 //!
 //! A Pod also gets `SetDefaults_Pod`'s (`enableServiceLinks`, requests from limits) and, when
-//! created, what kube-apiserver's admission plugins add: the `default` ServiceAccount
-//! (ServiceAccount), priority 0 with `PreemptLowerPriority` when it names no priority class
-//! (Priority), and five-minute tolerations of not-ready and unreachable nodes
-//! (DefaultTolerationSeconds). The ServiceAccount admission's projected token volume is
-//! [`super::token_volume`]'s.
+//! created, what kube-apiserver's admission plugins add: priority 0 with
+//! `PreemptLowerPriority` when it names no priority class (Priority), and five-minute
+//! tolerations of not-ready and unreachable nodes (DefaultTolerationSeconds). The
+//! ServiceAccount admission (the account's name, its token volume and pull secrets) is
+//! [`super::service_account`]'s.
 
 use serde_json::{Map, Value, json};
 
@@ -27,6 +27,57 @@ fn pod_spec_path(res: &ResourceInfo) -> Option<&'static [&'static str]> {
         ("batch", "cronjobs") => &["spec", "jobTemplate", "spec", "template", "spec"],
         _ => return None,
     })
+}
+
+/// The `PodSpec` fields Go omits when they hold their zero value (`omitempty` on a value, not
+/// a pointer): a pod spec decoded into Go's types and read back has none of them empty, so
+/// nobody owns them (`k8s.io/api` v0.36.3 `core/v1` `PodSpec`).
+const OMITTED_WHEN_EMPTY: &[&str] = &[
+    "volumes",
+    "initContainers",
+    "ephemeralContainers",
+    "restartPolicy",
+    "dnsPolicy",
+    "nodeSelector",
+    "serviceAccountName",
+    "serviceAccount",
+    "nodeName",
+    "hostNetwork",
+    "hostPID",
+    "hostIPC",
+    "imagePullSecrets",
+    "hostname",
+    "subdomain",
+    "schedulerName",
+    "tolerations",
+    "hostAliases",
+    "priorityClassName",
+    "readinessGates",
+    "overhead",
+    "topologySpreadConstraints",
+    "schedulingGates",
+    "resourceClaims",
+];
+
+/// What Go's decoding drops from the pod spec of `obj` (a body of `res`) before defaulting
+/// and the field manager see it: `null` fields, and the [`OMITTED_WHEN_EMPTY`] ones that hold
+/// `""`, `false`, `[]` or `{}` (so a Pod sent with `serviceAccountName: ""` gets `default`
+/// from admission, owned by nobody, as on kube-apiserver).
+pub(crate) fn drop_zero_values(res: &ResourceInfo, obj: &mut Map<String, Value>) {
+    let Some(spec) = pod_spec_path(res).and_then(|path| object(obj, path)) else {
+        return;
+    };
+    spec.retain(|k, v| {
+        let zero = match v {
+            Value::Null => return false,
+            Value::String(s) => s.is_empty(),
+            Value::Bool(b) => !*b,
+            Value::Array(a) => a.is_empty(),
+            Value::Object(m) => m.is_empty(),
+            Value::Number(_) => false,
+        };
+        !(zero && OMITTED_WHEN_EMPTY.contains(&k.as_str()))
+    });
 }
 
 /// Fills the pod spec defaults of `obj` (a body of `res`), and a Pod's own.
@@ -63,10 +114,6 @@ pub(crate) fn admit_created(res: &ResourceInfo, obj: &mut Map<String, Value>) {
     let Some(spec) = object(obj, &["spec"]) else {
         return;
     };
-    if spec.get("serviceAccountName").is_none_or(Value::is_null) {
-        spec.insert("serviceAccountName".into(), json!("default"));
-        spec.insert("serviceAccount".into(), json!("default"));
-    }
     if spec
         .get("priorityClassName")
         .and_then(Value::as_str)
@@ -109,7 +156,18 @@ pub(crate) fn status_on_create(res: &ResourceInfo, obj: &Map<String, Value>) -> 
         ("apps", "daemonsets") => json!({"currentNumberScheduled": 0, "numberMisscheduled": 0,
                                          "desiredNumberScheduled": 0, "numberReady": 0}),
         ("apps", "deployments") | ("batch", "jobs" | "cronjobs") => json!({}),
-        ("", "services") => json!({"loadBalancer": {}}),
+        ("", "services") | ("networking.k8s.io", "ingresses") => json!({"loadBalancer": {}}),
+        ("policy", "poddisruptionbudgets") => json!({"disruptionsAllowed": 0, "currentHealthy": 0,
+                                                    "desiredHealthy": 0, "expectedPods": 0}),
+        ("autoscaling", "horizontalpodautoscalers") => {
+            json!({"currentMetrics": null, "desiredReplicas": 0})
+        }
+        // the claim's phase is the default its decoding gives an empty status
+        ("", "persistentvolumeclaims") => json!({"phase": "Pending"}),
+        ("", "persistentvolumes") => {
+            json!({"phase": "Pending", "lastPhaseTransitionTime": super::now_rfc3339()})
+        }
+        ("storage.k8s.io", "volumeattachments") => json!({"attached": false}),
         _ => return None,
     })
 }

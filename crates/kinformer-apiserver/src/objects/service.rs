@@ -9,8 +9,9 @@
 //! Cluster IPs come from 10.96.0.0/16 and node ports from 30000-32767, picked at random among
 //! those the stored Services do not use (read before the write: two creates racing could, in
 //! principle, pick the same one). A requested IP or port already in use is refused as there.
-//! Not as kube-apiserver: a dry run allocates as a create does (kube-apiserver answers a
-//! placeholder address); IPv4 only. The `kubernetes` Service in `default` (at `10.96.0.1`,
+//! A dry run allocates nothing, as kube-apiserver's: it answers the range's own address
+//! (10.96.0.0) for the cluster IP (a requested one is not checked against those in use) and
+//! node ports from 32769 up. Not as kube-apiserver: IPv4 only. The `kubernetes` Service in `default` (at `10.96.0.1`,
 //! which is never handed out) is kept by `controllers::kubernetes_service`.
 
 use std::collections::BTreeSet;
@@ -124,6 +125,7 @@ pub(crate) fn allocate(
     obj: &mut Map<String, Value>,
     name: &str,
     used: &Used,
+    dry_run: bool,
 ) -> Result<(), ApiError> {
     defaults(obj);
     let Some(spec) = spec_mut(obj) else {
@@ -153,7 +155,8 @@ pub(crate) fn allocate(
     let ip = match asked {
         Some(ip) if ip == "None" => ip,
         Some(ip) => {
-            if used.ips.contains(&ip) {
+            // a dry run checks the range only (kube-apiserver's IPAddress allocator)
+            if !dry_run && used.ips.contains(&ip) {
                 return Err(invalid(
                     "spec.clusterIPs",
                     format!("[\"{ip}\"]"),
@@ -162,6 +165,8 @@ pub(crate) fn allocate(
             }
             ip
         }
+        // a dry run does not look for a free address: it answers the range's own
+        None if dry_run => RANGE.0.to_string(),
         None => free_ip(used),
     };
     spec.insert("clusterIP".into(), json!(ip));
@@ -186,6 +191,9 @@ pub(crate) fn allocate(
         return Ok(());
     }
     let mut taken = used.node_ports.clone();
+    // a dry run's node ports: the ones asked for, checked; the others one above the highest
+    // this Service took so far, from 32769 (kube-apiserver's placeholders)
+    let mut highest = None::<i64>;
     let ports = spec.get_mut("ports").and_then(Value::as_array_mut);
     for (i, p) in ports.into_iter().flatten().enumerate() {
         let Some(p) = p.as_object_mut() else { continue };
@@ -201,9 +209,14 @@ pub(crate) fn allocate(
                     "provided port is already allocated".into(),
                 ));
             }
-            Some(_) => {}
+            Some(n) => highest = highest.max(Some(n)),
             None => {
-                let n = free_node_port(&taken);
+                let n = if dry_run {
+                    highest.unwrap_or(32768) + 1
+                } else {
+                    free_node_port(&taken)
+                };
+                highest = highest.max(Some(n));
                 taken.insert(n);
                 p.insert("nodePort".into(), json!(n));
             }

@@ -69,6 +69,12 @@ fn a_created_pod_gets_its_defaults_and_what_admission_adds() {
     let mut p = body(json!({"metadata": {"name": "p1"}, "spec": sent()}));
     crate::objects::defaults::apply_defaults(&pods, &mut p);
     super::admit_created(&pods, &mut p);
+    // the ServiceAccount admission's name (its token volume is left out of the fixture)
+    let no_token = crate::objects::service_account::Account {
+        automount: Some(false),
+        ..Default::default()
+    };
+    crate::objects::service_account::admit(&mut p, &no_token);
     let want = fixture("pod");
     assert_eq!(p["spec"], want);
     // defaults fill only what is absent
@@ -196,4 +202,23 @@ fn a_created_job_gets_its_selector_and_a_daemonset_counts_template_changes() {
     changed["spec"]["template"]["metadata"] = json!({"labels": {"v": "2"}});
     super::daemonset_updated(&ds, &mut changed);
     assert_eq!(changed["metadata"]["annotations"][key], "2");
+}
+
+#[test]
+fn a_pod_specs_empty_omitempty_fields_and_nulls_are_dropped_as_go_decodes_them() {
+    let spec = json!({
+        "serviceAccountName": "", "imagePullSecrets": [], "nodeSelector": {}, "hostNetwork": false,
+        "securityContext": null, "containers": [], "hostname": "h", "hostPID": true,
+        "terminationGracePeriodSeconds": 0
+    });
+    let mut p = body(json!({"metadata": {"name": "p"}, "spec": spec}));
+    super::drop_zero_values(&res("pods"), &mut p);
+    // `containers` has no omitempty; numbers are pointers in a pod spec
+    assert_eq!(
+        p["spec"],
+        json!({"containers": [], "hostname": "h", "hostPID": true, "terminationGracePeriodSeconds": 0})
+    );
+    let mut d = body(json!({"spec": {"template": {"spec": {"tolerations": [], "nodeName": ""}}}}));
+    super::drop_zero_values(&res("deployments"), &mut d);
+    assert_eq!(d["spec"]["template"]["spec"], json!({}));
 }

@@ -56,7 +56,7 @@ fn a_created_service_gets_a_free_cluster_ip_and_node_ports() {
     let used = Used::of(&stored);
     let mut o =
         svc(json!({"type": "NodePort", "ports": [{"port": 80}, {"port": 81, "nodePort": 30081}]}));
-    allocate(&services, &mut o, "s", &used).unwrap();
+    allocate(&services, &mut o, "s", &used, false).unwrap();
     let ip = o["spec"]["clusterIP"].as_str().unwrap().to_string();
     let addr: Ipv4Addr = ip.parse().unwrap();
     assert_eq!(addr.octets()[..2], [10, 96]);
@@ -69,20 +69,20 @@ fn a_created_service_gets_a_free_cluster_ip_and_node_ports() {
     assert_eq!(o["spec"]["ports"][1]["nodePort"], 30081);
     // headless stays headless; an ExternalName gets nothing
     let mut h = svc(json!({"clusterIP": "None", "ports": [{"port": 80}]}));
-    allocate(&services, &mut h, "h", &used).unwrap();
+    allocate(&services, &mut h, "h", &used, false).unwrap();
     assert_eq!(h["spec"]["clusterIPs"], json!(["None"]));
     assert_eq!(h["spec"]["ipFamilyPolicy"], "RequireDualStack");
     assert_eq!(h["spec"]["ipFamilies"], json!(["IPv4", "IPv6"]));
     let mut hs =
         svc(json!({"clusterIP": "None", "selector": {"app": "a"}, "ports": [{"port": 80}]}));
-    allocate(&services, &mut hs, "hs", &used).unwrap();
+    allocate(&services, &mut hs, "hs", &used, false).unwrap();
     assert_eq!(hs["spec"]["ipFamilies"], json!(["IPv4"]));
     let mut e = svc(json!({"type": "ExternalName", "externalName": "x.example"}));
-    allocate(&services, &mut e, "e", &used).unwrap();
+    allocate(&services, &mut e, "e", &used, false).unwrap();
     assert!(e["spec"].get("clusterIP").is_none());
     // what is in use is refused
     let mut taken = svc(json!({"clusterIP": "10.96.0.10", "ports": [{"port": 80}]}));
-    let err = allocate(&services, &mut taken, "t", &used).unwrap_err();
+    let err = allocate(&services, &mut taken, "t", &used, false).unwrap_err();
     assert_eq!(err.code, 422);
     assert_eq!(
         err.message,
@@ -90,7 +90,38 @@ fn a_created_service_gets_a_free_cluster_ip_and_node_ports() {
     );
     let mut port = svc(json!({"type": "NodePort", "ports": [{"port": 80, "nodePort": 30080}]}));
     assert_eq!(
-        allocate(&services, &mut port, "p", &used).unwrap_err().code,
+        allocate(&services, &mut port, "p", &used, false)
+            .unwrap_err()
+            .code,
+        422
+    );
+}
+
+#[test]
+fn a_dry_run_answers_kube_apiservers_placeholders() {
+    let services = res("services");
+    let stored = [
+        json!({"spec": {"clusterIPs": ["10.96.0.10"], "ports": [{"port": 80, "nodePort": 30080}]}}),
+    ];
+    let used = Used::of(&stored);
+    let mut o = svc(json!({"type": "NodePort",
+        "ports": [{"port": 80}, {"port": 81, "nodePort": 31000}, {"port": 82}]}));
+    allocate(&services, &mut o, "s", &used, true).unwrap();
+    assert_eq!(o["spec"]["clusterIP"], "10.96.0.0");
+    assert_eq!(o["spec"]["clusterIPs"], json!(["10.96.0.0"]));
+    let ports: Vec<i64> = (0..3)
+        .map(|i| o["spec"]["ports"][i]["nodePort"].as_i64().unwrap())
+        .collect();
+    assert_eq!(ports, [32769, 31000, 32770]);
+    // an address in use is not checked; a node port in use is
+    let mut taken = svc(json!({"clusterIP": "10.96.0.10", "ports": [{"port": 80}]}));
+    allocate(&services, &mut taken, "t", &used, true).unwrap();
+    assert_eq!(taken["spec"]["clusterIPs"], json!(["10.96.0.10"]));
+    let mut port = svc(json!({"type": "NodePort", "ports": [{"port": 80, "nodePort": 30080}]}));
+    assert_eq!(
+        allocate(&services, &mut port, "p", &used, true)
+            .unwrap_err()
+            .code,
         422
     );
 }
