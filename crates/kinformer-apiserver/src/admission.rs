@@ -1,5 +1,5 @@
-//! Admission: the NamespaceLifecycle plugin of kube-apiserver, and ValidatingAdmissionPolicy
-//! ([`policy`]).
+//! Admission: the NamespaceLifecycle plugin of kube-apiserver, ValidatingAdmissionPolicy
+//! ([`policy`]) and the admission webhooks ([`webhook`]).
 //!
 //! NamespaceLifecycle
 //! (`k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle`).
@@ -16,6 +16,7 @@
 use serde_json::{Value, json};
 
 pub(crate) mod policy;
+pub(crate) mod webhook;
 
 use crate::resource::ResourceInfo;
 use crate::status::ApiError;

@@ -51,4 +51,6 @@ pub(crate) struct Context {
     pub(crate) tokens: crate::token::Issuer,
     /// The OpenAPI documents, built when first asked for.
     pub(crate) openapi: crate::openapi::Cache,
+    /// The clients admission webhooks are called with.
+    pub(crate) webhooks: crate::admission::webhook::call::Clients,
 }

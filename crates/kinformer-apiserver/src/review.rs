@@ -8,8 +8,8 @@ use crate::resource::ResourceInfo;
 use crate::status::ApiError;
 
 /// The user every authenticated request acts as.
-const USER: &str = "kinformer-admin";
-const GROUPS: &[&str] = &["system:masters", "system:authenticated"];
+pub(crate) const USER: &str = "kinformer-admin";
+pub(crate) const GROUPS: &[&str] = &["system:masters", "system:authenticated"];
 
 /// Authenticates a service account token for the given audiences (see `crate::token`).
 pub(crate) type ServiceAccountAuth<'a> =

@@ -115,6 +115,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         token: credentials.as_ref().map(|c| c.token.clone()),
         metrics: crate::metrics::Metrics::default(),
         openapi: Default::default(),
+        webhooks: Default::default(),
         tokens,
     });
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", config.port))

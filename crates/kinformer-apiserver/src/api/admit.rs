@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::Api;
+use super::gate::Stage;
 use crate::admission::policy::{self, Bound, Operation, Params, Policies, Request};
 use crate::objects::UpdateMode;
 use crate::resource::ResourceInfo;
@@ -26,8 +27,8 @@ pub(crate) struct Write<'a> {
     /// The mode of an update (the subresource written through); `None` for a create or a
     /// delete.
     pub mode: Option<UpdateMode>,
-    /// Whether it is a dry run.
-    pub dry_run: bool,
+    /// Whether it is stored, a dry run, or planned for the webhooks.
+    pub stage: Stage<'a>,
 }
 
 impl<'a> Write<'a> {
@@ -36,13 +37,13 @@ impl<'a> Write<'a> {
         namespace: &'a str,
         name: &'a str,
         mode: Option<UpdateMode>,
-        dry_run: bool,
+        stage: Stage<'a>,
     ) -> Self {
         Write {
             namespace,
             name,
             mode,
-            dry_run,
+            stage,
         }
     }
 
@@ -74,7 +75,7 @@ impl Admission<'_> {
             subresource: self.subresource,
             namespace: self.write.namespace,
             name: self.write.name,
-            dry_run: self.write.dry_run,
+            dry_run: self.write.stage.dry_run(),
         }
     }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::{Api, Write, ns_of};
+use super::{Api, Stage, Write, ns_of};
 use crate::objects::service_account::{self, Account};
 use crate::objects::{
     Admission, Created, UpdateMode, Writer, prepare_create_as, service, storage_key,
@@ -35,20 +35,20 @@ impl Api {
         namespace: Option<&str>,
         body: Map<String, Value>,
     ) -> Result<Arc<StoredObject>, ApiError> {
-        self.create_as(res, namespace, body, None, false, true)
+        self.create_as(res, namespace, body, None, Stage::Store, true)
     }
 
     /// [`Api::create`] by a field manager (`managedFields` maintained when `writer` is set);
     /// with `dry_run`, everything but storing (see [`Api::write`]).
-    pub(crate) fn create_by(
+    pub(crate) fn create_by<'g>(
         &self,
         res: &ResourceInfo,
         namespace: Option<&str>,
         body: Map<String, Value>,
         writer: Option<&Writer>,
-        dry_run: bool,
+        stage: impl Into<Stage<'g>>,
     ) -> Result<Arc<StoredObject>, ApiError> {
-        self.create_as(res, namespace, body, writer, dry_run, false)
+        self.create_as(res, namespace, body, writer, stage.into(), false)
     }
 
     fn create_as(
@@ -57,9 +57,10 @@ impl Api {
         namespace: Option<&str>,
         mut body: Map<String, Value>,
         writer: Option<&Writer>,
-        dry_run: bool,
+        stage: Stage<'_>,
         seeded: bool,
     ) -> Result<Arc<StoredObject>, ApiError> {
+        let dry_run = stage.dry_run();
         let ns = ns_of(res, namespace);
         // What the mutating admission plugins' refusals call the object: its name, or before
         // one is generated its generateName (apiserver's `extractResourceName`; validating
@@ -106,7 +107,7 @@ impl Api {
         let created = self.write(
             res,
             &key,
-            Write::new(ns, &name, seeded.then_some(UpdateMode::Raw), dry_run),
+            Write::new(ns, &name, seeded.then_some(UpdateMode::Raw), stage),
             |current, rev| {
                 let stage = if seeded {
                     Created::Seeded

@@ -18,9 +18,11 @@ use crate::store::{Mutation, Store, StoredObject};
 
 mod admit;
 mod create;
+mod gate;
 mod patch;
 
 pub(crate) use admit::Write;
+pub(crate) use gate::{Gate, Stage};
 
 /// The resource types the server serves.
 #[derive(Debug)]
@@ -172,7 +174,7 @@ impl Api {
         f: impl FnOnce(Option<&Arc<StoredObject>>, u64) -> Result<Mutation<Arc<StoredObject>>, ApiError>,
     ) -> Result<Arc<StoredObject>, ApiError> {
         let gr = res.group_resource();
-        let dry_run = write.dry_run;
+        let stage = write.stage;
         let admission = self.admission(res, write);
         let f = |current: Option<&Arc<StoredObject>>, rev| {
             let m = f(current, rev)?;
@@ -181,7 +183,14 @@ impl Api {
             }
             Ok(m)
         };
-        if dry_run {
+        if let Some(gate) = stage.gate() {
+            // the whole decision is the preview's result, kept for the commit
+            let p = self
+                .store
+                .preview(&gr, key, |c, rev| Ok(Mutation::Nothing(f(c, rev)?)))?;
+            return Ok(gate.plan(gr, key, p));
+        }
+        if stage.previews() {
             return Ok(self.store.preview(&gr, key, f)?.answer());
         }
         let written = self.store.mutate(&gr, key, f)?;
@@ -297,7 +306,7 @@ impl Api {
     /// [`Api::update`] by a field manager (`managedFields` maintained when `writer` is set);
     /// with `dry_run`, everything but storing (see [`Api::write`]).
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn update_by(
+    pub(crate) fn update_by<'g>(
         &self,
         res: &ResourceInfo,
         namespace: Option<&str>,
@@ -305,14 +314,14 @@ impl Api {
         body: Map<String, Value>,
         mode: UpdateMode,
         writer: Option<&Writer>,
-        dry_run: bool,
+        stage: impl Into<Stage<'g>>,
     ) -> Result<Arc<StoredObject>, ApiError> {
         let ns = ns_of(res, namespace);
         let key = storage_key(res, ns, name);
         self.write(
             res,
             &key,
-            Write::new(ns, name, Some(mode), dry_run),
+            Write::new(ns, name, Some(mode), stage.into()),
             |current, rev| {
                 let Some(current) = current else {
                     return Err(ApiError::not_found(res, name));
@@ -346,7 +355,7 @@ impl Api {
     /// 409 on conflicts with other managers unless `force`. With `dry_run`, everything but
     /// storing (see [`Api::write`]).
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn apply_by(
+    pub(crate) fn apply_by<'g>(
         &self,
         res: &ResourceInfo,
         namespace: Option<&str>,
@@ -355,8 +364,9 @@ impl Api {
         mode: UpdateMode,
         writer: &Writer,
         force: bool,
-        dry_run: bool,
+        stage: impl Into<Stage<'g>>,
     ) -> Result<Arc<StoredObject>, ApiError> {
+        let stage = stage.into();
         let config = apply::decode_config(body)?;
         apply::check_config(res, &config)?;
         let ns = ns_of(res, namespace);
@@ -367,11 +377,11 @@ impl Api {
         }
         // read before the write: the store is locked while the closure runs
         let admission = if absent {
-            self.admission_for(res, ns, &config, name, dry_run)?
+            self.admission_for(res, ns, &config, name, stage.dry_run())?
         } else {
             crate::objects::Admission::default()
         };
-        self.write(res, &key, Write::new(ns, name, Some(mode), dry_run), |current, rev| {
+        self.write(res, &key, Write::new(ns, name, Some(mode), stage), |current, rev| {
             let Some(current) = current else {
                 if mode == UpdateMode::Status {
                     return Err(ApiError::not_found(res, name));
@@ -421,10 +431,27 @@ impl Api {
         name: &str,
         opts: &DeleteOptions,
     ) -> Result<Deleted, ApiError> {
+        self.delete_staged(res, namespace, name, opts, None)
+    }
+
+    /// [`Api::delete`], planned in `gate` when given (see [`Gate`]): decided as a dry run and
+    /// kept to be committed.
+    pub(crate) fn delete_staged(
+        &self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        name: &str,
+        opts: &DeleteOptions,
+        gate: Option<&Gate>,
+    ) -> Result<Deleted, ApiError> {
         crate::admission::admit_delete(res, name)?;
         let ns = ns_of(res, namespace);
         let key = storage_key(res, ns, name);
-        let admission = self.admission(res, Write::new(ns, name, None, opts.dry_run));
+        let stage = match gate {
+            Some(g) => Stage::Plan(g),
+            None => Stage::from(opts.dry_run),
+        };
+        let admission = self.admission(res, Write::new(ns, name, None, stage));
         let decide = |current: Option<&Arc<StoredObject>>, rev| {
             let Some(current) = current else {
                 return Err(ApiError::not_found(res, name));
@@ -464,6 +491,20 @@ impl Api {
                 }),
             })
         };
+        if let Some(gate) = gate {
+            let mut removed = false;
+            let p = self.store.preview(&res.group_resource(), &key, |c, rev| {
+                let m = decide(c, rev)?;
+                removed = matches!(m, Mutation::Delete(..));
+                Ok(Mutation::Nothing(match m {
+                    Mutation::Put(o, d) => Mutation::Put(o, d.object),
+                    Mutation::Delete(o, d) => Mutation::Delete(o, d.object),
+                    Mutation::Nothing(d) => Mutation::Nothing(d.object),
+                }))
+            })?;
+            let object = gate.plan(res.group_resource(), &key, p);
+            return Ok(Deleted { object, removed });
+        }
         if opts.dry_run {
             let p = self.store.preview(&res.group_resource(), &key, decide)?;
             let object = crate::store::Preview {

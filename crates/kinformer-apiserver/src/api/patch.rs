@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{Api, ns_of};
+use super::{Api, Stage, ns_of};
 use crate::objects::fields::{FieldValidation, check_patched};
 use crate::objects::{UpdateMode, Writer, prepare_update_by, storage_key};
 use crate::patch::{PatchType, apply_patch};
@@ -17,7 +17,7 @@ impl Api {
     /// (404); an apply patch is [`Api::apply_by`] without `force`. `managedFields` are
     /// maintained when `writer` (the field manager) is set.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn patch_by(
+    pub(crate) fn patch_by<'g>(
         &self,
         res: &ResourceInfo,
         namespace: Option<&str>,
@@ -26,15 +26,16 @@ impl Api {
         patch: &[u8],
         mode: UpdateMode,
         writer: Option<&Writer>,
-        dry_run: bool,
+        stage: impl Into<Stage<'g>>,
     ) -> Result<Arc<StoredObject>, ApiError> {
+        let stage = stage.into();
         if patch_type == PatchType::Apply {
             let fallback = Writer {
                 manager: String::new(),
                 subresource: None,
             };
             let w = writer.unwrap_or(&fallback);
-            return self.apply_by(res, namespace, name, patch, mode, w, false, dry_run);
+            return self.apply_by(res, namespace, name, patch, mode, w, false, stage);
         }
         self.patch_checked(
             res,
@@ -44,7 +45,7 @@ impl Api {
             patch,
             mode,
             writer,
-            dry_run,
+            stage,
             FieldValidation::Ignore,
         )
     }
@@ -53,7 +54,7 @@ impl Api {
     /// patched object had that its kind does not declare (dropped) are recorded as the
     /// request's warnings ([`crate::warnings`]); a `Strict` request with any is 422.
     #[allow(clippy::too_many_arguments)]
-    pub(crate) fn patch_checked(
+    pub(crate) fn patch_checked<'g>(
         &self,
         res: &ResourceInfo,
         namespace: Option<&str>,
@@ -62,12 +63,12 @@ impl Api {
         patch: &[u8],
         mode: UpdateMode,
         writer: Option<&Writer>,
-        dry_run: bool,
+        stage: impl Into<Stage<'g>>,
         fields: FieldValidation,
     ) -> Result<Arc<StoredObject>, ApiError> {
         let ns = ns_of(res, namespace);
         let key = storage_key(res, ns, name);
-        let write = super::Write::new(ns, name, Some(mode), dry_run);
+        let write = super::Write::new(ns, name, Some(mode), stage.into());
         self.write(res, &key, write, |current, rev| {
             let Some(current) = current else {
                 return Err(ApiError::not_found(res, name));

@@ -35,6 +35,7 @@ mod resources;
 mod response;
 pub(crate) mod table;
 mod watch;
+mod webhooks;
 
 use std::sync::Arc;
 

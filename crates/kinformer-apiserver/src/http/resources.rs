@@ -14,7 +14,9 @@ use super::patch_options::check_patch_options;
 use super::path::{Target, parse_path};
 use super::table::{IncludeObject, table, wants_table};
 use super::watch::{WatchRequest, run_watch};
+use super::webhooks;
 use super::{discovery, openapi, response};
+use crate::api::{Gate, Stage};
 use crate::context::{Context, RequestRecord};
 use crate::faults::{Verb, WatchListFault};
 use crate::metrics::{LongRunningLabels, RequestLabels};
@@ -404,6 +406,20 @@ async fn serve_verb(
         }
         return Ok((201, response::json_value(201, &answer)));
     }
+    // what the admission webhooks are told of a write (see `webhooks`)
+    let field_manager = query.get("fieldManager").map(String::as_str);
+    let call = |dry_run: bool, delete: bool| webhooks::Call {
+        res,
+        subresource: c.subresource.as_deref(),
+        namespace: ns.unwrap_or(""),
+        name,
+        mode,
+        dry_run,
+        delete,
+        user: Value::Null,
+        field_manager,
+        delete_options: None,
+    };
     match c.verb {
         Verb::Get => {
             // A GET at a resourceVersion the server has not reached waits briefly, then answers
@@ -519,18 +535,56 @@ async fn serve_verb(
                 }
                 return Ok((201, response::json_value(201, &answer)));
             }
-            let o = api.create_by(res, ns, obj, Some(&writer), dry)?;
+            let o = match webhooks::hooks_for(api, res) {
+                None => api.create_by(res, ns, obj, Some(&writer), dry)?,
+                Some(hooks) => {
+                    let named =
+                        crate::admission::policy::name_of(&Value::Object(obj.clone())).to_string();
+                    let call = webhooks::Call {
+                        name: &named,
+                        user: webhooks::user_info(requester.as_ref()),
+                        ..call(dry, false)
+                    };
+                    let plan = |g: &Gate| {
+                        api.create_by(res, ns, obj.clone(), Some(&writer), Stage::Plan(g))
+                            .map(drop)
+                    };
+                    webhooks::write(ctx, &call, &hooks, plan).await?.0
+                }
+            };
             Ok((201, response::object_as(201, res, &o, pb)))
         }
         Verb::Update => {
             let dry = query_dry_run(query, "UpdateOptions")?;
             let fields = FieldValidation::from_query(query, "UpdateOptions")?;
+            let requester = req.extensions().get::<crate::token::User>().cloned();
             let (obj, problems) = read_object(ctx, req, res).await?;
             fields
                 .judge(res, problems)?
                 .into_iter()
                 .for_each(crate::warnings::record);
-            let o = api.update_by(res, ns, name, obj, mode, Some(&writer), dry)?;
+            let o = match webhooks::hooks_for(api, res) {
+                None => api.update_by(res, ns, name, obj, mode, Some(&writer), dry)?,
+                Some(hooks) => {
+                    let call = webhooks::Call {
+                        user: webhooks::user_info(requester.as_ref()),
+                        ..call(dry, false)
+                    };
+                    let plan = |g: &Gate| {
+                        api.update_by(
+                            res,
+                            ns,
+                            name,
+                            obj.clone(),
+                            mode,
+                            Some(&writer),
+                            Stage::Plan(g),
+                        )
+                        .map(drop)
+                    };
+                    webhooks::write(ctx, &call, &hooks, plan).await?.0
+                }
+            };
             Ok((200, response::object_as(200, res, &o, pb)))
         }
         Verb::Patch => {
@@ -538,26 +592,54 @@ async fn serve_verb(
             let force = check_patch_options(pt, query)?;
             let dry = query_dry_run(query, "PatchOptions")?;
             let fields = FieldValidation::from_query(query, "PatchOptions")?;
+            let requester = req.extensions().get::<crate::token::User>().cloned();
             let body = read_body(ctx, req).await?;
             let existed = api.get(res, ns, name).is_ok();
-            let o = if pt == PatchType::Apply {
-                // The applier is `fieldManager` itself (required), never the User-Agent.
-                let applier = Writer {
-                    manager: query.get("fieldManager").cloned().unwrap_or_default(),
-                    subresource: c.subresource.clone(),
-                };
-                api.apply_by(res, ns, name, &body, mode, &applier, force, dry)?
-            } else {
-                let w = Some(&writer);
-                api.patch_checked(res, ns, name, pt, &body, mode, w, dry, fields)?
+            // The applier is `fieldManager` itself (required), never the User-Agent.
+            let applier = Writer {
+                manager: query.get("fieldManager").cloned().unwrap_or_default(),
+                subresource: c.subresource.clone(),
+            };
+            let patch = |stage: Stage<'_>| {
+                if pt == PatchType::Apply {
+                    api.apply_by(res, ns, name, &body, mode, &applier, force, stage)
+                } else {
+                    let w = Some(&writer);
+                    api.patch_checked(res, ns, name, pt, &body, mode, w, stage, fields)
+                }
+            };
+            let o = match webhooks::hooks_for(api, res) {
+                None => patch(Stage::from(dry))?,
+                Some(hooks) => {
+                    let call = webhooks::Call {
+                        user: webhooks::user_info(requester.as_ref()),
+                        ..call(dry, false)
+                    };
+                    let plan = |g: &Gate| patch(Stage::Plan(g)).map(drop);
+                    webhooks::write(ctx, &call, &hooks, plan).await?.0
+                }
             };
             let code = if existed { 200 } else { 201 };
             Ok((code, response::object_as(code, res, &o, pb)))
         }
         Verb::Delete => {
+            let requester = req.extensions().get::<crate::token::User>().cloned();
             let body = read_body(ctx, req).await?;
             let opts = DeleteOptions::parse(&body, query)?;
-            let d = api.delete(res, ns, name, &opts)?;
+            let d = match webhooks::hooks_for(api, res) {
+                None => api.delete(res, ns, name, &opts)?,
+                Some(hooks) => {
+                    let call = webhooks::Call {
+                        user: webhooks::user_info(requester.as_ref()),
+                        delete_options: serde_json::from_slice(&body).ok(),
+                        ..call(opts.dry_run, true)
+                    };
+                    let plan =
+                        |g: &Gate| api.delete_staged(res, ns, name, &opts, Some(g)).map(drop);
+                    let (object, removed) = webhooks::write(ctx, &call, &hooks, plan).await?;
+                    crate::api::Deleted { object, removed }
+                }
+            };
             if d.removed && !res.return_deleted_object {
                 let s = success_status(res, name, &d.object.uid);
                 Ok((200, response::json_value(200, &s)))

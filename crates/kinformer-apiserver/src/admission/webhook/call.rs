@@ -1,0 +1,180 @@
+//! Calling a webhook: an HTTPS POST of its `AdmissionReview` to its `clientConfig.url`, or to
+//! its `clientConfig.service` reached through the Service's endpoints (as kube-apiserver with
+//! `--enable-aggregator-routing` reaches it; the test cluster's Service addresses lead
+//! nowhere), the server's certificate checked against `caBundle` (the system's roots without
+//! one) for the URL's host, or `<service>.<namespace>.svc`. One client per server and CA,
+//! kept (connections are reused, as kube-apiserver's webhook client cache keeps them).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use http_body_util::BodyExt;
+use parking_lot::Mutex;
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject;
+
+use super::{Hook, MAX_ANSWER_BYTES};
+
+/// Where a webhook is reached.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Endpoint {
+    /// `https://host:port`.
+    pub base: String,
+    /// The path (and query) posted to.
+    pub path: String,
+    /// The name its certificate must be for, when not the URL's host (a Service's).
+    pub server_name: Option<String>,
+}
+
+impl Endpoint {
+    /// The endpoint of a `clientConfig.url`.
+    pub(crate) fn of_url(url: &str) -> Result<Self, String> {
+        let uri: http::Uri = url
+            .parse()
+            .map_err(|e| format!("invalid url {url:?}: {e}"))?;
+        if uri.scheme_str() != Some("https") {
+            return Err(format!(
+                "invalid url {url:?}: 'https' is the only allowed URL scheme"
+            ));
+        }
+        let authority = uri
+            .authority()
+            .ok_or_else(|| format!("invalid url {url:?}: no host"))?;
+        Ok(Endpoint {
+            base: format!("https://{authority}"),
+            path: uri
+                .path_and_query()
+                .map(|p| p.as_str().to_string())
+                .unwrap_or_else(|| "/".into()),
+            server_name: None,
+        })
+    }
+
+    /// The URL posted to, as kube-apiserver's client shows it (with `?timeout=`).
+    pub(crate) fn url(&self, timeout: Duration) -> String {
+        let sep = if self.path.contains('?') { '&' } else { '?' };
+        format!(
+            "{}{}{sep}timeout={}s",
+            self.base,
+            self.path,
+            timeout.as_secs()
+        )
+    }
+}
+
+/// What a client is kept by: the server (`https://host:port`), the CA bundle and the name
+/// the certificate must be for.
+type ClientKey = (String, Vec<u8>, Option<String>);
+
+/// The webhook clients, by server, CA and server name.
+#[derive(Default)]
+pub(crate) struct Clients {
+    cache: Mutex<HashMap<ClientKey, kube::Client>>,
+}
+
+impl std::fmt::Debug for Clients {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Clients")
+            .field("servers", &self.cache.lock().len())
+            .finish()
+    }
+}
+
+/// The longest list of servers kept; past it the cache starts again.
+const MAX_CLIENTS: usize = 64;
+
+impl Clients {
+    fn client(&self, hook: &Hook, at: &Endpoint) -> Result<kube::Client, String> {
+        let ca = hook.ca_bundle().unwrap_or_default();
+        let key = (at.base.clone(), ca.clone(), at.server_name.clone());
+        if let Some(c) = self.cache.lock().get(&key) {
+            return Ok(c.clone());
+        }
+        let base: http::Uri = at.base.parse().map_err(|e| format!("{e}"))?;
+        let mut config = kube::Config::new(base);
+        if !ca.is_empty() {
+            let certs: Vec<Vec<u8>> = CertificateDer::pem_slice_iter(&ca)
+                .map(|c| c.map(|c| c.as_ref().to_vec()))
+                .collect::<Result<_, _>>()
+                .map_err(|e| format!("unable to load root certificates: {e}"))?;
+            if certs.is_empty() {
+                return Err("unable to load root certificates: no certificate in caBundle".into());
+            }
+            config.root_cert = Some(certs);
+        }
+        config.tls_server_name = at.server_name.clone();
+        config.default_retry = false;
+        config.connect_timeout = Some(Duration::from_secs(30));
+        let client = kube::Client::try_from(config).map_err(|e| e.to_string())?;
+        let mut cache = self.cache.lock();
+        if cache.len() >= MAX_CLIENTS {
+            cache.clear();
+        }
+        cache.insert(key, client.clone());
+        Ok(client)
+    }
+
+    /// Posts `body` to `hook` at `at`; its answer's bytes, or why there is none (in
+    /// kube-apiserver's words: `failed to call webhook: ...`).
+    pub(crate) async fn post(
+        &self,
+        hook: &Hook,
+        at: &Endpoint,
+        body: Vec<u8>,
+    ) -> Result<Vec<u8>, String> {
+        let timeout = hook.timeout();
+        let url = at.url(timeout);
+        let failed = |why: String| format!("failed to call webhook: Post \"{url}\": {why}");
+        let client = self.client(hook, at).map_err(failed)?;
+        let path = url.strip_prefix(&at.base).unwrap_or("/").to_string();
+        let request = http::Request::post(path)
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .header(http::header::ACCEPT, "application/json, */*")
+            .body(kube::client::Body::from(body))
+            .map_err(|e| failed(e.to_string()))?;
+        let call = async {
+            let response = client.send(request).await.map_err(|e| words(&e))?;
+            let status = response.status();
+            let bytes = http_body_util::Limited::new(response.into_body(), MAX_ANSWER_BYTES)
+                .collect()
+                .await
+                .map_err(|e| e.to_string())?
+                .to_bytes();
+            if !status.is_success() {
+                return Err(format!(
+                    "the server responded with the status code {} but did not return more information",
+                    status.as_u16()
+                ));
+            }
+            Ok(bytes.to_vec())
+        };
+        match tokio::time::timeout(timeout, call).await {
+            Ok(r) => r.map_err(failed),
+            Err(_) => Err(failed("context deadline exceeded".into())),
+        }
+    }
+}
+
+/// A transport error as Go's HTTP client words the common ones.
+fn words(e: &kube::Error) -> String {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            match io.kind() {
+                std::io::ErrorKind::ConnectionRefused => {
+                    return "connect: connection refused".into();
+                }
+                std::io::ErrorKind::ConnectionReset => return "connection reset by peer".into(),
+                _ => {}
+            }
+        }
+        source = s.source();
+    }
+    let mut text = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        text = format!("{text}: {s}");
+        source = s.source();
+    }
+    text
+}

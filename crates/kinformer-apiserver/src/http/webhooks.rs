@@ -1,0 +1,504 @@
+//! A write that admission webhooks see ([`crate::admission::webhook`]), in kube-apiserver's
+//! order: the verb decides its write as a dry run would (defaulting, validation, the
+//! built-in admission, admission policies) and keeps it in a [`Gate`]; the mutating webhooks
+//! are called in the order of their configurations' names, each seeing the object as the
+//! ones before it left it; an object they changed is decided again (defaulted and validated,
+//! `managedFields` as they were: a webhook's changes are not a field manager's); the
+//! validating webhooks are called; then the decision is stored, unless the live object
+//! changed meanwhile, in which case all of it runs again (as kube-apiserver's
+//! `GuaranteedUpdate` re-admits on a conflict). A dry run stops before storing.
+//!
+//! Not as kube-apiserver: `reinvocationPolicy: IfNeeded` does not call a webhook a second
+//! time; a create's mutating webhooks see the object after the server's own preparation of
+//! it (status reset, defaults applied, but no uid, creationTimestamp or generation) rather
+//! than before; validating webhooks are called one after the other, not at once; writes
+//! through `/scale` and the server's own controllers' writes are not seen by webhooks.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+
+use crate::admission::policy::Operation;
+use crate::admission::webhook::call::Endpoint;
+use crate::admission::webhook::{Hook, Review, Verdict};
+use crate::api::{Api, Gate, Stage};
+use crate::context::Context;
+use crate::objects::UpdateMode;
+use crate::resource::ResourceInfo;
+use crate::status::ApiError;
+use crate::store::StoredObject;
+
+/// How often a write is decided again when the object changed under it.
+const MAX_TRIES: usize = 5;
+
+/// The webhooks that may see writes of one resource, read before the write.
+#[derive(Debug, Default)]
+pub(crate) struct Hooks {
+    mutating: Vec<Hook>,
+    validating: Vec<Hook>,
+}
+
+/// The webhooks configured for writes of `res`; `None` when there are none (the usual case:
+/// two short reads of the store).
+pub(crate) fn hooks_for(api: &Api, res: &ResourceInfo) -> Option<Hooks> {
+    if crate::admission::webhook::exempt(res) {
+        return None;
+    }
+    let read = |plural: &str, mutating: bool| -> Vec<Hook> {
+        let Some(r) = api
+            .registry
+            .find("admissionregistration.k8s.io", "v1", plural)
+        else {
+            return Vec::new();
+        };
+        let Ok((_, objs)) = api.store.list(&r.group_resource(), None, "", "") else {
+            return Vec::new();
+        };
+        // the store lists by name: configurations in the order of their names
+        objs.iter()
+            .flat_map(|o| Hook::of_configuration(&o.to_value(), mutating))
+            .collect()
+    };
+    let hooks = Hooks {
+        mutating: read("mutatingwebhookconfigurations", true),
+        validating: read("validatingwebhookconfigurations", false),
+    };
+    (!hooks.mutating.is_empty() || !hooks.validating.is_empty()).then_some(hooks)
+}
+
+/// The write being made, as the webhooks are told of it.
+pub(crate) struct Call<'a> {
+    /// The resource written (the version written through).
+    pub res: &'a ResourceInfo,
+    /// The subresource written through (`status`), if any.
+    pub subresource: Option<&'a str>,
+    /// The object's namespace (empty for cluster-scoped objects).
+    pub namespace: &'a str,
+    /// The name in the request's path (empty for a create).
+    pub name: &'a str,
+    /// The mode of an update.
+    pub mode: UpdateMode,
+    /// Whether it is a dry run.
+    pub dry_run: bool,
+    /// Whether the verb is a delete.
+    pub delete: bool,
+    /// `request.userInfo`.
+    pub user: Value,
+    /// The `fieldManager` asked for, if any.
+    pub field_manager: Option<&'a str>,
+    /// A delete's options as sent (`propagationPolicy`, ...).
+    pub delete_options: Option<Value>,
+}
+
+impl Call<'_> {
+    fn options(&self, operation: Operation) -> Value {
+        let mut o = match (operation, &self.delete_options) {
+            (Operation::Delete, Some(Value::Object(m))) => m.clone(),
+            _ => Map::new(),
+        };
+        let kind = match operation {
+            Operation::Create => "CreateOptions",
+            Operation::Update => "UpdateOptions",
+            Operation::Delete => "DeleteOptions",
+        };
+        o.insert("kind".into(), kind.into());
+        o.insert("apiVersion".into(), "meta.k8s.io/v1".into());
+        if operation != Operation::Delete
+            && let Some(m) = self.field_manager
+        {
+            o.insert("fieldManager".into(), m.into());
+        }
+        if self.dry_run {
+            o.insert("dryRun".into(), json!(["All"]));
+        } else {
+            o.remove("dryRun");
+        }
+        Value::Object(o)
+    }
+}
+
+/// What the write did: the object it answers with, and whether it removed the object.
+pub(crate) type Written = (Arc<StoredObject>, bool);
+
+/// Makes the write `plan` decides (given a [`Gate`], it must decide without storing), seen by
+/// `hooks` (see the module's documentation).
+pub(crate) async fn write(
+    ctx: &Context,
+    call: &Call<'_>,
+    hooks: &Hooks,
+    plan: impl Fn(&Gate) -> Result<(), ApiError>,
+) -> Result<Written, ApiError> {
+    let api = &ctx.api;
+    let res = call.res;
+    for _ in 0..MAX_TRIES {
+        let gate = Gate::new(call.dry_run);
+        plan(&gate)?;
+        let mut planned = gate.take()?;
+        let old = planned.current.as_ref().map(|c| served(res, c));
+        let operation = if call.delete {
+            Operation::Delete
+        } else if planned.current.is_none() {
+            Operation::Create
+        } else {
+            Operation::Update
+        };
+        let options = call.options(operation);
+        let namespace = namespace_of(api, res, call.namespace);
+        // the mutating webhooks, each seeing what the ones before it made
+        if !hooks.mutating.is_empty() {
+            let decided = served(res, &planned.answer);
+            let given_name = !call.name.is_empty() || operation != Operation::Create;
+            let mut object = view(&decided, operation, given_name);
+            let name = if given_name {
+                crate::admission::policy::name_of(&decided).to_string()
+            } else {
+                String::new()
+            };
+            for hook in &hooks.mutating {
+                let sent = (operation != Operation::Delete).then_some(&object);
+                let review = Review {
+                    res,
+                    subresource: call.subresource,
+                    namespace: call.namespace,
+                    name: &name,
+                    operation,
+                    object: sent,
+                    old: old.as_ref(),
+                    dry_run: call.dry_run,
+                    user: &call.user,
+                    options: &options,
+                    uid: crate::objects::new_uid(),
+                    version: "v1",
+                };
+                if let Some(patch) = ask(ctx, hook, review, namespace.as_ref()).await? {
+                    if operation == Operation::Delete {
+                        continue;
+                    }
+                    json_patch::patch(&mut object, &patch)
+                        .map_err(|e| ApiError::internal(&format!("JSON Patch: {e}")))?;
+                }
+            }
+            if operation != Operation::Delete && object != view(&decided, operation, given_name) {
+                let Value::Object(mut body) = object else {
+                    return Err(ApiError::internal(
+                        "an admission webhook's patch left no object",
+                    ));
+                };
+                let seen = planned.current.as_ref().map(|c| c.resource_version);
+                let again = Gate::new(call.dry_run);
+                let ns = (!call.namespace.is_empty()).then_some(call.namespace);
+                if operation == Operation::Create {
+                    // the name it was given (or generated) unless a webhook set one
+                    if let Some(Value::Object(meta)) = body.get_mut("metadata")
+                        && meta
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .is_none_or(str::is_empty)
+                    {
+                        meta.insert(
+                            "name".into(),
+                            crate::admission::policy::name_of(&decided).into(),
+                        );
+                    }
+                    api.create_by(res, ns, body, None, Stage::Plan(&again))?;
+                } else {
+                    let name = crate::admission::policy::name_of(&decided).to_string();
+                    api.update_by(res, ns, &name, body, call.mode, None, Stage::Plan(&again))?;
+                }
+                planned = again.take()?;
+                if planned.current.as_ref().map(|c| c.resource_version) != seen {
+                    continue;
+                }
+            }
+        }
+        // the validating webhooks, seeing what would be stored
+        if !hooks.validating.is_empty() {
+            let object = (!planned.removes() && operation != Operation::Delete)
+                .then(|| served(res, &planned.answer));
+            let final_name = object
+                .as_ref()
+                .or(old.as_ref())
+                .map(|o| crate::admission::policy::name_of(o).to_string())
+                .unwrap_or_default();
+            for hook in &hooks.validating {
+                let review = Review {
+                    res,
+                    subresource: call.subresource,
+                    namespace: call.namespace,
+                    name: &final_name,
+                    operation,
+                    object: object.as_ref(),
+                    old: old.as_ref(),
+                    dry_run: call.dry_run,
+                    user: &call.user,
+                    options: &options,
+                    uid: crate::objects::new_uid(),
+                    version: "v1",
+                };
+                ask(ctx, hook, review, namespace.as_ref()).await?;
+            }
+        }
+        let removed = planned.removes();
+        if call.dry_run {
+            return Ok((planned.answer.clone(), removed));
+        }
+        let name = planned.name().to_string();
+        if let Some(o) = api.commit(res, &name, planned)? {
+            return Ok((o, removed));
+        }
+    }
+    Err(ApiError::conflict_modified(res, call.name))
+}
+
+/// Asks `hook` about `review` when it matches the write: the JSON patch it answers with
+/// (a mutating webhook's), or its refusal, or the failure to call it (passed over under
+/// `failurePolicy: Ignore`).
+async fn ask(
+    ctx: &Context,
+    hook: &Hook,
+    mut review: Review<'_>,
+    namespace: Option<&Value>,
+) -> Result<Option<json_patch::Patch>, ApiError> {
+    let req = review.request();
+    if !hook.matches(&req, review.operation, review.object, review.old, namespace) {
+        return Ok(None);
+    }
+    match hook.conditions(
+        &req,
+        review.operation,
+        review.object,
+        review.old,
+        review.user,
+    ) {
+        Ok(true) => {}
+        Ok(false) => return Ok(None),
+        Err(why) if hook.fails_closed() => {
+            return Err(hook.failure(&format!("failed to evaluate match conditions: {why}")));
+        }
+        Err(_) => return Ok(None),
+    }
+    if review.dry_run && !hook.dry_run_safe() {
+        return Err(ApiError::bad_request(format!(
+            "admission webhook \"{}\" does not support dry run",
+            hook.name()
+        )));
+    }
+    let failed = |why: String| -> Result<Option<json_patch::Patch>, ApiError> {
+        if hook.fails_closed() {
+            Err(hook.failure(&why))
+        } else {
+            tracing::warn!(
+                configuration = hook.configuration,
+                webhook = hook.name(),
+                "failed calling webhook, failing open: {why}"
+            );
+            Ok(None)
+        }
+    };
+    let Some(version) = hook.review_version() else {
+        return failed("webhook does not accept v1 or v1beta1 AdmissionReview".into());
+    };
+    review.version = version;
+    let at = match endpoint(&ctx.api, hook) {
+        Ok(at) => at,
+        Err(why) => return failed(why),
+    };
+    let body = serde_json::to_vec(&review.body()).unwrap_or_default();
+    let answer = match ctx.webhooks.post(hook, &at, body).await {
+        Ok(a) => a,
+        Err(why) => return failed(why),
+    };
+    match hook.verdict(&review, &answer) {
+        Ok(Verdict::Allowed { patch, warnings }) => {
+            warnings.into_iter().for_each(crate::warnings::record);
+            Ok(patch)
+        }
+        Ok(Verdict::Denied { status, warnings }) => {
+            warnings.into_iter().for_each(crate::warnings::record);
+            Err(hook.denial(status.as_ref()))
+        }
+        Err(why) => failed(why),
+    }
+}
+
+/// `request.userInfo` for a request by `requester` (a service account), or by the server's
+/// own token's user.
+pub(crate) fn user_info(requester: Option<&crate::token::User>) -> Value {
+    match requester {
+        Some(u) => {
+            let mut m = Map::new();
+            m.insert("username".into(), u.username.clone().into());
+            m.insert("uid".into(), u.uid.clone().into());
+            m.insert("groups".into(), json!(u.groups));
+            if !u.extra.is_empty() {
+                m.insert("extra".into(), Value::Object(u.extra.clone()));
+            }
+            Value::Object(m)
+        }
+        None => json!({"username": crate::review::USER, "groups": crate::review::GROUPS}),
+    }
+}
+
+/// An object as the client sees it: in the version written through.
+fn served(res: &ResourceInfo, o: &StoredObject) -> Value {
+    let mut v = o.to_value();
+    crate::objects::in_served_version(res, &mut v);
+    v
+}
+
+/// What a mutating webhook is sent: for a create, the object before the server stamps it
+/// (no uid, creationTimestamp, generation or resourceVersion; no name yet when it is to be
+/// generated).
+fn view(decided: &Value, operation: Operation, given_name: bool) -> Value {
+    let mut v = decided.clone();
+    if operation == Operation::Create
+        && let Some(Value::Object(meta)) = v.get_mut("metadata")
+    {
+        for k in ["uid", "creationTimestamp", "generation", "resourceVersion"] {
+            meta.remove(k);
+        }
+        if !given_name {
+            meta.remove("name");
+        }
+    }
+    v
+}
+
+/// The namespace `ns` as stored (what `namespaceSelector`s match), for a namespaced `res`.
+fn namespace_of(api: &Api, res: &ResourceInfo, ns: &str) -> Option<Value> {
+    if !res.namespaced() || ns.is_empty() {
+        return None;
+    }
+    let r = api.registry.find("", "v1", "namespaces")?;
+    api.store.get(&r.group_resource(), ns).map(|o| o.to_value())
+}
+
+/// Where `hook` is reached: its URL, or its Service's first ready endpoint.
+fn endpoint(api: &Api, hook: &Hook) -> Result<Endpoint, String> {
+    let cc = hook.client_config();
+    if let Some(url) = cc.get("url").and_then(Value::as_str) {
+        return Endpoint::of_url(url);
+    }
+    let Some(svc) = cc.get("service") else {
+        return Err("webhook has no clientConfig.url or clientConfig.service".into());
+    };
+    let get = |k: &str| svc.get(k).and_then(Value::as_str).unwrap_or_default();
+    let (ns, name) = (get("namespace"), get("name"));
+    let path = Some(get("path")).filter(|p| !p.is_empty()).unwrap_or("/");
+    let port = svc.get("port").and_then(Value::as_i64).unwrap_or(443);
+    let (address, target) = service_endpoint(api, ns, name, port)?;
+    let host = if address.contains(':') {
+        format!("[{address}]")
+    } else {
+        address
+    };
+    Ok(Endpoint {
+        base: format!("https://{host}:{target}"),
+        path: path.to_string(),
+        server_name: Some(format!("{name}.{ns}.svc")),
+    })
+}
+
+/// The first ready address and port behind port `port` of Service `ns/name`: its
+/// EndpointSlices', else its Endpoints'.
+fn service_endpoint(api: &Api, ns: &str, name: &str, port: i64) -> Result<(String, i64), String> {
+    let missing = || format!("service \"{name}\" not found");
+    let svc_res = api
+        .registry
+        .find("", "v1", "services")
+        .ok_or_else(missing)?;
+    let svc = api
+        .get(&svc_res, Some(ns), name)
+        .map_err(|_| missing())?
+        .to_value();
+    let ports = svc
+        .pointer("/spec/ports")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let Some(sp) = ports
+        .iter()
+        .find(|p| p.get("port").and_then(Value::as_i64) == Some(port))
+    else {
+        return Err(format!(
+            "no service port {port} found for service \"{name}\""
+        ));
+    };
+    let port_name = sp.get("name").and_then(Value::as_str).unwrap_or("");
+    let no_endpoints = || format!("no endpoints available for service \"{name}\"");
+    if let Some(r) = api
+        .registry
+        .find("discovery.k8s.io", "v1", "endpointslices")
+        && let Ok((_, slices)) = api
+            .store
+            .list(&r.group_resource(), None, &format!("{ns}/"), "")
+    {
+        for s in slices.iter() {
+            if s.labels
+                .get("kubernetes.io/service-name")
+                .map(String::as_str)
+                != Some(name)
+            {
+                continue;
+            }
+            let v = s.to_value();
+            let Some(p) = v
+                .get("ports")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .find(|p| p.get("name").and_then(Value::as_str).unwrap_or("") == port_name)
+                .and_then(|p| p.get("port").and_then(Value::as_i64))
+            else {
+                continue;
+            };
+            for e in v
+                .get("endpoints")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                if e.pointer("/conditions/ready").and_then(Value::as_bool) == Some(false) {
+                    continue;
+                }
+                if let Some(a) = e
+                    .get("addresses")
+                    .and_then(Value::as_array)
+                    .and_then(|a| a.first())
+                    .and_then(Value::as_str)
+                {
+                    return Ok((a.to_string(), p));
+                }
+            }
+        }
+    }
+    let ep_res = api
+        .registry
+        .find("", "v1", "endpoints")
+        .ok_or_else(no_endpoints)?;
+    let ep = api
+        .get(&ep_res, Some(ns), name)
+        .map_err(|_| no_endpoints())?
+        .to_value();
+    for subset in ep
+        .get("subsets")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let Some(p) = subset
+            .get("ports")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .find(|p| p.get("name").and_then(Value::as_str).unwrap_or("") == port_name)
+            .and_then(|p| p.get("port").and_then(Value::as_i64))
+        else {
+            continue;
+        };
+        if let Some(a) = subset.pointer("/addresses/0/ip").and_then(Value::as_str) {
+            return Ok((a.to_string(), p));
+        }
+    }
+    Err(no_endpoints())
+}
