@@ -212,8 +212,16 @@ where
         status_subresource: status,
         // Workload and API kinds with a spec and a status keep a generation; in the core group
         // only pods and replication controllers do.
-        tracks_generation: status
-            && (!group.is_empty() || matches!(plural, "pods" | "replicationcontrollers")),
+        tracks_generation: (status
+            && (!group.is_empty() || matches!(plural, "pods" | "replicationcontrollers")))
+            // their strategies keep one too, over `webhooks`
+            || matches!(
+                (group, plural),
+                (
+                    "admissionregistration.k8s.io",
+                    "mutatingwebhookconfigurations" | "validatingwebhookconfigurations"
+                )
+            ),
         return_deleted_object: false,
         categories: categories(group, plural)
             .iter()

@@ -469,6 +469,19 @@ async fn deletes_are_seen_with_the_old_object() {
         last.old_object.as_ref().unwrap().metadata.name.as_deref(),
         Some("gone")
     );
+
+    // a collection's deletes are each seen: the unprotected one goes, the protected one stays
+    cms.create(&PostParams::default(), &config_map("also-gone", json!({})))
+        .await
+        .unwrap();
+    let e = api_error(
+        cms.delete_collection(&DeleteParams::default(), &Default::default())
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(e.code, 400, "{}", e.message);
+    assert!(cms.get_opt("also-gone").await.unwrap().is_none());
+    assert!(cms.get_opt("kept").await.unwrap().is_some());
 }
 
 #[tokio::test]

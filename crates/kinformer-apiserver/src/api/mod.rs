@@ -534,19 +534,7 @@ impl Api {
         opts: &ListOptions,
         delete: &DeleteOptions,
     ) -> Result<(u64, Vec<Arc<StoredObject>>), ApiError> {
-        let prefix = match namespace {
-            Some(ns) if res.namespaced() => format!("{ns}/"),
-            _ => String::new(),
-        };
-        let (rev, objs) = self
-            .store
-            .list(&res.group_resource(), None, &prefix, "")
-            .map_err(|e| ApiError::internal(&e.to_string()))?;
-        let listed: Vec<Arc<StoredObject>> = objs
-            .iter()
-            .filter(|o| list::matches(opts, o))
-            .cloned()
-            .collect();
+        let (rev, listed) = self.collection(res, namespace, opts)?;
         for o in &listed {
             let ns = if o.namespace.is_empty() {
                 None
@@ -559,6 +547,30 @@ impl Api {
                 Err(e) => return Err(e),
             }
         }
+        Ok((rev, listed))
+    }
+
+    /// What a DELETE of a collection deletes: the objects matching the options' selectors,
+    /// and the revision they were listed at.
+    pub(crate) fn collection(
+        &self,
+        res: &ResourceInfo,
+        namespace: Option<&str>,
+        opts: &ListOptions,
+    ) -> Result<(u64, Vec<Arc<StoredObject>>), ApiError> {
+        let prefix = match namespace {
+            Some(ns) if res.namespaced() => format!("{ns}/"),
+            _ => String::new(),
+        };
+        let (rev, objs) = self
+            .store
+            .list(&res.group_resource(), None, &prefix, "")
+            .map_err(|e| ApiError::internal(&e.to_string()))?;
+        let listed = objs
+            .iter()
+            .filter(|o| list::matches(opts, o))
+            .cloned()
+            .collect();
         Ok((rev, listed))
     }
 

@@ -651,9 +651,36 @@ async fn serve_verb(
             let mut opts = ListOptions::from_query(query)?;
             check_fields(res, &opts)?;
             opts.resolve_shard(ctx.config.sharded_list_and_watch)?;
+            let requester = req.extensions().get::<crate::token::User>().cloned();
             let body = read_body(ctx, req).await?;
             let delete = DeleteOptions::parse(&body, query)?;
-            let (rv, listed) = api.delete_collection(res, ns, &opts, &delete)?;
+            let (rv, listed) = match webhooks::hooks_for(api, res) {
+                None => api.delete_collection(res, ns, &opts, &delete)?,
+                Some(hooks) => {
+                    // each delete is seen by the webhooks, as kube-apiserver's are
+                    let (rv, listed) = api.collection(res, ns, &opts)?;
+                    for o in &listed {
+                        let ns = (!o.namespace.is_empty()).then_some(o.namespace.as_str());
+                        let call = webhooks::Call {
+                            namespace: ns.unwrap_or(""),
+                            name: &o.name,
+                            user: webhooks::user_info(requester.as_ref()),
+                            delete_options: serde_json::from_slice(&body).ok(),
+                            ..call(delete.dry_run, true)
+                        };
+                        let plan = |g: &Gate| {
+                            api.delete_staged(res, ns, &o.name, &delete, Some(g))
+                                .map(drop)
+                        };
+                        match webhooks::write(ctx, &call, &hooks, plan).await {
+                            Ok(_) => {}
+                            Err(e) if e.code == 404 => {}
+                            Err(e) => return Err(e),
+                        }
+                    }
+                    (rv, listed)
+                }
+            };
             let shard = opts.shard.as_ref().map(|s| s.canonical());
             Ok((200, response::deleted_list(res, rv, shard, listed, pb)))
         }

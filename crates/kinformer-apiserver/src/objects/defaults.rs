@@ -90,6 +90,32 @@ fn endpoint_slice(obj: &mut Map<String, Value>) {
     }
 }
 
+/// A webhook configuration's webhooks (`SetDefaults_ValidatingWebhook`,
+/// `SetDefaults_MutatingWebhook`, `SetDefaults_Rule`, `SetDefaults_ServiceReference`).
+fn webhooks(obj: &mut Map<String, Value>, mutating: bool) {
+    let hooks = obj.get_mut("webhooks").and_then(Value::as_array_mut);
+    for hook in hooks.into_iter().flatten().filter_map(Value::as_object_mut) {
+        set(hook, "failurePolicy", json!("Fail"));
+        set(hook, "matchPolicy", json!("Equivalent"));
+        set(hook, "namespaceSelector", json!({}));
+        set(hook, "objectSelector", json!({}));
+        set(hook, "timeoutSeconds", json!(10));
+        if mutating {
+            set(hook, "reinvocationPolicy", json!("Never"));
+        }
+        let rules = hook.get_mut("rules").and_then(Value::as_array_mut);
+        for rule in rules.into_iter().flatten().filter_map(Value::as_object_mut) {
+            set(rule, "scope", json!("*"));
+        }
+        if let Some(Value::Object(svc)) = hook
+            .get_mut("clientConfig")
+            .and_then(|c| c.get_mut("service"))
+        {
+            set(svc, "port", json!(443));
+        }
+    }
+}
+
 pub(crate) fn apply_defaults(res: &ResourceInfo, obj: &mut Map<String, Value>) {
     let (group, plural) = (res.group.as_str(), res.plural.as_str());
     if (group, plural) == ("apiextensions.k8s.io", "customresourcedefinitions") {
@@ -107,6 +133,14 @@ pub(crate) fn apply_defaults(res: &ResourceInfo, obj: &mut Map<String, Value>) {
         }
         ("discovery.k8s.io", "endpointslices") => {
             endpoint_slice(obj);
+            return;
+        }
+        ("admissionregistration.k8s.io", "mutatingwebhookconfigurations") => {
+            webhooks(obj, true);
+            return;
+        }
+        ("admissionregistration.k8s.io", "validatingwebhookconfigurations") => {
+            webhooks(obj, false);
             return;
         }
         _ => {}

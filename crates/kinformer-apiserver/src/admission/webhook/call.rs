@@ -133,7 +133,7 @@ impl Clients {
             .body(kube::client::Body::from(body))
             .map_err(|e| failed(e.to_string()))?;
         let call = async {
-            let response = client.send(request).await.map_err(|e| words(&e))?;
+            let response = client.send(request).await.map_err(|e| words(&e, at))?;
             let status = response.status();
             let bytes = http_body_util::Limited::new(response.into_body(), MAX_ANSWER_BYTES)
                 .collect()
@@ -155,16 +155,20 @@ impl Clients {
     }
 }
 
-/// A transport error as Go's HTTP client words the common ones.
-fn words(e: &kube::Error) -> String {
+/// A transport error as Go's HTTP client words the common ones (`dial tcp <address>:
+/// connect: connection refused`).
+fn words(e: &kube::Error, at: &Endpoint) -> String {
+    let address = at.base.trim_start_matches("https://");
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(s) = source {
         if let Some(io) = s.downcast_ref::<std::io::Error>() {
             match io.kind() {
                 std::io::ErrorKind::ConnectionRefused => {
-                    return "connect: connection refused".into();
+                    return format!("dial tcp {address}: connect: connection refused");
                 }
-                std::io::ErrorKind::ConnectionReset => return "connection reset by peer".into(),
+                std::io::ErrorKind::ConnectionReset => {
+                    return format!("read tcp {address}: read: connection reset by peer");
+                }
                 _ => {}
             }
         }
