@@ -318,6 +318,48 @@ func scAdmissionWebhooks(s *sc) {
 	seen(s.call("unreachable-fail", "POST", s.cms(""), cm("f", "unreachable")))
 	seen(s.call("unreachable-ignore", "POST", s.cms(""), cm("g", "ignored")))
 	seen(s.call("list", "GET", s.cms(""), nil))
+
+	// configurations a real cluster refuses (nothing stored), and one changed (generation)
+	invalid := func(step, kind, plural string, webhooks []any) {
+		body := map[string]any{"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+			"metadata": map[string]any{"name": "wh-" + s.run + "-" + step}, "webhooks": webhooks}
+		r := s.call(step, "POST", configs+plural, body)
+		if r.status < 300 {
+			s.cleanups = append(s.cleanups, func() {
+				_, _ = s.t.do(s.ctx, "DELETE", configs+plural+"/wh-"+s.run+"-"+step, nil)
+			})
+		}
+	}
+	rule := func(ops, groups, versions, resources []any, scope string) map[string]any {
+		r := map[string]any{"operations": ops, "apiGroups": groups, "apiVersions": versions, "resources": resources}
+		if scope != "" {
+			r["scope"] = scope
+		}
+		return r
+	}
+	invalid("invalid-validating", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", []any{
+		map[string]any{"name": "short.com", "sideEffects": "Some", "admissionReviewVersions": []any{"v2"},
+			"clientConfig": map[string]any{"url": "http://h/p?x=1"}, "timeoutSeconds": 31, "failurePolicy": "Maybe",
+			"rules": []any{rule([]any{"PATCH"}, []any{}, []any{"v1"}, []any{"configmaps"}, "Everywhere")}},
+		map[string]any{"name": "short.com", "admissionReviewVersions": []any{"v1"}, "clientConfig": map[string]any{}},
+		map[string]any{"name": "Not_A.Name.com", "sideEffects": "None", "admissionReviewVersions": []any{"v1", "v1"},
+			"clientConfig": map[string]any{"url": "https://user@h/p#frag", "caBundle": caBundle}, "matchPolicy": "Sometimes",
+			"rules": []any{rule([]any{}, []any{""}, []any{}, []any{}, "")}},
+	})
+	invalid("invalid-service", "ValidatingWebhookConfiguration", "validatingwebhookconfigurations", []any{
+		map[string]any{"name": "svc.example.com", "sideEffects": "NoneOnDryRun", "admissionReviewVersions": []any{"v1beta1"},
+			"clientConfig": map[string]any{"service": map[string]any{"port": 0, "path": "/a//b"}}},
+		map[string]any{"name": "svc2.example.com", "sideEffects": "None", "admissionReviewVersions": []any{"v1"},
+			"clientConfig": map[string]any{"service": map[string]any{"name": "s", "namespace": "n", "path": "no-slash"},
+				"url": "https://h/p"}},
+	})
+	invalid("invalid-mutating", "MutatingWebhookConfiguration", "mutatingwebhookconfigurations", []any{
+		map[string]any{"name": "m.example.com", "sideEffects": "None", "reinvocationPolicy": "Sometimes",
+			"clientConfig": map[string]any{"service": map[string]any{"name": "s", "namespace": "n"}}},
+	})
+	r := s.callCT("change-configuration", "PATCH", configs+"mutatingwebhookconfigurations/wh-"+s.run+"-mutate", ctJSONPatch,
+		[]any{map[string]any{"op": "replace", "path": "/webhooks/0/timeoutSeconds", "value": 5}})
+	s.res.Steps[len(s.res.Steps)-1].Body = stable(r.body)
 }
 
 // merge returns a with b's keys added.

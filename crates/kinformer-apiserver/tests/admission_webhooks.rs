@@ -613,3 +613,47 @@ async fn a_webhook_behind_a_service_and_a_namespace_selector() {
     assert_eq!(seen.len(), 1, "only the selected namespace's write is sent");
     assert_eq!(seen[0].namespace.as_deref(), Some("watched"));
 }
+
+#[tokio::test]
+async fn a_configuration_a_real_cluster_refuses_is_refused_and_defaults_are_stored() {
+    let s = start(ServerConfig::default()).await.unwrap();
+    let c = s.client();
+    let api: Api<ValidatingWebhookConfiguration> = Api::all(c.clone());
+    let bad = json!({"metadata": {"name": "bad"}, "webhooks": [{
+        "name": "hook.example.com", "admissionReviewVersions": ["v1"],
+        "clientConfig": {"url": "http://127.0.0.1:1/v"}}]});
+    let e = api_error(
+        api.create(
+            &PostParams::default(),
+            &serde_json::from_value(bad).unwrap(),
+        )
+        .await
+        .unwrap_err(),
+    );
+    assert_eq!(e.code, 422);
+    // k8s-openapi's `sideEffects` is a plain `String`: left out, it is sent as "", which
+    // kube-apiserver calls an unsupported value (a missing one would be "Required value")
+    assert_eq!(
+        e.message,
+        "ValidatingWebhookConfiguration.admissionregistration.k8s.io \"bad\" is invalid: [webhooks[0].sideEffects: Unsupported value: \"\": supported values: \"None\", \"NoneOnDryRun\", webhooks[0].clientConfig.url: Invalid value: \"http\": 'https' is the only allowed URL scheme; desired format: https://host[/path]]"
+    );
+    let good = hook(
+        "hook.example.com",
+        json!({"url": "https://127.0.0.1:1/v"}),
+        &["CREATE"],
+        json!({}),
+    );
+    let good = json!({"metadata": {"name": "good"}, "webhooks": [good]});
+    let stored = api
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(good).unwrap(),
+        )
+        .await
+        .unwrap();
+    let w = &stored.webhooks.as_ref().unwrap()[0];
+    assert_eq!(w.failure_policy.as_deref(), Some("Fail"));
+    assert_eq!(w.match_policy.as_deref(), Some("Equivalent"));
+    assert_eq!(w.timeout_seconds, Some(10));
+    assert_eq!(stored.metadata.generation, Some(1));
+}

@@ -26,6 +26,7 @@ pub(crate) mod service;
 pub(crate) mod service_account;
 mod update;
 pub(crate) mod validate;
+mod webhook_validation;
 
 #[cfg(test)]
 pub(crate) use create::prepare_create;

@@ -356,6 +356,15 @@ pub(crate) fn object_meta_causes(res: &ResourceInfo, meta: &Map<String, Value>) 
 /// Kind-specific rules: the data keys of config maps (`data`, `binaryData`) and secrets
 /// (`data`; `stringData` is merged into it before validation, see [`super::normalize`]).
 pub(crate) fn kind_causes(res: &ResourceInfo, obj: &Map<String, Value>) -> Vec<Cause> {
+    match (res.group.as_str(), res.plural.as_str()) {
+        ("admissionregistration.k8s.io", "mutatingwebhookconfigurations") => {
+            return super::webhook_validation::causes(obj, true);
+        }
+        ("admissionregistration.k8s.io", "validatingwebhookconfigurations") => {
+            return super::webhook_validation::causes(obj, false);
+        }
+        _ => {}
+    }
     let bags: &[&str] = match (res.group.as_str(), res.plural.as_str()) {
         ("", "configmaps") => &["data", "binaryData"],
         ("", "secrets") => &["data", "stringData"],
