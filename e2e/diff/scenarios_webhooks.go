@@ -147,6 +147,20 @@ func (h *hookServer) serve(w http.ResponseWriter, r *http.Request) {
 		if req["operation"] == "DELETE" && has("oldObject", "protected") {
 			deny(map[string]any{"message": "protected objects stay"})
 		}
+	case "/annotate":
+		// whether the label the /mutate webhook adds is there yet
+		saw := "no"
+		if has("object", "mutated") {
+			saw = "yes"
+		}
+		ops := []any{}
+		if field(req, "object", "metadata", "annotations") == nil {
+			ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations", "value": map[string]any{}})
+		}
+		ops = append(ops, map[string]any{"op": "add", "path": "/metadata/annotations/saw-mutated", "value": saw})
+		b, _ := json.Marshal(ops)
+		resp["patchType"] = "JSONPatch"
+		resp["patch"] = base64.StdEncoding.EncodeToString(b)
 	case "/mutate":
 		ops := []any{}
 		if labels("object") == nil {
@@ -236,6 +250,10 @@ func scAdmissionWebhooks(s *sc) {
 		s.recordAs("create-"+strings.TrimSuffix(plural, "s"), "POST "+configs+plural, r, stable(r.body))
 		s.cleanups = append(s.cleanups, func() { _, _ = s.t.do(s.ctx, "DELETE", configs+plural+"/"+name, nil) })
 	}
+	// called first (its configuration's name sorts first), and again after /mutate's change
+	register("MutatingWebhookConfiguration", "mutatingwebhookconfigurations", "wh-"+s.run+"-a-reinvoke", []any{
+		hook("reinvoke.example.com", hooks.base+"/annotate", writes, merge(only("reinvoke"), map[string]any{"reinvocationPolicy": "IfNeeded"})),
+	})
 	register("MutatingWebhookConfiguration", "mutatingwebhookconfigurations", "wh-"+s.run+"-mutate", []any{
 		hook("mutate.example.com", hooks.base+"/mutate", writes, nil),
 	})
@@ -254,8 +272,9 @@ func scAdmissionWebhooks(s *sc) {
 	for {
 		r, err := s.t.do(s.ctx, "POST", s.cms("dryRun=All"), configMap("probe", map[string]string{"deny": "1"}, nil))
 		if err == nil && r.status == 400 {
-			r2, err2 := s.t.do(s.ctx, "POST", s.cms("dryRun=All"), configMap("probe", nil, nil))
-			if err2 == nil && str(r2.body, "metadata", "labels", "mutated") == "yes" {
+			r2, err2 := s.t.do(s.ctx, "POST", s.cms("dryRun=All"), configMap("probe", map[string]string{"reinvoke": "1"}, nil))
+			if err2 == nil && str(r2.body, "metadata", "labels", "mutated") == "yes" &&
+				str(r2.body, "metadata", "annotations", "saw-mutated") == "yes" {
 				break
 			}
 		}
@@ -289,6 +308,7 @@ func scAdmissionWebhooks(s *sc) {
 	delete(gen["metadata"].(map[string]any), "name")
 	gen["metadata"].(map[string]any)["generateName"] = "gen-"
 	seen(s.call("create-generate-name", "POST", s.cms(""), gen))
+	seen(s.call("create-reinvoked", "POST", s.cms(""), cm("r", "reinvoke")))
 	seen(s.call("create-dry-run", "POST", s.cms("dryRun=All"), cm("dry")))
 	seen(s.call("get-dry-run", "GET", s.cm("dry"), nil))
 

@@ -94,6 +94,24 @@ fn mutate(req: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
     r.with_patch(patch).unwrap()
 }
 
+/// `/annotate`: notes whether `/mutate`'s label is there yet (`saw-mutated`).
+fn annotate(req: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
+    let r = AdmissionResponse::from(req);
+    let Some(o) = &req.object else { return r };
+    let saw = if labels(o).contains_key("mutated") {
+        "yes"
+    } else {
+        "no"
+    };
+    let mut ops = Vec::new();
+    if o.metadata.annotations.is_none() {
+        ops.push(json!({"op": "add", "path": "/metadata/annotations", "value": {}}));
+    }
+    ops.push(json!({"op": "add", "path": "/metadata/annotations/saw-mutated", "value": saw}));
+    let patch: json_patch_4::Patch = serde_json::from_value(Value::Array(ops)).unwrap();
+    r.with_patch(patch).unwrap()
+}
+
 /// `/require-mutated`: denies what the mutating webhook has not labelled.
 fn require_mutated(req: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
     let r = AdmissionResponse::from(req);
@@ -125,6 +143,7 @@ async fn answer(
     let response = match path {
         "/validate" => validate(&req),
         "/mutate" => mutate(&req),
+        "/annotate" => annotate(&req),
         "/require-mutated" => require_mutated(&req),
         "/protect" => protect(&req),
         _ => AdmissionResponse::invalid("unknown path"),
@@ -190,7 +209,13 @@ async fn serve(names: &[&str]) -> Webhooks {
     let addr = tcp.local_addr().unwrap();
     let seen = Arc::new(Seen::default());
     let mut router = axum::Router::new();
-    for path in ["/validate", "/mutate", "/require-mutated", "/protect"] {
+    for path in [
+        "/validate",
+        "/mutate",
+        "/annotate",
+        "/require-mutated",
+        "/protect",
+    ] {
         router = router.route(path, post(answer).with_state((seen.clone(), path)));
     }
     let listener = Tls {
@@ -656,4 +681,70 @@ async fn a_configuration_a_real_cluster_refuses_is_refused_and_defaults_are_stor
     assert_eq!(w.match_policy.as_deref(), Some("Equivalent"));
     assert_eq!(w.timeout_seconds, Some(10));
     assert_eq!(stored.metadata.generation, Some(1));
+}
+
+#[tokio::test]
+async fn an_if_needed_webhook_is_called_again_after_a_later_change() {
+    let w = serve(&[]).await;
+    let s = start(ServerConfig::default()).await.unwrap();
+    let c = s.client();
+    let ops = ["CREATE", "UPDATE"];
+    let at = |p: &str| json!({"url": w.url(p), "caBundle": w.ca_bundle()});
+    // configurations are called in the order of their names: "a-annotate" first
+    let if_needed = json!({"reinvocationPolicy": "IfNeeded"});
+    mutating(
+        &c,
+        "a-annotate",
+        vec![hook(
+            "annotate.example.com",
+            at("/annotate"),
+            &ops,
+            if_needed,
+        )],
+    )
+    .await;
+    mutating(
+        &c,
+        "b-mutate",
+        vec![hook("mutate.example.com", at("/mutate"), &ops, json!({}))],
+    )
+    .await;
+    let cms: Api<ConfigMap> = Api::namespaced(c.clone(), "default");
+    let created = cms
+        .create(&PostParams::default(), &config_map("r", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(created.metadata.annotations.unwrap()["saw-mutated"], "yes");
+    assert_eq!(w.seen.of("/annotate").len(), 2, "called, then called again");
+    assert_eq!(w.seen.of("/mutate").len(), 1);
+
+    // without IfNeeded it is called once and keeps what it saw
+    let s = start(ServerConfig::default()).await.unwrap();
+    let c = s.client();
+    let w = serve(&[]).await;
+    let at = |p: &str| json!({"url": w.url(p), "caBundle": w.ca_bundle()});
+    mutating(
+        &c,
+        "a-annotate",
+        vec![hook(
+            "annotate.example.com",
+            at("/annotate"),
+            &ops,
+            json!({}),
+        )],
+    )
+    .await;
+    mutating(
+        &c,
+        "b-mutate",
+        vec![hook("mutate.example.com", at("/mutate"), &ops, json!({}))],
+    )
+    .await;
+    let cms: Api<ConfigMap> = Api::namespaced(c.clone(), "default");
+    let created = cms
+        .create(&PostParams::default(), &config_map("r", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(created.metadata.annotations.unwrap()["saw-mutated"], "no");
+    assert_eq!(w.seen.of("/annotate").len(), 1);
 }

@@ -92,6 +92,12 @@ impl Hook {
         Duration::from_secs(s)
     }
 
+    /// Whether it is called again when a later webhook changed the object
+    /// (`reinvocationPolicy: IfNeeded`).
+    pub(crate) fn reinvoked_if_needed(&self) -> bool {
+        self.mutating && self.str("reinvocationPolicy") == "IfNeeded"
+    }
+
     /// Whether it may be called for a dry run (`sideEffects` `None` or `NoneOnDryRun`).
     pub(crate) fn dry_run_safe(&self) -> bool {
         matches!(self.str("sideEffects"), "None" | "NoneOnDryRun")

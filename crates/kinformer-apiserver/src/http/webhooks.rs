@@ -8,8 +8,11 @@
 //! changed meanwhile, in which case all of it runs again (as kube-apiserver's
 //! `GuaranteedUpdate` re-admits on a conflict). A dry run stops before storing.
 //!
-//! Not as kube-apiserver: `reinvocationPolicy: IfNeeded` does not call a webhook a second
-//! time; a create's mutating webhooks see the object after the server's own preparation of
+//! A mutating webhook with `reinvocationPolicy: IfNeeded` is called once more, after the
+//! others, when a webhook called after it changed the object (kube-apiserver's reinvocation;
+//! the server's own mutations are made before any webhook, so they never cause one).
+//!
+//! Not as kube-apiserver: a create's mutating webhooks see the object after the server's own preparation of
 //! it (status reset, defaults applied, but no uid, creationTimestamp or generation) rather
 //! than before; validating webhooks are called one after the other, not at once; writes
 //! through `/scale` and the server's own controllers' writes are not seen by webhooks.
@@ -154,28 +157,47 @@ pub(crate) async fn write(
             } else {
                 String::new()
             };
-            for hook in &hooks.mutating {
-                let sent = (operation != Operation::Delete).then_some(&object);
-                let review = Review {
-                    res,
-                    subresource: call.subresource,
-                    namespace: call.namespace,
-                    name: &name,
-                    operation,
-                    object: sent,
-                    old: old.as_ref(),
-                    dry_run: call.dry_run,
-                    user: &call.user,
-                    options: &options,
-                    uid: crate::objects::new_uid(),
-                    version: "v1",
-                };
-                if let Some(patch) = ask(ctx, hook, review, namespace.as_ref()).await? {
-                    if operation == Operation::Delete {
+            // round 0 calls every webhook; when one changed the object, round 1 calls again
+            // the `reinvocationPolicy: IfNeeded` ones called before that change (once)
+            let mut previously: Vec<usize> = Vec::new();
+            let mut reinvoke: Vec<usize> = Vec::new();
+            for round in 0..2 {
+                if round == 1 && reinvoke.is_empty() {
+                    break;
+                }
+                for (i, hook) in hooks.mutating.iter().enumerate() {
+                    if round == 1 && !reinvoke.contains(&i) {
                         continue;
                     }
-                    json_patch::patch(&mut object, &patch)
-                        .map_err(|e| ApiError::internal(&format!("JSON Patch: {e}")))?;
+                    let sent = (operation != Operation::Delete).then_some(&object);
+                    let review = Review {
+                        res,
+                        subresource: call.subresource,
+                        namespace: call.namespace,
+                        name: &name,
+                        operation,
+                        object: sent,
+                        old: old.as_ref(),
+                        dry_run: call.dry_run,
+                        user: &call.user,
+                        options: &options,
+                        uid: crate::objects::new_uid(),
+                        version: "v1",
+                    };
+                    let asked = ask(ctx, hook, review, namespace.as_ref()).await?;
+                    if let Some(patch) = asked.patch
+                        && operation != Operation::Delete
+                    {
+                        let before = object.clone();
+                        json_patch::patch(&mut object, &patch)
+                            .map_err(|e| ApiError::internal(&format!("JSON Patch: {e}")))?;
+                        if object != before {
+                            reinvoke.append(&mut previously);
+                        }
+                    }
+                    if round == 0 && asked.called && hook.reinvoked_if_needed() {
+                        previously.push(i);
+                    }
                 }
             }
             if operation != Operation::Delete && object != view(&decided, operation, given_name) {
@@ -250,6 +272,14 @@ pub(crate) async fn write(
     Err(ApiError::conflict_modified(res, call.name))
 }
 
+/// What asking a webhook gave.
+struct Asked {
+    /// Whether it was called (it matched the write).
+    called: bool,
+    /// The JSON patch it answered with (a mutating webhook's).
+    patch: Option<json_patch::Patch>,
+}
+
 /// Asks `hook` about `review` when it matches the write: the JSON patch it answers with
 /// (a mutating webhook's), or its refusal, or the failure to call it (passed over under
 /// `failurePolicy: Ignore`).
@@ -258,10 +288,14 @@ async fn ask(
     hook: &Hook,
     mut review: Review<'_>,
     namespace: Option<&Value>,
-) -> Result<Option<json_patch::Patch>, ApiError> {
+) -> Result<Asked, ApiError> {
+    let skipped = Asked {
+        called: false,
+        patch: None,
+    };
     let req = review.request();
     if !hook.matches(&req, review.operation, review.object, review.old, namespace) {
-        return Ok(None);
+        return Ok(skipped);
     }
     match hook.conditions(
         &req,
@@ -271,11 +305,11 @@ async fn ask(
         review.user,
     ) {
         Ok(true) => {}
-        Ok(false) => return Ok(None),
+        Ok(false) => return Ok(skipped),
         Err(why) if hook.fails_closed() => {
             return Err(hook.failure(&format!("failed to evaluate match conditions: {why}")));
         }
-        Err(_) => return Ok(None),
+        Err(_) => return Ok(skipped),
     }
     if review.dry_run && !hook.dry_run_safe() {
         return Err(ApiError::bad_request(format!(
@@ -283,7 +317,7 @@ async fn ask(
             hook.name()
         )));
     }
-    let failed = |why: String| -> Result<Option<json_patch::Patch>, ApiError> {
+    let failed = |why: String| -> Result<Asked, ApiError> {
         if hook.fails_closed() {
             Err(hook.failure(&why))
         } else {
@@ -292,7 +326,10 @@ async fn ask(
                 webhook = hook.name(),
                 "failed calling webhook, failing open: {why}"
             );
-            Ok(None)
+            Ok(Asked {
+                called: true,
+                patch: None,
+            })
         }
     };
     let Some(version) = hook.review_version() else {
@@ -311,7 +348,10 @@ async fn ask(
     match hook.verdict(&review, &answer) {
         Ok(Verdict::Allowed { patch, warnings }) => {
             warnings.into_iter().for_each(crate::warnings::record);
-            Ok(patch)
+            Ok(Asked {
+                called: true,
+                patch,
+            })
         }
         Ok(Verdict::Denied { status, warnings }) => {
             warnings.into_iter().for_each(crate::warnings::record);
