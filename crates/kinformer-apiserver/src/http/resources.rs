@@ -1,6 +1,7 @@
 //! Resource requests: classify (verb), apply faults, serve, record.
 
 mod scale;
+mod writes;
 
 use std::sync::Arc;
 
@@ -10,24 +11,20 @@ use http::{Method, header};
 use serde_json::{Value, json};
 
 use super::partial::{self, metadata_request};
-use super::patch_options::check_patch_options;
 use super::path::{Target, parse_path};
 use super::table::{IncludeObject, table, wants_table};
 use super::watch::{WatchRequest, run_watch};
-use super::webhooks;
 use super::{discovery, openapi, response};
-use crate::api::{Gate, Stage};
 use crate::context::{Context, RequestRecord};
 use crate::faults::{Verb, WatchListFault};
 use crate::metrics::{LongRunningLabels, RequestLabels};
-use crate::objects::fields::FieldValidation;
 use crate::objects::managed_fields::manager_from_user_agent;
-use crate::objects::{DeleteOptions, UpdateMode, Writer, decode_body};
+use crate::objects::{UpdateMode, Writer, decode_body};
 use crate::options::{ListOptions, parse_query};
 use crate::patch::PatchType;
 use crate::resource::ResourceInfo;
 use crate::selector::SelectorError;
-use crate::status::{ApiError, success_status};
+use crate::status::ApiError;
 use crate::store::{COMMON_FIELDS, extra_fields};
 
 /// The request log keeps at most this many entries.
@@ -191,7 +188,7 @@ async fn read_object(
 }
 
 /// `dryRun` of a request's query string (create, update, patch; a DELETE's is part of its
-/// [`DeleteOptions`]).
+/// [`crate::objects::DeleteOptions`]).
 fn query_dry_run(
     query: &std::collections::HashMap<String, String>,
     options_kind: &str,
@@ -406,20 +403,6 @@ async fn serve_verb(
         }
         return Ok((201, response::json_value(201, &answer)));
     }
-    // what the admission webhooks are told of a write (see `webhooks`)
-    let field_manager = query.get("fieldManager").map(String::as_str);
-    let call = |dry_run: bool, delete: bool| webhooks::Call {
-        res,
-        subresource: c.subresource.as_deref(),
-        namespace: ns.unwrap_or(""),
-        name,
-        mode,
-        dry_run,
-        delete,
-        user: Value::Null,
-        field_manager,
-        delete_options: None,
-    };
     match c.verb {
         Verb::Get => {
             // A GET at a resourceVersion the server has not reached waits briefly, then answers
@@ -514,175 +497,8 @@ async fn serve_verb(
             tokio::spawn(run_watch(ctx.clone(), wreq, tx));
             Ok((200, response::watch(rx, pb, open)))
         }
-        Verb::Create => {
-            let dry = query_dry_run(query, "CreateOptions")?;
-            let fields = FieldValidation::from_query(query, "CreateOptions")?;
-            let requester = req.extensions().get::<crate::token::User>().cloned();
-            let (obj, problems) = read_object(ctx, req, res).await?;
-            fields
-                .judge(res, problems)?
-                .into_iter()
-                .for_each(crate::warnings::record);
-            if res.create_only {
-                let sa = |t: &str, auds: &[String]| {
-                    ctx.tokens
-                        .authenticate(&ctx.api, t, auds, crate::token::now())
-                };
-                let answer =
-                    crate::review::answer(res, obj, ctx.token.as_deref(), requester.as_ref(), &sa)?;
-                if pb && let Ok(b) = kinformer_proto::object_from_json(&answer) {
-                    return Ok((201, response::protobuf(201, b)));
-                }
-                return Ok((201, response::json_value(201, &answer)));
-            }
-            let o = match webhooks::hooks_for(api, res) {
-                None => api.create_by(res, ns, obj, Some(&writer), dry)?,
-                Some(hooks) => {
-                    let named =
-                        crate::admission::policy::name_of(&Value::Object(obj.clone())).to_string();
-                    let call = webhooks::Call {
-                        name: &named,
-                        user: webhooks::user_info(requester.as_ref()),
-                        ..call(dry, false)
-                    };
-                    let plan = |g: &Gate| {
-                        api.create_by(res, ns, obj.clone(), Some(&writer), Stage::Plan(g))
-                            .map(drop)
-                    };
-                    webhooks::write(ctx, &call, &hooks, plan).await?.0
-                }
-            };
-            Ok((201, response::object_as(201, res, &o, pb)))
-        }
-        Verb::Update => {
-            let dry = query_dry_run(query, "UpdateOptions")?;
-            let fields = FieldValidation::from_query(query, "UpdateOptions")?;
-            let requester = req.extensions().get::<crate::token::User>().cloned();
-            let (obj, problems) = read_object(ctx, req, res).await?;
-            fields
-                .judge(res, problems)?
-                .into_iter()
-                .for_each(crate::warnings::record);
-            let o = match webhooks::hooks_for(api, res) {
-                None => api.update_by(res, ns, name, obj, mode, Some(&writer), dry)?,
-                Some(hooks) => {
-                    let call = webhooks::Call {
-                        user: webhooks::user_info(requester.as_ref()),
-                        ..call(dry, false)
-                    };
-                    let plan = |g: &Gate| {
-                        api.update_by(
-                            res,
-                            ns,
-                            name,
-                            obj.clone(),
-                            mode,
-                            Some(&writer),
-                            Stage::Plan(g),
-                        )
-                        .map(drop)
-                    };
-                    webhooks::write(ctx, &call, &hooks, plan).await?.0
-                }
-            };
-            Ok((200, response::object_as(200, res, &o, pb)))
-        }
-        Verb::Patch => {
-            let pt = patch_type(&req)?;
-            let force = check_patch_options(pt, query)?;
-            let dry = query_dry_run(query, "PatchOptions")?;
-            let fields = FieldValidation::from_query(query, "PatchOptions")?;
-            let requester = req.extensions().get::<crate::token::User>().cloned();
-            let body = read_body(ctx, req).await?;
-            let existed = api.get(res, ns, name).is_ok();
-            // The applier is `fieldManager` itself (required), never the User-Agent.
-            let applier = Writer {
-                manager: query.get("fieldManager").cloned().unwrap_or_default(),
-                subresource: c.subresource.clone(),
-            };
-            let patch = |stage: Stage<'_>| {
-                if pt == PatchType::Apply {
-                    api.apply_by(res, ns, name, &body, mode, &applier, force, stage)
-                } else {
-                    let w = Some(&writer);
-                    api.patch_checked(res, ns, name, pt, &body, mode, w, stage, fields)
-                }
-            };
-            let o = match webhooks::hooks_for(api, res) {
-                None => patch(Stage::from(dry))?,
-                Some(hooks) => {
-                    let call = webhooks::Call {
-                        user: webhooks::user_info(requester.as_ref()),
-                        ..call(dry, false)
-                    };
-                    let plan = |g: &Gate| patch(Stage::Plan(g)).map(drop);
-                    webhooks::write(ctx, &call, &hooks, plan).await?.0
-                }
-            };
-            let code = if existed { 200 } else { 201 };
-            Ok((code, response::object_as(code, res, &o, pb)))
-        }
-        Verb::Delete => {
-            let requester = req.extensions().get::<crate::token::User>().cloned();
-            let body = read_body(ctx, req).await?;
-            let opts = DeleteOptions::parse(&body, query)?;
-            let d = match webhooks::hooks_for(api, res) {
-                None => api.delete(res, ns, name, &opts)?,
-                Some(hooks) => {
-                    let call = webhooks::Call {
-                        user: webhooks::user_info(requester.as_ref()),
-                        delete_options: serde_json::from_slice(&body).ok(),
-                        ..call(opts.dry_run, true)
-                    };
-                    let plan =
-                        |g: &Gate| api.delete_staged(res, ns, name, &opts, Some(g)).map(drop);
-                    let (object, removed) = webhooks::write(ctx, &call, &hooks, plan).await?;
-                    crate::api::Deleted { object, removed }
-                }
-            };
-            if d.removed && !res.return_deleted_object {
-                let s = success_status(res, name, &d.object.uid);
-                Ok((200, response::json_value(200, &s)))
-            } else {
-                Ok((200, response::object_as(200, res, &d.object, pb)))
-            }
-        }
-        Verb::DeleteCollection => {
-            let mut opts = ListOptions::from_query(query)?;
-            check_fields(res, &opts)?;
-            opts.resolve_shard(ctx.config.sharded_list_and_watch)?;
-            let requester = req.extensions().get::<crate::token::User>().cloned();
-            let body = read_body(ctx, req).await?;
-            let delete = DeleteOptions::parse(&body, query)?;
-            let (rv, listed) = match webhooks::hooks_for(api, res) {
-                None => api.delete_collection(res, ns, &opts, &delete)?,
-                Some(hooks) => {
-                    // each delete is seen by the webhooks, as kube-apiserver's are
-                    let (rv, listed) = api.collection(res, ns, &opts)?;
-                    for o in &listed {
-                        let ns = (!o.namespace.is_empty()).then_some(o.namespace.as_str());
-                        let call = webhooks::Call {
-                            namespace: ns.unwrap_or(""),
-                            name: &o.name,
-                            user: webhooks::user_info(requester.as_ref()),
-                            delete_options: serde_json::from_slice(&body).ok(),
-                            ..call(delete.dry_run, true)
-                        };
-                        let plan = |g: &Gate| {
-                            api.delete_staged(res, ns, &o.name, &delete, Some(g))
-                                .map(drop)
-                        };
-                        match webhooks::write(ctx, &call, &hooks, plan).await {
-                            Ok(_) => {}
-                            Err(e) if e.code == 404 => {}
-                            Err(e) => return Err(e),
-                        }
-                    }
-                    (rv, listed)
-                }
-            };
-            let shard = opts.shard.as_ref().map(|s| s.canonical());
-            Ok((200, response::deleted_list(res, rv, shard, listed, pb)))
+        Verb::Create | Verb::Update | Verb::Patch | Verb::Delete | Verb::DeleteCollection => {
+            writes::serve_write(ctx, req, &c, query, writer, mode, pb).await
         }
     }
 }

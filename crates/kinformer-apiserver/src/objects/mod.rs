@@ -26,7 +26,6 @@ pub(crate) mod service;
 pub(crate) mod service_account;
 mod update;
 pub(crate) mod validate;
-mod webhook_validation;
 
 #[cfg(test)]
 pub(crate) use create::prepare_create;

@@ -15,6 +15,8 @@ use crate::status::ApiError;
 /// One field error: `(field, reason, message)`.
 pub(crate) type Cause = (String, String, String);
 
+mod webhooks;
+
 const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
 const DNS1123_SUBDOMAIN_FMT: &str =
     "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
@@ -358,10 +360,10 @@ pub(crate) fn object_meta_causes(res: &ResourceInfo, meta: &Map<String, Value>) 
 pub(crate) fn kind_causes(res: &ResourceInfo, obj: &Map<String, Value>) -> Vec<Cause> {
     match (res.group.as_str(), res.plural.as_str()) {
         ("admissionregistration.k8s.io", "mutatingwebhookconfigurations") => {
-            return super::webhook_validation::causes(obj, true);
+            return webhooks::causes(obj, true);
         }
         ("admissionregistration.k8s.io", "validatingwebhookconfigurations") => {
-            return super::webhook_validation::causes(obj, false);
+            return webhooks::causes(obj, false);
         }
         _ => {}
     }

@@ -13,7 +13,7 @@
 
 use serde_json::{Map, Value};
 
-use super::validate::{Cause, dns1123_subdomain_errors};
+use super::{Cause, dns1123_subdomain_errors};
 
 fn required(field: &str, detail: &str) -> Cause {
     let message = if detail.is_empty() {
