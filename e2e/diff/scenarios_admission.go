@@ -219,4 +219,17 @@ func scAdmissionPolicy(s *sc) {
 	s.callReduced("deployment-replicas", "GET", deploys+"/d2", func(r *response) any {
 		return map[string]any{"replicas": field(r.body, "spec", "replicas")}
 	})
+
+	// 5. a policy and a binding as stored: their defaults
+	s.call("policy-defaults", "POST", vaps, map[string]any{"apiVersion": "admissionregistration.k8s.io/v1",
+		"kind": "ValidatingAdmissionPolicy", "metadata": map[string]any{"name": label + "-defaults"},
+		"spec": map[string]any{
+			"matchConstraints": map[string]any{"resourceRules": []any{rule([]any{""}, []any{"secrets"}, []any{"CREATE"})}},
+			"validations":      []any{map[string]any{"expression": "true"}}}})
+	s.cleanups = append(s.cleanups, func() { _, _ = s.t.do(s.ctx, "DELETE", vaps+"/"+label+"-defaults", nil) })
+	s.call("binding-defaults", "POST", bindings, map[string]any{"apiVersion": "admissionregistration.k8s.io/v1",
+		"kind": "ValidatingAdmissionPolicyBinding", "metadata": map[string]any{"name": label + "-defaults"},
+		"spec": map[string]any{"policyName": label + "-defaults", "validationActions": []any{"Deny"},
+			"matchResources": map[string]any{"excludeResourceRules": []any{rule([]any{""}, []any{"secrets"}, []any{"CREATE"})}}}})
+	s.cleanups = append(s.cleanups, func() { _, _ = s.t.do(s.ctx, "DELETE", bindings+"/"+label+"-defaults", nil) })
 }

@@ -161,6 +161,16 @@ func (h *hookServer) serve(w http.ResponseWriter, r *http.Request) {
 		b, _ := json.Marshal(ops)
 		resp["patchType"] = "JSONPatch"
 		resp["patch"] = base64.StdEncoding.EncodeToString(b)
+	case "/scale-even":
+		if n, ok := field(req, "object", "spec", "replicas").(float64); ok && int(n)%2 == 1 {
+			b, _ := json.Marshal([]any{map[string]any{"op": "replace", "path": "/spec/replicas", "value": int(n) + 1}})
+			resp["patchType"] = "JSONPatch"
+			resp["patch"] = base64.StdEncoding.EncodeToString(b)
+		}
+	case "/scale-cap":
+		if n, ok := field(req, "object", "spec", "replicas").(float64); ok && n > 5 {
+			deny(map[string]any{"message": "at most 5 replicas"})
+		}
 	case "/mutate":
 		ops := []any{}
 		if labels("object") == nil {
@@ -380,6 +390,65 @@ func scAdmissionWebhooks(s *sc) {
 	r := s.callCT("change-configuration", "PATCH", configs+"mutatingwebhookconfigurations/wh-"+s.run+"-mutate", ctJSONPatch,
 		[]any{map[string]any{"op": "replace", "path": "/webhooks/0/timeoutSeconds", "value": 5}})
 	s.res.Steps[len(s.res.Steps)-1].Body = stable(r.body)
+
+	// writes through /scale are seen as the Scale (its status is the deployment
+	// controller's, moving: left out, as the object's is)
+	scaleRules := map[string]any{"rules": []any{map[string]any{"apiGroups": []any{"apps"}, "apiVersions": []any{"v1"},
+		"operations": []any{"UPDATE"}, "resources": []any{"deployments/scale"}}}}
+	register("MutatingWebhookConfiguration", "mutatingwebhookconfigurations", "wh-"+s.run+"-scale-even", []any{
+		hook("even.example.com", hooks.base+"/scale-even", writes, scaleRules),
+	})
+	register("ValidatingWebhookConfiguration", "validatingwebhookconfigurations", "wh-"+s.run+"-scale-cap", []any{
+		hook("cap.example.com", hooks.base+"/scale-cap", writes, scaleRules),
+	})
+	deploys := "/apis/apps/v1/namespaces/" + s.ns + "/deployments"
+	labels := map[string]any{"app": "web"}
+	s.setup("POST", deploys, map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "web"},
+		"spec": map[string]any{"replicas": 2, "selector": map[string]any{"matchLabels": labels},
+			"template": map[string]any{"metadata": map[string]any{"labels": labels},
+				"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "image": "nginx"}}}}}})
+	deadline = time.Now().Add(15 * time.Second)
+	for {
+		r, err := s.t.doAs(s.ctx, "PATCH", deploys+"/web/scale?dryRun=All", ctMerge, "", map[string]any{"spec": map[string]any{"replicas": 3}})
+		if err == nil && field(r.body, "spec", "replicas") == float64(4) {
+			break
+		}
+		if time.Now().After(deadline) {
+			s.fail("the scale webhooks were not called within 15s: %v", r)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	hooks.take()
+	specOf := func(v any) any {
+		if v == nil {
+			return nil
+		}
+		return map[string]any{"apiVersion": field(v, "apiVersion"), "kind": field(v, "kind"),
+			"name": field(v, "metadata", "name"), "spec": field(v, "spec")}
+	}
+	scaled := func(r *response) {
+		reviews := []any{}
+		for _, rv := range hooks.take() {
+			reviews = append(reviews, map[string]any{
+				"path": field(rv, "path"), "kind": field(rv, "kind"), "resource": field(rv, "resource"),
+				"subResource": field(rv, "subResource"), "requestKind": field(rv, "requestKind"),
+				"operation": field(rv, "operation"), "name": field(rv, "name"), "options": field(rv, "options"),
+				"object": specOf(field(rv, "object")), "oldObject": specOf(field(rv, "oldObject")),
+			})
+		}
+		s.fact("reviews", toGeneric(reviews))
+		last := s.res.Steps[len(s.res.Steps)-1]
+		if r.status < 300 {
+			last.Body = toGeneric(specOf(r.body))
+		}
+	}
+	scaled(s.callCT("scale-mutated", "PATCH", deploys+"/web/scale", ctMerge, map[string]any{"spec": map[string]any{"replicas": 3}}))
+	scaled(s.call("scale-denied", "PUT", deploys+"/web/scale", map[string]any{"apiVersion": "autoscaling/v1", "kind": "Scale",
+		"metadata": map[string]any{"name": "web", "namespace": s.ns}, "spec": map[string]any{"replicas": 7}}))
+	s.callReduced("scale-after", "GET", deploys+"/web", func(r *response) any {
+		return map[string]any{"replicas": field(r.body, "spec", "replicas")}
+	})
 }
 
 // merge returns a with b's keys added.

@@ -214,12 +214,14 @@ where
         // only pods and replication controllers do.
         tracks_generation: (status
             && (!group.is_empty() || matches!(plural, "pods" | "replicationcontrollers")))
-            // their strategies keep one too, over `webhooks`
+            // their strategies keep one too (over `webhooks`, over `spec`)
             || matches!(
                 (group, plural),
                 (
                     "admissionregistration.k8s.io",
-                    "mutatingwebhookconfigurations" | "validatingwebhookconfigurations"
+                    "mutatingwebhookconfigurations"
+                        | "validatingwebhookconfigurations"
+                        | "validatingadmissionpolicybindings"
                 )
             ),
         return_deleted_object: false,

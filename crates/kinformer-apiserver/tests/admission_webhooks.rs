@@ -112,6 +112,21 @@ fn annotate(req: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
     r.with_patch(patch).unwrap()
 }
 
+/// `/scale-cap`: refuses a `Scale` of more than 5 replicas.
+fn scale_cap(req: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
+    let r = AdmissionResponse::from(req);
+    let replicas = req
+        .object
+        .as_ref()
+        .and_then(|o| o.data["spec"]["replicas"].as_i64())
+        .unwrap_or(0);
+    if replicas > 5 {
+        r.deny("at most 5 replicas")
+    } else {
+        r
+    }
+}
+
 /// `/require-mutated`: denies what the mutating webhook has not labelled.
 fn require_mutated(req: &AdmissionRequest<DynamicObject>) -> AdmissionResponse {
     let r = AdmissionResponse::from(req);
@@ -144,6 +159,7 @@ async fn answer(
         "/validate" => validate(&req),
         "/mutate" => mutate(&req),
         "/annotate" => annotate(&req),
+        "/scale-cap" => scale_cap(&req),
         "/require-mutated" => require_mutated(&req),
         "/protect" => protect(&req),
         _ => AdmissionResponse::invalid("unknown path"),
@@ -213,6 +229,7 @@ async fn serve(names: &[&str]) -> Webhooks {
         "/validate",
         "/mutate",
         "/annotate",
+        "/scale-cap",
         "/require-mutated",
         "/protect",
     ] {
@@ -747,4 +764,60 @@ async fn an_if_needed_webhook_is_called_again_after_a_later_change() {
         .unwrap();
     assert_eq!(created.metadata.annotations.unwrap()["saw-mutated"], "no");
     assert_eq!(w.seen.of("/annotate").len(), 1);
+}
+
+#[tokio::test]
+async fn writes_through_scale_are_seen_as_the_scale() {
+    let w = serve(&[]).await;
+    let s = start(ServerConfig::default()).await.unwrap();
+    let c = s.client();
+    let at = json!({"url": w.url("/scale-cap"), "caBundle": w.ca_bundle()});
+    let rules = json!({"rules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
+                                  "operations": ["UPDATE"], "resources": ["deployments/scale"]}]});
+    validating(
+        &c,
+        "scale-cap",
+        vec![hook("cap.example.com", at, &["UPDATE"], rules)],
+    )
+    .await;
+    let deploys: Api<k8s_openapi::api::apps::v1::Deployment> =
+        Api::namespaced(c.clone(), "default");
+    let d = json!({"metadata": {"name": "web"}, "spec": {"replicas": 2,
+        "selector": {"matchLabels": {"app": "web"}},
+        "template": {"metadata": {"labels": {"app": "web"}},
+                     "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
+    deploys
+        .create(&PostParams::default(), &serde_json::from_value(d).unwrap())
+        .await
+        .unwrap();
+    // a rule on deployments/scale does not see the deployment's own writes
+    assert!(w.seen.of("/scale-cap").is_empty());
+    let pp = PatchParams::default();
+    let ok = deploys
+        .patch_scale("web", &pp, &Patch::Merge(json!({"spec": {"replicas": 4}})))
+        .await
+        .unwrap();
+    assert_eq!(ok.spec.unwrap().replicas, Some(4));
+    let e = api_error(
+        deploys
+            .patch_scale("web", &pp, &Patch::Merge(json!({"spec": {"replicas": 9}})))
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(
+        e.message,
+        "admission webhook \"cap.example.com\" denied the request: at most 5 replicas"
+    );
+    assert_eq!(
+        deploys.get("web").await.unwrap().spec.unwrap().replicas,
+        Some(4)
+    );
+    let seen = w.seen.of("/scale-cap");
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[0].kind.kind, "Scale");
+    assert_eq!(seen[0].kind.group, "autoscaling");
+    assert_eq!(seen[0].resource.resource, "deployments");
+    assert_eq!(seen[0].sub_resource.as_deref(), Some("scale"));
+    let old = seen[0].old_object.as_ref().unwrap();
+    assert_eq!(old.data["spec"]["replicas"], 2);
 }

@@ -379,13 +379,19 @@ pub(crate) struct Review<'a> {
     pub uid: String,
     /// The `AdmissionReview` version (`v1` or `v1beta1`).
     pub version: &'static str,
+    /// Whether the objects are the `Scale` of a write through `/scale`.
+    pub scale: bool,
 }
 
 impl Review<'_> {
     /// The `AdmissionReview` sent.
     pub(crate) fn body(&self) -> Value {
         let res = self.res;
-        let kind = json!({"group": res.group, "version": res.version, "kind": res.kind});
+        let kind = if self.scale {
+            json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
+        } else {
+            json!({"group": res.group, "version": res.version, "kind": res.kind})
+        };
         let resource = json!({"group": res.group, "version": res.version, "resource": res.plural});
         let mut r = Map::new();
         r.insert("uid".into(), self.uid.clone().into());

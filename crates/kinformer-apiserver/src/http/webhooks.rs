@@ -12,10 +12,15 @@
 //! others, when a webhook called after it changed the object (kube-apiserver's reinvocation;
 //! the server's own mutations are made before any webhook, so they never cause one).
 //!
-//! Not as kube-apiserver: a create's mutating webhooks see the object after the server's own preparation of
-//! it (status reset, defaults applied, but no uid, creationTimestamp or generation) rather
-//! than before; validating webhooks are called one after the other, not at once; writes
-//! through `/scale` and the server's own controllers' writes are not seen by webhooks.
+//! A write through `/scale` is seen as the `Scale` written (kind `autoscaling/v1 Scale`, the
+//! resource `deployments`, subresource `scale`); a mutating webhook's patch of it changes the
+//! replicas.
+//!
+//! Not as kube-apiserver: a create's mutating webhooks see the object after the server's own
+//! preparation of it (defaults applied, a status reset; no uid, creationTimestamp, generation
+//! or resourceVersion, as there) rather than before it; validating webhooks are called one
+//! after the other, not at once; the server's own controllers' writes and `RunningServer`'s
+//! in-process writes are not seen by webhooks.
 
 use std::sync::Arc;
 
@@ -91,9 +96,21 @@ pub(crate) struct Call<'a> {
     pub field_manager: Option<&'a str>,
     /// A delete's options as sent (`propagationPolicy`, ...).
     pub delete_options: Option<Value>,
+    /// Where the replicas are, for a write through `/scale` (the webhooks see a `Scale`).
+    pub scale: Option<&'a crate::resource::ScaleInfo>,
 }
 
 impl Call<'_> {
+    /// An object as this write's webhooks see it: in the version written through, or as
+    /// the `Scale` written.
+    fn view(&self, o: &StoredObject) -> Value {
+        let v = served(self.res, o);
+        match self.scale {
+            Some(scale) => crate::scale::to_scale(scale, &v),
+            None => v,
+        }
+    }
+
     fn options(&self, operation: Operation) -> Value {
         let mut o = match (operation, &self.delete_options) {
             (Operation::Delete, Some(Value::Object(m))) => m.clone(),
@@ -137,7 +154,7 @@ pub(crate) async fn write(
         let gate = Gate::new(call.dry_run);
         plan(&gate)?;
         let mut planned = gate.take()?;
-        let old = planned.current.as_ref().map(|c| served(res, c));
+        let old = planned.current.as_ref().map(|c| call.view(c));
         let operation = if call.delete {
             Operation::Delete
         } else if planned.current.is_none() {
@@ -149,7 +166,7 @@ pub(crate) async fn write(
         let namespace = namespace_of(api, res, call.namespace);
         // the mutating webhooks, each seeing what the ones before it made
         if !hooks.mutating.is_empty() {
-            let decided = served(res, &planned.answer);
+            let decided = call.view(&planned.answer);
             let given_name = !call.name.is_empty() || operation != Operation::Create;
             let mut object = view(&decided, operation, given_name);
             let name = if given_name {
@@ -183,6 +200,7 @@ pub(crate) async fn write(
                         options: &options,
                         uid: crate::objects::new_uid(),
                         version: "v1",
+                        scale: call.scale.is_some(),
                     };
                     let asked = ask(ctx, hook, review, namespace.as_ref()).await?;
                     if let Some(patch) = asked.patch
@@ -225,6 +243,17 @@ pub(crate) async fn write(
                     api.create_by(res, ns, body, None, Stage::Plan(&again))?;
                 } else {
                     let name = crate::admission::policy::name_of(&decided).to_string();
+                    if let (Some(scale), Some(current)) = (call.scale, &planned.current) {
+                        // the patched Scale's replicas, in the object decided before
+                        let mut before = served(res, &planned.answer);
+                        if let Some(m) = before.get_mut("metadata").and_then(Value::as_object_mut) {
+                            m.insert(
+                                "resourceVersion".into(),
+                                current.resource_version.to_string().into(),
+                            );
+                        }
+                        body = crate::scale::apply_scale(res, scale, before, &Value::Object(body))?;
+                    }
                     api.update_by(res, ns, &name, body, call.mode, None, Stage::Plan(&again))?;
                 }
                 planned = again.take()?;
@@ -236,7 +265,7 @@ pub(crate) async fn write(
         // the validating webhooks, seeing what would be stored
         if !hooks.validating.is_empty() {
             let object = (!planned.removes() && operation != Operation::Delete)
-                .then(|| served(res, &planned.answer));
+                .then(|| call.view(&planned.answer));
             let final_name = object
                 .as_ref()
                 .or(old.as_ref())
@@ -256,6 +285,7 @@ pub(crate) async fn write(
                     options: &options,
                     uid: crate::objects::new_uid(),
                     version: "v1",
+                    scale: call.scale.is_some(),
                 };
                 ask(ctx, hook, review, namespace.as_ref()).await?;
             }

@@ -90,6 +90,31 @@ fn endpoint_slice(obj: &mut Map<String, Value>) {
     }
 }
 
+/// A ValidatingAdmissionPolicy (`SetObjectDefaults_ValidatingAdmissionPolicy`): `Fail`, and
+/// its `matchConstraints` as [`match_resources`].
+fn admission_policy(obj: &mut Map<String, Value>) {
+    let Some(Value::Object(spec)) = obj.get_mut("spec") else {
+        return;
+    };
+    set(spec, "failurePolicy", json!("Fail"));
+    if let Some(Value::Object(m)) = spec.get_mut("matchConstraints") {
+        match_resources(m);
+    }
+}
+
+/// `SetDefaults_MatchResources` and its rules' `SetDefaults_Rule`.
+fn match_resources(m: &mut Map<String, Value>) {
+    set(m, "matchPolicy", json!("Equivalent"));
+    set(m, "namespaceSelector", json!({}));
+    set(m, "objectSelector", json!({}));
+    for k in ["resourceRules", "excludeResourceRules"] {
+        let rules = m.get_mut(k).and_then(Value::as_array_mut);
+        for rule in rules.into_iter().flatten().filter_map(Value::as_object_mut) {
+            set(rule, "scope", json!("*"));
+        }
+    }
+}
+
 /// A webhook configuration's webhooks (`SetDefaults_ValidatingWebhook`,
 /// `SetDefaults_MutatingWebhook`, `SetDefaults_Rule`, `SetDefaults_ServiceReference`).
 fn webhooks(obj: &mut Map<String, Value>, mutating: bool) {
@@ -133,6 +158,19 @@ pub(crate) fn apply_defaults(res: &ResourceInfo, obj: &mut Map<String, Value>) {
         }
         ("discovery.k8s.io", "endpointslices") => {
             endpoint_slice(obj);
+            return;
+        }
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies") => {
+            admission_policy(obj);
+            return;
+        }
+        ("admissionregistration.k8s.io", "validatingadmissionpolicybindings") => {
+            if let Some(Value::Object(m)) = obj
+                .get_mut("spec")
+                .and_then(|s| s.get_mut("matchResources"))
+            {
+                match_resources(m);
+            }
             return;
         }
         ("admissionregistration.k8s.io", "mutatingwebhookconfigurations") => {

@@ -78,6 +78,12 @@ pub(crate) fn zero_object(res: &ResourceInfo) -> Map<String, Value> {
             serde_json::json!({"spec": {}, "status": {"daemonEndpoints": {"kubeletEndpoint": {"Port": 0}}, "nodeInfo": {}}})
         }
         ("", "namespaces") => serde_json::json!({"spec": {}, "status": {}}),
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies") => {
+            serde_json::json!({"spec": {}, "status": {}})
+        }
+        ("admissionregistration.k8s.io", "validatingadmissionpolicybindings") => {
+            serde_json::json!({"spec": {}})
+        }
         ("authentication.k8s.io", _) if res.kind == "TokenRequest" => {
             serde_json::json!({"spec": {"audiences": null}, "status": {}})
         }

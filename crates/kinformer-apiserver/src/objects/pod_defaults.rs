@@ -168,6 +168,8 @@ pub(crate) fn status_on_create(res: &ResourceInfo, obj: &Map<String, Value>) -> 
             json!({"phase": "Pending", "lastPhaseTransitionTime": super::now_rfc3339()})
         }
         ("storage.k8s.io", "volumeattachments") => json!({"attached": false}),
+        // its strategy resets the status to the empty one (`typeChecking` comes later)
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies") => json!({}),
         _ => return None,
     })
 }

@@ -35,6 +35,7 @@ fn review<'a>(res: &'a ResourceInfo, user: &'a Value, options: &'a Value) -> Rev
         options,
         uid: "u-1".into(),
         version: "v1",
+        scale: false,
     }
 }
 

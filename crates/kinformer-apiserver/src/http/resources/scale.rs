@@ -25,6 +25,7 @@ pub(super) async fn serve_scale(
     let ns = c.namespace.as_deref();
     let name = c.name.as_deref().unwrap_or("");
     let current = api.get(res, ns, name)?.to_value();
+    let requester = req.extensions().get::<crate::token::User>().cloned();
     let written = match c.verb {
         Verb::Get => {
             let v = crate::scale::to_scale(scale, &current);
@@ -52,7 +53,41 @@ pub(super) async fn serve_scale(
         "UpdateOptions"
     };
     let dry = query_dry_run(query, options_kind)?;
-    let o = api.update_by(res, ns, name, obj, UpdateMode::Scale, Some(writer), dry)?;
+    let o = match super::super::webhooks::hooks_for(api, res) {
+        None => api.update_by(res, ns, name, obj, UpdateMode::Scale, Some(writer), dry)?,
+        Some(hooks) => {
+            // the webhooks see the Scale (see `crate::http::webhooks`)
+            let call = super::super::webhooks::Call {
+                res,
+                subresource: Some("scale"),
+                namespace: ns.unwrap_or(""),
+                name,
+                mode: UpdateMode::Scale,
+                dry_run: dry,
+                delete: false,
+                user: super::super::webhooks::user_info(requester.as_ref()),
+                field_manager: query.get("fieldManager").map(String::as_str),
+                delete_options: None,
+                scale: Some(scale),
+            };
+            let plan = |g: &crate::api::Gate| {
+                let stage = crate::api::Stage::Plan(g);
+                api.update_by(
+                    res,
+                    ns,
+                    name,
+                    obj.clone(),
+                    UpdateMode::Scale,
+                    Some(writer),
+                    stage,
+                )
+                .map(drop)
+            };
+            super::super::webhooks::write(ctx, &call, &hooks, plan)
+                .await?
+                .0
+        }
+    };
     let v = crate::scale::to_scale(scale, &o.to_value());
     Ok((200, response::json_value(200, &v)))
 }

@@ -49,6 +49,7 @@ pub(super) async fn serve_write(
         user: Value::Null,
         field_manager,
         delete_options: None,
+        scale: None,
     };
     match c.verb {
         Verb::Create => {
