@@ -219,20 +219,7 @@ pub(crate) fn admit(
     old: Option<&Value>,
 ) -> Result<(), ApiError> {
     let mut denied: Option<Denial> = None;
-    let target = Target {
-        res: req.res,
-        subresource: req.subresource,
-        operation: Some(operation),
-        name: Some(req.name),
-    };
-    let is_namespace = crate::objects::namespace::is_namespace(req.res);
-    let labels = Labels {
-        object,
-        old,
-        namespace: policies.namespace.as_ref().filter(|_| !is_namespace),
-        cluster_scoped: !req.res.namespaced(),
-        is_namespace,
-    };
+    let (target, labels) = write_of(req, operation, object, old, policies.namespace.as_ref());
     let mut base: Option<Activation> = None;
     for b in &policies.bound {
         let Some(constraints) = b.policy.pointer("/spec/matchConstraints") else {
@@ -297,6 +284,32 @@ pub(crate) fn admit(
         Some(d) => Err(d.error(req)),
         None => Ok(()),
     }
+}
+
+/// The resource a write's rules are matched against, and the labels its selectors are: the
+/// object's, the old object's and (`namespace`, as stored) its namespace's.
+fn write_of<'a>(
+    req: &Request<'a>,
+    operation: Operation,
+    object: Option<&'a Value>,
+    old: Option<&'a Value>,
+    namespace: Option<&'a Value>,
+) -> (Target<'a>, Labels<'a>) {
+    let is_namespace = crate::objects::namespace::is_namespace(req.res);
+    let target = Target {
+        res: req.res,
+        subresource: req.subresource,
+        operation: Some(operation),
+        name: Some(req.name),
+    };
+    let labels = Labels {
+        object,
+        old,
+        namespace: namespace.filter(|_| !is_namespace),
+        cluster_scoped: !req.res.namespaced(),
+        is_namespace,
+    };
+    (target, labels)
 }
 
 /// An object's `metadata.name` (empty when it has none).

@@ -512,14 +512,7 @@ fn service_endpoint(api: &Api, ns: &str, name: &str, port: i64) -> Result<(Strin
                 continue;
             }
             let v = s.to_value();
-            let Some(p) = v
-                .get("ports")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .find(|p| p.get("name").and_then(Value::as_str).unwrap_or("") == port_name)
-                .and_then(|p| p.get("port").and_then(Value::as_i64))
-            else {
+            let Some(p) = named_port(v.get("ports"), port_name) else {
                 continue;
             };
             for e in v
@@ -556,14 +549,7 @@ fn service_endpoint(api: &Api, ns: &str, name: &str, port: i64) -> Result<(Strin
         .into_iter()
         .flatten()
     {
-        let Some(p) = subset
-            .get("ports")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .find(|p| p.get("name").and_then(Value::as_str).unwrap_or("") == port_name)
-            .and_then(|p| p.get("port").and_then(Value::as_i64))
-        else {
+        let Some(p) = named_port(subset.get("ports"), port_name) else {
             continue;
         };
         if let Some(a) = subset.pointer("/addresses/0/ip").and_then(Value::as_str) {
@@ -571,4 +557,15 @@ fn service_endpoint(api: &Api, ns: &str, name: &str, port: i64) -> Result<(Strin
         }
     }
     Err(no_endpoints())
+}
+
+/// The number of the port named `name` (`""`: the unnamed one) in an EndpointSlice's or an
+/// Endpoints subset's `ports`.
+fn named_port(ports: Option<&Value>, name: &str) -> Option<i64> {
+    ports
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|p| p.get("name").and_then(Value::as_str).unwrap_or("") == name)
+        .and_then(|p| p.get("port").and_then(Value::as_i64))
 }

@@ -7,7 +7,7 @@ use cel::Value as Cel;
 use cel::objects::{Key, Map as CelMap};
 use serde_json::Value;
 
-use super::{Activation, Labels, Operation, Policies, Request, Target, words};
+use super::{Activation, Operation, Policies, Request, words, write_of};
 use crate::crd::{cel_context, cel_evaluate, json_to_cel};
 
 /// Whether `m` (resource rules as `resourceRules`, a `matchPolicy`, a `namespaceSelector`
@@ -21,20 +21,7 @@ pub(crate) fn write_matches(
     old: Option<&Value>,
     namespace: Option<&Value>,
 ) -> bool {
-    let target = Target {
-        res: req.res,
-        subresource: req.subresource,
-        operation: Some(operation),
-        name: Some(req.name),
-    };
-    let is_namespace = crate::objects::namespace::is_namespace(req.res);
-    let labels = Labels {
-        object,
-        old,
-        namespace: namespace.filter(|_| !is_namespace),
-        cluster_scoped: !req.res.namespaced(),
-        is_namespace,
-    };
+    let (target, labels) = write_of(req, operation, object, old, namespace);
     target.rules_match(m, false) && labels.match_selectors(m)
 }
 
