@@ -111,6 +111,33 @@ impl Call<'_> {
         }
     }
 
+    /// The review of this write sent to one webhook (a fresh uid; `v1` until the webhook's
+    /// versions are known).
+    fn review<'r>(
+        &'r self,
+        operation: Operation,
+        name: &'r str,
+        object: Option<&'r Value>,
+        old: Option<&'r Value>,
+        options: &'r Value,
+    ) -> Review<'r> {
+        Review {
+            res: self.res,
+            subresource: self.subresource,
+            namespace: self.namespace,
+            name,
+            operation,
+            object,
+            old,
+            dry_run: self.dry_run,
+            user: &self.user,
+            options,
+            uid: crate::objects::new_uid(),
+            version: "v1",
+            scale: self.scale.is_some(),
+        }
+    }
+
     fn options(&self, operation: Operation) -> Value {
         let mut o = match (operation, &self.delete_options) {
             (Operation::Delete, Some(Value::Object(m))) => m.clone(),
@@ -168,7 +195,8 @@ pub(crate) async fn write(
         if !hooks.mutating.is_empty() {
             let decided = call.view(&planned.answer);
             let given_name = !call.name.is_empty() || operation != Operation::Create;
-            let mut object = view(&decided, operation, given_name);
+            let first = view(&decided, operation, given_name);
+            let mut object = first.clone();
             let name = if given_name {
                 crate::admission::policy::name_of(&decided).to_string()
             } else {
@@ -187,21 +215,7 @@ pub(crate) async fn write(
                         continue;
                     }
                     let sent = (operation != Operation::Delete).then_some(&object);
-                    let review = Review {
-                        res,
-                        subresource: call.subresource,
-                        namespace: call.namespace,
-                        name: &name,
-                        operation,
-                        object: sent,
-                        old: old.as_ref(),
-                        dry_run: call.dry_run,
-                        user: &call.user,
-                        options: &options,
-                        uid: crate::objects::new_uid(),
-                        version: "v1",
-                        scale: call.scale.is_some(),
-                    };
+                    let review = call.review(operation, &name, sent, old.as_ref(), &options);
                     let asked = ask(ctx, hook, review, namespace.as_ref()).await?;
                     if let Some(patch) = asked.patch
                         && operation != Operation::Delete
@@ -218,7 +232,7 @@ pub(crate) async fn write(
                     }
                 }
             }
-            if operation != Operation::Delete && object != view(&decided, operation, given_name) {
+            if operation != Operation::Delete && object != first {
                 let Value::Object(mut body) = object else {
                     return Err(ApiError::internal(
                         "an admission webhook's patch left no object",
@@ -272,21 +286,13 @@ pub(crate) async fn write(
                 .map(|o| crate::admission::policy::name_of(o).to_string())
                 .unwrap_or_default();
             for hook in &hooks.validating {
-                let review = Review {
-                    res,
-                    subresource: call.subresource,
-                    namespace: call.namespace,
-                    name: &final_name,
+                let review = call.review(
                     operation,
-                    object: object.as_ref(),
-                    old: old.as_ref(),
-                    dry_run: call.dry_run,
-                    user: &call.user,
-                    options: &options,
-                    uid: crate::objects::new_uid(),
-                    version: "v1",
-                    scale: call.scale.is_some(),
-                };
+                    &final_name,
+                    object.as_ref(),
+                    old.as_ref(),
+                    &options,
+                );
                 ask(ctx, hook, review, namespace.as_ref()).await?;
             }
         }

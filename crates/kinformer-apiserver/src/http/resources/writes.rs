@@ -38,6 +38,7 @@ pub(super) async fn serve_write(
     let name = c.name.as_deref().unwrap_or("");
     // what the admission webhooks are told of a write (see `webhooks`)
     let field_manager = query.get("fieldManager").map(String::as_str);
+    let requester = req.extensions().get::<crate::token::User>().cloned();
     let call = |dry_run: bool, delete: bool| webhooks::Call {
         res,
         subresource: c.subresource.as_deref(),
@@ -46,7 +47,7 @@ pub(super) async fn serve_write(
         mode,
         dry_run,
         delete,
-        user: Value::Null,
+        user: webhooks::user_info(requester.as_ref()),
         field_manager,
         delete_options: None,
         scale: None,
@@ -55,7 +56,6 @@ pub(super) async fn serve_write(
         Verb::Create => {
             let dry = query_dry_run(query, "CreateOptions")?;
             let fields = FieldValidation::from_query(query, "CreateOptions")?;
-            let requester = req.extensions().get::<crate::token::User>().cloned();
             let (obj, problems) = read_object(ctx, req, res).await?;
             fields
                 .judge(res, problems)?
@@ -80,7 +80,6 @@ pub(super) async fn serve_write(
                         crate::admission::policy::name_of(&Value::Object(obj.clone())).to_string();
                     let call = webhooks::Call {
                         name: &named,
-                        user: webhooks::user_info(requester.as_ref()),
                         ..call(dry, false)
                     };
                     let plan = |g: &Gate| {
@@ -95,7 +94,6 @@ pub(super) async fn serve_write(
         Verb::Update => {
             let dry = query_dry_run(query, "UpdateOptions")?;
             let fields = FieldValidation::from_query(query, "UpdateOptions")?;
-            let requester = req.extensions().get::<crate::token::User>().cloned();
             let (obj, problems) = read_object(ctx, req, res).await?;
             fields
                 .judge(res, problems)?
@@ -104,10 +102,7 @@ pub(super) async fn serve_write(
             let o = match webhooks::hooks_for(api, res) {
                 None => api.update_by(res, ns, name, obj, mode, Some(&writer), dry)?,
                 Some(hooks) => {
-                    let call = webhooks::Call {
-                        user: webhooks::user_info(requester.as_ref()),
-                        ..call(dry, false)
-                    };
+                    let call = call(dry, false);
                     let plan = |g: &Gate| {
                         api.update_by(
                             res,
@@ -130,7 +125,6 @@ pub(super) async fn serve_write(
             let force = check_patch_options(pt, query)?;
             let dry = query_dry_run(query, "PatchOptions")?;
             let fields = FieldValidation::from_query(query, "PatchOptions")?;
-            let requester = req.extensions().get::<crate::token::User>().cloned();
             let body = read_body(ctx, req).await?;
             let existed = api.get(res, ns, name).is_ok();
             // The applier is `fieldManager` itself (required), never the User-Agent.
@@ -149,10 +143,7 @@ pub(super) async fn serve_write(
             let o = match webhooks::hooks_for(api, res) {
                 None => patch(Stage::from(dry))?,
                 Some(hooks) => {
-                    let call = webhooks::Call {
-                        user: webhooks::user_info(requester.as_ref()),
-                        ..call(dry, false)
-                    };
+                    let call = call(dry, false);
                     let plan = |g: &Gate| patch(Stage::Plan(g)).map(drop);
                     webhooks::write(ctx, &call, &hooks, plan).await?.0
                 }
@@ -161,14 +152,12 @@ pub(super) async fn serve_write(
             Ok((code, response::object_as(code, res, &o, pb)))
         }
         Verb::Delete => {
-            let requester = req.extensions().get::<crate::token::User>().cloned();
             let body = read_body(ctx, req).await?;
             let opts = DeleteOptions::parse(&body, query)?;
             let d = match webhooks::hooks_for(api, res) {
                 None => api.delete(res, ns, name, &opts)?,
                 Some(hooks) => {
                     let call = webhooks::Call {
-                        user: webhooks::user_info(requester.as_ref()),
                         delete_options: serde_json::from_slice(&body).ok(),
                         ..call(opts.dry_run, true)
                     };
@@ -189,7 +178,6 @@ pub(super) async fn serve_write(
             let mut opts = ListOptions::from_query(query)?;
             check_fields(res, &opts)?;
             opts.resolve_shard(ctx.config.sharded_list_and_watch)?;
-            let requester = req.extensions().get::<crate::token::User>().cloned();
             let body = read_body(ctx, req).await?;
             let delete = DeleteOptions::parse(&body, query)?;
             let (rv, listed) = match webhooks::hooks_for(api, res) {
@@ -202,7 +190,6 @@ pub(super) async fn serve_write(
                         let call = webhooks::Call {
                             namespace: ns.unwrap_or(""),
                             name: &o.name,
-                            user: webhooks::user_info(requester.as_ref()),
                             delete_options: serde_json::from_slice(&body).ok(),
                             ..call(delete.dry_run, true)
                         };
