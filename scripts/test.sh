@@ -4,26 +4,32 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-echo "==> cargo fmt --check"
+# Each step's header says when it started (minutes:seconds since this script did), so a CI log
+# shows where the time goes.
+step() {
+    printf '==> [%d:%02d] %s\n' $((SECONDS / 60)) $((SECONDS % 60)) "$*"
+}
+
+step "cargo fmt --check"
 cargo fmt --all -- --check
 
-echo "==> structure: no source file over 600 lines, no import cycle (scripts/structure.py)"
+step "structure: no source file over 600 lines, no import cycle (scripts/structure.py)"
 python3 scripts/structure.py
 
-echo "==> cargo clippy --all-targets -- -D warnings"
+step "cargo clippy --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 
-echo "==> cargo test (unit, integration, property, doc tests, examples compiled)"
+step "cargo test (unit, integration, property, doc tests, examples compiled)"
 PROPTEST_CASES="${PROPTEST_CASES:-1000}" cargo test --workspace --all-targets
 cargo test --workspace --doc
 
-echo "==> cargo doc (warnings denied: broken intra-doc links, missing docs)"
+step "cargo doc (warnings denied: broken intra-doc links, missing docs)"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 
 # The README's main command is `cargo run --release -p kinformer-cli -- demo`. The package has
 # two binaries, so that form only works while `kinformer` is its default-run; it broke unseen
 # once. A small demo through exactly that form (debug, built by the tests above).
-echo "==> the README's demo command, small (cargo run -p kinformer-cli -- demo)"
+step "the README's demo command, small (cargo run -p kinformer-cli -- demo)"
 demo_log="$(mktemp "${TMPDIR:-/tmp}/kinformer-demo-XXXXXX")"
 if ! cargo run -q -p kinformer-cli -- demo --pods 300 --nodes 5 --duration 3 > "$demo_log" 2>&1; then
     cat "$demo_log" >&2
@@ -45,20 +51,20 @@ for f in crates/kinformer/tests/*.rs crates/kinformer/tests/*/main.rs; do
         queue_mode_tests+=(--test "${name%.rs}")
     fi
 done
-echo "==> the informer tests again on DeltaFifo (KINFORMER_QUEUE_MODE=delta-fifo): ${queue_mode_tests[*]}"
+step "the informer tests again on DeltaFifo (KINFORMER_QUEUE_MODE=delta-fifo): ${queue_mode_tests[*]}"
 KINFORMER_QUEUE_MODE=delta-fifo PROPTEST_CASES=64 cargo test --workspace "${queue_mode_tests[@]}"
 
 # A user's application outside the workspace, on the oldest and the newest Kubernetes version
 # k8s-openapi supports: it builds only if no library crate enables a k8s-openapi version feature,
 # and it runs an informer against the embedded server with that version's protobuf table.
-echo "==> the application check (scripts/app-check.sh: earliest and latest k8s-openapi)"
+step "the application check (scripts/app-check.sh: earliest and latest k8s-openapi)"
 cargo fmt --manifest-path scripts/app-check/Cargo.toml -- --check
 ./scripts/app-check.sh
 
 # The optional `metrics` feature of kinformer (prometheus-client): the workspace above builds it
 # on (the CLI's demo prints the informers' metrics), so here kinformer alone, without it, must
 # still build cleanly and pass its own tests.
-echo "==> kinformer without the metrics feature: clippy and tests"
+step "kinformer without the metrics feature: clippy and tests"
 cargo clippy -p kinformer --all-targets -- -D warnings
 PROPTEST_CASES="${PROPTEST_CASES:-1000}" cargo test -p kinformer --lib --test informer_suite --test informer_order --test workqueue_queue
 
@@ -109,7 +115,7 @@ fi
 if ! command -v go > /dev/null; then
     e2e_skip "no Go toolchain (go) on PATH to build the kube-apiserver harness"
 fi
-echo "==> e2e: start real kube-apiserver + kube-controller-manager v1.36.3 (watch cache on; watch cache and WatchList off; first build takes minutes)"
+step "e2e: start real kube-apiserver + kube-controller-manager v1.36.3 (watch cache on; watch cache and WatchList off; first build takes minutes)"
 trap e2e_cleanup EXIT
 mkdir -p "$e2e_on" "$e2e_off"
 t_e2e=$SECONDS
@@ -123,19 +129,19 @@ echo "    harness ready in $((SECONDS - t_e2e))s"
 
 # The kinformer-e2e tests, selected by target with --workspace (not -p kinformer-e2e) so cargo
 # resolves the same features as the unit tier and rebuilds nothing.
-echo "==> e2e: kinformer-e2e tests against the real server"
+step "e2e: kinformer-e2e tests against the real server"
 KINFORMER_E2E_KUBECONFIG="$e2e_on/kubeconfig" \
     KINFORMER_E2E_NOCACHE_KUBECONFIG="$e2e_off/kubeconfig" \
     KINFORMER_E2E_NO_WATCH_LIST_KUBECONFIG="$e2e_off/kubeconfig" \
     cargo test --workspace --test informers --test reflector --test leader_election --test shard \
     --test watch_list_off
-echo "==> e2e: the informer tests again on DeltaFifo (KINFORMER_QUEUE_MODE=delta-fifo)"
+step "e2e: the informer tests again on DeltaFifo (KINFORMER_QUEUE_MODE=delta-fifo)"
 KINFORMER_QUEUE_MODE=delta-fifo \
     KINFORMER_E2E_KUBECONFIG="$e2e_on/kubeconfig" \
     KINFORMER_E2E_NOCACHE_KUBECONFIG="$e2e_off/kubeconfig" \
     cargo test --workspace --test informers
 
-echo "==> e2e: differential check, embedded server vs recorded real kube-apiserver, watch cache off and on (e2e/diff.sh embedded)"
+step "e2e: differential check, embedded server vs recorded real kube-apiserver, watch cache off and on (e2e/diff.sh embedded)"
 # the standalone embedded server (`kinformer serve` built as kinformer-cli's `kinformer-apiserver`
 # binary: what `cargo run -p kinformer-cli --bin kinformer-apiserver` runs), built with the
 # workspace's features like the unit tier
@@ -160,14 +166,14 @@ fi
 # the embedded server must print the same thing: tokens, explain, cascades, server-side apply
 # conflicts, every --dry-run=server verb, a namespace held by a finalizer (e2e/kubectl-session.sh).
 if command -v kubectl > /dev/null; then
-    echo "==> e2e: one kubectl session, real pair vs embedded server (e2e/kubectl-session.sh)"
+    step "e2e: one kubectl session, real pair vs embedded server (e2e/kubectl-session.sh)"
     "$e2e_root/kubectl-session.sh" "$e2e_on/kubeconfig" "$embedded_dir/kubeconfig"
     # Gateway API as its project tests it, on both servers: its CRDs (both channels), its CEL
     # validation suite (built from the Go module proxy), its examples and its invalid examples;
     # the same results on both, or the tier fails (e2e/gateway-api.sh).
-    echo "==> e2e: Gateway API's CRDs, CEL suite and examples, real vs embedded (e2e/gateway-api.sh)"
+    step "e2e: Gateway API's CRDs, CEL suite and examples, real vs embedded (e2e/gateway-api.sh)"
     "$e2e_root/gateway-api.sh" "$e2e_on/kubeconfig" "$embedded_dir/kubeconfig"
 else
     echo "==> e2e: kubectl session and Gateway API check skipped: no kubectl on PATH"
 fi
-echo "==> e2e tier done in $((SECONDS - t_e2e))s"
+step "e2e tier done in $((SECONDS - t_e2e))s"
