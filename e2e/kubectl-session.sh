@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A kubectl session as a controller author types it against a test cluster: service account
-# tokens, explain (a built-in kind and a CRD), the three cascades, server-side apply from two
+# tokens, RBAC through --as, explain (a built-in kind and a CRD), the three cascades, server-side apply from two
 # managers, every --dry-run=server verb, and deleting a namespace whose content has a finalizer.
 # Its names (namespace, CRD group and plural) are its own: the servers may hold other tests' objects.
 #
@@ -58,6 +58,20 @@ session() {
     echo "## service account tokens"
     k create token default -n "$ns"
     k create token default -n "$ns" --duration=5m
+
+    echo "## RBAC: an operator's service account, as kubectl --as tests it"
+    local op="system:serviceaccount:$ns:operator"
+    k create serviceaccount operator -n "$ns"
+    k auth can-i list pods -n "$ns" --as="$op"
+    k get pods -n "$ns" --as="$op"
+    k create rolebinding operator-view -n "$ns" --clusterrole=view --serviceaccount="$ns:operator"
+    until_ok 30 kubectl auth can-i list pods -n "$ns" --as="$op"
+    k auth can-i list pods -n "$ns" --as="$op"
+    k auth can-i list secrets -n "$ns" --as="$op"
+    k get pods -n "$ns" --as="$op"
+    k create configmap from-operator -n "$ns" --from-literal=a=b --as="$op"
+    k auth whoami --as="$op"
+    k get pods -n "$ns" --as=jane --as-group=devs
 
     echo "## explain"
     k explain pods.spec.containers.imagePullPolicy

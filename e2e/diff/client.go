@@ -33,6 +33,12 @@ func (t *target) do(ctx context.Context, method, path string, body any) (*respon
 // kubeconfig's credentials (a ServiceAccount token the server issued), or no
 // credentials at all when it is noCredentials.
 func (t *target) doAs(ctx context.Context, method, path, contentType, bearer string, body any) (*response, error) {
+	return t.doWith(ctx, method, path, contentType, bearer, nil, body)
+}
+
+// doWith is doAs with extra request headers (impersonation: Impersonate-User,
+// Impersonate-Group, ...), each name with its values in order.
+func (t *target) doWith(ctx context.Context, method, path, contentType, bearer string, headers [][2]string, body any) (*response, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -51,6 +57,9 @@ func (t *target) doAs(ctx context.Context, method, path, contentType, bearer str
 	req.Header.Set("User-Agent", userAgent)
 	if body != nil {
 		req.Header.Set("Content-Type", contentType)
+	}
+	for _, h := range headers {
+		req.Header.Add(h[0], h[1])
 	}
 	if bearer == noCredentials {
 		// none at all

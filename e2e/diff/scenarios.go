@@ -51,6 +51,7 @@ var catalogue = []scenarioDef{
 	{"dry-run", "dryRun=All on every write verb: the answers, then nothing stored, no resourceVersion handed out, no watch event", scDryRun},
 	{"ssa", "server-side apply field ownership: conflicts (409 with causes), force, shared ownership, an Update taking a field over, managedFields", scSSA},
 	{"token", "TokenRequest for a ServiceAccount: the token's shape, defaults, bounds, a missing ServiceAccount, the token used as a bearer", scToken},
+	{"rbac", "RBAC through impersonation: a ServiceAccount's Role and RoleBindings, a user and a group, the bootstrap view role, a binding to a missing role, impersonation refused, access reviews (self, subject, local, rules), a ClusterRole aggregated into view, RBAC names", scRBAC},
 	{"anonymous", "requests without credentials (system:anonymous: 403 in the authorizer's words, health and version open) and with a wrong token (401 everywhere)", scAnonymous},
 	{"openapi", "OpenAPI v3 index and core/v1 schema (Container: properties and x-kubernetes extensions), v2's Pod", scOpenAPI},
 	{"openapi-crd", "a CRD's schema in OpenAPI v3 (kubectl explain on a custom resource)", scOpenAPICRD},

@@ -26,7 +26,10 @@ import (
 //     works in a fresh namespace);
 //   - serviceaccount-token-controller: fills legacy token Secrets of type
 //     kubernetes.io/service-account-token (cheap: it only needs the signing
-//     key the apiserver already has).
+//     key the apiserver already has);
+//   - clusterrole-aggregation-controller: the bootstrap admin, edit and view
+//     ClusterRoles get the rules of the roles labelled to aggregate into them,
+//     as on every real cluster (kube-apiserver stores them without rules).
 //
 // Left out on purpose: root-ca-cert-publisher (it would put a
 // kube-root-ca.crt ConfigMap into every namespace and change every recorded
@@ -36,6 +39,7 @@ var kcmControllers = []string{
 	names.NamespaceController,
 	names.ServiceAccountController,
 	names.ServiceAccountTokenController,
+	names.ClusterRoleAggregationController,
 }
 
 // kcmArgs is the kube-controller-manager command line: loopback only, no

@@ -112,6 +112,19 @@ pub struct ServerConfig {
     /// server is where a user tries sharded informers, and a selector silently ignored would
     /// hide what they came to test (a correct client works either way).
     pub sharded_list_and_watch: bool,
+    /// Authorize requests with RBAC, as kube-apiserver's `--authorization-mode=RBAC` does (on
+    /// by default): the server starts with kube-apiserver 1.36's bootstrap roles and bindings
+    /// (`cluster-admin`, `admin`, `edit`, `view`, the `system:*` roles; `admin`, `edit` and
+    /// `view` aggregated as kube-controller-manager aggregates them), and a request by anyone
+    /// but `system:masters` (the server's own token) is allowed only by the roles bound to its
+    /// user and groups: a service account token (`kubectl create token`, a `TokenRequest`),
+    /// a request impersonating a user or service account (`Impersonate-User`, kubectl's
+    /// `--as`, kube's `AuthInfo::impersonate`), and a request without credentials
+    /// (`system:anonymous`); else 403 in RBAC's words. Access reviews (`kubectl auth can-i`)
+    /// are answered by the same rules. Off: no roles are created, every authenticated request
+    /// may do everything, and one without credentials only reads `/healthz`, `/livez`,
+    /// `/readyz` and `/version`.
+    pub rbac: bool,
 }
 
 impl Default for ServerConfig {
@@ -137,6 +150,7 @@ impl Default for ServerConfig {
             seed_namespaces: 1,
             kubeconfig: None,
             sharded_list_and_watch: true,
+            rbac: true,
         }
     }
 }
@@ -238,6 +252,12 @@ impl ServerConfig {
     #[must_use]
     pub fn kubernetes_service(mut self, on: bool) -> Self {
         self.kubernetes_service = on;
+        self
+    }
+    /// Authorizes requests with RBAC or not ([`ServerConfig::rbac`]).
+    #[must_use]
+    pub fn rbac(mut self, on: bool) -> Self {
+        self.rbac = on;
         self
     }
     /// Serves HTTPS and requires a bearer token ([`ServerConfig::tls`]).

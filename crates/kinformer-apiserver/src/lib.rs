@@ -96,6 +96,7 @@ mod openapi;
 mod options;
 mod patch;
 mod proto;
+mod rbac;
 mod resource;
 mod review;
 mod scale;

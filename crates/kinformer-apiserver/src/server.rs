@@ -153,6 +153,9 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
             }
         }
     }
+    if config.rbac {
+        crate::rbac::bootstrap::create(&ctx.api)?;
+    }
     let public = credentials
         .as_ref()
         .map(|c| (c.ca_pem.clone(), c.token.clone()));
@@ -193,6 +196,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
             namespaces: config.namespace_controller,
             service_accounts: config.service_account_controller,
             kubernetes_service: config.kubernetes_service.then_some(addr.port()),
+            aggregation: config.rbac,
         },
         ctx.shutdown.clone(),
     );

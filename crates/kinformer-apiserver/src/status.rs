@@ -202,7 +202,9 @@ impl ApiError {
         if !group.is_empty() {
             d.insert("group".into(), Value::String(group.to_string()));
         }
-        d.insert("kind".into(), Value::String(kind.to_string()));
+        if !kind.is_empty() {
+            d.insert("kind".into(), Value::String(kind.to_string()));
+        }
         d.insert(
             "causes".into(),
             Value::Array(

@@ -73,9 +73,16 @@ pub(crate) struct User {
 }
 
 impl User {
-    /// The `status.user` of a `TokenReview`.
+    /// The `status.user` of a `TokenReview` (a `UserInfo`: an empty uid or extra left out).
     pub(crate) fn to_json(&self) -> Value {
-        json!({"username": self.username, "uid": self.uid, "groups": self.groups, "extra": self.extra})
+        let mut v = json!({"username": self.username, "groups": self.groups});
+        if !self.uid.is_empty() {
+            v["uid"] = json!(self.uid);
+        }
+        if !self.extra.is_empty() {
+            v["extra"] = Value::Object(self.extra.clone());
+        }
+        v
     }
 }
 

@@ -10,6 +10,7 @@ use base64::Engine;
 use common::{get, post, request};
 use k8s_openapi::api::authentication::v1::TokenRequest;
 use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
+use k8s_openapi::api::rbac::v1::RoleBinding;
 use kinformer_apiserver::{ServerConfig, start};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use serde_json::{Value, json};
@@ -167,6 +168,19 @@ async fn service_account_tokens_authenticate_over_tls() {
         .unwrap()
         .to_string();
 
+    // authenticated (not 401) and, with RBAC as on a real cluster, allowed nothing yet: 403
+    assert_eq!(list_code(client_with(&s, &token).await).await, 403);
+    let bindings: Api<RoleBinding> = Api::namespaced(s.client(), "default");
+    let view: RoleBinding = serde_json::from_value(json!({
+        "metadata": {"name": "builder-view"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+        "subjects": [{"kind": "ServiceAccount", "name": "builder", "namespace": "default"}],
+    }))
+    .unwrap();
+    bindings
+        .create(&PostParams::default(), &view)
+        .await
+        .unwrap();
     assert_eq!(list_code(client_with(&s, &token).await).await, 200);
     // `kubectl auth whoami`: the service account
     let ssr = http::Request::post("/apis/authentication.k8s.io/v1/selfsubjectreviews")

@@ -1,6 +1,7 @@
 //! The controllers the server runs inside itself, as kube-controller-manager runs them next to
 //! a real kube-apiserver: the garbage collector ([`gc`]), the namespace controller
-//! ([`namespace`]) and the service account controller ([`service_accounts`]), and what
+//! ([`namespace`]), the service account controller ([`service_accounts`]) and the ClusterRole
+//! aggregation controller ([`aggregation`], with [`ServerConfig::rbac`]), and what
 //! kube-apiserver keeps itself: the `kubernetes` Service and its endpoints
 //! ([`kubernetes_service`]). Each is switchable ([`ServerConfig::garbage_collector`],
 //! [`ServerConfig::namespace_controller`], [`ServerConfig::service_account_controller`],
@@ -18,6 +19,7 @@
 //! takes `n` rounds of the loop.
 //!
 //! [`ServerConfig::garbage_collector`]: crate::ServerConfig::garbage_collector
+//! [`ServerConfig::rbac`]: crate::ServerConfig::rbac
 //! [`ServerConfig::namespace_controller`]: crate::ServerConfig::namespace_controller
 //! [`ServerConfig::service_account_controller`]: crate::ServerConfig::service_account_controller
 //! [`ServerConfig::kubernetes_service`]: crate::ServerConfig::kubernetes_service
@@ -34,6 +36,7 @@ use crate::patch::PatchType;
 use crate::resource::ResourceInfo;
 use crate::store::{ReadError, StoredEvent, StoredObject};
 
+pub(crate) mod aggregation;
 pub(crate) mod gc;
 pub(crate) mod kubernetes_service;
 pub(crate) mod namespace;
@@ -67,6 +70,8 @@ pub(crate) struct Switches {
     pub service_accounts: bool,
     /// The `kubernetes` Service, its target port (the port the server listens on).
     pub kubernetes_service: Option<u16>,
+    /// The ClusterRole aggregation controller (with RBAC).
+    pub aggregation: bool,
 }
 
 /// Starts the controllers `on` asks for; `None` when all are off. Each first catches up with
@@ -89,6 +94,9 @@ pub(crate) fn start(
         controllers.push(Box::new(
             service_accounts::ServiceAccountController::default(),
         ));
+    }
+    if on.aggregation {
+        controllers.push(Box::new(aggregation::Aggregation::default()));
     }
     if let Some(port) = on.kubernetes_service {
         controllers.push(Box::new(kubernetes_service::KubernetesService::new(port)));

@@ -20,12 +20,14 @@
 //! - `GET /__kinformer/state/{resource}[?namespace=ns]`: exact objects with resourceVersions
 //!
 //! `/metrics` serves the request counters and the open-watch gauge (Prometheus text). With TLS
-//! every request but `GET` `/healthz`, `/livez`, `/readyz` and `/version` needs the bearer token:
-//! one without credentials is `system:anonymous` and gets kube-apiserver's 403, a wrong token 401
-//! (see [`anonymous`]).
+//! a request needs the bearer token, or a service account's: one without credentials is
+//! `system:anonymous`, who may `GET` `/healthz`, `/livez`, `/readyz` and `/version` and gets
+//! kube-apiserver's 403 for anything else, a wrong token 401. Every request is authorized as
+//! its user, impersonation applied (see [`authn`], [`crate::rbac`]).
 
+mod access;
 mod admin;
-mod anonymous;
+mod authn;
 mod discovery;
 mod openapi;
 pub(crate) mod partial;
@@ -44,7 +46,6 @@ use axum::extract::{Request, State};
 use axum::response::Response;
 
 use crate::context::Context;
-use crate::status::ApiError;
 
 #[cfg(test)]
 pub(crate) use path::parse_path;
@@ -52,15 +53,6 @@ pub(crate) use path::parse_path;
 /// The server's router.
 pub(crate) fn router(ctx: Arc<Context>) -> Router {
     Router::new().fallback(handle).with_state(ctx)
-}
-
-/// The service account whose token (`serviceaccounts/token`) `header` carries, if the server
-/// accepts it for its API audience.
-fn service_account_bearer(ctx: &Context, token: &[u8]) -> Option<crate::token::User> {
-    let token = std::str::from_utf8(token).ok()?;
-    ctx.tokens
-        .authenticate(&ctx.api, token, &[], crate::token::now())
-        .ok()
 }
 
 /// The request's `Accept` header ("" when absent or not text).
@@ -121,29 +113,14 @@ async fn status_in_protobuf(r: Response) -> Response {
 async fn serve(ctx: Arc<Context>, mut req: Request) -> Response {
     let path = req.uri().path().to_string();
     let request_uri = req.uri().path_and_query().map_or("", |p| p.as_str());
-    if let Some(text) = anonymous::request_info_error(&path, request_uri) {
+    if let Some(text) = access::request_info_error(&path, request_uri) {
         return response::plain_text(500, text);
     }
-    if let Some(token) = &ctx.token {
-        let header = req
-            .headers()
-            .get(http::header::AUTHORIZATION)
-            .map(|v| v.as_bytes());
-        match anonymous::bearer_token(header) {
-            None if anonymous::allowed(req.method(), &path) => {}
-            None => {
-                let e = anonymous::forbidden(req.method(), &path, req.uri().query());
-                return response::error(&e);
-            }
-            Some(given) if crate::tls::token_matches(given, token) => {}
-            Some(given) => match service_account_bearer(&ctx, given) {
-                // who is asking, for SelfSubjectReview
-                Some(user) => drop(req.extensions_mut().insert(user)),
-                None => {
-                    return response::error(&ApiError::new(401, "Unauthorized", "Unauthorized"));
-                }
-            },
-        }
+    match authn::admit(&ctx, &req) {
+        // who is asking, for access reviews and admission
+        Ok(Some(user)) => drop(req.extensions_mut().insert(user)),
+        Ok(None) => {}
+        Err(e) => return response::error(&e),
     }
     if path == "/metrics" {
         return response::text(200, ctx.metrics.encode());

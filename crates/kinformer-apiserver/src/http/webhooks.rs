@@ -401,16 +401,7 @@ async fn ask(
 /// own token's user.
 pub(crate) fn user_info(requester: Option<&crate::token::User>) -> Value {
     match requester {
-        Some(u) => {
-            let mut m = Map::new();
-            m.insert("username".into(), u.username.clone().into());
-            m.insert("uid".into(), u.uid.clone().into());
-            m.insert("groups".into(), json!(u.groups));
-            if !u.extra.is_empty() {
-                m.insert("extra".into(), Value::Object(u.extra.clone()));
-            }
-            Value::Object(m)
-        }
+        Some(u) => u.to_json(),
         None => json!({"username": crate::review::USER, "groups": crate::review::GROUPS}),
     }
 }

@@ -20,14 +20,18 @@ fn drop_if_empty(obj: &mut Map<String, Value>, field: &str) {
     }
 }
 
-/// Fields without `omitempty` that Go serializes as `null` when absent: a role's `rules`.
-/// Applied to the object as stored, after the field manager (which owns no null; e2e/diff
-/// "gc-owners / create-cluster-owner").
+/// Fields without `omitempty` that Go serializes as `null` when absent: a role's `rules`
+/// (an empty list too: stored as protobuf, it reads back as none, e2e/diff "rbac /
+/// role-name-with-colon"). Applied to the object as stored, after the field manager (which
+/// owns no null; e2e/diff "gc-owners / create-cluster-owner").
 pub(crate) fn null_fields(res: &ResourceInfo, obj: &mut Map<String, Value>) {
     if res.group == "rbac.authorization.k8s.io"
         && matches!(res.plural.as_str(), "roles" | "clusterroles")
     {
-        obj.entry("rules").or_insert(Value::Null);
+        let rules = obj.entry("rules").or_insert(Value::Null);
+        if rules.as_array().is_some_and(Vec::is_empty) {
+            *rules = Value::Null;
+        }
     }
 }
 

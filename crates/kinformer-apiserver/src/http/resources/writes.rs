@@ -66,8 +66,16 @@ pub(super) async fn serve_write(
                     ctx.tokens
                         .authenticate(&ctx.api, t, auds, crate::token::now())
                 };
-                let answer =
-                    crate::review::answer(res, obj, ctx.token.as_deref(), requester.as_ref(), &sa)?;
+                let rbac = ctx.config.rbac.then_some(&*ctx.api);
+                let answer = crate::review::answer(
+                    res,
+                    obj,
+                    ctx.token.as_deref(),
+                    requester.as_ref(),
+                    &sa,
+                    rbac,
+                    Some(&writer),
+                )?;
                 if pb && let Ok(b) = kinformer_proto::object_from_json(&answer) {
                     return Ok((201, response::protobuf(201, b)));
                 }

@@ -1,17 +1,20 @@
-//! Who is asking, as kube-apiserver decides it before authorizing: a request without a bearer
-//! token is anonymous, one with a token that no authenticator accepts is 401.
+//! Who is asking and what they ask, as kube-apiserver reads it before authorizing: a request
+//! without a bearer token is anonymous (`system:anonymous`), one with a token that no
+//! authenticator accepts is 401; a request's attributes (verb, group, resource, subresource,
+//! namespace, name, or a path) are read from its path and query as kube's
+//! `RequestInfoFactory` reads them, for any resource, served or not; and a request the
+//! authorizer ([`crate::rbac`]) refuses is 403 Forbidden in its words.
 //!
-//! kube-apiserver runs with anonymous authentication on (its default) and RBAC. An anonymous
-//! request is `system:anonymous`, which RBAC lets `GET` `/healthz`, `/livez`, `/readyz`,
-//! `/version` and `/version/` (the `system:public-info-viewer` role) and nothing else: every
-//! other request is 403 Forbidden, in the authorizer's words, naming the request's attributes
-//! as its `RequestInfoFactory` reads them from the path alone (any resource, served or not).
-//! A token that fails is 401 on every path, the public ones included.
+//! With RBAC off ([`crate::ServerConfig::rbac`]) an anonymous request may `GET` `/healthz`,
+//! `/livez`, `/readyz`, `/version` and `/version/` (what the `system:public-info-viewer` role
+//! allows) and nothing else.
 
 use std::borrow::Cow;
 
 use axum::http::Method;
 use serde_json::{Map, Value};
+
+use crate::rbac::Attributes;
 
 use crate::options::{parse_query, percent_decode};
 use crate::status::ApiError;
@@ -28,25 +31,14 @@ pub(crate) fn bearer_token(header: Option<&[u8]>) -> Option<&[u8]> {
     (scheme.eq_ignore_ascii_case(b"bearer") && !token.is_empty()).then_some(token)
 }
 
-/// Whether `system:anonymous` may make this request (`system:public-info-viewer`).
-pub(crate) fn allowed(method: &Method, path: &str) -> bool {
+/// Whether `system:anonymous` may make this request when there is no RBAC
+/// (`system:public-info-viewer`'s paths).
+pub(crate) fn public(method: &Method, path: &str) -> bool {
     *method == Method::GET
         && matches!(
             path,
             "/healthz" | "/livez" | "/readyz" | "/version" | "/version/"
         )
-}
-
-/// A request's attributes as kube-apiserver's `RequestInfoFactory` reads them.
-#[derive(Debug, Default, PartialEq)]
-struct Attributes {
-    resource_request: bool,
-    verb: String,
-    group: String,
-    namespace: String,
-    resource: String,
-    subresource: String,
-    name: String,
 }
 
 /// What kube-apiserver cannot read attributes from: a `watch` or `proxy` path verb with
@@ -55,13 +47,12 @@ struct Attributes {
 #[derive(Debug, PartialEq)]
 struct NoKind;
 
-impl Attributes {
-    /// A request for a path outside the API's resources: its verb is the HTTP method's.
-    fn non_resource(method: &Method) -> Attributes {
-        Attributes {
-            verb: method.as_str().to_ascii_lowercase(),
-            ..Attributes::default()
-        }
+/// A request for a path outside the API's resources: its verb is the HTTP method's.
+fn non_resource(method: &Method, path: &str) -> Attributes {
+    Attributes {
+        verb: method.as_str().to_ascii_lowercase(),
+        path: decode_segment(path).into_owned(),
+        ..Attributes::default()
     }
 }
 
@@ -121,7 +112,7 @@ pub(crate) fn request_info_error(path: &str, request_uri: &str) -> Option<String
 fn attributes(method: &Method, path: &str, query: Option<&str>) -> Result<Attributes, NoKind> {
     let segs = segments(path);
     let Some((group, mut parts)) = resource_parts(&segs) else {
-        return Ok(Attributes::non_resource(method));
+        return Ok(non_resource(method, path));
     };
     let mut a = Attributes {
         resource_request: true,
@@ -187,21 +178,33 @@ fn attributes(method: &Method, path: &str, query: Option<&str>) -> Result<Attrib
     Ok(a)
 }
 
-/// The 403 kube-apiserver answers `system:anonymous` for a request RBAC does not allow it:
-/// `pods "x" is forbidden: User "system:anonymous" cannot get resource "pods" in API group ""
-/// in the namespace "default"`, or `forbidden: User "system:anonymous" cannot get path "/api"`.
-pub(crate) fn forbidden(method: &Method, path: &str, query: Option<&str>) -> ApiError {
-    let user = "system:anonymous";
-    // a path kube cannot read is answered before anyone is authenticated
-    // (`request_info_error`); were it asked, it would be a path like any other
-    let a =
-        attributes(method, path, query).unwrap_or_else(|NoKind| Attributes::non_resource(method));
+/// A request's attributes; a path kube cannot read attributes from is answered before anyone
+/// is authenticated (`request_info_error`), and is a path like any other were it asked.
+pub(crate) fn request_attributes(method: &Method, path: &str, query: Option<&str>) -> Attributes {
+    attributes(method, path, query).unwrap_or_else(|NoKind| non_resource(method, path))
+}
+
+/// The 403 kube-apiserver answers when the authorizer does not allow `user` a request with
+/// attributes `a`: `pods "x" is forbidden: User "system:anonymous" cannot get resource "pods"
+/// in API group "" in the namespace "default"`, or `forbidden: User "system:anonymous" cannot
+/// get path "/api"`; the authorizer's `reason`, if any, after a colon.
+pub(crate) fn forbidden(user: &str, a: &Attributes, reason: &str) -> ApiError {
+    let because = |m: String| {
+        if reason.is_empty() {
+            m
+        } else {
+            format!("{m}: {reason}")
+        }
+    };
+    let a = a.clone();
     if !a.resource_request {
-        let path = decode_segment(path);
         let mut e = ApiError::new(
             403,
             "Forbidden",
-            format!("forbidden: User {user:?} cannot {} path {path:?}", a.verb),
+            format!(
+                "forbidden: {}",
+                because(format!("User {user:?} cannot {} path {:?}", a.verb, a.path))
+            ),
         );
         e.details = Some(Value::Object(Map::new()));
         return e;
@@ -216,10 +219,10 @@ pub(crate) fn forbidden(method: &Method, path: &str, query: Option<&str>) -> Api
     } else {
         format!("in the namespace {:?}", a.namespace)
     };
-    let why = format!(
+    let why = because(format!(
         "User {user:?} cannot {} resource {resource:?} in API group {:?} {scope}",
         a.verb, a.group
-    );
+    ));
     let group_resource = if a.group.is_empty() {
         a.resource.clone()
     } else {
@@ -441,11 +444,15 @@ mod tests {
             ),
         ];
         for (method, path, query, message) in cases {
-            let e = forbidden(&method.parse().unwrap(), path, *query);
+            let a = request_attributes(&method.parse().unwrap(), path, *query);
+            let e = forbidden(crate::rbac::ANONYMOUS, &a, "");
             assert_eq!((e.code, e.reason.as_str()), (403, "Forbidden"), "{path}");
             assert_eq!(e.message, *message, "{method} {path}");
         }
-        let details = |path: &str| forbidden(&Method::GET, path, None).details.unwrap();
+        let details = |path: &str| {
+            let a = request_attributes(&Method::GET, path, None);
+            forbidden(crate::rbac::ANONYMOUS, &a, "").details.unwrap()
+        };
         assert_eq!(
             details("/api/v1/namespaces/default/pods/x"),
             serde_json::json!({"name": "x", "kind": "pods"})
@@ -522,11 +529,11 @@ mod tests {
     #[test]
     fn only_public_info_is_open_to_anonymous() {
         for p in ["/healthz", "/livez", "/readyz", "/version", "/version/"] {
-            assert!(allowed(&Method::GET, p), "{p}");
-            assert!(!allowed(&Method::POST, p), "{p}");
+            assert!(public(&Method::GET, p), "{p}");
+            assert!(!public(&Method::POST, p), "{p}");
         }
         for p in ["/readyz/ping", "/healthz/etcd", "/api", "/metrics", "/"] {
-            assert!(!allowed(&Method::GET, p), "{p}");
+            assert!(!public(&Method::GET, p), "{p}");
         }
     }
 }
