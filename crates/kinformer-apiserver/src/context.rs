@@ -53,4 +53,6 @@ pub(crate) struct Context {
     pub(crate) openapi: crate::openapi::Cache,
     /// The clients admission webhooks are called with.
     pub(crate) webhooks: crate::admission::webhook::call::Clients,
+    /// The RBAC objects the authorizer parsed ([`crate::rbac::Cache`]).
+    pub(crate) rbac_cache: crate::rbac::Cache,
 }

@@ -13,6 +13,10 @@
 //! credentials `system:anonymous` (`system:unauthenticated`), and the `Impersonate-*` headers
 //! are honoured as kube-apiserver honours them.
 
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -192,41 +196,79 @@ fn store_name(plural: &str) -> String {
     format!("{plural}.rbac.authorization.k8s.io")
 }
 
-/// The stored objects of an RBAC resource (in `namespace`, or all), in name order, parsed.
-fn stored<T: for<'de> Deserialize<'de>>(
+/// Most parsed objects the cache keeps before it starts again (its memory stays bounded).
+const CACHE_LIMIT: usize = 10_000;
+
+/// Objects parsed, by store resource and key, with the resourceVersion parsed.
+type Parsed<T> = Mutex<HashMap<(String, String), (u64, Arc<T>)>>;
+
+/// The RBAC objects parsed, each reused while its resourceVersion is the one parsed: every
+/// request of a user who is not `system:masters` visits the bindings, and parsing them all
+/// each time cost a debug build about 0.6 ms a request (a 404 GET went from 0.35 to 1.0 ms).
+#[derive(Debug, Default)]
+pub(crate) struct Cache {
+    bindings: Parsed<Binding>,
+    roles: Parsed<Role>,
+}
+
+/// `o` parsed as `T`, from `cache` when its version was parsed already.
+fn parsed<T: for<'de> Deserialize<'de> + Default>(
+    cache: &Parsed<T>,
+    resource: &str,
+    o: &crate::store::StoredObject,
+) -> Arc<T> {
+    let key = (resource.to_string(), o.key.clone());
+    if let Some((rv, t)) = cache.lock().get(&key)
+        && *rv == o.resource_version
+    {
+        return t.clone();
+    }
+    let t = Arc::new(serde_json::from_slice::<T>(&o.bytes).unwrap_or_default());
+    let mut c = cache.lock();
+    if c.len() >= CACHE_LIMIT {
+        c.clear();
+    }
+    c.insert(key, (o.resource_version, t.clone()));
+    t
+}
+
+/// The stored bindings of an RBAC binding resource (in `namespace`, or all), in name order.
+fn bindings(
     api: &Api,
+    cache: &Cache,
     plural: &str,
     namespace: Option<&str>,
-) -> Vec<(String, T)> {
+) -> Vec<(String, Arc<Binding>)> {
     let prefix = namespace.map(|ns| format!("{ns}/")).unwrap_or_default();
-    let Ok((_, objs)) = api.store.list(&store_name(plural), None, &prefix, "") else {
+    let resource = store_name(plural);
+    let Ok((_, objs)) = api.store.list(&resource, None, &prefix, "") else {
         return Vec::new();
     };
     objs.iter()
-        .filter_map(|o| {
-            serde_json::from_slice::<T>(&o.bytes)
-                .ok()
-                .map(|t| (o.name.clone(), t))
-        })
+        .map(|o| (o.name.clone(), parsed(&cache.bindings, &resource, o)))
         .collect()
 }
 
-/// The rules of the role a binding refers to, or why there are none
-/// (`GetRoleReferenceRules`).
-fn role_rules(api: &Api, role_ref: &RoleRef, namespace: &str) -> Result<Vec<Rule>, String> {
+/// The role a binding refers to, or why there is none (`GetRoleReferenceRules`).
+fn role_of(
+    api: &Api,
+    cache: &Cache,
+    role_ref: &RoleRef,
+    namespace: &str,
+) -> Result<Arc<Role>, String> {
     let (plural, key, what) = match role_ref.kind.as_str() {
         "Role" => ("roles", format!("{namespace}/{}", role_ref.name), "role"),
         "ClusterRole" => ("clusterroles", role_ref.name.clone(), "clusterrole"),
         other => return Err(format!("unsupported role reference kind: {other:?}")),
     };
-    let Some(o) = api.store.get(&store_name(plural), &key) else {
+    let resource = store_name(plural);
+    let Some(o) = api.store.get(&resource, &key) else {
         return Err(format!(
             "{what}.rbac.authorization.k8s.io {:?} not found",
             role_ref.name
         ));
     };
-    let role: Role = serde_json::from_slice(&o.bytes).unwrap_or_default();
-    Ok(role.rules.unwrap_or_default())
+    Ok(parsed(&cache.roles, &resource, &o))
 }
 
 /// Visits the rules that apply to `user` in `namespace` (every `ClusterRoleBinding`'s, then
@@ -234,16 +276,17 @@ fn role_rules(api: &Api, role_ref: &RoleRef, namespace: &str) -> Result<Vec<Rule
 /// `visit` returns false; returns the errors met on the way (`VisitRulesFor`).
 fn visit_rules(
     api: &Api,
+    cache: &Cache,
     user: &User,
     namespace: &str,
     visit: &mut dyn FnMut(&dyn Fn() -> String, &Rule) -> bool,
 ) -> Vec<String> {
     let mut errors = Vec::new();
-    for (name, b) in stored::<Binding>(api, "clusterrolebindings", None) {
+    for (name, b) in bindings(api, cache, "clusterrolebindings", None) {
         let Some(subject) = b.subjects.iter().find(|s| s.is(user, "")) else {
             continue;
         };
-        let rules = match role_rules(api, &b.role_ref, "") {
+        let role = match role_of(api, cache, &b.role_ref, "") {
             Ok(r) => r,
             Err(e) => {
                 errors.push(e);
@@ -258,7 +301,7 @@ fn visit_rules(
                 subject.describe("")
             )
         };
-        for r in &rules {
+        for r in role.rules.iter().flatten() {
             if !visit(&source, r) {
                 return errors;
             }
@@ -267,11 +310,11 @@ fn visit_rules(
     if namespace.is_empty() {
         return errors;
     }
-    for (name, b) in stored::<Binding>(api, "rolebindings", Some(namespace)) {
+    for (name, b) in bindings(api, cache, "rolebindings", Some(namespace)) {
         let Some(subject) = b.subjects.iter().find(|s| s.is(user, namespace)) else {
             continue;
         };
-        let rules = match role_rules(api, &b.role_ref, namespace) {
+        let role = match role_of(api, cache, &b.role_ref, namespace) {
             Ok(r) => r,
             Err(e) => {
                 errors.push(e);
@@ -287,7 +330,7 @@ fn visit_rules(
                 subject.describe(namespace)
             )
         };
-        for r in &rules {
+        for r in role.rules.iter().flatten() {
             if !visit(&source, r) {
                 return errors;
             }
@@ -312,7 +355,7 @@ fn aggregate(errors: Vec<String>) -> String {
 }
 
 /// Whether `user` may make a request with attributes `a`.
-pub(crate) fn authorize(api: &Api, user: &User, a: &Attributes) -> Decision {
+pub(crate) fn authorize(api: &Api, cache: &Cache, user: &User, a: &Attributes) -> Decision {
     if user.groups.iter().any(|g| g == MASTERS) {
         return Decision {
             allowed: true,
@@ -320,7 +363,7 @@ pub(crate) fn authorize(api: &Api, user: &User, a: &Attributes) -> Decision {
         };
     }
     let mut allowed_by = None;
-    let errors = visit_rules(api, user, &a.namespace, &mut |source, rule| {
+    let errors = visit_rules(api, cache, user, &a.namespace, &mut |source, rule| {
         if rule.allows(a) {
             allowed_by = Some(source());
             return false;
@@ -347,6 +390,7 @@ pub(crate) fn authorize(api: &Api, user: &User, a: &Attributes) -> Decision {
 /// `resourceRules`, `nonResourceRules`, and the errors met looking (which make it incomplete).
 pub(crate) fn rules_for(
     api: &Api,
+    cache: &Cache,
     user: &User,
     namespace: &str,
 ) -> (Vec<Value>, Vec<Value>, Vec<String>) {
@@ -355,7 +399,7 @@ pub(crate) fn rules_for(
         resource.push(json!({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}));
         paths.push(json!({"verbs": ["*"], "nonResourceURLs": ["*"]}));
     }
-    let errors = visit_rules(api, user, namespace, &mut |_, rule| {
+    let errors = visit_rules(api, cache, user, namespace, &mut |_, rule| {
         let (r, p) = rule.halves();
         resource.extend(r);
         paths.extend(p);

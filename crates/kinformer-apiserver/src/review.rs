@@ -26,7 +26,7 @@ pub(crate) fn answer(
     token: Option<&str>,
     requester: Option<&crate::token::User>,
     service_account: &ServiceAccountAuth<'_>,
-    rbac: Option<&crate::api::Api>,
+    rbac: Option<(&crate::api::Api, &crate::rbac::Cache)>,
     writer: Option<&crate::objects::Writer>,
 ) -> Result<Value, ApiError> {
     crate::objects::check_type_meta(res, &body)?;
@@ -72,7 +72,7 @@ pub(crate) fn answer(
                 None => {
                     json!({"allowed": true, "reason": "kinformer-apiserver has no authorization: everything is allowed"})
                 }
-                Some(api) => access_review(res, &body, &spec, requester, api)?,
+                Some(rbac) => access_review(res, &body, &spec, requester, rbac)?,
             }
         }
         "SelfSubjectRulesReview" => match rbac {
@@ -81,12 +81,12 @@ pub(crate) fn answer(
                 "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
                 "incomplete": false,
             }),
-            Some(api) => {
+            Some((api, cache)) => {
                 let ns = spec.get("namespace").and_then(Value::as_str).unwrap_or("");
                 // kube-apiserver answers a new review: its spec empty
                 body.insert("spec".into(), json!({}));
                 let user = requester.cloned().unwrap_or_else(admin);
-                let (resource, paths, errors) = crate::rbac::rules_for(api, &user, ns);
+                let (resource, paths, errors) = crate::rbac::rules_for(api, cache, &user, ns);
                 let mut status = json!({
                     "resourceRules": resource,
                     "nonResourceRules": paths,
@@ -194,7 +194,7 @@ fn access_review(
     body: &Map<String, Value>,
     spec: &Value,
     requester: Option<&crate::token::User>,
-    api: &crate::api::Api,
+    (api, cache): (&crate::api::Api, &crate::rbac::Cache),
 ) -> Result<Value, ApiError> {
     let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
     let user = if res.kind == "SelfSubjectAccessReview" {
@@ -267,7 +267,7 @@ fn access_review(
             }
         }
     };
-    let d = crate::rbac::authorize(api, &user, &a);
+    let d = crate::rbac::authorize(api, cache, &user, &a);
     let mut status = json!({"allowed": d.allowed});
     if !d.reason.is_empty() {
         status["reason"] = json!(d.reason);

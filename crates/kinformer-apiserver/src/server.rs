@@ -116,6 +116,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         metrics: crate::metrics::Metrics::default(),
         openapi: Default::default(),
         webhooks: Default::default(),
+        rbac_cache: Default::default(),
         tokens,
     });
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", config.port))

@@ -30,7 +30,7 @@ pub(crate) fn admit(ctx: &Context, req: &Request) -> Result<Acting, ApiError> {
         return Ok(acting);
     };
     let allowed = if rbac_on {
-        let d = rbac::authorize(&ctx.api, user, &a);
+        let d = rbac::authorize(&ctx.api, &ctx.rbac_cache, user, &a);
         if !d.allowed {
             return Err(access::forbidden(&user.username, &a, &d.reason));
         }
@@ -214,7 +214,7 @@ fn check(
         return Err(access::forbidden(&requester.username, a, reason));
     }
     let d = if ctx.config.rbac {
-        rbac::authorize(&ctx.api, requester, a)
+        rbac::authorize(&ctx.api, &ctx.rbac_cache, requester, a)
     } else {
         rbac::Decision {
             allowed: requester.username != rbac::ANONYMOUS,

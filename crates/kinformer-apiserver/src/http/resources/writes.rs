@@ -66,7 +66,7 @@ pub(super) async fn serve_write(
                     ctx.tokens
                         .authenticate(&ctx.api, t, auds, crate::token::now())
                 };
-                let rbac = ctx.config.rbac.then_some(&*ctx.api);
+                let rbac = ctx.config.rbac.then_some((&*ctx.api, &ctx.rbac_cache));
                 let answer = crate::review::answer(
                     res,
                     obj,
