@@ -282,57 +282,40 @@ fn visit_rules(
     visit: &mut dyn FnMut(&dyn Fn() -> String, &Rule) -> bool,
 ) -> Vec<String> {
     let mut errors = Vec::new();
-    for (name, b) in bindings(api, cache, "clusterrolebindings", None) {
-        let Some(subject) = b.subjects.iter().find(|s| s.is(user, "")) else {
-            continue;
-        };
-        let role = match role_of(api, cache, &b.role_ref, "") {
-            Ok(r) => r,
-            Err(e) => {
-                errors.push(e);
-                continue;
-            }
-        };
-        let source = || {
-            format!(
-                "ClusterRoleBinding {name:?} of {} {:?} to {}",
-                b.role_ref.kind,
-                b.role_ref.name,
-                subject.describe("")
-            )
-        };
-        for r in role.rules.iter().flatten() {
-            if !visit(&source, r) {
-                return errors;
-            }
-        }
+    // (kind, store plural, the bindings' namespace): the cluster's, then the namespace's
+    let mut scopes = vec![("ClusterRoleBinding", "clusterrolebindings", "")];
+    if !namespace.is_empty() {
+        scopes.push(("RoleBinding", "rolebindings", namespace));
     }
-    if namespace.is_empty() {
-        return errors;
-    }
-    for (name, b) in bindings(api, cache, "rolebindings", Some(namespace)) {
-        let Some(subject) = b.subjects.iter().find(|s| s.is(user, namespace)) else {
-            continue;
-        };
-        let role = match role_of(api, cache, &b.role_ref, namespace) {
-            Ok(r) => r,
-            Err(e) => {
-                errors.push(e);
+    for (kind, plural, ns) in scopes {
+        for (name, b) in bindings(api, cache, plural, (!ns.is_empty()).then_some(ns)) {
+            let Some(subject) = b.subjects.iter().find(|s| s.is(user, ns)) else {
                 continue;
-            }
-        };
-        let source = || {
-            format!(
-                "RoleBinding {:?} of {} {:?} to {}",
-                format!("{name}/{namespace}"),
-                b.role_ref.kind,
-                b.role_ref.name,
-                subject.describe(namespace)
-            )
-        };
-        for r in role.rules.iter().flatten() {
-            if !visit(&source, r) {
-                return errors;
+            };
+            let role = match role_of(api, cache, &b.role_ref, ns) {
+                Ok(r) => r,
+                Err(e) => {
+                    errors.push(e);
+                    continue;
+                }
+            };
+            let source = || {
+                let id = if ns.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{name}/{ns}")
+                };
+                format!(
+                    "{kind} {id:?} of {} {:?} to {}",
+                    b.role_ref.kind,
+                    b.role_ref.name,
+                    subject.describe(ns)
+                )
+            };
+            for r in role.rules.iter().flatten() {
+                if !visit(&source, r) {
+                    return errors;
+                }
             }
         }
     }

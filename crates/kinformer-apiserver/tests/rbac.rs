@@ -13,18 +13,11 @@ use kinformer_apiserver::{RunningServer, ServerConfig, start};
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::json;
 
+mod common;
+
 /// A client of `s` acting as `user` (in `groups`), through impersonation.
 async fn client_as(s: &RunningServer, user: &str, groups: &[&str]) -> kube::Client {
-    let kc = kube::config::Kubeconfig::from_yaml(&s.kubeconfig()).unwrap();
-    let mut config =
-        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-            .await
-            .unwrap();
-    config.auth_info.impersonate = Some(user.to_string());
-    if !groups.is_empty() {
-        config.auth_info.impersonate_groups = Some(groups.iter().map(|g| g.to_string()).collect());
-    }
-    kube::Client::try_from(config).unwrap()
+    common::kube_client(s, None, Some(user), groups).await
 }
 
 /// The error code and message of a refused call, or 200.
@@ -141,14 +134,7 @@ async fn an_operators_service_account_gets_what_its_roles_grant() {
 /// A client of a TLS server `s` with a service account's `token` instead of the server's,
 /// impersonating `user` when given.
 async fn client_with_token(s: &RunningServer, token: &str, user: Option<&str>) -> kube::Client {
-    let yaml = s.kubeconfig().replace(s.token().unwrap(), token);
-    let kc = kube::config::Kubeconfig::from_yaml(&yaml).unwrap();
-    let mut config =
-        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-            .await
-            .unwrap();
-    config.auth_info.impersonate = user.map(String::from);
-    kube::Client::try_from(config).unwrap()
+    common::kube_client(s, Some(token), user, &[]).await
 }
 
 #[tokio::test]

@@ -131,13 +131,7 @@ async fn token_requests_answer_signed_tokens_that_token_reviews_accept() {
 
 /// A kube client from the server's kubeconfig with `token` as its bearer token.
 async fn client_with(s: &kinformer_apiserver::RunningServer, token: &str) -> kube::Client {
-    let yaml = s.kubeconfig().replace(s.token().unwrap(), token);
-    let kc = kube::config::Kubeconfig::from_yaml(&yaml).unwrap();
-    let config =
-        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-            .await
-            .unwrap();
-    kube::Client::try_from(config).unwrap()
+    common::kube_client(s, Some(token), None, &[]).await
 }
 
 async fn list_code(client: kube::Client) -> u16 {

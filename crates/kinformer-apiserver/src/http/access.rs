@@ -31,14 +31,21 @@ pub(crate) fn bearer_token(header: Option<&[u8]>) -> Option<&[u8]> {
     (scheme.eq_ignore_ascii_case(b"bearer") && !token.is_empty()).then_some(token)
 }
 
-/// Whether `system:anonymous` may make this request when there is no RBAC
-/// (`system:public-info-viewer`'s paths).
-pub(crate) fn public(method: &Method, path: &str) -> bool {
-    *method == Method::GET
+/// Whether `system:anonymous` may make a request with these attributes when there is no RBAC
+/// (what `system:public-info-viewer` allows: `GET` of its paths).
+pub(crate) fn public_request(a: &Attributes) -> bool {
+    !a.resource_request
+        && a.verb == "get"
         && matches!(
-            path,
+            a.path.as_str(),
             "/healthz" | "/livez" | "/readyz" | "/version" | "/version/"
         )
+}
+
+/// [`public_request`] of a method and path.
+#[cfg(test)]
+fn public(method: &Method, path: &str) -> bool {
+    public_request(&non_resource(method, path))
 }
 
 /// What kube-apiserver cannot read attributes from: a `watch` or `proxy` path verb with

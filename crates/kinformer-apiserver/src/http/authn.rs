@@ -21,25 +21,19 @@ pub(crate) type Acting = Option<User>;
 /// Who `req` acts as, once authenticated, impersonation applied and the request authorized;
 /// else the error to answer.
 pub(crate) fn admit(ctx: &Context, req: &Request) -> Result<Acting, ApiError> {
-    let path = req.uri().path();
     let requester = authenticate(ctx, req)?;
-    let rbac_on = ctx.config.rbac;
-    let a = access::request_attributes(req.method(), path, req.uri().query());
-    let acting = impersonate(ctx, req.headers(), requester, &a)?;
-    let Some(user) = &acting else {
-        return Ok(acting);
+    let wanted = wanted(req.headers())?;
+    if requester.is_none() && wanted.is_none() {
+        // the server's own identity, as itself (the usual case): nothing to read or check
+        return Ok(None);
+    }
+    let a = access::request_attributes(req.method(), req.uri().path(), req.uri().query());
+    let acting = match wanted {
+        None => requester,
+        Some(w) => Some(impersonate(ctx, &w, requester, &a)?),
     };
-    let allowed = if rbac_on {
-        let d = rbac::authorize(&ctx.api, &ctx.rbac_cache, user, &a);
-        if !d.allowed {
-            return Err(access::forbidden(&user.username, &a, &d.reason));
-        }
-        true
-    } else {
-        user.username != rbac::ANONYMOUS || access::public(req.method(), path)
-    };
-    if !allowed {
-        return Err(access::forbidden(&user.username, &a, ""));
+    if let Some(user) = &acting {
+        check(ctx, user, &a, None)?;
     }
     Ok(acting)
 }
@@ -217,7 +211,7 @@ fn check(
         rbac::authorize(&ctx.api, &ctx.rbac_cache, requester, a)
     } else {
         rbac::Decision {
-            allowed: requester.username != rbac::ANONYMOUS,
+            allowed: requester.username != rbac::ANONYMOUS || access::public_request(a),
             reason: String::new(),
         }
     };
@@ -331,23 +325,20 @@ fn try_mode(
     })
 }
 
-/// The user `requester` acts as once the impersonation headers are applied (kube-apiserver
+/// The user `requester` acts as when it impersonates `w` (kube-apiserver
 /// 1.36's impersonation filter with constrained impersonation): the modes that apply are tried
 /// in order (arbitrary node, service account, user info, then the legacy `impersonate` verb)
 /// and the first that allows it wins; else the first refusal is the answer. Not tried: the
 /// associated-node mode (a node agent's service account impersonating its own node).
 fn impersonate(
     ctx: &Context,
-    headers: &HeaderMap,
+    w: &Wanted,
     requester: Acting,
     request: &Attributes,
-) -> Result<Acting, ApiError> {
-    let Some(w) = wanted(headers)? else {
-        return Ok(requester);
-    };
+) -> Result<User, ApiError> {
     let Some(requester) = requester else {
         // the server's own identity may impersonate anyone
-        return try_mode(ctx, &crate::review::admin(), request, &w, Mode::Legacy).map(Some);
+        return try_mode(ctx, &crate::review::admin(), request, w, Mode::Legacy);
     };
     let mut first_error = None;
     for mode in [
@@ -356,11 +347,11 @@ fn impersonate(
         Mode::UserInfo,
         Mode::Legacy,
     ] {
-        if !mode.applies(&w) {
+        if !mode.applies(w) {
             continue;
         }
-        match try_mode(ctx, &requester, request, &w, mode) {
-            Ok(user) => return Ok(Some(user)),
+        match try_mode(ctx, &requester, request, w, mode) {
+            Ok(user) => return Ok(user),
             Err(e) => {
                 first_error.get_or_insert(e);
             }

@@ -402,7 +402,7 @@ async fn ask(
 pub(crate) fn user_info(requester: Option<&crate::token::User>) -> Value {
     match requester {
         Some(u) => u.to_json(),
-        None => json!({"username": crate::review::USER, "groups": crate::review::GROUPS}),
+        None => crate::review::admin().to_json(),
     }
 }
 

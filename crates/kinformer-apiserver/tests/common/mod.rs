@@ -247,3 +247,27 @@ pub fn enc(s: &str) -> String {
         })
         .collect()
 }
+
+/// A kube client of `s` built from its kubeconfig, with `token` instead of the server's own
+/// (a TLS server) and impersonating `user` in `groups`, when given.
+pub async fn kube_client(
+    s: &kinformer_apiserver::RunningServer,
+    token: Option<&str>,
+    user: Option<&str>,
+    groups: &[&str],
+) -> kube::Client {
+    let mut yaml = s.kubeconfig();
+    if let (Some(token), Some(own)) = (token, s.token()) {
+        yaml = yaml.replace(own, token);
+    }
+    let kc = kube::config::Kubeconfig::from_yaml(&yaml).unwrap();
+    let mut config =
+        kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+            .await
+            .unwrap();
+    config.auth_info.impersonate = user.map(String::from);
+    if !groups.is_empty() {
+        config.auth_info.impersonate_groups = Some(groups.iter().map(|g| g.to_string()).collect());
+    }
+    kube::Client::try_from(config).unwrap()
+}
