@@ -144,8 +144,8 @@ KINFORMER_QUEUE_MODE=delta-fifo \
 step "e2e: differential check, embedded server vs recorded real kube-apiserver, watch cache off and on (e2e/diff.sh embedded)"
 # the standalone embedded server (`kinformer serve` built as kinformer-cli's `kinformer-apiserver`
 # binary: what `cargo run -p kinformer-cli --bin kinformer-apiserver` runs), built with the
-# workspace's features like the unit tier
-cargo build -q --workspace --bins
+# package's own features as that command builds it (the README demo step above built them already)
+cargo build -q -p kinformer-cli --bins
 embedded_dir="$(mktemp -d "${TMPDIR:-/tmp}/kinformer-embedded-XXXXXX")"
 "${CARGO_TARGET_DIR:-target}/debug/kinformer-apiserver" \
     --port 0 --kubeconfig "$embedded_dir/kubeconfig" > "$embedded_dir/server.log" 2>&1 &

@@ -97,6 +97,15 @@ pub async fn run(args: WatchArgs) -> Result<(), CliError> {
     config.namespace = args.namespace.clone();
     config.label_selector = args.selector.clone();
     config = config.consistency_check(Duration::from_secs(args.consistency_check));
+    // A refused or failing list or watch is shown, not only logged (the log is off unless
+    // KINFORMER_LOG says otherwise): an under-privileged kubeconfig would otherwise leave the
+    // view at "syncing ..." with no reason given. Expired watches are routine and stay quiet.
+    config = config.watch_error_handler(|e| {
+        kinformer::reflector::default_watch_error_handler("kinformer watch", e);
+        if !e.is_expired() {
+            eprintln!("# error: {e} (retrying)");
+        }
+    });
     let factory = SharedInformerFactory::builder(client.clone())
         .defaults(config)
         .build();

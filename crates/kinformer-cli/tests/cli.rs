@@ -281,3 +281,62 @@ fn watch_embedded_syncs_20000_pods() {
         drop(child);
     }
 }
+
+/// `kinformer watch pods` with a kubeconfig whose user may not list pods (a service account
+/// impersonated through the kubeconfig's `as:`, refused by the embedded server's RBAC): the view
+/// says why it does not sync, on stderr, without any log setting.
+#[test]
+fn watch_shows_why_a_refused_informer_does_not_sync() {
+    let home = scratch("watch-refused");
+    let kubeconfig = home.join("kubeconfig");
+    let server = isolated(&home)
+        .args(["serve", "--kubeconfig"])
+        .arg(&kubeconfig)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn serve");
+    let _server = KillOnDrop(server);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let admin = loop {
+        let text = std::fs::read_to_string(&kubeconfig).unwrap_or_default();
+        if text.contains("token: ") {
+            break text;
+        }
+        assert!(Instant::now() < deadline, "serve wrote no kubeconfig");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let refused = home.join("refused-kubeconfig");
+    std::fs::write(
+        &refused,
+        admin.replace(
+            "  user:\n",
+            "  user:\n    as: system:serviceaccount:ops:op\n",
+        ),
+    )
+    .expect("write kubeconfig");
+    let child = isolated(&home)
+        .env("KUBECONFIG", &refused)
+        .env_remove("KINFORMER_LOG")
+        .args(["watch", "pods"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn watch");
+    let mut child = KillOnDrop(child);
+    let stderr = child.0.stderr.take().expect("stderr");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    wait_for_line(&rx, &mut seen, |l| {
+        l.starts_with("# error: failed to list: ")
+            && l.contains("403 Forbidden")
+            && l.contains(r#"User "system:serviceaccount:ops:op" cannot list resource "pods""#)
+    });
+}
