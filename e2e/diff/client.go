@@ -59,7 +59,11 @@ func (t *target) doWith(ctx context.Context, method, path, contentType, bearer s
 		req.Header.Set("Content-Type", contentType)
 	}
 	for _, h := range headers {
-		req.Header.Add(h[0], h[1])
+		if strings.EqualFold(h[0], "Accept") {
+			req.Header.Set(h[0], h[1]) // in place of the default
+		} else {
+			req.Header.Add(h[0], h[1])
+		}
 	}
 	if bearer == noCredentials {
 		// none at all

@@ -109,6 +109,13 @@ func (h *hookServer) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	req, _ := review["request"].(map[string]any)
 	uid, _ := req["uid"].(string)
+	if strings.HasPrefix(r.URL.Path, "/convert") {
+		// a ConversionReview (scenario conversion-webhook); what it was sent is not recorded
+		// (how often a server converts is its own business)
+		writeJSON(w, map[string]any{"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
+			"response": convertReview(r.URL.Path, uid, req)})
+		return
+	}
 	// what is compared of a review: all but its uid and the user (each server has its own)
 	seen := map[string]any{"path": r.URL.Path, "timeout": r.URL.Query().Get("timeout")}
 	for k, v := range req {

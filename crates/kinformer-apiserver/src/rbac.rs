@@ -24,6 +24,7 @@ use crate::api::Api;
 use crate::token::User;
 
 pub(crate) mod bootstrap;
+pub(crate) mod escalation;
 
 /// The group whose members may do everything.
 pub(crate) const MASTERS: &str = "system:masters";

@@ -74,6 +74,14 @@ pub struct ResourceInfo {
     /// several versions: objects are stored in the CRD's storage version and shown in the
     /// version asked for, as conversion strategy `None` does).
     pub(crate) storage_version: Option<String>,
+    /// How a custom resource served in a version other than its storage version is converted
+    /// to and from it, when its CRD's conversion strategy is `Webhook`: the CRD's
+    /// `spec.conversion.webhook` (`clientConfig`, `conversionReviewVersions`). `None`: the
+    /// `None` strategy (only `apiVersion` changes).
+    pub(crate) conversion: Option<std::sync::Arc<Value>>,
+    /// A custom resource version's `additionalPrinterColumns` (kubectl's `get` columns after
+    /// Name), when its CRD declares any.
+    pub(crate) printer_columns: Option<std::sync::Arc<Vec<Value>>>,
     /// The `Warning` every request to this resource gets, when its version is deprecated:
     /// kube-apiserver's deprecation warning for a built-in kind (`v1 Endpoints is deprecated in
     /// v1.33+; use discovery.k8s.io/v1 EndpointSlice`), a CustomResourceDefinition version's
@@ -127,6 +135,8 @@ impl ResourceInfo {
             schema: None,
             crd_name: None,
             storage_version: None,
+            conversion: None,
+            printer_columns: None,
             deprecation: None,
         }
     }
@@ -239,6 +249,8 @@ where
         schema: None,
         crd_name: None,
         storage_version: None,
+        conversion: None,
+        printer_columns: None,
         deprecation: None,
     };
     info.deprecation = builtin_deprecation(group, &info.version, &info.kind);
@@ -277,6 +289,8 @@ fn review<K: Resource<Scope: 'static>>() -> ResourceInfo {
         schema: None,
         crd_name: None,
         storage_version: None,
+        conversion: None,
+        printer_columns: None,
         deprecation: None,
     }
 }

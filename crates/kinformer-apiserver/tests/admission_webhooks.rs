@@ -7,6 +7,8 @@
 //! they deny, honours `failurePolicy`, selectors and dry runs, and stores nothing a webhook
 //! refused.
 
+mod common;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -22,15 +24,7 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview, Operation};
 use parking_lot::Mutex;
-use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
-    KeyUsagePurpose,
-};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use serde_json::{Value, json};
-use tokio::net::{TcpListener, TcpStream};
-use tokio_rustls::TlsAcceptor;
-use tokio_rustls::server::TlsStream;
 
 /// What the webhook server saw: every request, by path.
 #[derive(Default)]
@@ -167,62 +161,9 @@ async fn answer(
     Json(response.into_review())
 }
 
-/// An axum listener of TLS connections.
-struct Tls {
-    tcp: TcpListener,
-    acceptor: TlsAcceptor,
-}
-
-impl axum::serve::Listener for Tls {
-    type Io = TlsStream<TcpStream>;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
-        loop {
-            let Ok((tcp, addr)) = self.tcp.accept().await else {
-                continue;
-            };
-            if let Ok(tls) = self.acceptor.accept(tcp).await {
-                return (tls, addr);
-            }
-        }
-    }
-
-    fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        self.tcp.local_addr()
-    }
-}
-
 /// Starts the webhook server with a certificate for `names` (and 127.0.0.1) signed by a
 /// fresh CA.
 async fn serve(names: &[&str]) -> Webhooks {
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.distinguished_name.push(DnType::CommonName, "webhook-ca");
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::DigitalSignature,
-    ];
-    let ca_cert = ca.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::new(ca, ca_key);
-    let key = KeyPair::generate().unwrap();
-    let mut sans: Vec<String> = names.iter().map(|s| s.to_string()).collect();
-    sans.push("127.0.0.1".into());
-    let mut leaf = CertificateParams::new(sans).unwrap();
-    leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    let cert = leaf.signed_by(&key, &issuer).unwrap();
-    let chain = vec![CertificateDer::from(cert.der().to_vec())];
-    let private = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(chain, private)
-        .unwrap();
-    let tcp = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = tcp.local_addr().unwrap();
     let seen = Arc::new(Seen::default());
     let mut router = axum::Router::new();
     for path in [
@@ -235,14 +176,10 @@ async fn serve(names: &[&str]) -> Webhooks {
     ] {
         router = router.route(path, post(answer).with_state((seen.clone(), path)));
     }
-    let listener = Tls {
-        tcp,
-        acceptor: TlsAcceptor::from(Arc::new(config)),
-    };
-    tokio::spawn(async move { axum::serve(listener, router).await });
+    let served = common::tls_server::serve(names, router).await;
     Webhooks {
-        addr,
-        ca_pem: ca_cert.pem(),
+        addr: served.addr,
+        ca_pem: served.ca_pem,
         seen,
     }
 }
@@ -529,7 +466,7 @@ async fn deletes_are_seen_with_the_old_object() {
 #[tokio::test]
 async fn failure_policy_decides_when_the_webhook_cannot_be_reached() {
     // a port nothing listens on
-    let unused = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let unused = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = unused.local_addr().unwrap().port();
     drop(unused);
     let s = start(ServerConfig::default()).await.unwrap();

@@ -292,3 +292,91 @@ async fn without_rbac_everyone_may_do_everything() {
     );
     s.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_operator_may_grant_only_what_it_holds() {
+    let s = start(ServerConfig::default()).await.unwrap();
+    let admin = s.client();
+    let user = "system:serviceaccount:shop:operator";
+    let operator = client_as(&s, user, &[]).await;
+    let admin_roles: Api<Role> = Api::namespaced(admin.clone(), "shop");
+    let admin_bindings: Api<RoleBinding> = Api::namespaced(admin.clone(), "shop");
+    let pp = PostParams::default();
+    // the operator may write roles and bindings, and read config maps
+    let manager = object(json!({"metadata": {"name": "manager"}, "rules": [
+        {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles", "rolebindings"],
+         "verbs": ["create", "get", "update", "patch"]},
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}]}));
+    admin_roles.create(&pp, &manager).await.unwrap();
+    let bind = |name: &str, kind: &str, role: &str| -> RoleBinding {
+        object(json!({"metadata": {"name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": role},
+            "subjects": [{"kind": "ServiceAccount", "name": "operator", "namespace": "shop"}]}))
+    };
+    admin_bindings
+        .create(&pp, &bind("operator-manager", "Role", "manager"))
+        .await
+        .unwrap();
+    let roles: Api<Role> = Api::namespaced(operator.clone(), "shop");
+    let bindings: Api<RoleBinding> = Api::namespaced(operator.clone(), "shop");
+    let reader = object(json!({"metadata": {"name": "reader"}, "rules": [
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}]}));
+    assert_eq!(outcome(roles.create(&pp, &reader).await).0, 200);
+    let writer: Role = object(json!({"metadata": {"name": "writer"}, "rules": [
+        {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "create", "delete"]},
+        {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]}));
+    let (code, message) = outcome(roles.create(&pp, &writer).await);
+    assert_eq!(code, 403);
+    assert_eq!(
+        message,
+        format!(
+            "roles.rbac.authorization.k8s.io \"writer\" is forbidden: user \"{user}\" (groups=[\"system:serviceaccounts\" \"system:serviceaccounts:shop\" \"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n\
+             {{APIGroups:[\"\"], Resources:[\"configmaps\"], Verbs:[\"create\" \"delete\"]}}\n\
+             {{APIGroups:[\"\"], Resources:[\"secrets\"], Verbs:[\"get\"]}}"
+        )
+    );
+    // binding what it holds, and what it does not (the bootstrap view role)
+    assert_eq!(
+        outcome(
+            bindings
+                .create(&pp, &bind("reader", "Role", "reader"))
+                .await
+        )
+        .0,
+        200
+    );
+    let (code, message) = outcome(
+        bindings
+            .create(&pp, &bind("view", "ClusterRole", "view"))
+            .await,
+    );
+    assert_eq!(code, 403);
+    assert!(
+        message.starts_with("rolebindings.rbac.authorization.k8s.io \"view\" is forbidden: "),
+        "{message}"
+    );
+    let (code, message) = outcome(bindings.create(&pp, &bind("gone", "Role", "gone")).await);
+    assert_eq!(
+        (code, message.as_str()),
+        (
+            404,
+            r#"rolebindings.rbac.authorization.k8s.io "gone" not found"#
+        )
+    );
+    // the escalate verb on roles lets it write any role
+    let escalator = object(json!({"metadata": {"name": "escalator"}, "rules": [
+        {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"], "verbs": ["escalate"]}]}));
+    admin_roles.create(&pp, &escalator).await.unwrap();
+    admin_bindings
+        .create(&pp, &bind("operator-escalator", "Role", "escalator"))
+        .await
+        .unwrap();
+    assert_eq!(outcome(roles.create(&pp, &writer).await).0, 200);
+    // the admin (system:masters) is never checked
+    let everything: ClusterRole = object(json!({"metadata": {"name": "everything"},
+        "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]}));
+    Api::<ClusterRole>::all(admin)
+        .create(&pp, &everything)
+        .await
+        .unwrap();
+}

@@ -5,6 +5,7 @@
 //! retries its admission on a conflict).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
 
@@ -61,6 +62,11 @@ impl<'a> Stage<'a> {
 pub(crate) struct Gate {
     dry_run: bool,
     planned: Mutex<Option<Planned>>,
+    /// For a write through a version a conversion webhook shows: the live object as that
+    /// version shows it (`None`: there was none), read before planning.
+    pinned: Option<Option<Arc<StoredObject>>>,
+    /// Set when the live object was no longer the pinned one.
+    stale: AtomicBool,
 }
 
 impl Gate {
@@ -69,7 +75,52 @@ impl Gate {
         Gate {
             dry_run,
             planned: Mutex::new(None),
+            pinned: None,
+            stale: AtomicBool::new(false),
         }
+    }
+
+    /// This gate, its write to be decided over `live` (the live object as the version
+    /// written through shows it, converted by the CRD's webhook; `None`: absent) in place of
+    /// the stored one, provided the stored one has not changed since (same resourceVersion).
+    pub(crate) fn pinned(mut self, live: Option<Arc<StoredObject>>) -> Self {
+        self.pinned = Some(live);
+        self
+    }
+
+    /// The live object the decision is made over: the pinned one when the stored object
+    /// (`current`) is still the one it was converted from; an error (and the gate marked
+    /// [`stale`](Self::stale)) when it has changed since; `current` when nothing is pinned.
+    pub(super) fn live<'a>(
+        &'a self,
+        current: Option<&'a Arc<StoredObject>>,
+    ) -> Result<Option<&'a Arc<StoredObject>>, ApiError> {
+        let Some(pinned) = &self.pinned else {
+            return Ok(current);
+        };
+        let rv = |o: Option<&Arc<StoredObject>>| o.map(|o| o.resource_version);
+        if rv(current) != rv(pinned.as_ref()) {
+            self.stale.store(true, Ordering::Relaxed);
+            return Err(ApiError::internal(
+                "the object changed while it was converted",
+            ));
+        }
+        Ok(pinned.as_ref())
+    }
+
+    /// Whether a live object was pinned ([`pinned`](Self::pinned)).
+    pub(crate) fn is_pinned(&self) -> bool {
+        self.pinned.is_some()
+    }
+
+    /// Whether planning found the live object changed since it was pinned (plan again).
+    pub(crate) fn stale(&self) -> bool {
+        self.stale.load(Ordering::Relaxed)
+    }
+
+    /// The pinned live object, if one was pinned and there was one.
+    pub(crate) fn pinned_live(&self) -> Option<&Arc<StoredObject>> {
+        self.pinned.as_ref().and_then(Option::as_ref)
     }
 
     /// Keeps a decision.
@@ -111,6 +162,23 @@ impl Planned {
     /// Whether the write removes the object.
     pub(crate) fn removes(&self) -> bool {
         matches!(self.mutation, Mutation::Delete(..))
+    }
+
+    /// The object the write stores, if it stores one.
+    pub(crate) fn stored(&self) -> Option<&Arc<StoredObject>> {
+        match &self.mutation {
+            Mutation::Put(o, _) => Some(o),
+            _ => None,
+        }
+    }
+
+    /// Stores `o` in place of [`stored`](Self::stored)'s object (and answers with it): the same
+    /// write, in another form (converted to the storage version).
+    pub(crate) fn store_instead(&mut self, o: Arc<StoredObject>) {
+        if let Mutation::Put(stored, out) = &mut self.mutation {
+            *stored = o.clone();
+            *out = o;
+        }
     }
 }
 

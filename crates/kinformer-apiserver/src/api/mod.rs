@@ -176,7 +176,20 @@ impl Api {
         let gr = res.group_resource();
         let stage = write.stage;
         let admission = self.admission(res, write);
+        let pinned = stage.gate().filter(|g| g.is_pinned());
+        if res.conversion.is_some() && pinned.is_none() {
+            // written through the HTTP layer, which calls the webhook (crate::http::conversion)
+            return Err(ApiError::bad_request(format!(
+                "{}/{} is converted by a webhook: write it over HTTP",
+                res.plural,
+                res.api_version()
+            )));
+        }
         let f = |current: Option<&Arc<StoredObject>>, rev| {
+            let current = match pinned {
+                Some(g) => g.live(current)?,
+                None => current,
+            };
             let m = f(current, rev)?;
             if let Some(a) = &admission {
                 a.admit(current, &m)?;

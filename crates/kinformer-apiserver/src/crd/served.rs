@@ -16,9 +16,9 @@ pub(crate) fn resource_info(crd: &Value) -> Option<ResourceInfo> {
 }
 
 /// The resources a stored CRD makes served: its storage version first, then every other
-/// served version (objects stored in the storage version, shown in the version asked for, as
-/// conversion strategy `None` converts them; a `Webhook` strategy is served the same way);
-/// none if it cannot serve one.
+/// served version (objects stored in the storage version, shown in the version asked for: by
+/// their `apiVersion` alone under conversion strategy `None`, by the CRD's conversion webhook
+/// under `Webhook`, see `crate::http::conversion`); none if it cannot serve one.
 pub(crate) fn resource_infos(crd: &Value) -> Vec<ResourceInfo> {
     let Some(spec) = crd.get("spec") else {
         return Vec::new();
@@ -42,6 +42,9 @@ pub(crate) fn resource_infos(crd: &Value) -> Vec<ResourceInfo> {
         }
         if let Some(mut info) = version_info(crd, spec, version) {
             info.storage_version = Some(s(storage, &["name"]).to_string());
+            if s(spec, &["conversion", "strategy"]) == "Webhook" {
+                info.conversion = spec.pointer("/conversion/webhook").cloned().map(Arc::new);
+            }
             infos.push(info);
         }
     }
@@ -97,6 +100,11 @@ fn version_info(crd: &Value, spec: &Value, version: &Value) -> Option<ResourceIn
         .and_then(|n| n.as_str())
         .map(String::from);
     info.deprecation = deprecation(spec, version);
+    info.printer_columns = version
+        .get("additionalPrinterColumns")
+        .and_then(Value::as_array)
+        .filter(|c| !c.is_empty())
+        .map(|c| Arc::new(c.clone()));
     Some(info)
 }
 

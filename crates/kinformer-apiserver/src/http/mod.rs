@@ -28,7 +28,9 @@
 mod access;
 mod admin;
 mod authn;
+mod conversion;
 mod discovery;
+mod endpoints;
 mod openapi;
 pub(crate) mod partial;
 mod patch_options;

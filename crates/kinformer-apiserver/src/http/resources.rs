@@ -14,7 +14,7 @@ use super::partial::{self, metadata_request};
 use super::path::{Target, parse_path};
 use super::table::{IncludeObject, table, wants_table};
 use super::watch::{WatchRequest, run_watch};
-use super::{discovery, openapi, response};
+use super::{conversion, discovery, openapi, response};
 use crate::context::{Context, RequestRecord};
 use crate::faults::{Verb, WatchListFault};
 use crate::metrics::{LongRunningLabels, RequestLabels};
@@ -422,7 +422,7 @@ async fn serve_verb(
                     api.store.revision(),
                 ));
             }
-            let o = api.get(res, ns, name)?;
+            let o = conversion::served_one(ctx, res, api.get(res, ns, name)?).await?;
             if let Some(pb) = metadata_request(accept, false) {
                 return Ok((200, partial::object_response(&o, pb)));
             }
@@ -437,7 +437,8 @@ async fn serve_verb(
             let mut opts = ListOptions::from_query(query)?;
             check_fields(res, &opts)?;
             opts.resolve_shard(ctx.config.sharded_list_and_watch)?;
-            let page = api.list(res, ns, &opts, ctx.config.too_large_wait).await?;
+            let mut page = api.list(res, ns, &opts, ctx.config.too_large_wait).await?;
+            page.items = conversion::served(ctx, res, page.items).await?;
             if let Some(inc) = as_table {
                 let mut meta = serde_json::Map::new();
                 meta.insert(

@@ -27,6 +27,7 @@
 //! HTTP chunk (up to the batch size), so a burst costs one write, and a single event is flushed
 //! at once.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -34,6 +35,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use super::conversion;
 use super::table::{IncludeObject, table};
 use crate::context::Context;
 use crate::faults::WatchListFault;
@@ -94,6 +96,9 @@ struct Filter {
     /// For a custom resource watched through a version other than its storage version: the
     /// resource, whose version objects are shown in.
     served: Option<Arc<ResourceInfo>>,
+    /// For a version a conversion webhook shows: the objects of the batch being written, as
+    /// converted ([`Filter::convert_batch`]), by key and resourceVersion.
+    converted: parking_lot::Mutex<HashMap<(String, u64), Arc<StoredObject>>>,
 }
 
 impl Filter {
@@ -130,9 +135,59 @@ impl Filter {
     /// watch is protobuf).
     /// `o` as the watched version shows it, when that is not how it is stored.
     fn shown(&self, o: &StoredObject) -> Option<StoredObject> {
+        let res = self.served.as_ref()?;
+        if conversion::by_webhook(res) {
+            let converted = self.converted.lock();
+            return converted
+                .get(&(o.key.clone(), o.resource_version))
+                .map(|c| StoredObject::clone(c));
+        }
+        crate::objects::served_object(res, o)
+    }
+
+    /// Whether this watcher shows objects through a conversion webhook.
+    fn converts(&self) -> bool {
         self.served
             .as_ref()
-            .and_then(|res| crate::objects::served_object(res, o))
+            .is_some_and(|r| conversion::by_webhook(r))
+    }
+
+    /// Converts, by the CRD's conversion webhook, the objects of `objs` this watcher shows
+    /// (see [`crate::http::conversion`]), for [`Filter::shown`] to find as the batch is
+    /// written; nothing for a version shown without one.
+    async fn convert_batch(
+        &self,
+        ctx: &Context,
+        objs: Vec<Arc<StoredObject>>,
+    ) -> Result<(), ApiError> {
+        let Some(res) = self.served.as_ref().filter(|r| conversion::by_webhook(r)) else {
+            return Ok(());
+        };
+        let wanted: Vec<Arc<StoredObject>> = objs.into_iter().filter(|o| self.selects(o)).collect();
+        let converted = conversion::served(ctx, res, wanted.clone()).await?;
+        let mut map = self.converted.lock();
+        map.clear();
+        for (o, c) in wanted.iter().zip(converted) {
+            map.insert((o.key.clone(), o.resource_version), c);
+        }
+        Ok(())
+    }
+
+    /// Converts the objects of `events` this watcher shows ([`Filter::convert_batch`]).
+    async fn convert_events(
+        &self,
+        ctx: &Context,
+        events: &[Arc<StoredEvent>],
+    ) -> Result<(), ApiError> {
+        if !self.converts() {
+            return Ok(());
+        }
+        let mut objs = Vec::new();
+        for ev in events.iter().filter(|ev| *ev.resource == *self.resource) {
+            objs.push(ev.object.clone());
+            objs.extend(ev.prev.clone());
+        }
+        self.convert_batch(ctx, objs).await
     }
 
     fn emit_stored(&self, buf: &mut BytesMut, ty: &str, o: &StoredObject) {
@@ -206,9 +261,9 @@ impl Filter {
                     (false, true) => self.emit_stored(buf, "ADDED", &ev.object),
                     (true, false) => {
                         if let Some(p) = &ev.prev {
-                            let last = p.at_revision(ev.revision);
-                            let shown = self.shown(&last);
-                            self.emit(buf, "DELETED", &shown.as_ref().unwrap_or(&last).bytes);
+                            let shown = self.shown(p);
+                            let last = shown.as_ref().unwrap_or(p).at_revision(ev.revision);
+                            self.emit(buf, "DELETED", &last.bytes);
                         }
                     }
                     (false, false) => {}
@@ -238,6 +293,7 @@ pub(crate) async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Se
         metadata_only: req.metadata_only,
         protobuf: req.protobuf.then(|| res.clone()),
         served: res.storage_version.is_some().then(|| res.clone()),
+        converted: Default::default(),
     };
     let opts = &req.opts;
     let deadline = watch_timeout(opts.timeout_seconds, ctx.config.min_request_timeout)
@@ -286,6 +342,12 @@ pub(crate) async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Se
         cursor = read_rv;
         let mut buf = BytesMut::new();
         for chunk in objs.chunks(config.watch_batch.max(1)) {
+            if filter.converts()
+                && let Err(e) = filter.convert_batch(&ctx, chunk.to_vec()).await
+            {
+                let _ = tx.send(filter.error(&e)).await;
+                return;
+            }
             for o in chunk.iter().filter(|o| filter.selects(o)) {
                 filter.emit_stored(&mut buf, "ADDED", o);
             }
@@ -372,6 +434,11 @@ pub(crate) async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Se
                     // Fell behind compaction: close, as the cacher closes a slow watcher.
                     Err(_) => return,
                 };
+                if let Err(e) = filter.convert_events(&ctx, &events).await {
+                    // as a watch that cannot decode what storage sent: an error, and the end
+                    let _ = tx.send(filter.error(&e)).await;
+                    return;
+                }
                 let mut buf = BytesMut::new();
                 for ev in &events {
                     filter.convert(ev, &mut buf);

@@ -31,6 +31,7 @@ use crate::admission::webhook::call::Endpoint;
 use crate::admission::webhook::{Hook, Review, Verdict};
 use crate::api::{Api, Gate, Stage};
 use crate::context::Context;
+use crate::http::conversion;
 use crate::objects::UpdateMode;
 use crate::resource::ResourceInfo;
 use crate::status::ApiError;
@@ -39,18 +40,37 @@ use crate::store::StoredObject;
 /// How often a write is decided again when the object changed under it.
 const MAX_TRIES: usize = 5;
 
-/// The webhooks that may see writes of one resource, read before the write.
+/// The webhooks that may see writes of one resource, read before the write, and the other
+/// checks a write of it waits for.
 #[derive(Debug, Default)]
 pub(crate) struct Hooks {
     mutating: Vec<Hook>,
     validating: Vec<Hook>,
+    /// Who must hold what an RBAC role or binding written grants ([`crate::rbac::escalation`]).
+    escalation: Option<crate::token::User>,
 }
 
-/// The webhooks configured for writes of `res`; `None` when there are none (the usual case:
-/// two short reads of the store).
-pub(crate) fn hooks_for(api: &Api, res: &ResourceInfo) -> Option<Hooks> {
+/// The webhooks configured for writes of `res` by `requester` (`None`: the server's own
+/// identity), and the checks such a write waits for (a conversion webhook, RBAC's escalation
+/// check); `None` when there are none (the usual case: two short reads of the store).
+pub(crate) fn hooks_for(
+    ctx: &Context,
+    res: &ResourceInfo,
+    requester: Option<&crate::token::User>,
+) -> Option<Hooks> {
+    let api = &ctx.api;
+    let escalation = requester
+        .filter(|u| {
+            ctx.config.rbac
+                && crate::rbac::escalation::applies(res)
+                && !u.groups.iter().any(|g| g == crate::rbac::MASTERS)
+        })
+        .cloned();
     if crate::admission::webhook::exempt(res) {
-        return None;
+        return escalation.map(|e| Hooks {
+            escalation: Some(e),
+            ..Hooks::default()
+        });
     }
     let read = |plural: &str, mutating: bool| -> Vec<Hook> {
         let Some(r) = api
@@ -70,8 +90,15 @@ pub(crate) fn hooks_for(api: &Api, res: &ResourceInfo) -> Option<Hooks> {
     let hooks = Hooks {
         mutating: read("mutatingwebhookconfigurations", true),
         validating: read("validatingwebhookconfigurations", false),
+        escalation,
     };
-    (!hooks.mutating.is_empty() || !hooks.validating.is_empty()).then_some(hooks)
+    // a version a conversion webhook shows, and an RBAC object a user writes, are written the
+    // same way, to call the webhook or check the user in between
+    (!hooks.mutating.is_empty()
+        || !hooks.validating.is_empty()
+        || hooks.escalation.is_some()
+        || conversion::by_webhook(res))
+    .then_some(hooks)
 }
 
 /// The write being made, as the webhooks are told of it.
@@ -177,11 +204,33 @@ pub(crate) async fn write(
 ) -> Result<Written, ApiError> {
     let api = &ctx.api;
     let res = call.res;
+    // a write through a version a conversion webhook shows is decided over the live object as
+    // that version shows it, and stored converted (`crate::http::conversion`)
+    let converting = conversion::by_webhook(res) && !call.delete;
     for _ in 0..MAX_TRIES {
-        let gate = Gate::new(call.dry_run);
-        plan(&gate)?;
+        let pinned = match converting {
+            true => Some(live_in_version(ctx, call).await?),
+            false => None,
+        };
+        let gate_for = || match &pinned {
+            Some(live) => Gate::new(call.dry_run).pinned(live.as_ref().map(|(_, p)| p.clone())),
+            None => Gate::new(call.dry_run),
+        };
+        // a decision that changes nothing answers with the pinned object: the stored one
+        let unpinned = |o: Arc<StoredObject>| match &pinned {
+            Some(Some((stored, pin))) if Arc::ptr_eq(&o, pin) => stored.clone(),
+            _ => o,
+        };
+        let gate = gate_for();
+        match plan(&gate) {
+            Err(_) if gate.stale() => continue,
+            r => r?,
+        }
         let mut planned = gate.take()?;
-        let old = planned.current.as_ref().map(|c| call.view(c));
+        let old = gate
+            .pinned_live()
+            .or(planned.current.as_ref())
+            .map(|c| call.view(c));
         let operation = if call.delete {
             Operation::Delete
         } else if planned.current.is_none() {
@@ -239,7 +288,7 @@ pub(crate) async fn write(
                     ));
                 };
                 let seen = planned.current.as_ref().map(|c| c.resource_version);
-                let again = Gate::new(call.dry_run);
+                let again = gate_for();
                 let ns = (!call.namespace.is_empty()).then_some(call.namespace);
                 if operation == Operation::Create {
                     // the name it was given (or generated) unless a webhook set one
@@ -254,7 +303,11 @@ pub(crate) async fn write(
                             crate::admission::policy::name_of(&decided).into(),
                         );
                     }
-                    api.create_by(res, ns, body, None, Stage::Plan(&again))?;
+                    let planned_again = api.create_by(res, ns, body, None, Stage::Plan(&again));
+                    match planned_again {
+                        Err(_) if again.stale() => continue,
+                        r => r?,
+                    };
                 } else {
                     let name = crate::admission::policy::name_of(&decided).to_string();
                     if let (Some(scale), Some(current)) = (call.scale, &planned.current) {
@@ -268,13 +321,35 @@ pub(crate) async fn write(
                         }
                         body = crate::scale::apply_scale(res, scale, before, &Value::Object(body))?;
                     }
-                    api.update_by(res, ns, &name, body, call.mode, None, Stage::Plan(&again))?;
+                    let planned_again =
+                        api.update_by(res, ns, &name, body, call.mode, None, Stage::Plan(&again));
+                    match planned_again {
+                        Err(_) if again.stale() => continue,
+                        r => r?,
+                    };
                 }
                 planned = again.take()?;
                 if planned.current.as_ref().map(|c| c.resource_version) != seen {
                     continue;
                 }
             }
+        }
+        // RBAC's escalation check, on the object as admitted so far (kube-apiserver's RBAC
+        // storage checks it before validation and the validating webhooks)
+        if let Some(user) = &hooks.escalation
+            && !call.delete
+            && !planned.removes()
+        {
+            let new = call.view(&planned.answer);
+            crate::rbac::escalation::check(
+                api,
+                &ctx.rbac_cache,
+                user,
+                res,
+                call.namespace,
+                &new,
+                old.as_ref(),
+            )?;
         }
         // the validating webhooks, seeing what would be stored
         if !hooks.validating.is_empty() {
@@ -297,15 +372,59 @@ pub(crate) async fn write(
             }
         }
         let removed = planned.removes();
+        if converting {
+            // stored, and answered, in the storage version (the answer is shown through the
+            // version written as every read is); a dry run's answer is converted there too, as
+            // kube-apiserver's dry-run storage encodes it
+            if call.dry_run {
+                let answer = if pinned_is(&pinned, &planned.answer) {
+                    unpinned(planned.answer.clone())
+                } else {
+                    conversion::to_storage(ctx, res, &planned.answer).await?
+                };
+                return Ok((answer, removed));
+            }
+            if let Some(o) = planned.stored().cloned() {
+                planned.store_instead(conversion::to_storage(ctx, res, &o).await?);
+            }
+        }
         if call.dry_run {
             return Ok((planned.answer.clone(), removed));
         }
         let name = planned.name().to_string();
         if let Some(o) = api.commit(res, &name, planned)? {
-            return Ok((o, removed));
+            return Ok((unpinned(o), removed));
         }
     }
     Err(ApiError::conflict_modified(res, call.name))
+}
+
+/// The object `call` writes, as stored and as the version written through shows it
+/// (converted by the CRD's webhook, carrying the storage version's `apiVersion` as every
+/// object a write decides does); `None` when there is none (a create, or a generated name).
+async fn live_in_version(ctx: &Context, call: &Call<'_>) -> Result<Option<Pinned>, ApiError> {
+    if call.name.is_empty() {
+        return Ok(None);
+    }
+    let res = call.res;
+    let key = crate::objects::storage_key(res, call.namespace, call.name);
+    let Some(stored) = ctx.api.store.get(&res.group_resource(), &key) else {
+        return Ok(None);
+    };
+    let shown = conversion::served_one(ctx, res, stored.clone()).await?;
+    let pin = match shown.in_api_version(&res.stored_api_version()) {
+        Some(o) => Arc::new(o),
+        None => shown,
+    };
+    Ok(Some((stored, pin)))
+}
+
+/// A live object as stored, and as pinned for a write ([`live_in_version`]).
+type Pinned = (Arc<StoredObject>, Arc<StoredObject>);
+
+/// Whether `o` is the pinned object of `pinned`.
+fn pinned_is(pinned: &Option<Option<Pinned>>, o: &Arc<StoredObject>) -> bool {
+    matches!(pinned, Some(Some((_, pin))) if Arc::ptr_eq(pin, o))
 }
 
 /// What asking a webhook gave.
@@ -442,127 +561,5 @@ fn namespace_of(api: &Api, res: &ResourceInfo, ns: &str) -> Option<Value> {
 
 /// Where `hook` is reached: its URL, or its Service's first ready endpoint.
 fn endpoint(api: &Api, hook: &Hook) -> Result<Endpoint, String> {
-    let cc = hook.client_config();
-    if let Some(url) = cc.get("url").and_then(Value::as_str) {
-        return Endpoint::of_url(url);
-    }
-    let Some(svc) = cc.get("service") else {
-        return Err("webhook has no clientConfig.url or clientConfig.service".into());
-    };
-    let get = |k: &str| svc.get(k).and_then(Value::as_str).unwrap_or_default();
-    let (ns, name) = (get("namespace"), get("name"));
-    let path = Some(get("path")).filter(|p| !p.is_empty()).unwrap_or("/");
-    let port = svc.get("port").and_then(Value::as_i64).unwrap_or(443);
-    let (address, target) = service_endpoint(api, ns, name, port)?;
-    let host = if address.contains(':') {
-        format!("[{address}]")
-    } else {
-        address
-    };
-    Ok(Endpoint {
-        base: format!("https://{host}:{target}"),
-        path: path.to_string(),
-        server_name: Some(format!("{name}.{ns}.svc")),
-    })
-}
-
-/// The first ready address and port behind port `port` of Service `ns/name`: its
-/// EndpointSlices', else its Endpoints'.
-fn service_endpoint(api: &Api, ns: &str, name: &str, port: i64) -> Result<(String, i64), String> {
-    let missing = || format!("service \"{name}\" not found");
-    let svc_res = api
-        .registry
-        .find("", "v1", "services")
-        .ok_or_else(missing)?;
-    let svc = api
-        .get(&svc_res, Some(ns), name)
-        .map_err(|_| missing())?
-        .to_value();
-    let ports = svc
-        .pointer("/spec/ports")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let Some(sp) = ports
-        .iter()
-        .find(|p| p.get("port").and_then(Value::as_i64) == Some(port))
-    else {
-        return Err(format!(
-            "no service port {port} found for service \"{name}\""
-        ));
-    };
-    let port_name = sp.get("name").and_then(Value::as_str).unwrap_or("");
-    let no_endpoints = || format!("no endpoints available for service \"{name}\"");
-    if let Some(r) = api
-        .registry
-        .find("discovery.k8s.io", "v1", "endpointslices")
-        && let Ok((_, slices)) = api
-            .store
-            .list(&r.group_resource(), None, &format!("{ns}/"), "")
-    {
-        for s in slices.iter() {
-            if s.labels
-                .get("kubernetes.io/service-name")
-                .map(String::as_str)
-                != Some(name)
-            {
-                continue;
-            }
-            let v = s.to_value();
-            let Some(p) = named_port(v.get("ports"), port_name) else {
-                continue;
-            };
-            for e in v
-                .get("endpoints")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
-                if e.pointer("/conditions/ready").and_then(Value::as_bool) == Some(false) {
-                    continue;
-                }
-                if let Some(a) = e
-                    .get("addresses")
-                    .and_then(Value::as_array)
-                    .and_then(|a| a.first())
-                    .and_then(Value::as_str)
-                {
-                    return Ok((a.to_string(), p));
-                }
-            }
-        }
-    }
-    let ep_res = api
-        .registry
-        .find("", "v1", "endpoints")
-        .ok_or_else(no_endpoints)?;
-    let ep = api
-        .get(&ep_res, Some(ns), name)
-        .map_err(|_| no_endpoints())?
-        .to_value();
-    for subset in ep
-        .get("subsets")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let Some(p) = named_port(subset.get("ports"), port_name) else {
-            continue;
-        };
-        if let Some(a) = subset.pointer("/addresses/0/ip").and_then(Value::as_str) {
-            return Ok((a.to_string(), p));
-        }
-    }
-    Err(no_endpoints())
-}
-
-/// The number of the port named `name` (`""`: the unnamed one) in an EndpointSlice's or an
-/// Endpoints subset's `ports`.
-fn named_port(ports: Option<&Value>, name: &str) -> Option<i64> {
-    ports
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .find(|p| p.get("name").and_then(Value::as_str).unwrap_or("") == name)
-        .and_then(|p| p.get("port").and_then(Value::as_i64))
+    super::endpoints::endpoint_of(api, hook.client_config())
 }

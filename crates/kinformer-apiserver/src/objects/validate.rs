@@ -268,6 +268,47 @@ fn string_entries<'a>(
 /// kube-apiserver's total annotation size limit (keys plus values), 256 KiB.
 const TOTAL_ANNOTATION_SIZE: usize = 256 * 1024;
 
+/// `ValidateLabels` of `meta`'s labels: each key a qualified name, each value a label value.
+pub(crate) fn label_causes(meta: &Map<String, Value>) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    for (k, v) in string_entries(meta, "labels") {
+        for m in qualified_name_errors(k) {
+            causes.push(invalid_value("metadata.labels", k, &m));
+        }
+        for m in label_value_errors(v) {
+            causes.push(invalid_value("metadata.labels", v, &m));
+        }
+    }
+    causes
+}
+
+/// `ValidateAnnotations` of `meta`'s annotations, reported at `field`: each key a qualified
+/// name (in lower case), all of them at most 256 KiB.
+pub(crate) fn annotation_causes(meta: &Map<String, Value>, field: &str) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let mut size = 0;
+    for (k, v) in string_entries(meta, "annotations") {
+        // Annotation keys are qualified names in any case.
+        let errs = if k.bytes().any(|b| b.is_ascii_uppercase()) {
+            qualified_name_errors(&k.to_lowercase())
+        } else {
+            qualified_name_errors(k)
+        };
+        for m in errs {
+            causes.push(invalid_value(field, k, &m));
+        }
+        size += k.len() + v.len();
+    }
+    if size > TOTAL_ANNOTATION_SIZE {
+        causes.push((
+            field.into(),
+            "FieldValueTooLong".into(),
+            format!("Too long: may not be more than {TOTAL_ANNOTATION_SIZE} bytes"),
+        ));
+    }
+    causes
+}
+
 /// `ValidateObjectMeta`: every violated metadata rule of `meta` (whose name is already resolved
 /// from `generateName` when one was asked for).
 pub(crate) fn object_meta_causes(res: &ResourceInfo, meta: &Map<String, Value>) -> Vec<Cause> {
@@ -309,34 +350,8 @@ pub(crate) fn object_meta_causes(res: &ResourceInfo, meta: &Map<String, Value>) 
             format!("Invalid value: {g}: must be greater than or equal to 0"),
         ));
     }
-    for (k, v) in string_entries(meta, "labels") {
-        for m in qualified_name_errors(k) {
-            causes.push(invalid_value("metadata.labels", k, &m));
-        }
-        for m in label_value_errors(v) {
-            causes.push(invalid_value("metadata.labels", v, &m));
-        }
-    }
-    let mut size = 0;
-    for (k, v) in string_entries(meta, "annotations") {
-        // Annotation keys are qualified names in any case.
-        let errs = if k.bytes().any(|b| b.is_ascii_uppercase()) {
-            qualified_name_errors(&k.to_lowercase())
-        } else {
-            qualified_name_errors(k)
-        };
-        for m in errs {
-            causes.push(invalid_value("metadata.annotations", k, &m));
-        }
-        size += k.len() + v.len();
-    }
-    if size > TOTAL_ANNOTATION_SIZE {
-        causes.push((
-            "metadata.annotations".into(),
-            "FieldValueTooLong".into(),
-            format!("Too long: may not be more than {TOTAL_ANNOTATION_SIZE} bytes"),
-        ));
-    }
+    causes.extend(label_causes(meta));
+    causes.extend(annotation_causes(meta, "metadata.annotations"));
     // ValidateOwnerReferences (the garbage collector relies on them). Not checked: the single
     // controller rule and the banned owner kinds.
     if let Some(refs) = meta.get("ownerReferences").and_then(|r| r.as_array()) {

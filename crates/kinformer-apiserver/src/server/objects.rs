@@ -61,6 +61,14 @@ fn decode<K: DeserializeOwned>(
     res: &ResourceInfo,
     o: &crate::store::StoredObject,
 ) -> Result<K, ApiError> {
+    if res.conversion.is_some() {
+        // shown by a conversion webhook, which only the HTTP layer calls
+        return Err(ApiError::bad_request(format!(
+            "{}/{} is converted by a webhook: read it over HTTP",
+            res.plural,
+            res.api_version()
+        )));
+    }
     match crate::objects::served_object(res, o) {
         Some(shown) => from_bytes(&shown.bytes),
         None => from_bytes(&o.bytes),

@@ -2,6 +2,8 @@
 //! streaming watch reader.
 #![allow(dead_code)]
 
+pub mod tls_server;
+
 use std::net::SocketAddr;
 use std::time::Duration;
 

@@ -84,8 +84,8 @@ impl std::fmt::Debug for Clients {
 const MAX_CLIENTS: usize = 64;
 
 impl Clients {
-    fn client(&self, hook: &Hook, at: &Endpoint) -> Result<kube::Client, String> {
-        let ca = hook.ca_bundle().unwrap_or_default();
+    fn client(&self, ca: &[u8], at: &Endpoint) -> Result<kube::Client, String> {
+        let ca = ca.to_vec();
         let key = (at.base.clone(), ca.clone(), at.server_name.clone());
         if let Some(c) = self.cache.lock().get(&key) {
             return Ok(c.clone());
@@ -122,10 +122,25 @@ impl Clients {
         at: &Endpoint,
         body: Vec<u8>,
     ) -> Result<Vec<u8>, String> {
-        let timeout = hook.timeout();
+        let ca = hook.ca_bundle().unwrap_or_default();
+        self.post_to(&ca, hook.timeout(), at, body)
+            .await
+            .map_err(|why| format!("failed to call webhook: {why}"))
+    }
+
+    /// Posts `body` to `at` (its certificate checked against the PEM `ca`, the system's roots
+    /// when empty), waiting at most `timeout`; the answer's bytes, or why there is none (as Go's
+    /// HTTP client words it: `Post "<url>": ...`).
+    pub(crate) async fn post_to(
+        &self,
+        ca: &[u8],
+        timeout: Duration,
+        at: &Endpoint,
+        body: Vec<u8>,
+    ) -> Result<Vec<u8>, String> {
         let url = at.url(timeout);
-        let failed = |why: String| format!("failed to call webhook: Post \"{url}\": {why}");
-        let client = self.client(hook, at).map_err(failed)?;
+        let failed = |why: String| format!("Post \"{url}\": {why}");
+        let client = self.client(ca, at).map_err(failed)?;
         let path = url.strip_prefix(&at.base).unwrap_or("/").to_string();
         let request = http::Request::post(path)
             .header(http::header::CONTENT_TYPE, "application/json")

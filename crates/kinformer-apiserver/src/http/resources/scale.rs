@@ -24,7 +24,9 @@ pub(super) async fn serve_scale(
     let (api, res) = (&ctx.api, &c.resource);
     let ns = c.namespace.as_deref();
     let name = c.name.as_deref().unwrap_or("");
-    let current = api.get(res, ns, name)?.to_value();
+    let current = super::super::conversion::served_one(ctx, res, api.get(res, ns, name)?)
+        .await?
+        .to_value();
     let requester = req.extensions().get::<crate::token::User>().cloned();
     let written = match c.verb {
         Verb::Get => {
@@ -53,7 +55,7 @@ pub(super) async fn serve_scale(
         "UpdateOptions"
     };
     let dry = query_dry_run(query, options_kind)?;
-    let o = match super::super::webhooks::hooks_for(api, res) {
+    let o = match super::super::webhooks::hooks_for(ctx, res, requester.as_ref()) {
         None => api.update_by(res, ns, name, obj, UpdateMode::Scale, Some(writer), dry)?,
         Some(hooks) => {
             // the webhooks see the Scale (see `crate::http::webhooks`)
@@ -88,6 +90,7 @@ pub(super) async fn serve_scale(
                 .0
         }
     };
+    let o = super::super::conversion::served_one(ctx, res, o).await?;
     let v = crate::scale::to_scale(scale, &o.to_value());
     Ok((200, response::json_value(200, &v)))
 }

@@ -9,7 +9,7 @@ use axum::response::Response;
 use serde_json::Value;
 
 use super::super::patch_options::check_patch_options;
-use super::super::webhooks;
+use super::super::{conversion, webhooks};
 use super::{
     Classified, check_fields, patch_type, query_dry_run, read_body, read_object, response,
 };
@@ -81,7 +81,7 @@ pub(super) async fn serve_write(
                 }
                 return Ok((201, response::json_value(201, &answer)));
             }
-            let o = match webhooks::hooks_for(api, res) {
+            let o = match webhooks::hooks_for(ctx, res, requester.as_ref()) {
                 None => api.create_by(res, ns, obj, Some(&writer), dry)?,
                 Some(hooks) => {
                     let named =
@@ -97,6 +97,7 @@ pub(super) async fn serve_write(
                     webhooks::write(ctx, &call, &hooks, plan).await?.0
                 }
             };
+            let o = conversion::served_one(ctx, res, o).await?;
             Ok((201, response::object_as(201, res, &o, pb)))
         }
         Verb::Update => {
@@ -107,7 +108,7 @@ pub(super) async fn serve_write(
                 .judge(res, problems)?
                 .into_iter()
                 .for_each(crate::warnings::record);
-            let o = match webhooks::hooks_for(api, res) {
+            let o = match webhooks::hooks_for(ctx, res, requester.as_ref()) {
                 None => api.update_by(res, ns, name, obj, mode, Some(&writer), dry)?,
                 Some(hooks) => {
                     let call = call(dry, false);
@@ -126,6 +127,7 @@ pub(super) async fn serve_write(
                     webhooks::write(ctx, &call, &hooks, plan).await?.0
                 }
             };
+            let o = conversion::served_one(ctx, res, o).await?;
             Ok((200, response::object_as(200, res, &o, pb)))
         }
         Verb::Patch => {
@@ -148,7 +150,7 @@ pub(super) async fn serve_write(
                     api.patch_checked(res, ns, name, pt, &body, mode, w, stage, fields)
                 }
             };
-            let o = match webhooks::hooks_for(api, res) {
+            let o = match webhooks::hooks_for(ctx, res, requester.as_ref()) {
                 None => patch(Stage::from(dry))?,
                 Some(hooks) => {
                     let call = call(dry, false);
@@ -157,12 +159,13 @@ pub(super) async fn serve_write(
                 }
             };
             let code = if existed { 200 } else { 201 };
+            let o = conversion::served_one(ctx, res, o).await?;
             Ok((code, response::object_as(code, res, &o, pb)))
         }
         Verb::Delete => {
             let body = read_body(ctx, req).await?;
             let opts = DeleteOptions::parse(&body, query)?;
-            let d = match webhooks::hooks_for(api, res) {
+            let d = match webhooks::hooks_for(ctx, res, requester.as_ref()) {
                 None => api.delete(res, ns, name, &opts)?,
                 Some(hooks) => {
                     let call = webhooks::Call {
@@ -179,7 +182,8 @@ pub(super) async fn serve_write(
                 let s = success_status(res, name, &d.object.uid);
                 Ok((200, response::json_value(200, &s)))
             } else {
-                Ok((200, response::object_as(200, res, &d.object, pb)))
+                let o = conversion::served_one(ctx, res, d.object).await?;
+                Ok((200, response::object_as(200, res, &o, pb)))
             }
         }
         Verb::DeleteCollection => {
@@ -188,7 +192,7 @@ pub(super) async fn serve_write(
             opts.resolve_shard(ctx.config.sharded_list_and_watch)?;
             let body = read_body(ctx, req).await?;
             let delete = DeleteOptions::parse(&body, query)?;
-            let (rv, listed) = match webhooks::hooks_for(api, res) {
+            let (rv, listed) = match webhooks::hooks_for(ctx, res, requester.as_ref()) {
                 None => api.delete_collection(res, ns, &opts, &delete)?,
                 Some(hooks) => {
                     // each delete is seen by the webhooks, as kube-apiserver's are
@@ -215,6 +219,7 @@ pub(super) async fn serve_write(
                 }
             };
             let shard = opts.shard.as_ref().map(|s| s.canonical());
+            let listed = conversion::served(ctx, res, listed).await?;
             Ok((200, response::deleted_list(res, rv, shard, listed, pb)))
         }
         _ => Err(ApiError::method_not_allowed()),
