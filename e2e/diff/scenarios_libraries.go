@@ -54,3 +54,59 @@ func scCRDRulesLibraries(s *sc) {
 		s.call(fmt.Sprintf("net-%d", i), "POST", base+"?dryRun=All", body)
 	}
 }
+
+// scCRDRulesURLSemver registers a CRD whose rules use Kubernetes' URL library (isURL, url,
+// getScheme, getHost, getHostname, getPort, getEscapedPath, getQuery) and semver library
+// (isSemver, semver, with and without normalizing, major, minor, patch, compareTo,
+// isGreaterThan, isLessThan), then writes (dryRun=All) objects that pass and break each:
+// hosts, ports, paths, queries, relative and malformed URLs, prereleases, short and
+// zero-padded versions, and a rule that calls url() and semver() on what is neither (the
+// evaluation error).
+func scCRDRulesURLSemver(s *sc) {
+	group := "ku-" + s.run + ".example.com"
+	rule := func(r, m string) any { return map[string]any{"rule": r, "message": m} }
+	u := "url(self.endpoint)"
+	valid := "!has(self.endpoint) || !isURL(self.endpoint) || "
+	rules := []any{
+		rule("!has(self.endpoint) || isURL(self.endpoint)", "endpoint must be a URL"),
+		rule(valid+u+".getScheme() in ['https', '']", "https only"),
+		rule(valid+u+".getHostname() != 'localhost'", "not localhost"),
+		rule(valid+u+".getPort() == '' || int("+u+".getPort()) < 10000", "port under 10000"),
+		rule(valid+"!"+u+".getEscapedPath().startsWith('/admin')", "no admin paths"),
+		rule(valid+"!('debug' in "+u+".getQuery())", "no debug"),
+		rule(valid+"!('v' in "+u+".getQuery()) || "+u+".getQuery()['v'].size() == 1", "one v"),
+		rule(valid+u+".getHost().size() < 30", "host too long"),
+		rule("!has(self.raw) || url(self.raw).getScheme() != 'ftp'", "no ftp"),
+		rule("!has(self.version) || isSemver(self.version)", "version must be semver"),
+		rule("!has(self.version) || !isSemver(self.version) || semver(self.version).major() >= 1", "version 1 or later"),
+		rule("!has(self.version) || !isSemver(self.version) || semver(self.version).isLessThan(semver('3.0.0'))", "version before 3"),
+		rule("!has(self.version) || !isSemver(self.version) || semver(self.version).isGreaterThan(semver('1.0.0-alpha'))", "after 1.0.0-alpha"),
+		rule("!has(self.loose) || isSemver(self.loose, true)", "loose must be semver"),
+		rule("!has(self.loose) || !isSemver(self.loose, true) || semver(self.loose, true).compareTo(semver('1.2.0')) >= 0", "loose at least 1.2"),
+		rule("!has(self.strict) || semver(self.strict).minor() >= 0", "strict"),
+	}
+	str := func(n int) any { return map[string]any{"type": "string", "maxLength": n} }
+	crd := specCRD(group, "links", "link", "Link", map[string]any{
+		"type": "object", "x-kubernetes-validations": rules,
+		"properties": map[string]any{
+			"endpoint": str(128), "raw": str(64), "version": str(32), "loose": str(32), "strict": str(32),
+		}})
+	base := s.registerCRD(group, "links", crd)
+	for i, spec := range []map[string]any{
+		{"endpoint": "https://example.com:8443/api/v1?x=1&x=2#top", "version": "1.2.3", "loose": "v1.2", "strict": "2.0.0", "raw": "https://a"},
+		{"endpoint": "/relative/path"}, {"endpoint": "example.com"}, {"endpoint": "http://example.com"},
+		{"endpoint": "https://localhost/"}, {"endpoint": "https://[::1]:443/"}, {"endpoint": "https://h:99999/"},
+		{"endpoint": "https://h/admin/x"}, {"endpoint": "https://h/%61dmin"}, {"endpoint": "https://h/?debug"},
+		{"endpoint": "https://h/?v=1&v=2"}, {"endpoint": "https://a-very-long-host-name.example.com/"},
+		{"endpoint": "https://a b/"}, {"endpoint": "https://h:x/"}, {"endpoint": "https://h/%zz"}, {"endpoint": "mailto:a@b"},
+		{"raw": "ftp://files"}, {"raw": "not a url"}, {"raw": ""},
+		{"version": "0.9.0"}, {"version": "3.0.0"}, {"version": "3.0.0-rc.1"}, {"version": "1.0.0-alpha"}, {"version": "1.0.0-beta"},
+		{"version": "1.2"}, {"version": "v1.2.3"}, {"version": "01.2.3"}, {"version": "1.2.3+build.1"},
+		{"loose": "v1"}, {"loose": "1.02.003"}, {"loose": "v1-rc"}, {"loose": "1.1.9"},
+		{"strict": "1.x.0"}, {"strict": "1..0"}, {"strict": "1.0.0-"}, {"strict": "1.0.0-01"},
+	} {
+		body := map[string]any{"apiVersion": group + "/v1", "kind": "Link",
+			"metadata": map[string]any{"name": fmt.Sprintf("l%d", i)}, "spec": spec}
+		s.call(fmt.Sprintf("link-%d", i), "POST", base+"?dryRun=All", body)
+	}
+}

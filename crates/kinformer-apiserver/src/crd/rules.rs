@@ -17,8 +17,8 @@
 //! the estimated cost) is `rule_checks`. Properties are read by the names CEL gives them
 //! (`my__dash__field` for `my-field`). What is not evaluated as kube-apiserver evaluates it:
 //! the runtime cost budget, two-variable comprehensions (`all(k, v, ...)`), Kubernetes' own
-//! CEL libraries other than `quantity`, lists, regex, IP and CIDR (`url`, `format`, `semver`;
-//! see `quantity`, `library` and `net`), rules
+//! CEL libraries other than `quantity`, lists, regex, IP, CIDR, URL and semver (`format`; see
+//! `quantity`, `library`, `net`, `urls` and `semver`), rules
 //! under `allOf`, and `optionalOldSelf` (such rules are evaluated only with an old value).
 //! `duration()` and `timestamp()` are evaluated, and strings of the `duration`, `date-time`,
 //! `date` and `byte` formats reach rules typed as Kubernetes types them.
@@ -37,7 +37,9 @@ use super::{Cause, MAX_DEPTH, go_value};
 mod library;
 mod net;
 mod quantity;
+mod semver;
 mod typed;
+mod urls;
 
 /// The longest rule compiled (kube-apiserver bounds rules by their cost instead).
 const MAX_RULE_BYTES: usize = 16 * 1024;
@@ -56,8 +58,9 @@ static PROGRAMS: LazyLock<Mutex<HashMap<String, Compiled>>> =
 /// library (`lowerAscii`, `split`, `substring`, `trim`, `join`, ...) and lists library
 /// (`slice`, `flatten`, `lists.range`, ...), and Kubernetes' quantity library
 /// (`quantity('1Gi').isLessThan(...)`), lists library (`isSorted`, `sum`, `min`, `max`,
-/// `indexOf`, `lastIndexOf`), regex `find`/`findAll`, and IP and CIDR libraries (`isIP`,
-/// `cidr(...).containsIP(...)`, ...). Not cel-go's math library, which Kubernetes' does not
+/// `indexOf`, `lastIndexOf`), regex `find`/`findAll`, IP and CIDR libraries (`isIP`,
+/// `cidr(...).containsIP(...)`, ...), URL library (`isURL`, `url(...).getScheme()`, ...) and
+/// semver library (`isSemver`, `semver(...).isLessThan(...)`, ...). Not cel-go's math library, which Kubernetes' does not
 /// have: a rule naming `math` is refused when its CRD is written, as kube-apiserver refuses it.
 static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
     let mut env = Env::stdlib();
@@ -67,6 +70,8 @@ static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
         ("quantity", quantity::extension),
         ("lists and regex", library::extension),
         ("IP and CIDR", net::extension),
+        ("URL", urls::extension),
+        ("semver", semver::extension),
     ] {
         if let Err(e) = env.add_extension(ext) {
             tracing::warn!("CEL's {name} library could not be added: {e}");

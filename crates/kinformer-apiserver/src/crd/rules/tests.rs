@@ -534,3 +534,39 @@ fn kubernetes_ip_and_cidr_libraries_are_evaluated() {
     assert_eq!(got.len(), 1, "{got:?}");
     assert!(got[0].contains("parse error"), "{got:?}");
 }
+
+/// Kubernetes' URL and semver libraries (`urls.go`, `semverlib.go`), through a schema's rules.
+#[test]
+fn kubernetes_url_and_semver_libraries_are_evaluated() {
+    let holds = [
+        "isURL('https://example.com/a') && isURL('/a/b') && !isURL('example.com') && !isURL('')",
+        "url('https://u@example.com:8443/a%2Fb?x=1&x=2').getScheme() == 'https'",
+        "url('https://example.com:8443/').getHost() == 'example.com:8443' && url('https://[::1]:80/').getHostname() == '::1'",
+        "url('https://example.com:8443/').getPort() == '8443' && url('https://example.com/').getPort() == ''",
+        "url('https://h/a%2Fb').getEscapedPath() == '/a%2Fb' && url('https://h/a b').getEscapedPath() == '/a%20b'",
+        "url('https://h/?x=1&x=2&y=a+b').getQuery()['x'] == ['1', '2'] && url('https://h/?x=1&y=a+b').getQuery()['y'] == ['a b']",
+        "isSemver('1.2.3-rc.1+b') && !isSemver('v1.2.3') && isSemver('v1.2', true) && !isSemver('01.2.3')",
+        "semver('1.2.3').major() == 1 && semver('1.2.3').minor() == 2 && semver('1.2.3').patch() == 3",
+        "semver('1.0.0-alpha').isLessThan(semver('1.0.0')) && semver('2.0.0').isGreaterThan(semver('1.9.9'))",
+        "semver('1.0.0-beta.11').compareTo(semver('1.0.0-beta.2')) == 1 && semver('1.0.0+a') == semver('1.0.0+b')",
+        "semver('v1.02', true) == semver('1.2.0')",
+        "!has(self.endpoint) || url(self.endpoint).getScheme() == 'https'",
+    ];
+    let spec = with_rules(
+        json!({"type": "object", "properties": {
+            "endpoint": {"type": "string", "maxLength": 64}}}),
+        each_its_own_message(&holds),
+    );
+    assert_eq!(
+        causes(spec.clone(), json!({"endpoint": "https://h/"}), None),
+        Vec::<String>::new()
+    );
+    let got = causes(spec.clone(), json!({"endpoint": "http://h/"}), None);
+    assert_eq!(got.len(), 1, "{got:?}");
+    let got = causes(spec, json!({"endpoint": "not a url"}), None);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(
+        got[0].contains("URL parse error during conversion from string: parse \"not a url\": invalid URI for request"),
+        "{got:?}"
+    );
+}

@@ -171,6 +171,15 @@ impl<'a> Estimator<'a> {
             }
             "indexOf" | "lastIndexOf" if target.is_some() => E::value(tenth(s.max), Ty::Int),
             "url" | "jsonpatch.escapeKey" => E::value(tenth(s.max), Ty::Lib).sized(s),
+            // a URL's parts, each at a constant cost (a string, and a map of lists)
+            "getScheme" | "getHostname" | "getHost" | "getPort" | "getEscapedPath"
+                if target.is_some() =>
+            {
+                E::value(1, Ty::Str)
+            }
+            "getQuery" if target.is_some() => {
+                E::value(1, Ty::Map(Box::new(Ty::List(Box::new(Ty::Str)))))
+            }
             "isIP" | "isCIDR" | "isQuantity" | "isSemver" => E::value(tenth(s.max), Ty::Bool),
             "ip" | "cidr" | "quantity" | "semver" if target.is_none() => {
                 E::value(tenth(s.max), Ty::Lib)
