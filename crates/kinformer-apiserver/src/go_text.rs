@@ -21,6 +21,38 @@ fn go_quote_char(c: u8) -> String {
     }
 }
 
+/// Go's `%q` of a string (`strconv.Quote`): printable characters as they are, the usual
+/// escapes, others as `\x`, `\u` or `\U`.
+pub(crate) fn go_quote(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{b}' => out.push_str("\\v"),
+            c if (c as u32) < 0x20 || c == '\u{7f}' => {
+                out.push_str(&format!("\\x{:02x}", c as u32))
+            }
+            c if c.is_control() => {
+                if (c as u32) < 0x10000 {
+                    out.push_str(&format!("\\u{:04x}", c as u32))
+                } else {
+                    out.push_str(&format!("\\U{:08x}", c as u32))
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
 /// A JSON decoding error in encoding/json's words where the difference is cheap to bridge (an
 /// invalid first character); serde_json's text otherwise.
 pub(crate) fn go_json_error(raw: &[u8], e: &serde_json::Error) -> String {

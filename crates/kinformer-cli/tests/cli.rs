@@ -248,16 +248,21 @@ fn spawn_watch(home: &PathBuf, args: &[&str]) -> (KillOnDrop, mpsc::Receiver<Str
         .spawn()
         .expect("spawn watch");
     let mut child = KillOnDrop(child);
-    let stdout = child.0.stdout.take().expect("stdout");
+    let rx = lines(child.0.stdout.take().expect("stdout"));
+    (child, rx)
+}
+
+/// The lines of `out` (a child's stdout or stderr), read on a thread.
+fn lines(out: impl std::io::Read + Send + 'static) -> mpsc::Receiver<String> {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
             if tx.send(line).is_err() {
                 break;
             }
         }
     });
-    (child, rx)
+    rx
 }
 
 /// The README's `kinformer watch pods --embedded` at 20,000 pods: the event stream is 20 times
@@ -324,15 +329,7 @@ fn watch_shows_why_a_refused_informer_does_not_sync() {
         .spawn()
         .expect("spawn watch");
     let mut child = KillOnDrop(child);
-    let stderr = child.0.stderr.take().expect("stderr");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    let rx = lines(child.0.stderr.take().expect("stderr"));
     let mut seen = Vec::new();
     wait_for_line(&rx, &mut seen, |l| {
         l.starts_with("# error: failed to list: ")

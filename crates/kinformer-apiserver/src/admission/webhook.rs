@@ -168,8 +168,7 @@ impl Hook {
     /// The PEM certificates its server's certificate must chain to (`clientConfig.caBundle`),
     /// `None` for the system's roots.
     pub(crate) fn ca_bundle(&self) -> Option<Vec<u8>> {
-        let b64 = self.client_config().get("caBundle")?.as_str()?;
-        base64::engine::general_purpose::STANDARD.decode(b64).ok()
+        call::ca_bundle(self.client_config())
     }
 
     /// The answer `body` to the review `review`: allowed (with a JSON patch for a mutating

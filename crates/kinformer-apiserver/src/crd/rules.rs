@@ -34,6 +34,9 @@ use serde_json::{Map, Value};
 
 use super::{Cause, MAX_DEPTH, go_value};
 
+#[macro_use]
+mod opaque;
+
 mod library;
 mod net;
 mod quantity;

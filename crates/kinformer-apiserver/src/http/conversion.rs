@@ -219,10 +219,7 @@ fn review_version(webhook: &Value) -> Option<&'static str> {
 
 /// The PEM CA bundle of a `clientConfig` (empty: the system's roots).
 fn ca_bundle(cc: &Value) -> Vec<u8> {
-    use base64::Engine;
-    cc.get("caBundle")
-        .and_then(Value::as_str)
-        .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
+    crate::admission::webhook::call::ca_bundle(cc)
         .filter(|b| !b.trim_ascii().is_empty())
         .unwrap_or_default()
 }

@@ -164,12 +164,14 @@ impl Filter {
             return Ok(());
         };
         let wanted: Vec<Arc<StoredObject>> = objs.into_iter().filter(|o| self.selects(o)).collect();
-        let converted = conversion::served(ctx, res, wanted.clone()).await?;
+        let keys: Vec<(String, u64)> = wanted
+            .iter()
+            .map(|o| (o.key.clone(), o.resource_version))
+            .collect();
+        let converted = conversion::served(ctx, res, wanted).await?;
         let mut map = self.converted.lock();
         map.clear();
-        for (o, c) in wanted.iter().zip(converted) {
-            map.insert((o.key.clone(), o.resource_version), c);
-        }
+        map.extend(keys.into_iter().zip(converted));
         Ok(())
     }
 

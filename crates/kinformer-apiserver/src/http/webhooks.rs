@@ -216,11 +216,6 @@ pub(crate) async fn write(
             Some(live) => Gate::new(call.dry_run).pinned(live.as_ref().map(|(_, p)| p.clone())),
             None => Gate::new(call.dry_run),
         };
-        // a decision that changes nothing answers with the pinned object: the stored one
-        let unpinned = |o: Arc<StoredObject>| match &pinned {
-            Some(Some((stored, pin))) if Arc::ptr_eq(&o, pin) => stored.clone(),
-            _ => o,
-        };
         let gate = gate_for();
         match plan(&gate) {
             Err(_) if gate.stale() => continue,
@@ -377,10 +372,9 @@ pub(crate) async fn write(
             // version written as every read is); a dry run's answer is converted there too, as
             // kube-apiserver's dry-run storage encodes it
             if call.dry_run {
-                let answer = if pinned_is(&pinned, &planned.answer) {
-                    unpinned(planned.answer.clone())
-                } else {
-                    conversion::to_storage(ctx, res, &planned.answer).await?
+                let answer = match stored_if_pinned(&pinned, &planned.answer) {
+                    Some(stored) => stored,
+                    None => conversion::to_storage(ctx, res, &planned.answer).await?,
                 };
                 return Ok((answer, removed));
             }
@@ -393,7 +387,7 @@ pub(crate) async fn write(
         }
         let name = planned.name().to_string();
         if let Some(o) = api.commit(res, &name, planned)? {
-            return Ok((unpinned(o), removed));
+            return Ok((stored_if_pinned(&pinned, &o).unwrap_or(o), removed));
         }
     }
     Err(ApiError::conflict_modified(res, call.name))
@@ -422,9 +416,16 @@ async fn live_in_version(ctx: &Context, call: &Call<'_>) -> Result<Option<Pinned
 /// A live object as stored, and as pinned for a write ([`live_in_version`]).
 type Pinned = (Arc<StoredObject>, Arc<StoredObject>);
 
-/// Whether `o` is the pinned object of `pinned`.
-fn pinned_is(pinned: &Option<Option<Pinned>>, o: &Arc<StoredObject>) -> bool {
-    matches!(pinned, Some(Some((_, pin))) if Arc::ptr_eq(pin, o))
+/// The stored object `o` was pinned for, when `o` is the pinned object itself: a decision
+/// that changes nothing answers with it, and the stored one is what is answered.
+fn stored_if_pinned(
+    pinned: &Option<Option<Pinned>>,
+    o: &Arc<StoredObject>,
+) -> Option<Arc<StoredObject>> {
+    match pinned {
+        Some(Some((stored, pin))) if Arc::ptr_eq(pin, o) => Some(stored.clone()),
+        _ => None,
+    }
 }
 
 /// What asking a webhook gave.

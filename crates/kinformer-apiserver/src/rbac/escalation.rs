@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use super::{Attributes, Cache, MASTERS, Role, RoleRef, Rule, authorize, role_of, visit_rules};
 use crate::api::Api;
+use crate::go_text::go_quote;
 use crate::resource::ResourceInfo;
 use crate::status::ApiError;
 use crate::token::User;
@@ -156,10 +157,10 @@ fn confirm_no_escalation(
     let mut described: Vec<String> = compact(missing).iter().map(compact_string).collect();
     described.sort();
     described.dedup();
-    let groups: Vec<String> = user.groups.iter().map(|g| format!("{g:?}")).collect();
+    let groups: Vec<String> = user.groups.iter().map(|g| go_quote(g)).collect();
     let mut msg = format!(
-        "user {:?} (groups=[{}]) is attempting to grant RBAC permissions not currently held:\n{}",
-        user.username,
+        "user {} (groups=[{}]) is attempting to grant RBAC permissions not currently held:\n{}",
+        go_quote(&user.username),
         groups.join(" "),
         described.join("\n")
     );
@@ -260,7 +261,7 @@ fn compact(rules: Vec<Rule>) -> Vec<Rule> {
 /// `CompactString`: `{APIGroups:["apps"], Resources:["deployments"], Verbs:["get" "list"]}`.
 fn compact_string(r: &Rule) -> String {
     let quoted = |l: &[String]| {
-        let q: Vec<String> = l.iter().map(|s| format!("{s:?}")).collect();
+        let q: Vec<String> = l.iter().map(|s| go_quote(s)).collect();
         format!("[{}]", q.join(" "))
     };
     let mut parts = Vec::new();

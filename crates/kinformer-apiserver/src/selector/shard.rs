@@ -9,6 +9,7 @@
 //! `0x10000000000000000` (2^64) as an end. Every range must hash the same field.
 
 use super::cel::{self, Expr, Lit};
+use crate::go_text::go_quote;
 
 /// The field a selector hashes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -227,38 +228,6 @@ fn hex_literal(e: &Expr, name: &str) -> Result<String, String> {
         ));
     }
     Ok(s.clone())
-}
-
-/// Go's `%q` of a string (`strconv.Quote`): printable characters as they are, the usual
-/// escapes, others as `\x`, `\u` or `\U`.
-fn go_quote(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c == '\u{7f}' => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c if c.is_control() => {
-                if (c as u32) < 0x10000 {
-                    out.push_str(&format!("\\u{:04x}", c as u32))
-                } else {
-                    out.push_str(&format!("\\U{:08x}", c as u32))
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]

@@ -62,6 +62,14 @@ impl Endpoint {
     }
 }
 
+/// The PEM certificates of a webhook's `clientConfig.caBundle` (base64), `None` when it has
+/// none or it is not base64.
+pub(crate) fn ca_bundle(client_config: &serde_json::Value) -> Option<Vec<u8>> {
+    use base64::Engine;
+    let b64 = client_config.get("caBundle")?.as_str()?;
+    base64::engine::general_purpose::STANDARD.decode(b64).ok()
+}
+
 /// What a client is kept by: the server (`https://host:port`), the CA bundle and the name
 /// the certificate must be for.
 type ClientKey = (String, Vec<u8>, Option<String>);

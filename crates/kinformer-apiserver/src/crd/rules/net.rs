@@ -9,11 +9,10 @@
 //! zones), and IPv4-mapped IPv6 addresses are refused, as Kubernetes refuses them. A parse
 //! error's words are Kubernetes' own prefix with a shorter reason than Go's parser gives.
 
-use std::any::Any;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use cel::common::types::{CelBool, CelInt, CelString, Type};
-use cel::common::value::{StaticVal, Val};
+
 use cel::{DeclarationError, Env, ExecutionError};
 
 static IP: Type = Type::new_unspecified_type("net.IP");
@@ -95,34 +94,6 @@ impl Cidr {
         ip.is_ipv4() == self.addr.is_ipv4()
             && masked_addr(ip, self.bits) == masked_addr(self.addr, self.bits)
     }
-}
-
-macro_rules! opaque {
-    ($t:ty, $ty:ident) => {
-        impl Val for $t {
-            fn get_type(&self) -> &Type {
-                <Self as Val>::cel_type()
-            }
-
-            fn cel_type() -> &'static Type {
-                &$ty
-            }
-
-            fn equals(&self, other: &dyn Val) -> bool {
-                other.downcast_ref::<$t>() == Some(self)
-            }
-
-            fn clone_as_boxed<'v>(&self) -> Box<dyn Val + 'v> {
-                Box::new(*self)
-            }
-
-            fn as_any(&self) -> Option<&dyn Any> {
-                Some(self)
-            }
-        }
-
-        impl StaticVal for $t {}
-    };
 }
 
 opaque!(Ip, IP);

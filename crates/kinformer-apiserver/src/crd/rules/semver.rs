@@ -8,12 +8,13 @@
 //! its errors in its words; `normalize` first drops a leading `v`, leading zeroes and fills a
 //! missing minor or patch with 0, as the library does. Build metadata is kept but not compared.
 
-use std::any::Any;
 use std::cmp::Ordering;
 
 use cel::common::types::{CelBool, CelInt, CelString, Type};
-use cel::common::value::{StaticVal, Val};
+
 use cel::{DeclarationError, Env, ExecutionError};
+
+use crate::go_text::go_quote;
 
 static SEMVER: Type = Type::new_unspecified_type("kubernetes.Semver");
 
@@ -34,32 +35,9 @@ pub(super) struct Semver {
     build: Vec<String>,
 }
 
-impl Val for Semver {
-    fn get_type(&self) -> &Type {
-        <Self as Val>::cel_type()
-    }
-
-    fn cel_type() -> &'static Type {
-        &SEMVER
-    }
-
-    fn equals(&self, other: &dyn Val) -> bool {
-        // equal by precedence, build metadata aside, as the library's `Equal` compares
-        other
-            .downcast_ref::<Semver>()
-            .is_some_and(|o| self.compare(o) == Ordering::Equal)
-    }
-
-    fn clone_as_boxed<'v>(&self) -> Box<dyn Val + 'v> {
-        Box::new(self.clone())
-    }
-
-    fn as_any(&self) -> Option<&dyn Any> {
-        Some(self)
-    }
-}
-
-impl StaticVal for Semver {}
+// equal by precedence, build metadata aside, as the library's `Equal` compares
+opaque!(Semver, SEMVER, |a: &Semver, b: &Semver| a.compare(b)
+    == Ordering::Equal);
 
 fn numbers(s: &str) -> bool {
     s.bytes().all(|c| c.is_ascii_digit())
@@ -72,21 +50,32 @@ fn alphanumerics(s: &str) -> bool {
 /// Go's `strconv.ParseUint(s, 10, 64)` and its errors.
 fn parse_uint(s: &str) -> Result<u64, String> {
     if s.is_empty() || !numbers(s) {
-        return Err(format!("strconv.ParseUint: parsing {s:?}: invalid syntax"));
+        return Err(format!(
+            "strconv.ParseUint: parsing {}: invalid syntax",
+            go_quote(s)
+        ));
     }
-    s.parse()
-        .map_err(|_| format!("strconv.ParseUint: parsing {s:?}: value out of range"))
+    s.parse().map_err(|_| {
+        format!(
+            "strconv.ParseUint: parsing {}: value out of range",
+            go_quote(s)
+        )
+    })
 }
 
 /// A number part: digits only, no leading zero, in range.
 fn number(s: &str, what: &str) -> Result<u64, String> {
     if !numbers(s) {
-        return Err(format!("Invalid character(s) found in {what} number {s:?}"));
+        return Err(format!(
+            "Invalid character(s) found in {what} number {}",
+            go_quote(s)
+        ));
     }
     if s.len() > 1 && s.starts_with('0') {
         let upper = format!("{}{}", what[..1].to_uppercase(), &what[1..]);
         return Err(format!(
-            "{upper} number must not contain leading zeroes {s:?}"
+            "{upper} number must not contain leading zeroes {}",
+            go_quote(s)
         ));
     }
     parse_uint(s)
@@ -123,14 +112,18 @@ fn parse(s: &str) -> Result<Semver, String> {
         if numbers(p) {
             if p.len() > 1 && p.starts_with('0') {
                 return Err(format!(
-                    "Numeric PreRelease version must not contain leading zeroes {p:?}"
+                    "Numeric PreRelease version must not contain leading zeroes {}",
+                    go_quote(p)
                 ));
             }
             pre.push(Pre::Num(parse_uint(p)?));
         } else if alphanumerics(p) {
             pre.push(Pre::Text(p.to_string()));
         } else {
-            return Err(format!("Invalid character(s) found in prerelease {p:?}"));
+            return Err(format!(
+                "Invalid character(s) found in prerelease {}",
+                go_quote(p)
+            ));
         }
     }
     for b in &build {
@@ -139,7 +132,8 @@ fn parse(s: &str) -> Result<Semver, String> {
         }
         if !alphanumerics(b) {
             return Err(format!(
-                "Invalid character(s) found in build meta data {b:?}"
+                "Invalid character(s) found in build meta data {}",
+                go_quote(b)
             ));
         }
     }

@@ -8,12 +8,13 @@
 //! request`). The parser here follows `net/url`'s for what the library reads: scheme, opaque
 //! part, authority (user information, host, port), path, query and fragment.
 
-use std::any::Any;
 use std::collections::HashMap;
 
 use cel::common::types::{CelBool, CelList, CelMap, CelMapKey, CelString, Type};
-use cel::common::value::{StaticVal, Val};
+use cel::common::value::Val;
 use cel::{DeclarationError, Env, ExecutionError};
+
+use crate::go_text::go_quote;
 
 static URL: Type = Type::new_unspecified_type("kubernetes.URL");
 
@@ -30,53 +31,11 @@ pub(super) struct Url {
     raw_query: String,
 }
 
-impl Val for Url {
-    fn get_type(&self) -> &Type {
-        <Self as Val>::cel_type()
-    }
-
-    fn cel_type() -> &'static Type {
-        &URL
-    }
-
-    fn equals(&self, other: &dyn Val) -> bool {
-        other.downcast_ref::<Url>() == Some(self)
-    }
-
-    fn clone_as_boxed<'v>(&self) -> Box<dyn Val + 'v> {
-        Box::new(self.clone())
-    }
-
-    fn as_any(&self) -> Option<&dyn Any> {
-        Some(self)
-    }
-}
-
-impl StaticVal for Url {}
+opaque!(Url, URL);
 
 /// Go's `url.Error` text: `parse "<raw>": <why>`.
 fn parse_error(raw: &str, why: &str) -> String {
     format!("parse {}: {why}", go_quote(raw))
-}
-
-/// Go's `%q` of a string (ASCII and printable characters as they are).
-fn go_quote(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// How a part of a URL is escaped (Go's `encoding` modes that matter here).
