@@ -26,7 +26,7 @@
 //! // ... factory.start() once every informer is asked for
 //! ```
 //!
-//! The tests run it both ways (`tests/kube_runtime_bridge.rs`).
+//! The tests run it both ways (`tests/embedded_cluster/kube_runtime_bridge.rs`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -12,7 +12,7 @@
 //!
 //! So a [`KubeListerWatcher`](super::KubeListerWatcher) behaves the same over a default
 //! client and over one built with `default_retry = false`: tested over HTTP with kube's
-//! default client (`tests/e2e_embedded_factory.rs`,
+//! default client (`tests/embedded_informers/factory.rs`,
 //! `a_factory_over_kubes_default_client_sees_429_and_503_itself`, which fails with plain
 //! bodies: kube retries both failures and the Reflector sees neither).
 

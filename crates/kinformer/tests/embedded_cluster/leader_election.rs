@@ -5,8 +5,7 @@
 //! Every replica's reconcile windows are recorded; no two replicas' windows may overlap,
 //! and a new leader takes over within the bound.
 
-#[path = "leader_support/mod.rs"]
-mod leader_support;
+use crate::leader_support;
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;

@@ -9,9 +9,9 @@
 //!   losing any (each handler's own view ends equal to the server's);
 //! - cluster-scoped types ignore the set.
 
-mod queue_mode;
+use crate::queue_mode;
 
-mod embedded_support;
+use crate::embedded_support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -344,9 +344,7 @@ async fn watches_closed_by_the_server_are_reopened_without_losing_events() {
     server.shutdown().await;
 }
 
-#[allow(dead_code)]
-#[path = "../examples/namespace_set_controller.rs"]
-mod example;
+use crate::namespace_set_example as example;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_namespace_set_example_stamps_exactly_the_set_as_it_changes() {

@@ -3,7 +3,7 @@
 //! client-go ≤ 1.35's `DeltaFifo` (issue #15's three cases; client-go `controller_test.go`'s
 //! handler-order scenarios).
 
-mod queue_mode;
+use crate::queue_mode;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

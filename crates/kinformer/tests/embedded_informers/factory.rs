@@ -12,9 +12,9 @@
 //! Also: the `DynamicObject` path (a custom resource registered on the server,
 //! `factory.dynamic_informer`).
 
-mod queue_mode;
+use crate::queue_mode;
 
-mod embedded_support;
+use crate::embedded_support;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;

@@ -2,9 +2,7 @@
 //! converges under churn and injected faults (failed creates and updates, dropped watches,
 //! compaction with 410 Gone on rewatch).
 
-#[allow(dead_code)]
-#[path = "../examples/controller.rs"]
-mod example;
+use crate::controller_example as example;
 
 use std::time::Duration;
 

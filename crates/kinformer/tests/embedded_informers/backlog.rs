@@ -4,7 +4,7 @@
 //! event once, in order. (Before handlers and streams shared that path, a stream that fell
 //! 1,024 events behind stalled its informer for good.)
 
-mod queue_mode;
+use crate::queue_mode;
 
 use std::sync::Arc;
 use std::time::Duration;

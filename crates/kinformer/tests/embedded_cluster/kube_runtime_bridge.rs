@@ -4,9 +4,7 @@
 //! yield; late streams start from what the `Store` holds; deletions reach `touched_objects`
 //! only.
 
-#[allow(dead_code)]
-#[path = "../examples/kube_runtime_controller.rs"]
-mod example;
+use crate::kube_runtime_example as example;
 
 use std::sync::Arc;
 use std::time::Duration;

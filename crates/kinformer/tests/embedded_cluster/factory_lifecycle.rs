@@ -11,7 +11,7 @@
 //! - a lister read of a type nobody watches returns the typed error; with lazy start the read
 //!   starts the informer and it syncs.
 
-mod embedded_support;
+use crate::embedded_support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

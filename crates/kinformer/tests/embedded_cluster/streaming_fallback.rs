@@ -4,7 +4,7 @@
 //! lists on every relist; once the memory's time is over, streaming is tried again; a LIST
 //! answered 429 with `Retry-After` is retried no sooner than that.
 
-mod embedded_support;
+use crate::embedded_support;
 
 use std::num::NonZeroU32;
 use std::time::{Duration, Instant};

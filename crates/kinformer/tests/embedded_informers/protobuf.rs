@@ -3,9 +3,9 @@
 //! then watched through creates, updates and deletes, give exactly the objects and events the
 //! JSON wire format gives; a factory informer over protobuf syncs to the server's state.
 
-mod queue_mode;
+use crate::queue_mode;
 
-mod embedded_support;
+use crate::embedded_support;
 
 use std::time::Duration;
 

@@ -8,9 +8,9 @@
 //! - `strip_managed_fields` drops managedFields from every cached object, after the factory's
 //!   own transform ran.
 
-mod queue_mode;
+use crate::queue_mode;
 
-mod embedded_support;
+use crate::embedded_support;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -3,9 +3,7 @@
 //! informer figures, under their upstream names.
 #![cfg(feature = "metrics")]
 
-#[allow(dead_code)]
-#[path = "../examples/controller.rs"]
-mod example;
+use crate::controller_example as example;
 
 use std::time::Duration;
 

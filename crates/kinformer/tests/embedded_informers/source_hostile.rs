@@ -8,7 +8,7 @@
 //! Paused tokio time: the raw server runs on the test's runtime, so when both sides wait on
 //! the network the clock jumps to the next timer (a read timeout, a backoff).
 
-mod queue_mode;
+use crate::queue_mode;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

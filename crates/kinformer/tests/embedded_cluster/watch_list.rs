@@ -3,7 +3,7 @@
 //! initial state arrives as a watch, not a LIST, and the cache converges exactly through
 //! churn and faults that force new streaming lists.
 
-mod embedded_support;
+use crate::embedded_support;
 
 use kinformer::reflector::InitialListMode;
 use std::sync::Arc;

@@ -7,7 +7,7 @@
 //! list+watch, and between RealFifo and DeltaFifo. A controller on a sharded informer
 //! reconciles only its shard's keys.
 
-mod embedded_support;
+use crate::embedded_support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::convert::Infallible;

@@ -8,7 +8,7 @@
 //! Seeds are fixed; `KINFORMER_CONVERGE_SEEDS=7,8,9` runs other seeds in
 //! `reflector_converges_under_faults_env_seeds` (default there: seed 4).
 
-mod embedded_support;
+use crate::embedded_support;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
