@@ -13,7 +13,7 @@ use kinformer_apiserver::{RunningServer, ServerConfig, start};
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::json;
 
-mod common;
+use crate::common;
 
 /// A client of `s` acting as `user` (in `groups`), through impersonation.
 async fn client_as(s: &RunningServer, user: &str, groups: &[&str]) -> kube::Client {

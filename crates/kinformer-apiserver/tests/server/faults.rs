@@ -1,6 +1,6 @@
 //! Fault injection, from Rust and over the admin HTTP endpoints.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

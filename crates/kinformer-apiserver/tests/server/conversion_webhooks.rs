@@ -5,7 +5,7 @@
 //! shows every read, list and watch through v1 as the webhook converts it back, and fails in
 //! kube-apiserver 1.36's words (a 500 `Status`) when the webhook fails or answers wrongly.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

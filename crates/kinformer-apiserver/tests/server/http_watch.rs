@@ -2,7 +2,7 @@
 //! few writes, a watch, and the events it must deliver in order), one loop; plus shutdown and
 //! a long stream, which need setups of their own.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! objects, lists and watch frames out when `Accept` puts protobuf first, JSON otherwise, and
 //! 415 for a custom resource's protobuf body.
 
-mod common;
+use crate::common;
 
 use common::*;
 use kinformer_apiserver::{ServerConfig, start};

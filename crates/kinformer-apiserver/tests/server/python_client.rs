@@ -5,7 +5,7 @@
 //! `pip install kubernetes`), reused by later runs. Skipped (with a message) when `python3`
 //! is not installed, unless `KINFORMER_REQUIRE_PYTHON=1`.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};

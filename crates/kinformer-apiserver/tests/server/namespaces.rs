@@ -3,7 +3,7 @@
 //! finalizer, the namespace controller deleting the content (custom resources included) and
 //! reporting what finalizers hold back, `/finalize`.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! kube-rs's `PartialObjectMeta` requests: `as=PartialObjectMetadataList` on a list,
 //! `as=PartialObjectMetadata` on a get and a watch.
 
-mod common;
+use crate::common;
 
 use common::*;
 use futures::{StreamExt, TryStreamExt};

@@ -1,6 +1,6 @@
 //! Verbs over raw HTTP: exact codes, reasons, messages and details of the real API server.
 
-mod common;
+use crate::common;
 
 use common::*;
 use kinformer_apiserver::{ServerConfig, start};

@@ -4,7 +4,7 @@
 //! one of a deleted service account is 401; a SelfSubjectReview names the service account),
 //! and a TokenReview authenticates it.
 
-mod common;
+use crate::common;
 
 use base64::Engine;
 use common::{get, post, request};

@@ -4,7 +4,7 @@
 //! words or the version's own `deprecationWarning`; the `deprecationWarning`s kube-apiserver
 //! refuses.
 
-mod common;
+use crate::common;
 
 use common::*;
 use kinformer_apiserver::{ServerConfig, start};

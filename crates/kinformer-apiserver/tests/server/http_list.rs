@@ -1,6 +1,6 @@
 //! LIST semantics over raw HTTP: selectors, pagination, resourceVersion matching, errors.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

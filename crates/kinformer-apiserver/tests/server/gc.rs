@@ -2,7 +2,7 @@
 //! propagation, `blockOwnerDeletion`, dangling references, owners that are custom resources
 //! or cluster-scoped, owners identified by uid, and the switch that turns it off.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! kube-apiserver's decoding rules the recording does not cover (media types, secrets'
 //! `stringData`).
 
-mod common;
+use crate::common;
 
 use common::*;
 use kinformer_apiserver::{ServerConfig, start};

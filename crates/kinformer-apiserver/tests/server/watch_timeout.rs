@@ -2,7 +2,7 @@
 //! moment between `--min-request-timeout` (1800 s) and twice that, with the deadline's
 //! bookmark 2 s before. Paused time: the server's timers fire in order as the clock advances.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! the index's hashes, and a CustomResourceDefinition's schema appearing and disappearing
 //! with it.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! resourceVersion is used and no watcher hears of it. kube-apiserver's dry-run storage: a
 //! create answers without a resourceVersion, an update, patch or delete with the live one.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 

@@ -3,7 +3,7 @@
 //! `metadata.shardInfo` in JSON and protobuf lists, and the gate turned off (the parameter
 //! ignored, no `shardInfo`).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::time::Duration;

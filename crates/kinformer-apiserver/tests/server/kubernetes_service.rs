@@ -4,7 +4,7 @@
 //! comes back, changed endpoints are reset, nothing writes in a loop; off with
 //! `ServerConfig::kubernetes_service(false)`.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

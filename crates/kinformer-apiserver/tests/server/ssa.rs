@@ -2,7 +2,7 @@
 //! `force`, shared ownership, removal of fields an applier stops applying, apply creating the
 //! object, `/status` applies, a CRD's keyed list, and kube-rs's `Patch::Apply`.
 
-mod common;
+use crate::common;
 
 use common::{Resp, request};
 use k8s_openapi::api::core::v1::ConfigMap;

@@ -6,7 +6,7 @@
 //! Skipped (with a message) when `kubectl` is not installed, unless
 //! `KINFORMER_REQUIRE_KUBECTL=1`, which makes a missing kubectl a failure.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

@@ -7,7 +7,7 @@
 //! they deny, honours `failurePolicy`, selectors and dry runs, and stores nothing a webhook
 //! refused.
 
-mod common;
+use crate::common;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
