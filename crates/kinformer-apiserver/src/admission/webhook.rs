@@ -24,6 +24,7 @@ use crate::resource::ResourceInfo;
 use crate::status::ApiError;
 
 pub(crate) mod call;
+mod trust;
 
 /// The group whose resources no webhook is called for (webhook configurations and admission
 /// policies), so that a webhook can never lock itself in.

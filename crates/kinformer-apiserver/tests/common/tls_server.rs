@@ -1,5 +1,6 @@
 //! An HTTPS server for webhooks as kube-rs users run one (axum over rustls), with a certificate
-//! for the given names and 127.0.0.1 signed by a CA of its own.
+//! for the given names and 127.0.0.1 signed by a CA of its own (or self-signed, or expired:
+//! `Serving`).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -60,25 +61,62 @@ impl axum::serve::Listener for Tls {
     }
 }
 
+/// The certificate a test webhook server serves.
+pub enum Serving {
+    /// For the names and 127.0.0.1, signed by a fresh CA (cert-manager's shape).
+    SignedByCa,
+    /// A self-signed CA certificate for the names and 127.0.0.1, served itself and given as
+    /// its own CA (`openssl req -x509 -addext subjectAltName=...`: the quick-start shape).
+    SelfSignedCa,
+    /// Signed by a fresh CA, for the names and 127.0.0.1, and expired in 2020.
+    Expired,
+}
+
 /// Serves `router` over HTTPS with a certificate for `names` (and 127.0.0.1) signed by a
 /// fresh CA.
 pub async fn serve(names: &[&str], router: axum::Router) -> Served {
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.distinguished_name.push(DnType::CommonName, "webhook-ca");
+    serve_with(Serving::SignedByCa, names, router).await
+}
+
+/// A self-signed CA certificate's parameters, named `common_name`, for `names`.
+fn ca_params(common_name: &str, names: Vec<String>) -> CertificateParams {
+    let mut ca = CertificateParams::new(names).unwrap();
+    ca.distinguished_name.push(DnType::CommonName, common_name);
     ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     ca.key_usages = vec![
         KeyUsagePurpose::KeyCertSign,
         KeyUsagePurpose::DigitalSignature,
     ];
-    let ca_cert = ca.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::new(ca, ca_key);
-    let key = KeyPair::generate().unwrap();
+    ca
+}
+
+/// Serves `router` over HTTPS with the `serving` certificate for `names` (and 127.0.0.1).
+pub async fn serve_with(serving: Serving, names: &[&str], router: axum::Router) -> Served {
     let mut sans: Vec<String> = names.iter().map(|s| s.to_string()).collect();
     sans.push("127.0.0.1".into());
-    let mut leaf = CertificateParams::new(sans).unwrap();
-    leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    let cert = leaf.signed_by(&key, &issuer).unwrap();
+    let (cert, key, ca_pem) = match serving {
+        Serving::SelfSignedCa => {
+            let key = KeyPair::generate().unwrap();
+            let cert = ca_params("webhook", sans).self_signed(&key).unwrap();
+            let pem = cert.pem();
+            (cert, key, pem)
+        }
+        Serving::SignedByCa | Serving::Expired => {
+            let ca_key = KeyPair::generate().unwrap();
+            let ca = ca_params("webhook-ca", Vec::new());
+            let ca_cert = ca.self_signed(&ca_key).unwrap();
+            let issuer = Issuer::new(ca, ca_key);
+            let key = KeyPair::generate().unwrap();
+            let mut leaf = CertificateParams::new(sans).unwrap();
+            leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+            if matches!(serving, Serving::Expired) {
+                leaf.not_before = rcgen::date_time_ymd(2019, 1, 1);
+                leaf.not_after = rcgen::date_time_ymd(2020, 1, 1);
+            }
+            let cert = leaf.signed_by(&key, &issuer).unwrap();
+            (cert, key, ca_cert.pem())
+        }
+    };
     let chain = vec![CertificateDer::from(cert.der().to_vec())];
     let private = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -95,8 +133,5 @@ pub async fn serve(names: &[&str], router: axum::Router) -> Served {
         acceptor: TlsAcceptor::from(Arc::new(config)),
     };
     tokio::spawn(async move { axum::serve(listener, router).await });
-    Served {
-        addr,
-        ca_pem: ca_cert.pem(),
-    }
+    Served { addr, ca_pem }
 }

@@ -32,6 +32,7 @@ mod ssa;
 mod tls_and_builtins;
 mod token_request;
 mod watch_timeout;
+mod webhook_certificates;
 
 #[path = "../common/mod.rs"]
 mod common;

@@ -6,14 +6,23 @@
 //! kept (connections are reused, as kube-apiserver's webhook client cache keeps them).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
-use http_body_util::BodyExt;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_rustls::{FixedServerNameResolver, HttpsConnector, HttpsConnectorBuilder};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
 use parking_lot::Mutex;
-use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName};
 
-use super::{Hook, MAX_ANSWER_BYTES};
+use super::{Hook, MAX_ANSWER_BYTES, trust};
+
+/// A kept webhook client (HTTP/1.1 over TLS; connections reused).
+type WebhookClient = Client<HttpsConnector<HttpConnector>, Full<Bytes>>;
 
 /// Where a webhook is reached.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,7 +86,7 @@ type ClientKey = (String, Vec<u8>, Option<String>);
 /// The webhook clients, by server, CA and server name.
 #[derive(Default)]
 pub(crate) struct Clients {
-    cache: Mutex<HashMap<ClientKey, kube::Client>>,
+    cache: Mutex<HashMap<ClientKey, WebhookClient>>,
 }
 
 impl std::fmt::Debug for Clients {
@@ -92,28 +101,37 @@ impl std::fmt::Debug for Clients {
 const MAX_CLIENTS: usize = 64;
 
 impl Clients {
-    fn client(&self, ca: &[u8], at: &Endpoint) -> Result<kube::Client, String> {
+    fn client(&self, ca: &[u8], at: &Endpoint) -> Result<WebhookClient, String> {
         let ca = ca.to_vec();
         let key = (at.base.clone(), ca.clone(), at.server_name.clone());
         if let Some(c) = self.cache.lock().get(&key) {
             return Ok(c.clone());
         }
-        let base: http::Uri = at.base.parse().map_err(|e| format!("{e}"))?;
-        let mut config = kube::Config::new(base);
-        if !ca.is_empty() {
-            let certs: Vec<Vec<u8>> = CertificateDer::pem_slice_iter(&ca)
-                .map(|c| c.map(|c| c.as_ref().to_vec()))
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let tls = if ca.is_empty() {
+            HttpsConnectorBuilder::new()
+                .with_provider_and_native_roots(provider)
+                .map_err(|e| format!("unable to load the system's root certificates: {e}"))?
+        } else {
+            let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&ca)
                 .collect::<Result<_, _>>()
                 .map_err(|e| format!("unable to load root certificates: {e}"))?;
             if certs.is_empty() {
                 return Err("unable to load root certificates: no certificate in caBundle".into());
             }
-            config.root_cert = Some(certs);
+            HttpsConnectorBuilder::new().with_tls_config(trust::client_config(provider, certs)?)
+        };
+        let mut tls = tls.https_only();
+        if let Some(name) = &at.server_name {
+            let name = ServerName::try_from(name.clone())
+                .map_err(|e| format!("invalid server name {name:?}: {e}"))?;
+            tls = tls.with_server_name_resolver(FixedServerNameResolver::new(name));
         }
-        config.tls_server_name = at.server_name.clone();
-        config.default_retry = false;
-        config.connect_timeout = Some(Duration::from_secs(30));
-        let client = kube::Client::try_from(config).map_err(|e| e.to_string())?;
+        let mut tcp = HttpConnector::new();
+        tcp.enforce_http(false);
+        tcp.set_connect_timeout(Some(Duration::from_secs(30)));
+        let client =
+            Client::builder(TokioExecutor::new()).build(tls.enable_http1().wrap_connector(tcp));
         let mut cache = self.cache.lock();
         if cache.len() >= MAX_CLIENTS {
             cache.clear();
@@ -149,14 +167,13 @@ impl Clients {
         let url = at.url(timeout);
         let failed = |why: String| format!("Post \"{url}\": {why}");
         let client = self.client(ca, at).map_err(failed)?;
-        let path = url.strip_prefix(&at.base).unwrap_or("/").to_string();
-        let request = http::Request::post(path)
+        let request = http::Request::post(url.as_str())
             .header(http::header::CONTENT_TYPE, "application/json")
             .header(http::header::ACCEPT, "application/json, */*")
-            .body(kube::client::Body::from(body))
+            .body(Full::new(Bytes::from(body)))
             .map_err(|e| failed(e.to_string()))?;
         let call = async {
-            let response = client.send(request).await.map_err(|e| words(&e, at))?;
+            let response = client.request(request).await.map_err(|e| words(&e, at))?;
             let status = response.status();
             let bytes = http_body_util::Limited::new(response.into_body(), MAX_ANSWER_BYTES)
                 .collect()
@@ -178,12 +195,47 @@ impl Clients {
     }
 }
 
+/// A refused server certificate as Go's TLS client words it (`tls: failed to verify
+/// certificate: x509: ...`) where the cause is one Go names the same way; rustls's words
+/// otherwise.
+fn tls_words(e: &rustls::Error) -> String {
+    use rustls::CertificateError as C;
+    let x509 = match e {
+        rustls::Error::InvalidCertificate(C::UnknownIssuer) => {
+            "certificate signed by unknown authority".to_string()
+        }
+        rustls::Error::InvalidCertificate(C::ExpiredContext { time, not_after }) => format!(
+            "certificate has expired or is not yet valid: current time {} is after {}",
+            rfc3339(time),
+            rfc3339(not_after)
+        ),
+        rustls::Error::InvalidCertificate(C::NotValidYetContext { time, not_before }) => format!(
+            "certificate has expired or is not yet valid: current time {} is before {}",
+            rfc3339(time),
+            rfc3339(not_before)
+        ),
+        other => return format!("tls: {other}"),
+    };
+    format!("tls: failed to verify certificate: x509: {x509}")
+}
+
+/// A certificate time as Go's `time.RFC3339` prints it in UTC.
+fn rfc3339(t: &rustls::pki_types::UnixTime) -> String {
+    let seconds = i64::try_from(t.as_secs()).unwrap_or(i64::MAX);
+    jiff::Timestamp::from_second(seconds)
+        .map(|t| t.strftime("%Y-%m-%dT%H:%M:%SZ").to_string())
+        .unwrap_or_else(|_| seconds.to_string())
+}
+
 /// A transport error as Go's HTTP client words the common ones (`dial tcp <address>:
 /// connect: connection refused`).
-fn words(e: &kube::Error, at: &Endpoint) -> String {
+fn words(e: &hyper_util::client::legacy::Error, at: &Endpoint) -> String {
     let address = at.base.trim_start_matches("https://");
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(s) = source {
+        if let Some(tls) = s.downcast_ref::<rustls::Error>() {
+            return tls_words(tls);
+        }
         if let Some(io) = s.downcast_ref::<std::io::Error>() {
             match io.kind() {
                 std::io::ErrorKind::ConnectionRefused => {
@@ -193,6 +245,12 @@ fn words(e: &kube::Error, at: &Endpoint) -> String {
                     return format!("read tcp {address}: read: connection reset by peer");
                 }
                 _ => {}
+            }
+            // an io::Error's `source` is its inner error's source: the inner error itself (a
+            // TLS failure wrapped by the connector) is reached through `get_ref`
+            if let Some(inner) = io.get_ref() {
+                source = Some(inner);
+                continue;
             }
         }
         source = s.source();
