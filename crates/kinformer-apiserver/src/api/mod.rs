@@ -177,7 +177,7 @@ impl Api {
         let stage = write.stage;
         let admission = self.admission(res, write);
         let pinned = stage.gate().filter(|g| g.is_pinned());
-        if res.conversion.is_some() && pinned.is_none() {
+        if res.conversion.is_some() && res.storage_version.is_some() && pinned.is_none() {
             // written through the HTTP layer, which calls the webhook (crate::http::conversion)
             return Err(ApiError::bad_request(format!(
                 "{}/{} is converted by a webhook: write it over HTTP",

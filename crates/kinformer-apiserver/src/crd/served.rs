@@ -26,9 +26,15 @@ pub(crate) fn resource_infos(crd: &Value) -> Vec<ResourceInfo> {
     let Some(storage) = storage_version(spec) else {
         return Vec::new();
     };
-    let Some(first) = version_info(crd, spec, storage) else {
+    let Some(mut first) = version_info(crd, spec, storage) else {
         return Vec::new();
     };
+    let webhook = || match s(spec, &["conversion", "strategy"]) {
+        "Webhook" => spec.pointer("/conversion/webhook").cloned().map(Arc::new),
+        _ => None,
+    };
+    // objects stored before the storage version changed are converted to it when read
+    first.conversion = webhook();
     let mut infos = vec![first];
     for version in spec
         .get("versions")
@@ -42,9 +48,7 @@ pub(crate) fn resource_infos(crd: &Value) -> Vec<ResourceInfo> {
         }
         if let Some(mut info) = version_info(crd, spec, version) {
             info.storage_version = Some(s(storage, &["name"]).to_string());
-            if s(spec, &["conversion", "strategy"]) == "Webhook" {
-                info.conversion = spec.pointer("/conversion/webhook").cloned().map(Arc::new);
-            }
+            info.conversion = webhook();
             infos.push(info);
         }
     }

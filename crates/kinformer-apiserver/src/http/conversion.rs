@@ -17,9 +17,15 @@
 //! original's but for `labels` and `annotations`, which the webhook may change (validated).
 //! A failure is a 500 `Status` without a reason, as there.
 //!
+//! Objects stored before the CRD's storage version changed stay in the version they were
+//! written in until written again (as etcd keeps them): read through the new storage version,
+//! they are converted too, and a write through it is decided over them converted.
+//!
 //! Not as kube-apiserver: `managedFields` entries of other versions are not recomputed through
 //! the webhook (the server compares field sets as written, per version); in-process
-//! `RunningServer` reads and writes of a converted version are refused rather than converted;
+//! `RunningServer` reads and writes of a converted version, and its reads of an object stored in
+//! another version, are refused rather than converted (an in-process write through the storage
+//! version, the garbage collector's among them, is decided over such an object as stored);
 //! `/scale` of a converted version is served without conversion.
 
 use std::sync::Arc;

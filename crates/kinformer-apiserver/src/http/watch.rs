@@ -294,7 +294,7 @@ pub(crate) async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Se
         table: req.table.map(|inc| (res.clone(), inc)),
         metadata_only: req.metadata_only,
         protobuf: req.protobuf.then(|| res.clone()),
-        served: res.storage_version.is_some().then(|| res.clone()),
+        served: res.crd_name.is_some().then(|| res.clone()),
         converted: Default::default(),
     };
     let opts = &req.opts;

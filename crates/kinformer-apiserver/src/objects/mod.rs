@@ -284,9 +284,12 @@ fn set_type_meta(res: &ResourceInfo, obj: &mut Map<String, Value>) {
 }
 
 /// A stored object as the version `res` serves shows it, when that is not how it is stored
-/// (what a read, a list or a watch through that version answers with).
+/// (what a read, a list or a watch through that version answers with). Only a custom
+/// resource's objects can be: read through a version other than its CRD's storage version, or
+/// stored before the CRD's storage version changed (kept in the version they were written in
+/// until written again, as etcd keeps them; `status.storedVersions` lists both).
 pub(crate) fn served_object(res: &ResourceInfo, o: &StoredObject) -> Option<StoredObject> {
-    res.storage_version
+    res.crd_name
         .as_ref()
         .and_then(|_| o.in_api_version(&res.api_version()))
 }
@@ -294,7 +297,7 @@ pub(crate) fn served_object(res: &ResourceInfo, o: &StoredObject) -> Option<Stor
 /// A stored object's JSON as the version `res` serves shows it (its `apiVersion`): what a
 /// patch or an apply through that version starts from.
 pub(crate) fn in_served_version(res: &ResourceInfo, obj: &mut Value) {
-    if res.storage_version.is_some()
+    if res.crd_name.is_some()
         && let Some(m) = obj.as_object_mut()
     {
         m.insert("apiVersion".into(), Value::String(res.api_version()));

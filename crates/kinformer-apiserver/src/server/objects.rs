@@ -61,7 +61,7 @@ fn decode<K: DeserializeOwned>(
     res: &ResourceInfo,
     o: &crate::store::StoredObject,
 ) -> Result<K, ApiError> {
-    if res.conversion.is_some() {
+    if res.conversion.is_some() && !o.has_api_version(&res.api_version()) {
         // shown by a conversion webhook, which only the HTTP layer calls
         return Err(ApiError::bad_request(format!(
             "{}/{} is converted by a webhook: read it over HTTP",

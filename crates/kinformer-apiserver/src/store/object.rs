@@ -252,6 +252,19 @@ impl StoredObject {
         }
     }
 
+    /// Whether this version's `apiVersion` is `api_version` (a custom resource may hold
+    /// objects stored in an earlier storage version of its CRD).
+    pub(crate) fn has_api_version(&self, api_version: &str) -> bool {
+        const HEAD: &[u8] = b"{\"apiVersion\":\"";
+        match self.bytes.strip_prefix(HEAD) {
+            Some(rest) => {
+                rest.starts_with(api_version.as_bytes())
+                    && rest.get(api_version.len()) == Some(&b'"')
+            }
+            None => self.to_value().get("apiVersion").and_then(Value::as_str) == Some(api_version),
+        }
+    }
+
     /// This version shown with another `apiVersion` (a custom resource read through a served
     /// version other than its storage version); `None` when it already has it.
     ///

@@ -22,7 +22,7 @@ use kube::core::response::Status;
 use kube::runtime::watcher;
 use serde_json::{Value, json};
 
-const GROUP: &str = "stable.example.com";
+pub(crate) const GROUP: &str = "stable.example.com";
 
 /// The webhook: `/convert` converts CronTabs between v1 (`spec.cronSpec`, `spec.size`) and v2
 /// (`spec.schedule.cron`, `spec.replicas`), labelling each `converted-from: <version>`; `/fail`
@@ -82,12 +82,12 @@ fn convert_crontab(o: &Value, desired: &str) -> Value {
     c
 }
 
-struct Webhook {
+pub(crate) struct Webhook {
     served: common::tls_server::Served,
-    calls: Arc<AtomicUsize>,
+    pub(crate) calls: Arc<AtomicUsize>,
 }
 
-async fn webhook() -> Webhook {
+pub(crate) async fn webhook() -> Webhook {
     let calls = Arc::new(AtomicUsize::new(0));
     let mut router = axum::Router::new();
     for path in ["/convert", "/fail", "/rename"] {
@@ -99,7 +99,7 @@ async fn webhook() -> Webhook {
     }
 }
 
-fn crd(w: &Webhook, path: &str) -> CustomResourceDefinition {
+pub(crate) fn crd(w: &Webhook, path: &str) -> CustomResourceDefinition {
     let version = |name: &str, storage: bool, spec: Value| {
         json!({"name": name, "served": true, "storage": storage,
                "subresources": {"status": {}},
@@ -127,7 +127,7 @@ fn crd(w: &Webhook, path: &str) -> CustomResourceDefinition {
     .unwrap()
 }
 
-fn crontabs(c: &kube::Client, version: &str) -> Api<DynamicObject> {
+pub(crate) fn crontabs(c: &kube::Client, version: &str) -> Api<DynamicObject> {
     let ar = ApiResource {
         group: GROUP.into(),
         version: version.into(),
@@ -138,7 +138,7 @@ fn crontabs(c: &kube::Client, version: &str) -> Api<DynamicObject> {
     Api::namespaced_with(c.clone(), "default", &ar)
 }
 
-fn crontab(version: &str, name: &str, spec: Value) -> DynamicObject {
+pub(crate) fn crontab(version: &str, name: &str, spec: Value) -> DynamicObject {
     serde_json::from_value(
         json!({"apiVersion": format!("{GROUP}/{version}"), "kind": "CronTab",
                                   "metadata": {"name": name}, "spec": spec}),
@@ -146,11 +146,11 @@ fn crontab(version: &str, name: &str, spec: Value) -> DynamicObject {
     .unwrap()
 }
 
-fn label(o: &DynamicObject, k: &str) -> Option<String> {
+pub(crate) fn label(o: &DynamicObject, k: &str) -> Option<String> {
     o.metadata.labels.as_ref()?.get(k).cloned()
 }
 
-async fn register(c: &kube::Client, crd: &CustomResourceDefinition) {
+pub(crate) async fn register(c: &kube::Client, crd: &CustomResourceDefinition) {
     let crds: Api<CustomResourceDefinition> = Api::all(c.clone());
     crds.create(&PostParams::default(), crd).await.unwrap();
 }
