@@ -74,6 +74,10 @@ pub struct ResourceInfo {
     /// several versions: objects are stored in the CRD's storage version and shown in the
     /// version asked for, as conversion strategy `None` does).
     pub(crate) storage_version: Option<String>,
+    /// The structural schema of the storage version, when objects are stored in another
+    /// version than this one: what an object written through this version is pruned by when it
+    /// is stored (kube-apiserver prunes every conversion's result by its version's schema).
+    pub(crate) storage_schema: Option<std::sync::Arc<Value>>,
     /// How a custom resource served in a version other than its storage version is converted
     /// to and from it, when its CRD's conversion strategy is `Webhook`: the CRD's
     /// `spec.conversion.webhook` (`clientConfig`, `conversionReviewVersions`). `None`: the
@@ -135,6 +139,7 @@ impl ResourceInfo {
             schema: None,
             crd_name: None,
             storage_version: None,
+            storage_schema: None,
             conversion: None,
             printer_columns: None,
             deprecation: None,
@@ -249,6 +254,7 @@ where
         schema: None,
         crd_name: None,
         storage_version: None,
+        storage_schema: None,
         conversion: None,
         printer_columns: None,
         deprecation: None,
@@ -289,6 +295,7 @@ fn review<K: Resource<Scope: 'static>>() -> ResourceInfo {
         schema: None,
         crd_name: None,
         storage_version: None,
+        storage_schema: None,
         conversion: None,
         printer_columns: None,
         deprecation: None,

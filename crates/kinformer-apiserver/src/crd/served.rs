@@ -35,6 +35,7 @@ pub(crate) fn resource_infos(crd: &Value) -> Vec<ResourceInfo> {
     };
     // objects stored before the storage version changed are converted to it when read
     first.conversion = webhook();
+    let storage_schema = first.schema.clone();
     let mut infos = vec![first];
     for version in spec
         .get("versions")
@@ -48,6 +49,7 @@ pub(crate) fn resource_infos(crd: &Value) -> Vec<ResourceInfo> {
         }
         if let Some(mut info) = version_info(crd, spec, version) {
             info.storage_version = Some(s(storage, &["name"]).to_string());
+            info.storage_schema = storage_schema.clone();
             info.conversion = webhook();
             infos.push(info);
         }

@@ -34,6 +34,7 @@ use futures::{StreamExt, TryStreamExt};
 use serde_json::{Map, Value, json};
 
 use crate::context::Context;
+use crate::objects::rebuilt;
 use crate::resource::ResourceInfo;
 use crate::status::ApiError;
 use crate::store::StoredObject;
@@ -77,9 +78,19 @@ pub(crate) async fn served_one(
     };
     let converted = convert(ctx, webhook, o.to_value(), &res.api_version()).await?;
     Ok(match converted {
-        Some(v) => Arc::new(rebuilt(res, &o, &v)),
+        Some(v) => Arc::new(rebuilt(res, &o, &pruned(res.schema.as_deref(), v))),
         None => o,
     })
+}
+
+/// A conversion's result pruned by the structural schema of the version it is in, as
+/// kube-apiserver prunes it (what the webhook added that the version does not declare is
+/// dropped).
+fn pruned(schema: Option<&Value>, mut v: Value) -> Value {
+    if let (Some(schema), Some(m)) = (schema, v.as_object_mut()) {
+        crate::objects::fields::prune_to_schema(schema, m);
+    }
+    v
 }
 
 /// An object a write through `res` decided (written in `res`'s version, carrying the storage
@@ -98,22 +109,11 @@ pub(crate) async fn to_storage(
         m.insert("apiVersion".into(), res.api_version().into());
     }
     let converted = convert(ctx, webhook, v, &res.stored_api_version()).await?;
+    let storage_schema = res.storage_schema.as_deref().or(res.schema.as_deref());
     Ok(match converted {
-        Some(v) => Arc::new(rebuilt(res, o, &v)),
+        Some(v) => Arc::new(rebuilt(res, o, &pruned(storage_schema, v))),
         None => o.clone(),
     })
-}
-
-/// The stored form of `v`, the conversion of `o` (same key, uid and resourceVersion).
-fn rebuilt(res: &ResourceInfo, o: &StoredObject, v: &Value) -> StoredObject {
-    StoredObject::from_value(
-        v,
-        &o.namespace,
-        &o.name,
-        &o.uid,
-        o.resource_version,
-        crate::store::extra_fields(&res.group, &res.plural),
-    )
 }
 
 /// `obj` converted to `desired` by the webhook `webhook` (a CRD's `spec.conversion.webhook`);

@@ -174,6 +174,9 @@ pub(crate) fn prepare_create_as(
             None => managed_fields::update_managed_fields(res, None, &mut obj, w),
         }
     }
+    // Converted to the storage version after the field manager, which records the fields
+    // written in the version written through.
+    super::prune_for_storage(res, &mut obj);
     // The status a built-in kind starts with (`PrepareForCreate`), after the field manager:
     // nobody owns it.
     if let Some(status) = fresh_status {

@@ -296,6 +296,12 @@ pub(crate) fn drop_unknown(res: &ResourceInfo, obj: &mut Map<String, Value>) -> 
     dropped
 }
 
+/// Prunes a custom resource object by the structural schema of one of its CRD's versions (its
+/// `metadata` by ObjectMeta's), as kube-apiserver prunes what a conversion to that version made.
+pub(crate) fn prune_to_schema(schema: &Value, obj: &mut Map<String, Value>) {
+    prune_map(schema, obj, true, 0, "", &mut Vec::new());
+}
+
 /// The paths of the fields in `obj` its kind does not declare, sorted (`obj` untouched).
 fn undeclared(res: &ResourceInfo, obj: &Map<String, Value>) -> Vec<String> {
     let mut unknown = Vec::new();

@@ -288,10 +288,44 @@ fn set_type_meta(res: &ResourceInfo, obj: &mut Map<String, Value>) {
 /// resource's objects can be: read through a version other than its CRD's storage version, or
 /// stored before the CRD's storage version changed (kept in the version they were written in
 /// until written again, as etcd keeps them; `status.storedVersions` lists both).
+///
+/// Shown in another version, it is pruned by that version's schema (conversion strategy `None`
+/// changes only `apiVersion`; what the other version does not declare is dropped, as
+/// kube-apiserver prunes every conversion's result).
 pub(crate) fn served_object(res: &ResourceInfo, o: &StoredObject) -> Option<StoredObject> {
-    res.crd_name
-        .as_ref()
-        .and_then(|_| o.in_api_version(&res.api_version()))
+    res.crd_name.as_ref()?;
+    let shown = o.in_api_version(&res.api_version())?;
+    let Some(schema) = &res.schema else {
+        return Some(shown);
+    };
+    let mut v = shown.to_value();
+    let m = v.as_object_mut()?;
+    fields::prune_to_schema(schema, m);
+    Some(rebuilt(res, o, &v))
+}
+
+/// A stored object `o` of `res` with the content `v` (a conversion's result), its key, uid and
+/// resourceVersion kept.
+pub(crate) fn rebuilt(res: &ResourceInfo, o: &StoredObject, v: &Value) -> StoredObject {
+    StoredObject::from_value(
+        v,
+        &o.namespace,
+        &o.name,
+        &o.uid,
+        o.resource_version,
+        crate::store::extra_fields(&res.group, &res.plural),
+    )
+}
+
+/// An object decided through a version other than its CRD's storage version under conversion
+/// strategy `None`, as it is stored: pruned by the storage version's schema (a webhook's
+/// conversion is pruned where it is made, [`crate::http::conversion`]).
+pub(crate) fn prune_for_storage(res: &ResourceInfo, obj: &mut Map<String, Value>) {
+    if res.conversion.is_none()
+        && let Some(schema) = &res.storage_schema
+    {
+        fields::prune_to_schema(schema, obj);
+    }
 }
 
 /// A stored object's JSON as the version `res` serves shows it (its `apiVersion`): what a

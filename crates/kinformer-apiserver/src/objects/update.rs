@@ -211,8 +211,15 @@ fn prepare(
         .and_then(|m| m.as_object())
         .cloned()
         .unwrap_or_default();
-    let spec_changed =
-        without(&result, &["metadata", "status"]) != without(&old_obj, &["metadata", "status"]);
+    // compared in one version, as kube-apiserver compares an object stored in an earlier
+    // version of its CRD after converting it: a change of apiVersion alone is not a change
+    let unversioned = ["apiVersion", "metadata", "status"];
+    let old_shown = crate::objects::served_object(res, old).map(|o| o.to_value());
+    let old_in_version = match &old_shown {
+        Some(Value::Object(m)) => m,
+        _ => &old_obj,
+    };
+    let spec_changed = without(&result, &unversioned) != without(old_in_version, &unversioned);
     {
         let meta = metadata_mut(res, &mut result)?;
         for keep in [
@@ -245,7 +252,14 @@ fn prepare(
         validate::validate_object(res, &result)?;
     }
     if let Some(w) = writer {
-        managed_fields::update_managed_fields(res, Some(&old_obj), &mut result, w);
+        // the fields compared in the version written through, as kube-apiserver's field
+        // manager compares them
+        managed_fields::update_managed_fields(res, Some(old_in_version), &mut result, w);
+    }
+    // converted to the storage version after the field manager, which records the fields
+    // written in the version written through
+    if mode != UpdateMode::Raw {
+        super::prune_for_storage(res, &mut result);
     }
     if result == old_obj {
         return Ok(UpdateOutcome::Unchanged);

@@ -26,7 +26,8 @@ pub(crate) const GROUP: &str = "stable.example.com";
 
 /// The webhook: `/convert` converts CronTabs between v1 (`spec.cronSpec`, `spec.size`) and v2
 /// (`spec.schedule.cron`, `spec.replicas`), labelling each `converted-from: <version>`; `/fail`
-/// refuses; `/rename` answers with another name. Counts the reviews it answers.
+/// refuses; `/rename` answers with another name; `/undeclared` adds a field neither version
+/// declares. Counts the reviews it answers.
 async fn convert(
     State((calls, path)): State<(Arc<AtomicUsize>, &'static str)>,
     Json(review): Json<ConversionReview>,
@@ -49,6 +50,9 @@ async fn convert(
             let mut c = convert_crontab(o, &desired);
             if path == "/rename" {
                 c["metadata"]["name"] = json!("someone-else");
+            }
+            if path == "/undeclared" {
+                c["spec"]["undeclared"] = json!(true);
             }
             c
         })
@@ -90,7 +94,7 @@ pub(crate) struct Webhook {
 pub(crate) async fn webhook() -> Webhook {
     let calls = Arc::new(AtomicUsize::new(0));
     let mut router = axum::Router::new();
-    for path in ["/convert", "/fail", "/rename"] {
+    for path in ["/convert", "/fail", "/rename", "/undeclared"] {
         router = router.route(path, post(convert).with_state((calls.clone(), path)));
     }
     Webhook {
@@ -411,5 +415,34 @@ async fn a_webhook_may_not_rename_what_it_converts() {
         format!(
             "conversion webhook for {GROUP}/v1, Kind=CronTab returned invalid object: must have the same name: a != someone-else"
         )
+    );
+}
+
+#[tokio::test]
+async fn what_the_webhook_adds_that_the_version_does_not_declare_is_pruned() {
+    let w = webhook().await;
+    let s = start(ServerConfig::default()).await.unwrap();
+    let c = s.client();
+    register(&c, &crd(&w, "/undeclared")).await;
+    let (v1, v2) = (crontabs(&c, "v1"), crontabs(&c, "v2"));
+    // converted to v2 to be stored, and back to v1 for the answer: pruned both times
+    let created = v1
+        .create(
+            &PostParams::default(),
+            &crontab("v1", "a", json!({"cronSpec": "*/1 * * * *", "size": 1})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        created.data["spec"],
+        json!({"cronSpec": "*/1 * * * *", "size": 1})
+    );
+    assert_eq!(
+        v2.get("a").await.unwrap().data["spec"],
+        json!({"schedule": {"cron": "*/1 * * * *"}, "replicas": 1})
+    );
+    assert_eq!(
+        v1.get("a").await.unwrap().data["spec"],
+        json!({"cronSpec": "*/1 * * * *", "size": 1})
     );
 }
