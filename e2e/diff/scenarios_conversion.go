@@ -95,6 +95,15 @@ func convertReview(path, uid string, req map[string]any) map[string]any {
 	return resp
 }
 
+// webhookConversion is a CRD's spec.conversion calling the webhook at url (its certificate
+// signed by ca) with v1 ConversionReviews.
+func webhookConversion(url string, ca []byte) map[string]any {
+	return map[string]any{"strategy": "Webhook", "webhook": map[string]any{
+		"clientConfig":             map[string]any{"url": url, "caBundle": base64.StdEncoding.EncodeToString(ca)},
+		"conversionReviewVersions": []any{"v1"},
+	}}
+}
+
 // scConversionWebhook registers a CRD with two versions, v1 served and v2 stored, converted by
 // a webhook (the recorder's HTTPS server, by URL and caBundle), and reads and writes its
 // objects through both: creates, gets, lists, an update, merge patches, an apply, the status
@@ -149,12 +158,7 @@ func scConversionWebhook(s *sc) {
 			"schema": map[string]any{"openAPIV3Schema": obj(map[string]any{"spec": spec, "status": status})},
 		}
 	}
-	webhook := func(url string) map[string]any {
-		return map[string]any{"strategy": "Webhook", "webhook": map[string]any{
-			"clientConfig":             map[string]any{"url": url, "caBundle": base64.StdEncoding.EncodeToString(hooks.ca)},
-			"conversionReviewVersions": []any{"v1"},
-		}}
-	}
+	webhook := func(url string) map[string]any { return webhookConversion(url, hooks.ca) }
 	crd := map[string]any{
 		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
 		"metadata": map[string]any{"name": "crontabs." + group},

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/base64"
 	"strings"
 	"time"
 )
@@ -39,10 +38,7 @@ func scCRDStorageVersionChange(s *sc) {
 		group := "sv" + strategy + "-" + s.run + ".example.com"
 		conversion := map[string]any{"strategy": "None"}
 		if strategy == "webhook" {
-			conversion = map[string]any{"strategy": "Webhook", "webhook": map[string]any{
-				"clientConfig":             map[string]any{"url": hooks.base + "/convert", "caBundle": base64.StdEncoding.EncodeToString(hooks.ca)},
-				"conversionReviewVersions": []any{"v1"},
-			}}
+			conversion = webhookConversion(hooks.base+"/convert", hooks.ca)
 		}
 		crd := map[string]any{
 			"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",

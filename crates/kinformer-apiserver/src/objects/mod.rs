@@ -293,15 +293,37 @@ fn set_type_meta(res: &ResourceInfo, obj: &mut Map<String, Value>) {
 /// changes only `apiVersion`; what the other version does not declare is dropped, as
 /// kube-apiserver prunes every conversion's result).
 pub(crate) fn served_object(res: &ResourceInfo, o: &StoredObject) -> Option<StoredObject> {
-    res.crd_name.as_ref()?;
-    let shown = o.in_api_version(&res.api_version())?;
-    let Some(schema) = &res.schema else {
-        return Some(shown);
+    if res.crd_name.is_none() || o.has_api_version(&res.api_version()) {
+        return None;
+    }
+    let Value::Object(m) = o.to_value() else {
+        return None;
     };
-    let mut v = shown.to_value();
-    let m = v.as_object_mut()?;
-    fields::prune_to_schema(schema, m);
-    Some(rebuilt(res, o, &v))
+    Some(rebuilt(res, o, &Value::Object(in_version(res, m))))
+}
+
+/// A custom resource's stored JSON as the version `res` serves shows it, when it is stored in
+/// another version ([`served_object`], parsed already: what an update through `res` compares
+/// with); `None` when it is in that version.
+pub(crate) fn served_map(
+    res: &ResourceInfo,
+    obj: &Map<String, Value>,
+) -> Option<Map<String, Value>> {
+    let version = res.api_version();
+    if res.crd_name.is_none() || obj.get("apiVersion").and_then(Value::as_str) == Some(&version) {
+        return None;
+    }
+    Some(in_version(res, obj.clone()))
+}
+
+/// `obj`, stored in another version of `res`'s CRD, in `res`'s version: relabelled and pruned
+/// by its schema.
+fn in_version(res: &ResourceInfo, mut obj: Map<String, Value>) -> Map<String, Value> {
+    obj.insert("apiVersion".into(), Value::String(res.api_version()));
+    if let Some(schema) = &res.schema {
+        fields::prune_to_schema(schema, &mut obj);
+    }
+    obj
 }
 
 /// A stored object `o` of `res` with the content `v` (a conversion's result), its key, uid and

@@ -214,11 +214,8 @@ fn prepare(
     // compared in one version, as kube-apiserver compares an object stored in an earlier
     // version of its CRD after converting it: a change of apiVersion alone is not a change
     let unversioned = ["apiVersion", "metadata", "status"];
-    let old_shown = crate::objects::served_object(res, old).map(|o| o.to_value());
-    let old_in_version = match &old_shown {
-        Some(Value::Object(m)) => m,
-        _ => &old_obj,
-    };
+    let old_shown = crate::objects::served_map(res, &old_obj);
+    let old_in_version = old_shown.as_ref().unwrap_or(&old_obj);
     let spec_changed = without(&result, &unversioned) != without(old_in_version, &unversioned);
     {
         let meta = metadata_mut(res, &mut result)?;

@@ -5,6 +5,9 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 use serde_json::Value;
 
+/// How the JSON of an object stored with its type fields first begins ([`encode_typed`]).
+const API_VERSION_HEAD: &[u8] = b"{\"apiVersion\":\"";
+
 /// One version of an object, immutable once stored and shared (`Arc`) between the live map,
 /// the event history and open watches.
 ///
@@ -252,15 +255,20 @@ impl StoredObject {
         }
     }
 
+    /// The `apiVersion` this version's JSON starts with ([`encode_typed`] writes it first) and
+    /// where its quoted form ends; `None` for JSON stored otherwise, or an escaped value.
+    fn leading_api_version(&self) -> Option<(&[u8], usize)> {
+        let rest = self.bytes.strip_prefix(API_VERSION_HEAD)?;
+        let n = memchr::memchr(b'"', rest)?;
+        let value = &rest[..n];
+        (!value.contains(&b'\\')).then_some((value, API_VERSION_HEAD.len() + n + 1))
+    }
+
     /// Whether this version's `apiVersion` is `api_version` (a custom resource may hold
     /// objects stored in an earlier storage version of its CRD).
     pub(crate) fn has_api_version(&self, api_version: &str) -> bool {
-        const HEAD: &[u8] = b"{\"apiVersion\":\"";
-        match self.bytes.strip_prefix(HEAD) {
-            Some(rest) => {
-                rest.starts_with(api_version.as_bytes())
-                    && rest.get(api_version.len()) == Some(&b'"')
-            }
+        match self.leading_api_version() {
+            Some((value, _)) => value == api_version.as_bytes(),
             None => self.to_value().get("apiVersion").and_then(Value::as_str) == Some(api_version),
         }
     }
@@ -271,24 +279,19 @@ impl StoredObject {
     /// The stored JSON starts with its `apiVersion` ([`encode_typed`]), so the new one is
     /// spliced in; an object stored otherwise is parsed and written again.
     pub(crate) fn in_api_version(&self, api_version: &str) -> Option<StoredObject> {
-        const HEAD: &[u8] = b"{\"apiVersion\":\"";
         let mut new = Vec::with_capacity(api_version.len() + 2);
         // writing a str into a Vec cannot fail
         let _ = serde_json::to_writer(&mut new, api_version);
-        let old_end = self
-            .bytes
-            .strip_prefix(HEAD)
-            .and_then(|rest| memchr::memchr(b'"', rest))
-            .map(|n| HEAD.len() + n + 1)
-            .filter(|&end| !self.bytes[HEAD.len()..end].contains(&b'\\'));
+        let open = API_VERSION_HEAD.len() - 1;
+        let old_end = self.leading_api_version().map(|(_, end)| end);
         let (bytes, type_len) = match old_end {
-            Some(end) if self.bytes[HEAD.len() - 1..end] == new[..] => return None,
+            Some(end) if self.bytes[open..end] == new[..] => return None,
             Some(end) => {
                 let mut bytes = Vec::with_capacity(self.bytes.len() + new.len());
-                bytes.extend_from_slice(&self.bytes[..HEAD.len() - 1]);
+                bytes.extend_from_slice(&self.bytes[..open]);
                 bytes.extend_from_slice(&new);
                 bytes.extend_from_slice(&self.bytes[end..]);
-                let old_len = end - (HEAD.len() - 1);
+                let old_len = end - open;
                 (bytes, self.type_len + new.len() - old_len)
             }
             None => {

@@ -185,7 +185,7 @@ async fn serve(names: &[&str]) -> Webhooks {
 }
 
 /// One webhook on configmaps (`operations`), called at `client_config`.
-fn hook(name: &str, client_config: Value, operations: &[&str], extra: Value) -> Value {
+pub(crate) fn hook(name: &str, client_config: Value, operations: &[&str], extra: Value) -> Value {
     let mut h = json!({
         "name": name,
         "clientConfig": client_config,
@@ -200,7 +200,7 @@ fn hook(name: &str, client_config: Value, operations: &[&str], extra: Value) -> 
     h
 }
 
-async fn validating(c: &kube::Client, name: &str, hooks: Vec<Value>) {
+pub(crate) async fn validating(c: &kube::Client, name: &str, hooks: Vec<Value>) {
     let api: Api<ValidatingWebhookConfiguration> = Api::all(c.clone());
     let v = serde_json::from_value(json!({"metadata": {"name": name}, "webhooks": hooks})).unwrap();
     api.create(&PostParams::default(), &v).await.unwrap();
@@ -212,7 +212,7 @@ async fn mutating(c: &kube::Client, name: &str, hooks: Vec<Value>) {
     api.create(&PostParams::default(), &v).await.unwrap();
 }
 
-fn config_map(name: &str, labels: Value) -> ConfigMap {
+pub(crate) fn config_map(name: &str, labels: Value) -> ConfigMap {
     serde_json::from_value(json!({"metadata": {"name": name, "labels": labels},
                                   "data": {"k": "v"}}))
     .unwrap()

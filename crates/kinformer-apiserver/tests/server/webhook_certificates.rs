@@ -3,6 +3,7 @@
 //! `openssl req -x509` makes, the quick-start setup) included, and refused in Go's words when
 //! the bundle does not vouch for it, it is not for the name called, or it has expired.
 
+use crate::admission_webhooks::{config_map, hook, validating};
 use crate::common;
 use crate::common::tls_server::Serving;
 
@@ -37,35 +38,31 @@ async fn webhook(serving: Serving) -> common::tls_server::Served {
 
 /// Registers one validating webhook on configmap creates (failure policy Fail).
 async fn register(c: &kube::Client, name: &str, client_config: Value) {
-    let api: Api<ValidatingWebhookConfiguration> = Api::all(c.clone());
-    let v = serde_json::from_value(json!({
-        "metadata": {"name": name},
-        "webhooks": [{
-            "name": format!("{name}.example.com"),
-            "clientConfig": client_config,
-            "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
-                       "resources": ["configmaps"]}],
-            "sideEffects": "None",
-            "admissionReviewVersions": ["v1"],
-        }],
-    }))
-    .unwrap();
-    api.create(&PostParams::default(), &v).await.unwrap();
+    let hook = hook(
+        &format!("{name}.example.com"),
+        client_config,
+        &["CREATE"],
+        json!({}),
+    );
+    validating(c, name, vec![hook]).await;
 }
 
-fn config_map(name: &str, deny: bool) -> ConfigMap {
-    let labels = if deny {
-        json!({"deny": "yes"})
-    } else {
-        json!({})
-    };
-    serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).unwrap()
+/// A config map, labelled to be denied or not.
+fn labelled(name: &str, deny: bool) -> ConfigMap {
+    config_map(
+        name,
+        if deny {
+            json!({"deny": "yes"})
+        } else {
+            json!({})
+        },
+    )
 }
 
 /// The message of a refused create.
 async fn refusal(cms: &Api<ConfigMap>, name: &str, deny: bool) -> String {
     match cms
-        .create(&PostParams::default(), &config_map(name, deny))
+        .create(&PostParams::default(), &labelled(name, deny))
         .await
     {
         Err(kube::Error::Api(s)) => s.message,
@@ -85,7 +82,7 @@ async fn a_webhook_serving_the_self_signed_ca_certificate_of_its_ca_bundle_is_ca
     )
     .await;
     let cms: Api<ConfigMap> = Api::namespaced(c.clone(), "default");
-    cms.create(&PostParams::default(), &config_map("allowed", false))
+    cms.create(&PostParams::default(), &labelled("allowed", false))
         .await
         .unwrap();
     // the webhook answered: its denial, not a TLS failure
