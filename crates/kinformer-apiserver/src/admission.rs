@@ -1,5 +1,6 @@
 //! Admission: the NamespaceLifecycle plugin of kube-apiserver, ValidatingAdmissionPolicy
-//! ([`policy`]) and the admission webhooks ([`webhook`]).
+//! ([`policy`]), MutatingAdmissionPolicy ([`policy::mutating`]) and the admission webhooks
+//! ([`webhook`]).
 //!
 //! NamespaceLifecycle
 //! (`k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle`).

@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 
 use crate::resource::ResourceInfo;
 use crate::status::ApiError;
-pub(crate) use rules::{ExpressionError, cel_context, cel_evaluate, json_to_cel};
+pub(crate) use rules::{ExpressionError, cel_context, cel_evaluate, json_to_cel, kubernetes_env};
 #[cfg(test)]
 pub(crate) use served::resource_info;
 pub(crate) use served::resource_infos;

@@ -237,6 +237,8 @@ where
                     "mutatingwebhookconfigurations"
                         | "validatingwebhookconfigurations"
                         | "validatingadmissionpolicybindings"
+                        | "mutatingadmissionpolicies"
+                        | "mutatingadmissionpolicybindings"
                 )
             ),
         return_deleted_object: false,

@@ -39,6 +39,7 @@ use crate::resource::ResourceInfo;
 use crate::status::ApiError;
 
 mod hooks;
+pub(crate) mod mutating;
 pub(crate) use hooks::{conditions_hold, write_matches};
 
 /// The group whose resources (policies, bindings, webhook configurations) no policy applies
@@ -105,6 +106,30 @@ pub(crate) struct Bound {
     pub binding: Value,
     /// Its parameters.
     pub params: Params,
+}
+
+impl Bound {
+    /// Whether the policy's `matchConstraints` and the binding's `matchResources` match the
+    /// write.
+    fn matches(&self, target: &Target<'_>, labels: &Labels<'_>) -> bool {
+        let Some(constraints) = self.policy.pointer("/spec/matchConstraints") else {
+            return false;
+        };
+        if !target.rules_match(constraints, false) || !labels.match_selectors(constraints) {
+            return false;
+        }
+        self.binding
+            .pointer("/spec/matchResources")
+            .is_none_or(|m| target.rules_match(m, true) && labels.match_selectors(m))
+    }
+
+    /// Whether a failure refuses the write (`failurePolicy: Fail`, the default).
+    fn fails_closed(&self) -> bool {
+        self.policy
+            .pointer("/spec/failurePolicy")
+            .and_then(Value::as_str)
+            != Some("Ignore")
+    }
 }
 
 /// The policies that may apply to one write, read before it: each bound policy, and the
@@ -222,23 +247,11 @@ pub(crate) fn admit(
     let (target, labels) = write_of(req, operation, object, old, policies.namespace.as_ref());
     let mut base: Option<Activation> = None;
     for b in &policies.bound {
-        let Some(constraints) = b.policy.pointer("/spec/matchConstraints") else {
-            continue;
-        };
-        if !target.rules_match(constraints, false) || !labels.match_selectors(constraints) {
-            continue;
-        }
-        if let Some(m) = b.binding.pointer("/spec/matchResources")
-            && (!target.rules_match(m, true) || !labels.match_selectors(m))
-        {
+        if !b.matches(&target, &labels) {
             continue;
         }
         let names = (name_of(&b.policy), name_of(&b.binding));
-        let fail = b
-            .policy
-            .pointer("/spec/failurePolicy")
-            .and_then(Value::as_str)
-            != Some("Ignore");
+        let fail = b.fails_closed();
         if let Params::Error(e) = &b.params {
             // a configuration error refuses the write whatever the binding's actions
             if fail && denied.is_none() {
@@ -476,6 +489,17 @@ impl Activation {
     }
 }
 
+impl Activation {
+    /// Binds these variables in `ctx`, with `object` and `params`.
+    fn bind(&self, ctx: &mut cel::Context<'_, '_>, object: Cel, params: Cel) {
+        ctx.add_variable_from_value("object", object);
+        ctx.add_variable_from_value("oldObject", self.old.clone());
+        ctx.add_variable_from_value("request", self.request.clone());
+        ctx.add_variable_from_value("namespaceObject", self.namespace.clone());
+        ctx.add_variable_from_value("params", params);
+    }
+}
+
 /// The denials of one bound policy (each parameter in turn); `fail`: whether a failure is
 /// one (`failurePolicy: Fail`).
 fn evaluate(b: &Bound, fail: bool, base: &Activation) -> Vec<Decision> {
@@ -490,13 +514,7 @@ fn evaluate(b: &Bound, fail: bool, base: &Activation) -> Vec<Decision> {
         Params::Found(p) => p.iter().map(json_to_cel).collect(),
         Params::Error(_) => return Vec::new(),
     };
-    let spec = b.policy.get("spec").cloned().unwrap_or(Value::Null);
-    let items = |k: &str| -> Vec<Map<String, Value>> {
-        spec.get(k)
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|x| x.as_object().cloned()).collect())
-            .unwrap_or_default()
-    };
+    let items = |k: &str| spec_items(&b.policy, k);
     let (variables, conditions, validations) = (
         items("variables"),
         items("matchConditions"),
@@ -505,44 +523,15 @@ fn evaluate(b: &Bound, fail: bool, base: &Activation) -> Vec<Decision> {
     let mut out = Vec::new();
     for p in params {
         let mut ctx = cel_context();
-        ctx.add_variable_from_value("object", base.object.clone());
-        ctx.add_variable_from_value("oldObject", base.old.clone());
-        ctx.add_variable_from_value("request", base.request.clone());
-        ctx.add_variable_from_value("namespaceObject", base.namespace.clone());
-        ctx.add_variable_from_value("params", p);
-        // each variable sees those before it; one that fails is left out (an expression
-        // naming it fails then)
-        let mut vars: Vec<(Key, Cel)> = Vec::new();
-        let as_map = |vars: &Vec<(Key, Cel)>| {
-            Cel::Map(CelMap {
-                map: Arc::new(vars.iter().cloned().collect()),
-            })
-        };
-        ctx.add_variable_from_value("variables", as_map(&vars));
-        for v in &variables {
-            let (name, expr) = (str_of(v, "name"), str_of(v, "expression"));
-            if let Ok(x) = cel_evaluate(expr, &ctx) {
-                vars.push((Key::String(Arc::new(name.to_string())), x));
-                ctx.add_variable_from_value("variables", as_map(&vars));
+        base.bind(&mut ctx, base.object.clone(), p);
+        add_variables(&mut ctx, &variables);
+        match conditions_of(&ctx, &conditions) {
+            Conditions::Hold => {}
+            Conditions::Skip => continue,
+            Conditions::Failed(why) => {
+                out.extend(failure(why));
+                continue;
             }
-        }
-        // matchConditions: one false skips the policy, an error (with none false) fails it
-        let mut skip = false;
-        let mut errors = Vec::new();
-        for c in &conditions {
-            let expr = str_of(c, "expression");
-            match cel_evaluate(expr, &ctx) {
-                Ok(Cel::Bool(true)) => {}
-                Ok(_) => skip = true,
-                Err(e) => errors.push(words(expr, e)),
-            }
-        }
-        if skip {
-            continue;
-        }
-        if !errors.is_empty() {
-            out.extend(failure(errors.join(", ")));
-            continue;
         }
         for v in &validations {
             let expr = str_of(v, "expression");
@@ -557,6 +546,54 @@ fn evaluate(b: &Bound, fail: bool, base: &Activation) -> Vec<Decision> {
         }
     }
     out
+}
+
+/// Evaluates a policy's `variables` in order into `ctx` as `variables`: each sees those
+/// before it; one that fails is left out (an expression naming it fails then).
+fn add_variables(ctx: &mut cel::Context<'_, '_>, variables: &[Map<String, Value>]) {
+    let mut vars: Vec<(Key, Cel)> = Vec::new();
+    let as_map = |vars: &Vec<(Key, Cel)>| {
+        Cel::Map(CelMap {
+            map: Arc::new(vars.iter().cloned().collect()),
+        })
+    };
+    ctx.add_variable_from_value("variables", as_map(&vars));
+    for v in variables {
+        let (name, expr) = (str_of(v, "name"), str_of(v, "expression"));
+        if let Ok(x) = cel_evaluate(expr, ctx) {
+            vars.push((Key::String(Arc::new(name.to_string())), x));
+            ctx.add_variable_from_value("variables", as_map(&vars));
+        }
+    }
+}
+
+/// What a policy's `matchConditions` decide.
+enum Conditions {
+    /// All hold: the policy applies.
+    Hold,
+    /// One is false: the policy is skipped.
+    Skip,
+    /// None is false and some failed (their failures, joined): `failurePolicy` decides.
+    Failed(String),
+}
+
+/// Evaluates `conditions` in `ctx`.
+fn conditions_of(ctx: &cel::Context<'_, '_>, conditions: &[Map<String, Value>]) -> Conditions {
+    let mut skip = false;
+    let mut errors = Vec::new();
+    for c in conditions {
+        let expr = str_of(c, "expression");
+        match cel_evaluate(expr, ctx) {
+            Ok(Cel::Bool(true)) => {}
+            Ok(_) => skip = true,
+            Err(e) => errors.push(words(expr, e)),
+        }
+    }
+    match (skip, errors.is_empty()) {
+        (true, _) => Conditions::Skip,
+        (false, true) => Conditions::Hold,
+        (false, false) => Conditions::Failed(errors.join(", ")),
+    }
 }
 
 /// An expression's failure in kube-apiserver's words.
@@ -580,6 +617,15 @@ fn message(v: &Map<String, Value>, ctx: &cel::Context<'_, '_>) -> String {
     from_expression
         .or_else(|| Some(str_of(v, "message").trim().to_string()).filter(|m| !m.is_empty()))
         .unwrap_or_else(|| format!("failed expression: {}", str_of(v, "expression").trim()))
+}
+
+/// The objects of the list `spec.<key>` of a policy.
+fn spec_items(policy: &Value, key: &str) -> Vec<Map<String, Value>> {
+    policy
+        .pointer(&format!("/spec/{key}"))
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|x| x.as_object().cloned()).collect())
+        .unwrap_or_default()
 }
 
 fn str_of<'a>(m: &'a Map<String, Value>, k: &str) -> &'a str {

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::Api;
-use super::gate::Stage;
+use super::gate::{Planned, Stage};
 use crate::admission::policy::{self, Bound, Operation, Params, Policies, Request};
 use crate::objects::UpdateMode;
 use crate::resource::ResourceInfo;
@@ -56,6 +56,31 @@ impl<'a> Write<'a> {
             Some(UpdateMode::Scale) => Some(Some("scale")),
             Some(UpdateMode::Finalize) => Some(Some("finalize")),
             Some(UpdateMode::Raw) => None,
+        }
+    }
+}
+
+/// The admission policies of one kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PolicyKind {
+    /// ValidatingAdmissionPolicy and its bindings.
+    Validating,
+    /// MutatingAdmissionPolicy and its bindings.
+    Mutating,
+}
+
+impl PolicyKind {
+    /// The resources of its policies and of its bindings.
+    fn plurals(self) -> (&'static str, &'static str) {
+        match self {
+            PolicyKind::Validating => (
+                "validatingadmissionpolicies",
+                "validatingadmissionpolicybindings",
+            ),
+            PolicyKind::Mutating => (
+                "mutatingadmissionpolicies",
+                "mutatingadmissionpolicybindings",
+            ),
         }
     }
 }
@@ -138,22 +163,72 @@ impl Api {
         write: Write<'a>,
     ) -> Option<Admission<'a>> {
         let subresource = write.subresource()?;
-        if policy::exempt(res) {
+        if policy::exempt(res) || write.stage.gate().is_some_and(|g| g.admits_later()) {
             return None;
         }
-        let bindings_res = self
-            .registry
-            .find(GROUP, "v1", "validatingadmissionpolicybindings")?;
-        let (_, bindings) = self
+        let bound =
+            self.bound_policies(PolicyKind::Validating, res, &[subresource], write.namespace);
+        if bound.is_empty() {
+            return None;
+        }
+        let namespace = self.namespace_object(res, write.namespace);
+        Some(Admission {
+            res,
+            write,
+            subresource,
+            policies: Policies { bound, namespace },
+        })
+    }
+
+    /// Admits what a write planned without admission
+    /// ([`Gate::admitting_later`](super::Gate::admitting_later)) decided:
+    /// `planned` over `live` (the live object it was decided over, as the version written
+    /// through shows it), a delete when `delete`.
+    pub(crate) fn admit_planned(
+        &self,
+        res: &ResourceInfo,
+        write: Write<'_>,
+        planned: &Planned,
+        live: Option<&Arc<StoredObject>>,
+        delete: bool,
+    ) -> Result<(), ApiError> {
+        let Some(admission) = self.admission(res, write) else {
+            return Ok(());
+        };
+        match (delete, live) {
+            (true, Some(current)) => admission.admit_delete(current),
+            (true, None) => Ok(()),
+            (false, _) => admission.admit(live, &planned.mutation),
+        }
+    }
+
+    /// The policies of `kind` bound to writes of `res` through one of `subresources` (their
+    /// resource rules, whatever the operation, name and labels), by policy then binding name,
+    /// each with the parameters its binding selects for a write in `namespace` (a binding
+    /// whose `paramRef` selects none is left out).
+    pub(crate) fn bound_policies(
+        &self,
+        kind: PolicyKind,
+        res: &ResourceInfo,
+        subresources: &[Option<&str>],
+        namespace: &str,
+    ) -> Vec<Bound> {
+        let (policies, bindings) = kind.plurals();
+        let Some(bindings_res) = self.registry.find(GROUP, "v1", bindings) else {
+            return Vec::new();
+        };
+        let Ok((_, bindings)) = self
             .store
             .list(&bindings_res.group_resource(), None, "", "")
-            .ok()?;
+        else {
+            return Vec::new();
+        };
         if bindings.is_empty() {
-            return None;
+            return Vec::new();
         }
-        let policies_res = self
-            .registry
-            .find(GROUP, "v1", "validatingadmissionpolicies")?;
+        let Some(policies_res) = self.registry.find(GROUP, "v1", policies) else {
+            return Vec::new();
+        };
         let mut bound = Vec::new();
         for b in bindings.iter() {
             let binding = b.to_value();
@@ -164,10 +239,11 @@ impl Api {
                 continue;
             };
             let policy = p.to_value();
-            if !policy::may_apply(&policy, &binding, res, subresource) {
+            let applies = |sub: &Option<&str>| policy::may_apply(&policy, &binding, res, *sub);
+            if !subresources.iter().any(applies) {
                 continue;
             }
-            let params = self.params(&policy, &binding, write.namespace);
+            let params = self.params(&policy, &binding, namespace);
             if matches!(&params, Params::Found(p) if p.is_empty()) {
                 continue;
             }
@@ -177,24 +253,53 @@ impl Api {
                 params,
             });
         }
-        if bound.is_empty() {
-            return None;
-        }
         fn names(b: &Bound) -> (&str, &str) {
             (policy::name_of(&b.policy), policy::name_of(&b.binding))
         }
         bound.sort_by(|a, b| names(a).cmp(&names(b)));
-        let namespace = (res.namespaced() && !write.namespace.is_empty())
+        bound
+    }
+
+    /// The namespace a write of `res` in `namespace` is in, as stored (`None` for a
+    /// cluster-scoped resource, or when it is absent).
+    pub(crate) fn namespace_object(&self, res: &ResourceInfo, namespace: &str) -> Option<Value> {
+        (res.namespaced() && !namespace.is_empty())
             .then(|| self.registry.find("", "v1", "namespaces"))
             .flatten()
-            .and_then(|ns| self.store.get(&ns.group_resource(), write.namespace))
-            .map(|o| o.to_value());
-        Some(Admission {
-            res,
-            write,
-            subresource,
-            policies: Policies { bound, namespace },
+            .and_then(|ns| self.store.get(&ns.group_resource(), namespace))
+            .map(|o| o.to_value())
+    }
+
+    /// The mutating admission policies that may apply to a write of `res` through
+    /// `subresource` in `namespace`; `None` when none is bound to it.
+    pub(crate) fn mutating_policies(
+        &self,
+        res: &ResourceInfo,
+        subresource: Option<&str>,
+        namespace: &str,
+    ) -> Option<Policies> {
+        if policy::exempt(res) {
+            return None;
+        }
+        let bound = self.bound_policies(PolicyKind::Mutating, res, &[subresource], namespace);
+        (!bound.is_empty()).then(|| Policies {
+            bound,
+            namespace: self.namespace_object(res, namespace),
         })
+    }
+
+    /// Whether a mutating admission policy is bound to writes of `res` through any
+    /// subresource (such writes are made in two steps, as the webhooks' are).
+    pub(crate) fn has_mutating_policies(&self, res: &ResourceInfo) -> bool {
+        !policy::exempt(res)
+            && !self
+                .bound_policies(
+                    PolicyKind::Mutating,
+                    res,
+                    &[None, Some("status"), Some("scale")],
+                    "",
+                )
+                .is_empty()
     }
 
     /// The parameters `binding` selects for `policy`, for a write in `namespace`.

@@ -67,6 +67,9 @@ pub(crate) struct Gate {
     pinned: Option<Option<Arc<StoredObject>>>,
     /// Set when the live object was no longer the pinned one.
     stale: AtomicBool,
+    /// Whether the admission policies are left to [`Api::admit_planned`], after the mutating
+    /// policies and webhooks (which run between the plan and the commit).
+    admits_later: bool,
 }
 
 impl Gate {
@@ -77,7 +80,21 @@ impl Gate {
             planned: Mutex::new(None),
             pinned: None,
             stale: AtomicBool::new(false),
+            admits_later: false,
         }
+    }
+
+    /// This gate, its write planned without the validating admission policies (`later`
+    /// true): the mutating admission runs first, and the caller admits what it leaves
+    /// ([`Api::admit_planned`]).
+    pub(crate) fn admitting_later(mut self, later: bool) -> Self {
+        self.admits_later = later;
+        self
+    }
+
+    /// Whether the validating admission policies are left to the caller.
+    pub(super) fn admits_later(&self) -> bool {
+        self.admits_later
     }
 
     /// This gate, its write to be decided over `live` (the live object as the version

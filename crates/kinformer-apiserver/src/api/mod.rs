@@ -22,7 +22,7 @@ mod gate;
 mod patch;
 
 pub(crate) use admit::Write;
-pub(crate) use gate::{Gate, Stage};
+pub(crate) use gate::{Gate, Planned, Stage};
 
 /// The resource types the server serves.
 #[derive(Debug)]

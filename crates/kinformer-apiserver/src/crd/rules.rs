@@ -65,7 +65,11 @@ static PROGRAMS: LazyLock<Mutex<HashMap<String, Compiled>>> =
 /// `cidr(...).containsIP(...)`, ...), URL library (`isURL`, `url(...).getScheme()`, ...) and
 /// semver library (`isSemver`, `semver(...).isLessThan(...)`, ...). Not cel-go's math library, which Kubernetes' does not
 /// have: a rule naming `math` is refused when its CRD is written, as kube-apiserver refuses it.
-static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
+static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| Arc::new(kubernetes_env()));
+
+/// A new environment with CEL's standard library and the Kubernetes libraries of [`ENV`], for
+/// an evaluator that adds to it (mutating admission policies' `Object` types).
+pub(crate) fn kubernetes_env() -> Env {
     let mut env = Env::stdlib();
     for (name, ext) in [
         ("strings", cel::extensions::strings as Extension),
@@ -80,8 +84,8 @@ static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
             tracing::warn!("CEL's {name} library could not be added: {e}");
         }
     }
-    Arc::new(env)
-});
+    env
+}
 
 type Extension = fn(&mut Env) -> Result<(), cel::DeclarationError>;
 

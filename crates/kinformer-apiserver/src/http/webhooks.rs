@@ -1,16 +1,21 @@
-//! A write that admission webhooks see ([`crate::admission::webhook`]), in kube-apiserver's
-//! order: the verb decides its write as a dry run would (defaulting, validation, the
-//! built-in admission, admission policies) and keeps it in a [`Gate`]; the mutating webhooks
-//! are called in the order of their configurations' names, each seeing the object as the
-//! ones before it left it; an object they changed is decided again (defaulted and validated,
-//! `managedFields` as they were: a webhook's changes are not a field manager's); the
+//! A write that admission webhooks or mutating admission policies see
+//! ([`crate::admission::webhook`], [`crate::admission::policy::mutating`]), in
+//! kube-apiserver's order: the verb decides its write as a dry run would (defaulting,
+//! validation, the built-in admission; the validating admission policies are left for later)
+//! and keeps it in a [`Gate`]; the mutating admission policies run, then the mutating
+//! webhooks are called in the order of their configurations' names, each seeing the object as
+//! the ones before it left it; an object they changed is decided again (defaulted and
+//! validated, `managedFields` as they were: their changes are not a field manager's), with
+//! the validating admission policies, which otherwise admit the first decision; the
 //! validating webhooks are called; then the decision is stored, unless the live object
 //! changed meanwhile, in which case all of it runs again (as kube-apiserver's
 //! `GuaranteedUpdate` re-admits on a conflict). A dry run stops before storing.
 //!
-//! A mutating webhook with `reinvocationPolicy: IfNeeded` is called once more, after the
-//! others, when a webhook called after it changed the object (kube-apiserver's reinvocation;
-//! the server's own mutations are made before any webhook, so they never cause one).
+//! The mutating chain runs a second time when a policy's mutation applied or a webhook
+//! changed the object (kube-apiserver's reinvocation): the policies with `reinvocationPolicy:
+//! IfNeeded` that ran run again, then the `IfNeeded` webhooks called before a later change
+//! are called again (the server's own mutations are made before the chain, so they never
+//! cause one).
 //!
 //! A write through `/scale` is seen as the `Scale` written (kind `autoscaling/v1 Scale`, the
 //! resource `deployments`, subresource `scale`); a mutating webhook's patch of it changes the
@@ -26,7 +31,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
-use crate::admission::policy::Operation;
+use crate::admission::policy::{Operation, Request, mutating};
 use crate::admission::webhook::call::Endpoint;
 use crate::admission::webhook::{Hook, Review, Verdict};
 use crate::api::{Api, Gate, Stage};
@@ -44,6 +49,8 @@ const MAX_TRIES: usize = 5;
 /// checks a write of it waits for.
 #[derive(Debug, Default)]
 pub(crate) struct Hooks {
+    /// Whether a mutating admission policy may apply (read again for the write itself).
+    policies: bool,
     mutating: Vec<Hook>,
     validating: Vec<Hook>,
     /// Who must hold what an RBAC role or binding written grants ([`crate::rbac::escalation`]).
@@ -88,13 +95,15 @@ pub(crate) fn hooks_for(
             .collect()
     };
     let hooks = Hooks {
+        policies: api.has_mutating_policies(res),
         mutating: read("mutatingwebhookconfigurations", true),
         validating: read("validatingwebhookconfigurations", false),
         escalation,
     };
     // a version a conversion webhook shows, and an RBAC object a user writes, are written the
     // same way, to call the webhook or check the user in between
-    (!hooks.mutating.is_empty()
+    (hooks.policies
+        || !hooks.mutating.is_empty()
         || !hooks.validating.is_empty()
         || hooks.escalation.is_some()
         || conversion::by_webhook(res))
@@ -216,7 +225,9 @@ pub(crate) async fn write(
             Some(live) => Gate::new(call.dry_run).pinned(live.as_ref().map(|(_, p)| p.clone())),
             None => Gate::new(call.dry_run),
         };
-        let gate = gate_for();
+        // the validating admission policies see the object the mutating admission leaves
+        let mutations_follow = hooks.policies || !hooks.mutating.is_empty();
+        let gate = gate_for().admitting_later(mutations_follow);
         match plan(&gate) {
             Err(_) if gate.stale() => continue,
             r => r?,
@@ -235,8 +246,12 @@ pub(crate) async fn write(
         };
         let options = call.options(operation);
         let namespace = namespace_of(api, res, call.namespace);
-        // the mutating webhooks, each seeing what the ones before it made
-        if !hooks.mutating.is_empty() {
+        // the mutating admission policies, then the mutating webhooks, each seeing what the
+        // ones before it made
+        let policies = (hooks.policies && operation != Operation::Delete)
+            .then(|| api.mutating_policies(res, call.subresource, call.namespace))
+            .flatten();
+        if !hooks.mutating.is_empty() || policies.is_some() {
             let decided = call.view(&planned.answer);
             let given_name = !call.name.is_empty() || operation != Operation::Create;
             let first = view(&decided, operation, given_name);
@@ -246,13 +261,42 @@ pub(crate) async fn write(
             } else {
                 String::new()
             };
-            // round 0 calls every webhook; when one changed the object, round 1 calls again
-            // the `reinvocationPolicy: IfNeeded` ones called before that change (once)
+            let req = Request {
+                res,
+                subresource: call.subresource,
+                namespace: call.namespace,
+                name: &name,
+                dry_run: call.dry_run,
+            };
+            let mut passes = mutating::Passes::default();
+            let mut policies_pass = |object: &mut Value, second: bool| match &policies {
+                Some(p) => {
+                    let old = old.as_ref();
+                    mutating::mutate(p, &req, operation, object, old, &mut passes, second)
+                        .map(|()| passes.wants_second())
+                }
+                None => Ok(false),
+            };
+            // round 0 runs the policies and calls every webhook; a second round (when a
+            // policy's mutation applied or a webhook changed the object) runs again the
+            // `IfNeeded` policies that ran, then calls again the `IfNeeded` webhooks called
+            // before a change (once)
+            let mut again = policies_pass(&mut object, false)?;
             let mut previously: Vec<usize> = Vec::new();
             let mut reinvoke: Vec<usize> = Vec::new();
             for round in 0..2 {
-                if round == 1 && reinvoke.is_empty() {
-                    break;
+                if round == 1 {
+                    if !again {
+                        break;
+                    }
+                    let before = object.clone();
+                    policies_pass(&mut object, true)?;
+                    if object != before {
+                        reinvoke.append(&mut previously);
+                    }
+                    if reinvoke.is_empty() {
+                        break;
+                    }
                 }
                 for (i, hook) in hooks.mutating.iter().enumerate() {
                     if round == 1 && !reinvoke.contains(&i) {
@@ -269,6 +313,7 @@ pub(crate) async fn write(
                             .map_err(|e| ApiError::internal(&format!("JSON Patch: {e}")))?;
                         if object != before {
                             reinvoke.append(&mut previously);
+                            again = true;
                         }
                     }
                     if round == 0 && asked.called && hook.reinvoked_if_needed() {
@@ -327,7 +372,12 @@ pub(crate) async fn write(
                 if planned.current.as_ref().map(|c| c.resource_version) != seen {
                     continue;
                 }
+            } else if mutations_follow {
+                let admitted = admit_planned(api, call, &planned, gate.pinned_live());
+                admitted?;
             }
+        } else if mutations_follow {
+            admit_planned(api, call, &planned, gate.pinned_live())?;
         }
         // RBAC's escalation check, on the object as admitted so far (kube-apiserver's RBAC
         // storage checks it before validation and the validating webhooks)
@@ -391,6 +441,26 @@ pub(crate) async fn write(
         }
     }
     Err(ApiError::conflict_modified(res, call.name))
+}
+
+/// Admits (the validating admission policies) what was planned for `call` without them, over
+/// `pinned` (the live object as the version written through shows it) or the live object the
+/// plan saw.
+fn admit_planned(
+    api: &Api,
+    call: &Call<'_>,
+    planned: &crate::api::Planned,
+    pinned: Option<&Arc<StoredObject>>,
+) -> Result<(), ApiError> {
+    let mode = (!call.delete && planned.current.is_some()).then_some(call.mode);
+    let write = crate::api::Write::new(
+        call.namespace,
+        planned.name(),
+        mode,
+        Stage::from(call.dry_run),
+    );
+    let live = pinned.or(planned.current.as_ref());
+    api.admit_planned(call.res, write, planned, live, call.delete)
 }
 
 /// The object `call` writes, as stored and as the version written through shows it

@@ -90,7 +90,8 @@ fn endpoint_slice(obj: &mut Map<String, Value>) {
     }
 }
 
-/// A ValidatingAdmissionPolicy (`SetObjectDefaults_ValidatingAdmissionPolicy`): `Fail`, and
+/// A ValidatingAdmissionPolicy or MutatingAdmissionPolicy
+/// (`SetObjectDefaults_ValidatingAdmissionPolicy`, `..._MutatingAdmissionPolicy`): `Fail`, and
 /// its `matchConstraints` as [`match_resources`].
 fn admission_policy(obj: &mut Map<String, Value>) {
     let Some(Value::Object(spec)) = obj.get_mut("spec") else {
@@ -160,11 +161,17 @@ pub(crate) fn apply_defaults(res: &ResourceInfo, obj: &mut Map<String, Value>) {
             endpoint_slice(obj);
             return;
         }
-        ("admissionregistration.k8s.io", "validatingadmissionpolicies") => {
+        (
+            "admissionregistration.k8s.io",
+            "validatingadmissionpolicies" | "mutatingadmissionpolicies",
+        ) => {
             admission_policy(obj);
             return;
         }
-        ("admissionregistration.k8s.io", "validatingadmissionpolicybindings") => {
+        (
+            "admissionregistration.k8s.io",
+            "validatingadmissionpolicybindings" | "mutatingadmissionpolicybindings",
+        ) => {
             if let Some(Value::Object(m)) = obj
                 .get_mut("spec")
                 .and_then(|s| s.get_mut("matchResources"))

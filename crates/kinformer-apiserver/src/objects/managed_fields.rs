@@ -81,9 +81,12 @@ pub(crate) fn zero_object(res: &ResourceInfo) -> Map<String, Value> {
         ("admissionregistration.k8s.io", "validatingadmissionpolicies") => {
             serde_json::json!({"spec": {}, "status": {}})
         }
-        ("admissionregistration.k8s.io", "validatingadmissionpolicybindings") => {
-            serde_json::json!({"spec": {}})
-        }
+        (
+            "admissionregistration.k8s.io",
+            "validatingadmissionpolicybindings"
+            | "mutatingadmissionpolicies"
+            | "mutatingadmissionpolicybindings",
+        ) => serde_json::json!({"spec": {}}),
         ("authorization.k8s.io", _) => serde_json::json!({"spec": {}, "status": {}}),
         ("authentication.k8s.io", _) if res.kind == "TokenRequest" => {
             serde_json::json!({"spec": {"audiences": null}, "status": {}})

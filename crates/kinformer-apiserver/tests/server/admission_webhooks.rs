@@ -16,7 +16,8 @@ use axum::Json;
 use axum::extract::State;
 use axum::routing::post;
 use k8s_openapi::api::admissionregistration::v1::{
-    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+    MutatingWebhookConfiguration, ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+    ValidatingWebhookConfiguration,
 };
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kinformer_apiserver::{ServerConfig, start};
@@ -360,6 +361,22 @@ async fn mutating_webhooks_patch_before_validating_webhooks_look() {
         )],
     )
     .await;
+    // a ValidatingAdmissionPolicy sees the object after the mutating webhooks, as there
+    let vap = json!({"metadata": {"name": "require-label"}, "spec": {
+        "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+            "operations": ["CREATE", "UPDATE"], "resources": ["configmaps"]}]},
+        "validations": [{"expression": "'mutated' in object.metadata.labels"}]}});
+    let vaps: Api<ValidatingAdmissionPolicy> = Api::all(c.clone());
+    let vap = serde_json::from_value(vap).unwrap();
+    vaps.create(&PostParams::default(), &vap).await.unwrap();
+    let binding = json!({"metadata": {"name": "require-label"},
+        "spec": {"policyName": "require-label", "validationActions": ["Deny"]}});
+    let bindings: Api<ValidatingAdmissionPolicyBinding> = Api::all(c.clone());
+    let binding = serde_json::from_value(binding).unwrap();
+    bindings
+        .create(&PostParams::default(), &binding)
+        .await
+        .unwrap();
     let cms: Api<ConfigMap> = Api::namespaced(c.clone(), "default");
 
     // create with generateName: the mutating webhook sees no name yet, the validating one the

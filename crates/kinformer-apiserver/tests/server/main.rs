@@ -24,6 +24,7 @@ mod kube_client;
 mod kube_watcher;
 mod kubectl;
 mod kubernetes_service;
+mod mutating_admission_policies;
 mod namespaces;
 mod openapi;
 mod python_client;
