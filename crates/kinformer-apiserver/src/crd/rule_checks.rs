@@ -406,7 +406,7 @@ impl Walk {
 
 /// Parses and checks an expression written on `node`: the program and what the check found,
 /// or the errors in cel-go's words.
-fn compile(text: &str, node: Node<'_>) -> Result<(std::sync::Arc<Program>, Outcome), String> {
+fn compile(text: &str, node: Node<'_>) -> Result<(std::sync::Arc<rules::Rule>, Outcome), String> {
     let program = rules::parsed(text).map_err(|e| syntax_error(&e))?;
     let outcome = cost::Estimator::new(node).run(program.expression());
     if outcome.errors.is_empty() {

@@ -16,29 +16,35 @@
 //! it) and cached; what kube-apiserver checks of them when the CRD is written (syntax, types,
 //! the estimated cost) is `rule_checks`. Properties are read by the names CEL gives them
 //! (`my__dash__field` for `my-field`). What is not evaluated as kube-apiserver evaluates it:
-//! the runtime cost budget, two-variable comprehensions (`all(k, v, ...)`), Kubernetes' own
+//! the runtime cost budget, Kubernetes' own
 //! CEL libraries other than `quantity`, lists, regex, IP, CIDR, URL and semver (`format`; see
 //! `quantity`, `library`, `net`, `urls` and `semver`), rules
 //! under `allOf`, and `optionalOldSelf` (such rules are evaluated only with an old value).
 //! `duration()` and `timestamp()` are evaluated, and strings of the `duration`, `date-time`,
-//! `date` and `byte` formats reach rules typed as Kubernetes types them.
+//! `date` and `byte` formats reach rules typed as Kubernetes types them. cel-go's two-variable
+//! comprehensions (`all(i, v, ...)`, `transformList`, `transformMap`, `transformMapEntry`)
+//! are parsed as its macros expand them and evaluated (`comprehensions`).
 
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, LazyLock};
 
 use cel::objects::{Key, Map as CelMap};
-use cel::{Context, Env, ExecutionError, Program, Value as Cel};
+use cel::{Context, Env, ExecutionError, IdedExpr, Program, Value as Cel};
 use parking_lot::Mutex;
 use serde_json::{Map, Value};
 
 use super::{Cause, MAX_DEPTH, go_value};
+use paths::normalized_field_path;
+pub(super) use paths::{field_path_segments, map_keys, same_keys};
 
 #[macro_use]
 mod opaque;
 
+mod comprehensions;
 mod library;
 mod net;
+mod paths;
 mod quantity;
 mod semver;
 mod typed;
@@ -52,7 +58,39 @@ const MAX_PROGRAMS: usize = 4_096;
 /// `MaxEvaluatedMessageExpressionSizeBytes`).
 const MAX_MESSAGE_BYTES: usize = 5 * 1024;
 
-type Compiled = Result<Arc<Program>, String>;
+type Compiled = Result<Arc<Rule>, String>;
+
+/// A compiled expression: the program as parsed (what a CRD's checks read; a two-variable
+/// comprehension is one with a second iteration variable, as cel-go parses it), and the
+/// expression evaluated in its place when it has such comprehensions, which the `cel` crate
+/// evaluates with one variable only (`comprehensions::lower`).
+pub(crate) struct Rule {
+    program: Program,
+    lowered: Option<IdedExpr>,
+}
+
+impl Rule {
+    fn new(program: Program) -> Rule {
+        let lowered = comprehensions::lower(program.expression());
+        Rule { program, lowered }
+    }
+
+    /// Evaluates the expression in `ctx`.
+    fn execute(&self, ctx: &Context<'_, '_>) -> cel::ResolveResult {
+        match &self.lowered {
+            Some(e) => Cel::resolve(e, ctx),
+            None => self.program.execute(ctx),
+        }
+    }
+}
+
+impl std::ops::Deref for Rule {
+    type Target = Program;
+
+    fn deref(&self) -> &Program {
+        &self.program
+    }
+}
 
 static PROGRAMS: LazyLock<Mutex<HashMap<String, Compiled>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
@@ -79,6 +117,7 @@ pub(crate) fn kubernetes_env() -> Env {
         ("IP and CIDR", net::extension),
         ("URL", urls::extension),
         ("semver", semver::extension),
+        ("two-variable comprehensions", comprehensions::extension),
     ] {
         if let Err(e) = env.add_extension(ext) {
             tracing::warn!("CEL's {name} library could not be added: {e}");
@@ -385,12 +424,12 @@ fn child(path: &str, k: &str) -> String {
 
 /// The compiled `rule`, `None` when it does not compile.
 #[cfg(test)]
-pub(super) fn compiled(rule: &str) -> Option<Arc<Program>> {
+pub(super) fn compiled(rule: &str) -> Option<Arc<Rule>> {
     compile(rule).ok()
 }
 
 /// The parsed `rule`, or the parser's words.
-pub(super) fn parsed(rule: &str) -> Result<Arc<Program>, String> {
+pub(super) fn parsed(rule: &str) -> Result<Arc<Rule>, String> {
     compile(rule)
 }
 
@@ -403,7 +442,7 @@ fn compile(rule: &str) -> Compiled {
         Err(format!("the rule is longer than {MAX_RULE_BYTES} bytes"))
     } else {
         match catch_unwind(|| ENV.compile(rule)) {
-            Ok(Ok(p)) => Ok(Arc::new(p)),
+            Ok(Ok(p)) => Ok(Arc::new(Rule::new(p))),
             Ok(Err(e)) => Err(e.to_string()),
             Err(_) => Err("the rule could not be parsed".into()),
         }
@@ -444,7 +483,7 @@ pub(crate) fn json_to_cel(v: &Value) -> Cel {
 }
 
 /// Runs `program`, with cel-go's words for the errors rules commonly meet.
-fn run(program: &Program, ctx: &Context<'_, '_>) -> Result<Cel, String> {
+fn run(program: &Rule, ctx: &Context<'_, '_>) -> Result<Cel, String> {
     match catch_unwind(AssertUnwindSafe(|| program.execute(ctx))) {
         Ok(Ok(v)) => Ok(v),
         Ok(Err(ExecutionError::NoSuchKey(k))) => Err(format!("no such key: {k}")),
@@ -483,53 +522,6 @@ fn message_expression(rule: &Map<String, Value>, ctx: &Context<'_, '_>) -> Optio
     };
     let s = s.trim();
     (!s.is_empty() && s.len() <= MAX_MESSAGE_BYTES && !s.contains('\n')).then(|| s.to_string())
-}
-
-/// A rule's `fieldPath` (`.spec.x`, `.labels['a.b']`) as a field path relative to the value
-/// the rule is declared on (`spec.x`, `labels.a.b`), or `None` when it has none.
-fn normalized_field_path(field_path: &str) -> Option<String> {
-    let names = field_path_segments(field_path.trim())?;
-    (!names.is_empty()).then(|| names.join("."))
-}
-
-/// The names a `fieldPath` steps through (`.spec.x` and `.labels['a.b']` are `spec`, `x`,
-/// `labels`, `a.b`), `None` when it is not written so.
-pub(super) fn field_path_segments(path: &str) -> Option<Vec<&str>> {
-    let mut names = Vec::new();
-    let mut rest = path;
-    while !rest.is_empty() {
-        if let Some(r) = rest.strip_prefix("['") {
-            let end = r.find("']")?;
-            names.push(&r[..end]);
-            rest = &r[end + 2..];
-        } else if let Some(r) = rest.strip_prefix('.') {
-            let end = r.find(['.', '[']).unwrap_or(r.len());
-            names.push(&r[..end]);
-            rest = &r[end..];
-        } else {
-            return None;
-        }
-    }
-    Some(names)
-}
-
-/// The key fields of an `x-kubernetes-list-type: map` list (whose items kube-apiserver pairs
-/// with the old list's by those keys).
-pub(super) fn map_keys(sch: &Map<String, Value>) -> Option<Vec<String>> {
-    if str_of(sch, "x-kubernetes-list-type") != "map" {
-        return None;
-    }
-    let keys: Vec<String> = sch
-        .get("x-kubernetes-list-map-keys")?
-        .as_array()?
-        .iter()
-        .filter_map(|k| k.as_str().map(str::to_string))
-        .collect();
-    (!keys.is_empty()).then_some(keys)
-}
-
-pub(super) fn same_keys(keys: &[String], a: &Value, b: &Value) -> bool {
-    keys.iter().all(|k| a.get(k) == b.get(k))
 }
 
 /// `v` as a CEL value, typed by `schema` where it has one.

@@ -133,6 +133,46 @@ struct E<'a> {
     size: Option<Size>,
     /// The value of a non-negative integer literal.
     int: Option<u64>,
+    /// The sizes of a list's indices and items, or a map's keys and values, when it is built
+    /// in the expression (cel-go's entry size): what indexing it gives.
+    entry: Option<Entry>,
+    /// Whether cel-go's path for the value is empty: what a function, a comprehension or a
+    /// literal gives (an item of it is then sized by the root, see `_[_]`).
+    pathless: bool,
+}
+
+/// The sizes of a container's keys (a list's indices) and values.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Entry {
+    key: Size,
+    val: Size,
+}
+
+impl Size {
+    /// The size of either (cel-go's `Union`).
+    fn union(self, other: Size) -> Size {
+        Size {
+            min: self.min.min(other.min),
+            max: self.max.max(other.max),
+        }
+    }
+}
+
+/// The union of two entry sizes, none unless both are known.
+fn entry_union(a: Option<Entry>, b: Option<Entry>) -> Option<Entry> {
+    let (a, b) = (a?, b?);
+    Some(Entry {
+        key: a.key.union(b.key),
+        val: a.val.union(b.val),
+    })
+}
+
+/// What the union of no sizes starts from: nothing yet, or exactly 0 for an empty container.
+fn no_sizes(empty: bool) -> Size {
+    Size {
+        min: if empty { 0 } else { u64::MAX },
+        max: 0,
+    }
 }
 
 impl<'a> E<'a> {
@@ -143,6 +183,8 @@ impl<'a> E<'a> {
             at: None,
             size: None,
             int: None,
+            entry: None,
+            pathless: false,
         }
     }
 
@@ -254,29 +296,44 @@ impl<'a> Estimator<'a> {
             Expr::List(l) => {
                 let mut cost: u64 = 10;
                 let mut elem = None;
+                let mut val = no_sizes(l.elements.is_empty());
                 for x in &l.elements {
                     let x = self.expr(x, d);
                     cost = cost.saturating_add(x.cost);
+                    val = val.union(self.size(&x));
                     elem.get_or_insert(x.ty);
                 }
                 let n = l.elements.len() as u64;
-                E::value(cost, Ty::List(Box::new(elem.unwrap_or(Ty::Dyn))))
-                    .sized(Size { min: n, max: n })
+                let mut out = E::value(cost, Ty::List(Box::new(elem.unwrap_or(Ty::Dyn))))
+                    .sized(Size { min: n, max: n });
+                out.entry = Some(Entry { key: ONE, val });
+                out.pathless = true;
+                out
             }
             Expr::Map(m) => {
                 let mut cost: u64 = 30;
                 let mut val = None;
+                let empty = m.entries.is_empty();
+                let mut sizes = Entry {
+                    key: no_sizes(empty),
+                    val: no_sizes(empty),
+                };
                 for entry in &m.entries {
                     if let EntryExpr::MapEntry(me) = &entry.expr {
                         let k = self.expr(&me.key, d);
                         let v = self.expr(&me.value, d);
                         cost = cost.saturating_add(k.cost).saturating_add(v.cost);
+                        sizes.key = sizes.key.union(self.size(&k));
+                        sizes.val = sizes.val.union(self.size(&v));
                         val.get_or_insert(v.ty);
                     }
                 }
                 let n = m.entries.len() as u64;
-                E::value(cost, Ty::Map(Box::new(val.unwrap_or(Ty::Dyn))))
-                    .sized(Size { min: n, max: n })
+                let mut out = E::value(cost, Ty::Map(Box::new(val.unwrap_or(Ty::Dyn))))
+                    .sized(Size { min: n, max: n });
+                out.entry = Some(sizes);
+                out.pathless = true;
+                out
             }
             Expr::Struct(s) => {
                 let mut cost: u64 = 40;
@@ -287,8 +344,17 @@ impl<'a> Estimator<'a> {
                 }
                 E::value(cost, Ty::Dyn)
             }
-            Expr::Comprehension(c) => self.comprehension(c, d),
-            Expr::Call(c) => self.call(e.id, c, d),
+            Expr::Comprehension(c) => E {
+                pathless: true,
+                ..self.comprehension(c, d)
+            },
+            Expr::Call(c) => {
+                let out = self.call(e.id, c, d);
+                E {
+                    pathless: !matches!(c.func_name.as_str(), "_[_]" | "_[?_]" | "dyn"),
+                    ..out
+                }
+            }
             Expr::Unspecified => E::value(0, Ty::Dyn),
         }
     }
@@ -335,12 +401,35 @@ impl<'a> Estimator<'a> {
             }
             None => self.locals.push((c.iter_var.clone(), second)),
         }
-        self.locals
-            .push((c.accu_var.clone(), E::value(1, init.ty.clone())));
+        // the accumulator starts as its initial value: its schema node and sizes too
+        let accu = E {
+            at: init.at,
+            size: init.size,
+            entry: init.entry,
+            pathless: init.pathless,
+            ..E::value(1, init.ty.clone())
+        };
+        if is_bind(c) {
+            // `cel.bind(name, value, result)` (and what `sortBy` expands to): the result, with
+            // the name for the value, evaluated once
+            self.locals.push((c.accu_var.clone(), accu));
+            let result = self.expr(&c.result, d);
+            self.locals.truncate(mark);
+            let cost = range
+                .cost
+                .saturating_add(init.cost)
+                .saturating_add(result.cost);
+            let size = self.size(&result);
+            return E {
+                entry: result.entry,
+                ..E::value(cost, result.ty).sized(size)
+            };
+        }
+        self.locals.push((c.accu_var.clone(), accu));
         let cond = self.expr(&c.loop_cond, d);
         let step = self.expr(&c.loop_step, d);
         let accu_ty = match (&init.ty, &step.ty) {
-            (Ty::List(_), Ty::List(_)) => step.ty.clone(),
+            (Ty::List(_), Ty::List(_)) | (Ty::Map(_), Ty::Map(_)) => step.ty.clone(),
             (t, _) => t.clone(),
         };
         if let Some(last) = self.locals.last_mut() {
@@ -355,8 +444,10 @@ impl<'a> Estimator<'a> {
             .saturating_add(result.cost)
             .saturating_add(n.saturating_mul(body));
         let mut out = E::value(cost, result.ty);
-        if matches!(init.ty, Ty::List(_)) {
+        // a list or map built in the loop has at most one entry per iteration
+        if matches!(init.ty, Ty::List(_) | Ty::Map(_)) {
             out.size = Some(self.size(&range));
+            out.entry = step.entry;
         }
         out
     }
@@ -384,40 +475,6 @@ impl<'a> Estimator<'a> {
                 },
             ),
         }
-    }
-
-    /// `range.all(i, v, p)` and its kin (cel-go's two-variable comprehensions, which the
-    /// `cel` crate parses as calls): the comprehension their macro would expand to.
-    fn two_variables(
-        &mut self,
-        name: &str,
-        range: E<'a>,
-        v1: &str,
-        v2: &str,
-        predicate: &IdedExpr,
-        d: usize,
-    ) -> E<'a> {
-        let n = self.size(&range).max;
-        let (first, second) = self.iteration(&range);
-        let mark = self.locals.len();
-        self.locals.push((v1.to_string(), first));
-        self.locals.push((v2.to_string(), second));
-        let p = self.expr(predicate, d).cost;
-        self.locals.truncate(mark);
-        // (accumulator's start and result, the loop's condition, its step beyond `p`)
-        let (fixed, cond, step) = match name {
-            "all" => (1, 2, 1),
-            "exists" => (1, 3, 1),
-            _ => (2, 0, 2),
-        };
-        let body = p.saturating_add(cond + step);
-        E::value(
-            range
-                .cost
-                .saturating_add(fixed)
-                .saturating_add(n.saturating_mul(body)),
-            Ty::Bool,
-        )
     }
 
     fn call(&mut self, id: u64, c: &CallExpr, d: usize) -> E<'a> {
@@ -448,24 +505,6 @@ impl<'a> Estimator<'a> {
                 c.target.as_deref().map(|t| self.expr(t, d)),
             ),
         };
-        if let (
-            Some(range),
-            [
-                IdedExpr {
-                    expr: Expr::Ident(v1),
-                    ..
-                },
-                IdedExpr {
-                    expr: Expr::Ident(v2),
-                    ..
-                },
-                predicate,
-            ],
-        ) = (&target, c.args.as_slice())
-            && matches!(name.as_str(), "all" | "exists" | "exists_one" | "existsOne")
-        {
-            return self.two_variables(&name, range.clone(), v1, v2, predicate, d);
-        }
         let args: Vec<E<'a>> = c.args.iter().map(|a| self.expr(a, d)).collect();
         let args_cost = args.iter().fold(0u64, |acc, a| acc.saturating_add(a.cost));
         let tys: Vec<&Ty> = args.iter().map(|a| &a.ty).collect();
@@ -475,10 +514,10 @@ impl<'a> Estimator<'a> {
             ("_?_:_", [cond, t, f]) => {
                 let (ts, fs) = (self.size(t), self.size(f));
                 let ty = if t.ty == f.ty { t.ty.clone() } else { Ty::Dyn };
-                E::value(cond.cost.saturating_add(t.cost.max(f.cost)), ty).sized(Size {
-                    min: ts.min.min(fs.min),
-                    max: ts.max.max(fs.max),
-                })
+                E {
+                    entry: entry_union(t.entry, f.entry),
+                    ..E::value(cond.cost.saturating_add(t.cost.max(f.cost)), ty).sized(ts.union(fs))
+                }
             }
             _ => {
                 let tgt_cost = target.as_ref().map_or(0, |t| t.cost);
@@ -493,6 +532,17 @@ impl<'a> Estimator<'a> {
         }
         out
     }
+}
+
+/// Whether `c` is a `cel.bind` (cel-go's `isBind`): a comprehension over an empty list literal
+/// that never loops, with an accumulator of its own name.
+fn is_bind(c: &ComprehensionExpr) -> bool {
+    matches!(&c.iter_range.expr, Expr::List(l) if l.elements.is_empty())
+        && matches!(
+            &c.loop_cond.expr,
+            Expr::Literal(LiteralValue::Boolean(b)) if !*b.inner()
+        )
+        && c.accu_var != "__result__"
 }
 
 /// A literal's size: characters of a string, bytes of bytes, 1 for anything else.

@@ -163,6 +163,46 @@ fn estimates_are_kube_apiservers() {
         ("self.m5.exists(k, v, v == 'a')", 33),
         ("['abc','de'].exists(x, x.contains('a'))", 21),
         ("string(self.i) + 'x' == 'y'", 1844674407370955268),
+        // two-variable comprehensions, entry sizes of built lists and maps, sortBy
+        (
+            "self.l10.transformList(i, v, v + v).all(x, x.size() < 50)",
+            294,
+        ),
+        ("self.l10.transformList(i, v, v + v)[0].contains('a')", 242),
+        ("self.l10.transformList(i, v, i > 1, v)[0] == 'a'", 165),
+        ("self.m5.transformMap(k, v, v + v)['a'] == 'x'", 99),
+        ("self.m5.transformMapEntry(k, v, {v: k})['a'] == 'x'", 204),
+        (
+            "self.m5.transformMapEntry(k, v, {v: k}).all(k, k.size() < 5)",
+            234,
+        ),
+        ("self.l10.existsOne(i, v, v == 'a')", 44),
+        ("self.l10.exists_one(v, v == 'a')", 44),
+        ("self.m5.transformList(k, v, k)[0] == 'x'", 79),
+        ("self.l.transformList(i, v, v)[0] == 'a'", 13631490),
+        ("self.li.transformList(i, p, p * 2).sum() < 100", 23592959),
+        ("self.l10.sortBy(n, n.size()) == self.l10", 379),
+        ("self.l10.sortBy(n, n)[0].contains('a')", 377),
+        ("self.l.sortBy(n, n.size()) == self.l", 2199033846196),
+        ("self.l10.sort()[0].contains('a')", 224),
+        (
+            "self.l10.map(n, [n, n])[0][1].contains('a')",
+            1844674407370955519,
+        ),
+        ("self.l10.map(n, [n, n])[0].size() == 2", 256),
+        ("(self.i > 1 ? ['abc'] : ['x'])[0].contains(self.s10)", 20),
+        ("(self.l10 + ['x'])[0].size() < 30", 16),
+        ("{'a': 'bcd'}['a'].contains(self.s10)", 37),
+        ("['abc', 'de'][1].contains(self.s10)", 17),
+        ("[[1, 2], [3]].transformList(i, l, l.size()) == [2, 1]", 80),
+        ("self.l10.transformList(i, n, [n])[0][0] == 'a'", 246),
+        ("self.m5.all(k, v, self.l10.exists(n, n == v))", 533),
+        ("self.l10.transformMap(i, v, v).size() < 10", 75),
+        ("lists.range(5).transformList(i, v, v * 2)[0] == 0", 99),
+        (
+            "self.l10.map(x, self.l10.map(y, x + y))[0][0].size() < 100",
+            2467,
+        ),
     ];
     let mut wrong = Vec::new();
     for (rule, want) in cases {

@@ -19,7 +19,7 @@ fn object(name: &str, spec: Value) -> Map<String, Value> {
 
 /// The causes (`field: message`) of writing `spec` under `spec_schema` (replacing `old`'s spec
 /// on an update), none when it is accepted.
-fn causes(spec_schema: Value, spec: Value, old: Option<Value>) -> Vec<String> {
+pub(super) fn causes(spec_schema: Value, spec: Value, old: Option<Value>) -> Vec<String> {
     causes_at_root(json!({}), spec_schema, "r", spec, old)
 }
 
@@ -45,14 +45,14 @@ fn causes_at_root(
 }
 
 /// Rules, each with itself as its message.
-fn each_its_own_message(rules: &[&str]) -> Value {
+pub(super) fn each_its_own_message(rules: &[&str]) -> Value {
     rules
         .iter()
         .map(|r| json!({"rule": r, "message": r}))
         .collect()
 }
 
-fn with_rules(mut schema: Value, rules: Value) -> Value {
+pub(super) fn with_rules(mut schema: Value, rules: Value) -> Value {
     schema["x-kubernetes-validations"] = rules;
     schema
 }

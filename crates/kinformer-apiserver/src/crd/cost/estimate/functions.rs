@@ -2,7 +2,10 @@
 //! strings, lists and sets libraries, and Kubernetes' own (`library/cost.go`); a function
 //! missing here costs 1, as in both.
 
-use super::{E, Estimator, ONE, Size, Ty, UNKNOWN, factor, tenth};
+use super::{E, Estimator, ONE, Size, Ty, UNKNOWN, entry_union, factor, tenth};
+
+/// The function cel-go's `sortBy` macro expands to: `list.@sortByAssociatedKeys(keys)`.
+const SORT_BY: &str = "@sortByAssociatedKeys";
 
 impl<'a> Estimator<'a> {
     /// A function's own cost (its arguments' and target's are added by the caller), its
@@ -51,7 +54,7 @@ impl<'a> Estimator<'a> {
                 };
                 // With a value of unknown type on one side, the overload is the other side's;
                 // times and durations are not followed.
-                match (ty_of(a0), ty_of(a1)) {
+                let mut out = match (ty_of(a0), ty_of(a1)) {
                     (Ty::Duration | Ty::Timestamp, _) | (_, Ty::Duration | Ty::Timestamp) => {
                         E::value(1, Ty::Dyn)
                     }
@@ -67,7 +70,10 @@ impl<'a> Estimator<'a> {
                     }
                     (Ty::Dyn, Ty::Dyn) => E::value(tenth(sum.max).max(1), Ty::Dyn),
                     (Ty::Dyn, t) | (t, _) => E::value(1, t),
-                }
+                };
+                // lists joined: the entries of either
+                out.entry = entry_union(a0.and_then(|a| a.entry), a1.and_then(|a| a.entry));
+                out
             }
             "@in" => match ty_of(a1) {
                 Ty::List(_) => E::value(sz(a1).max, Ty::Bool),
@@ -81,8 +87,20 @@ impl<'a> Estimator<'a> {
                     _ => None,
                 });
                 let ty = at.map_or_else(|| ty_of(a0).elem(), |n| Ty::of(n, 0));
+                // an item of a list or map built in the expression: its entries' size; of one
+                // a function returns, the root's (cel-go's size estimator drops the first step
+                // of its path, `@items`)
+                let size = a0.and_then(|o| match (o.entry, o.at, &o.ty) {
+                    (Some(e), _, _) => Some(e.val),
+                    (None, None, Ty::List(_) | Ty::Map(_)) if o.pathless => Some(Size {
+                        min: 0,
+                        max: self.root.max_elements(),
+                    }),
+                    _ => None,
+                });
                 E {
                     at,
+                    size,
                     ..E::value(1, ty)
                 }
             }
@@ -202,7 +220,7 @@ impl<'a> Estimator<'a> {
                     Ty::Bool,
                 )
             }
-            "slice" | "reverse" | "distinct" | "flatten" | "sort" | "sortBy" | "lists.range"
+            "slice" | "reverse" | "distinct" | "flatten" | "sort" | SORT_BY | "lists.range"
                 if target.is_some() || name == "lists.range" =>
             {
                 let n = match name {
@@ -211,18 +229,21 @@ impl<'a> Estimator<'a> {
                         let from = int_literal(args, 0).unwrap_or(0);
                         int_literal(args, 1).unwrap_or(s.max).saturating_sub(from)
                     }
-                    "distinct" | "sort" | "sortBy" => s.max.saturating_mul(s.max),
+                    "distinct" | "sort" => s.max.saturating_mul(s.max),
+                    // what `sortBy` expands to: priced by the list of keys it sorts by
+                    SORT_BY => sz(a0).max.saturating_mul(sz(a0).max),
                     _ => s.max,
                 };
                 let f = match name {
                     "flatten" => int_literal(args, 0).map_or(1.0, |x| x as f64),
                     "distinct" => 2.0,
-                    "sort" | "sortBy"
-                        if matches!(target.map(|t| t.ty.elem()), Some(Ty::Str | Ty::Bytes)) =>
-                    {
-                        2.1
+                    "sort" | SORT_BY => {
+                        let sorted = if name == "sort" { target } else { a0 };
+                        match sorted.map(|t| t.ty.elem()) {
+                            Some(Ty::Str | Ty::Bytes) => 2.1,
+                            _ => 2.0,
+                        }
                     }
-                    "sort" | "sortBy" => 2.0,
                     _ => 1.0,
                 };
                 let ty = if name == "lists.range" {
