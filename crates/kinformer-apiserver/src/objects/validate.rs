@@ -48,6 +48,11 @@ fn max_len_error(n: usize) -> String {
     format!("must be no more than {n} characters")
 }
 
+/// The same in apimachinery's `validate/content` package (label keys and values), in bytes.
+fn content_max_len_error(n: usize) -> String {
+    format!("must be no more than {n} bytes")
+}
+
 fn is_alnum(c: u8) -> bool {
     c.is_ascii_alphanumeric()
 }
@@ -81,13 +86,16 @@ pub(crate) fn dns1123_subdomain_errors(s: &str) -> Vec<String> {
     errs
 }
 
-/// Messages for a DNS-1123 label (`IsDNS1123Label`).
+/// Messages for a DNS-1123 label (`IsDNS1123Label`): a valid subdomain that is no label has
+/// dots, and is told so.
 pub(crate) fn dns1123_label_errors(s: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if s.len() > 63 {
         errs.push(max_len_error(63));
     }
-    if !matches_dns1123_label(s) {
+    if !matches_dns1123_label(s) && s.split('.').all(matches_dns1123_label) {
+        errs.push("must not contain dots".to_string());
+    } else if !matches_dns1123_label(s) {
         errs.push(regex_error(
             DNS1123_LABEL_MSG,
             DNS1123_LABEL_FMT,
@@ -138,17 +146,17 @@ pub(crate) fn qualified_name_errors(s: &str) -> Vec<String> {
             if prefix.is_empty() {
                 errs.push("prefix part must be non-empty".to_string());
             } else {
-                errs.extend(
-                    dns1123_subdomain_errors(prefix)
-                        .into_iter()
-                        .map(|m| format!("prefix part {m}")),
-                );
+                let long = max_len_error(253);
+                errs.extend(dns1123_subdomain_errors(prefix).into_iter().map(|m| {
+                    let m = if m == long { content_max_len_error(253) } else { m };
+                    format!("prefix part {m}")
+                }));
             }
             name
         }
         Some(_) => {
             errs.push(format!(
-                "a qualified name {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+                "a valid label key {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
                 regex_error(
                     QUALIFIED_NAME_MSG,
                     QUALIFIED_NAME_FMT,
@@ -161,7 +169,7 @@ pub(crate) fn qualified_name_errors(s: &str) -> Vec<String> {
     if name.is_empty() {
         errs.push("name part must be non-empty".to_string());
     } else if name.len() > 63 {
-        errs.push(format!("name part {}", max_len_error(63)));
+        errs.push(format!("name part {}", content_max_len_error(63)));
     }
     if !matches_qualified_part(name) {
         errs.push(format!(
@@ -180,7 +188,7 @@ pub(crate) fn qualified_name_errors(s: &str) -> Vec<String> {
 pub(crate) fn label_value_errors(s: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if s.len() > 63 {
-        errs.push(max_len_error(63));
+        errs.push(content_max_len_error(63));
     }
     if !s.is_empty() && !matches_qualified_part(s) {
         errs.push(regex_error(

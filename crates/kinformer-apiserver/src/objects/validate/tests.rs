@@ -96,7 +96,7 @@ fn every_metadata_violation_is_reported() {
     assert!(e.message.contains("metadata.labels: Invalid value: \"-bad\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"), "{}", e.message);
     assert!(
         e.message.contains(
-            "metadata.annotations: Invalid value: \"a/b/c\": a qualified name must consist of"
+            "metadata.annotations: Invalid value: \"a/b/c\": a valid label key must consist of"
         ),
         "{}",
         e.message
@@ -147,12 +147,15 @@ fn name_rules_per_kind() {
     assert!(e.message.contains("must be no more than 253 characters"));
     assert_eq!(
         qualified_name_errors(&"x".repeat(64)),
-        vec!["name part must be no more than 63 characters".to_string()]
+        vec!["name part must be no more than 63 bytes".to_string()]
     );
     assert_eq!(
         qualified_name_errors("/a"),
         vec!["prefix part must be non-empty".to_string()]
     );
+    // apimachinery 1.36's words for a valid subdomain that is no label
+    assert_eq!(dns1123_label_errors("a.b"), vec!["must not contain dots"]);
+    assert!(dns1123_label_errors("a..b")[0].starts_with("a lowercase RFC 1123 label"));
     assert!(label_value_errors("").is_empty());
     assert!(
         check(
