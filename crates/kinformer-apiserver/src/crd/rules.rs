@@ -12,18 +12,15 @@
 //! update, a failure of a rule without `oldSelf` on a value that did not change is a warning
 //! instead (validation ratcheting).
 //!
-//! Rules are compiled once (the `cel` crate, with cel-go's strings library as Kubernetes has
-//! it) and cached; what kube-apiserver checks of them when the CRD is written (syntax, types,
-//! the estimated cost) is `rule_checks`. Properties are read by the names CEL gives them
-//! (`my__dash__field` for `my-field`). What is not evaluated as kube-apiserver evaluates it:
-//! the runtime cost budget, Kubernetes' own
-//! CEL libraries other than `quantity`, lists, regex, IP, CIDR, URL and semver (`format`; see
-//! `quantity`, `library`, `net`, `urls` and `semver`), rules
-//! under `allOf`, and `optionalOldSelf` (such rules are evaluated only with an old value).
-//! `duration()` and `timestamp()` are evaluated, and strings of the `duration`, `date-time`,
-//! `date` and `byte` formats reach rules typed as Kubernetes types them. cel-go's two-variable
-//! comprehensions (`all(i, v, ...)`, `transformList`, `transformMap`, `transformMapEntry`)
-//! are parsed as its macros expand them and evaluated (`comprehensions`).
+//! Rules are compiled once (the `cel` crate, with the libraries of Kubernetes' environment:
+//! [`ENV`]) and cached; what kube-apiserver checks of them when the CRD is written (syntax,
+//! types, the estimated cost) is `rule_checks`. Properties are read by the names CEL gives them
+//! (`my__dash__field` for `my-field`); strings of the `duration`, `date-time`, `date` and
+//! `byte` formats reach rules typed as Kubernetes types them. cel-go's two-variable
+//! comprehensions (`all(i, v, ...)`, `transformList`, `transformMap`, `transformMapEntry`) are
+//! parsed as its macros expand them and evaluated (`comprehensions`). What is not evaluated as
+//! kube-apiserver evaluates it: the runtime cost budget, rules under `allOf`, and
+//! `optionalOldSelf` (such rules are evaluated only with an old value).
 
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -42,11 +39,13 @@ pub(super) use paths::{field_path_segments, map_keys, same_keys};
 mod opaque;
 
 mod comprehensions;
+mod format;
 mod library;
 mod net;
 mod paths;
 mod quantity;
 mod semver;
+mod sets;
 mod typed;
 mod urls;
 
@@ -96,13 +95,11 @@ static PROGRAMS: LazyLock<Mutex<HashMap<String, Compiled>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
 
 /// CEL's standard library with the extensions Kubernetes' environment has: cel-go's strings
-/// library (`lowerAscii`, `split`, `substring`, `trim`, `join`, ...) and lists library
-/// (`slice`, `flatten`, `lists.range`, ...), and Kubernetes' quantity library
-/// (`quantity('1Gi').isLessThan(...)`), lists library (`isSorted`, `sum`, `min`, `max`,
-/// `indexOf`, `lastIndexOf`), regex `find`/`findAll`, IP and CIDR libraries (`isIP`,
-/// `cidr(...).containsIP(...)`, ...), URL library (`isURL`, `url(...).getScheme()`, ...) and
-/// semver library (`isSemver`, `semver(...).isLessThan(...)`, ...). Not cel-go's math library, which Kubernetes' does not
-/// have: a rule naming `math` is refused when its CRD is written, as kube-apiserver refuses it.
+/// (`lowerAscii`, `split`, `join`, ...), lists (`slice`, `lists.range`, ...) and sets
+/// (`sets.contains`, ...) libraries, and Kubernetes' quantity, lists (`isSorted`, `sum`, ...),
+/// regex (`find`), IP and CIDR, URL, semver and format (`format.uri().validate(s)`, ...)
+/// libraries. Not cel-go's math library, which Kubernetes' does not have: a rule naming `math`
+/// is refused when its CRD is written, as kube-apiserver refuses it.
 static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| Arc::new(kubernetes_env()));
 
 /// A new environment with CEL's standard library and the Kubernetes libraries of [`ENV`], for
@@ -118,6 +115,8 @@ pub(crate) fn kubernetes_env() -> Env {
         ("URL", urls::extension),
         ("semver", semver::extension),
         ("two-variable comprehensions", comprehensions::extension),
+        ("sets", sets::extension),
+        ("format", format::extension),
     ] {
         if let Err(e) = env.add_extension(ext) {
             tracing::warn!("CEL's {name} library could not be added: {e}");

@@ -148,7 +148,11 @@ pub(crate) fn qualified_name_errors(s: &str) -> Vec<String> {
             } else {
                 let long = max_len_error(253);
                 errs.extend(dns1123_subdomain_errors(prefix).into_iter().map(|m| {
-                    let m = if m == long { content_max_len_error(253) } else { m };
+                    let m = if m == long {
+                        content_max_len_error(253)
+                    } else {
+                        m
+                    };
                     format!("prefix part {m}")
                 }));
             }

@@ -71,8 +71,12 @@ enum Ty {
     Duration,
     Timestamp,
     Type,
-    /// A quantity, URL, IP, CIDR, semver or format: compared for a constant cost.
+    /// A quantity, URL, IP, CIDR or semver: compared for a constant cost.
     Lib,
+    /// A format of Kubernetes' format library (`kubernetes.NamedFormat`).
+    Format,
+    /// An optional of the type (what `format.named` and `validate` return).
+    Optional(Box<Ty>),
     List(Box<Ty>),
     Map(Box<Ty>),
     Object,
@@ -117,7 +121,7 @@ impl Ty {
 
     fn elem(&self) -> Ty {
         match self {
-            Ty::List(t) | Ty::Map(t) => (**t).clone(),
+            Ty::List(t) | Ty::Map(t) | Ty::Optional(t) => (**t).clone(),
             _ => Ty::Dyn,
         }
     }
@@ -491,7 +495,7 @@ impl<'a> Estimator<'a> {
             _ => None,
         };
         if let Some((target_id, ns)) = namespace
-            && types::UNDECLARED_NAMESPACES.contains(&ns)
+            && types::undeclared(ns, &c.func_name)
         {
             let undeclared =
                 |name: &str| format!("undeclared reference to '{name}' (in container '')");

@@ -214,6 +214,72 @@ fn estimates_are_kube_apiservers() {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
+/// The sets and format libraries, and the optionals `format.named` and `validate` give.
+#[test]
+fn estimates_of_the_sets_and_format_libraries_are_kube_apiservers() {
+    let schema = schema();
+    let cases: &[(&str, u64)] = &[
+        ("format.dns1123Label() == format.uri()", 9),
+        ("format.named('x').hasValue()", 2),
+        ("format.named(self.s10).hasValue()", 4),
+        (
+            "format.named(self.s10) == format.named('x')",
+            1844674407370955268,
+        ),
+        (
+            "format.named('x').value().validate(self.s10).hasValue()",
+            133,
+        ),
+        ("format.uri() != format.uuid()", 1844674407370955266),
+        (
+            "format.dns1123Label().validate(self.s10).value()[0] == 'x'",
+            133,
+        ),
+        (
+            "size(format.dns1123Label().validate(self.s10).orValue([])) == 0",
+            144,
+        ),
+        (
+            "format.dns1123Label().validate(self.s10).value().size() == 0",
+            134,
+        ),
+        (
+            "format.dns1123Label().validate(self.s10) == optional.none()",
+            1844674407370955396,
+        ),
+        (
+            "format.named('x').orValue(format.uri()) == format.uri()",
+            11,
+        ),
+        ("format.dns1123Label().validate('my-name').hasValue()", 34),
+        (
+            "format.dns1123Label().validate(self.s10).value()[0] == self.s10",
+            135,
+        ),
+        ("self.s10.split(',')[0] == 'x'", 11),
+        ("self.s10.split(',')[0] == self.s10", 13),
+        ("sets.equivalent(self.l10, self.l10)", 205),
+        ("sets.intersects(self.l, ['a'])", 1048588),
+        ("sets.contains(self.li, [1, 2])", 3145739),
+        (
+            "sets.contains(self.l10, format.dns1123Label().validate(self.s10).value())",
+            u64::MAX,
+        ),
+        (
+            "sets.contains(self.l10, self.l10) && sets.intersects(['a', 'b'], self.l10)",
+            138,
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (rule, want) in cases {
+        let got = cost_on(&schema, true, rule);
+        if got != *want {
+            wrong.push(format!("{rule}: {got}, kube-apiserver {want}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
 #[test]
 fn estimates_on_strings_lists_and_messages() {
     let s10 = json!({"type": "string", "maxLength": 10});

@@ -249,3 +249,82 @@ fn deep_rules_are_answered_not_crashed_on() {
     // An even number of `!` is its operand, as cel-go's parser makes it.
     assert!(lines(json!([{"rule": format!("{}true", "!".repeat(16000))}])).is_empty());
 }
+
+/// Rules of the sets and format libraries: accepted as kube-apiserver v1.36.3 accepts them, and
+/// refused in its words where it refuses them (a `validate` result of unknown size compared or
+/// joined is too dear; wrong types; a function the libraries do not declare).
+#[test]
+fn sets_and_format_rules_are_checked_as_kube_apiserver_checks_them() {
+    let with = |rules: Value| {
+        json!({"type": "object", "properties": {"spec": {"type": "object",
+            "properties": {
+                "name": {"type": "string", "maxLength": 10},
+                "tags": {"type": "array", "maxItems": 5, "items": {"type": "string", "maxLength": 10}}},
+            "x-kubernetes-validations": rules}}})
+    };
+    let lines = |rules: Value| -> Vec<String> {
+        check(&with(rules), "spec.validation.openAPIV3Schema")
+            .into_iter()
+            .map(|(f, _, m)| format!("{f}: {m}"))
+            .collect()
+    };
+    let ok = json!([
+        {"rule": "!format.dns1123Label().validate(self.name).hasValue()",
+         "messageExpression": "format.dns1123Label().validate(self.name).value()[0]"},
+        {"rule": "sets.contains(['a', 'b'], self.tags) && sets.equivalent(self.tags, self.tags) && !sets.intersects(self.tags, ['x'])"},
+        {"rule": "format.named('uri').value() == format.uri() && !format.named('nope').hasValue()"}
+    ]);
+    assert_eq!(lines(ok), Vec::<String>::new());
+    let bad = json!([
+        {"rule": "!format.dns1123Label().validate(self.name).hasValue()",
+         "messageExpression": "format.dns1123Label().validate(self.name).value().join(', ')"},
+        {"rule": "format.dns1123Label().validate(self.name) == optional.none()"},
+        {"rule": "sets.contains(self.tags, [1])"},
+        {"rule": "format.named('uri').validate(self.name).hasValue()"},
+        {"rule": "format.nope().validate(self.name).hasValue()"},
+        {"rule": "format.uri()"}
+    ]);
+    let at = |i: usize| {
+        format!("spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[{i}]")
+    };
+    let try_ = "(try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)";
+    let total = "Forbidden: contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema";
+    assert_eq!(
+        lines(bad),
+        [
+            format!(
+                "{}.messageExpression: Forbidden: estimated messageExpression cost exceeds budget by factor of more than 100x {try_}",
+                at(0)
+            ),
+            format!(
+                "{}.rule: Forbidden: estimated rule cost exceeds budget by factor of more than 100x {try_}",
+                at(1)
+            ),
+            format!(
+                "{}.rule: Invalid value: {}: compilation failed: ERROR: <input>:1:14: found no matching overload for 'sets.contains' applied to '(list(string), list(int))'\n | sets.contains(self.tags, [1])\n | .............^",
+                at(2),
+                value("sets.contains(self.tags, [1])")
+            ),
+            format!(
+                "{}.rule: Invalid value: {}: compilation failed: ERROR: <input>:1:29: found no matching overload for 'validate' applied to 'optional_type(kubernetes.NamedFormat).(string)'\n | format.named('uri').validate(self.name).hasValue()\n | ............................^",
+                at(3),
+                value("format.named('uri').validate(self.name).hasValue()")
+            ),
+            format!(
+                "{}.rule: Invalid value: {}: compilation failed: ERROR: <input>:1:1: undeclared reference to 'format' (in container '')\n | format.nope().validate(self.name).hasValue()\n | ^\nERROR: <input>:1:12: undeclared reference to 'nope' (in container '')\n | format.nope().validate(self.name).hasValue()\n | ...........^",
+                at(4),
+                value("format.nope().validate(self.name).hasValue()")
+            ),
+            format!(
+                "{}.rule: Invalid value: {}: cel expression must evaluate to a bool",
+                at(5),
+                value("format.uri()")
+            ),
+            format!("{}.messageExpression: {total}", at(0)),
+            format!("{}.rule: {total}", at(1)),
+            format!(
+                "spec.validation.openAPIV3Schema: Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of more than 100x {try_}"
+            ),
+        ]
+    );
+}

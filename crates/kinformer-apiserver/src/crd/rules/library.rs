@@ -14,13 +14,17 @@ type Args<'b, 'v> = Vec<CowVal<'b, 'v>>;
 type Answer<'b, 'v> = Result<CowVal<'b, 'v>, ExecutionError>;
 
 /// The arguments of an overload registered with `N` of them (the receiver included).
-fn take<'b, 'v, const N: usize>(args: Args<'b, 'v>) -> Result<[CowVal<'b, 'v>; N], ExecutionError> {
+pub(super) fn take<'b, 'v, const N: usize>(
+    args: Args<'b, 'v>,
+) -> Result<[CowVal<'b, 'v>; N], ExecutionError> {
     args.try_into()
         .map_err(|args: Vec<_>| ExecutionError::invalid_argument_count(N, args.len()))
 }
 
 /// Each element of a list, borrowed.
-fn elements<'b, 'v>(list: &'b (dyn Val + 'v)) -> Result<Vec<&'b (dyn Val + 'v)>, ExecutionError> {
+pub(super) fn elements<'b, 'v>(
+    list: &'b (dyn Val + 'v),
+) -> Result<Vec<&'b (dyn Val + 'v)>, ExecutionError> {
     let Some(iterable) = list.as_iterable() else {
         return Err(no_overload(list));
     };

@@ -6,6 +6,8 @@ use crate::crd::tests::cause_lines;
 use crate::crd::{apply_schema, root_schema};
 use crate::resource::{ResourceInfo, Scope};
 
+mod sets_and_format;
+
 fn res() -> ResourceInfo {
     ResourceInfo::new("example.com", "v1", "Ruler", "rulers", Scope::Namespaced)
 }

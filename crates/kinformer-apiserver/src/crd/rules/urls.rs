@@ -296,6 +296,12 @@ fn parse(raw: &str, via_request: bool) -> Result<Url, String> {
     Ok(u)
 }
 
+/// The words of Go's `url.ParseRequestURI(raw)` error (`parse "foo": invalid URI for
+/// request`), `None` when it parses.
+pub(super) fn request_uri_error(raw: &str) -> Option<String> {
+    parse(raw, true).err().map(|why| parse_error(raw, &why))
+}
+
 /// `url.ParseRequestURI`, then `url.Parse` for the URL kept (as the library does).
 fn parse_url(raw: &str) -> Result<Url, String> {
     let wrap = |why: String| {

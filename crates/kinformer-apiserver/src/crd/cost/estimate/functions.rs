@@ -25,10 +25,14 @@ impl<'a> Estimator<'a> {
         match name {
             "_==_" | "_!=_" => {
                 // Kubernetes prices `==` between its library's values (quantities, IPs, ...)
-                // at 1; `!=` keeps the generic rule, which their unknown size makes dear.
+                // at 1, between two formats at a traversal of the longest format name (64);
+                // `!=` keeps the generic rule, which their unknown size makes dear.
                 let lib = name == "_==_" && [a0, a1].iter().any(|e| ty_of(*e) == Ty::Lib);
+                let formats = name == "_==_" && [a0, a1].iter().all(|e| ty_of(*e) == Ty::Format);
                 let cost = if lib {
                     1
+                } else if formats {
+                    tenth(64)
                 } else {
                     tenth(sz(a0).max.min(sz(a1).max))
                 };
@@ -212,7 +216,20 @@ impl<'a> Estimator<'a> {
                 };
                 E::value(base + extra, Ty::Bool)
             }
-            "validate" if target.is_some() => E::value(factor(tenth(sz(a0).max), 32.0), Ty::Dyn),
+            // the longest regex of a format (128) at a quarter per character, per tenth of the
+            // string: the list of errors when there are some
+            "validate" if target.is_some() => E::value(
+                factor(tenth(sz(a0).max), 32.0),
+                Ty::Optional(Box::new(Ty::List(Box::new(Ty::Str)))),
+            ),
+            "format.named" => E::value(1, Ty::Optional(Box::new(Ty::Format))),
+            n if n.starts_with("format.") && target.is_none() && args.is_empty() => {
+                E::value(1, Ty::Format)
+            }
+            // an optional's value, of the type it holds
+            "value" | "orValue" if matches!(ty_of(target), Ty::Optional(_)) => {
+                E::value(1, ty_of(target).elem())
+            }
             "sets.contains" | "sets.intersects" | "sets.equivalent" => {
                 let f = if name == "sets.equivalent" { 2.0 } else { 1.0 };
                 E::value(

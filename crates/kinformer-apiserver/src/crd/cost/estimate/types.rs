@@ -30,7 +30,39 @@ const DECLARED: [&str; 14] = [
 
 /// Namespaces of functions the `cel` crate knows that Kubernetes' environment does not have:
 /// cel-go names them undeclared.
-pub(super) const UNDECLARED_NAMESPACES: [&str; 2] = ["math", "base64"];
+const UNDECLARED_NAMESPACES: [&str; 2] = ["math", "base64"];
+
+/// The functions of the sets and format libraries' namespaces.
+const SETS: [&str; 3] = ["contains", "equivalent", "intersects"];
+const FORMATS: [&str; 14] = [
+    "named",
+    "dns1123Label",
+    "dns1123Subdomain",
+    "dns1035Label",
+    "qualifiedName",
+    "dns1123LabelPrefix",
+    "dns1123SubdomainPrefix",
+    "dns1035LabelPrefix",
+    "labelValue",
+    "uri",
+    "uuid",
+    "byte",
+    "date",
+    "datetime",
+];
+
+/// Whether `ns.function(...)` names nothing Kubernetes' environment declares (cel-go then
+/// names both the namespace and the function undeclared).
+pub(super) fn undeclared(ns: &str, function: &str) -> bool {
+    match ns {
+        "sets" => !SETS.contains(&function),
+        "format" => !FORMATS.contains(&function),
+        _ => UNDECLARED_NAMESPACES.contains(&ns),
+    }
+}
+
+/// The type named `kubernetes.NamedFormat` in cel-go's words.
+const FORMAT: &str = "kubernetes.NamedFormat";
 
 /// Whether `name` is declared outside the rule (its variables, types and namespaces).
 pub(super) fn declared(name: &str) -> bool {
@@ -59,6 +91,8 @@ impl Ty {
             Ty::List(_) => "list",
             Ty::Map(_) => "map",
             Ty::Object => "object",
+            Ty::Format => FORMAT,
+            Ty::Optional(_) => "optional_type",
             Ty::Lib | Ty::Dyn | Ty::Error => return None,
         })
     }
@@ -69,6 +103,8 @@ impl Ty {
             Ty::Null => Some("null".into()),
             Ty::List(e) => Some(format!("list({})", e.full_name()?)),
             Ty::Map(v) => Some(format!("map(string, {})", v.full_name()?)),
+            Ty::Format => Some(FORMAT.into()),
+            Ty::Optional(t) => Some(format!("optional_type({})", t.full_name()?)),
             t => t.scalar_name().map(String::from),
         }
     }
@@ -119,6 +155,28 @@ pub(super) fn overload_error(name: &str, target: Option<&Ty>, args: &[&Ty]) -> O
                 None
             } else {
                 refuse(&[x, y])
+            };
+        }
+        // the sets library's functions take two lists of one type of item
+        ("sets.contains" | "sets.equivalent" | "sets.intersects", [a, b]) => {
+            let (x, y) = (a.full_name()?, b.full_name()?);
+            let lists = matches!((a, b), (Ty::List(_), Ty::List(_)));
+            return if lists && x == y {
+                None
+            } else {
+                refuse(&[x, y])
+            };
+        }
+        ("format.named", [a]) => {
+            let x = a.full_name()?;
+            return if x == "string" { None } else { refuse(&[x]) };
+        }
+        ("validate", [a]) if target.is_some() => {
+            let (t, x) = (target?.full_name()?, a.full_name()?);
+            return if t == FORMAT && x == "string" {
+                None
+            } else {
+                no_overload(name, Some(t.as_str()), &x)
             };
         }
         ("_?_:_", [c, t, f]) => {
