@@ -6,10 +6,11 @@ import "fmt"
 // cel-go's two-variable comprehensions (all, exists, existsOne with an index or key and a
 // value; transformList, transformMap, transformMapEntry, with filters) and sets library
 // (sets.contains, sets.equivalent, sets.intersects), Kubernetes' format library
-// (format.named, format.<name>(), validate), sortBy and indexing of lists and maps a rule
-// builds. First 88 CRDs (dryRun=All), each with one rule, accepted or refused as
-// kube-apiserver types and prices it (the cost of a built list's items, sortBy's, an
-// unbounded list's); then a CRD with rules of each kind and objects (dryRun=All) that pass
+// (format.named, format.<name>(), validate), sortBy, flatten, first and last, and indexing
+// of lists and maps a rule builds. First 116 CRDs (dryRun=All), each with one rule, accepted
+// or refused as kube-apiserver types and prices it (the cost of a built list's items,
+// sortBy's, an unbounded list's; flatten of a list of scalars; list and map literals of
+// mixed types, refused by its homogeneous aggregate literals); then a CRD with rules of each kind and objects (dryRun=All) that pass
 // and break each: a duplicate key in transformMapEntry (the evaluation error), unsorted
 // ports, labels of a team, sets of names, names of each format (a messageExpression giving
 // the format's first complaint).
@@ -177,4 +178,32 @@ var crdRulesExtensionsRules = []string{
 	"format.datetime().validate(self.name).hasValue() || format.date().validate(self.name).hasValue()",
 	"format.byte().validate(self.name).hasValue()",
 	"sets.contains(format.dns1123Label().validate(self.name).orValue([]), ['x'])",
+	"self.names.flatten().size() >= 0",
+	"['a'].flatten().size() == 1",
+	"[['a'], ['b']].flatten().size() == 2",
+	"self.names.flatten(1).size() >= 0",
+	"[].flatten().size() == 0",
+	"self.ports.flatten().size() >= 0",
+	"self.names.first().value() == 'a'",
+	"self.names.last().orValue('z') != 'b'",
+	"self.labels.transformList(k, v, [v]).flatten().size() < 20",
+	"[[1], 2].flatten().size() == 2",
+	"[[1], 2].flatten().size() == 2",
+	"[1, 2.0].size() == 2",
+	"[1, 'a', 2.0].size() == 3",
+	"['a', self.name].size() == 2",
+	"[1, self.ports[0]].size() == 2",
+	"['a', self.ports[0]].size() == 2",
+	"{'a': 1, 'b': 'x'}.size() == 2",
+	"{'a': 1, 2: 3}.size() == 2",
+	"{'a': 1, 2: 'x'}.size() == 2",
+	"[null, 1].size() == 2",
+	"[1, null].size() == 2",
+	"[[1], ['a']].size() == 2",
+	"[1, dyn('a')].size() == 2",
+	"[duration('1s'), 1].size() == 2",
+	"[1u, 1].size() == 2",
+	"[self.names, ['a']].size() == 2",
+	"[self.names, [1]].size() == 2",
+	"[{'a': 1}, {'b': 'x'}].size() == 2",
 }

@@ -91,6 +91,7 @@ mod http;
 mod kubeconfig;
 mod list;
 mod metrics;
+mod names;
 mod objects;
 mod openapi;
 mod options;

@@ -301,11 +301,13 @@ impl<'a> Estimator<'a> {
                 let mut cost: u64 = 10;
                 let mut elem = None;
                 let mut val = no_sizes(l.elements.is_empty());
+                let mut items = Homogeneous::default();
                 for x in &l.elements {
-                    let x = self.expr(x, d);
-                    cost = cost.saturating_add(x.cost);
-                    val = val.union(self.size(&x));
-                    elem.get_or_insert(x.ty);
+                    let item = self.expr(x, d);
+                    cost = cost.saturating_add(item.cost);
+                    val = val.union(self.size(&item));
+                    items.item(x, &item.ty, &mut self.errors);
+                    elem.get_or_insert(item.ty);
                 }
                 let n = l.elements.len() as u64;
                 let mut out = E::value(cost, Ty::List(Box::new(elem.unwrap_or(Ty::Dyn))))
@@ -317,6 +319,7 @@ impl<'a> Estimator<'a> {
             Expr::Map(m) => {
                 let mut cost: u64 = 30;
                 let mut val = None;
+                let (mut keys, mut values) = (Homogeneous::default(), Homogeneous::default());
                 let empty = m.entries.is_empty();
                 let mut sizes = Entry {
                     key: no_sizes(empty),
@@ -326,6 +329,8 @@ impl<'a> Estimator<'a> {
                     if let EntryExpr::MapEntry(me) = &entry.expr {
                         let k = self.expr(&me.key, d);
                         let v = self.expr(&me.value, d);
+                        keys.item(&me.key, &k.ty, &mut self.errors);
+                        values.item(&me.value, &v.ty, &mut self.errors);
                         cost = cost.saturating_add(k.cost).saturating_add(v.cost);
                         sizes.key = sizes.key.union(self.size(&k));
                         sizes.val = sizes.val.union(self.size(&v));
@@ -535,6 +540,40 @@ impl<'a> Estimator<'a> {
             out.ty = Ty::Error;
         }
         out
+    }
+}
+
+/// The types of a literal's items (a map literal's keys, or its values): Kubernetes' environment
+/// has cel-go's homogeneous aggregate literals, which refuse an item of another type than the
+/// first, once per literal. Compared where both types are certain (a map's keys are taken as
+/// strings: maps of other keys are not told apart); `dyn(x)` is of type `dyn`.
+#[derive(Default)]
+struct Homogeneous {
+    /// The first item's type name (`None` inside when uncertain), once there is one.
+    first: Option<Option<String>>,
+    refused: bool,
+}
+
+impl Homogeneous {
+    /// Takes in the item `e` of type `ty`, with cel-go's words in `errors` if it is the first
+    /// of another type.
+    fn item(&mut self, e: &IdedExpr, ty: &Ty, errors: &mut Vec<(u64, String)>) {
+        let name = match &e.expr {
+            Expr::Call(c) if c.func_name == "dyn" && c.target.is_none() => Some("dyn".to_string()),
+            _ => ty.full_name(),
+        };
+        match &self.first {
+            None => self.first = Some(name),
+            Some(Some(first)) if !self.refused => {
+                if let Some(now) = name
+                    && *first != now
+                {
+                    errors.push((e.id, format!("expected type '{first}' but found '{now}'")));
+                    self.refused = true;
+                }
+            }
+            _ => {}
+        }
     }
 }
 

@@ -36,6 +36,26 @@ fn value(rule: &str) -> String {
 fn what_the_type_check_refuses_is_worded_as_cel_go_words_it() {
     let cases: &[(&str, &str)] = &[
         (
+            "['a'].flatten().size() == 1",
+            "ERROR: <input>:1:14: found no matching overload for 'flatten' applied to 'list(string).()'\n | ['a'].flatten().size() == 1\n | .............^",
+        ),
+        (
+            "{'a': 1, 'b': 'x'}.size() == 2",
+            "ERROR: <input>:1:15: expected type 'int' but found 'string'\n | {'a': 1, 'b': 'x'}.size() == 2\n | ..............^",
+        ),
+        (
+            "[1, null].size() == 2",
+            "ERROR: <input>:1:5: expected type 'int' but found 'null'\n | [1, null].size() == 2\n | ....^",
+        ),
+        (
+            "[1, dyn('a')].size() == 2",
+            "ERROR: <input>:1:8: expected type 'int' but found 'dyn'\n | [1, dyn('a')].size() == 2\n | .......^",
+        ),
+        (
+            "[{'a': 1}, {'b': 'x'}].size() == 2",
+            "ERROR: <input>:1:12: expected type 'map(string, int)' but found 'map(string, string)'\n | [{'a': 1}, {'b': 'x'}].size() == 2\n | ...........^",
+        ),
+        (
             "self.foo == 1",
             "ERROR: <input>:1:5: undefined field 'foo'\n | self.foo == 1\n | ....^",
         ),

@@ -17,7 +17,7 @@ use cel::common::value::{CowVal, Val};
 use cel::{DeclarationError, Env, ExecutionError};
 
 use super::library::take;
-use crate::objects::validate::{
+use crate::names::{
     dns1035_label_errors, dns1123_label_errors, dns1123_subdomain_errors, label_value_errors,
     qualified_name_errors,
 };
@@ -100,7 +100,7 @@ fn mask_trailing_dash(name: &str) -> String {
 fn is_base64(s: &str) -> bool {
     let b = s.as_bytes();
     let alphabet = |c: &u8| c.is_ascii_alphanumeric() || *c == b'+' || *c == b'/';
-    if b.is_empty() || b.len() % 4 != 0 {
+    if b.is_empty() || !b.len().is_multiple_of(4) {
         return false;
     }
     let (body, last) = b.split_at(b.len() - 4);

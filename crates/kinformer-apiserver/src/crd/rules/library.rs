@@ -2,10 +2,11 @@
 //! `sum()`, `min()`, `max()`, `indexOf(x)`, `lastIndexOf(x)` on a list) and the `find` /
 //! `findAll` of its regex library (`regex.go`), as CRD rules call them
 //! (`self.priorities.isSorted()`, `self.weights.sum() == 100`,
-//! `self.image.find('[0-9]+$') != ''`).
+//! `self.image.find('[0-9]+$') != ''`), and the `first()` and `last()` of cel-go's optional
+//! library (an optional of a list's first or last item, `optional.none()` when it is empty).
 
 use cel::common::types::{
-    CelBool, CelInt, CelList, CelString, DYN_TYPE, INT_TYPE, LIST_TYPE, STRING_TYPE,
+    CelBool, CelInt, CelList, CelOptional, CelString, DYN_TYPE, INT_TYPE, LIST_TYPE, STRING_TYPE,
 };
 use cel::common::value::{CowVal, Val};
 use cel::{DeclarationError, Env, ExecutionError};
@@ -38,6 +39,17 @@ pub(super) fn elements<'b, 'v>(
 
 fn no_overload(v: &dyn Val) -> ExecutionError {
     ExecutionError::function_error("", format!("no such overload: {}", v.get_type().name()))
+}
+
+/// An optional of the first item (`last`: the last), `optional.none()` for an empty list.
+fn end<'b, 'v, const LAST: bool>(args: Args<'b, 'v>) -> Answer<'b, 'v> {
+    let [list] = take(args)?;
+    let items = elements(list.as_ref())?;
+    let item = if LAST { items.last() } else { items.first() };
+    Ok(CowVal::owned(match item {
+        Some(x) => CelOptional::of(x.clone_as_boxed()),
+        None => CelOptional::none(),
+    }))
 }
 
 fn is_sorted<'b, 'v>(args: Args<'b, 'v>) -> Answer<'b, 'v> {
@@ -177,6 +189,8 @@ fn find_all_n<'b, 'v>(args: Args<'b, 'v>) -> Answer<'b, 'v> {
 /// Registers the functions on `env`.
 pub(super) fn extension(env: &mut Env) -> Result<(), DeclarationError> {
     env.add_member_overload("isSorted", "list.isSorted()", LIST_TYPE, vec![], is_sorted)?;
+    env.add_member_overload("first", "list_first", LIST_TYPE, vec![], end::<false>)?;
+    env.add_member_overload("last", "list_last", LIST_TYPE, vec![], end::<true>)?;
     env.add_member_overload("sum", "list.sum()", LIST_TYPE, vec![], sum)?;
     env.add_member_overload("min", "list.min()", LIST_TYPE, vec![], min)?;
     env.add_member_overload("max", "list.max()", LIST_TYPE, vec![], max)?;

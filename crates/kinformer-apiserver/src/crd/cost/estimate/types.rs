@@ -98,7 +98,7 @@ impl Ty {
     }
 
     /// The type's full name (`list(string)`, `map(string, int)`) when it is certain.
-    fn full_name(&self) -> Option<String> {
+    pub(super) fn full_name(&self) -> Option<String> {
         match self {
             Ty::Null => Some("null".into()),
             Ty::List(e) => Some(format!("list({})", e.full_name()?)),
@@ -165,6 +165,16 @@ pub(super) fn overload_error(name: &str, target: Option<&Ty>, args: &[&Ty]) -> O
                 None
             } else {
                 refuse(&[x, y])
+            };
+        }
+        // `flatten()` takes a list of lists (with a depth, any list)
+        ("flatten", []) => {
+            let t = target?;
+            return match t {
+                Ty::List(inner) if !matches!(**inner, Ty::List(_) | Ty::Dyn | Ty::Error) => {
+                    no_overload(name, Some(t.full_name()?.as_str()), "")
+                }
+                _ => None,
             };
         }
         ("format.named", [a]) => {

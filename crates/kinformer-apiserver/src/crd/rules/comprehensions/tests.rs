@@ -143,3 +143,26 @@ fn a_crd_with_them_is_accepted_and_misuse_is_refused_in_cel_gos_words() {
         assert!(got[0].contains(words), "{rule}: {got:?}");
     }
 }
+
+/// `first()` and `last()` of cel-go's optional library, on lists a rule reads and builds.
+#[test]
+fn first_and_last_give_optionals() {
+    let holds = [
+        "[1, 2, 3].first() == optional.of(1) && [1, 2, 3].last().value() == 3",
+        "![].first().hasValue() && [].last().orValue('z') == 'z'",
+        "!self.names.first().hasValue() || self.names.first().value() == 'a'",
+        "self.names.transformList(i, n, n + '!').last().orValue('') != 'b!'",
+    ];
+    let spec = with_rules(
+        json!({"type": "object", "properties": {"names": strings(10)}}),
+        each_its_own_message(&holds),
+    );
+    for names in [json!(["a", "c"]), json!([])] {
+        assert_eq!(
+            causes(spec.clone(), json!({"names": names}), None),
+            Vec::<String>::new()
+        );
+    }
+    let got = causes(spec, json!({"names": ["x", "b"]}), None);
+    assert_eq!(got.len(), 2, "{got:?}");
+}
