@@ -14,7 +14,9 @@ pub(in crate::crd::rules) fn lower(expr: &IdedExpr) -> Option<IdedExpr> {
         return None;
     }
     let mut ids = Ids(max_id(expr));
-    Some(rewrite(expr, &mut ids))
+    let mut out = expr.clone();
+    rewrite(&mut out, &mut ids);
+    Some(out)
 }
 
 /// Fresh node ids, above the parsed expression's.
@@ -63,6 +65,40 @@ fn entries(entries: &[cel::common::ast::IdedEntryExpr]) -> Vec<&IdedExpr> {
         .collect()
 }
 
+/// Each direct subexpression of `e`, to rewrite in place.
+fn children_mut(e: &mut IdedExpr) -> Vec<&mut IdedExpr> {
+    match &mut e.expr {
+        Expr::Call(c) => c
+            .target
+            .as_deref_mut()
+            .into_iter()
+            .chain(&mut c.args)
+            .collect(),
+        Expr::Select(s) => vec![&mut *s.operand],
+        Expr::List(l) => l.elements.iter_mut().collect(),
+        Expr::Map(m) => entries_mut(&mut m.entries),
+        Expr::Struct(s) => entries_mut(&mut s.entries),
+        Expr::Comprehension(c) => vec![
+            &mut c.iter_range,
+            &mut c.accu_init,
+            &mut c.loop_cond,
+            &mut c.loop_step,
+            &mut c.result,
+        ],
+        _ => Vec::new(),
+    }
+}
+
+fn entries_mut(entries: &mut [cel::common::ast::IdedEntryExpr]) -> Vec<&mut IdedExpr> {
+    entries
+        .iter_mut()
+        .flat_map(|e| match &mut e.expr {
+            EntryExpr::MapEntry(m) => vec![&mut m.key, &mut m.value],
+            EntryExpr::StructField(f) => vec![&mut f.value],
+        })
+        .collect()
+}
+
 fn has_two_variables(e: &IdedExpr) -> bool {
     matches!(&e.expr, Expr::Comprehension(c) if c.iter_var2.is_some())
         || children(e).into_iter().any(has_two_variables)
@@ -81,64 +117,21 @@ fn max_id(e: &IdedExpr) -> u64 {
         .fold(e.id, u64::max)
 }
 
-/// `e` with its children rewritten, and itself when it is a two-variable comprehension:
+/// Rewrites `e`'s children, and `e` itself when it is a two-variable comprehension:
 ///
 /// `range.f(k, v, ...)` → `bind(@t, range, loop over @twoVarKeys(@t) as @k)`, with `k` read
 /// as `@k` and `v` as `@t[@k]` in the loop's condition and step. The hidden names carry the
 /// node's id, so a comprehension nested in another does not capture the outer one's.
-fn rewrite(e: &IdedExpr, ids: &mut Ids) -> IdedExpr {
-    let mut out = e.clone();
-    match &mut out.expr {
-        Expr::Call(c) => {
-            if let Some(t) = c.target.as_deref_mut() {
-                *t = rewrite(t, ids);
-            }
-            for a in &mut c.args {
-                *a = rewrite(a, ids);
-            }
-        }
-        Expr::Select(s) => *s.operand = rewrite(&s.operand, ids),
-        Expr::List(l) => {
-            for x in &mut l.elements {
-                *x = rewrite(x, ids);
-            }
-        }
-        Expr::Map(m) => {
-            for x in &mut m.entries {
-                rewrite_entry(&mut x.expr, ids);
-            }
-        }
-        Expr::Struct(s) => {
-            for x in &mut s.entries {
-                rewrite_entry(&mut x.expr, ids);
-            }
-        }
-        Expr::Comprehension(c) => {
-            for x in [
-                &mut c.iter_range,
-                &mut c.accu_init,
-                &mut c.loop_cond,
-                &mut c.loop_step,
-                &mut c.result,
-            ] {
-                *x = rewrite(x, ids);
-            }
-            if let Some(v2) = c.iter_var2.take() {
-                return one_variable(e.id, c, &v2, ids);
-            }
-        }
-        _ => {}
+fn rewrite(e: &mut IdedExpr, ids: &mut Ids) {
+    for child in children_mut(e) {
+        rewrite(child, ids);
     }
-    out
-}
-
-fn rewrite_entry(entry: &mut EntryExpr, ids: &mut Ids) {
-    match entry {
-        EntryExpr::MapEntry(m) => {
-            m.key = rewrite(&m.key, ids);
-            m.value = rewrite(&m.value, ids);
-        }
-        EntryExpr::StructField(f) => f.value = rewrite(&f.value, ids),
+    let id = e.id;
+    if let Expr::Comprehension(c) = &mut e.expr
+        && let Some(v2) = c.iter_var2.take()
+    {
+        let lowered = one_variable(id, c, &v2, ids);
+        *e = lowered;
     }
 }
 
@@ -153,8 +146,8 @@ fn one_variable(id: u64, c: &mut ComprehensionExpr, v2: &str, ids: &mut Ids) -> 
         range: &range_name,
         key: &key_name,
     };
-    let cond = subst.apply(&c.loop_cond, ids);
-    let step = subst.apply(&c.loop_step, ids);
+    subst.apply(&mut c.loop_cond, ids);
+    subst.apply(&mut c.loop_step, ids);
     let range = std::mem::take(&mut c.iter_range);
     let hidden_range = ids.node(Expr::Ident(range_name.clone()));
     let keys = ids.node(Expr::Call(CallExpr {
@@ -168,8 +161,8 @@ fn one_variable(id: u64, c: &mut ComprehensionExpr, v2: &str, ids: &mut Ids) -> 
         iter_var2: None,
         accu_var: std::mem::take(&mut c.accu_var),
         accu_init: std::mem::take(&mut c.accu_init),
-        loop_cond: cond,
-        loop_step: step,
+        loop_cond: std::mem::take(&mut c.loop_cond),
+        loop_step: std::mem::take(&mut c.loop_step),
         result: std::mem::take(&mut c.result),
     })));
     // `bind(@t, range, loop)`: a comprehension over nothing whose accumulator is the range
@@ -203,91 +196,49 @@ struct Subst<'a> {
 }
 
 impl<'a> Subst<'a> {
-    /// `e` with `v1` read as the hidden key and `v2` as the range at that key, where they are
+    /// Reads `v1` in `e` as the hidden key and `v2` as the range at that key, where they are
     /// not shadowed by a comprehension inside `e`.
-    fn apply(&self, e: &IdedExpr, ids: &mut Ids) -> IdedExpr {
+    fn apply(&self, e: &mut IdedExpr, ids: &mut Ids) {
         if let Expr::Ident(name) = &e.expr {
             if Some(name.as_str()) == self.v1 {
-                return IdedExpr {
-                    id: e.id,
-                    expr: Expr::Ident(self.key.to_string()),
-                };
-            }
-            if Some(name.as_str()) == self.v2 {
+                e.expr = Expr::Ident(self.key.to_string());
+            } else if Some(name.as_str()) == self.v2 {
                 let range = ids.node(Expr::Ident(self.range.to_string()));
                 let key = ids.node(Expr::Ident(self.key.to_string()));
-                return IdedExpr {
-                    id: e.id,
-                    expr: Expr::Call(CallExpr {
-                        func_name: operators::INDEX.to_string(),
-                        target: None,
-                        args: vec![range, key],
-                    }),
-                };
+                e.expr = Expr::Call(CallExpr {
+                    func_name: operators::INDEX.to_string(),
+                    target: None,
+                    args: vec![range, key],
+                });
             }
+            return;
         }
-        let mut out = e.clone();
-        match &mut out.expr {
-            Expr::Call(c) => {
-                if let Some(t) = c.target.as_deref_mut() {
-                    *t = self.apply(t, ids);
-                }
-                for a in &mut c.args {
-                    *a = self.apply(a, ids);
-                }
+        let Expr::Comprehension(c) = &mut e.expr else {
+            for child in children_mut(e) {
+                self.apply(child, ids);
             }
-            Expr::Select(s) => *s.operand = self.apply(&s.operand, ids),
-            Expr::List(l) => {
-                for x in &mut l.elements {
-                    *x = self.apply(x, ids);
-                }
-            }
-            Expr::Map(m) => {
-                for x in &mut m.entries {
-                    self.apply_entry(&mut x.expr, ids);
-                }
-            }
-            Expr::Struct(s) => {
-                for x in &mut s.entries {
-                    self.apply_entry(&mut x.expr, ids);
-                }
-            }
-            Expr::Comprehension(c) => {
-                c.iter_range = self.apply(&c.iter_range, ids);
-                c.accu_init = self.apply(&c.accu_init, ids);
-                // the loop's own variables shadow ours in its condition and step, its
-                // accumulator in its result too
-                let unless = |v: Option<&'a str>, names: &[Option<&str>]| {
-                    v.filter(|v| !names.contains(&Some(*v)))
-                };
-                let accu = Some(c.accu_var.as_str());
-                let in_loop = [Some(c.iter_var.as_str()), c.iter_var2.as_deref(), accu];
-                let inner = Subst {
-                    v1: unless(self.v1, &in_loop),
-                    v2: unless(self.v2, &in_loop),
-                    ..*self
-                };
-                c.loop_cond = inner.apply(&c.loop_cond, ids);
-                c.loop_step = inner.apply(&c.loop_step, ids);
-                let after = Subst {
-                    v1: unless(self.v1, &[accu]),
-                    v2: unless(self.v2, &[accu]),
-                    ..*self
-                };
-                c.result = after.apply(&c.result, ids);
-            }
-            _ => {}
-        }
-        out
-    }
-
-    fn apply_entry(&self, entry: &mut EntryExpr, ids: &mut Ids) {
-        match entry {
-            EntryExpr::MapEntry(m) => {
-                m.key = self.apply(&m.key, ids);
-                m.value = self.apply(&m.value, ids);
-            }
-            EntryExpr::StructField(f) => f.value = self.apply(&f.value, ids),
-        }
+            return;
+        };
+        self.apply(&mut c.iter_range, ids);
+        self.apply(&mut c.accu_init, ids);
+        // the loop's own variables shadow ours in its condition and step, its accumulator in
+        // its result too
+        let unless =
+            |v: Option<&'a str>, names: &[Option<&str>]| v.filter(|v| !names.contains(&Some(*v)));
+        let accu = Some(c.accu_var.as_str());
+        let in_loop = [Some(c.iter_var.as_str()), c.iter_var2.as_deref(), accu];
+        let inner = Subst {
+            v1: unless(self.v1, &in_loop),
+            v2: unless(self.v2, &in_loop),
+            ..*self
+        };
+        let after = Subst {
+            v1: unless(self.v1, &[accu]),
+            v2: unless(self.v2, &[accu]),
+            ..*self
+        };
+        inner.apply(&mut c.loop_cond, ids);
+        inner.apply(&mut c.loop_step, ids);
+        after.apply(&mut c.result, ids);
     }
 }
