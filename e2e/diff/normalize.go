@@ -202,6 +202,10 @@ func (n *normalizer) value(v any, kind string) any {
 		if rfc3339.MatchString(x) {
 			return "<time>"
 		}
+		if strings.HasPrefix(x, "-----BEGIN CERTIFICATE-----") {
+			// each server's own CA (kube-root-ca.crt's ca.crt)
+			return "<certificate>"
+		}
 		return n.str(x)
 	case []any:
 		out := make([]any, len(x))

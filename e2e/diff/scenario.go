@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // step is one recorded exchange, before normalization.
@@ -53,6 +54,10 @@ type sc struct {
 	res     *scenarioResult
 	// cleanups run when the scenario ends, also after a failure (not recorded).
 	cleanups []func()
+	// rootCAs: 1 when the scenario's namespace held the root CA publisher's
+	// kube-root-ca.crt from the start (a watch from 0 gets one more synthetic
+	// ADDED), else 0
+	rootCAs int
 	// gaveUp: a poll of this scenario reached its bound without settling
 	// (the server lacks the controller); later polls get a short bound.
 	gaveUp bool
@@ -290,7 +295,41 @@ func runScenario(ctx context.Context, t *target, compact func(context.Context) e
 		s.fail("create namespace: %v", err)
 	} else if r.status >= 300 && r.status != 404 && r.status != 405 {
 		s.fail("create namespace: %s", r)
+	} else if r.status == 201 && s.awaitRootCA(s.ns) != nil {
+		s.rootCAs = 1
 	}
 	d.run(s)
 	return res
 }
+
+// awaitRootCA waits (unrecorded, every 50ms, at most 10s) until the fresh
+// namespace holds the kube-root-ca.crt ConfigMap that kube-controller-manager's
+// root-ca-certificate-publisher puts into every namespace right after it is
+// created: the scenarios' ConfigMap lists and watches then hold it on every
+// run, not only when the publisher won the race. A server without the
+// publisher costs the bound once (target.lacking), then nothing.
+func (s *sc) awaitRootCA(ns string) *response {
+	const publisher = "root-ca-publisher"
+	if s.t.lacking[publisher] {
+		return nil
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r, err := s.t.do(s.ctx, "GET", "/api/v1/namespaces/"+ns+"/configmaps/"+rootCA, nil)
+		if err != nil {
+			s.fail("wait for %s: %v", rootCA, err)
+		}
+		if r.status == 200 {
+			return r
+		}
+		if time.Now().After(deadline) {
+			s.t.lacking[publisher] = true
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// rootCA is the ConfigMap kube-controller-manager's root CA publisher keeps
+// in every namespace.
+const rootCA = "kube-root-ca.crt"

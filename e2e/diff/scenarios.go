@@ -230,9 +230,10 @@ func scWatchSynthetic(s *sc, rv string) {
 		path = s.cms(q("watch", "1", "resourceVersion", rv))
 	}
 	h := s.watch(path)
-	h.collect(watchWait, untilN(2))
+	// a synthetic ADDED for each of a, b (and kube-root-ca.crt), then a's update
+	h.collect(watchWait, untilN(2+s.rootCAs))
 	s.setup("PUT", s.cm("a"), configMap("a", nil, map[string]string{"k": "2"}))
-	h.collect(watchWait, untilN(3))
+	h.collect(watchWait, untilN(3+s.rootCAs))
 	res := s.recordWatch("watch", path, h)
 	s.fact("types", eventTypes(res.events))
 }

@@ -88,6 +88,30 @@ func (s *sc) placeCounting(name string, labels map[string]string, want func(uint
 	return nil, nil
 }
 
+// placeRootCA gives the namespace's kube-root-ca.crt (the root CA publisher's,
+// random uid like any object) a uid where want says: the copy is deleted
+// (unrecorded) until the publisher's next one hashes there, so the scenario's
+// lists hold it in a known shard on every run. The first copy is always
+// replaced, so the one kept is written after the objects placed before this
+// call (its resourceVersion's rank is the same on every run). Nothing when the
+// server has no publisher.
+func (s *sc) placeRootCA(want func(uint64) bool) {
+	for try := 0; try < 64; try++ {
+		r := s.awaitRootCA(s.ns)
+		if r == nil {
+			return
+		}
+		if try > 0 && want(shardHash(str(r.body, "metadata", "uid"))) {
+			s.setupRVs = append(s.setupRVs, rvOf(r))
+			return
+		}
+		if d, err := s.t.do(s.ctx, "DELETE", s.cm(rootCA), nil); err != nil || d.status >= 300 {
+			s.fail("place %s: delete a miss: %v %v", rootCA, err, d)
+		}
+	}
+	s.fail("place %s: no uid in the wanted range after 64 tries", rootCA)
+}
+
 // scShardList: sharded lists by uid: halves, two ranges joined by ||,
 // overlapping ranges, paging with limit/continue, with a label selector, at
 // resourceVersion=0, an empty range, and the verbs that take no shard.
@@ -102,6 +126,9 @@ func scShardList(s *sc) {
 	}{{"a", red, 0}, {"b", nil, 1}, {"c", red, 2}, {"d", red, 3}, {"e", nil, 0}, {"f", nil, 2}} {
 		s.place(p.name, p.labels, inQuarter(p.q))
 	}
+	// with b (not in the fourth quarter, whose deletecollection would make the
+	// publisher write again while the scenario lists)
+	s.placeRootCA(inQuarter(1))
 	lower := shardRange(shardUID, hex0, hexHalf)
 	upper := shardRange(shardUID, hexHalf, hexTop)
 	q0q2 := shardRange(shardUID, hex0, hexQ1) + " || " + shardRange(shardUID, hexHalf, hexQ3)
@@ -143,6 +170,7 @@ func scShardWatch(s *sc) {
 	s.place("in-b", nil, inQuarter(1))
 	s.place("out-a", nil, inQuarter(2))
 	s.place("out-b", nil, inQuarter(3))
+	s.placeRootCA(inQuarter(2))
 	lower := shardRange(shardUID, hex0, hexHalf)
 	s.syncCache()
 	from0 := s.cms(q("watch", "1", "resourceVersion", "0", "shardSelector", lower))
@@ -242,6 +270,7 @@ func scShardStreaming(s *sc) {
 	s.place("in-1", nil, lowerHalf)
 	s.place("out-1", nil, upperHalf)
 	s.place("in-2", nil, lowerHalf)
+	s.placeRootCA(upperHalf)
 	lower := shardRange(shardUID, hex0, hexHalf)
 	path := s.cms(q("watch", "1", "sendInitialEvents", "true", "resourceVersionMatch", "NotOlderThan",
 		"allowWatchBookmarks", "true", "shardSelector", lower))
@@ -306,6 +335,7 @@ func scShardNamespace(s *sc) {
 	var last *response
 	for _, ns := range []string{in[0], in[1], out} {
 		s.setup("POST", "/api/v1/namespaces", map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}})
+		s.awaitRootCA(ns)
 		ns := ns
 		s.cleanups = append(s.cleanups, func() { _, _ = s.t.do(s.ctx, "DELETE", "/api/v1/namespaces/"+ns, nil) })
 		last = s.setup("POST", "/api/v1/namespaces/"+ns+"/configmaps", configMap("cm", lbl, map[string]string{"k": "1"}))

@@ -99,9 +99,23 @@ func scCRDStorageVersionChange(s *sc) {
 		s.recordAs(name("stored-versions"), "GET "+crdPath, r, field(r.body, "status", "storedVersions"))
 		s.call(name("get-v1"), "GET", v1+"/a", nil)
 		s.call(name("get-v2"), "GET", v2+"/a", nil)
+		// With the watch cache, v2's cacher may still be (re)initializing after the storage
+		// version changed: 429 "storage is (re)initializing" with retryAfterSeconds 1, which
+		// clients retry; lists and the watch below are retried here (unrecorded) for at most
+		// 15 s, so the recording holds what a client ends up with, not the race.
+		for until := time.Now().Add(15 * time.Second); time.Now().Before(until); time.Sleep(time.Second) {
+			if r, err := s.t.do(s.ctx, "GET", v2, nil); err != nil || r.status != 429 {
+				break
+			}
+		}
 		s.call(name("list-v2"), "GET", v2, nil)
 		w := v2 + "?" + q("watch", "1", "resourceVersion", "0")
 		h := s.watch(w)
+		for until := time.Now().Add(15 * time.Second); h.res.status == 429 && time.Now().Before(until); {
+			h.close()
+			time.Sleep(time.Second)
+			h = s.watch(w)
+		}
 		h.collect(watchWait, untilN(1))
 		s.recordWatch(name("watch-v2"), w, h)
 		s.call(name("create-v1-after"), "POST", v1, tab("b", group+"/v1", v1spec("*/2 * * * *", 2)))

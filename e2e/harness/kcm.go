@@ -29,17 +29,19 @@ import (
 //     key the apiserver already has);
 //   - clusterrole-aggregation-controller: the bootstrap admin, edit and view
 //     ClusterRoles get the rules of the roles labelled to aggregate into them,
-//     as on every real cluster (kube-apiserver stores them without rules).
+//     as on every real cluster (kube-apiserver stores them without rules);
+//   - root-ca-certificate-publisher-controller: every namespace gets the
+//     kube-root-ca.crt ConfigMap with the cluster's CA (--root-ca-file), as on
+//     every real cluster (pods mount it through their kube-api-access volume).
 //
-// Left out on purpose: root-ca-cert-publisher (it would put a
-// kube-root-ca.crt ConfigMap into every namespace and change every recorded
-// ConfigMap list), and everything driving workloads (no nodes, no kubelet).
+// Left out on purpose: everything driving workloads (no nodes, no kubelet).
 var kcmControllers = []string{
 	names.GarbageCollectorController,
 	names.NamespaceController,
 	names.ServiceAccountController,
 	names.ServiceAccountTokenController,
 	names.ClusterRoleAggregationController,
+	names.RootCACertificatePublisherController,
 }
 
 // kcmArgs is the kube-controller-manager command line: loopback only, no

@@ -81,6 +81,18 @@ pub struct ServerConfig {
     /// default` works anywhere. The system namespaces' exist when [`start`](crate::start)
     /// returns; a new namespace's appears right after it, as on a real cluster.
     pub service_account_controller: bool,
+    /// Run the root CA publisher inside the server: every namespace has a ConfigMap
+    /// `kube-root-ca.crt` whose `data["ca.crt"]` is the server's CA (the one in
+    /// [`RunningServer::kubeconfig`](crate::RunningServer::kubeconfig)), annotated
+    /// `kubernetes.io/description`, created with the namespace and again if deleted, its data
+    /// put back if changed, as kube-controller-manager's `root-ca-cert-publisher` keeps it on
+    /// every real cluster (a namespace's ConfigMap list holds it; pods mount it through their
+    /// `kube-api-access-<random>` volume). It needs [`tls`](Self::tls) (without TLS there is
+    /// no CA: [`start`](crate::start) refuses the configuration), so it is on in
+    /// [`ServerConfig::standalone`] and off in [`ServerConfig::default`]. The system
+    /// namespaces' copies exist when [`start`](crate::start) returns; a new namespace's
+    /// appears right after it.
+    pub root_ca_publisher: bool,
     /// Keep the `kubernetes` Service in `default` (on by default), as kube-apiserver does:
     /// type `ClusterIP` at `10.96.0.1`, port `https` 443 targeting the port this server
     /// listens on, and its Endpoints and EndpointSlice (`127.0.0.1` and that port), written
@@ -144,6 +156,7 @@ impl Default for ServerConfig {
             garbage_collector: true,
             namespace_controller: true,
             service_account_controller: true,
+            root_ca_publisher: false,
             kubernetes_service: true,
             tls: false,
             seed_pods: 0,
@@ -157,16 +170,17 @@ impl Default for ServerConfig {
 
 impl ServerConfig {
     /// The defaults of a server run as its own process (`kinformer serve`, the
-    /// `kinformer-apiserver` binary): [`ServerConfig::default`] with [`tls`](Self::tls) and
-    /// [`enforce_namespaces`](Self::enforce_namespaces) on, like a real server. Everything
+    /// `kinformer-apiserver` binary): [`ServerConfig::default`] with [`tls`](Self::tls),
+    /// [`enforce_namespaces`](Self::enforce_namespaces) and
+    /// [`root_ca_publisher`](Self::root_ca_publisher) on, like a real cluster. Everything
     /// else (the garbage collector and namespace controller included) is shared with the
     /// in-process default.
     ///
     /// ```
     /// use kinformer_apiserver::ServerConfig;
     /// let config = ServerConfig::standalone();
-    /// assert!(config.tls && config.enforce_namespaces);
-    /// assert!(!ServerConfig::default().tls);
+    /// assert!(config.tls && config.enforce_namespaces && config.root_ca_publisher);
+    /// assert!(!ServerConfig::default().tls && !ServerConfig::default().root_ca_publisher);
     /// assert!(config.garbage_collector && ServerConfig::default().garbage_collector);
     /// assert_eq!(config.port, ServerConfig::default().port);
     /// ```
@@ -174,6 +188,7 @@ impl ServerConfig {
         ServerConfig {
             tls: true,
             enforce_namespaces: true,
+            root_ca_publisher: true,
             ..ServerConfig::default()
         }
     }
@@ -245,6 +260,13 @@ impl ServerConfig {
     #[must_use]
     pub fn service_account_controller(mut self, on: bool) -> Self {
         self.service_account_controller = on;
+        self
+    }
+    /// Runs the root CA publisher or not ([`ServerConfig::root_ca_publisher`]; needs
+    /// [`tls`](Self::tls)).
+    #[must_use]
+    pub fn root_ca_publisher(mut self, on: bool) -> Self {
+        self.root_ca_publisher = on;
         self
     }
     /// Keeps the `kubernetes` Service and its endpoints or not

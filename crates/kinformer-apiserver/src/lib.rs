@@ -45,7 +45,9 @@
 //!   namespace is `Terminating`, its content of every namespaced kind is deleted, its
 //!   conditions report what finalizers hold back, then it goes) and the service account
 //!   controller ([`ServerConfig::service_account_controller`]: a `default` ServiceAccount in
-//!   every namespace). envtest runs none of them. As kube-apiserver itself does, the
+//!   every namespace), and with TLS (the standalone server) the root CA publisher
+//!   ([`ServerConfig::root_ca_publisher`]: a `kube-root-ca.crt` ConfigMap with the server's
+//!   CA in every namespace). envtest runs none of them. As kube-apiserver itself does, the
 //!   `kubernetes` Service in `default` is kept with its Endpoints and EndpointSlice
 //!   ([`ServerConfig::kubernetes_service`]).
 //! - **Admission**: NamespaceLifecycle — 403 for creates in a terminating namespace, the

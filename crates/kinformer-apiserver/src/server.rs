@@ -34,6 +34,10 @@ pub enum StartError {
         /// Cause.
         source: std::io::Error,
     },
+    /// The configuration asks for something it cannot have (e.g.
+    /// [`ServerConfig::root_ca_publisher`] without [`ServerConfig::tls`]).
+    #[error("invalid server configuration: {0}")]
+    Config(String),
     /// Generating the certificates failed.
     #[error("cannot set up TLS: {0}")]
     Tls(String),
@@ -87,6 +91,11 @@ impl std::fmt::Debug for RunningServer {
 /// # Ok(()) }
 /// ```
 pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
+    if config.root_ca_publisher && !config.tls {
+        return Err(StartError::Config(
+            "root_ca_publisher needs tls: without TLS the server has no CA to publish".into(),
+        ));
+    }
     let registry = Registry::new();
     for r in &config.resources {
         registry.register(r.clone());
@@ -198,6 +207,10 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
             service_accounts: config.service_account_controller,
             kubernetes_service: config.kubernetes_service.then_some(addr.port()),
             aggregation: config.rbac,
+            root_ca: config
+                .root_ca_publisher
+                .then(|| public.as_ref().map(|(ca, _)| ca.clone()))
+                .flatten(),
         },
         ctx.shutdown.clone(),
     );

@@ -1,11 +1,14 @@
 //! The controllers the server runs inside itself, as kube-controller-manager runs them next to
 //! a real kube-apiserver: the garbage collector ([`gc`]), the namespace controller
-//! ([`namespace`]), the service account controller ([`service_accounts`]) and the ClusterRole
-//! aggregation controller ([`aggregation`], with [`ServerConfig::rbac`]), and what
+//! ([`namespace`]), the service account controller ([`service_accounts`]), the root CA
+//! publisher ([`root_ca`], with [`ServerConfig::tls`]) and the ClusterRole aggregation
+//! controller ([`aggregation`], with [`ServerConfig::rbac`]), and what
 //! kube-apiserver keeps itself: the `kubernetes` Service and its endpoints
 //! ([`kubernetes_service`]). Each is switchable ([`ServerConfig::garbage_collector`],
 //! [`ServerConfig::namespace_controller`], [`ServerConfig::service_account_controller`],
-//! [`ServerConfig::kubernetes_service`]; all on by default).
+//! [`ServerConfig::root_ca_publisher`], [`ServerConfig::kubernetes_service`]; all on by
+//! default but the root CA publisher, which needs TLS and is on in
+//! [`ServerConfig::standalone`]).
 //!
 //! They are event-driven, not polling: one task follows the store's event history (woken by
 //! every new revision, reading the events after the last one it processed), updates its
@@ -20,6 +23,9 @@
 //!
 //! [`ServerConfig::garbage_collector`]: crate::ServerConfig::garbage_collector
 //! [`ServerConfig::rbac`]: crate::ServerConfig::rbac
+//! [`ServerConfig::tls`]: crate::ServerConfig::tls
+//! [`ServerConfig::root_ca_publisher`]: crate::ServerConfig::root_ca_publisher
+//! [`ServerConfig::standalone`]: crate::ServerConfig::standalone
 //! [`ServerConfig::namespace_controller`]: crate::ServerConfig::namespace_controller
 //! [`ServerConfig::service_account_controller`]: crate::ServerConfig::service_account_controller
 //! [`ServerConfig::kubernetes_service`]: crate::ServerConfig::kubernetes_service
@@ -40,6 +46,7 @@ pub(crate) mod aggregation;
 pub(crate) mod gc;
 pub(crate) mod kubernetes_service;
 pub(crate) mod namespace;
+pub(crate) mod root_ca;
 pub(crate) mod service_accounts;
 
 /// Most events read from the history in one step.
@@ -60,7 +67,7 @@ trait Controller: Send {
 }
 
 /// Which controllers to run.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Switches {
     /// The garbage collector.
     pub gc: bool,
@@ -72,6 +79,8 @@ pub(crate) struct Switches {
     pub kubernetes_service: Option<u16>,
     /// The ClusterRole aggregation controller (with RBAC).
     pub aggregation: bool,
+    /// The root CA publisher, the CA (PEM) it publishes.
+    pub root_ca: Option<String>,
 }
 
 /// Starts the controllers `on` asks for; `None` when all are off. Each first catches up with
@@ -97,6 +106,9 @@ pub(crate) fn start(
     }
     if on.aggregation {
         controllers.push(Box::new(aggregation::Aggregation::default()));
+    }
+    if let Some(ca) = on.root_ca {
+        controllers.push(Box::new(root_ca::RootCaPublisher::new(ca)));
     }
     if let Some(port) = on.kubernetes_service {
         controllers.push(Box::new(kubernetes_service::KubernetesService::new(port)));

@@ -29,6 +29,7 @@ mod namespaces;
 mod openapi;
 mod python_client;
 mod rbac;
+mod root_ca_publisher;
 mod service_account_admission;
 mod ssa;
 mod tls_and_builtins;

@@ -1,0 +1,158 @@
+//! The root CA publisher: every namespace has a ConfigMap `kube-root-ca.crt` holding the
+//! cluster's CA (`data["ca.crt"]`, the PEM the kubeconfig trusts) and the annotation
+//! `kubernetes.io/description`, as kube-controller-manager's `root-ca-cert-publisher` keeps it
+//! on every real cluster. Pods read it through the `kube-api-access-<random>` volume the
+//! ServiceAccount admission adds. As there:
+//!
+//! - it is created when a namespace appears (and when an active namespace changes), and
+//!   again when deleted; a create refused because the namespace is gone or terminating is
+//!   not retried;
+//! - a changed copy whose `data` is not exactly `{"ca.crt": <the CA>}`, or whose description
+//!   annotation is empty, is updated back (other labels and annotations are kept).
+
+use std::collections::{BTreeSet, VecDeque};
+
+use serde_json::{Map, Value, json};
+
+use super::{Controller, being_deleted, writer};
+use crate::api::Api;
+use crate::objects::UpdateMode;
+use crate::store::{EventType, StoredEvent};
+
+/// The ConfigMap's name.
+pub(crate) const NAME: &str = "kube-root-ca.crt";
+/// The annotation saying what it is for, and its value (kube-controller-manager's words).
+const DESCRIPTION_KEY: &str = "kubernetes.io/description";
+const DESCRIPTION: &str = "Contains a CA bundle that can be used to verify the kube-apiserver \
+    when using internal endpoints such as the internal service IP or kubernetes.default.svc. \
+    No other usage is guaranteed across distributions of Kubernetes clusters.";
+
+/// See the module docs.
+pub(crate) struct RootCaPublisher {
+    /// The CA certificate (PEM) published.
+    ca: String,
+    queue: VecDeque<String>,
+    queued: BTreeSet<String>,
+}
+
+impl RootCaPublisher {
+    pub(crate) fn new(ca: String) -> Self {
+        RootCaPublisher {
+            ca,
+            queue: VecDeque::new(),
+            queued: BTreeSet::new(),
+        }
+    }
+
+    fn enqueue(&mut self, namespace: &str) {
+        if self.queued.insert(namespace.to_string()) {
+            self.queue.push_back(namespace.to_string());
+        }
+    }
+
+    /// Creates the ConfigMap in `namespace` when missing, puts its data and description back
+    /// when changed; whether it wrote.
+    fn sync(&self, api: &Api, namespace: &str) -> bool {
+        let Some(res) = api.registry.find("", "v1", "configmaps") else {
+            return false;
+        };
+        let data = json!({"ca.crt": self.ca});
+        let Ok(current) = api.get(&res, Some(namespace), NAME) else {
+            if api.store.get("namespaces", namespace).is_none() {
+                return false;
+            }
+            let Value::Object(body) = json!({
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {
+                    "name": NAME,
+                    "namespace": namespace,
+                    "annotations": {DESCRIPTION_KEY: DESCRIPTION},
+                },
+                "data": data,
+            }) else {
+                return false;
+            };
+            // 404 or 403 (the namespace gone or terminating meanwhile), 409 (created
+            // meanwhile): nothing to retry, as kube-controller-manager does not.
+            return api
+                .create_by(&res, Some(namespace), body, Some(&writer(None)), false)
+                .is_ok();
+        };
+        let Value::Object(mut current) = current.to_value() else {
+            return false;
+        };
+        let described = current
+            .get("metadata")
+            .and_then(|m| m.get("annotations"))
+            .and_then(|a| a.get(DESCRIPTION_KEY))
+            .and_then(Value::as_str)
+            .is_some_and(|d| !d.is_empty());
+        if described && current.get("data") == Some(&data) {
+            return false;
+        }
+        current.insert("data".into(), data);
+        if let Some(Value::Object(meta)) = current.get_mut("metadata") {
+            let annotations = meta
+                .entry("annotations")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if !annotations.is_object() {
+                *annotations = Value::Object(Map::new());
+            }
+            if let Value::Object(a) = annotations {
+                a.insert(DESCRIPTION_KEY.into(), DESCRIPTION.into());
+            }
+        }
+        // Guarded by the resourceVersion read above: a 409 means someone wrote meanwhile, and
+        // their event brings the namespace back into the queue.
+        api.update_by(
+            &res,
+            Some(namespace),
+            NAME,
+            current,
+            UpdateMode::Main,
+            Some(&writer(None)),
+            false,
+        )
+        .is_ok()
+    }
+}
+
+impl Controller for RootCaPublisher {
+    fn observe(&mut self, _api: &Api, event: &StoredEvent) {
+        let obj = &event.object;
+        match &*event.resource {
+            // kube-controller-manager queues every added namespace, and an updated one only
+            // while it is active (not terminating).
+            "namespaces" => match event.event_type {
+                EventType::Added => self.enqueue(&obj.name.clone()),
+                EventType::Modified if !being_deleted(obj) => self.enqueue(&obj.name.clone()),
+                _ => {}
+            },
+            "configmaps" if obj.name == NAME && event.event_type != EventType::Added => {
+                self.enqueue(&obj.namespace.clone());
+            }
+            _ => {}
+        }
+    }
+
+    fn resync(&mut self, api: &Api) {
+        self.queue.clear();
+        self.queued.clear();
+        let Ok((_, objs)) = api.store.list("namespaces", None, "", "") else {
+            return;
+        };
+        for o in objs.iter() {
+            self.enqueue(&o.name.clone());
+        }
+    }
+
+    fn work(&mut self, api: &Api) -> bool {
+        let mut wrote = false;
+        while let Some(ns) = self.queue.pop_front() {
+            self.queued.remove(&ns);
+            wrote |= self.sync(api, &ns);
+        }
+        wrote
+    }
+}
