@@ -207,10 +207,10 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
             service_accounts: config.service_account_controller,
             kubernetes_service: config.kubernetes_service.then_some(addr.port()),
             aggregation: config.rbac,
-            root_ca: config
-                .root_ca_publisher
-                .then(|| public.as_ref().map(|(ca, _)| ca.clone()))
-                .flatten(),
+            root_ca: public
+                .as_ref()
+                .filter(|_| config.root_ca_publisher)
+                .map(|(ca, _)| ca.clone()),
         },
         ctx.shutdown.clone(),
     );

@@ -5,11 +5,9 @@
 //! operator ships labelled `rbac.authorization.k8s.io/aggregate-to-edit: "true"` extends `edit`
 //! at once.
 
-use std::collections::{BTreeSet, VecDeque};
-
 use serde_json::{Value, json};
 
-use super::Controller;
+use super::{Controller, KeyQueue};
 use crate::api::Api;
 use crate::objects::{UpdateMode, Writer};
 use crate::store::StoredEvent;
@@ -25,8 +23,7 @@ const MANAGER: &str = "clusterrole-aggregation-controller";
 /// See the module docs.
 #[derive(Default)]
 pub(crate) struct Aggregation {
-    queue: VecDeque<String>,
-    queued: BTreeSet<String>,
+    queue: KeyQueue,
 }
 
 impl Aggregation {
@@ -36,10 +33,8 @@ impl Aggregation {
             return;
         };
         for o in objs.iter() {
-            if memchr::memmem::find(&o.bytes, b"\"aggregationRule\"").is_some()
-                && self.queued.insert(o.name.clone())
-            {
-                self.queue.push_back(o.name.clone());
+            if memchr::memmem::find(&o.bytes, b"\"aggregationRule\"").is_some() {
+                self.queue.push(&o.name);
             }
         }
     }
@@ -137,8 +132,7 @@ impl Controller for Aggregation {
         let mut wrote = false;
         for _ in 0..MAX_ROUNDS {
             let mut round = false;
-            while let Some(name) = self.queue.pop_front() {
-                self.queued.remove(&name);
+            while let Some(name) = self.queue.pop() {
                 round |= Self::sync(api, &name);
             }
             if !round {

@@ -30,6 +30,7 @@
 //! [`ServerConfig::service_account_controller`]: crate::ServerConfig::service_account_controller
 //! [`ServerConfig::kubernetes_service`]: crate::ServerConfig::kubernetes_service
 
+use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -64,6 +65,41 @@ trait Controller: Send {
     fn resync(&mut self, api: &Api);
     /// Works the queue; returns whether anything was done.
     fn work(&mut self, api: &Api) -> bool;
+}
+
+/// A first-in first-out queue of keys (namespace or object names) holding each key once
+/// until it is taken: what the controllers work from.
+#[derive(Default)]
+struct KeyQueue {
+    order: VecDeque<String>,
+    queued: BTreeSet<String>,
+}
+
+impl KeyQueue {
+    /// Queues `key` unless it is already waiting.
+    fn push(&mut self, key: &str) {
+        if self.queued.insert(key.to_string()) {
+            self.order.push_back(key.to_string());
+        }
+    }
+
+    /// Takes the oldest key.
+    fn pop(&mut self) -> Option<String> {
+        let key = self.order.pop_front()?;
+        self.queued.remove(&key);
+        Some(key)
+    }
+
+    /// Drops everything waiting and queues every namespace the store holds (a controller's
+    /// resync when its work is per namespace).
+    fn refill_with_namespaces(&mut self, api: &Api) {
+        *self = KeyQueue::default();
+        if let Ok((_, objs)) = api.store.list("namespaces", None, "", "") {
+            for o in objs.iter() {
+                self.push(&o.name);
+            }
+        }
+    }
 }
 
 /// Which controllers to run.

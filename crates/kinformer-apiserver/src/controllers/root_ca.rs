@@ -10,17 +10,15 @@
 //! - a changed copy whose `data` is not exactly `{"ca.crt": <the CA>}`, or whose description
 //!   annotation is empty, is updated back (other labels and annotations are kept).
 
-use std::collections::{BTreeSet, VecDeque};
+use serde_json::{Value, json};
 
-use serde_json::{Map, Value, json};
-
-use super::{Controller, being_deleted, writer};
+use super::{Controller, KeyQueue, being_deleted, writer};
 use crate::api::Api;
 use crate::objects::UpdateMode;
 use crate::store::{EventType, StoredEvent};
 
 /// The ConfigMap's name.
-pub(crate) const NAME: &str = "kube-root-ca.crt";
+const NAME: &str = "kube-root-ca.crt";
 /// The annotation saying what it is for, and its value (kube-controller-manager's words).
 const DESCRIPTION_KEY: &str = "kubernetes.io/description";
 const DESCRIPTION: &str = "Contains a CA bundle that can be used to verify the kube-apiserver \
@@ -31,22 +29,14 @@ const DESCRIPTION: &str = "Contains a CA bundle that can be used to verify the k
 pub(crate) struct RootCaPublisher {
     /// The CA certificate (PEM) published.
     ca: String,
-    queue: VecDeque<String>,
-    queued: BTreeSet<String>,
+    queue: KeyQueue,
 }
 
 impl RootCaPublisher {
     pub(crate) fn new(ca: String) -> Self {
         RootCaPublisher {
             ca,
-            queue: VecDeque::new(),
-            queued: BTreeSet::new(),
-        }
-    }
-
-    fn enqueue(&mut self, namespace: &str) {
-        if self.queued.insert(namespace.to_string()) {
-            self.queue.push_back(namespace.to_string());
+            queue: KeyQueue::default(),
         }
     }
 
@@ -93,15 +83,11 @@ impl RootCaPublisher {
         }
         current.insert("data".into(), data);
         if let Some(Value::Object(meta)) = current.get_mut("metadata") {
-            let annotations = meta
-                .entry("annotations")
-                .or_insert_with(|| Value::Object(Map::new()));
+            let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
             if !annotations.is_object() {
-                *annotations = Value::Object(Map::new());
+                *annotations = json!({});
             }
-            if let Value::Object(a) = annotations {
-                a.insert(DESCRIPTION_KEY.into(), DESCRIPTION.into());
-            }
+            annotations[DESCRIPTION_KEY] = DESCRIPTION.into();
         }
         // Guarded by the resourceVersion read above: a 409 means someone wrote meanwhile, and
         // their event brings the namespace back into the queue.
@@ -125,32 +111,24 @@ impl Controller for RootCaPublisher {
             // kube-controller-manager queues every added namespace, and an updated one only
             // while it is active (not terminating).
             "namespaces" => match event.event_type {
-                EventType::Added => self.enqueue(&obj.name.clone()),
-                EventType::Modified if !being_deleted(obj) => self.enqueue(&obj.name.clone()),
+                EventType::Added => self.queue.push(&obj.name),
+                EventType::Modified if !being_deleted(obj) => self.queue.push(&obj.name),
                 _ => {}
             },
             "configmaps" if obj.name == NAME && event.event_type != EventType::Added => {
-                self.enqueue(&obj.namespace.clone());
+                self.queue.push(&obj.namespace);
             }
             _ => {}
         }
     }
 
     fn resync(&mut self, api: &Api) {
-        self.queue.clear();
-        self.queued.clear();
-        let Ok((_, objs)) = api.store.list("namespaces", None, "", "") else {
-            return;
-        };
-        for o in objs.iter() {
-            self.enqueue(&o.name.clone());
-        }
+        self.queue.refill_with_namespaces(api);
     }
 
     fn work(&mut self, api: &Api) -> bool {
         let mut wrote = false;
-        while let Some(ns) = self.queue.pop_front() {
-            self.queued.remove(&ns);
+        while let Some(ns) = self.queue.pop() {
             wrote |= self.sync(api, &ns);
         }
         wrote

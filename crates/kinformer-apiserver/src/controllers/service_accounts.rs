@@ -3,11 +3,9 @@
 //! kube-controller-manager's `serviceaccount` controller keeps it — so `kubectl create token
 //! default` and pods naming no service account work in any namespace, as on a real cluster.
 
-use std::collections::{BTreeSet, VecDeque};
-
 use serde_json::json;
 
-use super::{Controller, being_deleted, namespace_live, writer};
+use super::{Controller, KeyQueue, being_deleted, namespace_live, writer};
 use crate::api::Api;
 use crate::store::{EventType, StoredEvent};
 
@@ -17,17 +15,10 @@ const DEFAULT: &str = "default";
 /// See the module docs.
 #[derive(Default)]
 pub(crate) struct ServiceAccountController {
-    queue: VecDeque<String>,
-    queued: BTreeSet<String>,
+    queue: KeyQueue,
 }
 
 impl ServiceAccountController {
-    fn enqueue(&mut self, namespace: &str) {
-        if self.queued.insert(namespace.to_string()) {
-            self.queue.push_back(namespace.to_string());
-        }
-    }
-
     /// Creates `default` in `namespace` when the namespace is live and lacks it.
     fn ensure(api: &Api, namespace: &str) -> bool {
         let Some(sa_res) = api.registry.find("", "v1", "serviceaccounts") else {
@@ -55,29 +46,22 @@ impl Controller for ServiceAccountController {
         let obj = &event.object;
         match &*event.resource {
             "namespaces" if event.event_type != EventType::Deleted && !being_deleted(obj) => {
-                self.enqueue(&obj.name.clone());
+                self.queue.push(&obj.name);
             }
             "serviceaccounts" if event.event_type == EventType::Deleted && obj.name == DEFAULT => {
-                self.enqueue(&obj.namespace.clone());
+                self.queue.push(&obj.namespace);
             }
             _ => {}
         }
     }
 
     fn resync(&mut self, api: &Api) {
-        *self = ServiceAccountController::default();
-        let Ok((_, objs)) = api.store.list("namespaces", None, "", "") else {
-            return;
-        };
-        for o in objs.iter() {
-            self.enqueue(&o.name.clone());
-        }
+        self.queue.refill_with_namespaces(api);
     }
 
     fn work(&mut self, api: &Api) -> bool {
         let mut wrote = false;
-        while let Some(ns) = self.queue.pop_front() {
-            self.queued.remove(&ns);
+        while let Some(ns) = self.queue.pop() {
             wrote |= Self::ensure(api, &ns);
         }
         wrote
