@@ -37,7 +37,10 @@ impl ServeArgs {
     /// The server configuration: [`ServerConfig::standalone`] with the flags given applied, and
     /// the kubeconfig path (given or the default one).
     pub fn config(&self) -> (ServerConfig, PathBuf) {
-        let mut config = ServerConfig::standalone().tls(!self.plain_http);
+        // Plain HTTP has no CA, so no kube-root-ca.crt to publish either.
+        let mut config = ServerConfig::standalone()
+            .tls(!self.plain_http)
+            .root_ca_publisher(!self.plain_http);
         if let Some(port) = self.port {
             config = config.port(port);
         }
@@ -98,5 +101,43 @@ async fn wait_for_signal() {
     #[cfg(not(unix))]
     {
         let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(plain_http: bool) -> ServeArgs {
+        ServeArgs {
+            port: None,
+            seed_pods: None,
+            seed_namespaces: None,
+            kubeconfig: Some(std::env::temp_dir().join(format!(
+                "kinformer-serve-test-{}-{plain_http}.kubeconfig",
+                std::process::id()
+            ))),
+            plain_http,
+            bookmark_interval_secs: None,
+        }
+    }
+
+    /// `--plain-http` starts (no CA, so no root CA publisher); the default publishes the CA.
+    #[tokio::test]
+    async fn plain_http_starts_without_the_root_ca_publisher() {
+        for plain in [true, false] {
+            let (config, path) = args(plain).config();
+            assert_eq!(config.tls, !plain);
+            assert_eq!(config.root_ca_publisher, !plain);
+            let server = kinformer_apiserver::start(config)
+                .await
+                .unwrap_or_else(|e| panic!("plain_http {plain}: {e}"));
+            let cms: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+                kube::Api::namespaced(server.client(), "default");
+            let copy = cms.get_opt("kube-root-ca.crt").await.unwrap();
+            assert_eq!(copy.is_some(), !plain, "plain_http {plain}");
+            server.shutdown().await;
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
