@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 
 use crate::resource::ResourceInfo;
 use crate::status::ApiError;
+pub(crate) use coerce::coerce_stored;
 pub(crate) use rules::{ExpressionError, cel_context, cel_evaluate, json_to_cel, kubernetes_env};
 #[cfg(test)]
 pub(crate) use served::resource_info;
@@ -570,6 +571,7 @@ pub(crate) fn apply_schema(
     Err(ApiError::invalid(&res.kind, &res.group, name, &causes))
 }
 
+mod coerce;
 mod combinators;
 mod cost;
 mod formats;

@@ -105,6 +105,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
         service_accounts_kept: config.service_account_controller,
         registry,
         store: Store::new(config.history),
+        crd_storage: Default::default(),
     });
     let credentials = if config.tls {
         Some(crate::tls::generate().map_err(|e| StartError::Tls(e.to_string()))?)

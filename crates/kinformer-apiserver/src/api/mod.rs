@@ -17,11 +17,13 @@ use crate::status::ApiError;
 use crate::store::{Mutation, Store, StoredObject};
 
 mod admit;
+mod crd_storage;
 mod create;
 mod gate;
 mod patch;
 
 pub(crate) use admit::Write;
+pub(crate) use crd_storage::CrdStorage;
 pub(crate) use gate::{Gate, Planned, Stage};
 
 /// The resource types the server serves.
@@ -147,6 +149,8 @@ pub(crate) struct Api {
     /// The service account controller runs: every live namespace has (or is about to have) its
     /// `default` ServiceAccount.
     pub service_accounts_kept: bool,
+    /// Custom resources' objects as their CRDs' current schemas show them ([`crd_storage`]).
+    pub crd_storage: CrdStorage,
 }
 
 fn ns_of<'a>(res: &ResourceInfo, ns: Option<&'a str>) -> &'a str {
@@ -175,6 +179,7 @@ impl Api {
     ) -> Result<Arc<StoredObject>, ApiError> {
         let gr = res.group_resource();
         let stage = write.stage;
+        let updating = write.mode.is_some();
         let admission = self.admission(res, write);
         let pinned = stage.gate().filter(|g| g.is_pinned());
         if res.conversion.is_some() && res.storage_version.is_some() && pinned.is_none() {
@@ -190,7 +195,21 @@ impl Api {
                 Some(g) => g.live(current)?,
                 None => current,
             };
-            let m = f(current, rev)?;
+            let m = match (f(current, rev)?, current) {
+                // An update that changes nothing of an object its CRD's schemas show otherwise
+                // than it was written: kube-apiserver compares with what etcd holds, finds a
+                // difference and stores it (crd_storage).
+                (Mutation::Nothing(out), Some(c))
+                    if updating
+                        && Arc::ptr_eq(&out, c)
+                        && res.crd_name.is_some()
+                        && self.crd_storage.shown_otherwise(&gr, c) =>
+                {
+                    let stored = Arc::new(c.at_revision(rev));
+                    Mutation::Put(stored.clone(), stored)
+                }
+                (m, _) => m,
+            };
             if let Some(a) = &admission {
                 a.admit(current, &m)?;
             }
@@ -234,60 +253,6 @@ impl Api {
     fn after_write(&self, res: &ResourceInfo, name: &str) {
         if crate::crd::is_crd(res) {
             self.sync_crd(res, name);
-        }
-    }
-
-    /// Serves the resource CRD `name` defines, or, when the CRD is gone, stops serving it and
-    /// deletes its objects (watchers see them DELETED), as the real server's CRD finalizer does.
-    fn sync_crd(&self, crd_res: &ResourceInfo, name: &str) {
-        let stored = self.store.get(&crd_res.group_resource(), name);
-        let mut infos = stored
-            .as_ref()
-            .map(|o| crate::crd::resource_infos(&o.to_value()))
-            .unwrap_or_default();
-        // A CRD never replaces a built-in resource (approved protected groups could name one).
-        infos.retain(|i| {
-            self.registry
-                .find(&i.group, &i.version, &i.plural)
-                .is_none_or(|r| r.crd_name.is_some())
-        });
-        // the storage version first, or nothing
-        if infos.first().is_some_and(|i| i.storage_version.is_some()) {
-            infos.clear();
-        }
-        match infos.first() {
-            Some(info) => {
-                if let Some(old) = self.registry.unregister_crd(name)
-                    && (&old.group, &old.plural) != (&info.group, &info.plural)
-                {
-                    self.delete_all(&old);
-                }
-                self.registry.register_crd(infos);
-            }
-            None => {
-                if let Some(old) = self.registry.unregister_crd(name) {
-                    self.delete_all(&old);
-                }
-            }
-        }
-    }
-
-    /// Removes every object of `res` (finalizers are not waited for).
-    fn delete_all(&self, res: &ResourceInfo) {
-        let gr = res.group_resource();
-        let Ok((_, objs)) = self.store.list(&gr, None, "", "") else {
-            return;
-        };
-        for o in objs.iter() {
-            let _ = self.store.mutate(&gr, &o.key, |current, rev| {
-                Ok(match current {
-                    Some(c) => {
-                        let last = Arc::new(c.at_revision(rev));
-                        Mutation::Delete(last, ())
-                    }
-                    None => Mutation::Nothing(()),
-                })
-            });
         }
     }
 

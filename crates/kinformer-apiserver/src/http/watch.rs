@@ -19,9 +19,10 @@
 //! - the stream ends at `timeoutSeconds` (without one, at a random moment between
 //!   [`ServerConfig::min_request_timeout`](crate::ServerConfig::min_request_timeout) and twice
 //!   it, as kube-apiserver's `--min-request-timeout`), on server shutdown, when faults drop
-//!   watches, or when
-//!   the watcher falls so far behind that its events were compacted (like the real cacher
-//!   closing a slow watcher).
+//!   watches, when the watcher falls so far behind that its events were compacted (like the
+//!   real cacher closing a slow watcher), or when the CRD of a custom resource changes its
+//!   spec (kube-apiserver builds the resource's storage and watch cache again; a watch from
+//!   a resourceVersion older than that moment is then 410 Gone).
 //!
 //! Events are written as they are read from the history: all events ready at once go into one
 //! HTTP chunk (up to the batch size), so a burst costs one write, and a single event is flushed
@@ -287,6 +288,9 @@ pub(crate) async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Se
     let mut drop_rx = ctx.faults.drop_signal();
     let mut paused_rx = ctx.faults.paused();
     let mut rev_rx = store.subscribe();
+    // the resource's storage as this watch found it: a CRD spec change builds it again, which
+    // ends the watch (`Store::restart_watches`)
+    let floor = store.watch_floor(&res.group_resource());
     let filter = Filter {
         resource: res.group_resource(),
         namespace: req.namespace.clone().filter(|_| res.namespaced()),
@@ -379,7 +383,7 @@ pub(crate) async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Se
         if let Err(ReadError::Compacted {
             requested,
             compacted,
-        }) = store.check_watchable(start)
+        }) = store.check_watchable(&filter.resource, start)
         {
             let e = ApiError::resource_expired(format!(
                 "too old resource version: {requested} ({compacted})"
@@ -413,6 +417,7 @@ pub(crate) async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Se
         if ctx.shutdown.is_cancelled()
             || drop_rx.has_changed().unwrap_or(true)
             || deadline.is_some_and(|d| Instant::now() >= d)
+            || store.watch_floor(&filter.resource) != floor
         {
             return;
         }

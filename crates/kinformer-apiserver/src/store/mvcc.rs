@@ -130,6 +130,9 @@ struct Inner {
     compacted: u64,
     objects: HashMap<Arc<str>, BTreeMap<String, Arc<StoredObject>>>,
     history: VecDeque<Arc<StoredEvent>>,
+    /// Per resource, the revision its watches were last restarted at
+    /// ([`Store::restart_watches`]).
+    watch_floors: HashMap<Arc<str>, u64>,
 }
 
 /// The revisioned object store. Cheap to share behind an `Arc`; all methods take `&self`.
@@ -160,6 +163,7 @@ impl Store {
                 compacted: 1,
                 objects: HashMap::new(),
                 history: VecDeque::new(),
+                watch_floors: HashMap::new(),
             }),
             history_config: Mutex::new(history),
             revision_tx,
@@ -342,6 +346,53 @@ impl Store {
             .is_some()
     }
 
+    /// Replaces the live object at `key` without a revision, an event or a history entry, if
+    /// it is still at `obj`'s resourceVersion (returns whether it was): the same version of the
+    /// object, read differently (a custom resource decoded by its CRD's new schema, see
+    /// `Api::sync_crd`). Watches never hear of it.
+    pub(crate) fn replace_unrecorded(
+        &self,
+        resource: &str,
+        key: &str,
+        obj: Arc<StoredObject>,
+    ) -> bool {
+        let mut inner = self.inner.lock();
+        match inner.objects.get_mut(resource).and_then(|m| m.get_mut(key)) {
+            Some(live) if live.resource_version == obj.resource_version => {
+                *live = obj;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Ends every open watch of `resource`, and makes a watch from a resourceVersion older than
+    /// the current revision 410 Gone, as kube-apiserver does when a CRD's spec changes: it
+    /// builds the resource's storage and watch cache again (watches end without an event; the
+    /// new cache starts at the current revision). Returns that revision.
+    pub(crate) fn restart_watches(&self, resource: &str) -> u64 {
+        let floor = {
+            let mut inner = self.inner.lock();
+            let floor = inner.revision;
+            inner.watch_floors.insert(resource.into(), floor);
+            floor
+        };
+        // wakes every watch (the revision is unchanged), which then finds its floor moved
+        self.revision_tx.send_modify(|_| {});
+        floor
+    }
+
+    /// The revision `resource`'s watches were last restarted at ([`Store::restart_watches`]),
+    /// 0 if never: a watch ends when it changes.
+    pub(crate) fn watch_floor(&self, resource: &str) -> u64 {
+        self.inner
+            .lock()
+            .watch_floors
+            .get(resource)
+            .copied()
+            .unwrap_or(0)
+    }
+
     /// Compacts everything: the history becomes empty and only the current revision is readable.
     pub(crate) fn compact_now(&self) -> u64 {
         let rev = self.revision();
@@ -481,13 +532,16 @@ impl Store {
         Ok((events, next))
     }
 
-    /// Checks that a watch may start at `rv` (not compacted, not in the future).
-    pub(crate) fn check_watchable(&self, rv: u64) -> Result<(), ReadError> {
+    /// Checks that a watch of `resource` may start at `rv` (not compacted, not older than the
+    /// resource's watches were restarted at, not in the future).
+    pub(crate) fn check_watchable(&self, resource: &str, rv: u64) -> Result<(), ReadError> {
         let inner = self.inner.lock();
-        if rv < inner.compacted {
+        let floor = inner.watch_floors.get(resource).copied().unwrap_or(0);
+        let oldest = inner.compacted.max(floor);
+        if rv < oldest {
             return Err(ReadError::Compacted {
                 requested: rv,
-                compacted: inner.compacted,
+                compacted: oldest,
             });
         }
         if rv > inner.revision {

@@ -6,6 +6,7 @@
 mod admission_policy;
 mod admission_webhooks;
 mod conversion_webhooks;
+mod crd_schema_changes;
 mod crd_storage_versions;
 mod crds;
 mod created_objects;

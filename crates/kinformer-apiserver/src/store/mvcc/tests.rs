@@ -211,3 +211,48 @@ fn a_lost_object_vanishes_without_an_event() {
     assert_eq!(events.len(), 1, "only c's creation after revision 3");
     assert!(s.get("pods", "ns/b").is_none());
 }
+
+#[test]
+fn an_object_replaced_unrecorded_keeps_its_version_and_tells_no_watch() {
+    let s = Store::new(HistoryConfig::default());
+    let rv = put(&s, "a", 1);
+    let events = s.events_after(1, 10).unwrap().0.len();
+    // the same version read differently
+    assert!(s.replace_unrecorded("pods", "ns/a", Arc::new(obj("a", rv, 7))));
+    let live = s.get("pods", "ns/a").unwrap();
+    assert_eq!(
+        (live.resource_version, live.to_value()["v"].clone()),
+        (rv, json!(7))
+    );
+    assert_eq!(s.revision(), rv, "no revision taken");
+    assert_eq!(s.events_after(1, 10).unwrap().0.len(), events, "no event");
+    // not over a newer version, nor where nothing is
+    put(&s, "a", 2);
+    assert!(!s.replace_unrecorded("pods", "ns/a", Arc::new(obj("a", rv, 9))));
+    assert_eq!(s.get("pods", "ns/a").unwrap().to_value()["v"], json!(2));
+    assert!(!s.replace_unrecorded("pods", "ns/b", Arc::new(obj("b", rv, 9))));
+}
+
+#[test]
+fn restarted_watches_of_one_resource_refuse_older_versions() {
+    let s = Store::new(HistoryConfig::default());
+    let first = put(&s, "a", 1);
+    put(&s, "a", 2);
+    assert_eq!(s.watch_floor("pods"), 0);
+    let mut rx = s.subscribe();
+    rx.borrow_and_update();
+    let floor = s.restart_watches("pods");
+    assert_eq!(floor, s.revision());
+    assert_eq!(s.watch_floor("pods"), floor);
+    assert!(rx.has_changed().unwrap(), "watches are woken to end");
+    assert_eq!(
+        s.check_watchable("pods", first),
+        Err(ReadError::Compacted {
+            requested: first,
+            compacted: floor
+        })
+    );
+    assert_eq!(s.check_watchable("pods", floor), Ok(()));
+    // other resources keep their history
+    assert_eq!(s.check_watchable("configmaps", first), Ok(()));
+}
