@@ -78,6 +78,8 @@ struct Inner<K> {
     codec: Option<Arc<LeanCodec<K>>>,
     /// Who waits for the cache to reach a resource version (woken after every write).
     waiters: Waiters,
+    /// Full mode: may a relist keep a cached object of the same uid and version (`staged.rs`)?
+    same_content: Option<fn(&K, &K) -> bool>,
 }
 
 /// An object read out of the cache under its lock: ready, or still to decode (after the lock
@@ -142,8 +144,22 @@ impl<K: Object> Indexer<K> {
                 state: RwLock::new(CacheState::new(indexers, codec.clone())),
                 codec,
                 waiters: Waiters::default(),
+                same_content: None,
             }),
         }
+    }
+
+    /// This new cache, with `same` as its [`same_content`](Self::same_content) check.
+    pub(super) fn with_content_check(mut self, same: fn(&K, &K) -> bool) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.same_content = Some(same);
+        }
+        self
+    }
+
+    /// The check of [`with_content_check`](Self::with_content_check).
+    pub(super) fn same_content(&self) -> Option<fn(&K, &K) -> bool> {
+        self.inner.same_content
     }
 
     /// How this cache holds its objects ([`CacheMode::Full`] unless built by

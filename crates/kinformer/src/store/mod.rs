@@ -16,6 +16,7 @@ mod lean_indexer;
 mod lister;
 mod observed;
 mod reflector_store;
+mod same_json;
 mod snapshot;
 mod staged;
 mod transaction;

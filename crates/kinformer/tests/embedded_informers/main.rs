@@ -4,6 +4,7 @@
 //! the informer, client and server code they share is compiled and linked once.
 
 mod backlog;
+mod crd_schema;
 mod factory;
 mod metadata;
 mod namespace_set;

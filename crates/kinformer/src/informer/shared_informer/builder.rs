@@ -99,12 +99,12 @@ impl<K: Object, N> SharedIndexInformerBuilder<K, N> {
         K: Serialize + DeserializeOwned,
     {
         let key_func = crate::object::meta_namespace_key_func();
-        let indexer = match self.config.cache_mode {
-            CacheMode::Full => Indexer::new(key_func, self.indexers),
-            CacheMode::Lean => {
-                Indexer::new_lean_with_hot(key_func, self.indexers, self.config.lean_hot_objects)
-            }
-        };
+        let indexer = Indexer::for_informer(
+            key_func,
+            self.indexers,
+            self.config.cache_mode,
+            self.config.lean_hot_objects,
+        );
         let codec = snapshot::JsonCodec {
             to_json: |obj| serde_json::to_vec(obj),
             from_json: |bytes| serde_json::from_slice(bytes),
