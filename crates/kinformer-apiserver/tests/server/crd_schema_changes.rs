@@ -1,5 +1,5 @@
 //! A CRD whose schema changes under stored objects, as an operator upgrade meets it (and as
-//! kube-apiserver v1.36.3 was seen to do it, e2e/diff scenario crd-schema-change): every read
+//! kube-apiserver v1.36.3 of the e2e harness was seen to do it, with kubectl, 2026-12-05): every read
 //! shows the stored objects through the new schema (a new default set, an undeclared field
 //! pruned) with their resourceVersion unchanged, and back when the schema goes back; open
 //! watches of the resource end without an event and a watch from before the change is 410
