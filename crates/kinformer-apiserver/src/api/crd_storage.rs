@@ -167,17 +167,16 @@ impl Api {
                 _ => live.clone(),
             };
             let as_written = written.to_value();
-            let mut shown = as_written.clone();
-            let version = shown
+            let version = as_written
                 .get("apiVersion")
                 .and_then(Value::as_str)
                 .and_then(|v| v.rsplit('/').next())
-                .unwrap_or("")
-                .to_string();
+                .unwrap_or("");
             let schema = infos
                 .iter()
                 .find(|i| i.version == version)
                 .and_then(|i| i.schema.as_deref());
+            let mut shown = as_written.clone();
             if let (Some(schema), Some(m)) = (schema, shown.as_object_mut()) {
                 crate::crd::coerce_stored(schema, m);
             }

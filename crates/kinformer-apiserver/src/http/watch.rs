@@ -289,7 +289,9 @@ pub(crate) async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Se
     let mut paused_rx = ctx.faults.paused();
     let mut rev_rx = store.subscribe();
     // the resource's storage as this watch found it: a CRD spec change builds it again, which
-    // ends the watch (`Store::restart_watches`)
+    // ends the watch (`Store::restart_watches`); its floor is looked up again only when some
+    // resource's watches were restarted
+    let mut restarts_seen = store.watch_restarts();
     let floor = store.watch_floor(&res.group_resource());
     let filter = Filter {
         resource: res.group_resource(),
@@ -393,6 +395,13 @@ pub(crate) async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Se
         }
         cursor = start;
     }
+    let mut restarted = || {
+        let now = store.watch_restarts();
+        now != restarts_seen && {
+            restarts_seen = now;
+            store.watch_floor(&filter.resource) != floor
+        }
+    };
     // When the next bookmark is due, as kube-apiserver's watch cache schedules them
     // (`cacheWatcher.nextBookmarkTime`): every bookmark interval, and once more 2 s before the
     // watch's deadline (`timeoutSeconds`), so that a client that watches again starts from a
@@ -417,7 +426,7 @@ pub(crate) async fn run_watch(ctx: Arc<Context>, req: WatchRequest, tx: mpsc::Se
         if ctx.shutdown.is_cancelled()
             || drop_rx.has_changed().unwrap_or(true)
             || deadline.is_some_and(|d| Instant::now() >= d)
-            || store.watch_floor(&filter.resource) != floor
+            || restarted()
         {
             return;
         }

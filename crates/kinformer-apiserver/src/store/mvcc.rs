@@ -11,6 +11,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -140,6 +141,9 @@ pub(crate) struct Store {
     inner: Mutex<Inner>,
     history_config: Mutex<HistoryConfig>,
     revision_tx: tokio::sync::watch::Sender<u64>,
+    /// How many times any resource's watches were restarted ([`Store::restart_watches`]): a
+    /// watch looks up its resource's floor only when this moved.
+    watch_restarts: AtomicU64,
 }
 
 impl std::fmt::Debug for Store {
@@ -167,6 +171,7 @@ impl Store {
             }),
             history_config: Mutex::new(history),
             revision_tx,
+            watch_restarts: AtomicU64::new(0),
         }
     }
 
@@ -377,9 +382,16 @@ impl Store {
             inner.watch_floors.insert(resource.into(), floor);
             floor
         };
+        self.watch_restarts.fetch_add(1, Ordering::AcqRel);
         // wakes every watch (the revision is unchanged), which then finds its floor moved
         self.revision_tx.send_modify(|_| {});
         floor
+    }
+
+    /// How many times any resource's watches were restarted: read before
+    /// [`watch_floor`](Self::watch_floor), then compared, it says cheaply when to look again.
+    pub(crate) fn watch_restarts(&self) -> u64 {
+        self.watch_restarts.load(Ordering::Acquire)
     }
 
     /// The revision `resource`'s watches were last restarted at ([`Store::restart_watches`]),

@@ -41,10 +41,8 @@ impl std::io::Write for Compare<'_> {
 /// `b` is compared as it is written, so a difference stops it early.
 pub(crate) fn same_json<K: Serialize>(a: &K, b: &K) -> bool {
     FIRST.with(|first| {
-        let Ok(mut first) = first.try_borrow_mut() else {
-            // re-entered from a `Serialize` impl: compare with a buffer of its own
-            return serde_json::to_vec(a).is_ok_and(|v| compare(&v, b));
-        };
+        // never re-entered: only this function borrows it, and serializing calls nothing here
+        let mut first = first.borrow_mut();
         first.clear();
         let same = serde_json::to_writer(&mut *first, a).is_ok() && compare(&first, b);
         if first.capacity() > KEEP_CAPACITY {
