@@ -58,8 +58,8 @@ impl<K: Object + Serialize + DeserializeOwned> Indexer<K> {
 
     /// An informer's cache: as [`with_cache_mode`](Self::with_cache_mode) (lean keeping `hot`
     /// objects decoded), and in full mode a relist keeps a cached object only when the listed
-    /// one of the same uid and resourceVersion also serializes to the same JSON: the server
-    /// may show the same version differently (a CRD's new default, see `same_json.rs`), and
+    /// one of the same uid and resourceVersion also serializes to the same values: the server
+    /// may show the same version differently (a CRD's new default, see `same_content.rs`), and
     /// client-go's cache then holds what was listed. (A lean cache compares encoded bytes.)
     pub(crate) fn for_informer(
         key_func: KeyFunc<K>,
@@ -68,9 +68,8 @@ impl<K: Object + Serialize + DeserializeOwned> Indexer<K> {
         hot: usize,
     ) -> Self {
         match mode {
-            CacheMode::Full => {
-                Self::new(key_func, indexers).with_content_check(super::same_json::same_json::<K>)
-            }
+            CacheMode::Full => Self::new(key_func, indexers)
+                .with_content_check(super::same_content::same_content::<K>),
             CacheMode::Lean => Self::new_lean_with_hot(key_func, indexers, hot),
         }
     }

@@ -16,7 +16,7 @@ mod lean_indexer;
 mod lister;
 mod observed;
 mod reflector_store;
-mod same_json;
+mod same_content;
 mod snapshot;
 mod staged;
 mod transaction;

@@ -3,8 +3,9 @@
 //! stored as it arrives: a lean cache encodes it, keeps the bytes it holds for every object
 //! that encodes to the same bytes, and drops the decoded objects; a full cache keeps the
 //! objects it already holds unchanged (same uid and resourceVersion, and for an informer's
-//! cache the same JSON: the server can show one version differently, see `same_json.rs`) and
-//! drops their fresh copies. Either way a relist of unchanged objects costs about nothing more than the cache.
+//! cache the same serialized content: the server can show one version differently, see
+//! `same_content.rs`) and drops their fresh copies. Either way a relist of unchanged objects
+//! costs about nothing more than the cache.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -177,7 +178,7 @@ impl<K: Object> Indexer<K> {
     /// `items` (filed under `keys`) with every unchanged object replaced by the cached one: a
     /// full-mode cache that holds an object under the same key with the same uid and the same
     /// (non-empty) resourceVersion, and (for an informer's cache, `Indexer::for_informer`) the
-    /// same JSON, keeps its `Arc`, and the freshly decoded copy is dropped here,
+    /// same serialized content, keeps its `Arc`, and the freshly decoded copy is dropped here,
     /// as the part arrives, so a relist of unchanged objects never holds them twice. A changed
     /// object, or one deleted and recreated under the same name (a new uid), is kept as given.
     /// A lean cache compares encoded bytes instead ([`encode_part`](Self::encode_part)).
