@@ -11,31 +11,16 @@ import "time"
 func scCRDSchemaChange(s *sc) {
 	group := "sch-" + s.run + ".example.com"
 	text := map[string]any{"type": "string"}
-	schema := func(props map[string]any) []any {
-		return []any{map[string]any{
-			"name": "v1", "served": true, "storage": true,
-			"schema": map[string]any{"openAPIV3Schema": map[string]any{
-				"type": "object",
-				"properties": map[string]any{
-					"spec": map[string]any{"type": "object", "properties": props},
-				},
-			}},
-		}}
+	spec := func(props map[string]any) map[string]any {
+		return map[string]any{"type": "object", "properties": props}
 	}
-	first := schema(map[string]any{"size": map[string]any{"type": "integer"}, "extra": text})
-	second := schema(map[string]any{
+	crd := specCRD(group, "gadgets", "gadget", "Gadget",
+		spec(map[string]any{"size": map[string]any{"type": "integer"}, "extra": text}))
+	first := field(crd, "spec", "versions")
+	second := field(specCRD(group, "gadgets", "gadget", "Gadget", spec(map[string]any{
 		"size": map[string]any{"type": "integer"},
 		"mode": map[string]any{"type": "string", "default": "fast"},
-	})
-	crd := map[string]any{
-		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-		"metadata": map[string]any{"name": "gadgets." + group},
-		"spec": map[string]any{
-			"group": group, "scope": "Namespaced",
-			"names":    map[string]any{"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
-			"versions": first,
-		},
-	}
+	})), "spec", "versions")
 	base := s.registerCRD(group, "gadgets", crd)
 	crdPath := "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets." + group
 	gadget := func(name string, size int) map[string]any {
@@ -53,7 +38,7 @@ func scCRDSchemaChange(s *sc) {
 
 	// the schema changes; a real server applies it once its CRD handler has seen the update:
 	// wait (unrecorded) until the default shows
-	setSchema := func(versions []any) {
+	setSchema := func(versions any) {
 		r, err := s.t.doAs(s.ctx, "PATCH", crdPath, ctMerge, "", map[string]any{"spec": map[string]any{"versions": versions}})
 		if err != nil || r.status != 200 {
 			s.fail("patch the CRD: %v %v", err, r)
