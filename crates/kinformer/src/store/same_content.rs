@@ -136,6 +136,17 @@ impl<S: Sink> Tokens<S> {
     }
 }
 
+/// `serialize_x(v)` methods that serialize `v` widened, through the given wider method.
+macro_rules! widened {
+    ($($($narrow:ident($ty:ty)),+ => $wide:ident;)+) => {
+        $($(
+            fn $narrow(self, v: $ty) -> Result<(), Stop> {
+                self.$wide(v.into())
+            }
+        )+)+
+    };
+}
+
 impl<S: Sink> ser::Serializer for &mut Tokens<S> {
     type Ok = ();
     type Error = Stop;
@@ -150,14 +161,11 @@ impl<S: Sink> ser::Serializer for &mut Tokens<S> {
     fn serialize_bool(self, v: bool) -> Result<(), Stop> {
         self.tagged(BOOL, &[u8::from(v)])
     }
-    fn serialize_i8(self, v: i8) -> Result<(), Stop> {
-        self.serialize_i64(v.into())
-    }
-    fn serialize_i16(self, v: i16) -> Result<(), Stop> {
-        self.serialize_i64(v.into())
-    }
-    fn serialize_i32(self, v: i32) -> Result<(), Stop> {
-        self.serialize_i64(v.into())
+    // narrower numbers as their widest kind: one type's values compare alike either way
+    widened! {
+        serialize_i8(i8), serialize_i16(i16), serialize_i32(i32) => serialize_i64;
+        serialize_u8(u8), serialize_u16(u16), serialize_u32(u32) => serialize_u64;
+        serialize_f32(f32) => serialize_f64;
     }
     fn serialize_i64(self, v: i64) -> Result<(), Stop> {
         self.tagged(INT, &v.to_le_bytes())
@@ -165,23 +173,11 @@ impl<S: Sink> ser::Serializer for &mut Tokens<S> {
     fn serialize_i128(self, v: i128) -> Result<(), Stop> {
         self.tagged(INT128, &v.to_le_bytes())
     }
-    fn serialize_u8(self, v: u8) -> Result<(), Stop> {
-        self.serialize_u64(v.into())
-    }
-    fn serialize_u16(self, v: u16) -> Result<(), Stop> {
-        self.serialize_u64(v.into())
-    }
-    fn serialize_u32(self, v: u32) -> Result<(), Stop> {
-        self.serialize_u64(v.into())
-    }
     fn serialize_u64(self, v: u64) -> Result<(), Stop> {
         self.tagged(UINT, &v.to_le_bytes())
     }
     fn serialize_u128(self, v: u128) -> Result<(), Stop> {
         self.tagged(UINT128, &v.to_le_bytes())
-    }
-    fn serialize_f32(self, v: f32) -> Result<(), Stop> {
-        self.serialize_f64(v.into())
     }
     fn serialize_f64(self, v: f64) -> Result<(), Stop> {
         // bits, so NaN equals the same NaN as serializing would show it
