@@ -201,7 +201,7 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
     };
     tracing::info!(%addr, "kinformer-apiserver listening");
     let controllers = crate::controllers::start(
-        ctx.api.clone(),
+        ctx.clone(),
         crate::controllers::Switches {
             gc: config.garbage_collector,
             namespaces: config.namespace_controller,
@@ -214,7 +214,8 @@ pub async fn start(config: ServerConfig) -> Result<RunningServer, StartError> {
                 .map(|(ca, _)| ca.clone()),
         },
         ctx.shutdown.clone(),
-    );
+    )
+    .await;
     let server = RunningServer {
         ctx,
         addr,

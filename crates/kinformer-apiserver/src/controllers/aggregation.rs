@@ -5,11 +5,15 @@
 //! operator ships labelled `rbac.authorization.k8s.io/aggregate-to-edit: "true"` extends `edit`
 //! at once.
 
+use futures::future::BoxFuture;
 use serde_json::{Value, json};
+use tokio::time::Instant;
 
-use super::{Controller, KeyQueue};
+use super::admitted::{Identity, Writes};
+use super::{Controller, KeyQueue, Retries};
 use crate::api::Api;
-use crate::objects::{UpdateMode, Writer};
+use crate::context::Context;
+use crate::objects::Writer;
 use crate::store::StoredEvent;
 
 /// The ClusterRoles' store name.
@@ -24,6 +28,8 @@ const MANAGER: &str = "clusterrole-aggregation-controller";
 #[derive(Default)]
 pub(crate) struct Aggregation {
     queue: KeyQueue,
+    /// Roles whose apply failed, to try again.
+    retries: Retries<String>,
 }
 
 impl Aggregation {
@@ -40,7 +46,8 @@ impl Aggregation {
     }
 
     /// Applies the aggregated rules of `name`, when they differ from its own.
-    fn sync(api: &Api, name: &str) -> bool {
+    async fn sync(w: &Writes<'_>, name: &str) -> bool {
+        let api = w.api();
         let Some(role) = api.store.get(CLUSTER_ROLES, name) else {
             return false;
         };
@@ -99,17 +106,9 @@ impl Aggregation {
             subresource: None,
         };
         let bytes = serde_json::to_vec(&body).unwrap_or_default();
-        api.apply_by(
-            &res,
-            None,
-            name,
-            &bytes,
-            UpdateMode::Main,
-            &writer,
-            true,
-            false,
-        )
-        .is_ok()
+        w.apply(&res, None, name, &bytes, &writer, true)
+            .await
+            .is_ok()
     }
 }
 
@@ -128,19 +127,30 @@ impl Controller for Aggregation {
     /// Syncs the queued roles, and all of them again while that changed one (an aggregated
     /// role may aggregate another: `admin` takes `edit`'s rules, `edit` `view`'s), so that the
     /// roles are settled when it returns (at start, before the server is handed out).
-    fn work(&mut self, api: &Api) -> bool {
-        let mut wrote = false;
-        for _ in 0..MAX_ROUNDS {
-            let mut round = false;
-            while let Some(name) = self.queue.pop() {
-                round |= Self::sync(api, &name);
+    fn work<'a>(&'a mut self, ctx: &'a Context) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            let w = Writes::new(ctx, Identity::Controller(MANAGER));
+            for name in self.retries.take_due() {
+                self.queue.push(&name);
             }
-            if !round {
-                break;
+            let mut wrote = false;
+            for _ in 0..MAX_ROUNDS {
+                let mut round = false;
+                while let Some(name) = self.queue.pop() {
+                    round |= Self::sync(&w, &name).await;
+                    self.retries.after(&name, w.take_failed());
+                }
+                if !round {
+                    break;
+                }
+                wrote = true;
+                self.enqueue_all(w.api());
             }
-            wrote = true;
-            self.enqueue_all(api);
-        }
-        wrote
+            wrote
+        })
+    }
+
+    fn next_retry(&self) -> Option<Instant> {
+        self.retries.next()
     }
 }

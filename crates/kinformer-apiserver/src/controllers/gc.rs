@@ -25,9 +25,14 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use serde_json::Value;
+use tokio::time::Instant;
 
-use super::{Controller, being_deleted, ns_arg, patch_metadata_list, resource_named};
+use futures::future::BoxFuture;
+
+use super::admitted::{Identity, Writes};
+use super::{Controller, Retries, being_deleted, ns_arg, patch_metadata_list, resource_named};
 use crate::api::Api;
+use crate::context::Context;
 use crate::objects::{DeleteOptions, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Propagation};
 use crate::resource::ResourceInfo;
 use crate::store::{EventType, StoredEvent, StoredObject};
@@ -84,6 +89,8 @@ pub(crate) struct GarbageCollector {
     /// Uids to process, each once.
     queue: VecDeque<String>,
     queued: HashSet<String>,
+    /// Uids whose write failed, to try again.
+    retries: Retries<String>,
 }
 
 fn may_matter(obj: &StoredObject) -> bool {
@@ -98,6 +105,7 @@ impl GarbageCollector {
     }
 
     fn forget(&mut self, uid: &str) {
+        self.retries.after(&uid.to_string(), false);
         self.nodes.remove(uid);
         for o in self.owners.remove(uid).unwrap_or_default() {
             if let Some(d) = self.dependents.get_mut(&o) {
@@ -162,7 +170,8 @@ impl GarbageCollector {
 
     /// One object, as `attemptToDeleteItem` / `processDeletingDependentsItem` /
     /// `orphanDependents` would. Returns whether it wrote.
-    fn process(&mut self, api: &Api, uid: &str) -> bool {
+    async fn process(&mut self, w: &Writes<'_>, uid: &str) -> bool {
+        let api = w.api();
         let Some(node) = self.nodes.get(uid).cloned() else {
             return false;
         };
@@ -187,10 +196,10 @@ impl GarbageCollector {
         let finalizers = crate::objects::finalizers_of(&meta);
         if meta.contains_key("deletionTimestamp") {
             if finalizers.iter().any(|f| f == ORPHAN_FINALIZER) {
-                return self.orphan_dependents(api, &res, &obj, &finalizers);
+                return self.orphan_dependents(w, &res, &obj, &finalizers).await;
             }
             if finalizers.iter().any(|f| f == FOREGROUND_FINALIZER) {
-                return self.deleting_dependents(api, &res, &obj, &finalizers);
+                return self.deleting_dependents(w, &res, &obj, &finalizers).await;
             }
             return false;
         }
@@ -198,12 +207,13 @@ impl GarbageCollector {
         if refs.is_empty() {
             return false;
         }
-        self.attempt_to_delete(api, &res, &obj, &refs, &finalizers)
+        self.attempt_to_delete(w, &res, &obj, &refs, &finalizers)
+            .await
     }
 
-    fn attempt_to_delete(
+    async fn attempt_to_delete(
         &mut self,
-        api: &Api,
+        w: &Writes<'_>,
         res: &ResourceInfo,
         obj: &StoredObject,
         refs: &[OwnerRef],
@@ -211,7 +221,7 @@ impl GarbageCollector {
     ) -> bool {
         let (mut solid, mut dead, mut waiting) = (0, Vec::new(), Vec::new());
         for r in refs {
-            match owner_state(api, res, obj, r) {
+            match owner_state(w.api(), res, obj, r) {
                 OwnerState::Solid => solid += 1,
                 OwnerState::Dangling => dead.push(r.uid.clone()),
                 OwnerState::WaitingForDependents => waiting.push(r.uid.clone()),
@@ -227,7 +237,7 @@ impl GarbageCollector {
                 .filter(|r| !dead.contains(&r.uid) && !waiting.contains(&r.uid))
                 .map(|r| r.raw.clone())
                 .collect();
-            return patch_metadata_list(api, res, obj, "ownerReferences", keep);
+            return patch_metadata_list(w, res, obj, "ownerReferences", keep).await;
         }
         let policy = if !waiting.is_empty() && self.dependents.contains_key(&obj.uid) {
             Propagation::Foreground
@@ -240,7 +250,8 @@ impl GarbageCollector {
         };
         let mut opts = DeleteOptions::propagation(policy);
         opts.preconditions.uid = Some(obj.uid.clone());
-        api.delete(res, ns_arg(&obj.namespace), &obj.name, &opts)
+        w.delete(res, ns_arg(&obj.namespace), &obj.name, &opts)
+            .await
             .is_ok()
     }
 
@@ -258,15 +269,16 @@ impl GarbageCollector {
             .collect()
     }
 
-    fn orphan_dependents(
+    async fn orphan_dependents(
         &mut self,
-        api: &Api,
+        w: &Writes<'_>,
         res: &ResourceInfo,
         owner: &StoredObject,
         finalizers: &[String],
     ) -> bool {
         let mut wrote = false;
         let mut left = false;
+        let api = w.api();
         for (node, dep) in self.live_dependents(api, &owner.uid) {
             let Some(dep_res) = resource_named(api, &node.resource) else {
                 continue;
@@ -284,25 +296,25 @@ impl GarbageCollector {
             if keep.len() == refs.len() {
                 continue;
             }
-            let ok = patch_metadata_list(api, &dep_res, &dep, "ownerReferences", keep);
+            let ok = patch_metadata_list(w, &dep_res, &dep, "ownerReferences", keep).await;
             wrote |= ok;
             left |= !ok;
         }
         if left {
             return wrote;
         }
-        remove_finalizer(api, res, owner, finalizers, ORPHAN_FINALIZER) || wrote
+        remove_finalizer(w, res, owner, finalizers, ORPHAN_FINALIZER).await || wrote
     }
 
-    fn deleting_dependents(
+    async fn deleting_dependents(
         &mut self,
-        api: &Api,
+        w: &Writes<'_>,
         res: &ResourceInfo,
         owner: &StoredObject,
         finalizers: &[String],
     ) -> bool {
         let mut blocking = false;
-        for (_, dep) in self.live_dependents(api, &owner.uid) {
+        for (_, dep) in self.live_dependents(w.api(), &owner.uid) {
             let meta = dep.to_value()["metadata"].clone();
             let blocks = meta
                 .as_object()
@@ -317,7 +329,7 @@ impl GarbageCollector {
         if blocking {
             return false;
         }
-        remove_finalizer(api, res, owner, finalizers, FOREGROUND_FINALIZER)
+        remove_finalizer(w, res, owner, finalizers, FOREGROUND_FINALIZER).await
     }
 }
 
@@ -363,8 +375,8 @@ fn owner_state(api: &Api, res: &ResourceInfo, obj: &StoredObject, r: &OwnerRef) 
     }
 }
 
-fn remove_finalizer(
-    api: &Api,
+async fn remove_finalizer(
+    w: &Writes<'_>,
     res: &ResourceInfo,
     obj: &StoredObject,
     finalizers: &[String],
@@ -375,7 +387,7 @@ fn remove_finalizer(
         .filter(|f| *f != finalizer)
         .map(|f| Value::String(f.clone()))
         .collect();
-    patch_metadata_list(api, res, obj, "finalizers", keep)
+    patch_metadata_list(w, res, obj, "finalizers", keep).await
 }
 
 impl Controller for GarbageCollector {
@@ -419,12 +431,23 @@ impl Controller for GarbageCollector {
         }
     }
 
-    fn work(&mut self, api: &Api) -> bool {
-        let mut wrote = false;
-        while let Some(uid) = self.queue.pop_front() {
-            self.queued.remove(&uid);
-            wrote |= self.process(api, &uid);
-        }
-        wrote
+    fn work<'a>(&'a mut self, ctx: &'a Context) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            let w = Writes::new(ctx, Identity::Controller("generic-garbage-collector"));
+            for uid in self.retries.take_due() {
+                self.enqueue(&uid);
+            }
+            let mut wrote = false;
+            while let Some(uid) = self.queue.pop_front() {
+                self.queued.remove(&uid);
+                wrote |= self.process(&w, &uid).await;
+                self.retries.after(&uid, w.take_failed());
+            }
+            wrote
+        })
+    }
+
+    fn next_retry(&self) -> Option<Instant> {
+        self.retries.next()
     }
 }

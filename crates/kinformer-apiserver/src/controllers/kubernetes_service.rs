@@ -18,10 +18,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
+use tokio::time::Instant;
 
-use super::{Controller, namespace_live};
+use super::admitted::{Identity, Writes};
+use super::{Controller, Retries, namespace_live};
 use crate::api::Api;
+use crate::context::Context;
 use crate::objects::{UpdateMode, Writer};
 use crate::resource::ResourceInfo;
 use crate::store::{EventType, StoredEvent, StoredObject};
@@ -53,6 +57,8 @@ pub(crate) struct KubernetesService {
     /// not acted on (a value the store normalises differently from `desired` cannot make it
     /// write again and again).
     own: BTreeMap<Part, u64>,
+    /// Parts whose write failed, to try again (kube-apiserver's loop tries every 10 s).
+    retries: Retries<Part>,
 }
 
 impl KubernetesService {
@@ -61,6 +67,7 @@ impl KubernetesService {
             port,
             queue: BTreeSet::new(),
             own: BTreeMap::new(),
+            retries: Retries::default(),
         }
     }
 
@@ -133,7 +140,8 @@ impl KubernetesService {
 
     /// Creates the object when missing, resets its reconciled fields and labels when changed;
     /// whether it wrote.
-    fn ensure(&mut self, api: &Api, part: Part) -> bool {
+    async fn ensure(&mut self, w: &Writes<'_>, part: Part) -> bool {
+        let api = w.api();
         let Some(res) = Self::resource(api, part) else {
             return false;
         };
@@ -149,10 +157,8 @@ impl KubernetesService {
         };
         let Ok(current) = api.get(&res, Some(NAMESPACE), NAME) else {
             // 409 (created meanwhile) or 403 (namespace terminating meanwhile): nothing to retry.
-            return self.wrote(
-                part,
-                api.create_by(&res, Some(NAMESPACE), want, Some(&writer), false),
-            );
+            let created = w.create(&res, Some(NAMESPACE), want, &writer).await;
+            return self.wrote(part, created);
         };
         let fields = Self::reconciled(part);
         if fields.is_empty() {
@@ -179,15 +185,16 @@ impl KubernetesService {
         }
         // The resourceVersion read above guards the update: a 409 means someone wrote
         // meanwhile, and their event brings this back.
-        let result = api.update_by(
-            &res,
-            Some(NAMESPACE),
-            NAME,
-            current,
-            UpdateMode::Main,
-            Some(&writer),
-            false,
-        );
+        let result = w
+            .update(
+                &res,
+                Some(NAMESPACE),
+                NAME,
+                current,
+                UpdateMode::Main,
+                &writer,
+            )
+            .await;
         self.wrote(part, result)
     }
 
@@ -241,11 +248,20 @@ impl Controller for KubernetesService {
         self.queue = [Part::Service, Part::Endpoints, Part::Slice].into();
     }
 
-    fn work(&mut self, api: &Api) -> bool {
-        let mut wrote = false;
-        while let Some(part) = self.queue.pop_first() {
-            wrote |= self.ensure(api, part);
-        }
-        wrote
+    fn work<'a>(&'a mut self, ctx: &'a Context) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            let w = Writes::new(ctx, Identity::ApiServer);
+            self.queue.extend(self.retries.take_due());
+            let mut wrote = false;
+            while let Some(part) = self.queue.pop_first() {
+                wrote |= self.ensure(&w, part).await;
+                self.retries.after(&part, w.take_failed());
+            }
+            wrote
+        })
+    }
+
+    fn next_retry(&self) -> Option<Instant> {
+        self.retries.next()
     }
 }

@@ -13,11 +13,12 @@
 //! They are event-driven, not polling: one task follows the store's event history (woken by
 //! every new revision, reading the events after the last one it processed), updates its
 //! indexes and queues the objects an event concerns, then works the queue. Writes go through
-//! the same [`Api`] paths as HTTP requests (watchers see them; `managedFields` name the manager
+//! the same [`Api`] paths and admission as HTTP requests ([`admitted`]: watchers see them,
+//! webhooks and policies may change or refuse them; `managedFields` name the manager
 //! `kube-controller-manager`, as on a real cluster).
 //!
-//! **Delay bound**: no timer is involved; a write is acted on as soon as the task is scheduled
-//! after it — on a multi-threaded runtime, well under a millisecond of work per event, so a
+//! **Delay bound**: a write is acted on as soon as the task is scheduled after it (the only
+//! timer is a failed write's retry, [`Retries`]) — on a multi-threaded runtime, well under a millisecond of work per event, so a
 //! test polling for the outcome over HTTP sees it in its next poll. A cascade of `n` levels
 //! takes `n` rounds of the loop.
 //!
@@ -33,16 +34,22 @@
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
 
+use std::time::Duration;
+
+use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::api::Api;
-use crate::objects::{UpdateMode, Writer};
+use crate::context::Context;
+use crate::objects::Writer;
 use crate::patch::PatchType;
 use crate::resource::ResourceInfo;
 use crate::store::{ReadError, StoredEvent, StoredObject};
 
+mod admitted;
 pub(crate) mod aggregation;
 pub(crate) mod gc;
 pub(crate) mod kubernetes_service;
@@ -63,8 +70,67 @@ trait Controller: Send {
     /// Rebuilds the indexes from the live state (at start, and when events were compacted
     /// away before they were read).
     fn resync(&mut self, api: &Api);
-    /// Works the queue; returns whether anything was done.
-    fn work(&mut self, api: &Api) -> bool;
+    /// Works the queue, writing through the API as a client would (admission sees the
+    /// writes, [`admitted`]); returns whether anything was done.
+    fn work<'a>(&'a mut self, ctx: &'a Context) -> BoxFuture<'a, bool>;
+    /// When a failed key is due again ([`Retries`]).
+    fn next_retry(&self) -> Option<Instant>;
+}
+
+/// Keys whose work failed (a write refused by admission, a webhook that could not be reached),
+/// each tried again after a delay doubling from 5 ms to 1,000 s, as client-go's default
+/// controller rate limiter spaces a key's retries; a key is forgotten once its work succeeds.
+#[derive(Debug)]
+struct Retries<K> {
+    /// Each failing key: its failures in a row, and when it is due again (`None` once taken
+    /// back into the queue).
+    keys: std::collections::BTreeMap<K, (u32, Option<Instant>)>,
+}
+
+impl<K> Default for Retries<K> {
+    fn default() -> Self {
+        Retries {
+            keys: std::collections::BTreeMap::new(),
+        }
+    }
+}
+
+/// The first retry's delay, and the longest.
+const RETRY_FIRST: Duration = Duration::from_millis(5);
+const RETRY_MAX: Duration = Duration::from_secs(1000);
+
+impl<K: Ord + Clone> Retries<K> {
+    /// Records how the work of `key` went: a failure schedules it again, a success forgets it.
+    fn after(&mut self, key: &K, failed: bool) {
+        if !failed {
+            self.keys.remove(key);
+            return;
+        }
+        let failures = self.keys.get(key).map_or(0, |(n, _)| *n);
+        let delay = RETRY_FIRST
+            .saturating_mul(1u32 << failures.min(31))
+            .min(RETRY_MAX);
+        let due = Instant::now() + delay;
+        self.keys.insert(key.clone(), (failures + 1, Some(due)));
+    }
+
+    /// The keys due by now, taken (they stay known until they succeed).
+    fn take_due(&mut self) -> Vec<K> {
+        let now = Instant::now();
+        let mut due = Vec::new();
+        for (key, (_, at)) in self.keys.iter_mut() {
+            if at.is_some_and(|t| t <= now) {
+                *at = None;
+                due.push(key.clone());
+            }
+        }
+        due
+    }
+
+    /// When the next key is due.
+    fn next(&self) -> Option<Instant> {
+        self.keys.values().filter_map(|(_, at)| *at).min()
+    }
 }
 
 /// A first-in first-out queue of keys (namespace or object names) holding each key once
@@ -123,11 +189,12 @@ pub(crate) struct Switches {
 /// the state as it is, before this returns (so a server's start-up objects — the system
 /// namespaces' `default` service accounts — exist when `start` hands the server out); then
 /// one task follows the events.
-pub(crate) fn start(
-    api: Arc<Api>,
+pub(crate) async fn start(
+    ctx: Arc<Context>,
     on: Switches,
     shutdown: CancellationToken,
 ) -> Option<JoinHandle<()>> {
+    let api = &ctx.api;
     let mut controllers: Vec<Box<dyn Controller>> = Vec::new();
     if on.gc {
         controllers.push(Box::new(gc::GarbageCollector::default()));
@@ -153,26 +220,27 @@ pub(crate) fn start(
         return None;
     }
     for c in controllers.iter_mut() {
-        c.resync(&api);
-        c.work(&api);
+        c.resync(api);
+        c.work(&ctx).await;
     }
-    Some(tokio::spawn(run(api, controllers, shutdown)))
+    Some(tokio::spawn(run(ctx, controllers, shutdown)))
 }
 
 async fn run(
-    api: Arc<Api>,
+    ctx: Arc<Context>,
     mut controllers: Vec<Box<dyn Controller>>,
     shutdown: CancellationToken,
 ) {
+    let api = &ctx.api;
     let mut rx = api.store.subscribe();
     rx.borrow_and_update();
     let mut cursor = api.store.revision();
     for c in controllers.iter_mut() {
-        c.resync(&api);
+        c.resync(api);
     }
     loop {
         for c in controllers.iter_mut() {
-            c.work(&api);
+            c.work(&ctx).await;
         }
         rx.borrow_and_update();
         loop {
@@ -180,7 +248,7 @@ async fn run(
                 Ok((events, next)) => {
                     for e in &events {
                         for c in controllers.iter_mut() {
-                            c.observe(&api, e);
+                            c.observe(api, e);
                         }
                     }
                     cursor = next;
@@ -191,7 +259,7 @@ async fn run(
                 Err(ReadError::Compacted { .. }) | Err(ReadError::Future { .. }) => {
                     cursor = api.store.revision();
                     for c in controllers.iter_mut() {
-                        c.resync(&api);
+                        c.resync(api);
                     }
                     break;
                 }
@@ -200,15 +268,23 @@ async fn run(
         }
         let mut busy = false;
         for c in controllers.iter_mut() {
-            busy |= c.work(&api);
+            busy |= c.work(&ctx).await;
         }
         if busy {
             // Our own writes produced events: read them before sleeping.
             tokio::task::yield_now().await;
             continue;
         }
+        let retry = controllers.iter().filter_map(|c| c.next_retry()).min();
+        let retry_due = async {
+            match retry {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             changed = rx.changed() => if changed.is_err() { return },
+            _ = retry_due => {}
             _ = shutdown.cancelled() => return,
         }
     }
@@ -249,8 +325,8 @@ fn ns_arg(namespace: &str) -> Option<&str> {
 /// Replaces (or removes, when empty) the list at `/metadata/<field>` of the object with this
 /// uid and resourceVersion, by a JSON patch whose `test` operations make it a no-op when the
 /// object changed meanwhile (the next event brings it back).
-fn patch_metadata_list(
-    api: &Api,
+async fn patch_metadata_list(
+    w: &admitted::Writes<'_>,
     res: &ResourceInfo,
     obj: &StoredObject,
     field: &str,
@@ -268,15 +344,49 @@ fn patch_metadata_list(
         change,
     ]);
     let body = patch.to_string();
-    api.patch_by(
+    w.patch(
         res,
         ns_arg(&obj.namespace),
         &obj.name,
         PatchType::Json,
         body.as_bytes(),
-        UpdateMode::Main,
-        Some(&writer(None)),
-        false,
+        &writer(None),
     )
+    .await
     .is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failing_key_waits_twice_as_long_each_time_up_to_the_cap_and_is_forgotten_on_success()
+    {
+        let mut r: Retries<String> = Retries::default();
+        let key = "k".to_string();
+        assert_eq!(r.next(), None);
+        let mut waits = Vec::new();
+        for _ in 0..5 {
+            let start = Instant::now();
+            r.after(&key, true);
+            let due = r.next().unwrap();
+            waits.push(due - start);
+            assert!(r.take_due().is_empty(), "not due before its time");
+            tokio::time::sleep_until(due).await;
+            assert_eq!(r.take_due(), vec![key.clone()]);
+            assert_eq!(r.next(), None, "taken back into the queue");
+        }
+        let ms = |n| Duration::from_millis(n);
+        assert_eq!(waits, [ms(5), ms(10), ms(20), ms(40), ms(80)]);
+        for _ in 0..40 {
+            r.after(&key, true);
+        }
+        assert_eq!(r.next().unwrap() - Instant::now(), RETRY_MAX);
+        // a success forgets it: its next failure starts again from the first delay
+        r.after(&key, false);
+        assert_eq!(r.next(), None);
+        r.after(&key, true);
+        assert_eq!(r.next().unwrap() - Instant::now(), RETRY_FIRST);
+    }
 }

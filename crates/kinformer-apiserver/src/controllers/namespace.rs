@@ -13,10 +13,14 @@
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 
+use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
+use tokio::time::Instant;
 
-use super::{Controller, being_deleted, writer};
+use super::admitted::{Identity, Writes};
+use super::{Controller, Retries, being_deleted, writer};
 use crate::api::Api;
+use crate::context::Context;
 use crate::objects::namespace::{KUBERNETES_FINALIZER, spec_finalizers};
 use crate::objects::{DeleteOptions, Propagation, UpdateMode, finalizers_of, now_rfc3339};
 use crate::store::{EventType, StoredEvent};
@@ -27,6 +31,8 @@ pub(crate) struct NamespaceController {
     /// Names of the namespaces seen with a `deletionTimestamp`.
     terminating: HashSet<String>,
     queue: VecDeque<String>,
+    /// Namespaces whose writes failed, to try again.
+    retries: Retries<String>,
 }
 
 /// Condition types in kube's order, with their "ok" reason and message.
@@ -66,7 +72,8 @@ impl NamespaceController {
     }
 
     /// One pass over a namespace; returns whether it wrote.
-    fn process(&mut self, api: &Api, name: &str) -> bool {
+    async fn process(&mut self, w: &Writes<'_>, name: &str) -> bool {
+        let api = w.api();
         let Some(ns_res) = api.registry.find("", "v1", "namespaces") else {
             return false;
         };
@@ -109,7 +116,7 @@ impl NamespaceController {
                 if v["metadata"].get("deletionTimestamp").is_none() {
                     let mut opts = DeleteOptions::propagation(Propagation::Background);
                     opts.preconditions.uid = Some(o.uid.clone());
-                    wrote |= api.delete(&res, Some(name), &o.name, &opts).is_ok();
+                    wrote |= w.delete(&res, Some(name), &o.name, &opts).await.is_ok();
                 }
             }
             let Ok((_, left)) = api.store.list(&gr, None, &prefix, "") else {
@@ -157,15 +164,12 @@ impl NamespaceController {
             ));
         }
         if update_conditions(&mut obj, &failing) {
-            match api.update_by(
-                &ns_res,
-                None,
-                name,
-                obj.clone(),
-                UpdateMode::Status,
-                Some(&writer(Some("status"))),
-                false,
-            ) {
+            let status = writer(Some("status"));
+            let mode = UpdateMode::Status;
+            match w
+                .update(&ns_res, None, name, obj.clone(), mode, &status)
+                .await
+            {
                 Ok(updated) => {
                     wrote = true;
                     if let Value::Object(o) = updated.to_value() {
@@ -187,17 +191,11 @@ impl NamespaceController {
         if let Some(Value::Object(spec)) = obj.get_mut("spec") {
             spec.insert("finalizers".into(), Value::Array(keep));
         }
+        let finalize = writer(Some("finalize"));
+        let mode = UpdateMode::Finalize;
         wrote
-            | api
-                .update_by(
-                    &ns_res,
-                    None,
-                    name,
-                    obj,
-                    UpdateMode::Finalize,
-                    Some(&writer(Some("finalize"))),
-                    false,
-                )
+            | w.update(&ns_res, None, name, obj, mode, &finalize)
+                .await
                 .is_ok()
     }
 }
@@ -288,11 +286,22 @@ impl Controller for NamespaceController {
         }
     }
 
-    fn work(&mut self, api: &Api) -> bool {
-        let mut wrote = false;
-        while let Some(name) = self.queue.pop_front() {
-            wrote |= self.process(api, &name);
-        }
-        wrote
+    fn work<'a>(&'a mut self, ctx: &'a Context) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            let w = Writes::new(ctx, Identity::Controller("namespace-controller"));
+            for name in self.retries.take_due() {
+                self.enqueue(&name);
+            }
+            let mut wrote = false;
+            while let Some(name) = self.queue.pop_front() {
+                wrote |= self.process(&w, &name).await;
+                self.retries.after(&name, w.take_failed());
+            }
+            wrote
+        })
+    }
+
+    fn next_retry(&self) -> Option<Instant> {
+        self.retries.next()
     }
 }

@@ -10,10 +10,14 @@
 //! - a changed copy whose `data` is not exactly `{"ca.crt": <the CA>}`, or whose description
 //!   annotation is empty, is updated back (other labels and annotations are kept).
 
+use futures::future::BoxFuture;
 use serde_json::{Value, json};
+use tokio::time::Instant;
 
-use super::{Controller, KeyQueue, being_deleted, writer};
+use super::admitted::{Identity, Writes};
+use super::{Controller, KeyQueue, Retries, being_deleted, writer};
 use crate::api::Api;
+use crate::context::Context;
 use crate::objects::UpdateMode;
 use crate::store::{EventType, StoredEvent};
 
@@ -30,6 +34,8 @@ pub(crate) struct RootCaPublisher {
     /// The CA certificate (PEM) published.
     ca: String,
     queue: KeyQueue,
+    /// Namespaces whose write failed, to try again.
+    retries: Retries<String>,
 }
 
 impl RootCaPublisher {
@@ -37,12 +43,14 @@ impl RootCaPublisher {
         RootCaPublisher {
             ca,
             queue: KeyQueue::default(),
+            retries: Retries::default(),
         }
     }
 
     /// Creates the ConfigMap in `namespace` when missing, puts its data and description back
     /// when changed; whether it wrote.
-    fn sync(&self, api: &Api, namespace: &str) -> bool {
+    async fn sync(&self, w: &Writes<'_>, namespace: &str) -> bool {
+        let api = w.api();
         let Some(res) = api.registry.find("", "v1", "configmaps") else {
             return false;
         };
@@ -65,8 +73,9 @@ impl RootCaPublisher {
             };
             // 404 or 403 (the namespace gone or terminating meanwhile), 409 (created
             // meanwhile): nothing to retry, as kube-controller-manager does not.
-            return api
-                .create_by(&res, Some(namespace), body, Some(&writer(None)), false)
+            return w
+                .create(&res, Some(namespace), body, &writer(None))
+                .await
                 .is_ok();
         };
         let Value::Object(mut current) = current.to_value() else {
@@ -91,15 +100,15 @@ impl RootCaPublisher {
         }
         // Guarded by the resourceVersion read above: a 409 means someone wrote meanwhile, and
         // their event brings the namespace back into the queue.
-        api.update_by(
+        w.update(
             &res,
             Some(namespace),
             NAME,
             current,
             UpdateMode::Main,
-            Some(&writer(None)),
-            false,
+            &writer(None),
         )
+        .await
         .is_ok()
     }
 }
@@ -126,11 +135,22 @@ impl Controller for RootCaPublisher {
         self.queue.refill_with_namespaces(api);
     }
 
-    fn work(&mut self, api: &Api) -> bool {
-        let mut wrote = false;
-        while let Some(ns) = self.queue.pop() {
-            wrote |= self.sync(api, &ns);
-        }
-        wrote
+    fn work<'a>(&'a mut self, ctx: &'a Context) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            let w = Writes::new(ctx, Identity::Controller("root-ca-cert-publisher"));
+            for ns in self.retries.take_due() {
+                self.queue.push(&ns);
+            }
+            let mut wrote = false;
+            while let Some(ns) = self.queue.pop() {
+                wrote |= self.sync(&w, &ns).await;
+                self.retries.after(&ns, w.take_failed());
+            }
+            wrote
+        })
+    }
+
+    fn next_retry(&self) -> Option<Instant> {
+        self.retries.next()
     }
 }

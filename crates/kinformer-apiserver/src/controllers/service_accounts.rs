@@ -3,10 +3,14 @@
 //! kube-controller-manager's `serviceaccount` controller keeps it — so `kubectl create token
 //! default` and pods naming no service account work in any namespace, as on a real cluster.
 
+use futures::future::BoxFuture;
 use serde_json::json;
+use tokio::time::Instant;
 
-use super::{Controller, KeyQueue, being_deleted, namespace_live, writer};
+use super::admitted::{Identity, Writes};
+use super::{Controller, KeyQueue, Retries, being_deleted, namespace_live, writer};
 use crate::api::Api;
+use crate::context::Context;
 use crate::store::{EventType, StoredEvent};
 
 /// The service account every namespace gets.
@@ -16,11 +20,14 @@ const DEFAULT: &str = "default";
 #[derive(Default)]
 pub(crate) struct ServiceAccountController {
     queue: KeyQueue,
+    /// Namespaces whose write failed, to try again.
+    retries: Retries<String>,
 }
 
 impl ServiceAccountController {
     /// Creates `default` in `namespace` when the namespace is live and lacks it.
-    fn ensure(api: &Api, namespace: &str) -> bool {
+    async fn ensure(w: &Writes<'_>, namespace: &str) -> bool {
+        let api = w.api();
         let Some(sa_res) = api.registry.find("", "v1", "serviceaccounts") else {
             return false;
         };
@@ -36,7 +43,8 @@ impl ServiceAccountController {
             return false;
         };
         // A 409 (created meanwhile) or a 403 (terminating meanwhile) is nothing to retry.
-        api.create_by(&sa_res, Some(namespace), body, Some(&writer(None)), false)
+        w.create(&sa_res, Some(namespace), body, &writer(None))
+            .await
             .is_ok()
     }
 }
@@ -59,11 +67,22 @@ impl Controller for ServiceAccountController {
         self.queue.refill_with_namespaces(api);
     }
 
-    fn work(&mut self, api: &Api) -> bool {
-        let mut wrote = false;
-        while let Some(ns) = self.queue.pop() {
-            wrote |= Self::ensure(api, &ns);
-        }
-        wrote
+    fn work<'a>(&'a mut self, ctx: &'a Context) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            let w = Writes::new(ctx, Identity::Controller("service-account-controller"));
+            for ns in self.retries.take_due() {
+                self.queue.push(&ns);
+            }
+            let mut wrote = false;
+            while let Some(ns) = self.queue.pop() {
+                wrote |= Self::ensure(&w, &ns).await;
+                self.retries.after(&ns, w.take_failed());
+            }
+            wrote
+        })
+    }
+
+    fn next_retry(&self) -> Option<Instant> {
+        self.retries.next()
     }
 }

@@ -39,7 +39,7 @@ mod resources;
 mod response;
 pub(crate) mod table;
 mod watch;
-mod webhooks;
+pub(crate) mod webhooks;
 
 use std::sync::Arc;
 

@@ -24,8 +24,8 @@
 //! Not as kube-apiserver: a create's mutating webhooks see the object after the server's own
 //! preparation of it (defaults applied, a status reset; no uid, creationTimestamp, generation
 //! or resourceVersion, as there) rather than before it; validating webhooks are called one
-//! after the other, not at once; the server's own controllers' writes and `RunningServer`'s
-//! in-process writes are not seen by webhooks.
+//! after the other, not at once; `RunningServer`'s in-process writes are not seen by webhooks
+//! (the server's own controllers' are: `crate::controllers::admitted`).
 
 use std::sync::Arc;
 

@@ -21,6 +21,15 @@ pub(crate) enum Propagation {
 }
 
 impl Propagation {
+    /// The policy's name on the wire.
+    fn name(self) -> &'static str {
+        match self {
+            Propagation::Orphan => "Orphan",
+            Propagation::Background => "Background",
+            Propagation::Foreground => "Foreground",
+        }
+    }
+
     fn parse(s: &str) -> Option<Self> {
         match s {
             "Orphan" => Some(Propagation::Orphan),
@@ -73,6 +82,34 @@ impl DeleteOptions {
             propagation: Some(p),
             ..Default::default()
         }
+    }
+
+    /// These options as a client sends them (what admission webhooks are shown of a delete
+    /// the server's own controllers make).
+    pub(crate) fn to_json(&self) -> Value {
+        let mut m = serde_json::Map::new();
+        m.insert("kind".into(), "DeleteOptions".into());
+        m.insert("apiVersion".into(), "meta.k8s.io/v1".into());
+        let mut pre = serde_json::Map::new();
+        if let Some(uid) = &self.preconditions.uid {
+            pre.insert("uid".into(), uid.clone().into());
+        }
+        if let Some(rv) = &self.preconditions.resource_version {
+            pre.insert("resourceVersion".into(), rv.clone().into());
+        }
+        if !pre.is_empty() {
+            m.insert("preconditions".into(), Value::Object(pre));
+        }
+        if let Some(o) = self.orphan_dependents {
+            m.insert("orphanDependents".into(), o.into());
+        }
+        if let Some(p) = self.propagation {
+            m.insert("propagationPolicy".into(), p.name().into());
+        }
+        if self.dry_run {
+            m.insert("dryRun".into(), serde_json::json!(["All"]));
+        }
+        Value::Object(m)
     }
 
     /// Options of a request: the JSON `body` when it is not empty, else the `query`

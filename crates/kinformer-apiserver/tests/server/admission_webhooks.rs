@@ -29,12 +29,12 @@ use serde_json::{Value, json};
 
 /// What the webhook server saw: every request, by path.
 #[derive(Default)]
-struct Seen {
+pub(crate) struct Seen {
     requests: Mutex<Vec<(String, AdmissionRequest<DynamicObject>)>>,
 }
 
 impl Seen {
-    fn of(&self, path: &str) -> Vec<AdmissionRequest<DynamicObject>> {
+    pub(crate) fn of(&self, path: &str) -> Vec<AdmissionRequest<DynamicObject>> {
         self.requests
             .lock()
             .iter()
@@ -45,18 +45,18 @@ impl Seen {
 }
 
 /// A running webhook server and the CA its certificate chains to.
-struct Webhooks {
+pub(crate) struct Webhooks {
     addr: SocketAddr,
     ca_pem: String,
-    seen: Arc<Seen>,
+    pub(crate) seen: Arc<Seen>,
 }
 
 impl Webhooks {
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("https://127.0.0.1:{}{path}", self.addr.port())
     }
 
-    fn ca_bundle(&self) -> String {
+    pub(crate) fn ca_bundle(&self) -> String {
         use base64::Engine;
         base64::engine::general_purpose::STANDARD.encode(&self.ca_pem)
     }
@@ -164,7 +164,7 @@ async fn answer(
 
 /// Starts the webhook server with a certificate for `names` (and 127.0.0.1) signed by a
 /// fresh CA.
-async fn serve(names: &[&str]) -> Webhooks {
+pub(crate) async fn serve(names: &[&str]) -> Webhooks {
     let seen = Arc::new(Seen::default());
     let mut router = axum::Router::new();
     for path in [
@@ -207,7 +207,7 @@ pub(crate) async fn validating(c: &kube::Client, name: &str, hooks: Vec<Value>) 
     api.create(&PostParams::default(), &v).await.unwrap();
 }
 
-async fn mutating(c: &kube::Client, name: &str, hooks: Vec<Value>) {
+pub(crate) async fn mutating(c: &kube::Client, name: &str, hooks: Vec<Value>) {
     let api: Api<MutatingWebhookConfiguration> = Api::all(c.clone());
     let v = serde_json::from_value(json!({"metadata": {"name": name}, "webhooks": hooks})).unwrap();
     api.create(&PostParams::default(), &v).await.unwrap();

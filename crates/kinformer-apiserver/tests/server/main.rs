@@ -5,6 +5,7 @@
 
 mod admission_policy;
 mod admission_webhooks;
+mod controller_admission;
 mod conversion_webhooks;
 mod crd_schema_changes;
 mod crd_storage_versions;
