@@ -4,9 +4,12 @@
 //! kind in it (custom resources included; background propagation), reports what is left in
 //! the namespace's conditions (`NamespaceContentRemaining`: `Some resources are remaining:
 //! configmaps. has 1 resource instances`; `NamespaceFinalizersRemaining`: `Some content in the
-//! namespace has finalizers remaining: example.com/x in 1 resource instances`; the other three
-//! in their "ok" form), and once nothing is left removes `kubernetes` through `/finalize`, which
-//! removes the namespace when it has no other finalizer.
+//! namespace has finalizers remaining: example.com/x in 1 resource instances`;
+//! `NamespaceDeletionContentFailure` when a delete was refused, an admission webhook's say:
+//! `Failed to delete all resource types, 1 remaining: admission webhook "x" denied the request:
+//! ...`, and then no count for that resource, as kube's; the others in their "ok" form), and
+//! once nothing is left removes `kubernetes` through `/finalize`, which removes the namespace
+//! when it has no other finalizer.
 //!
 //! It acts again on every change in a namespace being terminated (an object's finalizer
 //! removed, an object gone), instead of kube's re-queue after an estimate.
@@ -101,6 +104,9 @@ impl NamespaceController {
         // Delete the content, then count what is left.
         let mut remaining: BTreeMap<String, usize> = BTreeMap::new();
         let mut by_finalizer: BTreeMap<String, usize> = BTreeMap::new();
+        // a resource whose content could not all be deleted (a webhook refused): its first
+        // error, and no count of what remains (as kube's deleteAllContent)
+        let mut errors: Vec<String> = Vec::new();
         for res in api.registry.all() {
             // a custom resource's other served versions hold the same objects
             if !res.namespaced() || res.create_only || res.storage_version.is_some() {
@@ -111,13 +117,25 @@ impl NamespaceController {
             let Ok((_, objs)) = api.store.list(&gr, None, &prefix, "") else {
                 continue;
             };
+            let mut failed = None;
             for o in objs.iter() {
                 let v = o.to_value();
                 if v["metadata"].get("deletionTimestamp").is_none() {
                     let mut opts = DeleteOptions::propagation(Propagation::Background);
                     opts.preconditions.uid = Some(o.uid.clone());
-                    wrote |= w.delete(&res, Some(name), &o.name, &opts).await.is_ok();
+                    match w.delete(&res, Some(name), &o.name, &opts).await {
+                        Ok(_) => wrote = true,
+                        // gone or replaced meanwhile: its event brings the namespace back
+                        Err(e) if e.code == 404 || e.code == 409 => {}
+                        Err(e) => {
+                            failed.get_or_insert(e.message);
+                        }
+                    }
                 }
+            }
+            if let Some(message) = failed {
+                errors.push(message);
+                continue;
             }
             let Ok((_, left)) = api.store.list(&gr, None, &prefix, "") else {
                 continue;
@@ -135,6 +153,18 @@ impl NamespaceController {
             }
         }
         let mut failing: Vec<(&str, String, String)> = Vec::new();
+        if !errors.is_empty() {
+            errors.sort();
+            failing.push((
+                "NamespaceDeletionContentFailure",
+                "ContentDeletionFailed".into(),
+                format!(
+                    "Failed to delete all resource types, {} remaining: {}",
+                    errors.len(),
+                    errors.join(", ")
+                ),
+            ));
+        }
         if !remaining.is_empty() {
             // Sorted as formatted, as kube sorts them.
             let mut items: Vec<String> = remaining
@@ -179,7 +209,7 @@ impl NamespaceController {
                 Err(_) => return wrote,
             }
         }
-        if !remaining.is_empty() {
+        if !remaining.is_empty() || !errors.is_empty() {
             return wrote;
         }
         // Everything is gone: take our finalizer out.

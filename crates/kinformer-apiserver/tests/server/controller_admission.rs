@@ -157,19 +157,28 @@ async fn the_namespace_controller_deletes_through_admission() {
     )
     .await;
     assert!(!reviews_of(&w, "/protect", "other", NAMESPACES).is_empty());
-    let remaining = until("the namespace reports what remains", || async {
+    // reported as kube's namespace controller does: the refusal, and no count of what
+    // remains of the resource it failed on
+    let conditions = until("the namespace reports the refusal", || async {
         let ns = namespaces.get("doomed").await.unwrap();
         let conditions = ns.status?.conditions?;
-        let c = conditions
-            .into_iter()
-            .find(|c| c.type_ == "NamespaceContentRemaining" && c.status == "True")?;
-        cms.get_opt("other").await.unwrap().is_none().then_some(c)
+        conditions
+            .iter()
+            .any(|c| c.type_ == "NamespaceDeletionContentFailure" && c.status == "True")
+            .then_some(conditions)
     })
     .await;
+    let of = |ty: &str| conditions.iter().find(|c| c.type_ == ty).unwrap();
+    let failure = of("NamespaceDeletionContentFailure");
+    assert_eq!(failure.reason.as_deref(), Some("ContentDeletionFailed"));
     assert_eq!(
-        remaining.message.as_deref(),
-        Some("Some resources are remaining: configmaps. has 1 resource instances")
+        failure.message.as_deref(),
+        Some(
+            "Failed to delete all resource types, 1 remaining: admission webhook \"protect.example.com\" denied the request: protected objects stay"
+        )
     );
+    assert_eq!(of("NamespaceContentRemaining").status, "False");
+    assert!(cms.get_opt("other").await.unwrap().is_none());
     assert!(cms.get_opt("kept").await.unwrap().is_some());
 
     // unprotected, it goes, and the namespace with it
