@@ -59,7 +59,8 @@ impl Identity {
 /// A controller's handle for writing: the server, and who writes.
 pub(crate) struct Writes<'a> {
     ctx: &'a Context,
-    user: Value,
+    /// Who writes (its `userInfo` is built only for a write webhooks see).
+    who: Identity,
     /// Whether a write failed in a way worth trying again since [`Writes::take_failed`].
     failed: AtomicBool,
 }
@@ -93,7 +94,7 @@ impl<'a> Writes<'a> {
     pub(crate) fn new(ctx: &'a Context, who: Identity) -> Self {
         Writes {
             ctx,
-            user: who.user_info(),
+            who,
             failed: AtomicBool::new(false),
         }
     }
@@ -139,7 +140,7 @@ impl<'a> Writes<'a> {
             mode: target.mode,
             dry_run: false,
             delete: target.delete.is_some(),
-            user: self.user.clone(),
+            user: self.who.user_info(),
             field_manager: target.field_manager,
             delete_options: target.delete.map(DeleteOptions::to_json),
             scale: None,

@@ -24,10 +24,9 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio::time::Instant;
-
-use futures::future::BoxFuture;
 
 use super::admitted::{Identity, Writes};
 use super::{Controller, Retries, being_deleted, ns_arg, patch_metadata_list, resource_named};
@@ -105,7 +104,7 @@ impl GarbageCollector {
     }
 
     fn forget(&mut self, uid: &str) {
-        self.retries.after(&uid.to_string(), false);
+        self.retries.forget(uid);
         self.nodes.remove(uid);
         for o in self.owners.remove(uid).unwrap_or_default() {
             if let Some(d) = self.dependents.get_mut(&o) {

@@ -18,9 +18,9 @@
 //! `kube-controller-manager`, as on a real cluster).
 //!
 //! **Delay bound**: a write is acted on as soon as the task is scheduled after it (the only
-//! timer is a failed write's retry, [`Retries`]) — on a multi-threaded runtime, well under a millisecond of work per event, so a
-//! test polling for the outcome over HTTP sees it in its next poll. A cascade of `n` levels
-//! takes `n` rounds of the loop.
+//! timer is a failed write's retry, [`Retries`]) — on a multi-threaded runtime, well under a
+//! millisecond of work per event, so a test polling for the outcome over HTTP sees it in its
+//! next poll. A cascade of `n` levels takes `n` rounds of the loop.
 //!
 //! [`ServerConfig::garbage_collector`]: crate::ServerConfig::garbage_collector
 //! [`ServerConfig::rbac`]: crate::ServerConfig::rbac
@@ -33,7 +33,6 @@
 
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::Arc;
-
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -112,6 +111,15 @@ impl<K: Ord + Clone> Retries<K> {
             .min(RETRY_MAX);
         let due = Instant::now() + delay;
         self.keys.insert(key.clone(), (failures + 1, Some(due)));
+    }
+
+    /// Forgets `key` (its object is gone).
+    fn forget<Q>(&mut self, key: &Q)
+    where
+        K: std::borrow::Borrow<Q>,
+        Q: Ord + ?Sized,
+    {
+        self.keys.remove(key);
     }
 
     /// The keys due by now, taken (they stay known until they succeed).
